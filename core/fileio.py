@@ -1,0 +1,41 @@
+"""Atomic file writing: a crash or a full disk never leaves a half-written file."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+class OutputError(OSError):
+    """A file that cannot be written; the message names the path and why."""
+
+
+def write_bytes_atomic(path, data: bytes, overwrite: bool = False) -> Path:
+    """Write to a temporary file in the same folder, then rename over the target."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise OutputError(f"{path}: file exists (choose another name or allow overwriting)")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"{path}: folder {folder} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write in {folder} ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise OutputError(f"{path}: write failed ({exc.strerror or exc})") from None
+    return path
+
+
+def write_text_atomic(path, text: str, overwrite: bool = False) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"), overwrite=overwrite)

@@ -1,0 +1,119 @@
+"""Smoothing of joint trajectories (frames on axis 0).
+
+Retargeted joint angles inherit mocap jitter and solver chatter; robots
+amplify it into jerk. These filters are zero-phase (no lag, so contacts stay
+on their frames) and finish by clipping to joint limits, because a low-pass
+can overshoot a limit the solver respected.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import signal
+
+
+def butterworth_lowpass(q: np.ndarray, fps: float, cutoff_hz: float, order: int = 4) -> np.ndarray:
+    """Zero-phase Butterworth low-pass along frames (forward-backward, so no lag).
+
+    A cutoff at or above Nyquist cannot be designed and would pass everything
+    anyway, so the input is returned unchanged (as a copy). Short clips get a
+    shorter edge padding instead of failing.
+    """
+    q = np.array(q, dtype=float)
+    if fps <= 0:
+        raise ValueError(f"fps must be positive, got {fps!r}")
+    if cutoff_hz <= 0:
+        raise ValueError(f"cutoff_hz must be positive, got {cutoff_hz!r}")
+    if cutoff_hz >= 0.5 * fps or q.shape[0] < 2:
+        return q
+    sos = signal.butter(order, cutoff_hz, btype="low", fs=fps, output="sos")
+    # scipy's default pad length (3 * (2 * sections + 1)) needs more frames than short clips have.
+    padlen = min(3 * (2 * len(sos) + 1), q.shape[0] - 1)
+    return signal.sosfiltfilt(sos, q, axis=0, padlen=padlen)
+
+
+def moving_average(q: np.ndarray, window: int) -> np.ndarray:
+    """Centered moving average whose window shrinks symmetrically near the ends.
+
+    Shrinking (instead of zero padding) keeps the ends where they are: a
+    constant stays constant and a straight ramp is reproduced exactly. Even
+    windows are widened by one so the average stays centered.
+    """
+    q = np.array(q, dtype=float)
+    window = int(window)
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    half = window // 2  # an even window w behaves as w + 1
+    n = q.shape[0]
+    if half == 0 or n < 3:
+        return q
+    idx = np.arange(n)
+    h = np.minimum(half, np.minimum(idx, n - 1 - idx))
+    csum = np.concatenate([np.zeros((1,) + q.shape[1:]), np.cumsum(q, axis=0)])
+    width = (2 * h + 1).reshape((n,) + (1,) * (q.ndim - 1))
+    return (csum[idx + h + 1] - csum[idx - h]) / width
+
+
+def lowpass(q: np.ndarray, fps: float, method: str = "butterworth", cutoff_hz: float = 6.0,
+            window: int = 5, lower=None, upper=None) -> np.ndarray:
+    """Smooth with the named method, then clip into [lower, upper] so limits still hold.
+
+    method: 'butterworth', 'moving_average' or 'none'. lower/upper broadcast
+    against a frame of q (e.g. (n,) arrays; +-inf for unlimited joints).
+    """
+    key = method.lower().replace("-", "_").replace(" ", "_")
+    if key == "butterworth":
+        out = butterworth_lowpass(q, fps, cutoff_hz)
+    elif key in ("moving_average", "average"):
+        out = moving_average(q, window)
+    elif key == "none":
+        out = np.array(q, dtype=float)
+    else:
+        raise ValueError(f"unknown filter method {method!r} (use 'butterworth', 'moving_average' or 'none')")
+    if lower is not None or upper is not None:
+        lo = -np.inf if lower is None else np.asarray(lower, dtype=float)
+        hi = np.inf if upper is None else np.asarray(upper, dtype=float)
+        out = np.clip(out, lo, hi)
+    return out
+
+
+def mean_abs_jerk(q: np.ndarray, fps: float) -> float:
+    """Mean |d^3 q / dt^3| over frames and channels, in units per s^3 (a smoothness score)."""
+    q = np.asarray(q, dtype=float)
+    if q.shape[0] < 4:
+        return 0.0
+    return float(np.mean(np.abs(np.diff(q, n=3, axis=0))) * fps ** 3)
+
+
+def bridge_nans(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fill NaN frames by linear interpolation per channel, holding the nearest valid value at the ends.
+
+    Lets filters and solvers run over clips with dropped mocap frames; the
+    returned mask (F,) marks frames that had any NaN so callers can report or
+    down-weight them. Raises ValueError when a channel has no valid frame.
+    """
+    x = np.array(x, dtype=float)
+    if x.shape[0] == 0:
+        return x, np.zeros(0, dtype=bool)
+    flat = x.reshape(x.shape[0], -1)
+    bad = np.isnan(flat)
+    frame_mask = bad.any(axis=1)
+    if not frame_mask.any():
+        return x, frame_mask
+    if bad.all():
+        raise ValueError("bridge_nans: every value is NaN; nothing to interpolate from")
+    empty = np.flatnonzero(bad.all(axis=0))
+    if empty.size:
+        raise ValueError(f"bridge_nans: channel(s) {empty.tolist()} are NaN on every frame")
+    # Channels usually share a NaN pattern (whole dropped frames): interpolate each pattern once.
+    patterns, which = np.unique(bad[:, bad.any(axis=0)].T, axis=0, return_inverse=True)
+    cols = np.flatnonzero(bad.any(axis=0))
+    for p, pattern in enumerate(patterns):
+        good, missing = np.flatnonzero(~pattern), np.flatnonzero(pattern)
+        lo_pos = np.clip(np.searchsorted(good, missing) - 1, 0, len(good) - 1)
+        hi_pos = np.minimum(lo_pos + 1, len(good) - 1)
+        lo, hi = good[lo_pos], good[hi_pos]
+        span = np.where(hi > lo, hi - lo, 1)
+        w = np.clip((missing - lo) / span, 0.0, 1.0)[:, None]  # clipping holds the edges
+        c = cols[which.ravel() == p]
+        flat[np.ix_(missing, c)] = flat[np.ix_(lo, c)] * (1.0 - w) + flat[np.ix_(hi, c)] * w
+    return flat.reshape(x.shape), frame_mask

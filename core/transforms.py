@@ -1,0 +1,136 @@
+"""Rotation and rigid-transform helpers, batched over leading axes.
+
+Conventions used across the project: quaternions are (w, x, y, z) unless a
+name says xyzw; angles are radians; matrices act on column vectors; batched
+arrays put frames (or any batch) on the leading axes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def rpy_to_matrix(rpy) -> np.ndarray:
+    """URDF roll-pitch-yaw (fixed axes X, then Y, then Z): R = Rz(y) Ry(p) Rx(r)."""
+    r, p, y = (float(v) for v in rpy)
+    return euler_to_matrix(np.array([y, p, r]), "ZYX")
+
+
+def axis_angle_to_matrix(axis, angle) -> np.ndarray:
+    """Rodrigues rotation; `axis` (..., 3) unit vectors, `angle` (...) radians -> (..., 3, 3)."""
+    axis = np.asarray(axis, dtype=float)
+    angle = np.asarray(angle, dtype=float)
+    axis, angle = np.broadcast_arrays(axis, angle[..., None])
+    angle = angle[..., 0]
+    x, y, z = axis[..., 0], axis[..., 1], axis[..., 2]
+    c, s = np.cos(angle), np.sin(angle)
+    t = 1.0 - c
+    out = np.empty(angle.shape + (3, 3))
+    out[..., 0, 0] = t * x * x + c
+    out[..., 0, 1] = t * x * y - s * z
+    out[..., 0, 2] = t * x * z + s * y
+    out[..., 1, 0] = t * x * y + s * z
+    out[..., 1, 1] = t * y * y + c
+    out[..., 1, 2] = t * y * z - s * x
+    out[..., 2, 0] = t * x * z - s * y
+    out[..., 2, 1] = t * y * z + s * x
+    out[..., 2, 2] = t * z * z + c
+    return out
+
+
+_AXES = {"X": np.array([1.0, 0, 0]), "Y": np.array([0, 1.0, 0]), "Z": np.array([0, 0, 1.0])}
+
+
+def euler_to_matrix(angles, order: str) -> np.ndarray:
+    """Intrinsic Euler angles (..., 3) in `order` (e.g. "ZYX": R = Rz Ry Rx), radians.
+
+    This is the BVH channel convention: the channel listed first is the
+    outermost rotation.
+    """
+    angles = np.asarray(angles, dtype=float)
+    order = order.upper()
+    if len(order) != 3 or set(order) - set("XYZ"):
+        raise ValueError(f"bad Euler order {order!r}")
+    out = axis_angle_to_matrix(_AXES[order[0]], angles[..., 0])
+    for i in (1, 2):
+        out = out @ axis_angle_to_matrix(_AXES[order[i]], angles[..., i])
+    return out
+
+
+def quat_to_matrix(q) -> np.ndarray:
+    """Unit quaternions (..., 4) wxyz -> rotation matrices (..., 3, 3)."""
+    q = np.asarray(q, dtype=float)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    out = np.empty(q.shape[:-1] + (3, 3))
+    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    out[..., 0, 1] = 2 * (x * y - w * z)
+    out[..., 0, 2] = 2 * (x * z + w * y)
+    out[..., 1, 0] = 2 * (x * y + w * z)
+    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    out[..., 1, 2] = 2 * (y * z - w * x)
+    out[..., 2, 0] = 2 * (x * z - w * y)
+    out[..., 2, 1] = 2 * (y * z + w * x)
+    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
+
+
+def matrix_to_quat(m) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) -> unit quaternions (..., 4) wxyz with w >= 0."""
+    m = np.asarray(m, dtype=float)
+    tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    # Four candidate formulas; pick the numerically largest per element.
+    cand = np.stack([
+        tr, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]], axis=-1)
+    k = np.argmax(cand, axis=-1)
+    q = np.empty(m.shape[:-2] + (4,))
+    w = 1 + tr
+    x = 1 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2]
+    y = 1 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2]
+    z = 1 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]
+    a = m[..., 2, 1] - m[..., 1, 2]
+    b = m[..., 0, 2] - m[..., 2, 0]
+    c = m[..., 1, 0] - m[..., 0, 1]
+    d = m[..., 0, 1] + m[..., 1, 0]
+    e = m[..., 0, 2] + m[..., 2, 0]
+    f = m[..., 1, 2] + m[..., 2, 1]
+    rows = [
+        np.stack([w, a, b, c], -1),
+        np.stack([a, x, d, e], -1),
+        np.stack([b, d, y, f], -1),
+        np.stack([c, e, f, z], -1),
+    ]
+    q = np.choose(k[..., None], rows)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return q * np.where(q[..., :1] < 0, -1.0, 1.0)
+
+
+def make_transform(rotation=None, translation=None) -> np.ndarray:
+    """4x4 homogeneous transform from a 3x3 rotation and a translation."""
+    t = np.eye(4)
+    if rotation is not None:
+        t[:3, :3] = rotation
+    if translation is not None:
+        t[:3, 3] = translation
+    return t
+
+
+def invert_transform(t) -> np.ndarray:
+    """Inverse of rigid transforms (..., 4, 4)."""
+    t = np.asarray(t, dtype=float)
+    out = np.zeros_like(t)
+    rt = np.swapaxes(t[..., :3, :3], -1, -2)
+    out[..., :3, :3] = rt
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", rt, t[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def quat_continuous(q) -> np.ndarray:
+    """Flip signs along the first axis so consecutive quaternions stay in one hemisphere."""
+    q = np.array(q, dtype=float)
+    if len(q) < 2:
+        return q
+    dots = np.einsum("...i,...i->...", q[1:], q[:-1])
+    flips = np.cumprod(np.where(dots < 0, -1.0, 1.0), axis=0)
+    q[1:] *= flips[..., None]
+    return q

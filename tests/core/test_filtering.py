@@ -1,0 +1,152 @@
+"""Trajectory filters: attenuation, zero phase, limits, edges, NaN bridging."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.filtering import bridge_nans, butterworth_lowpass, lowpass, mean_abs_jerk, moving_average
+
+FPS = 120.0
+
+
+def _two_tones(seconds: float = 4.0):
+    t = np.arange(int(seconds * FPS)) / FPS
+    slow = np.sin(2 * np.pi * 1.0 * t)
+    fast = 0.5 * np.sin(2 * np.pi * 30.0 * t)
+    return t, slow, fast
+
+
+def _amplitude(x: np.ndarray, t: np.ndarray, hz: float) -> float:
+    """Amplitude of the hz component by projection (whole number of cycles assumed)."""
+    c, s = np.cos(2 * np.pi * hz * t), np.sin(2 * np.pi * hz * t)
+    return float(np.hypot(2 * np.mean(x * c), 2 * np.mean(x * s)))
+
+
+def test_butterworth_separates_tones_without_lag():
+    t, slow, fast = _two_tones()
+    q = np.stack([slow + fast, 2 * (slow + fast)], axis=1)
+    out = butterworth_lowpass(q, FPS, 6.0)
+    assert out.shape == q.shape
+    core = slice(int(FPS), -int(FPS))  # judge away from the padded ends
+    for col, gain in ((0, 1.0), (1, 2.0)):
+        fast_left = _amplitude(out[core, col], t[core], 30.0)
+        slow_left = _amplitude(out[core, col], t[core], 1.0)
+        assert fast_left < 0.05 * 0.5 * gain
+        assert slow_left == pytest.approx(gain, rel=0.02)
+    # Zero phase: the slow peaks land on the same frames as in the clean signal.
+    peaks_in = [i for i in range(1, len(t) - 1) if slow[i] >= slow[i - 1] and slow[i] >= slow[i + 1]]
+    for i in peaks_in[1:-1]:
+        window = out[i - 10:i + 11, 0]
+        assert abs(int(np.argmax(window)) - 10) <= 1
+
+
+def test_butterworth_reduces_jerk_and_handles_edge_cases():
+    t, slow, fast = _two_tones(2.0)
+    q = (slow + fast)[:, None]
+    out = butterworth_lowpass(q, FPS, 6.0)
+    assert mean_abs_jerk(out, FPS) < 0.1 * mean_abs_jerk(q, FPS)
+    # At or above Nyquist: unchanged copy.
+    same = butterworth_lowpass(q, FPS, 60.0)
+    np.testing.assert_array_equal(same, q)
+    assert same is not q
+    # 1-D input and very short clips work.
+    assert butterworth_lowpass(slow, FPS, 6.0).shape == slow.shape
+    for frames in (1, 2, 5):
+        short = np.linspace(0.0, 1.0, frames * 3).reshape(frames, 3)
+        res = butterworth_lowpass(short, FPS, 6.0)
+        assert res.shape == short.shape and np.isfinite(res).all()
+    with pytest.raises(ValueError):
+        butterworth_lowpass(q, FPS, 0.0)
+
+
+def test_moving_average_keeps_constants_and_ramps_including_ends():
+    const = np.full((20, 3), 1.7)
+    np.testing.assert_allclose(moving_average(const, 5), const)
+    ramp = np.linspace(-1.0, 3.0, 30)[:, None] * [1.0, -2.0]
+    np.testing.assert_allclose(moving_average(ramp, 7), ramp, atol=1e-12)
+    noisy = np.random.default_rng(0).normal(size=(200, 2))
+    smooth = moving_average(noisy, 9)
+    assert smooth.std() < 0.5 * noisy.std()
+    np.testing.assert_allclose(smooth[0], noisy[0])  # window shrinks to one frame at the ends
+    # An even window behaves as the next odd one.
+    np.testing.assert_allclose(moving_average(noisy, 4), moving_average(noisy, 5))
+    np.testing.assert_allclose(moving_average(noisy, 1), noisy)
+    assert moving_average(noisy[:5], 11).shape == (5, 2)
+
+
+def test_lowpass_dispatch_and_limits():
+    t, slow, fast = _two_tones(2.0)
+    q = np.stack([slow + fast, 0.2 * slow], axis=1)
+    lower, upper = np.array([-0.8, -np.inf]), np.array([0.8, np.inf])
+    for method in ("butterworth", "moving_average", "none"):
+        out = lowpass(q, FPS, method=method, lower=lower, upper=upper)
+        assert out.shape == q.shape
+        assert (out[:, 0] >= -0.8).all() and (out[:, 0] <= 0.8).all()
+        assert out[:, 0].max() == pytest.approx(0.8)  # the limit is actually reached, not avoided
+    np.testing.assert_allclose(lowpass(q, FPS, method="none"), q)
+    np.testing.assert_allclose(lowpass(q, FPS, cutoff_hz=6.0), butterworth_lowpass(q, FPS, 6.0))
+    assert mean_abs_jerk(lowpass(q, FPS), FPS) < mean_abs_jerk(q, FPS)
+    with pytest.raises(ValueError, match="kalman"):
+        lowpass(q, FPS, method="kalman")
+
+
+def test_filtered_result_respects_tight_limits():
+    # A square wave at the limits overshoots under a Butterworth; clipping must fix that.
+    q = np.where((np.arange(240) // 30) % 2 == 0, 0.5, -0.5)[:, None]
+    raw = butterworth_lowpass(q, FPS, 6.0)
+    assert raw.max() > 0.5  # the overshoot this guards against
+    out = lowpass(q, FPS, lower=np.array([-0.5]), upper=np.array([0.5]))
+    assert out.max() <= 0.5 and out.min() >= -0.5
+
+
+def test_mean_abs_jerk():
+    t = np.arange(50) / FPS
+    np.testing.assert_allclose(mean_abs_jerk((t ** 3)[:, None], FPS), 6.0, rtol=1e-6)
+    assert mean_abs_jerk(np.stack([t, t ** 2], axis=1), FPS) == pytest.approx(0.0, abs=1e-6)
+    assert mean_abs_jerk(np.zeros((3, 2)), FPS) == 0.0
+
+
+def test_bridge_nans_linear_gap_and_edges():
+    ramp = np.stack([np.arange(10.0), 5.0 - 2.0 * np.arange(10.0)], axis=1)
+    holed = ramp.copy()
+    holed[3:6] = np.nan
+    filled, mask = bridge_nans(holed)
+    np.testing.assert_allclose(filled, ramp, atol=1e-12)
+    assert mask.tolist() == [i in (3, 4, 5) for i in range(10)]
+    assert np.isnan(holed).any()  # input untouched
+
+    edged = ramp.copy()
+    edged[:2, 0] = np.nan
+    edged[-3:, 1] = np.nan
+    filled, mask = bridge_nans(edged)
+    assert filled[0, 0] == filled[1, 0] == ramp[2, 0]
+    assert (filled[-3:, 1] == ramp[-4, 1]).all()
+    np.testing.assert_array_equal(filled[2:-3], ramp[2:-3])
+    assert mask.sum() == 5
+
+
+def test_bridge_nans_multidimensional_and_errors():
+    x = np.arange(24.0).reshape(4, 2, 3)
+    y = x.copy()
+    y[1, 0, 2] = np.nan
+    filled, mask = bridge_nans(y)
+    np.testing.assert_allclose(filled, x)
+    assert mask.tolist() == [False, True, False, False]
+    clean, clean_mask = bridge_nans(x)
+    np.testing.assert_array_equal(clean, x)
+    assert not clean_mask.any()
+    with pytest.raises(ValueError, match="every value"):
+        bridge_nans(np.full((5, 2), np.nan))
+    one_dead = np.ones((5, 2))
+    one_dead[:, 1] = np.nan
+    with pytest.raises(ValueError, match=r"\[1\]"):
+        bridge_nans(one_dead)
+
+
+def test_short_clip_every_method():
+    q = np.array([[0.0, 1.0], [0.1, 1.2], [0.3, 0.9], [0.2, 1.1], [0.4, 1.0]])
+    for method in ("butterworth", "moving_average", "none"):
+        out = lowpass(q, FPS, method=method, lower=np.array([0.0, 0.95]), upper=np.array([0.35, 1.15]))
+        assert out.shape == q.shape and np.isfinite(out).all()
+        assert (out >= [0.0, 0.95]).all() and (out <= [0.35, 1.15]).all()
+    assert mean_abs_jerk(q, FPS) > 0.0
