@@ -274,26 +274,49 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
 
 
 def _limb_chains(src_sk, rob_sk, tree, src_path, rob_path, role, side) -> list[ChainMapping]:
-    """The limb chain (hip to ankle, shoulder to wrist) and its end chain (foot, hand)."""
+    """A leg from hip to toe (knee and ankle as landmarks), or an arm from shoulder to
+    wrist (elbow as landmark) followed by its hand."""
     sb, st = _limb_span(src_sk, src_path, robot=False)
     rb, rt = _limb_span(rob_sk, _span_path(rob_sk, rob_path, True, role), robot=True)
-    prefix = f"{side}_" if side else ""
-    out = [ChainMapping(f"{prefix}{role}", src_sk.names[src_path[sb]], [src_sk.names[src_path[st]]],
-                        rob_sk.names[rob_path[rb]], [rob_sk.names[rob_path[rt]]], role=role, side=side)]
-    end_role = "foot" if role == "leg" else "hand"
-    src_end = src_path[st:]
+    s_mid = [src_sk.names[src_path[_joint_before(src_sk, src_path, sb, st)]]]
+    r_mid = [rob_sk.names[rob_path[_joint_before(rob_sk, rob_path, rb, rt)]]]
+    name = f"{side}_{role}" if side else role
+    start = _shape_start(rob_sk, rob_path, rb, rt)
     if role == "leg":
         toe = foot_tip_offset(tree, rob_path[rt])
-        if toe is None or len(src_end) < 2:
-            return out
-        foot, offset = toe
-        out.append(ChainMapping(f"{prefix}{end_role}", src_sk.names[src_end[0]], [src_sk.names[src_end[-1]]],
-                                rob_sk.names[rob_path[rt]], [rob_sk.names[foot]], role=end_role, side=side,
-                                source_tip_tail=True, robot_tip_offset=offset))
-        return out
-    rob_end = rob_path[rt:]
-    if len(rob_end) >= 2 and any(rob_sk.movable[n] for n in rob_end[:-1]) and len(src_end) >= 1:
-        out.append(ChainMapping(f"{prefix}{end_role}", src_sk.names[src_end[0]], [src_sk.names[src_end[-1]]],
-                                rob_sk.names[rob_end[0]], [rob_sk.names[rob_end[-1]]], role=end_role, side=side,
-                                source_tip_tail=True))
+        if toe is not None and len(src_path) - 1 > st:
+            foot, offset = toe
+            return [ChainMapping(name, src_sk.names[src_path[sb]], [src_sk.names[src_path[-1]]],
+                                 rob_sk.names[rob_path[rb]], [rob_sk.names[foot]], role=role, side=side,
+                                 source_tip_tail=True, robot_tip_offset=offset,
+                                 source_landmarks=s_mid + [src_sk.names[src_path[st]]],
+                                 robot_landmarks=r_mid + [rob_sk.names[rob_path[rt]]], robot_start=start)]
+    out = [ChainMapping(name, src_sk.names[src_path[sb]], [src_sk.names[src_path[st]]],
+                        rob_sk.names[rob_path[rb]], [rob_sk.names[rob_path[rt]]], role=role, side=side,
+                        source_landmarks=s_mid, robot_landmarks=r_mid, robot_start=start)]
+    src_end, rob_end = src_path[st:], rob_path[rt:]
+    if role == "arm" and len(rob_end) >= 2 and any(rob_sk.movable[n] for n in rob_end[:-1]):
+        out.append(ChainMapping(f"{side}_hand" if side else "hand", src_sk.names[src_end[0]],
+                                [src_sk.names[src_end[-1]]], rob_sk.names[rob_end[0]], [rob_sk.names[rob_end[-1]]],
+                                role="hand", side=side, source_tip_tail=True))
     return out
+
+
+def _shape_start(sk: Skeleton, path: list[int], base: int, tip: int) -> str | None:
+    """Where a robot limb's shape begins: the first joint followed by a long segment.
+
+    Hips and shoulders built from stacked joints start with short sideways
+    offsets that a human limb does not have; comparing shapes from there on
+    keeps those offsets from tilting the whole limb.
+    """
+    seg = _lengths(sk.points[path[: tip + 1]])
+    total = seg[base:tip].sum()
+    first = next((k for k in range(base, tip) if seg[k] > 0.15 * total), base)
+    return sk.names[path[first]] if first > base else None
+
+
+def _joint_before(sk: Skeleton, path: list[int], base: int, tip: int) -> int:
+    """The middle joint of a limb (knee, elbow): where the last long segment before the tip starts."""
+    seg = _lengths(sk.points[path[: tip + 1]])
+    long = [k for k in range(base, tip) if seg[k] > 0.15 * seg[base:tip].sum()]
+    return long[-1] if long and long[-1] > base else max(base, tip - 1)

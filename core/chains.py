@@ -100,10 +100,16 @@ class RobotChain:
     links: list[int]  # chain links in parent-before-child order (base included)
     paths: list[RobotPath]
     variables: list[int]  # links whose joints this chain moves (q columns via tree.qindex)
+    origin: tuple[int, np.ndarray]  # where the shape starts: (link, point in its frame)
 
 
-def robot_chain(tree: KinematicTree, chain: ChainMapping, fractions: list[np.ndarray]) -> RobotChain:
-    """Resolve a chain on the robot and fix its reference points at the zero pose."""
+def robot_chain(tree: KinematicTree, chain: ChainMapping, fractions: list[np.ndarray],
+                start: float = 0.0) -> RobotChain:
+    """Resolve a chain on the robot and fix its reference points at the zero pose.
+
+    `start` is the fraction of the first path where the shape begins (its
+    origin); lengths are measured from there.
+    """
     try:
         link_paths = [tree.path(chain.robot_base, tip) for tip in chain.robot_tips]
     except KeyError as exc:
@@ -126,20 +132,29 @@ def robot_chain(tree: KinematicTree, chain: ChainMapping, fractions: list[np.nda
             raise ChainError(f"chain {chain.name!r}: robot chain {chain.robot_base!r} has no length")
         point_link, point_local = [], []
         for g in frac:
-            s = g * cum[-1]
-            k = int(np.clip(np.searchsorted(cum, s, side="left") - 1, 0, len(pts) - 2))
-            span = cum[k + 1] - cum[k]
-            alpha = 0.0 if span <= 0 else (s - cum[k]) / span
-            link, end_local = holders[k]
+            link, local = _point_at(cum, holders, g)
             point_link.append(link)
-            point_local.append(alpha * end_local)  # segment starts at the holder link's origin
+            point_local.append(local)
             movers.update(links[: links.index(link) + 1])
-        paths.append(RobotPath(links, np.array(point_link), np.array(point_local), float(cum[-1]),
-                               (holders[-1][0], holders[-1][1])))
+        begin = start if not paths else 0.0
+        if not paths:
+            origin = _point_at(cum, holders, start) if start > 0 else (links[0], np.zeros(3))
+        paths.append(RobotPath(links, np.array(point_link), np.array(point_local),
+                               float(cum[-1] * (1.0 - begin)), (holders[-1][0], holders[-1][1])))
     ordered = sorted({i for p in link_paths for i in p}, key=tree.depth)
     variables = [i for i in ordered if i in movers and tree.kind[i] != FIXED and tree.qindex[i] >= 0]
     anchor = int(tree.parent[ordered[0]])
-    return RobotChain(chain.name, anchor, ordered, paths, variables)
+    return RobotChain(chain.name, anchor, ordered, paths, variables, origin)
+
+
+def _point_at(cum: np.ndarray, holders: list, g: float) -> tuple[int, np.ndarray]:
+    """The point at fraction g of a rigid-per-link polyline, as (link, local point)."""
+    s = g * cum[-1]
+    k = int(np.clip(np.searchsorted(cum, s, side="left") - 1, 0, len(cum) - 2))
+    span = cum[k + 1] - cum[k]
+    alpha = 0.0 if span <= 0 else (s - cum[k]) / span
+    link, end_local = holders[k]
+    return link, alpha * end_local  # each segment starts at its holder link's origin
 
 
 def _local(zero: np.ndarray, link: int, world_point: np.ndarray) -> np.ndarray:

@@ -11,6 +11,12 @@ from .fileio import write_text_atomic
 PRESET_FORMAT = "robot_retarget.mapping"
 PRESET_VERSION = 1
 ROLES = ("spine", "leg", "foot", "arm", "hand", "head", "limb")
+SETTING_CHOICES = {
+    "objective": ("l2", "l1"),
+    "root_mode": ("follow", "in_place", "fixed"),
+    "ground": ("clip", "frame", "none"),
+    "filter": ("butterworth", "moving_average", "none"),
+}
 
 
 class MappingError(ValueError):
@@ -25,7 +31,11 @@ class ChainMapping:
     tips for a branched chain such as the spine (pelvis to both shoulders).
     source_tip_tail appends the tip bone's tail (toes, hands, head ends);
     robot_tip_offset appends a point fixed in the tip link (e.g. the toe of a
-    foot link that has no toe link).
+    foot link that has no toe link). Landmarks name matching joints inside
+    the chain (knee and ankle, elbow): robot reference points are placed so
+    that these joints correspond, whatever the limb proportions. robot_start
+    names the link where the robot limb's shape begins when its first joints
+    sit on short offsets (a hip or shoulder built from three stacked joints).
     """
 
     name: str
@@ -42,6 +52,9 @@ class ChainMapping:
     weight: float = 1.0
     source_fractions: list[float] | None = None
     robot_fractions: list[float] | None = None
+    source_landmarks: list[str] | None = None
+    robot_landmarks: list[str] | None = None
+    robot_start: str | None = None
     enabled: bool = True
 
 
@@ -50,9 +63,10 @@ class RetargetSettings:
     """Solver, root and filter options; stored with the preset so batch runs match the UI."""
 
     objective: str = "l2"  # "l2" least squares or "l1" robust
-    iterations: int = 12
+    iterations: int = 8
     smoothness: float = 0.02  # pull toward the previous frame where the chain is redundant
-    root_mode: str = "follow"  # "follow" or "in_place"
+    rest_prior: float = 0.01  # weak pull toward the zero pose: one answer for every frame
+    root_mode: str = "follow"  # "follow", "in_place", or "fixed" (the robot's base never moves)
     ground: str = "clip"  # "clip": lowest foot of the clip on z=0; "frame": every frame; "none"
     filter: str = "butterworth"  # "butterworth", "moving_average" or "none"
     cutoff_hz: float = 7.0
@@ -76,14 +90,26 @@ class Mapping:
     def from_dict(cls, data: dict, origin: str = "<mapping>") -> "Mapping":
         if not isinstance(data, dict) or data.get("format") != PRESET_FORMAT:
             raise MappingError(f"{origin}: not a Robot Retarget mapping preset (format != {PRESET_FORMAT!r})")
-        if data.get("version", 0) > PRESET_VERSION:
-            raise MappingError(f"{origin}: preset version {data['version']} is newer than this add-on")
+        version = data.get("version", 0)
+        if not isinstance(version, int) or version > PRESET_VERSION:
+            raise MappingError(f"{origin}: preset version {version!r} is not one this add-on reads")
+        unknown = set(data) - {"format", "version", "chains", "source_root", "robot_root", "settings"}
+        if unknown:
+            raise MappingError(f"{origin}: unknown field(s) {sorted(unknown)}")
+        if not isinstance(data.get("chains", []), list):
+            raise MappingError(f"{origin}: chains: expected a list of chains")
         chains = [_build(ChainMapping, c, f"{origin}: chains[{i}]") for i, c in enumerate(data.get("chains", []))]
         settings = _build(RetargetSettings, data.get("settings", {}), f"{origin}: settings")
-        mapping = cls(chains, str(data.get("source_root", "")), str(data.get("robot_root", "")), settings)
-        for c in chains:
+        for key in ("source_root", "robot_root"):
+            _check_value(data.get(key, ""), "str", f"{origin}: {key}")
+        mapping = cls(chains, data.get("source_root", ""), data.get("robot_root", ""), settings)
+        for i, c in enumerate(chains):
             if c.role not in ROLES:
-                raise MappingError(f"{origin}: chain {c.name!r} has unknown role {c.role!r}")
+                raise MappingError(f"{origin}: chains[{i}].role: unknown role {c.role!r} (one of {', '.join(ROLES)})")
+        for key, allowed in SETTING_CHOICES.items():
+            if getattr(settings, key) not in allowed:
+                raise MappingError(f"{origin}: settings.{key}: {getattr(settings, key)!r} is not one of "
+                                   f"{', '.join(allowed)}")
         return mapping
 
     def save(self, path, overwrite: bool = False) -> Path:
@@ -137,6 +163,8 @@ def _check_value(value, annotation: str, where: str):
     if ann in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise MappingError(f"{where}: expected a number")
+        if ann == "int" and value != int(value):
+            raise MappingError(f"{where}: expected a whole number")
         return int(value) if ann == "int" else float(value)
     if ann == "str":
         if not isinstance(value, str):

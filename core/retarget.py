@@ -14,16 +14,17 @@ from typing import Callable
 import numpy as np
 
 from .body_frame import canonical_axes, orthonormalize
-from .chains import (RobotChain, SourceChain, default_fractions, point_weights, robot_chain,
-                     sample_polyline, source_chain)
+from .chains import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
+                     robot_chain, sample_polyline, source_chain)
 from .filtering import bridge_nans, lowpass, mean_abs_jerk
 from .kinematics import KinematicTree
 from .mapping import ChainMapping, Mapping, RetargetSettings
-from .solver import ChainKinematics, solve_chain
+from .solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
 from .source import SourceMotion
 from .transforms import matrix_to_quat, quat_continuous
 
 Progress = Callable[[float, str], None]
+MAX_STEP_RAD = 0.35  # a joint without a velocity limit still may not jump more per frame
 
 
 class RetargetError(ValueError):
@@ -79,19 +80,21 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         root_pos = np.zeros((frames, 3))
     body_rob = root_rot @ axes_rob
     root = _transforms(root_rot, root_pos)
+    options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
     q = np.zeros((frames, tree.dof))
     q[:] = np.clip(0.0, tree.lower, tree.upper)
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
         anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-        targets, weights = _targets(motion, plan, anchor, body_src, body_rob, tree)
-        solve_chain(tree, plan.kin, anchor, q, targets, weights, iterations=settings.iterations,
-                    smoothness=settings.smoothness, objective=settings.objective)
+        targets, weights = _targets(motion, plan, body_src, body_rob)
+        max_step = np.minimum(tree.velocity[plan.kin.columns] / motion.fps, MAX_STEP_RAD)
+        solve_chain(tree, plan.kin, anchor, q, targets, weights, options, max_step)
     solve_seconds = time.perf_counter() - started
     progress(0.95, "filtering")
     raw = q.copy()
     q = lowpass(q, motion.fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
                 window=settings.window, lower=tree.lower, upper=tree.upper)
+    q = rate_limit(q, np.minimum(tree.velocity / motion.fps, MAX_STEP_RAD))
     root_pos = _ground(tree, plans, q, root_rot, root_pos, settings)
     root = _transforms(root_rot, root_pos)
     report = _report(motion, tree, plans, q, raw, root, body_src, body_rob, solve_seconds, warnings)
@@ -130,14 +133,52 @@ def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping) -> list[_
         movable = sum(1 for p in robot_paths for i in p if tree.qindex[i] >= 0)
         count = chain.points or max(3, movable + 1)
         src_frac = [np.asarray(chain.source_fractions or default_fractions(count))] * len(src.paths)
-        rob_frac = [np.asarray(chain.robot_fractions or src_frac[0])] * len(src.paths)
+        aligned, start = _aligned(motion, tree, chain, src, src_frac[0])
+        rob_frac = [np.asarray(chain.robot_fractions or aligned)] * len(src.paths)
         if len(rob_frac[0]) != len(src_frac[0]):
             raise RetargetError(f"chain {chain.name!r}: source and robot fractions differ in count")
-        rob = robot_chain(tree, chain, rob_frac)
+        rob = robot_chain(tree, chain, rob_frac, start)
         weights = [point_weights(len(f), chain.tip_weight, chain.weight) for f in src_frac]
         plans.append(_Plan(chain, src, rob, ChainKinematics.build(tree, rob), src_frac, weights))
     plans.sort(key=lambda p: tree.depth(p.robot.links[0]))
     return plans
+
+
+def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src: SourceChain,
+             fractions: np.ndarray) -> tuple[np.ndarray, float]:
+    """Robot fractions that put landmark joints (knee, ankle, elbow) where the source has
+    them, and the fraction where the robot shape starts (robot_start)."""
+    if not chain.source_landmarks and not chain.robot_start:
+        return fractions, 0.0
+    src_lm, rob_lm = chain.source_landmarks or [], chain.robot_landmarks or []
+    if len(src_lm) != len(rob_lm):
+        raise RetargetError(f"chain {chain.name!r}: source and robot landmark lists differ in length")
+    path = src.paths[0]
+    src_cum = polyline_lengths(src.polylines(motion, rest=True)[0][0])
+    zero = tree.zero_pose()
+    links = tree.path(chain.robot_base, chain.robot_tips[0])
+    pts = [zero[i, :3, 3] for i in links]
+    if chain.robot_tip_offset is not None:
+        pts.append(zero[links[-1], :3, :3] @ np.asarray(chain.robot_tip_offset) + zero[links[-1], :3, 3])
+    rob_cum = polyline_lengths(np.array(pts))
+
+    def robot_at(link: str) -> float:
+        try:
+            return rob_cum[links.index(tree.link_index(link))] / rob_cum[-1]
+        except (KeyError, ValueError):
+            raise RetargetError(f"chain {chain.name!r}: robot link {link!r} is not inside the chain") from None
+
+    start = robot_at(chain.robot_start) if chain.robot_start else 0.0
+    src_at, rob_at = [0.0], [start]
+    for bone, link in zip(src_lm, rob_lm):
+        try:
+            src_at.append(src_cum[path.index(motion.index(bone))] / src_cum[-1])
+        except (KeyError, ValueError):
+            raise RetargetError(f"chain {chain.name!r}: source bone {bone!r} is not inside the chain") from None
+        rob_at.append(robot_at(link))
+    if np.any(np.diff(src_at) <= 0) or np.any(np.diff(rob_at) <= 0):
+        raise RetargetError(f"chain {chain.name!r}: landmarks must run from base to tip")
+    return np.interp(fractions, src_at + [1.0], rob_at + [1.0]), start
 
 
 def _landmarks(plans: list[_Plan], source_points, robot_points) -> tuple[dict, dict]:
@@ -182,9 +223,8 @@ def _rest_length(motion: SourceMotion, chain: SourceChain) -> float:
     return float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
 
 
-def _targets(motion, plan: _Plan, anchor, body_src, body_rob, tree):
-    """World target points for the robot chain: the normalised source shape, placed at the robot base."""
-    base_world = _base_world(plan, anchor, tree)
+def _targets(motion, plan: _Plan, body_src, body_rob):
+    """Target points relative to the robot chain's origin: the normalised source shape."""
     to_robot = body_rob @ np.swapaxes(body_src, 1, 2)  # source world -> robot world directions
     targets, weights = [], []
     for polyline, frac, w, rpath in zip(plan.source.polylines(motion), plan.source_fractions,
@@ -192,17 +232,9 @@ def _targets(motion, plan: _Plan, anchor, body_src, body_rob, tree):
         lengths = np.linalg.norm(np.diff(polyline, axis=1), axis=2).sum(1)
         pts = sample_polyline(polyline, frac) - polyline[:, :1]
         shape = pts / np.maximum(lengths, 1e-9)[:, None, None]
-        targets.append(base_world[:, None] + rpath.length * np.einsum("fij,fmj->fmi", to_robot, shape))
+        targets.append(rpath.length * np.einsum("fij,fmj->fmi", to_robot, shape))
         weights.append(w / rpath.length ** 2)
     return np.concatenate(targets, axis=1), np.concatenate(weights)
-
-
-def _base_world(plan: _Plan, anchor: np.ndarray, tree: KinematicTree) -> np.ndarray:
-    """World position (F, 3) of the robot chain's base joint, carried by the anchor link."""
-    if plan.robot.anchor < 0:
-        return anchor[:, :3, 3].copy()
-    local = tree.origins[plan.robot.links[0], :3, 3]
-    return anchor[:, :3, 3] + np.einsum("fij,j->fi", anchor[:, :3, :3], local)
 
 
 def _transforms(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -240,13 +272,12 @@ def _report(motion, tree, plans, q, raw, root, body_src, body_rob, solve_seconds
     chains = []
     for plan in plans:
         anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-        targets, _ = _targets(motion, plan, anchor, body_src, body_rob, tree)
+        targets, _ = _targets(motion, plan, body_src, body_rob)
         points, _ = plan.kin.evaluate(tree, anchor, q, False)
-        base = _base_world(plan, anchor, tree)
         dist, tip_err = [], []
         for sl, rpath in zip(plan.kin.path_slices, plan.robot.paths):
             dist.append(np.linalg.norm(points[:, sl] - targets[:, sl], axis=-1) / rpath.length)
-            tip_err.append(_angle_deg(points[:, sl][:, -1] - base, targets[:, sl][:, -1] - base))
+            tip_err.append(_angle_deg(points[:, sl][:, -1], targets[:, sl][:, -1]))
         dist = np.concatenate(dist, axis=1)
         chains.append({"name": plan.mapping.name, "mean_distance": float(dist.mean()),
                        "max_distance": float(dist.max()),

@@ -12,7 +12,6 @@ import numpy as np
 
 from .chains import RobotChain
 from .kinematics import PRISMATIC, REVOLUTE, KinematicTree
-from .transforms import axis_angle_to_matrix
 
 
 @dataclass
@@ -25,123 +24,230 @@ class ChainKinematics:
     columns: np.ndarray  # (V,) q columns of the chain's variables
     mask: np.ndarray  # (M, V) True where variable v moves point i
     path_slices: list[slice]
+    origin_mask: np.ndarray  # (V,) True where variable v moves the chain's origin
 
     @classmethod
     def build(cls, tree: KinematicTree, chain: RobotChain) -> "ChainKinematics":
         point_link = np.concatenate([p.point_link for p in chain.paths])
         point_local = np.concatenate([p.point_local for p in chain.paths])
         columns = np.array([tree.qindex[v] for v in chain.variables], dtype=int)
-        mask = np.zeros((len(point_link), len(chain.variables)), dtype=bool)
-        for i, link in enumerate(point_link):
+        def moves(link):
             ancestors = set()
             while link >= 0:
                 ancestors.add(int(link))
                 link = tree.parent[link]
-            mask[i] = [v in ancestors for v in chain.variables]
+            return [v in ancestors for v in chain.variables]
+        mask = np.array([moves(link) for link in point_link], dtype=bool).reshape(len(point_link), -1)
+        origin_mask = np.array(moves(chain.origin[0]), dtype=bool)
         slices, start = [], 0
         for p in chain.paths:
             slices.append(slice(start, start + len(p.point_link)))
             start += len(p.point_link)
-        return cls(chain, point_link, point_local, columns, mask, slices)
+        return cls(chain, point_link, point_local, columns, mask, slices, origin_mask)
 
     def evaluate(self, tree: KinematicTree, anchor: np.ndarray, q: np.ndarray, jacobian: bool):
-        """Reference points (F, M, 3) and optionally their Jacobian (F, M, 3, V).
+        """Reference points relative to the chain origin (F, M, 3), optionally with the Jacobian.
 
         anchor: (F, 4, 4) world pose of the chain's anchor link (root pose if none).
+        Small fixed-size products are written out (rotation about a constant
+        local axis by Rodrigues on columns) because stacked 3x3 matmuls dominate.
         """
-        frames = {}
-        axes, origins = {}, {}
+        nframes = q.shape[0]
+        frames, axes, origins = {}, {}, {}
         for link in self.chain.links:
             parent = int(tree.parent[link])
-            if parent in frames:
-                rot, pos = frames[parent]
-            else:
-                rot, pos = anchor[:, :3, :3], anchor[:, :3, 3]
+            rot, pos = frames.get(parent, (anchor[:, :3, :3], anchor[:, :3, 3]))
             if parent < 0:  # the chain starts at the root: the anchor is the root pose
                 frames[link] = (rot, pos)
                 continue
             origin = tree.origins[link]
             pos = pos + rot @ origin[:3, 3]
-            rot = rot @ origin[:3, :3]
+            rot = (rot.reshape(-1, 3) @ origin[:3, :3]).reshape(nframes, 3, 3)
             kind = tree.kind[link]
             if kind != 0:
                 value = tree.joint_value(q, link)
-                axis_w = rot @ tree.axes[link]
+                axis = tree.axes[link]
+                axis_w = rot @ axis
                 axes[link], origins[link] = axis_w, pos
                 if kind == REVOLUTE:
-                    rot = rot @ axis_angle_to_matrix(tree.axes[link], value)
+                    rot = _rotate_local(rot, axis, axis_w, value)
                 elif kind == PRISMATIC:
                     pos = pos + axis_w * value[:, None]
             frames[link] = (rot, pos)
-        rots = np.stack([frames[int(k)][0] for k in self.point_link], axis=1)  # (F, M, 3, 3)
-        poss = np.stack([frames[int(k)][1] for k in self.point_link], axis=1)
-        points = np.einsum("fmij,mj->fmi", rots, self.point_local) + poss
+        points = np.empty((nframes, len(self.point_link), 3))
+        for i, (link, local) in enumerate(zip(self.point_link, self.point_local)):
+            rot, pos = frames[int(link)]
+            points[:, i] = rot @ local + pos
+        rot, pos = frames[int(self.chain.origin[0])]
+        origin = rot @ self.chain.origin[1] + pos
         if not jacobian:
-            return points, None
+            return points - origin[:, None], None
         jac = np.zeros(points.shape + (len(self.columns),))
         for v, link in enumerate(self.chain.variables):
+            rows = self.mask[:, v]
             axis_w = axes[link][:, None, :]
             if tree.kind[link] == REVOLUTE:
-                col = np.cross(axis_w, points - origins[link][:, None, :])
+                jac[..., v][:, rows] = _cross(axis_w, points[:, rows] - origins[link][:, None, :])
+                if self.origin_mask[v]:
+                    jac[..., v] -= _cross(axis_w[:, 0], origin - origins[link])[:, None, :]
             else:
-                col = np.broadcast_to(axis_w, points.shape)
-            jac[..., v] = col * self.mask[:, v][None, :, None]
-        return points, jac
+                jac[..., v][:, rows] = axis_w
+                if self.origin_mask[v]:
+                    jac[..., v] -= axis_w
+        return points - origin[:, None], jac
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross product over the last axis, written out (np.cross is slow for small batches)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+def _skew(axis: np.ndarray) -> np.ndarray:
+    x, y, z = axis
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def _rotate_local(rot: np.ndarray, axis: np.ndarray, axis_w: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """rot @ Rot(axis, angle) for stacked rot (F, 3, 3): R cos + sin R[a]x + (1 - cos) (Ra) a^T."""
+    c, s = np.cos(angle)[:, None, None], np.sin(angle)[:, None, None]
+    nframes = rot.shape[0]
+    rk = (rot.reshape(-1, 3) @ _skew(axis)).reshape(nframes, 3, 3)
+    return c * rot + s * rk + (1.0 - c) * (axis_w[:, :, None] * axis[None, None, :])
+
+
+@dataclass
+class SolveOptions:
+    iterations: int = 8
+    smoothness: float = 0.02
+    rest_prior: float = 0.01
+    objective: str = "l2"
 
 
 def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
-                targets: np.ndarray, weights: np.ndarray, *, iterations: int = 12,
-                smoothness: float = 0.02, objective: str = "l2") -> np.ndarray:
+                targets: np.ndarray, weights: np.ndarray, options: SolveOptions | None = None,
+                max_step: np.ndarray | None = None) -> None:
     """Move the chain's joint columns of q (F, n) so its points reach targets (F, M, 3).
 
-    weights (M,) already include 1/length normalisation squared. Joint limits are
-    hard bounds (projected steps). `smoothness` pulls each frame toward the
-    previous frame's solution, which picks one answer where the chain is
-    redundant and keeps neighbouring frames from flipping between equivalent ones.
-    Returns the final (F, M, 3) robot points.
+    weights (M,) already include the 1/length normalisation. Joint limits are
+    hard bounds (projected steps). All frames are solved at once from the
+    current q; then frames that jump further than `max_step` (V,) from their
+    predecessor are solved again starting from it, so a motion that reaches a
+    limit stays on one branch instead of flipping between two equally good ones.
     """
+    options = options or SolveOptions()
     cols = kin.columns
     if len(cols) == 0:
-        return kin.evaluate(tree, anchor, q, False)[0]
-    lower, upper = tree.lower[cols], tree.upper[cols]
-    x = np.clip(q[:, cols], lower, upper)
-    nframes, nvar = x.shape
-    lam = np.full(nframes, 1e-3)
-    eye = np.eye(nvar)
-
-    def residual_cost(xv, sw):
-        q[:, cols] = xv
-        pts, jac = kin.evaluate(tree, anchor, q, True)
-        res = (pts - targets) * sw[..., None]
-        ref = np.concatenate([xv[:1], xv[:-1]], axis=0)
-        cost = (res ** 2).sum((1, 2)) + smoothness * ((xv - ref) ** 2).sum(1)
-        return pts, jac, res, cost
-
-    sw = np.broadcast_to(np.sqrt(weights), targets.shape[:2])
-    pts, jac, res, cost = residual_cost(x, sw)
-    for _ in range(iterations):
-        if objective == "l1":  # iteratively reweighted least squares
-            dist = np.linalg.norm(pts - targets, axis=-1)
-            sw = np.sqrt(weights / np.maximum(dist, 1e-3))
-            res = (pts - targets) * sw[..., None]
-        jw = jac * sw[..., None, None]
-        jw = jw.reshape(nframes, -1, nvar)
-        ref = np.concatenate([x[:1], x[:-1]], axis=0)
-        hess = np.einsum("fki,fkj->fij", jw, jw)
-        grad = np.einsum("fki,fk->fi", jw, res.reshape(nframes, -1)) + smoothness * (x - ref)
-        diag = np.einsum("fii->fi", hess)
-        system = hess + smoothness * eye + lam[:, None, None] * (eye * (diag[:, None, :] + 1e-6))
-        step = -np.linalg.solve(system, grad[..., None])[..., 0]
-        trial = np.clip(x + step, lower, upper)
-        t_pts, t_jac, t_res, t_cost = residual_cost(trial, sw)
-        better = t_cost <= cost
-        x = np.where(better[:, None], trial, x)
-        pts = np.where(better[:, None, None], t_pts, pts)
-        jac = np.where(better[:, None, None, None], t_jac, jac)
-        res = np.where(better[:, None, None], t_res, res)
-        cost = np.where(better, t_cost, cost)
-        lam = np.where(better, np.maximum(lam * 0.3, 1e-7), np.minimum(lam * 10.0, 1e7))
-        if np.abs(step).max() < 1e-7:
-            break
+        return
+    problem = _Problem(tree, kin, anchor, q, targets, weights, options)
+    x, cost = problem.solve(np.clip(q[:, cols], problem.lower, problem.upper), None)
+    if max_step is not None:
+        max_step = np.asarray(max_step, dtype=float)
+        x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
     q[:, cols] = x
-    return pts
+
+
+def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+    """Limit every joint's change per frame: where a limit forces a switch of
+    branch, the robot moves there at its top speed instead of teleporting."""
+    out = x.copy()
+    jumps = np.flatnonzero((np.abs(np.diff(x, axis=0)) > max_step).any(axis=1))
+    if len(jumps) == 0:
+        return out
+    for f in range(int(jumps[0]) + 1, len(out)):
+        out[f] = out[f - 1] + np.clip(x[f] - out[f - 1], -max_step, max_step)
+    return out
+
+
+def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step: np.ndarray,
+                  horizon: int = 30, iterations: int = 4) -> np.ndarray:
+    """Track past each jump frame by frame, warm-started from the frame before.
+
+    All jumps advance together (one batched solve per step). Tracking stops
+    where it meets the first solution again, or where staying on the branch
+    costs clearly more than the free optimum (a real change of posture).
+    """
+    x, cost = x.copy(), cost.copy()
+    active = np.flatnonzero((np.abs(np.diff(x, axis=0)) > max_step).any(axis=1)) + 1
+    tracker = _Problem(problem.tree, problem.kin, problem.anchor, problem.q, problem.targets,
+                       problem.weights, SolveOptions(iterations, problem.options.smoothness,
+                                                     problem.options.rest_prior, problem.options.objective))
+    for _ in range(horizon):
+        if len(active) == 0:
+            break
+        prev = x[active - 1]
+        trial, trial_cost = tracker.solve(prev.copy(), prev, active)
+        step_new = np.abs(trial - prev) / max_step
+        step_old = np.abs(x[active] - prev) / max_step
+        keep = (trial_cost <= 1.5 * cost[active] + 1e-4) & (step_new.max(axis=1) < step_old.max(axis=1))
+        x[active[keep]], cost[active[keep]] = trial[keep], trial_cost[keep]
+        nxt = active[keep] + 1
+        nxt = nxt[nxt < len(x)]
+        jumping = (np.abs(x[nxt] - x[nxt - 1]) > max_step).any(axis=1)
+        active = nxt[jumping]
+    return x
+
+
+class _Problem:
+    """One chain's weighted least-squares problem over frames, with LM iterations."""
+
+    def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions):
+        self.tree, self.kin, self.anchor, self.q = tree, kin, anchor, q
+        self.targets, self.weights, self.options = targets, weights, options
+        cols = kin.columns
+        self.lower, self.upper = tree.lower[cols], tree.upper[cols]
+        self.rest = np.clip(0.0, self.lower, self.upper)
+
+    def solve(self, x: np.ndarray, ref: np.ndarray | None, frames: np.ndarray | None = None):
+        """LM from x on `frames` (all if None). ref None: pull toward the previous frame."""
+        opts, cols = self.options, self.kin.columns
+        sel = slice(None) if frames is None else frames
+        anchor, targets = self.anchor[sel], self.targets[sel]
+        q = self.q[sel].copy()
+        nframes, nvar = x.shape
+        weights = np.broadcast_to(self.weights, targets.shape[:2])
+        lam = np.full(nframes, 1e-3)
+        eye = np.eye(nvar)
+        smooth, prior = opts.smoothness, opts.rest_prior
+
+        def reference(xv):
+            return np.concatenate([xv[:1], xv[:-1]], axis=0) if ref is None else ref
+
+        def evaluate(xv, sw):
+            q[:, cols] = xv
+            pts, jac = self.kin.evaluate(self.tree, anchor, q, True)
+            res = (pts - targets) * sw[..., None]
+            cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(xv)) ** 2).sum(1)
+                    + prior * ((xv - self.rest) ** 2).sum(1))
+            return pts, jac, res, cost
+
+        sw = np.sqrt(weights)
+        pts, jac, res, cost = evaluate(x, sw)
+        for _ in range(opts.iterations):
+            if opts.objective == "l1":  # iteratively reweighted least squares
+                dist = np.linalg.norm(pts - targets, axis=-1)
+                sw = np.sqrt(weights / np.maximum(dist, 1e-3))
+                res = (pts - targets) * sw[..., None]
+            jw = (jac * sw[..., None, None]).reshape(nframes, -1, nvar)
+            jwt = jw.transpose(0, 2, 1)
+            hess = jwt @ jw
+            grad = ((jwt @ res.reshape(nframes, -1, 1))[..., 0] + smooth * (x - reference(x))
+                    + prior * (x - self.rest))
+            diag = np.einsum("fii->fi", hess)
+            system = hess + (smooth + prior) * eye + lam[:, None, None] * (eye * (diag[:, None, :] + 1e-6))
+            step = -np.linalg.solve(system, grad[..., None])[..., 0]
+            trial = np.clip(x + step, self.lower, self.upper)
+            t_pts, t_jac, t_res, t_cost = evaluate(trial, sw)
+            better = t_cost <= cost
+            x = np.where(better[:, None], trial, x)
+            pts = np.where(better[:, None, None], t_pts, pts)
+            jac = np.where(better[:, None, None, None], t_jac, jac)
+            res = np.where(better[:, None, None], t_res, res)
+            cost = np.where(better, t_cost, cost)
+            lam = np.where(better, np.maximum(lam * 0.3, 1e-7), np.minimum(lam * 10.0, 1e7))
+            if np.abs(step).max() < 1e-7:
+                break
+        return x, cost
