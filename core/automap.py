@@ -190,8 +190,14 @@ def _sides(sk: Skeleton, limbs: list[list[int]], forward: np.ndarray) -> list[st
     if sorted(named) == ["left", "right"]:
         return named
     left_axis = np.cross([0.0, 0.0, 1.0], forward)
-    centre = np.mean([sk.points[p[0]] for p in limbs], axis=0)
-    return ["left" if np.dot(sk.points[p[0]] - centre, left_axis) >= 0 else "right" for p in limbs]
+    # whole limbs, not their first joints: a hip or collar joint often sits on the midline
+    means = [sk.points[p].mean(axis=0) for p in limbs]
+    centre = np.mean(means, axis=0)
+    sides = ["left" if np.dot(m - centre, left_axis) >= 0 else "right" for m in means]
+    if len(set(sides)) < len(sides):
+        order = np.argsort([np.dot(m - centre, left_axis) for m in means])
+        sides = ["right" if k == order[0] else "left" for k in range(len(limbs))]
+    return sides
 
 
 def _source_forward(sk: Skeleton, parts: BodyParts) -> np.ndarray:

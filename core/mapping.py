@@ -105,7 +105,7 @@ class Mapping:
         mapping = cls(chains, data.get("source_root", ""), data.get("robot_root", ""), settings)
         for i, c in enumerate(chains):
             if c.role not in ROLES:
-                raise MappingError(f"{origin}: chains[{i}].role: unknown role {c.role!r} (one of {', '.join(ROLES)})")
+                raise MappingError(f"{origin}: chains[{i}] ({c.name!r}).role: unknown role {c.role!r} (one of {', '.join(ROLES)})")
         for key, allowed in SETTING_CHOICES.items():
             if getattr(settings, key) not in allowed:
                 raise MappingError(f"{origin}: settings.{key}: {getattr(settings, key)!r} is not one of "

@@ -194,19 +194,13 @@ def rig_layout(tree: KinematicTree) -> RigLayout:
         inv = invert_transform(t0)
         joint = tree.joint_of_link[b]
         if b == 0:
-            # Root: an upright bone like Blender's default one (Y = link Z, X = link X).
-            x = np.array([1.0, 0.0, 0.0])
-            axis = np.zeros(3)
-        else:
-            x = _unit(tree.axes[b])
-            axis = tree.axes[b].copy()
-        y, length = None, None
-        if b == 0:
-            y = np.array([0.0, 0.0, 1.0])
-            # Long enough to reach the farthest child body, within reason.
+            # Root: an upright bone like Blender's default one (X = link X, Y = link Z),
+            # long enough to reach the farthest child body, within reason.
+            x, y, axis = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), np.zeros(3)
             reach = [float(np.linalg.norm(zero[c][:3, 3] - t0[:3, 3])) for c in child_bodies[b]]
             length = min(max(reach), 1.0) if reach else ROOT_LENGTH
         else:
+            x, y, axis = _unit(tree.axes[b]), None, tree.axes[b].copy()
             # Y toward the first child body; then deeper bodies, then merged fixed links.
             targets = child_bodies[b] + [d for d in descendants[b] if d not in child_bodies[b]]
             targets += [m for m in merged[b] if m != b]
@@ -218,8 +212,7 @@ def rig_layout(tree: KinematicTree) -> RigLayout:
                     break
             if y is None:  # a leaf: continue the parent bone's direction
                 parent_body = body_of[tree.parent[b]]
-                hint = t0[:3, :3].T @ y_dir[parent_body]
-                y = _any_perpendicular(x, hint)
+                y = _any_perpendicular(x, t0[:3, :3].T @ y_dir[parent_body])
                 length = 0.5 * lengths[parent_body]
         length = max(MIN_LENGTH, float(length))
         basis = _axis_change(x, y)

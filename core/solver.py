@@ -163,7 +163,7 @@ def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
 
 
 def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step: np.ndarray,
-                  horizon: int = 30, iterations: int = 4) -> np.ndarray:
+                  horizon: int = 30, iterations: int = 3) -> np.ndarray:
     """Track past each jump frame by frame, warm-started from the frame before.
 
     All jumps advance together (one batched solve per step). Tracking stops
@@ -201,53 +201,66 @@ class _Problem:
         self.lower, self.upper = tree.lower[cols], tree.upper[cols]
         self.rest = np.clip(0.0, self.lower, self.upper)
 
-    def solve(self, x: np.ndarray, ref: np.ndarray | None, frames: np.ndarray | None = None):
-        """LM from x on `frames` (all if None). ref None: pull toward the previous frame."""
+    def solve(self, x: np.ndarray, ref: np.ndarray | None, frames: np.ndarray | None = None,
+              tolerance: float = 1e-3):
+        """LM from x on `frames` (all if None). ref None: pull toward the previous frame.
+
+        Frames whose step falls below `tolerance` (radians) leave the active set,
+        so late iterations only pay for the frames still moving.
+        """
         opts, cols = self.options, self.kin.columns
         sel = slice(None) if frames is None else frames
         anchor, targets = self.anchor[sel], self.targets[sel]
         q = self.q[sel].copy()
+        x = x.copy()
         nframes, nvar = x.shape
         weights = np.broadcast_to(self.weights, targets.shape[:2])
         lam = np.full(nframes, 1e-3)
         eye = np.eye(nvar)
         smooth, prior = opts.smoothness, opts.rest_prior
 
-        def reference(xv):
-            return np.concatenate([xv[:1], xv[:-1]], axis=0) if ref is None else ref
+        def reference(xv, rows):
+            if ref is not None:
+                return ref[rows]
+            return x[np.maximum(rows - 1, 0)] if xv is None else xv
 
-        def evaluate(xv, sw):
-            q[:, cols] = xv
-            pts, jac = self.kin.evaluate(self.tree, anchor, q, True)
-            res = (pts - targets) * sw[..., None]
-            cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(xv)) ** 2).sum(1)
+        def evaluate(xv, rows, sw):
+            qr = q[rows]
+            qr[:, cols] = xv
+            pts, jac = self.kin.evaluate(self.tree, anchor[rows], qr, True)
+            res = (pts - targets[rows]) * sw[..., None]
+            cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(None, rows)) ** 2).sum(1)
                     + prior * ((xv - self.rest) ** 2).sum(1))
             return pts, jac, res, cost
 
+        every = np.arange(nframes)
         sw = np.sqrt(weights)
-        pts, jac, res, cost = evaluate(x, sw)
+        pts, jac, res, cost = evaluate(x, every, sw)
+        active = every
         for _ in range(opts.iterations):
+            if len(active) == 0:
+                break
+            sw_a = sw[active]
             if opts.objective == "l1":  # iteratively reweighted least squares
-                dist = np.linalg.norm(pts - targets, axis=-1)
-                sw = np.sqrt(weights / np.maximum(dist, 1e-3))
-                res = (pts - targets) * sw[..., None]
-            jw = (jac * sw[..., None, None]).reshape(nframes, -1, nvar)
+                dist = np.linalg.norm(pts[active] - targets[active], axis=-1)
+                sw_a = np.sqrt(weights[active] / np.maximum(dist, 1e-3))
+                res[active] = (pts[active] - targets[active]) * sw_a[..., None]
+            xa = x[active]
+            jw = (jac[active] * sw_a[..., None, None]).reshape(len(active), -1, nvar)
             jwt = jw.transpose(0, 2, 1)
             hess = jwt @ jw
-            grad = ((jwt @ res.reshape(nframes, -1, 1))[..., 0] + smooth * (x - reference(x))
-                    + prior * (x - self.rest))
+            grad = ((jwt @ res[active].reshape(len(active), -1, 1))[..., 0]
+                    + smooth * (xa - reference(None, active)) + prior * (xa - self.rest))
             diag = np.einsum("fii->fi", hess)
-            system = hess + (smooth + prior) * eye + lam[:, None, None] * (eye * (diag[:, None, :] + 1e-6))
+            system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
             step = -np.linalg.solve(system, grad[..., None])[..., 0]
-            trial = np.clip(x + step, self.lower, self.upper)
-            t_pts, t_jac, t_res, t_cost = evaluate(trial, sw)
-            better = t_cost <= cost
-            x = np.where(better[:, None], trial, x)
-            pts = np.where(better[:, None, None], t_pts, pts)
-            jac = np.where(better[:, None, None, None], t_jac, jac)
-            res = np.where(better[:, None, None], t_res, res)
-            cost = np.where(better, t_cost, cost)
-            lam = np.where(better, np.maximum(lam * 0.3, 1e-7), np.minimum(lam * 10.0, 1e7))
-            if np.abs(step).max() < 1e-7:
-                break
+            trial = np.clip(xa + step, self.lower, self.upper)
+            t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
+            better = t_cost <= cost[active]
+            won = active[better]
+            x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
+            res[won], cost[won] = t_res[better], t_cost[better]
+            lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))
+            moving = np.abs(trial - xa).max(axis=1) >= tolerance
+            active = active[(moving | ~better) & (lam[active] < 1e6)]
         return x, cost

@@ -1,0 +1,74 @@
+"""The bake CSV: one row per source frame, root pose then joints in URDF order.
+
+Header `time_s,root_x,root_y,root_z,root_qw,root_qx,root_qy,root_qz,<joints>`,
+radians and metres, quaternion w first. Other tools read this file, so its
+columns are a contract: extend only by appending.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .fileio import write_text_atomic
+
+ROOT_COLUMNS = ["time_s", "root_x", "root_y", "root_z", "root_qw", "root_qx", "root_qy", "root_qz"]
+
+
+class BakeCSVError(ValueError):
+    """A bake CSV that cannot be read; names the file and line."""
+
+
+@dataclass
+class BakeTable:
+    """A baked robot motion: time (F,) s, root position (F,3) m, root quaternion (F,4) wxyz, q (F,n)."""
+
+    joint_names: list[str]
+    time: np.ndarray
+    root_position: np.ndarray
+    root_quaternion: np.ndarray
+    q: np.ndarray
+
+
+def bake_csv_text(table: BakeTable) -> str:
+    if not np.all(np.isfinite(table.q)) or not np.all(np.isfinite(table.root_position)):
+        raise ValueError("refusing to write a bake with non-finite values")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(ROOT_COLUMNS + list(table.joint_names))
+    data = np.column_stack([table.time, table.root_position, table.root_quaternion, table.q])
+    for row in data:
+        writer.writerow([repr(float(v)) for v in row])
+    return out.getvalue()
+
+
+def write_bake_csv(path, table: BakeTable, overwrite: bool = False) -> Path:
+    """Write atomically; never replaces an existing file unless `overwrite`."""
+    return write_text_atomic(path, bake_csv_text(table), overwrite=overwrite)
+
+
+def read_bake_csv(path) -> BakeTable:
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise BakeCSVError(f"{path}: file not found") from None
+    if not lines:
+        raise BakeCSVError(f"{path}: empty file")
+    header = next(csv.reader([lines[0]]))
+    if header[: len(ROOT_COLUMNS)] != ROOT_COLUMNS:
+        raise BakeCSVError(f"{path}, line 1: header must start with {','.join(ROOT_COLUMNS)}")
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        values = line.split(",")
+        if len(values) != len(header):
+            raise BakeCSVError(f"{path}, line {number}: {len(values)} values, expected {len(header)}")
+        try:
+            rows.append([float(v) for v in values])
+        except ValueError:
+            raise BakeCSVError(f"{path}, line {number}: not a number") from None
+    data = np.array(rows, dtype=float).reshape(len(rows), len(header))
+    return BakeTable(header[len(ROOT_COLUMNS):], data[:, 0], data[:, 1:4], data[:, 4:8], data[:, 8:])

@@ -1,0 +1,28 @@
+"""Operators of Robot Retarget.
+
+Every module listed in MODULES exposes a `classes` tuple of bpy classes and may
+define register()/unregister() for anything else it sets up; register() here
+registers each module's classes, then calls its register(), in list order.
+Shared bpy helpers (animation I/O) live in operators/anim_io.py.
+"""
+import bpy
+
+from . import import_urdf, retarget  # noqa: E402
+
+MODULES: list = [import_urdf, retarget]
+
+
+def register():
+    for module in MODULES:
+        for cls in getattr(module, "classes", ()):
+            bpy.utils.register_class(cls)
+        if hasattr(module, "register"):
+            module.register()
+
+
+def unregister():
+    for module in reversed(MODULES):
+        if hasattr(module, "unregister"):
+            module.unregister()
+        for cls in reversed(getattr(module, "classes", ())):
+            bpy.utils.unregister_class(cls)

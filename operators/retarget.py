@@ -1,0 +1,270 @@
+"""Auto-map and Bake: read the armatures into arrays, call core, write an action back."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, StringProperty
+
+from ..core.automap import AutoMapError, auto_map
+from ..core.chains import ChainError
+from ..core.mapping import Mapping, MappingError
+from ..core.retarget import RetargetError, RetargetResult, retarget
+from ..core.rig import rig_layout, root_pose_to_bone
+from ..core.urdf import URDFError
+from ..props import mapping_from_settings, settings_from_mapping
+from . import anim_io
+from .import_urdf import tree_from_rig
+
+USER_ERRORS = (AutoMapError, ChainError, MappingError, RetargetError, URDFError, KeyError, ValueError, OSError)
+REPORT_PROPERTY = "robot_retarget_report"
+
+
+@dataclass
+class BakeOutcome:
+    action: bpy.types.Action
+    result: RetargetResult
+    frames: np.ndarray  # Blender frame numbers of the keys
+    keys: int
+
+
+def action_frame_range(obj: bpy.types.Object) -> tuple[int, int]:
+    """The frames an armature's action covers (its keyed range), for the bake's default."""
+    action = obj.animation_data.action if obj.animation_data else None
+    if action is None:
+        raise ValueError(f"source {obj.name!r} has no action to retarget")
+    start, end = action.frame_range
+    return int(round(start)), int(round(end))
+
+
+def auto_map_objects(source: bpy.types.Object, robot: bpy.types.Object, scene) -> Mapping:
+    """Automatic chain mapping from the source's rest pose and the robot's URDF."""
+    motion = anim_io.sample_armature(source, [scene.frame_current], scene=scene)
+    return auto_map(motion, tree_from_rig(robot))
+
+
+def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mapping: Mapping,
+                frame_start: int, frame_end: int, *, action_name: str | None = None,
+                replace: bool = False, progress=None) -> BakeOutcome:
+    """Retarget frames [start, end] of `source` onto `robot` as a new action.
+
+    The root bone carries the robot's root pose (location + quaternion); every
+    joint bone its one channel. The source action and any existing robot
+    action are never modified (unless `replace` names the action to reuse).
+    """
+    if frame_end < frame_start:
+        raise ValueError(f"frame range {frame_start}-{frame_end} is empty")
+    tree = tree_from_rig(robot)
+    layout = rig_layout(tree)
+    frames = np.arange(frame_start, frame_end + 1, dtype=float)
+    report = progress or (lambda fraction, message: None)
+    report(0.0, "sampling the source")
+    motion = anim_io.sample_armature(source, frames, scene=scene)
+    result = retarget(motion, tree, mapping, progress=lambda f, m: report(0.1 + 0.8 * f, m))
+    report(0.9, "writing keys")
+    location, quaternion = root_pose_to_bone(layout, result.root_position, result.root_rotation)
+    root = layout.root.name
+    channels = [(f'pose.bones["{root}"].location', i, root) for i in range(3)]
+    channels += [(f'pose.bones["{root}"].rotation_quaternion', i, root) for i in range(4)]
+    channels += [(f'pose.bones["{bone}"].{prop}', index, bone) for bone, prop, index in layout.joint_channels]
+    values = np.column_stack([location, quaternion, result.q])
+    source_action = source.animation_data.action if source.animation_data else None
+    name = action_name or f"{robot.name}|{source_action.name if source_action else source.name}"
+    action, slot = anim_io.new_action(robot, name, replace=replace)
+    keys = anim_io.write_channels(action, slot, channels, frames, values)
+    action[REPORT_PROPERTY] = json.dumps(result.report)
+    action.use_fake_user = True  # a bake is the user's work: keep it even if unassigned
+    report(1.0, "done")
+    return BakeOutcome(action, result, frames, keys)
+
+
+def report_summary(report: dict) -> str:
+    limbs = [c for c in report["chains"] if c["name"] != "spine"]
+    worst = max(limbs, key=lambda c: c["tip_direction_error_deg"]) if limbs else None
+    text = (f"Baked {report['frames']} frames at {report['frames_per_second']:.0f} frames/s; "
+            f"{report['limit_violations']} samples outside joint limits")
+    if worst:
+        text += f"; largest tip-direction error {worst['tip_direction_error_deg']:.1f}° ({worst['name']})"
+    return text
+
+
+def _settings(context):
+    return context.scene.robot_retarget
+
+
+def _check_objects(settings) -> tuple[bpy.types.Object, bpy.types.Object]:
+    if settings.source is None or settings.source.type != 'ARMATURE':
+        raise ValueError("pick a source armature in the Robot tab")
+    if settings.robot is None or settings.robot.type != 'ARMATURE':
+        raise ValueError("pick a robot rig in the Robot tab (File > Import > URDF Robot)")
+    return settings.source, settings.robot
+
+
+class ROBOT_RETARGET_OT_auto_map(bpy.types.Operator):
+    """Fill the chain mapping from the bones' layout and names (works on unseen robots)"""
+
+    bl_idname = "robot_retarget.auto_map"
+    bl_label = "Auto-Map Chains"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    def execute(self, context):
+        settings = _settings(context)
+        try:
+            source, robot = _check_objects(settings)
+            mapping = auto_map_objects(source, robot, context.scene)
+        except USER_ERRORS as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        mapping.settings = mapping_from_settings(settings).settings  # keep the user's options
+        settings_from_mapping(settings, mapping)
+        self.report({'INFO'}, f"Mapped {len(mapping.chains)} chains: "
+                    + ", ".join(c.name for c in mapping.chains))
+        return {'FINISHED'}
+
+
+class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
+    """Retarget the source's animation onto the robot as a new action, inside joint limits"""
+
+    bl_idname = "robot_retarget.bake"
+    bl_label = "Bake Robot Action"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    def execute(self, context):
+        settings = _settings(context)
+        wm = context.window_manager
+        try:
+            source, robot = _check_objects(settings)
+            if len(settings.chains) == 0:
+                settings_from_mapping(settings, auto_map_objects(source, robot, context.scene))
+            mapping = mapping_from_settings(settings)
+            start, end = ((context.scene.frame_start, context.scene.frame_end) if settings.use_scene_range
+                          else action_frame_range(source))
+            wm.progress_begin(0, 100)
+            try:
+                outcome = bake_action(context.scene, source, robot, mapping, start, end,
+                                      action_name=settings.action_name or None,
+                                      replace=settings.replace_action,
+                                      progress=lambda f, m: wm.progress_update(int(100 * f)))
+            finally:
+                wm.progress_end()
+        except USER_ERRORS as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        for warning in outcome.result.report.get("warnings", []):
+            self.report({'WARNING'}, warning)
+        self.report({'INFO'}, f"{report_summary(outcome.result.report)} -> action {outcome.action.name!r}")
+        return {'FINISHED'}
+
+
+class ROBOT_RETARGET_OT_chain_add(bpy.types.Operator):
+    """Add a chain row to the mapping"""
+
+    bl_idname = "robot_retarget.chain_add"
+    bl_label = "Add Chain"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    def execute(self, context):
+        settings = _settings(context)
+        row = settings.chains.add()
+        row.name = f"chain_{len(settings.chains)}"
+        settings.active_chain = len(settings.chains) - 1
+        return {'FINISHED'}
+
+
+class ROBOT_RETARGET_OT_chain_remove(bpy.types.Operator):
+    """Remove the active chain row"""
+
+    bl_idname = "robot_retarget.chain_remove"
+    bl_label = "Remove Chain"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        settings = _settings(context)
+        return 0 <= settings.active_chain < len(settings.chains)
+
+    def execute(self, context):
+        settings = _settings(context)
+        settings.chains.remove(settings.active_chain)
+        settings.active_chain = min(settings.active_chain, len(settings.chains) - 1)
+        return {'FINISHED'}
+
+
+class ROBOT_RETARGET_OT_chain_move(bpy.types.Operator):
+    """Move the active chain row up or down"""
+
+    bl_idname = "robot_retarget.chain_move"
+    bl_label = "Move Chain"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    direction: bpy.props.EnumProperty(items=[("UP", "Up", ""), ("DOWN", "Down", "")])
+
+    def execute(self, context):
+        settings = _settings(context)
+        index = settings.active_chain
+        target = index - 1 if self.direction == "UP" else index + 1
+        if not (0 <= index < len(settings.chains) and 0 <= target < len(settings.chains)):
+            return {'CANCELLED'}
+        settings.chains.move(index, target)
+        settings.active_chain = target
+        return {'FINISHED'}
+
+
+class ROBOT_RETARGET_OT_mapping_save(bpy.types.Operator):
+    """Save the chain mapping and bake settings as a JSON preset"""
+
+    bl_idname = "robot_retarget.mapping_save"
+    bl_label = "Save Mapping Preset"
+
+    filepath: StringProperty(subtype='FILE_PATH')
+    filter_glob: StringProperty(default="*.json", options={'HIDDEN'})
+    overwrite: BoolProperty(name="Overwrite", default=False, description="Replace an existing file")
+
+    def invoke(self, context, event):
+        if not self.filepath:
+            self.filepath = "robot_mapping.json"
+        context.window_manager.fileselect_add(self)
+        return {'RUNNING_MODAL'}
+
+    def execute(self, context):
+        try:
+            path = mapping_from_settings(_settings(context)).save(bpy.path.abspath(self.filepath),
+                                                                  overwrite=self.overwrite)
+        except USER_ERRORS as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        self.report({'INFO'}, f"Saved mapping to {path}")
+        return {'FINISHED'}
+
+
+class ROBOT_RETARGET_OT_mapping_load(bpy.types.Operator):
+    """Load a chain mapping and bake settings from a JSON preset"""
+
+    bl_idname = "robot_retarget.mapping_load"
+    bl_label = "Load Mapping Preset"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    filepath: StringProperty(subtype='FILE_PATH')
+    filter_glob: StringProperty(default="*.json", options={'HIDDEN'})
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {'RUNNING_MODAL'}
+
+    def execute(self, context):
+        try:
+            mapping = Mapping.load(Path(bpy.path.abspath(self.filepath)))
+        except USER_ERRORS as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        settings_from_mapping(_settings(context), mapping)
+        self.report({'INFO'}, f"Loaded {len(mapping.chains)} chains from {self.filepath}")
+        return {'FINISHED'}
+
+
+classes = (ROBOT_RETARGET_OT_auto_map, ROBOT_RETARGET_OT_bake, ROBOT_RETARGET_OT_chain_add,
+           ROBOT_RETARGET_OT_chain_remove, ROBOT_RETARGET_OT_chain_move, ROBOT_RETARGET_OT_mapping_save,
+           ROBOT_RETARGET_OT_mapping_load)
