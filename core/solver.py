@@ -12,6 +12,7 @@ import numpy as np
 
 from .chains import RobotChain
 from .kinematics import PRISMATIC, REVOLUTE, KinematicTree
+from .transforms import axis_angle_to_matrix
 
 
 @dataclass
@@ -49,74 +50,95 @@ class ChainKinematics:
         """Reference points relative to the chain origin (F, M, 3), optionally with the Jacobian.
 
         anchor: (F, 4, 4) world pose of the chain's anchor link (root pose if none).
-        Small fixed-size products are written out (rotation about a constant
-        local axis by Rodrigues on columns) because stacked 3x3 matmuls dominate.
+        Internally frames run along the LAST axis (rotations (3, 3, F), points
+        (3, F)) so every product is a handful of contiguous vector operations.
         """
-        nframes = q.shape[0]
         frames, axes, origins = {}, {}, {}
+        base = (np.ascontiguousarray(anchor[:, :3, :3].transpose(1, 2, 0)),
+                np.ascontiguousarray(anchor[:, :3, 3].T))
         for link in self.chain.links:
             parent = int(tree.parent[link])
-            rot, pos = frames.get(parent, (anchor[:, :3, :3], anchor[:, :3, 3]))
+            rot, pos = frames.get(parent, base)
             if parent < 0:  # the chain starts at the root: the anchor is the root pose
                 frames[link] = (rot, pos)
                 continue
             origin = tree.origins[link]
-            pos = pos + rot @ origin[:3, 3]
-            rot = (rot.reshape(-1, 3) @ origin[:3, :3]).reshape(nframes, 3, 3)
+            pos = pos + _apply(rot, origin[:3, 3])
+            if not _is_identity(origin[:3, :3]):
+                rot = np.einsum("imf,mk->ikf", rot, origin[:3, :3])
             kind = tree.kind[link]
             if kind != 0:
                 value = tree.joint_value(q, link)
                 axis = tree.axes[link]
-                axis_w = rot @ axis
+                axis_w = _apply(rot, axis)
                 axes[link], origins[link] = axis_w, pos
                 if kind == REVOLUTE:
-                    rot = _rotate_local(rot, axis, axis_w, value)
+                    rot = _rotate_local(rot, axis, value)
                 elif kind == PRISMATIC:
-                    pos = pos + axis_w * value[:, None]
+                    pos = pos + axis_w * value
             frames[link] = (rot, pos)
-        points = np.empty((nframes, len(self.point_link), 3))
-        for i, (link, local) in enumerate(zip(self.point_link, self.point_local)):
-            rot, pos = frames[int(link)]
-            points[:, i] = rot @ local + pos
         rot, pos = frames[int(self.chain.origin[0])]
-        origin = rot @ self.chain.origin[1] + pos
+        origin = _apply(rot, self.chain.origin[1]) + pos
+        points = np.stack([_apply(frames[int(link)][0], local) + frames[int(link)][1] - origin
+                           for link, local in zip(self.point_link, self.point_local)])  # (M, 3, F)
         if not jacobian:
-            return points - origin[:, None], None
-        jac = np.zeros(points.shape + (len(self.columns),))
+            return points.transpose(2, 0, 1), None
+        columns = []
         for v, link in enumerate(self.chain.variables):
-            rows = self.mask[:, v]
-            axis_w = axes[link][:, None, :]
+            axis_w = axes[link]
             if tree.kind[link] == REVOLUTE:
-                jac[..., v][:, rows] = _cross(axis_w, points[:, rows] - origins[link][:, None, :])
-                if self.origin_mask[v]:
-                    jac[..., v] -= _cross(axis_w[:, 0], origin - origins[link])[:, None, :]
+                # d(point - origin)/dq = axis x (point - origin): the joint's own offset cancels
+                arm = points + (origin - origins[link]) * (1.0 - self.origin_mask[v])
+                col = _cross(axis_w, arm)
             else:
-                jac[..., v][:, rows] = axis_w
-                if self.origin_mask[v]:
-                    jac[..., v] -= axis_w
-        return points - origin[:, None], jac
+                col = np.broadcast_to(axis_w * (1.0 - self.origin_mask[v]), points.shape)
+            columns.append(col * self.mask[:, v][:, None, None] if not self.mask[:, v].all() else col)
+        jac = np.stack(columns, axis=-1)  # (M, 3, F, V)
+        return points.transpose(2, 0, 1), jac.transpose(2, 0, 1, 3)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cross product over the last axis, written out (np.cross is slow for small batches)."""
+    """a (3, F) cross b (..., 3, F) over the component axis, written out."""
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    out[..., 0, :] = a[1] * b[..., 2, :] - a[2] * b[..., 1, :]
+    out[..., 1, :] = a[2] * b[..., 0, :] - a[0] * b[..., 2, :]
+    out[..., 2, :] = a[0] * b[..., 1, :] - a[1] * b[..., 0, :]
     return out
 
 
-def _skew(axis: np.ndarray) -> np.ndarray:
-    x, y, z = axis
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+def _is_identity(rot: np.ndarray) -> bool:
+    return bool(np.all(rot == np.eye(3)))
 
 
-def _rotate_local(rot: np.ndarray, axis: np.ndarray, axis_w: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """rot @ Rot(axis, angle) for stacked rot (F, 3, 3): R cos + sin R[a]x + (1 - cos) (Ra) a^T."""
-    c, s = np.cos(angle)[:, None, None], np.sin(angle)[:, None, None]
-    nframes = rot.shape[0]
-    rk = (rot.reshape(-1, 3) @ _skew(axis)).reshape(nframes, 3, 3)
-    return c * rot + s * rk + (1.0 - c) * (axis_w[:, :, None] * axis[None, None, :])
+def _apply(rot: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """rot (3, 3, F) times a constant vector (3,) -> (3, F), skipping zero components."""
+    out = None
+    for k in range(3):
+        if vec[k] != 0.0:
+            term = rot[:, k] * vec[k]
+            out = term if out is None else out + term
+    return np.zeros(rot.shape[::2]) if out is None else out
+
+
+def _rotate_local(rot: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """rot @ Rot(axis, angle) for rotations (3, 3, F).
+
+    URDF axes are nearly always +-x, +-y or +-z: then only two columns mix.
+    """
+    principal = np.flatnonzero(np.abs(axis) == 1.0)
+    out = np.empty_like(rot)
+    if len(principal) == 1:
+        k = int(principal[0])
+        i, j = (k + 1) % 3, (k + 2) % 3
+        c, s = np.cos(angle), axis[k] * np.sin(angle)
+        out[:, k] = rot[:, k]
+        out[:, i] = c * rot[:, i] + s * rot[:, j]
+        out[:, j] = c * rot[:, j] - s * rot[:, i]
+        return out
+    turn = axis_angle_to_matrix(axis, angle)  # (F, 3, 3)
+    for k in range(3):
+        out[:, k] = rot[:, 0] * turn[:, 0, k] + rot[:, 1] * turn[:, 1, k] + rot[:, 2] * turn[:, 2, k]
+    return out
 
 
 @dataclass
