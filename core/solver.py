@@ -263,11 +263,15 @@ class _Problem:
             if len(active) == 0:
                 break
             sw_a = sw[active]
+            xa = x[active]
             if opts.objective == "l1":  # iteratively reweighted least squares
                 dist = np.linalg.norm(pts[active] - targets[active], axis=-1)
                 sw_a = np.sqrt(weights[active] / np.maximum(dist, 1e-3))
                 res[active] = (pts[active] - targets[active]) * sw_a[..., None]
-            xa = x[active]
+                # the cost a trial must beat is the one under the new weights
+                cost[active] = ((res[active] ** 2).sum((1, 2))
+                                + smooth * ((xa - reference(None, active)) ** 2).sum(1)
+                                + prior * ((xa - self.rest) ** 2).sum(1))
             jw = (jac[active] * sw_a[..., None, None]).reshape(len(active), -1, nvar)
             jwt = jw.transpose(0, 2, 1)
             hess = jwt @ jw
