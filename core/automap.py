@@ -274,9 +274,19 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
         chains.append(ChainMapping("head", src_sk.names[src.head[0]], [src_sk.names[src.head[-1]]],
                                    rob_sk.names[base], [rob_sk.names[rob.head[-1]]], role="head",
                                    source_tip_tail=True))
+    chains = [c for c in chains if _has_motion(tree, c)]
     if not chains:
-        raise AutoMapError("no chain of the source matches a chain of the robot")
+        raise AutoMapError(f"robot {tree.robot.name!r}: no chain of the source matches a jointed chain of the robot")
     return Mapping(chains, src_sk.names[src.pelvis], rob_sk.names[rob.pelvis])
+
+
+def _has_motion(tree: KinematicTree, chain: ChainMapping) -> bool:
+    """A robot chain is worth solving when it has length and a joint that moves it."""
+    for tip in chain.robot_tips:
+        path = tree.path(chain.robot_base, tip)
+        if (len(path) > 1 or chain.robot_tip_offset is not None) and any(tree.qindex[i] >= 0 for i in path):
+            return True
+    return False
 
 
 def _limb_chains(src_sk, rob_sk, tree, src_path, rob_path, role, side) -> list[ChainMapping]:
