@@ -52,6 +52,8 @@ class KinematicTree:
                     self.qoffset[i] = joint.mimic.offset
                 elif joint.name in qcol:
                     self.qindex[i] = qcol[joint.name]
+        # most URDF origins only translate; solvers skip the rotation product for them
+        self.origin_rotates = ~np.all(np.isclose(self.origins[:, :3, :3], np.eye(3), rtol=0, atol=0), axis=(1, 2))
         joints = robot.movable_joints
         self.lower = np.array([-np.inf if j.lower is None else j.lower for j in joints])
         self.upper = np.array([np.inf if j.upper is None else j.upper for j in joints])

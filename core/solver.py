@@ -64,7 +64,7 @@ class ChainKinematics:
                 continue
             origin = tree.origins[link]
             pos = pos + _apply(rot, origin[:3, 3])
-            if not _is_identity(origin[:3, :3]):
+            if tree.origin_rotates[link]:
                 rot = np.einsum("imf,mk->ikf", rot, origin[:3, :3])
             kind = tree.kind[link]
             if kind != 0:
@@ -104,10 +104,6 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out[..., 1, :] = a[2] * b[..., 0, :] - a[0] * b[..., 2, :]
     out[..., 2, :] = a[0] * b[..., 1, :] - a[1] * b[..., 0, :]
     return out
-
-
-def _is_identity(rot: np.ndarray) -> bool:
-    return bool(np.all(rot == np.eye(3)))
 
 
 def _apply(rot: np.ndarray, vec: np.ndarray) -> np.ndarray:
@@ -185,7 +181,7 @@ def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
 
 
 def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step: np.ndarray,
-                  horizon: int = 30, iterations: int = 3) -> np.ndarray:
+                  horizon: int = 20, iterations: int = 3) -> np.ndarray:
     """Track past each jump frame by frame, warm-started from the frame before.
 
     All jumps advance together (one batched solve per step). Tracking stops
@@ -283,10 +279,12 @@ class _Problem:
             trial = np.clip(xa + step, self.lower, self.upper)
             t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
             better = t_cost <= cost[active]
+            gain = cost[active] - t_cost
             won = active[better]
             x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
             res[won], cost[won] = t_res[better], t_cost[better]
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))
-            moving = np.abs(trial - xa).max(axis=1) >= tolerance
+            # a frame is done when its step is tiny or no longer buys a relative gain
+            moving = (np.abs(trial - xa).max(axis=1) >= tolerance) & (gain > 1e-3 * t_cost + 1e-12)
             active = active[(moving | ~better) & (lam[active] < 1e6)]
         return x, cost
