@@ -90,7 +90,7 @@ def test_scipy_from_bundled_wheel_in_new_session(extension):
         "print(scipy.__version__); print(scipy.__file__)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr + proc.stdout
     version, path = proc.stdout.strip().splitlines()[-2:]
     assert version == SCIPY
     user = Path(os.environ["BLENDER_USER_RESOURCES"]).resolve()
@@ -123,7 +123,7 @@ def _launcher(*args: str) -> subprocess.CompletedProcess:
 def test_launcher_version():
     """tools/robot-retarget end to end: .venv, zip in dist/ (built if stale), install, CLI."""
     proc = _launcher("version")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr + proc.stdout
     assert proc.stdout == f"robot_retarget {MANIFEST['version']}\n"
 
 
