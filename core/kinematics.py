@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .source import ancestor_path
 from .transforms import axis_angle_to_matrix
 from .urdf import Robot
 
@@ -108,14 +109,10 @@ class KinematicTree:
 
     def path(self, base: str, tip: str) -> list[int]:
         """Link indices from base down to tip (inclusive)."""
-        b, t = self.link_index(base), self.link_index(tip)
-        out = [t]
-        while out[-1] != b:
-            p = int(self.parent[out[-1]])
-            if p < 0:
-                raise KeyError(f"robot link {tip!r} does not descend from {base!r}")
-            out.append(p)
-        return out[::-1]
+        path = ancestor_path(self.parent, self.link_index(base), self.link_index(tip))
+        if path is None:
+            raise KeyError(f"robot link {tip!r} does not descend from {base!r}")
+        return path
 
     def depth(self, link: int) -> int:
         d = 0

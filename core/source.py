@@ -47,11 +47,18 @@ class SourceMotion:
 
     def path(self, base: str, tip: str) -> list[int]:
         """Bone indices from `base` down to `tip` (inclusive)."""
-        b, t = self.index(base), self.index(tip)
-        out = [t]
-        while out[-1] != b:
-            p = int(self.parents[out[-1]])
-            if p < 0:
-                raise KeyError(f"source bone {tip!r} does not descend from {base!r}")
-            out.append(p)
-        return out[::-1]
+        path = ancestor_path(self.parents, self.index(base), self.index(tip))
+        if path is None:
+            raise KeyError(f"source bone {tip!r} does not descend from {base!r}")
+        return path
+
+
+def ancestor_path(parents, base: int, tip: int) -> list[int] | None:
+    """Indices from `base` down to `tip` in a parent-index tree, or None if unrelated."""
+    out = [tip]
+    while out[-1] != base:
+        parent = int(parents[out[-1]])
+        if parent < 0:
+            return None
+        out.append(parent)
+    return out[::-1]

@@ -5,24 +5,15 @@ define register()/unregister() for anything else it sets up; register() here
 registers each module's classes, then calls its register(), in list order.
 Shared bpy helpers (animation I/O) live in operators/anim_io.py.
 """
-import bpy
-
-from . import import_urdf, retarget  # noqa: E402
+from ..registration import register_modules, unregister_modules
+from . import import_urdf, retarget
 
 MODULES: list = [import_urdf, retarget]
 
 
 def register():
-    for module in MODULES:
-        for cls in getattr(module, "classes", ()):
-            bpy.utils.register_class(cls)
-        if hasattr(module, "register"):
-            module.register()
+    register_modules(MODULES)
 
 
 def unregister():
-    for module in reversed(MODULES):
-        if hasattr(module, "unregister"):
-            module.unregister()
-        for cls in reversed(getattr(module, "classes", ())):
-            bpy.utils.unregister_class(cls)
+    unregister_modules(MODULES)
