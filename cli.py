@@ -7,6 +7,8 @@ results to stdout and return a process exit code.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -49,13 +51,14 @@ def import_clip(path: Path) -> bpy.types.Object:
         raise CommandError(f"{path}: source clip not found")
     before = set(bpy.data.objects)
     suffix = path.suffix.lower()
-    if suffix == ".bvh":
-        load_bvh(path)  # our reader names the line of a malformed file; Blender's does not
-        bpy.ops.import_anim.bvh(filepath=str(path), update_scene_fps=True, update_scene_duration=True)
-    elif suffix == ".fbx":
-        bpy.ops.import_scene.fbx(filepath=str(path))
-    else:
+    if suffix not in (".bvh", ".fbx"):
         raise CommandError(f"{path}: unsupported clip type {suffix!r} (use .bvh or .fbx)")
+    with contextlib.redirect_stdout(io.StringIO()):  # importer chatter; stdout is for results
+        if suffix == ".bvh":
+            load_bvh(path)  # our reader names the line of a malformed file; Blender's does not
+            bpy.ops.import_anim.bvh(filepath=str(path), update_scene_fps=True, update_scene_duration=True)
+        else:
+            bpy.ops.import_scene.fbx(filepath=str(path))
     armatures = [o for o in bpy.data.objects if o not in before and o.type == 'ARMATURE']
     if not armatures:
         raise CommandError(f"{path}: the file has no armature")

@@ -84,8 +84,6 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
                         description="Moving-average window in frames")
     use_scene_range: BoolProperty(name="Use Scene Range", default=False,
                                   description="Bake the scene's frame range instead of the source action's")
-    frame_start: IntProperty(name="Start", default=1)
-    frame_end: IntProperty(name="End", default=250)
     action_name: StringProperty(name="Action", description="Name of the new robot action (empty: from the source)")
     replace_action: BoolProperty(name="Replace Existing", default=False,
                                  description="Reuse an action of that name instead of creating a new one")

@@ -34,12 +34,14 @@ class BakeTable:
 
 
 def bake_csv_text(table: BakeTable) -> str:
-    if not np.all(np.isfinite(table.q)) or not np.all(np.isfinite(table.root_position)):
+    data = np.column_stack([table.time, table.root_position, table.root_quaternion, table.q])
+    if data.shape[1] != len(ROOT_COLUMNS) + len(table.joint_names):
+        raise ValueError(f"{len(table.joint_names)} joint names for {table.q.shape[1]} joint columns")
+    if not np.all(np.isfinite(data)):
         raise ValueError("refusing to write a bake with non-finite values")
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(ROOT_COLUMNS + list(table.joint_names))
-    data = np.column_stack([table.time, table.root_position, table.root_quaternion, table.q])
     for row in data:
         writer.writerow([repr(float(v)) for v in row])
     return out.getvalue()
@@ -56,6 +58,8 @@ def read_bake_csv(path) -> BakeTable:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise BakeCSVError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise BakeCSVError(f"{path}: not a text (UTF-8) file (byte {exc.start})") from None
     if not lines:
         raise BakeCSVError(f"{path}: empty file")
     header = next(csv.reader([lines[0]]))

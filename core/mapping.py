@@ -166,7 +166,7 @@ def _check_value(value, annotation: str, where: str):
         if ann == "int" and value != int(value):
             raise MappingError(f"{where}: expected a whole number")
         return int(value) if ann == "int" else float(value)
-    if ann == "str":
+    if ann.startswith("str"):  # "str" or "str | None" (None handled above)
         if not isinstance(value, str):
             raise MappingError(f"{where}: expected text")
         return value

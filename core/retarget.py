@@ -70,7 +70,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         raise RetargetError("no chain could be mapped between the source and the robot")
     started = time.perf_counter()
     frames = motion.frames
-    body_src, axes_rob = _body_frames(motion, tree, plans)
+    body_src, axes_rob = _body_frames(motion, tree, mapping)
     floating = any(p.mapping.role == "leg" for p in plans) and settings.root_mode != "fixed"
     if floating:
         root_rot = body_src @ axes_rob.T
@@ -181,22 +181,28 @@ def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src
     return np.interp(fractions, src_at + [1.0], rob_at + [1.0]), start
 
 
-def _landmarks(plans: list[_Plan], source_points, robot_points) -> tuple[dict, dict]:
-    """Hip and shoulder positions on both sides, from leg and arm chain bases."""
+def _landmarks(chains: list[ChainMapping], source_points, robot_points) -> tuple[dict, dict]:
+    """Hip and shoulder positions on both sides, from leg and arm chain bases.
+
+    Disabled chains count too: switching a chain off must not turn the body.
+    """
     src, rob = {}, {}
-    for plan in plans:
-        key = {"leg": "hip", "arm": "shoulder"}.get(plan.mapping.role)
-        if key and plan.mapping.side in ("left", "right"):
-            name = f"{plan.mapping.side}_{key}"
-            src[name] = source_points(plan.source.paths[0][0])
-            rob[name] = robot_points(plan.robot.paths[0].links[0])
+    for chain in chains:
+        key = {"leg": "hip", "arm": "shoulder"}.get(chain.role)
+        if key and chain.side in ("left", "right"):
+            try:
+                src_point, rob_point = source_points(chain.source_base), robot_points(chain.robot_base)
+            except KeyError as exc:
+                raise RetargetError(f"chain {chain.name!r}: {exc.args[0]}") from None
+            src[f"{chain.side}_{key}"], rob[f"{chain.side}_{key}"] = src_point, rob_point
     return src, rob
 
 
-def _body_frames(motion: SourceMotion, tree: KinematicTree, plans: list[_Plan]):
+def _body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
     """Per-frame source body frame (F, 3, 3) and the robot's (root-relative) body axes."""
     zero = tree.zero_pose()
-    src, rob = _landmarks(plans, lambda b: motion.rest_heads[b], lambda l: zero[l, :3, 3])
+    src, rob = _landmarks(mapping.chains, lambda b: motion.rest_heads[motion.index(b)],
+                          lambda l: zero[tree.link_index(l), :3, 3])
     axes_src = canonical_axes(**src)
     axes_rob = canonical_axes(**rob)
     rest_inv = motion.rest_root_rotation.T

@@ -138,7 +138,9 @@ class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
         try:
             source, robot = _check_objects(settings)
             if len(settings.chains) == 0:
-                settings_from_mapping(settings, auto_map_objects(source, robot, context.scene))
+                automatic = auto_map_objects(source, robot, context.scene)
+                automatic.settings = mapping_from_settings(settings).settings  # keep the user's options
+                settings_from_mapping(settings, automatic)
             mapping = mapping_from_settings(settings)
             start, end = ((context.scene.frame_start, context.scene.frame_end) if settings.use_scene_range
                           else action_frame_range(source))

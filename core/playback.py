@@ -1,0 +1,508 @@
+"""Robot playback at the control cycle: resampling, limit checks and retime.
+
+A baked action has keys at the clip's frame rate; a controller wants samples
+at its own cycle. Sample k sits at t_k = k * period, computed from the
+integer tick k (never by adding periods up), so an hour at 500 Hz does not
+drift. Between keys joints follow a monotone cubic Hermite (PCHIP: velocity
+is continuous and a segment never overshoots its two keys, so limits the
+keys respect hold in between), the root position the same, the root
+orientation squad (spherical cubic) between the key quaternions.
+
+Limits are checked on the exact samples that get written, by finite
+differences: velocity per control interval (can the actuator finish this
+move in one cycle?), acceleration per interior sample. Retime stretches the
+too-fast stretches of the clip (with short ramps so the stretch itself adds
+no jerk) until every check passes on the resampled result.
+
+Units: seconds, metres, radians (metres for prismatic joints); quaternions
+w, x, y, z. Arrays are frames first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.interpolate import PchipInterpolator
+
+from .bake_csv import BakeTable
+from .kinematics import KinematicTree
+from .transforms import quat_continuous
+
+DEFAULT_PERIOD_S = 0.01
+UNITS = ("rad", "deg")
+CLIP_REPORT_RAD = 1e-6    # keys outside limits by less than this are float32 noise, not news
+LIMIT_RTOL = 1e-9         # relative slack of the velocity/acceleration checks (float rounding)
+TICK_EPS = 1e-9           # a duration within this many periods of a whole tick keeps that tick
+
+
+class PlaybackError(ValueError):
+    """Settings or motion that cannot be exported; the message names the field or joint."""
+
+
+@dataclass
+class JointLimits:
+    """Per joint (URDF movable order): position (rad|m), velocity (/s), acceleration (/s²); inf = none."""
+
+    joint_names: list[str]
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+    prismatic: np.ndarray  # (n,) bool: metres instead of radians
+
+    @classmethod
+    def from_tree(cls, tree: KinematicTree, acceleration: float | None = None,
+                  joint_acceleration: dict[str, float] | None = None) -> "JointLimits":
+        """URDF limits plus the user's acceleration limits (one for all, then per joint)."""
+        n = tree.dof
+        accel = np.full(n, np.inf if acceleration is None else float(acceleration))
+        index = {name: i for i, name in enumerate(tree.joint_names)}
+        for name, value in (joint_acceleration or {}).items():
+            if name not in index:
+                raise PlaybackError(f"acceleration limit for joint {name!r}: robot {tree.robot.name!r} "
+                                    f"has no movable joint of that name")
+            accel[index[name]] = float(value)
+        if np.any(~(accel > 0)):
+            bad = tree.joint_names[int(np.flatnonzero(~(accel > 0))[0])]
+            raise PlaybackError(f"joint {bad!r}: acceleration limit must be positive")
+        prismatic = np.array([j.type == "prismatic" for j in tree.robot.movable_joints], dtype=bool)
+        return cls(list(tree.joint_names), tree.lower.copy(), tree.upper.copy(), tree.velocity.copy(),
+                   accel, prismatic)
+
+    def to_list(self, degrees: bool = False) -> list[dict]:
+        """JSON rows for metadata, in the file's units (degrees only for revolute joints)."""
+        rows = []
+        for i, name in enumerate(self.joint_names):
+            scale = 1.0 if (self.prismatic[i] or not degrees) else 180.0 / math.pi
+            value = lambda a: float(a[i]) * scale if np.isfinite(a[i]) else None  # noqa: E731
+            rows.append({"joint": name, "type": "prismatic" if self.prismatic[i] else "revolute",
+                         "unit": joint_unit(bool(self.prismatic[i]), degrees), "lower": value(self.lower),
+                         "upper": value(self.upper), "velocity": value(self.velocity),
+                         "acceleration": value(self.acceleration)})
+        return rows
+
+
+def joint_unit(prismatic: bool, degrees: bool = False) -> str:
+    return "m" if prismatic else ("deg" if degrees else "rad")
+
+
+@dataclass
+class ExportSettings:
+    """What an export writes and how strictly; also read from a JSON settings file."""
+
+    format: str = "csv"
+    period_s: float = DEFAULT_PERIOD_S
+    units: str = "rad"
+    acceleration_limit: float | None = None               # rad/s² (m/s²) for every joint
+    joint_acceleration_limits: dict = field(default_factory=dict)  # joint -> rad/s², wins over the global
+    retime: bool = False
+    allow_violations: bool = False
+    overwrite: bool = False
+
+    @property
+    def rate_hz(self) -> float:
+        return 1.0 / self.period_s
+
+    @classmethod
+    def from_rate(cls, rate_hz: float, **kwargs) -> "ExportSettings":
+        if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and rate_hz > 0):
+            raise PlaybackError(f"rate {rate_hz!r} Hz: expected a positive number")
+        return cls(period_s=1.0 / float(rate_hz), **kwargs)
+
+    def validate(self) -> "ExportSettings":
+        from .playback_formats import FORMATS, RADIAN_ONLY
+
+        if self.format not in FORMATS:
+            raise PlaybackError(f"format {self.format!r}: expected one of {', '.join(FORMATS)}")
+        if not (math.isfinite(self.period_s) and self.period_s > 0):
+            raise PlaybackError(f"period {self.period_s!r} s: expected a positive number")
+        if self.units not in UNITS:
+            raise PlaybackError(f"units {self.units!r}: expected one of {', '.join(UNITS)}")
+        if self.units == "deg" and self.format in RADIAN_ONLY:
+            raise PlaybackError(f"format {self.format!r} stores radians by convention; "
+                                "degrees are offered for csv and npz")
+        if self.acceleration_limit is not None and not self.acceleration_limit > 0:
+            raise PlaybackError(f"acceleration limit {self.acceleration_limit!r}: expected a positive number")
+        return self
+
+    @classmethod
+    def load(cls, path) -> "ExportSettings":
+        """Settings saved as JSON: format, rate_hz or period_s, units, limits, retime, ..."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise PlaybackError(f"{path}: settings file not found") from None
+        except json.JSONDecodeError as exc:
+            raise PlaybackError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict, origin: str = "<settings>") -> "ExportSettings":
+        if not isinstance(data, dict):
+            raise PlaybackError(f"{origin}: expected a JSON object")
+        data = dict(data)
+        known = {f.name for f in dataclasses.fields(cls)} | {"rate_hz"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise PlaybackError(f"{origin}: unknown field(s) {unknown}")
+        if "rate_hz" in data:
+            rate = data.pop("rate_hz")
+            if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not rate > 0:
+                raise PlaybackError(f"{origin}: rate_hz: expected a positive number")
+            data["period_s"] = 1.0 / rate
+        try:
+            return cls(**data).validate()
+        except (TypeError, PlaybackError) as exc:
+            raise PlaybackError(f"{origin}: {exc}") from None
+
+
+@dataclass
+class PlaybackTrack:
+    """Samples at t_k = k * period_s: root (N,3) m, root quaternion (N,4) wxyz, q (N,n) rad|m."""
+
+    joint_names: list[str]
+    period_s: float
+    root_position: np.ndarray
+    root_quaternion: np.ndarray
+    q: np.ndarray
+    prismatic: np.ndarray | None = None  # (n,) bool; None: all revolute
+
+    @property
+    def samples(self) -> int:
+        return len(self.q)
+
+    @property
+    def time_s(self) -> np.ndarray:
+        return tick_times(self.samples, self.period_s)
+
+    @property
+    def rate_hz(self) -> float:
+        return 1.0 / self.period_s
+
+    @property
+    def duration_s(self) -> float:
+        return (self.samples - 1) * self.period_s
+
+    def is_prismatic(self) -> np.ndarray:
+        n = len(self.joint_names)
+        return np.zeros(n, dtype=bool) if self.prismatic is None else np.asarray(self.prismatic, dtype=bool)
+
+
+@dataclass
+class LimitViolation:
+    """Consecutive samples of one joint over one limit: where, how far, against what."""
+
+    joint: str
+    kind: str          # "position" | "velocity" | "acceleration"
+    time_s: float      # first sample (velocity: start of the control interval)
+    end_time_s: float  # last sample of the run
+    samples: int
+    value: float       # the worst value in the run (signed), SI units
+    limit: float       # the limit it broke (signed like value)
+    unit: str
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        span = f"{self.time_s:.4f} s" if self.samples == 1 else \
+            f"{self.time_s:.4f}-{self.end_time_s:.4f} s ({self.samples} samples)"
+        return (f"joint {self.joint!r}: {self.kind} {self.value:.4g} {self.unit} beyond "
+                f"{self.limit:.4g} {self.unit} at {span}")
+
+
+@dataclass
+class PlaybackResult:
+    """A track ready to write, what it breaks, and what retime did."""
+
+    track: PlaybackTrack
+    violations: list[LimitViolation]
+    retimed_seconds_added: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    source_duration_s: float = 0.0
+
+
+# ------------------------------------------------------------- sampling ---
+
+def tick_times(count: int, period_s: float) -> np.ndarray:
+    """t_k = k * period for k = 0..count-1, each from its integer k (no accumulation)."""
+    return np.arange(count, dtype=np.float64) * float(period_s)
+
+
+def tick_count(duration_s: float, period_s: float) -> int:
+    """Samples whose tick time lies inside [0, duration]."""
+    return int(math.floor(duration_s / period_s + TICK_EPS)) + 1
+
+
+def sample_derivatives(q: np.ndarray, period_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Velocity (central differences, one-sided at the ends) and acceleration (second
+    differences, ends copy their neighbour) of samples q (N, n): consistent with q by construction."""
+    q = np.asarray(q, dtype=float)
+    if len(q) < 2:
+        return np.zeros_like(q), np.zeros_like(q)
+    vel = np.gradient(q, period_s, axis=0)
+    acc = np.zeros_like(q)
+    if len(q) >= 3:
+        acc[1:-1] = np.diff(q, 2, axis=0) / period_s ** 2
+        acc[0], acc[-1] = acc[1], acc[-2]
+    return vel, acc
+
+
+def _relative_times(table: BakeTable) -> np.ndarray:
+    time = np.asarray(table.time, dtype=float).reshape(-1)
+    if len(time) == 0:
+        raise PlaybackError("the motion has no keys")
+    if not np.all(np.isfinite(time)) or np.any(np.diff(time) <= 0):
+        bad = int(np.flatnonzero(~(np.diff(time) > 0))[0]) + 1 if len(time) > 1 else 0
+        raise PlaybackError(f"key times must increase (key {bad} at {time[bad]!r} s does not)")
+    return time - time[0]
+
+
+def _hermite(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Monotone cubic (PCHIP) through the keys, frames first; one key holds."""
+    if len(times) == 1:
+        return np.repeat(values[:1], len(at), axis=0)
+    return PchipInterpolator(times, values, axis=0, extrapolate=True)(at)
+
+
+def resample(table: BakeTable, period_s: float, limits: JointLimits | None = None
+             ) -> tuple[PlaybackTrack, list[str]]:
+    """The keyed motion sampled at the control cycle; joints clipped to limits (warnings say where)."""
+    times = _relative_times(table)
+    q_keys = np.asarray(table.q, dtype=float).reshape(len(times), -1)
+    if not (np.all(np.isfinite(q_keys)) and np.all(np.isfinite(table.root_position))
+            and np.all(np.isfinite(table.root_quaternion))):
+        raise PlaybackError("the motion has non-finite key values")
+    at = tick_times(tick_count(times[-1], period_s), period_s)
+    q = _hermite(times, q_keys, at)
+    position = _hermite(times, np.asarray(table.root_position, dtype=float), at)
+    quaternion = squad(times, np.asarray(table.root_quaternion, dtype=float), at)
+    warnings: list[str] = []
+    prismatic = None
+    if limits is not None:
+        q, warnings = _clip(q_keys, q, limits)
+        prismatic = limits.prismatic.copy()
+    track = PlaybackTrack(list(table.joint_names), float(period_s), position, quaternion, q, prismatic)
+    return track, warnings
+
+
+def _clip(keys: np.ndarray, q: np.ndarray, limits: JointLimits) -> tuple[np.ndarray, list[str]]:
+    """Clip samples to the position limits; say which joints' keys were outside them."""
+    clipped = np.clip(q, limits.lower, limits.upper)
+    over = np.maximum(keys - limits.upper, limits.lower - keys).max(axis=0, initial=-np.inf)
+    warnings = []
+    for j in np.flatnonzero(over > CLIP_REPORT_RAD):
+        unit = joint_unit(bool(limits.prismatic[j]))
+        warnings.append(f"joint {limits.joint_names[j]!r}: keys outside its limits by up to "
+                        f"{over[j]:.3g} {unit}; samples clipped to [{limits.lower[j]:.4g}, "
+                        f"{limits.upper[j]:.4g}] {unit}")
+    return clipped, warnings
+
+
+# ----------------------------------------------------------- quaternions ---
+
+def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
+
+
+def _qconj(q: np.ndarray) -> np.ndarray:
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def _qlog(q: np.ndarray) -> np.ndarray:
+    """Rotation vector / 2 of unit quaternions (w >= 0 side)."""
+    q = np.where(q[..., :1] < 0, -q, q)
+    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    angle = np.arctan2(s, q[..., :1])
+    return q[..., 1:] * np.where(s > 1e-12, angle / np.maximum(s, 1e-300), 1.0)
+
+
+def _qexp(v: np.ndarray) -> np.ndarray:
+    a = np.linalg.norm(v, axis=-1, keepdims=True)
+    scale = np.where(a > 1e-12, np.sin(a) / np.maximum(a, 1e-300), 1.0)
+    return np.concatenate([np.cos(a), v * scale], axis=-1)
+
+
+def slerp(a: np.ndarray, b: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Shortest-arc spherical interpolation between unit quaternions, h (N,) in [0, 1]."""
+    dot = np.einsum("...i,...i->...", a, b)
+    b = np.where(dot[..., None] < 0, -b, b)
+    dot = np.clip(np.abs(dot), -1.0, 1.0)
+    angle = np.arccos(dot)[..., None]
+    h = np.asarray(h, dtype=float)[..., None]
+    small = angle < 1e-6
+    sin = np.where(small, 1.0, np.sin(angle))
+    wa = np.where(small, 1.0 - h, np.sin((1.0 - h) * angle) / sin)
+    wb = np.where(small, h, np.sin(h * angle) / sin)
+    out = wa * a + wb * b
+    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+
+
+def squad(times: np.ndarray, quats: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Spherical cubic through key quaternions (F,4) wxyz at times (F,), sampled at `at`."""
+    q = quat_continuous(quats / np.linalg.norm(quats, axis=1, keepdims=True))
+    if len(q) == 1:
+        return np.repeat(q, len(at), axis=0)
+    inv = _qconj(q)
+    ctrl = q.copy()
+    if len(q) > 2:
+        nxt, prv = _qlog(_qmul(inv[1:-1], q[2:])), _qlog(_qmul(inv[1:-1], q[:-2]))
+        ctrl[1:-1] = _qmul(q[1:-1], _qexp(-(nxt + prv) / 4.0))
+    seg = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(q) - 2)
+    h = np.clip((at - times[seg]) / (times[seg + 1] - times[seg]), 0.0, 1.0)
+    outer = slerp(q[seg], q[seg + 1], h)
+    inner = slerp(ctrl[seg], ctrl[seg + 1], h)
+    return quat_continuous(slerp(outer, inner, 2.0 * h * (1.0 - h)))
+
+
+# --------------------------------------------------------------- limits ---
+
+def limit_ratios(q: np.ndarray, period_s: float, limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
+    """|velocity| / limit per control interval (N-1, n) and |acceleration| / limit per interior sample (N-2, n)."""
+    vel = np.diff(q, axis=0) / period_s
+    acc = np.diff(q, 2, axis=0) / period_s ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rv = np.abs(vel) / limits.velocity
+        ra = np.abs(acc) / limits.acceleration
+    return np.nan_to_num(rv), np.nan_to_num(ra)
+
+
+def check_limits(track: PlaybackTrack, limits: JointLimits) -> list[LimitViolation]:
+    """Every run of samples outside position, velocity or acceleration limits, per joint."""
+    q, period = track.q, track.period_s
+    time = track.time_s
+    found: list[LimitViolation] = []
+    tol = 1e-12
+    below, above = q < limits.lower - tol, q > limits.upper + tol
+    pos_limit = np.where(above, limits.upper, limits.lower)
+    found += _runs("position", below | above, q, pos_limit, time, limits, "")
+    if len(q) >= 2:
+        vel = np.diff(q, axis=0) / period
+        bad = np.abs(vel) > limits.velocity * (1 + LIMIT_RTOL)
+        found += _runs("velocity", bad, vel, np.sign(vel) * limits.velocity, time[:-1], limits, "/s")
+    if len(q) >= 3:
+        acc = np.diff(q, 2, axis=0) / period ** 2
+        bad = np.abs(acc) > limits.acceleration * (1 + LIMIT_RTOL)
+        found += _runs("acceleration", bad, acc, np.sign(acc) * limits.acceleration, time[1:-1], limits, "/s^2")
+    found.sort(key=lambda v: (v.time_s, v.joint, v.kind))
+    return found
+
+
+def _runs(kind, bad, values, limit, time, limits: JointLimits, suffix: str) -> list[LimitViolation]:
+    """Group consecutive bad samples per joint into one violation each (worst value kept)."""
+    out = []
+    for j in np.flatnonzero(bad.any(axis=0)):
+        idx = np.flatnonzero(bad[:, j])
+        breaks = np.flatnonzero(np.diff(idx) > 1)
+        for run in np.split(idx, breaks + 1):
+            worst = run[np.argmax(np.abs(values[run, j]))]
+            lim = limit[worst, j] if np.ndim(limit) == 2 else limit[j]
+            out.append(LimitViolation(limits.joint_names[j], kind, float(time[run[0]]), float(time[run[-1]]),
+                                      len(run), float(values[worst, j]), float(lim),
+                                      joint_unit(bool(limits.prismatic[j])) + suffix))
+    return out
+
+
+# --------------------------------------------------------------- retime ---
+
+def retime(table: BakeTable, limits: JointLimits, period_s: float, *, margin: float = 0.02,
+           ramp: float = 1.04, max_rounds: int = 80) -> tuple[BakeTable, int]:
+    """New key times that keep every joint inside its velocity and acceleration limits.
+
+    Each round samples the joints at the control cycle on the current key
+    times, finds the key intervals whose samples are too fast (velocity
+    ratio, or the square root of the acceleration ratio: time stretched by s
+    divides velocity by s and acceleration by s²), stretches just those by
+    what they need plus `margin`, and lets stretches fade over neighbouring
+    intervals by at most `ramp` per interval so the slowing itself does not
+    accelerate. Stops when the sampled motion passes; returns the retimed
+    keys and the rounds used (PlaybackError if it cannot converge).
+    """
+    times = _relative_times(table)
+    q_keys = np.asarray(table.q, dtype=float)
+    if len(times) < 2:
+        return dataclasses.replace(table, time=times), 0
+    spans = np.diff(times)
+    stretch = np.ones_like(spans)
+    for rounds in range(1, max_rounds + 1):
+        knots = np.concatenate([[0.0], np.cumsum(spans * stretch)])
+        at = tick_times(tick_count(knots[-1], period_s), period_s)
+        q = np.clip(_hermite(knots, q_keys, at), limits.lower, limits.upper)
+        need = _needed_stretch(q, period_s, limits, knots, at)
+        if need.max(initial=0.0) <= 1.0:
+            return dataclasses.replace(table, time=knots), rounds
+        stretch = _ramped(np.where(need > 1.0, stretch * need * (1.0 + margin), stretch), ramp)
+    raise PlaybackError(f"retime did not bring the motion within limits in {max_rounds} rounds "
+                        "(check the velocity and acceleration limits)")
+
+
+def _needed_stretch(q, period_s, limits, knots, at) -> np.ndarray:
+    """Per key interval: the factor its time must grow by (<= 1: fine)."""
+    need_k = np.zeros(max(len(at) - 1, 0))
+    if len(at) >= 2:
+        rv, ra = limit_ratios(q, period_s, limits)
+        need_k = rv.max(axis=1)
+        if len(at) >= 3:
+            ra = np.sqrt(ra.max(axis=1))  # acceleration at interior sample k+1 touches intervals k, k+1
+            need_k[:-1] = np.maximum(need_k[:-1], ra)
+            need_k[1:] = np.maximum(need_k[1:], ra)
+    need = np.zeros(len(knots) - 1)
+    last = len(need) - 1
+    lo = np.clip(np.searchsorted(knots, at[:-1], side="right") - 1, 0, last)
+    hi = np.clip(np.searchsorted(knots, at[1:], side="left") - 1, 0, last)
+    hi = np.maximum(hi, lo)
+    for offset in range(int((hi - lo).max(initial=0)) + 1):
+        np.maximum.at(need, np.minimum(lo + offset, hi), need_k)
+    return need
+
+
+def _ramped(stretch: np.ndarray, ramp: float) -> np.ndarray:
+    """Raise stretches so neighbours differ by at most `ramp` (max filter in log space)."""
+    log, step = np.log(stretch), math.log(ramp)
+    i = np.arange(len(log)) * step
+    forward = np.maximum.accumulate(log + i) - i
+    backward = np.maximum.accumulate((log - i)[::-1])[::-1] + i
+    return np.exp(np.maximum(forward, backward))
+
+
+# ------------------------------------------------------------- pipeline ---
+
+def prepare_playback(table: BakeTable, limits: JointLimits, settings: ExportSettings) -> PlaybackResult:
+    """Resample at the control cycle, check limits, retime if asked and needed."""
+    settings.validate()
+    if list(table.joint_names) != list(limits.joint_names):
+        raise PlaybackError(f"motion joints {list(table.joint_names)[:3]}... do not match the robot's "
+                            f"URDF order {limits.joint_names[:3]}...")
+    source_duration = float(_relative_times(table)[-1])
+    track, warnings = resample(table, settings.period_s, limits)
+    violations = check_limits(track, limits)
+    added = 0.0
+    if settings.retime and any(v.kind != "position" for v in violations):
+        retimed, _ = retime(table, limits, settings.period_s)
+        track, warnings = resample(retimed, settings.period_s, limits)
+        violations = check_limits(track, limits)  # the written samples, not the solver's view
+        added = float(retimed.time[-1] - source_duration)
+    return PlaybackResult(track, violations, added, warnings, source_duration)
+
+
+def violation_summary(violations: list[LimitViolation], shown: int = 3) -> str:
+    """One line: how many, and the first few."""
+    if not violations:
+        return "no limit violations"
+    head = "; ".join(v.describe() for v in violations[:shown])
+    more = f" (and {len(violations) - shown} more)" if len(violations) > shown else ""
+    return f"{len(violations)} limit violation(s): {head}{more}"
+
+
+def require_within_limits(result: PlaybackResult, allow: bool) -> None:
+    """Refuse a motion the robot cannot play unless the user explicitly allows it."""
+    if result.violations and not allow:
+        raise PlaybackError(f"{violation_summary(result.violations)}; retime the motion or allow violations")

@@ -1,0 +1,338 @@
+"""`robot-retarget bake` as a pipeline runs it: tools/robot-retarget in a subprocess.
+
+The launcher starts Blender as a module from the repo's .venv, installs the
+extension into build/blender_user (rebuilding dist/ first when sources
+changed) and calls cli.main(). Each run costs a Blender start (~10 s), so
+the successful bake runs once per module (fixture `walk_bake`, 120 frames)
+and the other subprocesses are the error cases a pipeline must see as a
+non-zero exit code with one line on stderr. A few more cases run in-process
+through the `extension` fixture's cli.main().
+
+The CSV and report are checked against the robot's URDF read here with
+ElementTree (not through core/urdf.py), so a reader bug cannot hide in both.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCHER = ROOT / "tools" / "robot-retarget"
+WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+ROOT_HEADER = "time_s,root_x,root_y,root_z,root_qw,root_qx,root_qy,root_qz"
+FRAMES = 120
+WALK_FRAME_TIME = 0.008333  # the BVH's "Frame Time"
+G1_CHAINS = {"spine", "left_leg", "right_leg", "left_arm", "left_hand", "right_arm", "right_hand"}
+# What the launcher itself prints on stderr when it has to rebuild the zip
+# because a source file changed (others may edit the repo while tests run).
+LAUNCHER_CHATTER = ("robot-retarget: building ", "build_extension: ")
+
+
+def urdf_joints(path: Path) -> list[tuple[str, float, float]]:
+    """(name, lower, upper) of the movable joints, in file order."""
+    out = []
+    for joint in ET.parse(path).getroot().iter("joint"):
+        if joint.get("type") in ("revolute", "continuous", "prismatic"):
+            limit = joint.find("limit")
+            lower = float(limit.get("lower", "-inf")) if limit is not None else -np.inf
+            upper = float(limit.get("upper", "inf")) if limit is not None else np.inf
+            out.append((joint.get("name"), lower, upper))
+    return out
+
+
+def launcher(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "BLENDER_USER_RESOURCES"}
+    return subprocess.run([str(LAUNCHER), *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith(LAUNCHER_CHATTER)]
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = error_lines(proc.stderr)
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("robot-retarget: error: "), lines[0]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert "wrote" not in proc.stdout
+    return lines[0]
+
+
+def read_csv(path: Path) -> tuple[list[str], np.ndarray]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows = [[float(v) for v in line.split(",")] for line in lines[1:]]
+    return lines[0].split(","), np.array(rows)
+
+
+def bad_bvh(tmp_path: Path) -> tuple[Path, int]:
+    """The walk with one value missing in one frame row; returns (file, 1-based line)."""
+    lines = WALK.read_text(encoding="utf-8").splitlines(keepends=True)
+    first_row = next(i for i, line in enumerate(lines) if line.startswith("Frame Time")) + 1
+    broken = first_row + 40
+    lines[broken] = " ".join(lines[broken].split()[:-1]) + "\n"
+    path = tmp_path / "walk_bad_row.bvh"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path, broken + 1
+
+
+@pytest.fixture(scope="module")
+def walk_bake(tmp_path_factory):
+    """One real launcher run: the first 120 frames of the walk on the G1, with a report."""
+    folder = tmp_path_factory.mktemp("cli_bake")
+    out, report = folder / "walk_g1.csv", folder / "walk_g1.json"
+    proc = launcher("bake", "--source", WALK, "--robot", G1, "--frames", f"0:{FRAMES}",
+                    "--out", out, "--report", report)
+    return proc, out, report
+
+
+# ------------------------------------------------------------------ success ---
+
+def test_bake_succeeds(walk_bake):
+    proc, out, report = walk_bake
+    assert proc.returncode == 0, proc.stderr
+    assert error_lines(proc.stderr) == []  # no warnings for the G1 and the walk
+    assert proc.stdout.splitlines()[-1] == f"wrote {out} and {report}"
+    assert f"Baked {FRAMES} frames" in proc.stdout
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted([out.name, report.name])
+
+
+def test_csv_header_is_the_contract(walk_bake):
+    _, out, _ = walk_bake
+    header = out.read_text(encoding="utf-8").split("\n", 1)[0]
+    joints = [name for name, _, _ in urdf_joints(G1)]
+    assert len(joints) == 29
+    assert header == ROOT_HEADER + "," + ",".join(joints)
+
+
+def test_csv_rows(walk_bake):
+    _, out, report_path = walk_bake
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    header, data = read_csv(out)
+    assert data.shape == (FRAMES, 8 + 29)
+    assert np.all(np.isfinite(data))
+
+    time = data[:, 0]
+    assert time[0] == 0.0
+    assert np.array_equal(time, np.arange(FRAMES) / report["fps"])  # k / fps, exactly
+    np.testing.assert_allclose(time, np.arange(FRAMES) * WALK_FRAME_TIME, rtol=1e-6, atol=0)
+
+    quat = data[:, 4:8]
+    np.testing.assert_allclose(np.linalg.norm(quat, axis=1), 1.0, rtol=0, atol=1e-9)
+    assert np.all(np.einsum("fi,fi->f", quat[1:], quat[:-1]) > 0.9)  # sign-continuous, smooth
+    position = data[:, 1:4]
+    assert np.all((position[:, 2] > 0.5) & (position[:, 2] < 1.0))  # the G1 pelvis stands ~0.7-0.8 m
+    assert np.all(np.linalg.norm(np.diff(position, axis=0), axis=1) < 0.05)  # no jumps at 120 Hz
+
+    limits = urdf_joints(G1)
+    q = data[:, 8:]
+    lower = np.array([lo for _, lo, _ in limits])
+    upper = np.array([hi for _, _, hi in limits])
+    assert np.all(q >= lower) and np.all(q <= upper)
+    assert np.all(np.ptp(q, axis=0) > 0.0)  # every joint moves during the walk
+
+
+def test_report_json(walk_bake):
+    _, out, report_path = walk_bake
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    for key in ("frames", "solve_seconds", "frames_per_second", "limit_violations", "chains",
+                "jerk_before", "jerk_after"):
+        assert key in report, key
+    assert report["frames"] == FRAMES
+    assert report["limit_violations"] == 0
+    assert report["solve_seconds"] > 0.0
+    assert report["frames_per_second"] == pytest.approx(FRAMES / report["solve_seconds"])
+    assert isinstance(report["chains"], list)
+    assert {c["name"] for c in report["chains"]} == G1_CHAINS
+    for chain in report["chains"]:
+        assert set(chain) >= {"name", "mean_distance", "max_distance", "tip_direction_error_deg"}
+        assert 0.0 <= chain["mean_distance"] <= chain["max_distance"] < 1.0, chain
+        assert 0.0 <= chain["tip_direction_error_deg"] <= 180.0, chain
+    assert 0.0 <= report["jerk_after"] < report["jerk_before"]  # the low-pass filter smooths
+    assert report["out"] == str(out)
+    assert Path(report["source_file"]) == WALK and Path(report["robot_file"]) == G1
+
+
+def test_mapping_preset_from_the_ui_gives_the_same_csv(walk_bake, clean_scene, tmp_path):
+    """Map in Blender, save the preset, bake with --mapping: the same CSV as the auto-mapped run."""
+    import bpy
+
+    proc, auto_out, _ = walk_bake
+    assert proc.returncode == 0, proc.stderr
+    assert bpy.ops.import_anim.bvh(filepath=str(WALK), update_scene_fps=True) == {'FINISHED'}
+    source = bpy.context.view_layer.objects.active
+    assert bpy.ops.robot_retarget.import_urdf(filepath=str(G1), import_meshes=False) == {'FINISHED'}
+    settings = clean_scene.robot_retarget
+    settings.source, settings.robot = source, bpy.context.view_layer.objects.active
+    assert bpy.ops.robot_retarget.auto_map() == {'FINISHED'}
+    preset = tmp_path / "g1_walk.json"
+    assert bpy.ops.robot_retarget.mapping_save(filepath=str(preset)) == {'FINISHED'}
+
+    out = tmp_path / "walk_preset.csv"
+    proc = launcher("bake", "--source", WALK, "--robot", G1, "--mapping", preset,
+                    "--frames", f"0:{FRAMES}", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    header, data = read_csv(out)
+    auto_header, auto = read_csv(auto_out)
+    assert header == auto_header and data.shape == auto.shape
+    # The preset went through Blender's float32 properties (0.02 -> 0.0199999996): same to ~1e-7.
+    np.testing.assert_allclose(data, auto, rtol=0, atol=1e-6)
+
+
+# ------------------------------------------------------------ bad input ---
+
+def test_missing_source_file(tmp_path):
+    source, out = tmp_path / "no_such_clip.bvh", tmp_path / "out.csv"
+    proc = launcher("bake", "--source", source, "--robot", G1, "--out", out)
+    assert_one_line_error(proc, str(source), "not found")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_malformed_bvh_names_the_line(tmp_path):
+    source, line = bad_bvh(tmp_path)
+    out = tmp_path / "out.csv"
+    proc = launcher("bake", "--source", source, "--robot", G1, "--out", out)
+    assert_one_line_error(proc, f"{source}, line {line}:", "values, expected")
+    assert not out.exists()
+
+
+def test_malformed_urdf_names_the_element(tmp_path):
+    text = G1.read_text(encoding="utf-8")
+    start = text.index('<joint name="left_knee_joint"')
+    end = text.index("</joint>", start)
+    block = text[start:end]
+    assert 'lower="-0.087267"' in block
+    robot = tmp_path / "g1_bad_limit.urdf"
+    robot.write_text(text[:start] + block.replace('lower="-0.087267"', 'lower="bent"') + text[end:],
+                     encoding="utf-8")
+    limit_line = text[:start].count("\n") + 1 + block.count("\n", 0, block.index("<limit"))
+    out = tmp_path / "out.csv"
+    proc = launcher("bake", "--source", WALK, "--robot", robot, "--frames", "0:10", "--out", out)
+    assert_one_line_error(proc, str(robot), f"line {limit_line}", "joint 'left_knee_joint'",
+                          "<limit>", "lower='bent'")
+    assert not out.exists()
+
+
+def test_existing_out_is_not_replaced(tmp_path):
+    out = tmp_path / "walk.csv"
+    out.write_text("yesterday's bake\n", encoding="utf-8")
+    before = out.stat().st_mtime_ns
+    proc = launcher("bake", "--source", WALK, "--robot", G1, "--frames", "0:10", "--out", out)
+    assert_one_line_error(proc, str(out), "exists", "--overwrite")
+    assert out.read_text(encoding="utf-8") == "yesterday's bake\n"
+    assert out.stat().st_mtime_ns == before
+    assert [p.name for p in tmp_path.iterdir()] == ["walk.csv"]
+
+
+def test_out_folder_must_exist(tmp_path):
+    out = tmp_path / "no_such_folder" / "walk.csv"
+    proc = launcher("bake", "--source", WALK, "--robot", G1, "--frames", "0:10", "--out", out)
+    assert_one_line_error(proc, str(out.parent), "does not exist")
+    assert not out.parent.exists()
+
+
+# ------------------------------------------------------- in-process cli.main ---
+
+def _main(extension, capsys, *args) -> tuple[int, str, str]:
+    code = extension.cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_csv_matches_the_baked_action(extension, clean_scene, capsys, tmp_path):
+    """In-process, the CLI also leaves its action in Blender: the CSV holds the same motion."""
+    import importlib
+
+    import bpy
+
+    name = extension.__name__
+    anim_io = importlib.import_module(f"{name}.operators.anim_io")
+    rig_mod = importlib.import_module(f"{name}.core.rig")
+    tree_from_rig = importlib.import_module(f"{name}.operators.import_urdf").tree_from_rig
+    out, report_path = tmp_path / "tail.csv", tmp_path / "tail.json"
+    code, stdout, stderr = _main(extension, capsys, "bake", "--source", WALK, "--robot", G1,
+                                 "--frames", "960:", "--out", out, "--report", report_path)
+    assert code == 0, stderr
+    assert stderr == ""
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert report["frames"] == 995 - 960
+    header, data = read_csv(out)
+    assert data.shape == (35, 37) and data[0, 0] == 0.0
+
+    action = bpy.data.actions[report["action"]]
+    robot = next(o for o in bpy.data.objects if o.get("urdf_path") and o.animation_data
+                 and o.animation_data.action == action)
+    layout = rig_mod.rig_layout(tree_from_rig(robot))
+    root = layout.root.name
+    channels = ([(f'pose.bones["{root}"].location', i) for i in range(3)]
+                + [(f'pose.bones["{root}"].rotation_quaternion', i) for i in range(4)]
+                + [(f'pose.bones["{b}"].{p}', i) for b, p, i in layout.joint_channels])
+    frames, values = anim_io.read_channels(action, robot.animation_data.action_slot, channels)
+    assert np.array_equal(frames, np.arange(961.0, 996.0))  # clip frame k = Blender frame k + 1
+    np.testing.assert_allclose(values[:, 7:], data[:, 8:], rtol=0, atol=1e-6)
+    location, quaternion = rig_mod.root_pose_to_bone(layout, data[:, 1:4],
+                                                     _quat_matrices(data[:, 4:8]))
+    np.testing.assert_allclose(values[:, :3], location, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(values[:, 3:7], quaternion, rtol=0, atol=1e-6)
+
+    # --overwrite replaces both files
+    code, _, stderr = _main(extension, capsys, "bake", "--source", WALK, "--robot", G1, "--frames",
+                            "0:5", "--out", out, "--report", report_path, "--overwrite")
+    assert code == 0, stderr
+    assert read_csv(out)[1].shape == (5, 37)
+    assert json.loads(report_path.read_text(encoding="utf-8"))["frames"] == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tail.csv", "tail.json"]
+
+
+def _quat_matrices(quat: np.ndarray) -> np.ndarray:
+    w, x, y, z = np.asarray(quat).T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], axis=-2)
+
+
+@pytest.mark.parametrize("case", ["frames", "frames_syntax", "mapping", "robot", "report_exists"])
+def test_bad_input_in_process(extension, clean_scene, capsys, tmp_path, case):
+    out = tmp_path / "out.csv"
+    args = ["bake", "--source", WALK, "--robot", G1, "--out", out]
+    if case == "frames":
+        args += ["--frames", "50:50"]
+        words = ["--frames", "no frames", "995"]
+    elif case == "frames_syntax":
+        args += ["--frames", "10-20"]
+        words = ["--frames", "START:END"]
+    elif case == "mapping":
+        preset = tmp_path / "missing_preset.json"
+        args += ["--mapping", preset, "--frames", "0:10"]
+        words = [str(preset), "not found"]
+    elif case == "robot":
+        robot = tmp_path / "missing.urdf"
+        args[4] = robot
+        words = [str(robot), "not found"]
+    else:
+        report = tmp_path / "report.json"
+        report.write_text("{}\n", encoding="utf-8")
+        args += ["--report", report]
+        words = [str(report), "exists", "--overwrite"]
+    code, stdout, stderr = _main(extension, capsys, *args)
+    assert code == 1
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("robot-retarget: error: "), stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert not out.exists()
+    assert "wrote" not in stdout
+    if case == "report_exists":
+        assert report.read_text(encoding="utf-8") == "{}\n"
