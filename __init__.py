@@ -4,9 +4,10 @@ The package root is the Blender extension. Registration order matters:
 properties first (operators and panels refer to them), the command-line
 handler last.
 """
-from . import props, operators, panels, cli
+if __package__:  # a test runner may import this file bare (the checkout's folder name is no identifier)
+    from . import props, operators, panels, cli
 
-_PARTS = (props, operators, panels, cli)
+    _PARTS = (props, operators, panels, cli)
 
 
 def register():

@@ -42,6 +42,8 @@ class IKSettings:
     max_step: float = 0.3        # rad per iteration and joint
     position_tol: float = 1e-3   # m: reached when closer
     rotation_tol: float = 1e-2   # rad
+    patience: int = 8            # iterations without progress before a row gives up
+    min_progress: float = 1e-3   # relative error decrease that counts as progress
     chunk: int = 2048            # problems per batch (bounds memory)
 
 
@@ -68,6 +70,7 @@ class MechanismChain:
         Positions the table does not cover are searched directly; positions the
         chain cannot reach keep `reference` (e.g. the interpolated orientation).
         """
+        _check_objective(objective)
         positions = np.asarray(positions, float).reshape(-1, 3)
         out = np.full((positions.shape[0], 4), np.nan)
         if table is not None:
@@ -249,10 +252,14 @@ def rotation_vectors(r: np.ndarray) -> np.ndarray:
     return np.where(s > 1e-12, 2.0 * np.arctan2(s, q[..., :1]) / np.where(s > 0, s, 1.0), 2.0) * v
 
 
-def objective_scores(chain: MechanismChain, frames: np.ndarray, objective: str) -> np.ndarray:
-    """(B,) larger is better: manipulability, or minus the summed squared gravity torques (N^2 m^2)."""
+def _check_objective(objective: str) -> None:
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+
+
+def objective_scores(chain: MechanismChain, frames: np.ndarray, objective: str) -> np.ndarray:
+    """(B,) larger is better: manipulability, or minus the summed squared gravity torques (N^2 m^2)."""
+    _check_objective(objective)
     if objective == "manipulability":
         return manipulability(jacobian(chain, frames))
     return -np.sum(gravity_torques(chain, frames) ** 2, axis=-1)
@@ -272,29 +279,52 @@ def solve_ik(chain: MechanismChain, positions, quats, q0=None,
                       ("q", "position_error", "rotation_error", "reached", "score")))
 
 
-def _solve_chunk(chain: MechanismChain, target_p: np.ndarray, target_r: np.ndarray, q: np.ndarray,
-                 objective: str) -> IKResult:
+def _solve_chunk(chain: MechanismChain, target_p: np.ndarray, target_r: np.ndarray | None,
+                 q: np.ndarray, objective: str | None) -> IKResult:
+    """DLS on an active set: rows leave once reached or stalled, so hopeless ones stop early.
+
+    target_r None solves for the position only (rotation rows weigh nothing).
+    """
     s = chain.ik
     lo, hi = _limits(chain.tree, chain.columns)
-    weight = np.array([1.0, 1.0, 1.0, s.rotation_weight, s.rotation_weight, s.rotation_weight])
+    w_rot = 0.0 if target_r is None else s.rotation_weight
+    weight = np.array([1.0, 1.0, 1.0, w_rot, w_rot, w_rot])
+    count = q.shape[0]
+    p_err, r_err, best = np.full(count, np.inf), np.zeros(count), np.full(count, np.inf)
+    stalled = np.zeros(count, dtype=int)
+    live = np.arange(count)
     for iteration in range(s.iterations + 1):
-        frames = chain_frames(chain, q)
+        frames = chain_frames(chain, q[live])
         tip = frames[:, chain.tip]
-        dp = target_p - tip[:, :3, 3]
-        dr = rotation_vectors(target_r @ np.swapaxes(tip[:, :3, :3], 1, 2))
-        p_err, r_err = np.linalg.norm(dp, axis=1), np.linalg.norm(dr, axis=1)
-        active = (p_err > s.position_tol) | (r_err > s.rotation_tol)
-        if iteration == s.iterations or not np.any(active):
+        dp = target_p[live] - tip[:, :3, 3]
+        dr = (np.zeros_like(dp) if target_r is None
+              else rotation_vectors(target_r[live] @ np.swapaxes(tip[:, :3, :3], 1, 2)))
+        p_err[live], r_err[live] = np.linalg.norm(dp, axis=1), np.linalg.norm(dr, axis=1)
+        cost = p_err[live] + w_rot * r_err[live]
+        stalled[live] = np.where(cost < (1.0 - s.min_progress) * best[live], 0, stalled[live] + 1)
+        best[live] = np.minimum(best[live], cost)
+        keep = ((p_err[live] > s.position_tol) | (r_err[live] > s.rotation_tol)) & (stalled[live] < s.patience)
+        if iteration == s.iterations or not np.any(keep):
             break
+        live, frames, dp, dr = live[keep], frames[keep], dp[keep], dr[keep]
         jac = jacobian(chain, frames) * weight[:, None]
         error = np.concatenate([dp, dr], axis=1) * weight
         system = jac @ np.swapaxes(jac, 1, 2) + s.damping ** 2 * np.eye(6)
         dq = np.einsum("bij,bi->bj", jac, np.linalg.solve(system, error[..., None])[..., 0])
         dq *= np.minimum(1.0, s.max_step / np.maximum(np.abs(dq).max(axis=1, keepdims=True), 1e-12))
-        q = np.where(active[:, None], np.clip(q + dq, lo, hi), q)
-    reached = ~active
-    score = np.where(reached, objective_scores(chain, frames, objective), -np.inf)
+        q[live] = np.clip(q[live] + dq, lo, hi)
+    reached = (p_err <= s.position_tol) & (r_err <= s.rotation_tol)
+    score = np.full(count, -np.inf)
+    if objective is not None and np.any(reached):
+        score[reached] = objective_scores(chain, chain_frames(chain, q[reached]), objective)
     return IKResult(q, p_err, r_err, reached, score)
+
+
+def reachable(chain: MechanismChain, positions) -> np.ndarray:
+    """(V,) bool: the tip can get to each position in some orientation (position-only IK)."""
+    positions = np.asarray(positions, float).reshape(-1, 3)
+    q = np.broadcast_to(chain.seed, (positions.shape[0], chain.columns.size)).copy()
+    return _solve_chunk(chain, positions, None, q, None).reached
 
 
 # ---------------------------------------------------------------- search ---
@@ -316,14 +346,22 @@ def search_orientations(chain: MechanismChain, positions, objective: str = "mani
     angle each round) around the winner, warm-started from its joint values,
     so the answer is not limited to the candidate grid.
     """
+    _check_objective(objective)
     positions = np.asarray(positions, float).reshape(-1, 3)
-    cand = chain.candidates
-    count, k = positions.shape[0], cand.shape[0]
-    result = solve_ik(chain, np.repeat(positions, k, axis=0), np.tile(cand, (count, 1)), objective=objective)
-    scores = result.score.reshape(count, k)
+    count, cand = positions.shape[0], chain.candidates
+    out = SearchResult(np.full((count, 4), np.nan), np.full(count, -np.inf),
+                       np.broadcast_to(chain.seed, (count, chain.columns.size)).copy())
+    ok = np.flatnonzero(reachable(chain, positions))  # out of reach: skip every candidate
+    if ok.size == 0:
+        return out
+    k = cand.shape[0]
+    result = solve_ik(chain, np.repeat(positions[ok], k, axis=0), np.tile(cand, (ok.size, 1)),
+                      objective=objective)
+    scores = result.score.reshape(ok.size, k)
     best = np.argmax(scores, axis=1)
-    rows = np.arange(count)
-    out = SearchResult(cand[best].copy(), scores[rows, best], result.q.reshape(count, k, -1)[rows, best])
+    rows = np.arange(ok.size)
+    out.quats[ok], out.score[ok] = cand[best], scores[rows, best]
+    out.q[ok] = result.q.reshape(ok.size, k, -1)[rows, best]
     for round_ in range(refine):
         _improve(chain, positions, out, 0.2 * 0.5 ** round_, objective)
     out.quats[~np.isfinite(out.score)] = np.nan
@@ -350,10 +388,22 @@ def _improve(chain: MechanismChain, positions: np.ndarray, best: SearchResult, a
     best.q[won] = result.q[choice]
 
 
-def orientation_scores(chain: MechanismChain, positions, quats,
-                       objective: str = "manipulability") -> IKResult:
-    """Objective of holding each given orientation at each position (IK from the chain's seed)."""
-    return solve_ik(chain, positions, quats, objective=objective)
+def orientation_scores(chain: MechanismChain, positions, quats, objective: str = "manipulability",
+                       restarts: int = 8, rng_seed: int = 0) -> IKResult:
+    """Best objective of holding each orientation at each position over several IK starts.
+
+    A redundant arm holds one pose in many ways; the chain's seed plus
+    `restarts` random joint values inside the limits sample them.
+    """
+    positions = np.asarray(positions, float).reshape(-1, 3)
+    quats = np.asarray(quats, float).reshape(-1, 4)
+    lo, hi = _limits(chain.tree, chain.columns)
+    seeds = np.vstack([chain.seed, np.random.default_rng(rng_seed).uniform(lo, hi, (restarts, lo.size))])
+    count, s = positions.shape[0], seeds.shape[0]
+    result = solve_ik(chain, np.repeat(positions, s, axis=0), np.repeat(quats, s, axis=0),
+                      np.tile(seeds, (count, 1)), objective)
+    pick = np.arange(count) * s + np.argmax(result.score.reshape(count, s), axis=1)
+    return IKResult(*(getattr(result, f)[pick] for f in ("q", "position_error", "rotation_error", "reached", "score")))
 
 
 # ----------------------------------------------------------------- table ---

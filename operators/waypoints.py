@@ -1,0 +1,343 @@
+"""Orient Waypoints: rotation keys at the location keys of an object or a pose bone.
+
+An IK target keyed only where it goes gets, at each of its keyed frames, the
+orientation of core.waypoints.waypoint_orientations: the first and last keys
+keep the rotation they have; the keys between blend the interpolated and the
+optimal orientation. Positions and rotations are taken in the space the keys
+live in (the parent space of an object, the rest space of a bone), where
+directions compare as in the world as long as that space does not move.
+In mechanism mode the keyed object stands for a robot rig's tip link (its
+frame is the link's frame); keys are taken into the rig's root-link frame as
+both stand at the current frame.
+
+Blender notes (bpy 5.0.1): keys are read from and written to the action
+slot's channelbag (operators/anim_io.py); Euler keys are made continuous
+with mathutils' to_euler(order, compat) so no key jumps by 2 pi.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
+from bpy_extras.anim_utils import action_get_channelbag_for_slot
+from mathutils import Euler, Matrix, Quaternion
+
+from ..core import waypoints_mechanism as mechanism
+from ..core.rig import rig_layout
+from ..core.transforms import matrix_to_quat, quat_continuous
+from ..core.urdf import URDFError
+from ..core.waypoints import euler_to_quat, quat_mul, waypoint_orientations
+from . import anim_io
+from .import_urdf import tree_from_rig
+
+USER_ERRORS = (ValueError, KeyError, URDFError, OSError)
+AXES = {"X": (1, 0, 0), "Y": (0, 1, 0), "Z": (0, 0, 1), "-X": (-1, 0, 0), "-Y": (0, -1, 0), "-Z": (0, 0, -1)}
+CUSTOM_SAMPLES = 7  # interior samples of the custom blend curve at r = 1/8 ... 7/8
+_ROTATION_PROPS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
+_CHAINS: dict = {}  # (tree, tip, gravity[, table settings]) -> MechanismChain / OrientationTable, per session
+
+
+@dataclass
+class OrientSettings:
+    """What the redo panel sets; defaults match the operator's."""
+
+    mode: str = "tangent"              # tangent | bisector | mechanism
+    blend: str = "parabola"            # parabola | bspline | custom
+    max_blend: float = 1.0
+    approach_axis: str = "AUTO"        # AUTO (+Z objects, +Y bones) or a key of AXES
+    interpolation: str = "slerp"       # slerp | euler
+    custom_curve: tuple = (0.4375, 0.75, 0.9375, 1.0, 0.9375, 0.75, 0.4375)
+    robot: str = ""                    # mechanism: the robot rig object's name
+    tip_link: str = ""                 # mechanism: URDF link that is the effector
+    objective: str = "manipulability"  # mechanism: manipulability | gravity
+    tangent_share: float = 0.0         # mechanism: weight of the tangent optimum in the mix
+    use_table: bool = True
+    table_resolution: int = 4
+
+
+@dataclass
+class OrientOutcome:
+    frames: np.ndarray   # (F,) keyed frames that got rotation keys
+    quats: np.ndarray    # (F, 4) wxyz orientations in the keys' space
+    keys: int
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------ reading keys ---
+
+def _target(obj: bpy.types.Object, bone: str | None):
+    """(owner of the channels, data-path prefix, label) for an object or one of its pose bones."""
+    if not bone:
+        return obj, "", f"object {obj.name!r}"
+    if obj.type != 'ARMATURE' or obj.pose is None or bone not in obj.pose.bones:
+        raise KeyError(f"object {obj.name!r} has no pose bone {bone!r}")
+    return obj.pose.bones[bone], f'pose.bones["{bpy.utils.escape_identifier(bone)}"].', f"bone {bone!r}"
+
+
+def _action_slot(obj: bpy.types.Object):
+    adt = obj.animation_data
+    return (adt.action, adt.action_slot) if adt is not None else (None, None)
+
+
+def _fcurves(obj: bpy.types.Object, path: str, count: int):
+    """The action, slot and the `count` F-curves (None where missing) of one property."""
+    action, slot = _action_slot(obj)
+    bag = action_get_channelbag_for_slot(action, slot) if action is not None and slot is not None else None
+    curves = [bag.fcurves.find(path, index=i) if bag is not None else None for i in range(count)]
+    return action, slot, curves
+
+
+def _location_keys(obj, owner, prefix: str, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """Keyed frames (F,) of the location channels and the location (F, 3) at each."""
+    action, slot, curves = _fcurves(obj, prefix + "location", 3)
+    present = [i for i, c in enumerate(curves) if c is not None and len(c.keyframe_points)]
+    if not present:
+        raise ValueError(f"{label} has no location keys: key where it goes at 3 or more frames first")
+    keyed = {i: anim_io.read_channels(action, slot, [(prefix + "location", i)]) for i in present}
+    frames = np.unique(np.concatenate([keyed[i][0] for i in present]))
+    if frames.size < 3:
+        raise ValueError(f"{label} has {frames.size} location key(s); orienting waypoints needs at least 3 "
+                         "(start, one or more via points, end)")
+    positions = np.empty((frames.size, 3))
+    for i in range(3):
+        if i in keyed and np.array_equal(keyed[i][0], frames):
+            positions[:, i] = keyed[i][1][:, 0]
+        elif curves[i] is not None:
+            positions[:, i] = [curves[i].evaluate(f) for f in frames]
+        else:
+            positions[:, i] = owner.location[i]
+    if np.ptp(positions, axis=0).max() < 1e-6:
+        raise ValueError(f"all location keys of {label} are at the same place (coincident points): "
+                         "there is no path to orient along")
+    return frames, positions
+
+
+def _rotation_values(obj, owner, prefix: str, mode: str, frame: float) -> np.ndarray:
+    """The rotation channel values (as stored for `mode`) at `frame`: keyed, else the current value."""
+    prop, count = _ROTATION_PROPS.get(mode, ("rotation_euler", 3))
+    _, _, curves = _fcurves(obj, prefix + prop, count)
+    current = getattr(owner, prop)
+    return np.array([c.evaluate(frame) if c is not None and len(c.keyframe_points) else current[i]
+                     for i, c in enumerate(curves)])
+
+
+def _to_quat(values: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "QUATERNION":
+        if np.linalg.norm(values) < 1e-12:
+            raise ValueError("the rotation quaternion at the first or last key is zero")
+        return values / np.linalg.norm(values)
+    if mode == "AXIS_ANGLE":
+        return np.array(Quaternion(values[1:], values[0]))
+    return euler_to_quat(values, mode)
+
+
+# --------------------------------------------------------------- mechanism ---
+
+def _robot_frame(obj, owner, robot: bpy.types.Object, tree) -> tuple[np.ndarray, np.ndarray]:
+    """(4, 4) from the keys' space to the robot's root-link frame (scale removed, at the
+    current frame) and world gravity (3,) m/s^2 in that root-link frame."""
+    basis = owner.matrix_basis.inverted_safe()
+    space = obj.matrix_world @ (owner.matrix @ basis if owner is not obj else basis)
+    layout_root = rig_layout(tree).root
+    root = robot.pose.bones.get(layout_root.name) if robot.pose else None
+    b0 = Matrix(layout_root.axis_change.tolist()).to_4x4()
+    base = robot.matrix_world @ (root.matrix @ b0.transposed() if root is not None else Matrix())
+    out = np.array(base.inverted_safe() @ space)
+    u, _, vt = np.linalg.svd(out[:3, :3])
+    out[:3, :3] = u @ vt
+    u, _, vt = np.linalg.svd(np.array(base.to_3x3()))
+    return out, (u @ vt).T @ np.array(mechanism.GRAVITY)
+
+
+def _mechanism_options(settings: OrientSettings, tree, positions: np.ndarray, gravity: np.ndarray) -> dict:
+    """chain (and table over the keys' box) for mechanism mode, cached for redo-panel reruns."""
+    if not settings.tip_link:
+        raise ValueError("mechanism mode needs Tip Link: the URDF link that is the effector "
+                         f"(one of {', '.join(tree.link_names[-4:])}, ...)")
+    key = (tree, settings.tip_link, tuple(np.round(gravity, 6)))  # the tree itself: its id is never reused
+    chain = _CHAINS.get(key)
+    if chain is None:
+        chain = mechanism.make_chain(tree, settings.tip_link, gravity=gravity)
+        _CHAINS.clear()
+        _CHAINS[key] = chain
+    options = {"chain": chain, "objective": settings.objective}
+    if settings.use_table:
+        box = np.stack([positions.min(axis=0), positions.max(axis=0)]) + [[-0.05], [0.05]]
+        tkey = key + (settings.objective, settings.table_resolution, tuple(np.round(box, 4).ravel()))
+        if tkey not in _CHAINS:
+            _CHAINS[tkey] = mechanism.build_table(chain, settings.objective, settings.table_resolution, box)
+        options["table"] = _CHAINS[tkey]
+    return options
+
+
+def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mechanism_frame):
+    """Core call; in mechanism mode in the robot's frame (frame = (matrix (4,4), tree, gravity))."""
+    options = {"interpolation": settings.interpolation}
+    if settings.blend == "custom":
+        options["blend_curve"] = [0.0, *settings.custom_curve, 0.0]
+    if euler is not None:
+        options.update(euler_order=euler[0], start_euler=euler[1], end_euler=euler[2])
+    mode = settings.mode
+    turn = np.array([1.0, 0.0, 0.0, 0.0])
+    if mode == "mechanism":
+        for name in ("start_euler", "end_euler"):  # keyed Euler angles mean nothing in the robot's frame
+            options.pop(name, None)
+        matrix, tree, gravity = mechanism_frame
+        positions = positions @ matrix[:3, :3].T + matrix[:3, 3]
+        turn = matrix_to_quat(matrix[:3, :3])
+        q_start, q_end = quat_mul(turn, q_start), quat_mul(turn, q_end)
+        options.update(_mechanism_options(settings, tree, positions, gravity))
+        share = settings.tangent_share
+        mode = {"mechanism": 1.0 - share, "tangent": share} if share > 0 else "mechanism"
+    quats = waypoint_orientations(positions[0], q_start, positions[-1], q_end, positions[1:-1], mode=mode,
+                                  blend=settings.blend, max_blend=settings.max_blend, approach_axis=axis,
+                                  **options)
+    return quat_mul(turn * [1, -1, -1, -1], quats)
+
+
+# ------------------------------------------------------------------ public ---
+
+def orient_waypoints(obj: bpy.types.Object, bone: str | None = None,
+                     settings: OrientSettings | None = None) -> OrientOutcome:
+    """Fill rotation keys at every location key of `obj` (or its pose bone `bone`).
+
+    Raises ValueError / KeyError / URDFError with a message for the user;
+    nothing is written then. Existing keys of the rotation channels are
+    replaced (the first and last keep their orientation).
+    """
+    settings = settings or OrientSettings()
+    owner, prefix, label = _target(obj, bone)
+    frames, positions = _location_keys(obj, owner, prefix, label)
+    mode, notes = owner.rotation_mode, []
+    first = _rotation_values(obj, owner, prefix, mode, frames[0])
+    last = _rotation_values(obj, owner, prefix, mode, frames[-1])
+    q_start, q_end = _to_quat(first, mode), _to_quat(last, mode)
+    euler = (mode, first, last) if mode not in _ROTATION_PROPS else None
+    if settings.interpolation == "euler" and euler is None:
+        notes.append(f"{label} rotates by {mode.lower().replace('_', ' ')}: Euler interpolation uses XYZ angles")
+    axis = AXES[settings.approach_axis] if settings.approach_axis != "AUTO" else ((0, 1, 0) if bone else (0, 0, 1))
+    frame = None
+    if settings.mode == "mechanism":
+        robot = bpy.data.objects.get(settings.robot)
+        if robot is None or robot.type != 'ARMATURE':
+            raise ValueError("mechanism mode needs Robot: a robot rig (File > Import > URDF Robot)")
+        tree = tree_from_rig(robot)
+        matrix, gravity = _robot_frame(obj, owner, robot, tree)
+        frame = (matrix, tree, gravity)
+    vias = _solve(settings, positions, q_start, q_end, axis, euler, frame)
+    quats = quat_continuous(np.vstack([q_start, vias, q_end]))
+    if mode == "AXIS_ANGLE":
+        owner.rotation_mode = mode = "QUATERNION"
+        notes.append(f"{label}: rotation mode switched from Axis Angle to Quaternion")
+    values = quats if mode == "QUATERNION" else _continuous_euler(quats, mode, first, last)
+    prop = "rotation_quaternion" if mode == "QUATERNION" else "rotation_euler"
+    group = bone or "Object Transforms"
+    channels = [(prefix + prop, i, group) for i in range(values.shape[1])]
+    action, slot = _action_slot(obj)
+    keys = anim_io.write_channels(action, slot, channels, frames, values)
+    return OrientOutcome(frames, quats, keys, notes)
+
+
+def _continuous_euler(quats: np.ndarray, order: str, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Euler keys: the keyed ends as they were, each key between the closest to the one before."""
+    out = np.empty((len(quats), 3))
+    out[0], out[-1] = first, last
+    previous = Euler(first, order)
+    for i in range(1, len(quats) - 1):
+        previous = Quaternion(quats[i]).to_euler(order, previous)
+        out[i] = previous
+    return out
+
+
+# ---------------------------------------------------------------- operator ---
+
+def _active_bone(context) -> str | None:
+    bone = getattr(context, "active_pose_bone", None)
+    return bone.name if context.mode == 'POSE' and bone is not None else None
+
+
+class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
+    """Key the rotation at each location key: interpolated between the first and last keys,
+    turned toward the path (or the robot's best posture) between them"""
+
+    bl_idname = "robot_retarget.orient_waypoints"
+    bl_label = "Orient Waypoints"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    bone: StringProperty(name="Bone", description="Pose bone to orient (empty: the active pose bone "
+                         "in Pose Mode, else the object)")
+    mode: EnumProperty(name="Mode", items=[
+        ("TANGENT", "Tangent", "Approach axis along the path's tangent (a Bezier through the neighbours)"),
+        ("BISECTOR", "Bisector", "Approach axis along the bisector of the incoming and outgoing directions"),
+        ("MECHANISM", "Mechanism", "The orientation a robot chain holds best (manipulability or gravity)"),
+    ], default="TANGENT")
+    blend: EnumProperty(name="Blend", items=[
+        ("PARABOLA", "Parabola", "u = 4 r (1 - r), r = share of the path done"),
+        ("BSPLINE", "B-Spline Bump", "A smooth cubic B-spline bump, flat at both ends"),
+        ("CUSTOM", "Custom", "The curve given by the samples below"),
+    ], default="PARABOLA")
+    max_blend: FloatProperty(name="Maximum", min=0.0, max=1.0, default=1.0, subtype='FACTOR',
+                             description="How far the orientation turns toward the optimum at most")
+    custom_curve: FloatVectorProperty(name="Curve", size=CUSTOM_SAMPLES, min=0.0, max=1.0,
+                                      default=OrientSettings.custom_curve,
+                                      description="Blend at r = 1/8 ... 7/8 (0 at both ends)")
+    approach_axis: EnumProperty(name="Approach Axis", items=[
+        ("AUTO", "Auto", "+Z for objects, +Y (the bone's axis) for bones"),
+        *[(k, k if k.startswith("-") else "+" + k, f"Local {k} axis") for k in AXES]], default="AUTO")
+    interpolation: EnumProperty(name="Interpolation", items=[
+        ("SLERP", "Spherical", "Shortest-arc interpolation of the start and end orientations"),
+        ("EULER", "Euler", "Linear interpolation of the keyed Euler angles"),
+    ], default="SLERP")
+    robot: StringProperty(name="Robot", description="Robot rig (imported URDF) for mechanism mode")
+    tip_link: StringProperty(name="Tip Link", description="URDF link the keyed object stands for")
+    objective: EnumProperty(name="Objective", items=[
+        ("MANIPULABILITY", "Manipulability", "Stay far from singularities (Yoshikawa's measure)"),
+        ("GRAVITY", "Gravity Torques", "Least squared joint torques holding the arm against gravity"),
+    ], default="MANIPULABILITY")
+    tangent_share: FloatProperty(name="Tangent Share", min=0.0, max=1.0, default=0.0, subtype='FACTOR',
+                                 description="Mix the tangent orientation into the mechanism optimum")
+    use_table: BoolProperty(name="Lookup Table", default=True,
+                            description="Precompute the optimum on a grid around the keys, then interpolate")
+    table_resolution: IntProperty(name="Grid", min=2, max=12, default=4, description="Grid points per axis")
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None
+
+    def draw(self, context):
+        layout = self.layout
+        for name in ("bone", "mode", "blend", "max_blend", "approach_axis", "interpolation"):
+            layout.prop(self, name)
+        if self.blend == "CUSTOM":
+            layout.prop(self, "custom_curve")
+        if self.mode == "MECHANISM":
+            layout.prop_search(self, "robot", bpy.data, "objects")
+            for name in ("tip_link", "objective", "tangent_share", "use_table", "table_resolution"):
+                layout.prop(self, name)
+
+    def settings(self) -> OrientSettings:
+        return OrientSettings(
+            mode=self.mode.lower(), blend=self.blend.lower(),
+            max_blend=self.max_blend, approach_axis=self.approach_axis,
+            interpolation=self.interpolation.lower(), custom_curve=tuple(self.custom_curve),
+            robot=self.robot, tip_link=self.tip_link, objective=self.objective.lower(),
+            tangent_share=self.tangent_share, use_table=self.use_table, table_resolution=self.table_resolution)
+
+    def execute(self, context):
+        obj = context.object
+        bone = self.bone or _active_bone(context)
+        try:
+            outcome = orient_waypoints(obj, bone, self.settings())
+        except USER_ERRORS as exc:
+            self.report({'ERROR'}, str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
+            return {'CANCELLED'}
+        for note in outcome.notes:
+            self.report({'INFO'}, note)
+        label = f"bone {bone!r}" if bone else f"object {obj.name!r}"
+        self.report({'INFO'}, f"Oriented {len(outcome.frames)} keys of {label} ({self.mode.lower()})")
+        return {'FINISHED'}
+
+
+classes = (ROBOT_RETARGET_OT_orient_waypoints,)
