@@ -147,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", help="JSON report to write")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     p.set_defaults(func=_cmd_bake)
+    from . import cli_splice
+    cli_splice.add_parser(sub)
     return parser
 
 
