@@ -161,7 +161,7 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
     if len(cols) == 0:
         return
     problem = _Problem(tree, kin, anchor, q, targets, weights, options)
-    x, cost = problem.solve(np.clip(q[:, cols], problem.lower, problem.upper), None)
+    x, cost = _coarse_to_fine(problem, np.clip(q[:, cols], problem.lower, problem.upper))
     if max_step is not None:
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
@@ -178,6 +178,23 @@ def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
     for f in range(int(jumps[0]) + 1, len(out)):
         out[f] = out[f - 1] + np.clip(x[f] - out[f - 1], -max_step, max_step)
     return out
+
+
+def _coarse_to_fine(problem: "_Problem", x: np.ndarray, stride: int = 8):
+    """Solve every `stride`-th frame fully, then refine all frames from the interpolation.
+
+    Neighbouring frames of a capture differ little, so the interpolated coarse
+    solution starts every frame close to its answer and in the same basin as
+    its neighbours; the full-rate pass then needs only a few iterations.
+    """
+    frames = len(x)
+    if frames < 8 * stride:
+        return problem.solve(x, None)
+    coarse = np.unique(np.append(np.arange(0, frames, stride), frames - 1))
+    xc, _ = problem.solve(x[coarse], None, coarse)
+    every = np.arange(frames)
+    start = np.column_stack([np.interp(every, coarse, xc[:, k]) for k in range(x.shape[1])])
+    return problem.solve(start, None, iterations=max(2, (problem.options.iterations + 2) // 3))
 
 
 def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step: np.ndarray,
@@ -220,7 +237,7 @@ class _Problem:
         self.rest = np.clip(0.0, self.lower, self.upper)
 
     def solve(self, x: np.ndarray, ref: np.ndarray | None, frames: np.ndarray | None = None,
-              tolerance: float = 1e-3):
+              tolerance: float = 1e-3, iterations: int | None = None):
         """LM from x on `frames` (all if None). ref None: pull toward the previous frame.
 
         Frames whose step falls below `tolerance` (radians) leave the active set,
@@ -237,42 +254,46 @@ class _Problem:
         eye = np.eye(nvar)
         smooth, prior = opts.smoothness, opts.rest_prior
 
-        def reference(xv, rows):
+        def reference(rows):
             if ref is not None:
                 return ref[rows]
-            return x[np.maximum(rows - 1, 0)] if xv is None else xv
+            if isinstance(rows, slice):
+                return np.concatenate([x[:1], x[:-1]], axis=0)
+            return x[np.maximum(rows - 1, 0)]
 
         def evaluate(xv, rows, sw):
             qr = q[rows]
             qr[:, cols] = xv
             pts, jac = self.kin.evaluate(self.tree, anchor[rows], qr, True)
             res = (pts - targets[rows]) * sw[..., None]
-            cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(None, rows)) ** 2).sum(1)
+            cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(rows)) ** 2).sum(1)
                     + prior * ((xv - self.rest) ** 2).sum(1))
             return pts, jac, res, cost
 
-        every = np.arange(nframes)
         sw = np.sqrt(weights)
-        pts, jac, res, cost = evaluate(x, every, sw)
-        active = every
-        for _ in range(opts.iterations):
+        pts, jac, res, cost = evaluate(x, slice(None), sw)
+        active = np.arange(nframes)
+        for _ in range(opts.iterations if iterations is None else iterations):
             if len(active) == 0:
                 break
+            if len(active) == nframes:  # views instead of gathered copies while all frames move
+                active = slice(None)
             sw_a = sw[active]
-            xa = x[active]
+            xa = x[active].copy()  # x changes below; xa is where this step started
             if opts.objective == "l1":  # iteratively reweighted least squares
                 dist = np.linalg.norm(pts[active] - targets[active], axis=-1)
                 sw_a = np.sqrt(weights[active] / np.maximum(dist, 1e-3))
                 res[active] = (pts[active] - targets[active]) * sw_a[..., None]
                 # the cost a trial must beat is the one under the new weights
                 cost[active] = ((res[active] ** 2).sum((1, 2))
-                                + smooth * ((xa - reference(None, active)) ** 2).sum(1)
+                                + smooth * ((xa - reference(active)) ** 2).sum(1)
                                 + prior * ((xa - self.rest) ** 2).sum(1))
-            jw = (jac[active] * sw_a[..., None, None]).reshape(len(active), -1, nvar)
+            count = len(xa)
+            jw = (jac[active] * sw_a[..., None, None]).reshape(count, -1, nvar)
             jwt = jw.transpose(0, 2, 1)
             hess = jwt @ jw
-            grad = ((jwt @ res[active].reshape(len(active), -1, 1))[..., 0]
-                    + smooth * (xa - reference(None, active)) + prior * (xa - self.rest))
+            grad = ((jwt @ res[active].reshape(count, -1, 1))[..., 0]
+                    + smooth * (xa - reference(active)) + prior * (xa - self.rest))
             diag = np.einsum("fii->fi", hess)
             system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
             step = -np.linalg.solve(system, grad[..., None])[..., 0]
@@ -280,11 +301,12 @@ class _Problem:
             t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
             better = t_cost <= cost[active]
             gain = cost[active] - t_cost
-            won = active[better]
+            rows = np.arange(nframes) if isinstance(active, slice) else active
+            won = rows[better]
             x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
             res[won], cost[won] = t_res[better], t_cost[better]
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))
             # a frame is done when its step is tiny or no longer buys a relative gain
             moving = (np.abs(trial - xa).max(axis=1) >= tolerance) & (gain > 1e-3 * t_cost + 1e-12)
-            active = active[(moving | ~better) & (lam[active] < 1e6)]
+            active = rows[(moving | ~better) & (lam[rows] < 1e6)]
         return x, cost
