@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .body_frame import orthonormal_frame
 from .kinematics import KinematicTree
 from .mapping import ChainMapping, Mapping
 from .source import SourceMotion

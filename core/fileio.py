@@ -27,14 +27,23 @@ def write_bytes_atomic(path, data: bytes, overwrite: bool = False) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file should read like any other
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:  # also Ctrl-C: never leave the temporary file behind
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise OutputError(f"{path}: write failed ({exc.strerror or exc})") from None
+        if isinstance(exc, OSError):
+            raise OutputError(f"{path}: write failed ({exc.strerror or exc})") from None
+        raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(path, text: str, overwrite: bool = False) -> Path:

@@ -3,10 +3,11 @@
 A baked action has keys at the clip's frame rate; a controller wants samples
 at its own cycle. Sample k sits at t_k = k * period, computed from the
 integer tick k (never by adding periods up), so an hour at 500 Hz does not
-drift. Between keys joints follow a monotone cubic Hermite (PCHIP: velocity
-is continuous and a segment never overshoots its two keys, so limits the
-keys respect hold in between), the root position the same, the root
-orientation squad (spherical cubic) between the key quaternions.
+drift. Between keys joints follow a cubic Hermite with continuous velocity:
+Catmull-Rom tangents (accelerations close to a C2 spline's), switched to
+monotone PCHIP tangents around any segment that would overshoot a limit
+(PCHIP never leaves its two keys). The root position is the same cubic, the
+root orientation squad (spherical cubic) between the key quaternions.
 
 Limits are checked on the exact samples that get written, by finite
 differences: velocity per control interval (can the actuator finish this
@@ -26,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
+from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
+from scipy.spatial.transform import Rotation
 
 from .bake_csv import BakeTable
 from .kinematics import KinematicTree
@@ -37,6 +39,7 @@ UNITS = ("rad", "deg")
 CLIP_REPORT_RAD = 1e-6    # keys outside limits by less than this are float32 noise, not news
 LIMIT_RTOL = 1e-9         # relative slack of the velocity/acceleration checks (float rounding)
 TICK_EPS = 1e-9           # a duration within this many periods of a whole tick keeps that tick
+_FALLBACK_PASSES = 8      # rounds of switching overshooting segments to monotone tangents
 
 
 class PlaybackError(ValueError):
@@ -65,6 +68,8 @@ class JointLimits:
             if name not in index:
                 raise PlaybackError(f"acceleration limit for joint {name!r}: robot {tree.robot.name!r} "
                                     f"has no movable joint of that name")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise PlaybackError(f"joint {name!r}: acceleration limit {value!r} is not a number")
             accel[index[name]] = float(value)
         if np.any(~(accel > 0)):
             bad = tree.joint_names[int(np.flatnonzero(~(accel > 0))[0])]
@@ -131,7 +136,7 @@ class ExportSettings:
 
     @classmethod
     def load(cls, path) -> "ExportSettings":
-        """Settings saved as JSON: format, rate_hz or period_s, units, limits, retime, ..."""
+        """Settings saved as JSON: any field above, or rate_hz instead of period_s."""
         path = Path(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -145,20 +150,27 @@ class ExportSettings:
     def from_dict(cls, data: dict, origin: str = "<settings>") -> "ExportSettings":
         if not isinstance(data, dict):
             raise PlaybackError(f"{origin}: expected a JSON object")
-        data = dict(data)
-        known = {f.name for f in dataclasses.fields(cls)} | {"rate_hz"}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - set(_SETTING_TYPES))
         if unknown:
-            raise PlaybackError(f"{origin}: unknown field(s) {unknown}")
+            raise PlaybackError(f"{origin}: unknown field(s) {unknown} (known: {', '.join(_SETTING_TYPES)})")
+        for key, value in data.items():
+            kinds = _SETTING_TYPES[key]
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                raise PlaybackError(f"{origin}: {key}: {value!r} is not a {' or '.join(k.__name__ for k in kinds)}")
+        data = dict(data)
         if "rate_hz" in data:
             rate = data.pop("rate_hz")
-            if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not rate > 0:
-                raise PlaybackError(f"{origin}: rate_hz: expected a positive number")
-            data["period_s"] = 1.0 / rate
+            data["period_s"] = 1.0 / rate if rate > 0 else rate
         try:
             return cls(**data).validate()
-        except (TypeError, PlaybackError) as exc:
+        except PlaybackError as exc:
             raise PlaybackError(f"{origin}: {exc}") from None
+
+
+_NUMBER = (int, float)
+_SETTING_TYPES = {"format": (str,), "rate_hz": _NUMBER, "period_s": _NUMBER, "units": (str,),
+                  "acceleration_limit": (*_NUMBER, type(None)), "joint_acceleration_limits": (dict,),
+                  "retime": (bool,), "allow_violations": (bool,), "overwrite": (bool,)}
 
 
 @dataclass
@@ -263,37 +275,68 @@ def _relative_times(table: BakeTable) -> np.ndarray:
     return time - time[0]
 
 
-def _hermite(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Monotone cubic (PCHIP) through the keys, frames first; one key holds."""
+def _hermite(times: np.ndarray, values: np.ndarray, at: np.ndarray, tangents=None) -> np.ndarray:
+    """C1 cubic Hermite through the keys (frames first), Catmull-Rom tangents by default."""
     if len(times) == 1:
         return np.repeat(values[:1], len(at), axis=0)
-    return PchipInterpolator(times, values, axis=0, extrapolate=True)(at)
+    if tangents is None:
+        tangents = np.gradient(values, times, axis=0)
+    return CubicHermiteSpline(times, values, tangents, axis=0)(at)
+
+
+def joint_samples(times: np.ndarray, keys: np.ndarray, at: np.ndarray, lower: np.ndarray,
+                  upper: np.ndarray) -> np.ndarray:
+    """Joints at times `at`: C1 cubic through the keys that never leaves [lower, upper].
+
+    Catmull-Rom tangents keep accelerations low (close to a C2 spline); around
+    any segment whose samples would leave the limits the tangents switch to
+    monotone PCHIP ones, which never overshoot their keys.
+    """
+    keys = np.clip(keys, lower, upper)
+    if len(times) == 1:
+        return np.repeat(keys[:1], len(at), axis=0)
+    tangents = np.gradient(keys, times, axis=0)
+    safe = None
+    for _ in range(_FALLBACK_PASSES):
+        samples = _hermite(times, keys, at, tangents)
+        rows, cols = np.nonzero((samples > upper + 1e-12) | (samples < lower - 1e-12))
+        if rows.size == 0:
+            break
+        if safe is None:
+            safe = PchipInterpolator(times, keys, axis=0).derivative()(times)
+        seg = np.clip(np.searchsorted(times, at[rows], side="right") - 1, 0, len(times) - 2)
+        for end in (seg, seg + 1):
+            tangents[end, cols] = safe[end, cols]
+    return np.clip(samples, lower, upper)
 
 
 def resample(table: BakeTable, period_s: float, limits: JointLimits | None = None
              ) -> tuple[PlaybackTrack, list[str]]:
-    """The keyed motion sampled at the control cycle; joints clipped to limits (warnings say where)."""
+    """The keyed motion sampled at the control cycle, inside the position limits.
+
+    Keys outside the limits are clipped to them first; the warnings name
+    those joints and by how much.
+    """
     times = _relative_times(table)
     q_keys = np.asarray(table.q, dtype=float).reshape(len(times), -1)
     if not (np.all(np.isfinite(q_keys)) and np.all(np.isfinite(table.root_position))
             and np.all(np.isfinite(table.root_quaternion))):
         raise PlaybackError("the motion has non-finite key values")
     at = tick_times(tick_count(times[-1], period_s), period_s)
-    q = _hermite(times, q_keys, at)
+    n = q_keys.shape[1]
+    lower = limits.lower if limits is not None else np.full(n, -np.inf)
+    upper = limits.upper if limits is not None else np.full(n, np.inf)
+    q = joint_samples(times, q_keys, at, lower, upper)
     position = _hermite(times, np.asarray(table.root_position, dtype=float), at)
     quaternion = squad(times, np.asarray(table.root_quaternion, dtype=float), at)
-    warnings: list[str] = []
-    prismatic = None
-    if limits is not None:
-        q, warnings = _clip(q_keys, q, limits)
-        prismatic = limits.prismatic.copy()
+    warnings = _keys_outside(q_keys, limits) if limits is not None else []
+    prismatic = limits.prismatic.copy() if limits is not None else None
     track = PlaybackTrack(list(table.joint_names), float(period_s), position, quaternion, q, prismatic)
     return track, warnings
 
 
-def _clip(keys: np.ndarray, q: np.ndarray, limits: JointLimits) -> tuple[np.ndarray, list[str]]:
-    """Clip samples to the position limits; say which joints' keys were outside them."""
-    clipped = np.clip(q, limits.lower, limits.upper)
+def _keys_outside(keys: np.ndarray, limits: JointLimits) -> list[str]:
+    """Joints whose keys leave their limits by more than float32 noise (they get clipped)."""
     over = np.maximum(keys - limits.upper, limits.lower - keys).max(axis=0, initial=-np.inf)
     warnings = []
     for j in np.flatnonzero(over > CLIP_REPORT_RAD):
@@ -301,35 +344,10 @@ def _clip(keys: np.ndarray, q: np.ndarray, limits: JointLimits) -> tuple[np.ndar
         warnings.append(f"joint {limits.joint_names[j]!r}: keys outside its limits by up to "
                         f"{over[j]:.3g} {unit}; samples clipped to [{limits.lower[j]:.4g}, "
                         f"{limits.upper[j]:.4g}] {unit}")
-    return clipped, warnings
+    return warnings
 
 
 # ----------------------------------------------------------- quaternions ---
-
-def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
-
-
-def _qconj(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def _qlog(q: np.ndarray) -> np.ndarray:
-    """Rotation vector / 2 of unit quaternions (w >= 0 side)."""
-    q = np.where(q[..., :1] < 0, -q, q)
-    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    angle = np.arctan2(s, q[..., :1])
-    return q[..., 1:] * np.where(s > 1e-12, angle / np.maximum(s, 1e-300), 1.0)
-
-
-def _qexp(v: np.ndarray) -> np.ndarray:
-    a = np.linalg.norm(v, axis=-1, keepdims=True)
-    scale = np.where(a > 1e-12, np.sin(a) / np.maximum(a, 1e-300), 1.0)
-    return np.concatenate([np.cos(a), v * scale], axis=-1)
-
 
 def slerp(a: np.ndarray, b: np.ndarray, h: np.ndarray) -> np.ndarray:
     """Shortest-arc spherical interpolation between unit quaternions, h (N,) in [0, 1]."""
@@ -351,11 +369,12 @@ def squad(times: np.ndarray, quats: np.ndarray, at: np.ndarray) -> np.ndarray:
     q = quat_continuous(quats / np.linalg.norm(quats, axis=1, keepdims=True))
     if len(q) == 1:
         return np.repeat(q, len(at), axis=0)
-    inv = _qconj(q)
-    ctrl = q.copy()
+    ctrl = q.copy()  # inner control points: q_i exp(-(log(q_i⁻¹ q_i+1) + log(q_i⁻¹ q_i-1)) / 4)
     if len(q) > 2:
-        nxt, prv = _qlog(_qmul(inv[1:-1], q[2:])), _qlog(_qmul(inv[1:-1], q[:-2]))
-        ctrl[1:-1] = _qmul(q[1:-1], _qexp(-(nxt + prv) / 4.0))
+        rot = Rotation.from_quat(q[:, [1, 2, 3, 0]])
+        mid = rot[1:-1]
+        turn = (mid.inv() * rot[2:]).as_rotvec() + (mid.inv() * rot[:-2]).as_rotvec()
+        ctrl[1:-1] = (mid * Rotation.from_rotvec(-turn / 4.0)).as_quat()[:, [3, 0, 1, 2]]
     seg = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(q) - 2)
     h = np.clip((at - times[seg]) / (times[seg + 1] - times[seg]), 0.0, 1.0)
     outer = slerp(q[seg], q[seg + 1], h)
@@ -365,33 +384,21 @@ def squad(times: np.ndarray, quats: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------- limits ---
 
-def limit_ratios(q: np.ndarray, period_s: float, limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
-    """|velocity| / limit per control interval (N-1, n) and |acceleration| / limit per interior sample (N-2, n)."""
-    vel = np.diff(q, axis=0) / period_s
-    acc = np.diff(q, 2, axis=0) / period_s ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rv = np.abs(vel) / limits.velocity
-        ra = np.abs(acc) / limits.acceleration
-    return np.nan_to_num(rv), np.nan_to_num(ra)
-
-
 def check_limits(track: PlaybackTrack, limits: JointLimits) -> list[LimitViolation]:
-    """Every run of samples outside position, velocity or acceleration limits, per joint."""
-    q, period = track.q, track.period_s
-    time = track.time_s
-    found: list[LimitViolation] = []
-    tol = 1e-12
-    below, above = q < limits.lower - tol, q > limits.upper + tol
-    pos_limit = np.where(above, limits.upper, limits.lower)
-    found += _runs("position", below | above, q, pos_limit, time, limits, "")
-    if len(q) >= 2:
-        vel = np.diff(q, axis=0) / period
-        bad = np.abs(vel) > limits.velocity * (1 + LIMIT_RTOL)
-        found += _runs("velocity", bad, vel, np.sign(vel) * limits.velocity, time[:-1], limits, "/s")
-    if len(q) >= 3:
-        acc = np.diff(q, 2, axis=0) / period ** 2
-        bad = np.abs(acc) > limits.acceleration * (1 + LIMIT_RTOL)
-        found += _runs("acceleration", bad, acc, np.sign(acc) * limits.acceleration, time[1:-1], limits, "/s^2")
+    """Every run of samples outside position, velocity or acceleration limits, per joint.
+
+    Velocity is checked per control interval (reported at its start),
+    acceleration per interior sample, both as finite differences of the samples.
+    """
+    q, time = track.q, track.time_s
+    outside = (q < limits.lower - 1e-12) | (q > limits.upper + 1e-12)
+    found = _runs("position", outside, q, np.where(q > limits.upper, limits.upper, limits.lower), time, limits, "")
+    for order, kind, bound, suffix in ((1, "velocity", limits.velocity, "/s"),
+                                       (2, "acceleration", limits.acceleration, "/s^2")):
+        if len(q) > order:
+            rate = np.diff(q, order, axis=0) / track.period_s ** order
+            bad = np.abs(rate) > bound * (1 + LIMIT_RTOL)
+            found += _runs(kind, bad, rate, np.where(rate < 0, -bound, bound), time[order - 1:], limits, suffix)
     found.sort(key=lambda v: (v.time_s, v.joint, v.kind))
     return found
 
@@ -404,76 +411,13 @@ def _runs(kind, bad, values, limit, time, limits: JointLimits, suffix: str) -> l
         breaks = np.flatnonzero(np.diff(idx) > 1)
         for run in np.split(idx, breaks + 1):
             worst = run[np.argmax(np.abs(values[run, j]))]
-            lim = limit[worst, j] if np.ndim(limit) == 2 else limit[j]
             out.append(LimitViolation(limits.joint_names[j], kind, float(time[run[0]]), float(time[run[-1]]),
-                                      len(run), float(values[worst, j]), float(lim),
+                                      len(run), float(values[worst, j]), float(limit[worst, j]),
                                       joint_unit(bool(limits.prismatic[j])) + suffix))
     return out
 
 
 # --------------------------------------------------------------- retime ---
-
-def retime(table: BakeTable, limits: JointLimits, period_s: float, *, margin: float = 0.02,
-           ramp: float = 1.04, max_rounds: int = 80) -> tuple[BakeTable, int]:
-    """New key times that keep every joint inside its velocity and acceleration limits.
-
-    Each round samples the joints at the control cycle on the current key
-    times, finds the key intervals whose samples are too fast (velocity
-    ratio, or the square root of the acceleration ratio: time stretched by s
-    divides velocity by s and acceleration by s²), stretches just those by
-    what they need plus `margin`, and lets stretches fade over neighbouring
-    intervals by at most `ramp` per interval so the slowing itself does not
-    accelerate. Stops when the sampled motion passes; returns the retimed
-    keys and the rounds used (PlaybackError if it cannot converge).
-    """
-    times = _relative_times(table)
-    q_keys = np.asarray(table.q, dtype=float)
-    if len(times) < 2:
-        return dataclasses.replace(table, time=times), 0
-    spans = np.diff(times)
-    stretch = np.ones_like(spans)
-    for rounds in range(1, max_rounds + 1):
-        knots = np.concatenate([[0.0], np.cumsum(spans * stretch)])
-        at = tick_times(tick_count(knots[-1], period_s), period_s)
-        q = np.clip(_hermite(knots, q_keys, at), limits.lower, limits.upper)
-        need = _needed_stretch(q, period_s, limits, knots, at)
-        if need.max(initial=0.0) <= 1.0:
-            return dataclasses.replace(table, time=knots), rounds
-        stretch = _ramped(np.where(need > 1.0, stretch * need * (1.0 + margin), stretch), ramp)
-    raise PlaybackError(f"retime did not bring the motion within limits in {max_rounds} rounds "
-                        "(check the velocity and acceleration limits)")
-
-
-def _needed_stretch(q, period_s, limits, knots, at) -> np.ndarray:
-    """Per key interval: the factor its time must grow by (<= 1: fine)."""
-    need_k = np.zeros(max(len(at) - 1, 0))
-    if len(at) >= 2:
-        rv, ra = limit_ratios(q, period_s, limits)
-        need_k = rv.max(axis=1)
-        if len(at) >= 3:
-            ra = np.sqrt(ra.max(axis=1))  # acceleration at interior sample k+1 touches intervals k, k+1
-            need_k[:-1] = np.maximum(need_k[:-1], ra)
-            need_k[1:] = np.maximum(need_k[1:], ra)
-    need = np.zeros(len(knots) - 1)
-    last = len(need) - 1
-    lo = np.clip(np.searchsorted(knots, at[:-1], side="right") - 1, 0, last)
-    hi = np.clip(np.searchsorted(knots, at[1:], side="left") - 1, 0, last)
-    hi = np.maximum(hi, lo)
-    for offset in range(int((hi - lo).max(initial=0)) + 1):
-        np.maximum.at(need, np.minimum(lo + offset, hi), need_k)
-    return need
-
-
-def _ramped(stretch: np.ndarray, ramp: float) -> np.ndarray:
-    """Raise stretches so neighbours differ by at most `ramp` (max filter in log space)."""
-    log, step = np.log(stretch), math.log(ramp)
-    i = np.arange(len(log)) * step
-    forward = np.maximum.accumulate(log + i) - i
-    backward = np.maximum.accumulate((log - i)[::-1])[::-1] + i
-    return np.exp(np.maximum(forward, backward))
-
-
-# ------------------------------------------------------------- pipeline ---
 
 def prepare_playback(table: BakeTable, limits: JointLimits, settings: ExportSettings) -> PlaybackResult:
     """Resample at the control cycle, check limits, retime if asked and needed."""
@@ -486,6 +430,8 @@ def prepare_playback(table: BakeTable, limits: JointLimits, settings: ExportSett
     violations = check_limits(track, limits)
     added = 0.0
     if settings.retime and any(v.kind != "position" for v in violations):
+        from .retime import retime  # retime builds on this module's sampling
+
         retimed, _ = retime(table, limits, settings.period_s)
         track, warnings = resample(retimed, settings.period_s, limits)
         violations = check_limits(track, limits)  # the written samples, not the solver's view
