@@ -1,6 +1,7 @@
 """Atomic file writing: a crash or a full disk never leaves a half-written file."""
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -48,3 +49,16 @@ def _umask() -> int:
 
 def write_text_atomic(path, text: str, overwrite: bool = False) -> Path:
     return write_bytes_atomic(path, text.encode("utf-8"), overwrite=overwrite)
+
+
+def read_json(path, error: type[Exception], what: str):
+    """Parse a JSON file; a missing or malformed file raises `error` naming file and line."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: {what} is not a text (UTF-8) file") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None

@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from .fileio import write_text_atomic
+from .fileio import read_json, write_text_atomic
 
 PRESET_FORMAT = "robot_retarget.mapping"
 PRESET_VERSION = 1
@@ -117,14 +117,7 @@ class Mapping:
 
     @classmethod
     def load(cls, path) -> "Mapping":
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise MappingError(f"{path}: mapping preset not found") from None
-        except json.JSONDecodeError as exc:
-            raise MappingError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_json(path, MappingError, "mapping preset"), str(path))
 
 
 def _build(kind, data, origin: str):

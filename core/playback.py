@@ -21,16 +21,15 @@ w, x, y, z. Arrays are frames first.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
 from scipy.spatial.transform import Rotation
 
 from .bake_csv import BakeTable
+from .fileio import read_json
 from .kinematics import KinematicTree
 from .transforms import quat_continuous
 
@@ -137,14 +136,7 @@ class ExportSettings:
     @classmethod
     def load(cls, path) -> "ExportSettings":
         """Settings saved as JSON: any field above, or rate_hz instead of period_s."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise PlaybackError(f"{path}: settings file not found") from None
-        except json.JSONDecodeError as exc:
-            raise PlaybackError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_json(path, PlaybackError, "settings file"), str(path))
 
     @classmethod
     def from_dict(cls, data: dict, origin: str = "<settings>") -> "ExportSettings":
