@@ -198,7 +198,7 @@ def _coarse_to_fine(problem: "_Problem", x: np.ndarray, stride: int = 8):
 
 
 def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step: np.ndarray,
-                  horizon: int = 8, iterations: int = 3) -> np.ndarray:
+                  horizon: int = 16, iterations: int = 3) -> np.ndarray:
     """Track past each jump frame by frame, warm-started from the frame before.
 
     All jumps advance together (one batched solve per step). Tracking stops
