@@ -101,6 +101,7 @@ def _bake_clip(args: argparse.Namespace):
     """
     from .core.mapping import Mapping
     from .operators.import_urdf import import_urdf, warning_summary
+    from .operators.contacts import cli_contacts
     from .operators.retarget import action_frame_range, auto_map_objects, bake_action
 
     robot_path = Path(args.robot)
@@ -112,8 +113,11 @@ def _bake_clip(args: argparse.Namespace):
     if warnings:
         print(f"warning: {warning_summary(warnings)}", file=sys.stderr)
     mapping = Mapping.load(args.mapping) if args.mapping else auto_map_objects(source, robot, scene)
-    start, end = parse_frames(args.frames, *action_frame_range(source))
-    return bake_action(scene, source, robot, mapping, start, end), robot_path, robot
+    clip = action_frame_range(source)
+    start, end = parse_frames(args.frames, *clip)
+    contacts = cli_contacts(getattr(args, "contacts", None), clip, start, end,
+                            scene.render.fps / scene.render.fps_base)
+    return bake_action(scene, source, robot, mapping, start, end, contacts=contacts), robot_path, robot
 
 
 def _cmd_bake(args: argparse.Namespace) -> int:
@@ -123,6 +127,8 @@ def _cmd_bake(args: argparse.Namespace) -> int:
 
     out = check_output(Path(args.out).absolute(), args.overwrite)
     report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    if args.contacts not in ("auto", "off") and not Path(args.contacts).is_file():
+        raise CommandError(f"{args.contacts}: contacts file not found")
     outcome, robot_path, _ = _bake_clip(args)
     result = outcome.result
     table = BakeTable(result.joint_names, np.arange(len(result.q)) / result.fps, result.root_position,
@@ -248,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--robot", required=True, help="robot description (.urdf)")
     p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
     p.add_argument("--frames", help="START:END clip frames, 0-based, END exclusive (default: all)")
+    p.add_argument("--contacts", default="auto", metavar="auto|off|FILE.json",
+                   help="feet to keep planted: contacts detected from the clip (auto, the default), none "
+                        "(off), or a contacts file in 0-based clip frames")
     p.add_argument("--out", required=True, help="CSV file to write")
     p.add_argument("--report", help="JSON report to write")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")

@@ -87,6 +87,9 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
     action_name: StringProperty(name="Action", description="Name of the new robot action (empty: from the source)")
     replace_action: BoolProperty(name="Replace Existing", default=False,
                                  description="Reuse an action of that name instead of creating a new one")
+    plant_feet: BoolProperty(name="Plant Feet", default=True,
+                             description="Keep feet still while the source's contact channels say they are "
+                                         "on the ground (Detect Contacts makes them)")
 
 
 def _split(text: str) -> list[str]:

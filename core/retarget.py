@@ -17,6 +17,7 @@ from .body_frame import canonical_axes, orthonormalize
 from .chains import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
                      robot_chain, sample_polyline, source_chain)
 from .filtering import bridge_nans, lowpass, mean_abs_jerk
+from .foot_plant import Leg, contact_figures, plant_feet, resolve_contacts
 from .kinematics import KinematicTree
 from .mapping import ChainMapping, Mapping, RetargetSettings
 from .solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
@@ -59,8 +60,14 @@ class _Plan:
 
 
 def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
-             settings: RetargetSettings | None = None, progress: Progress | None = None) -> RetargetResult:
-    """Solve joint angles for every frame of `motion`; never stops on an impossible pose."""
+             settings: RetargetSettings | None = None, progress: Progress | None = None,
+             contacts=None) -> RetargetResult:
+    """Solve joint angles for every frame of `motion`; never stops on an impossible pose.
+
+    contacts: None or "off" (feet follow the chain shapes, the clip is put on
+    the ground), "auto" (detected from the clip) or a core.contacts.Contacts /
+    {side: bool array (F,)}: feet in contact stay planted (core.foot_plant).
+    """
     settings = settings or mapping.settings
     progress = progress or (lambda fraction, message: None)
     warnings: list[str] = []
@@ -95,9 +102,17 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     q = lowpass(q, motion.fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
                 window=settings.window, lower=tree.lower, upper=tree.upper)
     q = rate_limit(q, np.minimum(tree.velocity / motion.fps, MAX_STEP_RAD))
-    root_pos = _ground(tree, plans, q, root_rot, root_pos, settings)
+    progress(0.96, "planting feet")
+    legs = [Leg.build(tree, p.mapping.side, p.kin, *_targets(motion, p, body_src, body_rob), p.robot.anchor)
+            for p in plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
+    flags = resolve_contacts(contacts, motion, mapping, warnings)
+    planted = _plant(tree, legs, q, root_rot, root_pos, flags, motion.fps, settings, warnings)
+    q, root_pos = (planted.q, planted.root_position) if planted else (
+        q, _ground(tree, plans, q, root_rot, root_pos, settings))
     root = _transforms(root_rot, root_pos)
     report = _report(motion, tree, plans, q, raw, root, body_src, body_rob, solve_seconds, warnings)
+    measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
+    report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
     progress(1.0, "done")
     return RetargetResult(tree.joint_names, q, root_pos, root_rot, motion.fps, report)
 
@@ -261,6 +276,20 @@ def _foot_heights(tree, plans, q, root) -> np.ndarray | None:
         pose = tree.link_transform(q, link, root)
         heights.append(np.einsum("fj,j->f", pose[:, 2, :3], local) + pose[:, 2, 3])
     return np.min(heights, axis=0)
+
+
+def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings):
+    """Planted q and root (core.foot_plant), or None to keep the unplanted bake."""
+    if flags is None:
+        return None
+    if settings.root_mode != "follow" or not legs:
+        warnings.append("feet not planted: planting needs mapped left/right legs and root mode 'follow'")
+        return None
+    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps)
+    if planted is not None and planted.lifted_m > 0.01:
+        warnings.append(f"feet planted; the robot was raised up to {100 * planted.lifted_m:.0f} cm where "
+                        "another body (a knee, a hand) would pass through the ground")
+    return planted
 
 
 def _ground(tree, plans, q, root_rot, root_pos, settings) -> np.ndarray:

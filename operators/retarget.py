@@ -17,6 +17,7 @@ from ..core.rig import rig_layout, root_pose_to_bone
 from ..core.urdf import URDFError
 from ..props import mapping_from_settings, settings_from_mapping
 from . import anim_io
+from .contacts import bake_contacts, feet_summary
 from .import_urdf import tree_from_rig
 
 USER_ERRORS = (AutoMapError, ChainError, MappingError, RetargetError, URDFError, KeyError, ValueError, OSError)
@@ -48,7 +49,7 @@ def auto_map_objects(source: bpy.types.Object, robot: bpy.types.Object, scene) -
 
 def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mapping: Mapping,
                 frame_start: int, frame_end: int, *, action_name: str | None = None,
-                replace: bool = False, progress=None) -> BakeOutcome:
+                replace: bool = False, progress=None, contacts=None) -> BakeOutcome:
     """Retarget frames [start, end] of `source` onto `robot` as a new action.
 
     The root bone carries the robot's root pose (location + quaternion); every
@@ -63,7 +64,7 @@ def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
     report = progress or (lambda fraction, message: None)
     report(0.0, "sampling the source")
     motion = anim_io.sample_armature(source, frames, scene=scene)
-    result = retarget(motion, tree, mapping, progress=lambda f, m: report(0.1 + 0.8 * f, m))
+    result = retarget(motion, tree, mapping, progress=lambda f, m: report(0.1 + 0.8 * f, m), contacts=contacts)
     report(0.9, "writing keys")
     location, quaternion = root_pose_to_bone(layout, result.root_position, result.root_rotation)
     root = layout.root.name
@@ -146,10 +147,12 @@ class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
                           else action_frame_range(source))
             wm.progress_begin(0, 100)
             try:
+                contacts = bake_contacts(settings.plant_feet, source, np.arange(start, end + 1.0),
+                                         context.scene.render.fps / context.scene.render.fps_base)
                 outcome = bake_action(context.scene, source, robot, mapping, start, end,
                                       action_name=settings.action_name or None,
                                       replace=settings.replace_action,
-                                      progress=lambda f, m: wm.progress_update(int(100 * f)))
+                                      progress=lambda f, m: wm.progress_update(int(100 * f)), contacts=contacts)
             finally:
                 wm.progress_end()
         except USER_ERRORS as exc:
@@ -158,6 +161,8 @@ class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
         for warning in outcome.result.report.get("warnings", []):
             self.report({'WARNING'}, warning)
         self.report({'INFO'}, f"{report_summary(outcome.result.report)} -> action {outcome.action.name!r}")
+        if feet_summary(outcome.result.report):
+            self.report({'INFO'}, feet_summary(outcome.result.report))
         return {'FINISHED'}
 
 

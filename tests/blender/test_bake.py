@@ -224,6 +224,7 @@ def test_ui_flow_bakes_the_whole_walk(clean_scene, mods):
 def test_keys_equal_the_core_retarget(clean_scene, mods):
     """Baking in Blender = core retarget of the same frames read from the BVH file."""
     settings, source, rig = setup(clean_scene, frames=(1, 120))
+    settings.plant_feet = False  # the chain-shape bake alone (planting: tests/blender/test_contacts_op.py)
     bake()
     tree, layout = core_model(mods, G1)
     frames, root, q = robot_keys(mods, rig, layout)
@@ -302,6 +303,7 @@ def test_bake_twice_keeps_the_first_action(clean_scene, mods):
 
 def test_chosen_action_name_is_not_modified_without_replace(clean_scene, mods):
     settings, source, rig = setup(clean_scene, frames=(1, 60))
+    settings.plant_feet = False  # compares a 30-frame with a 60-frame bake: chain shapes only
     _, layout = core_model(mods, G1)
     settings.action_name = "G1 walk"
     bake()

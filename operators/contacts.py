@@ -1,0 +1,205 @@
+"""Foot contacts in Blender: per-foot channels on the source armature, detected, edited, baked.
+
+The contacts of a clip are stored with the clip: each foot is a boolean
+custom property of the source armature object ("robot_retarget_contact_left",
+"..._right") keyed in the source's action with constant interpolation, one
+key where a contact begins or ends. They show in the Dope Sheet and Graph
+Editor next to the clip and are edited there (move, add, delete keys) or
+with *Set Contact* at the current frame. *Detect Contacts* fills them from
+the clip; the Bake uses what is there when *Plant Feet* is on.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, EnumProperty
+from bpy_extras.anim_utils import action_get_channelbag_for_slot
+
+from ..core.contacts import SIDES, Contacts, ContactsError, detect_contacts, flags_to_intervals
+from ..core.mapping import Mapping
+from . import anim_io
+
+PROPERTY = "robot_retarget_contact_{}"
+GROUP = "Robot Retarget Contacts"
+
+
+def _path(side: str) -> str:
+    return f'["{PROPERTY.format(side)}"]'
+
+
+def contact_channel(source: bpy.types.Object, side: str):
+    """The F-curve of a foot's contact channel in the source's action, or None."""
+    adt = source.animation_data
+    if adt is None or adt.action is None or adt.action_slot is None:
+        return None
+    bag = action_get_channelbag_for_slot(adt.action, adt.action_slot)
+    return bag.fcurves.find(_path(side)) if bag is not None else None
+
+
+def has_contacts(source: bpy.types.Object) -> bool:
+    """True when the source carries a contact channel for at least one foot."""
+    return any(contact_channel(source, s) is not None or PROPERTY.format(s) in source for s in SIDES)
+
+
+def read_contacts(source: bpy.types.Object, frames: np.ndarray, fps: float) -> Contacts | None:
+    """The source's contact channels at Blender `frames` (F,), or None if it has none.
+
+    A keyed channel is evaluated at each frame (> 0.5 is contact); a property
+    without keys holds its one value.
+    """
+    feet = {}
+    for side in SIDES:
+        fcurve = contact_channel(source, side)
+        if fcurve is not None:
+            feet[side] = np.array([fcurve.evaluate(float(f)) > 0.5 for f in frames])
+        elif PROPERTY.format(side) in source:
+            feet[side] = np.full(len(frames), bool(source[PROPERTY.format(side)]))
+    return Contacts(feet, fps) if feet else None
+
+
+def write_contacts(source: bpy.types.Object, frames: np.ndarray, contacts: Contacts) -> int:
+    """Replace the source's contact channels: keys at `frames` (F,) where contacts change."""
+    adt = source.animation_data
+    if adt is None or adt.action is None:
+        raise ValueError(f"source {source.name!r} has no action to store contacts in")
+    clear_contacts(source)
+    keys = 0
+    for side, flags in contacts.feet.items():
+        if len(flags) == 0:
+            continue
+        name = PROPERTY.format(side)
+        source[name] = bool(flags[0])
+        source.id_properties_ui(name).update(description=f"{side.title()} foot on the ground (Robot Retarget)")
+        at = np.concatenate([[0], np.flatnonzero(np.diff(flags.astype(np.int8))) + 1])
+        keys += anim_io.write_channels(adt.action, adt.action_slot, [(_path(side), 0, GROUP)], frames[at],
+                                       flags[at].astype(float), interpolation="CONSTANT")
+    return keys
+
+
+def clear_contacts(source: bpy.types.Object) -> None:
+    """Remove the contact channels (keys and properties) from the source."""
+    for side in SIDES:
+        fcurve = contact_channel(source, side)
+        if fcurve is not None:
+            bag = action_get_channelbag_for_slot(source.animation_data.action, source.animation_data.action_slot)
+            bag.fcurves.remove(fcurve)
+        if PROPERTY.format(side) in source:
+            del source[PROPERTY.format(side)]
+
+
+def bake_contacts(plant: bool, source: bpy.types.Object, frames: np.ndarray, fps: float):
+    """What a bake plants: the source's contact channels when Plant Feet is on, contacts
+    detected on the fly when it has none (the source is not changed), else "off"."""
+    if not plant:
+        return "off"
+    return read_contacts(source, frames, fps) or "auto"
+
+
+def cli_contacts(value: str | None, clip: tuple[int, int], start: int, end: int, fps: float):
+    """`--contacts auto|off|FILE.json` for Blender frames start..end of a clip spanning `clip`
+    (first, last). A file holds 0-based clip frames; the baked ones are cut out of it."""
+    if value in (None, "off", "auto"):
+        return value or "off"
+    first, last = clip
+    contacts = Contacts.load(Path(value), frames=last - first + 1)
+    if abs(contacts.fps - fps) > 1e-3 * fps:
+        raise ContactsError(f"{value}: contacts at {contacts.fps:g} fps, but the clip runs at {fps:g} fps")
+    return contacts.sliced(start - first, end - first + 1)
+
+
+def detect_for_source(scene, source: bpy.types.Object, mapping: Mapping, start: int, end: int) -> Contacts:
+    """Contacts detected on frames start..end of the source (its legs from `mapping`)."""
+    frames = np.arange(start, end + 1, dtype=float)
+    motion = anim_io.sample_armature(source, frames, scene=scene)
+    return detect_contacts(motion, mapping)
+
+
+def summary(contacts: Contacts) -> str:
+    return ", ".join(f"{len(flags_to_intervals(f))} {side}" for side, f in contacts.feet.items())
+
+
+def feet_summary(report: dict) -> str:
+    """One line for the Info area: how well the feet stayed planted (empty without feet)."""
+    if report.get("ground_penetration_pct") is None:
+        return ""
+    head = "Feet planted" if report.get("feet_planted") else "Feet not planted (no contacts used)"
+    if report.get("foot_slide_pct") is None:
+        return f"{head}; {report['ground_penetration_pct']:.1f}% of frames below the ground"
+    return (f"{head}: {report['foot_slide_pct']:.0f}% of contacts slide (mean "
+            f"{report['foot_slide_mean_m_s']:.3f} m/s), contact kept in {report['contact_preserved_pct']:.0f}% "
+            f"of contact frames, {report['ground_penetration_pct']:.1f}% of frames below the ground")
+
+
+class ROBOT_RETARGET_OT_detect_contacts(bpy.types.Operator):
+    """Find when the source's feet are on the ground and key them as contact channels on the source"""
+
+    bl_idname = "robot_retarget.detect_contacts"
+    bl_label = "Detect Contacts"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    def execute(self, context):
+        from .retarget import USER_ERRORS, _check_objects, action_frame_range, auto_map_objects
+        from ..props import mapping_from_settings
+
+        settings = context.scene.robot_retarget
+        try:
+            source, robot = _check_objects(settings)
+            mapping = (mapping_from_settings(settings) if len(settings.chains)
+                       else auto_map_objects(source, robot, context.scene))
+            start, end = ((context.scene.frame_start, context.scene.frame_end) if settings.use_scene_range
+                          else action_frame_range(source))
+            contacts = detect_for_source(context.scene, source, mapping, start, end)
+            write_contacts(source, np.arange(start, end + 1, dtype=float), contacts)
+        except (ContactsError, *USER_ERRORS) as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        self.report({'INFO'}, f"Contacts on {source.name!r}: {summary(contacts)} (frames {start}-{end})")
+        return {'FINISHED'}
+
+
+class ROBOT_RETARGET_OT_set_contact(bpy.types.Operator):
+    """Key a foot's contact channel at the current frame: on the ground from here, or lifted from here"""
+
+    bl_idname = "robot_retarget.set_contact"
+    bl_label = "Set Contact"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    side: EnumProperty(name="Foot", items=[(s, s.title(), "") for s in SIDES])
+    down: BoolProperty(name="On the Ground", default=True)
+
+    @classmethod
+    def poll(cls, context):
+        source = context.scene.robot_retarget.source
+        return source is not None and source.animation_data is not None and source.animation_data.action
+
+    def execute(self, context):
+        source = context.scene.robot_retarget.source
+        name = PROPERTY.format(self.side)
+        source[name] = self.down
+        source.keyframe_insert(_path(self.side), frame=context.scene.frame_current, group=GROUP)
+        fcurve = contact_channel(source, self.side)
+        for point in fcurve.keyframe_points:
+            point.interpolation = 'CONSTANT'
+        return {'FINISHED'}
+
+
+class ROBOT_RETARGET_OT_clear_contacts(bpy.types.Operator):
+    """Remove the contact channels from the source (the bake then follows the chain shapes only)"""
+
+    bl_idname = "robot_retarget.clear_contacts"
+    bl_label = "Clear Contacts"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        source = context.scene.robot_retarget.source
+        return source is not None and has_contacts(source)
+
+    def execute(self, context):
+        clear_contacts(context.scene.robot_retarget.source)
+        return {'FINISHED'}
+
+
+classes = (ROBOT_RETARGET_OT_detect_contacts, ROBOT_RETARGET_OT_set_contact, ROBOT_RETARGET_OT_clear_contacts)

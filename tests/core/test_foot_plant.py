@@ -1,0 +1,234 @@
+"""Planted feet (core/foot_plant.py through core.retarget) on the CMU walk and hop onto the G1 and H1.
+
+Feet are checked with the robot's own forward kinematics and the URDF's foot
+collision spheres, read here from the parsed robot, not through the module's
+helpers; the report's figures are checked on a foot moved by hand.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.automap import auto_map
+from core.bvh import load_bvh
+from core.contacts import Contacts, ContactsError, detect_contacts
+from core.foot_geometry import BodyPoints, contact_report, lowest_points, rigid_links
+from core.kinematics import KinematicTree
+from core.retarget import retarget
+from core.urdf import parse_urdf
+
+ROOT = Path(__file__).resolve().parents[2]
+WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
+HOP = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+FRAMES = slice(0, 360)  # 3 s of the walk: standing, steps, a turn
+
+
+def _clip(path: Path, frames: slice):
+    motion = load_bvh(path).to_source_motion()
+    return dataclasses.replace(motion, heads=motion.heads[frames], tails=motion.tails[frames],
+                               root_rotation=motion.root_rotation[frames])
+
+
+def _root(result) -> np.ndarray:
+    out = np.tile(np.eye(4), (len(result.q), 1, 1))
+    out[:, :3, :3], out[:, :3, 3] = result.root_rotation, result.root_position
+    return out
+
+
+def _sole_spheres(tree: KinematicTree, link: str) -> tuple[int, np.ndarray, float]:
+    """(link index, sphere centres (K, 3) in that link's frame, radius) of a foot, from the URDF."""
+    index = tree.link_index(link)
+    zero = tree.zero_pose()
+    centres, radius = [], 0.0
+    for i in rigid_links(tree, index):
+        for geom in tree.robot.links[tree.link_names[i]].collisions:
+            if geom.kind == "sphere":
+                world = zero[i] @ geom.origin
+                centres.append(np.linalg.inv(zero[index])[:3] @ world[:, 3])
+                radius = geom.radius
+    assert len(centres) >= 4, link
+    return index, np.array(centres), radius
+
+
+def _feet(tree, mapping, result) -> dict[str, np.ndarray]:
+    """World sphere centres (F, K, 3) of each foot's sole, and the radius."""
+    world = tree.forward(result.q, _root(result))
+    out = {}
+    for chain in mapping.chains:
+        if chain.role == "leg":
+            index, centres, radius = _sole_spheres(tree, chain.robot_tips[0])
+            pose = world[:, index]
+            out[chain.side] = (np.einsum("fij,kj->fki", pose[:, :3, :3], centres) + pose[:, None, :3, 3], radius)
+    return out
+
+
+@pytest.fixture(scope="module")
+def g1_walk():
+    tree = KinematicTree(parse_urdf(G1))
+    motion = _clip(WALK, FRAMES)
+    mapping = auto_map(motion, tree)
+    contacts = detect_contacts(motion, mapping)
+    plain = retarget(motion, tree, mapping, contacts="off")
+    planted = retarget(motion, tree, mapping, contacts=contacts)
+    return tree, motion, mapping, contacts, plain, planted
+
+
+def test_off_is_the_unplanted_bake(g1_walk):
+    tree, motion, mapping, _, plain, planted = g1_walk
+    default = retarget(motion, tree, mapping)
+    np.testing.assert_array_equal(default.q, plain.q)
+    np.testing.assert_array_equal(default.root_position, plain.root_position)
+    assert not plain.report["feet_planted"] and planted.report["feet_planted"]
+    assert not np.allclose(planted.root_position, plain.root_position)
+    # the planted bake stands its soles on the ground
+    for side, (spheres, radius) in _feet(tree, mapping, planted).items():
+        assert (spheres[..., 2] - radius).min() == pytest.approx(0.0, abs=0.01), side
+
+
+def test_planted_feet_do_not_move(g1_walk):
+    tree, motion, mapping, contacts, plain, planted = g1_walk
+    checked, skating = 0, []
+    for side, (spheres, radius) in _feet(tree, mapping, planted).items():
+        unplanted, _ = _feet(tree, mapping, plain)[side]
+        for start, end in contacts.intervals(side):
+            if end - start < 20:
+                continue
+            bottom = spheres[start:end, :, 2] - radius
+            flat = np.ptp(bottom, axis=1) < 0.003  # every sole sphere on the ground at once
+            if flat.sum() < 10:
+                continue
+            centre = spheres[start:end][flat].mean(axis=1)[:, :2]
+            assert np.linalg.norm(centre - centre[0], axis=1).max() < 0.015, (side, start, end)
+            assert np.abs(bottom[flat]).max() < 0.004  # on the ground, neither above nor below
+            drift = unplanted[start:end][flat].mean(axis=1)[:, :2]
+            skating.append(np.linalg.norm(drift - drift[0], axis=1).max())
+            checked += 1
+    assert checked >= 3
+    assert max(skating) > 0.05  # where the unplanted foot skated
+
+
+def test_nothing_sinks_into_the_ground(g1_walk):
+    tree, _, mapping, _, _, planted = g1_walk
+    for side, (spheres, radius) in _feet(tree, mapping, planted).items():
+        # a few millimetres where a velocity limit holds a leg back at a lift-off, never more
+        assert (spheres[..., 2] - radius).min() > -0.01, side
+    feet = {i for c in mapping.chains if c.role == "leg" for i in rigid_links(tree, tree.link_index(c.robot_tips[0]))}
+    assert lowest_points(tree, planted.q, _root(planted), feet).min() > -1e-3
+
+
+def test_report_meets_the_targets(g1_walk):
+    _, _, _, _, plain, planted = g1_walk
+    report = planted.report
+    assert report["foot_slide_pct"] <= 5.0
+    assert report["foot_slide_mean_m_s"] < 0.02
+    assert report["ground_penetration_pct"] == 0.0
+    assert report["contact_preserved_pct"] >= 95.0
+    assert plain.report["foot_slide_pct"] > 50.0 and plain.report["contact_preserved_pct"] < 50.0
+    before = {c["name"]: c["tip_direction_error_deg"] for c in plain.report["chains"]}
+    for chain in report["chains"]:
+        if chain["name"].endswith("_leg"):
+            assert chain["tip_direction_error_deg"] <= before[chain["name"]] + 1.0, chain
+
+
+def test_limits_hold(g1_walk):
+    tree, motion, _, _, _, planted = g1_walk
+    assert np.all(planted.q >= tree.lower) and np.all(planted.q <= tree.upper)
+    speed = np.abs(np.diff(planted.q, axis=0)) * motion.fps
+    assert np.all(speed <= tree.velocity * (1 + 1e-9))
+    assert planted.report["limit_violations"] == 0
+    # the root moves smoothly: no step of more than 2 cm per frame at 120 Hz
+    assert np.linalg.norm(np.diff(planted.root_position, axis=0), axis=1).max() < 0.02
+
+
+def test_edited_contacts_change_the_bake(g1_walk):
+    tree, motion, mapping, contacts, _, planted = g1_walk
+    side = "left"
+    start, end = max(contacts.intervals(side), key=lambda s: s[1] - s[0])
+    edited = Contacts({k: v.copy() for k, v in contacts.feet.items()}, contacts.fps)
+    edited.feet[side][start:end] = False  # the animator says: this foot is not down here
+    result = retarget(motion, tree, mapping, contacts=edited)
+    assert not np.allclose(result.q[start:end], planted.q[start:end])
+    spheres, _ = _feet(tree, mapping, result)[side]
+    held, _ = _feet(tree, mapping, planted)[side]
+    middle = slice(start + 12, end - 12)  # away from the blends
+    travel = np.linalg.norm(np.diff(spheres[middle].mean(axis=1)[:, :2], axis=0), axis=1).sum()
+    still = np.linalg.norm(np.diff(held[middle].mean(axis=1)[:, :2], axis=0), axis=1).sum()
+    assert travel > 3 * still + 0.01
+
+
+def test_auto_detects_the_same_contacts(g1_walk):
+    tree, motion, mapping, _, _, planted = g1_walk
+    auto = retarget(motion, tree, mapping, contacts="auto")
+    np.testing.assert_allclose(auto.q, planted.q)
+    arrays = retarget(motion, tree, mapping, contacts={s: f for s, f in detect_contacts(motion, mapping).feet.items()})
+    np.testing.assert_allclose(arrays.q, planted.q)
+
+
+def test_bad_contacts_are_refused(g1_walk):
+    tree, motion, mapping, contacts, _, _ = g1_walk
+    with pytest.raises(ContactsError, match="100 frames, but the clip has 360"):
+        retarget(motion, tree, mapping, contacts=contacts.sliced(0, 100))
+    with pytest.raises(ContactsError, match="'sometimes'"):
+        retarget(motion, tree, mapping, contacts="sometimes")
+
+
+def test_fixed_root_cannot_plant(g1_walk):
+    tree, motion, mapping, contacts, _, _ = g1_walk
+    settings = dataclasses.replace(mapping.settings, root_mode="in_place")
+    plain = retarget(motion, tree, mapping, settings, contacts="off")
+    result = retarget(motion, tree, mapping, settings, contacts=contacts)
+    np.testing.assert_array_equal(result.q, plain.q)
+    assert any("root mode 'follow'" in w for w in result.report["warnings"])
+
+
+def test_h1_hop_plants_a_leg_without_ankle_roll():
+    tree = KinematicTree(parse_urdf(H1))
+    motion = _clip(HOP, slice(0, 300))
+    mapping = auto_map(motion, tree)
+    result = retarget(motion, tree, mapping, contacts="auto")
+    report = result.report
+    assert report["feet_planted"]
+    assert report["ground_penetration_pct"] == 0.0
+    assert report["contact_preserved_pct"] >= 95.0
+    assert report["foot_slide_mean_m_s"] < 0.03
+    for side, (spheres, radius) in _feet(tree, mapping, result).items():
+        assert (spheres[..., 2] - radius).min() > -0.02, side  # the report's penetration depth
+
+
+# ------------------------------------------------------------ the figures ---
+
+def _square_foot() -> BodyPoints:
+    pts = np.array([[-0.05, -0.03, 0.0], [-0.05, 0.03, 0.0], [0.12, -0.03, 0.0], [0.12, 0.03, 0.0]])
+    return BodyPoints(0, pts, np.zeros(4))
+
+
+def _poses(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    out = np.tile(np.eye(4), (len(x), 1, 1))
+    out[:, 0, 3], out[:, 2, 3] = x, z
+    return out
+
+
+def test_contact_report_figures():
+    fps, frames = 100.0, 200
+    t = np.arange(frames) / fps
+    flags = np.zeros(frames, bool)
+    flags[0:100] = flags[120:200] = True
+    contacts = Contacts({"left": flags, "right": flags.copy()}, fps)
+    still = _poses(np.zeros(frames), np.zeros(frames))
+    skating = _poses(0.2 * t, np.where(t > 1.6, -0.03, 0.0))  # 0.2 m/s, 3 cm deep in the last 0.4 s
+    figures = contact_report({"left": _square_foot(), "right": _square_foot()},
+                             {"left": still, "right": skating}, contacts, fps)
+    assert figures["foot_slide_pct"] == pytest.approx(50.0)  # the right foot's two intervals slide
+    in_contact = flags.sum() * 2
+    assert figures["foot_slide_mean_m_s"] == pytest.approx(0.2 * (flags.sum() - 2) / (in_contact - 4), rel=0.02)
+    assert figures["ground_penetration_pct"] == pytest.approx(100.0 * (t > 1.6).sum() / frames)
+    assert figures["contact_preserved_pct"] == pytest.approx(100.0)  # below the ground is still on it
+    lifted = _poses(np.zeros(frames), np.where(t < 0.5, 0.05, 0.0))
+    figures = contact_report({"left": _square_foot()}, {"left": lifted}, contacts, fps)
+    assert figures["contact_preserved_pct"] == pytest.approx(100.0 * (flags.sum() - 50) / flags.sum())
+    assert figures["foot_slide_pct"] == 0.0
