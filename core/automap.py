@@ -19,6 +19,12 @@ _LEFT = re.compile(r"(^|[^a-z])(l|left|lft)([^a-z]|$)|^left|^l(?=[A-Z])|\.l$|_l$
 _RIGHT = re.compile(r"(^|[^a-z])(r|right|rgt)([^a-z]|$)|^right|^r(?=[A-Z])|\.r$|_r$", re.I)
 
 
+# Where the hand goes is what a viewer reads first; where a robot elbow cannot fold as far as
+# a human's, the wrist direction should win over the forearm's shape (walk onto G1: right arm
+# tip-direction error 2.7 deg at the chain default 3, 1.6 deg at 8, mean distance +0.002).
+ARM_TIP_WEIGHT = 8.0
+
+
 class AutoMapError(ValueError):
     """Nothing mappable was found; the message says what was looked for."""
 
@@ -308,7 +314,8 @@ def _limb_chains(src_sk, rob_sk, tree, src_path, rob_path, role, side) -> list[C
                                  robot_landmarks=r_mid + [rob_sk.names[rob_path[rt]]], robot_start=start)]
     out = [ChainMapping(name, src_sk.names[src_path[sb]], [src_sk.names[src_path[st]]],
                         rob_sk.names[rob_path[rb]], [rob_sk.names[rob_path[rt]]], role=role, side=side,
-                        source_landmarks=s_mid, robot_landmarks=r_mid, robot_start=start)]
+                        source_landmarks=s_mid, robot_landmarks=r_mid, robot_start=start,
+                        tip_weight=ARM_TIP_WEIGHT if role == "arm" else ChainMapping.tip_weight)]
     src_end, rob_end = src_path[st:], rob_path[rt:]
     if role == "arm" and len(rob_end) >= 2 and any(rob_sk.movable[n] for n in rob_end[:-1]):
         out.append(ChainMapping(f"{side}_hand" if side else "hand", src_sk.names[src_end[0]],
