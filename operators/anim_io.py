@@ -20,10 +20,15 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import bpy
 import numpy as np
-from bpy_extras.anim_utils import (
-    action_ensure_channelbag_for_slot,
-    action_get_channelbag_for_slot,
-)
+from bpy_extras.anim_utils import action_get_channelbag_for_slot
+
+try:  # Blender 5.0+
+    from bpy_extras.anim_utils import action_ensure_channelbag_for_slot
+except ImportError:  # Blender 4.5: the layer/strip API is there, the helper is not
+    def action_ensure_channelbag_for_slot(action, slot):
+        layer = action.layers[0] if action.layers else action.layers.new("Layer")
+        strip = layer.strips[0] if layer.strips else layer.strips.new(type='KEYFRAME')
+        return strip.channelbag(slot, ensure=True)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.source import SourceMotion

@@ -116,7 +116,11 @@ def test_fcurves_live_in_slot_channelbag(clean_scene, anim_io):
 
     bag = anim_utils.action_get_channelbag_for_slot(action, slot)
     assert bag is not None and bag.slot == slot
-    assert bag == anim_utils.animdata_get_channelbag_for_assigned_slot(obj.animation_data)
+    adt = obj.animation_data
+    assigned = (anim_utils.animdata_get_channelbag_for_assigned_slot(adt)  # Blender 5.0+
+                if hasattr(anim_utils, "animdata_get_channelbag_for_assigned_slot")
+                else anim_utils.action_get_channelbag_for_slot(adt.action, adt.action_slot))
+    assert bag == assigned
     assert [(fc.data_path, fc.array_index) for fc in bag.fcurves] == [(p, i) for p, i, _ in channels]
     assert {fc.group.name for fc in bag.fcurves} == {"root", "spine", "arm"}
     assert all(fc.group.name in fc.data_path for fc in bag.fcurves)
