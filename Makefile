@@ -1,6 +1,7 @@
 # Robot Retarget developer tasks. Everything runs from the repo's .venv.
 #   make setup   create .venv (Python 3.11, as Blender's) with requirements-dev.txt
 #   make test    run the test suite (core math + real bpy extension tests)
+#   make test-lts  the Blender tests again on Blender 4.5 LTS (bpy 4.5 in .venv-lts)
 #   make build   build the extension zip for this platform into dist/
 #   make dist    build one zip per Blender platform into dist/
 #   make demo    run tools/demo.py
@@ -12,7 +13,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements.stamp
 
-.PHONY: setup test build dist demo bench clean distclean
+.PHONY: setup test test-lts build dist demo bench clean distclean
 
 setup: $(STAMP)
 
@@ -34,6 +35,19 @@ $(STAMP): requirements-dev.txt
 test: setup
 	$(PY) -m pytest
 
+# blender_version_min is 4.5.0: the extension must load and work on the LTS too.
+LTS_VENV := .venv-lts
+LTS_STAMP := $(LTS_VENV)/.requirements.stamp
+$(LTS_STAMP): requirements-dev.txt $(STAMP)
+	@set -e; \
+	[ -x $(LTS_VENV)/bin/python ] || $(PY) -m venv $(LTS_VENV); \
+	$(LTS_VENV)/bin/python -m pip install --disable-pip-version-check -q "bpy==4.5.15" \
+	  $$(grep -E '^(numpy|scipy|pytest)' requirements-dev.txt); \
+	touch $(LTS_STAMP)
+
+test-lts: $(LTS_STAMP)
+	$(LTS_VENV)/bin/python -m pytest tests/blender
+
 build: setup
 	$(PY) tools/build_extension.py
 
@@ -51,4 +65,4 @@ clean:
 	find . -name __pycache__ -type d -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) wheels
+	rm -rf $(VENV) $(LTS_VENV) wheels
