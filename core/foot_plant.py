@@ -52,7 +52,7 @@ class PlantSettings:
     iterations: int = 12
     track_iterations: int = 5  # per re-solve of a frame that jumped, from its predecessor
     smooth_hz: float = 3.0  # root height changes are smoothed below this
-    drift_hz: float = 0.02  # the root drifts back to the source's travel below this
+    drift_hz: float = 0.05  # the root drifts back to the source's travel below this
     float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
     max_change_rad: float = 0.5  # no joint moves further from its unplanted angle (no branch flips)
     passes: int = 3  # solve passes; each moves the root toward feet that missed their goals
@@ -411,3 +411,35 @@ def contact_figures(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root: n
     if contacts is None:
         figures.update(foot_slide_pct=None, foot_slide_mean_m_s=None, contact_preserved_pct=None)
     return figures
+
+
+def cancel_residual_slide(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np.ndarray,
+                          root_pos: np.ndarray, contacts: Contacts, fps: float,
+                          drift_hz: float = 0.1) -> np.ndarray:
+    """Root positions (F, 3) shifted horizontally so planted contact points stop creeping.
+
+    Smoothing the legs lets a planted foot creep by millimetres per frame; moving
+    the whole body back by the creep of the feet that are down (their mean when
+    both are) removes it without touching a joint. The running correction is
+    high-passed at `drift_hz` so the robot still travels as far as the source.
+    """
+    world = _transforms(root_rot, root_pos)
+    steps, down = [], []
+    for leg in legs:
+        flags = contacts.feet.get(leg.side)
+        if flags is None:
+            continue
+        pts = leg.foot.world(tree.link_transform(q, leg.link, world))  # (F, K, 3)
+        weights = pivot_weights(pts[:-1, :, 2] - leg.foot.radius)
+        steps.append(np.einsum("fk,fki->fi", weights, pts[1:, :, :2] - pts[:-1, :, :2]))
+        down.append(flags[:-1] & flags[1:])
+    if not steps or len(q) < 8:
+        return root_pos
+    steps, down = np.array(steps), np.array(down, dtype=float)  # (S, F-1, 2), (S, F-1)
+    count = down.sum(axis=0)
+    creep = np.einsum("sf,sfi->fi", down, steps) / np.maximum(count, 1.0)[:, None]
+    correction = np.vstack([np.zeros((1, 2)), -np.cumsum(creep, axis=0)])
+    correction -= butterworth_lowpass(correction, fps, drift_hz, order=2)
+    out = root_pos.copy()
+    out[:, :2] += correction
+    return out

@@ -17,7 +17,8 @@ from .body_frame import canonical_axes, orthonormalize
 from .chains import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
                      robot_chain, sample_polyline, source_chain)
 from .filtering import bridge_nans, lowpass, mean_abs_jerk
-from .foot_plant import Leg, PlantResult, contact_figures, plant_feet, resolve_contacts
+from .foot_plant import (Leg, PlantResult, cancel_residual_slide, contact_figures, plant_feet,
+                         resolve_contacts)
 from .kinematics import KinematicTree
 from .mapping import ChainMapping, Mapping, RetargetSettings
 from .solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
@@ -304,7 +305,8 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
     q = lowpass(again.q, fps, method="butterworth", cutoff_hz=3.0 * settings.cutoff_hz,
                 lower=tree.lower, upper=tree.upper)
     q = rate_limit(q, np.minimum(tree.velocity / fps, MAX_STEP_RAD))
-    return PlantResult(q, again.root_position, max(planted.lifted_m, again.lifted_m))
+    root_pos = cancel_residual_slide(tree, legs, q, root_rot, again.root_position, flags, fps)
+    return PlantResult(q, root_pos, max(planted.lifted_m, again.lifted_m))
 
 
 def _ground(tree, plans, q, root_rot, root_pos, settings) -> np.ndarray:
