@@ -140,7 +140,7 @@ class ROBOT_RETARGET_OT_detect_contacts(bpy.types.Operator):
     bl_options = {'REGISTER', 'UNDO'}
 
     def execute(self, context):
-        from .retarget import USER_ERRORS, _check_objects, action_frame_range, auto_map_objects
+        from .retarget import USER_ERRORS, _check_objects, auto_map_objects, bake_frame_range
         from ..props import mapping_from_settings
 
         settings = context.scene.robot_retarget
@@ -148,8 +148,7 @@ class ROBOT_RETARGET_OT_detect_contacts(bpy.types.Operator):
             source, robot = _check_objects(settings)
             mapping = (mapping_from_settings(settings) if len(settings.chains)
                        else auto_map_objects(source, robot, context.scene))
-            start, end = ((context.scene.frame_start, context.scene.frame_end) if settings.use_scene_range
-                          else action_frame_range(source))
+            start, end = bake_frame_range(context.scene, settings, source)
             contacts = detect_for_source(context.scene, source, mapping, start, end)
             write_contacts(source, np.arange(start, end + 1, dtype=float), contacts)
         except (ContactsError, *USER_ERRORS) as exc:

@@ -41,6 +41,11 @@ def action_frame_range(obj: bpy.types.Object) -> tuple[int, int]:
     return int(round(start)), int(round(end))
 
 
+def bake_frame_range(scene, settings, source: bpy.types.Object) -> tuple[int, int]:
+    """The frames a bake (or contact detection) covers: the scene range or the source action's."""
+    return (scene.frame_start, scene.frame_end) if settings.use_scene_range else action_frame_range(source)
+
+
 def auto_map_objects(source: bpy.types.Object, robot: bpy.types.Object, scene) -> Mapping:
     """Automatic chain mapping from the source's rest pose and the robot's URDF."""
     motion = anim_io.sample_armature(source, [scene.frame_current], scene=scene)
@@ -143,8 +148,7 @@ class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
                 automatic.settings = mapping_from_settings(settings).settings  # keep the user's options
                 settings_from_mapping(settings, automatic)
             mapping = mapping_from_settings(settings)
-            start, end = ((context.scene.frame_start, context.scene.frame_end) if settings.use_scene_range
-                          else action_frame_range(source))
+            start, end = bake_frame_range(context.scene, settings, source)
             wm.progress_begin(0, 100)
             try:
                 contacts = bake_contacts(settings.plant_feet, source, np.arange(start, end + 1.0),

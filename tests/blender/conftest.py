@@ -66,3 +66,29 @@ def clean_scene(extension):
         blender_session.enable()
     assert blender_session.is_enabled()
     return bpy.context.scene
+
+
+WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+
+
+@pytest.fixture
+def walk_on_g1(clean_scene):
+    """The user's set-up, as a function of the scene range to bake: the walk imported with
+    Blender's importer, the G1 without meshes, both picked in the Robot tab, auto-mapped.
+    Returns (settings, source armature, robot rig)."""
+    import bpy
+
+    def set_up(frames=(1, 120)):
+        assert bpy.ops.import_anim.bvh(filepath=str(WALK), update_scene_fps=True) == {'FINISHED'}
+        source = bpy.context.view_layer.objects.active
+        assert bpy.ops.robot_retarget.import_urdf(filepath=str(G1), import_meshes=False) == {'FINISHED'}
+        settings = clean_scene.robot_retarget
+        settings.source, settings.robot = source, bpy.context.view_layer.objects.active
+        assert bpy.ops.robot_retarget.auto_map() == {'FINISHED'}
+        if frames is not None:
+            clean_scene.frame_start, clean_scene.frame_end = frames
+            settings.use_scene_range = True
+        return settings, source, settings.robot
+
+    return set_up

@@ -163,18 +163,13 @@ def test_report_json(walk_bake):
     assert Path(report["source_file"]) == WALK and Path(report["robot_file"]) == G1
 
 
-def test_mapping_preset_from_the_ui_gives_the_same_csv(walk_bake, clean_scene, tmp_path):
+def test_mapping_preset_from_the_ui_gives_the_same_csv(walk_bake, clean_scene, tmp_path, walk_on_g1):
     """Map in Blender, save the preset, bake with --mapping: the same CSV as the auto-mapped run."""
     import bpy
 
     proc, auto_out, _ = walk_bake
     assert proc.returncode == 0, proc.stderr
-    assert bpy.ops.import_anim.bvh(filepath=str(WALK), update_scene_fps=True) == {'FINISHED'}
-    source = bpy.context.view_layer.objects.active
-    assert bpy.ops.robot_retarget.import_urdf(filepath=str(G1), import_meshes=False) == {'FINISHED'}
-    settings = clean_scene.robot_retarget
-    settings.source, settings.robot = source, bpy.context.view_layer.objects.active
-    assert bpy.ops.robot_retarget.auto_map() == {'FINISHED'}
+    walk_on_g1(frames=None)
     preset = tmp_path / "g1_walk.json"
     assert bpy.ops.robot_retarget.mapping_save(filepath=str(preset)) == {'FINISHED'}
 

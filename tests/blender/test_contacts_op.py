@@ -34,19 +34,6 @@ def mods(extension):
             "urdf": mod("core.urdf"), "automap": mod("core.automap"), "cli": extension.cli}
 
 
-def _setup(scene):
-    """Walk and G1 imported, picked, auto-mapped; the scene range 1-120 is baked."""
-    assert bpy.ops.import_anim.bvh(filepath=str(WALK), update_scene_fps=True) == {'FINISHED'}
-    source = bpy.context.view_layer.objects.active
-    assert bpy.ops.robot_retarget.import_urdf(filepath=str(G1), import_meshes=False) == {'FINISHED'}
-    settings = scene.robot_retarget
-    settings.source, settings.robot = source, bpy.context.view_layer.objects.active
-    assert bpy.ops.robot_retarget.auto_map() == {'FINISHED'}
-    scene.frame_start, scene.frame_end = FIRST, LAST
-    settings.use_scene_range = True
-    return settings, source, settings.robot
-
-
 def _bake(mods, rig) -> tuple[np.ndarray, np.ndarray, dict]:
     """Bake; (root location+quaternion (F, 7), q (F, n), report) as keyed."""
     assert bpy.ops.robot_retarget.bake() == {'FINISHED'}
@@ -71,8 +58,8 @@ def _core(mods, settings, contacts):
                                      contacts=contacts), motion
 
 
-def test_detect_contacts_keys_the_source(clean_scene, mods):
-    settings, source, _ = _setup(clean_scene)
+def test_detect_contacts_keys_the_source(clean_scene, mods, walk_on_g1):
+    settings, source, _ = walk_on_g1((FIRST, LAST))
     before = len(source.animation_data.action.slots)
     assert bpy.ops.robot_retarget.detect_contacts() == {'FINISHED'}
     frames = np.arange(FIRST, LAST + 1.0)
@@ -89,8 +76,8 @@ def test_detect_contacts_keys_the_source(clean_scene, mods):
     assert len(source.animation_data.action.slots) == before  # keyed in the clip's own slot
 
 
-def test_bake_plants_what_the_channels_say(clean_scene, mods):
-    settings, source, rig = _setup(clean_scene)
+def test_bake_plants_what_the_channels_say(clean_scene, mods, walk_on_g1):
+    settings, source, rig = walk_on_g1((FIRST, LAST))
     _, q_auto, report = _bake(mods, rig)
     assert report["feet_planted"] is True  # no channels yet: contacts detected on the fly
     assert mods["ops"].read_contacts(source, np.arange(FIRST, LAST + 1.0), 120.0) is None  # source untouched
@@ -120,8 +107,8 @@ def test_bake_plants_what_the_channels_say(clean_scene, mods):
     np.testing.assert_array_equal(q_off, q_plain)
 
 
-def test_edited_contacts_change_the_bake(clean_scene, mods):
-    settings, source, rig = _setup(clean_scene)
+def test_edited_contacts_change_the_bake(clean_scene, mods, walk_on_g1):
+    settings, source, rig = walk_on_g1((FIRST, LAST))
     assert bpy.ops.robot_retarget.detect_contacts() == {'FINISHED'}
     frames = np.arange(FIRST, LAST + 1.0)
     detected = mods["ops"].read_contacts(source, frames, 120.0)

@@ -73,17 +73,9 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.strip() and not line.startswith(LAUNCHER_CHATTER)]
 
 
-def bake_walk(scene, frames=(1, 120)):
+def bake_walk(walk_on_g1, frames=(1, 120)):
     """The user's flow: import clip and robot, pick both, auto-map, bake the scene range."""
-    assert bpy.ops.import_anim.bvh(filepath=str(WALK), update_scene_fps=True) == {'FINISHED'}
-    source = bpy.context.view_layer.objects.active
-    assert bpy.ops.robot_retarget.import_urdf(filepath=str(G1), import_meshes=False) == {'FINISHED'}
-    rig = bpy.context.view_layer.objects.active
-    settings = scene.robot_retarget
-    settings.source, settings.robot = source, rig
-    assert bpy.ops.robot_retarget.auto_map() == {'FINISHED'}
-    scene.frame_start, scene.frame_end = frames
-    settings.use_scene_range = True
+    _, _, rig = walk_on_g1(frames)
     assert bpy.ops.robot_retarget.bake() == {'FINISHED'}
     return rig
 
@@ -98,8 +90,8 @@ def action_keys(mods, rig):
 
 # ---------------------------------------------------------------- operator ---
 
-def test_operator_exports_the_baked_action(clean_scene, mods, tmp_path):
-    rig = bake_walk(clean_scene)
+def test_operator_exports_the_baked_action(clean_scene, mods, tmp_path, walk_on_g1):
+    rig = bake_walk(walk_on_g1)
     actions_before = sorted(a.name for a in bpy.data.actions)
     layout, frames, keys = action_keys(mods, rig)
     out = tmp_path / "walk.csv"
@@ -131,8 +123,8 @@ def test_operator_exports_the_baked_action(clean_scene, mods, tmp_path):
     assert 'UNDO' not in bpy.types.ROBOT_RETARGET_OT_export_playback.bl_options
 
 
-def test_operator_limits_retime_and_overwrite(clean_scene, mods, tmp_path):
-    bake_walk(clean_scene)
+def test_operator_limits_retime_and_overwrite(clean_scene, mods, tmp_path, walk_on_g1):
+    bake_walk(walk_on_g1)
     out = tmp_path / "walk.xml"
     strict = dict(filepath=str(out), format="mujoco-keyframes", timing="PERIOD", period_ms=5.0,
                   use_acceleration_limit=True, acceleration_limit=150.0)
@@ -156,8 +148,8 @@ def test_operator_limits_retime_and_overwrite(clean_scene, mods, tmp_path):
     assert retimed.track.duration_s == pytest.approx(allowed.track.duration_s + added, abs=0.005)
 
 
-def test_every_format_from_one_action(clean_scene, mods, tmp_path):
-    rig = bake_walk(clean_scene, frames=(1, 60))
+def test_every_format_from_one_action(clean_scene, mods, tmp_path, walk_on_g1):
+    rig = bake_walk(walk_on_g1, frames=(1, 60))
     export, formats = mods["operators.export"], mods["core.playback_formats"]
     settings = mods["core.playback"].ExportSettings(period_s=0.01, retime=True)
     tracks = {}
@@ -174,9 +166,9 @@ def test_every_format_from_one_action(clean_scene, mods, tmp_path):
             np.testing.assert_array_equal(track.root_quaternion, reference.root_quaternion, err_msg=fmt)
 
 
-def test_hand_edited_action_and_robot_choice(clean_scene, mods, tmp_path):
+def test_hand_edited_action_and_robot_choice(clean_scene, mods, tmp_path, walk_on_g1):
     """Keys on different frames per channel (a deleted key) are sampled on every frame instead."""
-    rig = bake_walk(clean_scene, frames=(1, 40))
+    rig = bake_walk(walk_on_g1, frames=(1, 40))
     export = mods["operators.export"]
     _, frames, keys = action_keys(mods, rig)
     bag = mods["operators.anim_io"].action_get_channelbag_for_slot(rig.animation_data.action,
@@ -228,9 +220,9 @@ def test_cli_export_of_a_clip(tmp_path):
     assert [float(line.split(",", 1)[0]) for line in lines[1:]] == [k * 0.002 for k in range(report["samples"])]
 
 
-def test_cli_export_of_a_saved_scene(clean_scene, mods, tmp_path):
+def test_cli_export_of_a_saved_scene(clean_scene, mods, tmp_path, walk_on_g1):
     """Bake here, save the .blend; the launcher opens it and exports the same samples."""
-    rig = bake_walk(clean_scene, frames=(1, 90))
+    rig = bake_walk(walk_on_g1, frames=(1, 90))
     scene_file = tmp_path / "walk_g1.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(scene_file), copy=True)
     settings = mods["core.playback"].ExportSettings(format="mujoco-keyframes", period_s=0.02, retime=True)
@@ -255,8 +247,8 @@ def batch_folder(tmp_path_factory):
 
 
 @pytest.fixture
-def preset(clean_scene, tmp_path):
-    bake_walk(clean_scene, frames=(1, 2))
+def preset(clean_scene, tmp_path, walk_on_g1):
+    bake_walk(walk_on_g1, frames=(1, 2))
     path = tmp_path / "g1_walk_mapping.json"
     assert bpy.ops.robot_retarget.mapping_save(filepath=str(path)) == {'FINISHED'}
     return path
