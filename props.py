@@ -1,7 +1,7 @@
 """Scene properties of Robot Retarget: the chain mapping and bake settings.
 
 The mapping lives on the scene as editable rows; `mapping_from_settings` and
-`settings_from_mapping` convert to and from core.mapping.Mapping, the same
+`settings_from_mapping` convert to and from core.chains.mapping.Mapping, the same
 data the JSON presets and the command line use.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty,
                        FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
 
-from .core.mapping import ROLES, ChainMapping, Mapping, MappingError, RetargetSettings
+from .core.chains.mapping import ROLES, ChainMapping, Mapping, MappingError, RetargetSettings
 
 _SIDES = [("NONE", "None", "Not a sided limb"), ("LEFT", "Left", ""), ("RIGHT", "Right", "")]
 _LIST_FIELDS = ("source_tips", "robot_tips", "source_landmarks", "robot_landmarks")

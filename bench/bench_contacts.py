@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Planted feet: the CMU walk and hop onto the G1 and the H1, with contacts and without.
 
-For each pair it bakes twice through core.retarget (contacts "off", then
+For each pair it bakes twice through core.retarget.pipeline (contacts "off", then
 "auto": detected from the clip) and prints the report's foot figures against
 the targets of issue 6, the leg chains' tip-direction error of both bakes,
 and the time. Both bakes are measured against the same detected contacts.
@@ -22,11 +22,11 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.automap import auto_map  # noqa: E402
-from core.bvh import load_bvh  # noqa: E402
-from core.kinematics import KinematicTree  # noqa: E402
-from core.retarget import retarget  # noqa: E402
-from core.urdf import parse_urdf  # noqa: E402
+from core.retarget.automap import auto_map  # noqa: E402
+from core.motion.bvh import load_bvh  # noqa: E402
+from core.model.kinematics import KinematicTree  # noqa: E402
+from core.retarget.pipeline import retarget  # noqa: E402
+from core.model.urdf import parse_urdf  # noqa: E402
 
 ROBOTS = {"g1": ROOT / "data/robots/g1/unitree_g1_29dof.urdf", "h1": ROOT / "tests/data/robots/unitree_h1_19dof.urdf"}
 CLIPS = {"walk": ROOT / "data/motion/cmu_131_01_walk_m.bvh", "hop": ROOT / "tests/data/motion/cmu_131_03_hop.bvh"}

@@ -26,14 +26,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.automap import auto_map  # noqa: E402
-from core.bake_csv import BakeTable  # noqa: E402
-from core.bvh import load_bvh  # noqa: E402
-from core.kinematics import KinematicTree  # noqa: E402
+from core.retarget.automap import auto_map  # noqa: E402
+from core.motion.bake_csv import BakeTable  # noqa: E402
+from core.motion.bvh import load_bvh  # noqa: E402
+from core.model.kinematics import KinematicTree  # noqa: E402
 from core.playback import ExportSettings, JointLimits, prepare_playback  # noqa: E402
-from core.playback_formats import FORMATS, PlaybackMeta, write_playback  # noqa: E402
-from core.retarget import retarget  # noqa: E402
-from core.urdf import parse_urdf  # noqa: E402
+from core.playback.formats import FORMATS, PlaybackMeta, write_playback  # noqa: E402
+from core.retarget.pipeline import retarget  # noqa: E402
+from core.model.urdf import parse_urdf  # noqa: E402
 
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
 G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"

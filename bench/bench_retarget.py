@@ -22,11 +22,11 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.automap import auto_map  # noqa: E402
-from core.bvh import load_bvh  # noqa: E402
-from core.kinematics import KinematicTree  # noqa: E402
-from core.retarget import retarget  # noqa: E402
-from core.urdf import parse_urdf  # noqa: E402
+from core.retarget.automap import auto_map  # noqa: E402
+from core.motion.bvh import load_bvh  # noqa: E402
+from core.model.kinematics import KinematicTree  # noqa: E402
+from core.retarget.pipeline import retarget  # noqa: E402
+from core.model.urdf import parse_urdf  # noqa: E402
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ except ImportError:  # Blender 4.5: the layer/strip API is there, the helper is 
         return strip.channelbag(slot, ensure=True)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..core.source import SourceMotion
+    from ..core.motion.source import SourceMotion
 
 # Blender 5.0+: fcurves.new(data_path, index=, group_name=); 4.5: no group_name.
 _FCURVES_NEW_HAS_GROUP = "group_name" in (
@@ -236,7 +236,7 @@ def sample_armature(obj: bpy.types.Object, frames: Iterable[float], *, scene=Non
     matrix_local) under the object's current world matrix. The scene's
     current frame is restored afterwards.
     """
-    from ..core.source import SourceMotion
+    from ..core.motion.source import SourceMotion
 
     if obj.type != 'ARMATURE':
         raise TypeError(f"{obj.name!r} is not an armature")

@@ -17,9 +17,11 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty
 from bpy_extras.anim_utils import action_get_channelbag_for_slot
 
-from ..core.contacts import SIDES, Contacts, ContactsError, detect_contacts, flags_to_intervals
-from ..core.mapping import Mapping
+from ..core.feet.contacts import SIDES, Contacts, ContactsError, detect_contacts, flags_to_intervals
+from ..core.chains.mapping import Mapping
+from ..props import mapping_from_settings
 from . import anim_io
+from .common import auto_map_objects, bake_frame_range, check_objects, reports_errors
 
 PROPERTY = "robot_retarget_contact_{}"
 GROUP = "Robot Retarget Contacts"
@@ -139,21 +141,15 @@ class ROBOT_RETARGET_OT_detect_contacts(bpy.types.Operator):
     bl_label = "Detect Contacts"
     bl_options = {'REGISTER', 'UNDO'}
 
+    @reports_errors
     def execute(self, context):
-        from .retarget import USER_ERRORS, _check_objects, auto_map_objects, bake_frame_range
-        from ..props import mapping_from_settings
-
         settings = context.scene.robot_retarget
-        try:
-            source, robot = _check_objects(settings)
-            mapping = (mapping_from_settings(settings) if len(settings.chains)
-                       else auto_map_objects(source, robot, context.scene))
-            start, end = bake_frame_range(context.scene, settings, source)
-            contacts = detect_for_source(context.scene, source, mapping, start, end)
-            write_contacts(source, np.arange(start, end + 1, dtype=float), contacts)
-        except (ContactsError, *USER_ERRORS) as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        source, robot = check_objects(settings)
+        mapping = (mapping_from_settings(settings) if len(settings.chains)
+                   else auto_map_objects(source, robot, context.scene))
+        start, end = bake_frame_range(context.scene, settings, source)
+        contacts = detect_for_source(context.scene, source, mapping, start, end)
+        write_contacts(source, np.arange(start, end + 1, dtype=float), contacts)
         self.report({'INFO'}, f"Contacts on {source.name!r}: {summary(contacts)} (frames {start}-{end})")
         return {'FINISHED'}
 

@@ -21,15 +21,14 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.anim_utils import action_get_channelbag_for_slot
 
-from ..core.bake_csv import BakeTable
+from ..core.motion.bake_csv import BakeTable
 from ..core.playback import (ExportSettings, JointLimits, PlaybackResult, prepare_playback,
                              require_within_limits, violation_summary)
-from ..core.playback_formats import FORMATS, PlaybackMeta, write_playback
-from ..core.rig import bone_to_root_pose, rig_layout
-from ..core.transforms import matrix_to_quat, quat_continuous
+from ..core.playback.formats import FORMATS, PlaybackMeta, write_playback
+from ..core.model.rig import bone_to_root_pose, rig_layout
+from ..core.model.transforms import matrix_to_quat, quat_continuous
 from . import anim_io
-from .import_urdf import tree_from_rig
-from .retarget import REPORT_PROPERTY, USER_ERRORS
+from .common import REPORT_PROPERTY, extension_version, reports_errors, tree_from_rig
 
 FORMAT_ITEMS = [
     ("csv", "CSV + metadata", "time_s, root pose (quaternion w x y z), joints; sidecar .meta.json"),
@@ -137,7 +136,7 @@ def export_playback(robot, path, settings: ExportSettings, *, scene=None, source
     meta = PlaybackMeta(robot=str(robot.get("urdf_robot", robot.name)), source=source or action.name,
                         limits=limits, violations=result.violations,
                         retimed_seconds_added=result.retimed_seconds_added,
-                        generator=f"robot_retarget {_version()}")
+                        generator=f"robot_retarget {extension_version()}")
     paths = write_playback(path, result.track, settings.format, meta,
                            degrees=settings.units == "deg", overwrite=settings.overwrite)
     if bake_report is None:
@@ -164,15 +163,6 @@ def export_summary(outcome: ExportOutcome) -> str:
     if result.retimed_seconds_added:
         text += f"; retime added {result.retimed_seconds_added:.4g} s"
     return text
-
-
-def _version() -> str:
-    from ..cli import version
-
-    try:
-        return version()
-    except (OSError, KeyError):
-        return "?"
 
 
 # -------------------------------------------------------------- operator ---
@@ -216,12 +206,9 @@ class ROBOT_RETARGET_OT_export_playback(bpy.types.Operator):
                               retime=self.retime, allow_violations=self.allow_violations,
                               overwrite=self.overwrite)
 
+    @reports_errors
     def invoke(self, context, event):
-        try:
-            robot = find_robot(context, self.robot or None)
-        except ValueError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        robot = find_robot(context, self.robot or None)
         action = robot.animation_data.action if robot.animation_data else None
         stem = re.sub(r"[^\w.-]+", "_", action.name if action else robot.name).strip("_") or "playback"
         folder = Path(bpy.path.abspath("//")) if bpy.data.filepath else Path.home()
@@ -254,17 +241,13 @@ class ROBOT_RETARGET_OT_export_playback(bpy.types.Operator):
         col.prop(self, "allow_violations")
         layout.prop(self, "overwrite")
 
+    @reports_errors
     def execute(self, context):
         if not self.filepath:
             self.report({'ERROR'}, "No output file given")
             return {'CANCELLED'}
-        try:
-            robot = find_robot(context, self.robot or None)
-            outcome = export_playback(robot, bpy.path.abspath(self.filepath), self.settings(),
-                                      scene=context.scene)
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        robot = find_robot(context, self.robot or None)
+        outcome = export_playback(robot, bpy.path.abspath(self.filepath), self.settings(), scene=context.scene)
         for warning in outcome.result.warnings:
             self.report({'WARNING'}, warning)
         if outcome.result.violations:

@@ -1,6 +1,6 @@
 """File > Import > URDF Robot: a URDF robot as an armature that describes itself.
 
-The bone layout comes from core/rig.py (one bone per body, local X = joint
+The bone layout comes from core.model.rig (one bone per body, local X = joint
 axis, one pose channel per joint); this module only builds it in Blender:
 the armature, bone constraints and locks, custom properties naming the URDF
 joints, drivers for mimic joints, and the link meshes parented to bones.
@@ -28,10 +28,11 @@ import numpy as np
 from bpy.props import BoolProperty, StringProperty
 from mathutils import Matrix
 
-from ..core.kinematics import KinematicTree
-from ..core.meshes import MeshError, load_mesh
-from ..core.rig import RigLayout, rig_layout
-from ..core.urdf import Geometry, URDFError, parse_urdf, resolve_mesh_path
+from ..core.model.kinematics import KinematicTree
+from ..core.model.meshes import MeshError, load_mesh
+from ..core.model.rig import RigLayout, rig_layout
+from ..core.model.urdf import Geometry, parse_urdf, resolve_mesh_path
+from .common import reports_errors
 
 WARNINGS_SHOWN = 3          # names listed in the one-line warning report
 _PRIMITIVE_SEGMENTS = 24
@@ -373,42 +374,6 @@ def warning_summary(warnings: list[str]) -> str:
     return " | ".join(parts)
 
 
-# ------------------------------------------------------------ rig -> tree ---
-
-_TREE_CACHE: dict = {}
-
-
-def tree_from_rig(obj) -> KinematicTree:
-    """The KinematicTree of an imported rig, re-read from its "urdf_path".
-
-    Raises URDFError naming the object and the path if the rig has no URDF,
-    the file is gone, or its movable joints no longer match the rig.
-    """
-    label = getattr(obj, "name", repr(obj))
-    path = obj.get("urdf_path") if obj is not None else None
-    if not path:
-        raise URDFError(f"object {label!r} is not a robot rig (it has no 'urdf_path' "
-                        "property); import the robot with File > Import > URDF Robot")
-    path = Path(bpy.path.abspath(str(path)))
-    try:
-        stat = path.stat()
-    except OSError:
-        raise URDFError(f"robot rig {label!r}: its URDF file {str(path)!r} (property "
-                        "'urdf_path') is gone; restore the file, point 'urdf_path' at "
-                        "its new location or re-import the robot") from None
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
-    tree = _TREE_CACHE.get(key)
-    if tree is None:
-        tree = KinematicTree(parse_urdf(path))
-        _TREE_CACHE.clear()  # one robot at a time is the common case; keep it small
-        _TREE_CACHE[key] = tree
-    order = obj.get("urdf_joint_order")
-    if order is not None and list(order) != tree.joint_names:
-        raise URDFError(f"robot rig {label!r}: the movable joints of {str(path)!r} no longer "
-                        "match the rig (the file changed since import); re-import the robot")
-    return tree
-
-
 # -------------------------------------------------------------- operator ---
 
 class ROBOT_RETARGET_OT_import_urdf(bpy.types.Operator):
@@ -436,17 +401,14 @@ class ROBOT_RETARGET_OT_import_urdf(bpy.types.Operator):
         context.window_manager.fileselect_add(self)
         return {'RUNNING_MODAL'}
 
+    @reports_errors
     def execute(self, context):
         if not self.filepath:
             self.report({'ERROR'}, "No URDF file given")
             return {'CANCELLED'}
         roots = [r.strip() for r in self.package_roots.split(";") if r.strip()]
-        try:
-            obj, warnings = import_urdf(context, self.filepath, roots, self.import_meshes,
-                                        self.name.strip() or None)
-        except URDFError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        obj, warnings = import_urdf(context, self.filepath, roots, self.import_meshes,
+                                    self.name.strip() or None)
         if warnings:
             for line in warnings:  # the full list, for the system console
                 print(f"Robot Retarget: import {Path(self.filepath).name}: {line}")

@@ -9,19 +9,14 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, StringProperty
 
-from ..core.automap import AutoMapError, auto_map
-from ..core.chains import ChainError
-from ..core.mapping import Mapping, MappingError
-from ..core.retarget import RetargetError, RetargetResult, retarget
-from ..core.rig import rig_layout, root_pose_to_bone
-from ..core.urdf import URDFError
+from ..core.chains.mapping import Mapping
+from ..core.model.rig import rig_layout, root_pose_to_bone
+from ..core.retarget import RetargetResult, retarget
 from ..props import mapping_from_settings, settings_from_mapping
 from . import anim_io
+from .common import (REPORT_PROPERTY, auto_map_objects, bake_frame_range, check_objects, reports_errors,
+                     tree_from_rig)
 from .contacts import bake_contacts, feet_summary
-from .import_urdf import tree_from_rig
-
-USER_ERRORS = (AutoMapError, ChainError, MappingError, RetargetError, URDFError, KeyError, ValueError, OSError)
-REPORT_PROPERTY = "robot_retarget_report"
 
 
 @dataclass
@@ -30,26 +25,6 @@ class BakeOutcome:
     result: RetargetResult
     frames: np.ndarray  # Blender frame numbers of the keys
     keys: int
-
-
-def action_frame_range(obj: bpy.types.Object) -> tuple[int, int]:
-    """The frames an armature's action covers (its keyed range), for the bake's default."""
-    action = obj.animation_data.action if obj.animation_data else None
-    if action is None:
-        raise ValueError(f"source {obj.name!r} has no action to retarget")
-    start, end = action.frame_range
-    return int(round(start)), int(round(end))
-
-
-def bake_frame_range(scene, settings, source: bpy.types.Object) -> tuple[int, int]:
-    """The frames a bake (or contact detection) covers: the scene range or the source action's."""
-    return (scene.frame_start, scene.frame_end) if settings.use_scene_range else action_frame_range(source)
-
-
-def auto_map_objects(source: bpy.types.Object, robot: bpy.types.Object, scene) -> Mapping:
-    """Automatic chain mapping from the source's rest pose and the robot's URDF."""
-    motion = anim_io.sample_armature(source, [scene.frame_current], scene=scene)
-    return auto_map(motion, tree_from_rig(robot))
 
 
 def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mapping: Mapping,
@@ -101,14 +76,6 @@ def _settings(context):
     return context.scene.robot_retarget
 
 
-def _check_objects(settings) -> tuple[bpy.types.Object, bpy.types.Object]:
-    if settings.source is None or settings.source.type != 'ARMATURE':
-        raise ValueError("pick a source armature in the Robot tab")
-    if settings.robot is None or settings.robot.type != 'ARMATURE':
-        raise ValueError("pick a robot rig in the Robot tab (File > Import > URDF Robot)")
-    return settings.source, settings.robot
-
-
 class ROBOT_RETARGET_OT_auto_map(bpy.types.Operator):
     """Fill the chain mapping from the bones' layout and names (works on unseen robots)"""
 
@@ -116,14 +83,11 @@ class ROBOT_RETARGET_OT_auto_map(bpy.types.Operator):
     bl_label = "Auto-Map Chains"
     bl_options = {'REGISTER', 'UNDO'}
 
+    @reports_errors
     def execute(self, context):
         settings = _settings(context)
-        try:
-            source, robot = _check_objects(settings)
-            mapping = auto_map_objects(source, robot, context.scene)
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        source, robot = check_objects(settings)
+        mapping = auto_map_objects(source, robot, context.scene)
         mapping.settings = mapping_from_settings(settings).settings  # keep the user's options
         settings_from_mapping(settings, mapping)
         self.report({'INFO'}, f"Mapped {len(mapping.chains)} chains: "
@@ -138,30 +102,27 @@ class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
     bl_label = "Bake Robot Action"
     bl_options = {'REGISTER', 'UNDO'}
 
+    @reports_errors
     def execute(self, context):
         settings = _settings(context)
         wm = context.window_manager
+        source, robot = check_objects(settings)
+        if len(settings.chains) == 0:
+            automatic = auto_map_objects(source, robot, context.scene)
+            automatic.settings = mapping_from_settings(settings).settings  # keep the user's options
+            settings_from_mapping(settings, automatic)
+        mapping = mapping_from_settings(settings)
+        start, end = bake_frame_range(context.scene, settings, source)
+        wm.progress_begin(0, 100)
         try:
-            source, robot = _check_objects(settings)
-            if len(settings.chains) == 0:
-                automatic = auto_map_objects(source, robot, context.scene)
-                automatic.settings = mapping_from_settings(settings).settings  # keep the user's options
-                settings_from_mapping(settings, automatic)
-            mapping = mapping_from_settings(settings)
-            start, end = bake_frame_range(context.scene, settings, source)
-            wm.progress_begin(0, 100)
-            try:
-                contacts = bake_contacts(settings.plant_feet, source, np.arange(start, end + 1.0),
-                                         context.scene.render.fps / context.scene.render.fps_base)
-                outcome = bake_action(context.scene, source, robot, mapping, start, end,
-                                      action_name=settings.action_name or None,
-                                      replace=settings.replace_action,
-                                      progress=lambda f, m: wm.progress_update(int(100 * f)), contacts=contacts)
-            finally:
-                wm.progress_end()
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+            contacts = bake_contacts(settings.plant_feet, source, np.arange(start, end + 1.0),
+                                     context.scene.render.fps / context.scene.render.fps_base)
+            outcome = bake_action(context.scene, source, robot, mapping, start, end,
+                                  action_name=settings.action_name or None,
+                                  replace=settings.replace_action,
+                                  progress=lambda f, m: wm.progress_update(int(100 * f)), contacts=contacts)
+        finally:
+            wm.progress_end()
         for warning in outcome.result.report.get("warnings", []):
             self.report({'WARNING'}, warning)
         self.report({'INFO'}, f"{report_summary(outcome.result.report)} -> action {outcome.action.name!r}")
@@ -240,13 +201,10 @@ class ROBOT_RETARGET_OT_mapping_save(bpy.types.Operator):
         context.window_manager.fileselect_add(self)
         return {'RUNNING_MODAL'}
 
+    @reports_errors
     def execute(self, context):
-        try:
-            path = mapping_from_settings(_settings(context)).save(bpy.path.abspath(self.filepath),
-                                                                  overwrite=self.overwrite)
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        path = mapping_from_settings(_settings(context)).save(bpy.path.abspath(self.filepath),
+                                                              overwrite=self.overwrite)
         self.report({'INFO'}, f"Saved mapping to {path}")
         return {'FINISHED'}
 
@@ -265,12 +223,9 @@ class ROBOT_RETARGET_OT_mapping_load(bpy.types.Operator):
         context.window_manager.fileselect_add(self)
         return {'RUNNING_MODAL'}
 
+    @reports_errors
     def execute(self, context):
-        try:
-            mapping = Mapping.load(Path(bpy.path.abspath(self.filepath)))
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        mapping = Mapping.load(Path(bpy.path.abspath(self.filepath)))
         settings_from_mapping(_settings(context), mapping)
         self.report({'INFO'}, f"Loaded {len(mapping.chains)} chains from {self.filepath}")
         return {'FINISHED'}

@@ -1,6 +1,6 @@
 """Splice Strips: join selected NLA strips of one robot at their best posture pairs.
 
-Reads each strip's action into a core.splice.Clip, lets core/splice.py choose
+Reads each strip's action into a core.splice.join.Clip, lets core.splice choose
 the joins and make the transitions, and writes the result back as a new NLA
 track "Splice" on top: the clips as trimmed strips back to back with each
 transition as its own strip (a new action), or the whole result baked into
@@ -19,13 +19,12 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 from bpy_extras.anim_utils import action_get_channelbag_for_slot
 
-from ..core.rig import RigLayout, bone_to_root_pose, rig_layout, root_pose_to_bone
-from ..core.splice import Clip, RootMove, SpliceResult, SpliceSettings, splice
-from ..core.splice_detect import MAIN_END, MAIN_START, DetectSettings, SpliceError
-from ..core.transforms import matrix_to_quat, quat_to_matrix
+from ..core.model.rig import RigLayout, bone_to_root_pose, rig_layout, root_pose_to_bone
+from ..core.splice.join import Clip, RootMove, SpliceResult, SpliceSettings, splice
+from ..core.splice.detect import MAIN_END, MAIN_START, DetectSettings, SpliceError
+from ..core.model.transforms import matrix_to_quat, quat_to_matrix
 from . import anim_io
-from .import_urdf import tree_from_rig
-from .retarget import USER_ERRORS
+from .common import reports_errors, tree_from_rig
 
 REPORT_PROPERTY = "robot_retarget_splice"
 TRACK_NAME = "Splice"
@@ -312,14 +311,11 @@ class ROBOT_RETARGET_OT_splice_strips(bpy.types.Operator):
     bl_label = "Splice Strips"
     bl_options = {'REGISTER', 'UNDO'}
 
+    @reports_errors
     def execute(self, context):
         props = context.scene.robot_retarget_splice
-        try:
-            obj, strips = selected_strips(context.scene)
-            outcome = splice_strips(context.scene, obj, strips, props.to_settings(), bake=props.bake)
-        except (SpliceError, *USER_ERRORS) as exc:
-            self.report({'ERROR'}, str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc))
-            return {'CANCELLED'}
+        obj, strips = selected_strips(context.scene)
+        outcome = splice_strips(context.scene, obj, strips, props.to_settings(), bake=props.bake)
         for warning in outcome.warnings:
             self.report({'WARNING'}, warning)
         for join in outcome.result.joins:

@@ -1,7 +1,7 @@
 """Orient Waypoints: rotation keys at the location keys of an object or a pose bone.
 
 An IK target keyed only where it goes gets, at each of its keyed frames, the
-orientation of core.waypoints.waypoint_orientations: the first and last keys
+orientation of core.waypoints.orientations.waypoint_orientations: the first and last keys
 keep the rotation they have; the keys between blend the interpolated and the
 optimal orientation. Positions and rotations are taken in the space the keys
 live in (the parent space of an object, the rest space of a bone), where
@@ -24,15 +24,13 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProp
 from bpy_extras.anim_utils import action_get_channelbag_for_slot
 from mathutils import Euler, Matrix, Quaternion
 
-from ..core import waypoints_mechanism as mechanism
-from ..core.rig import rig_layout
-from ..core.transforms import matrix_to_quat, quat_continuous
-from ..core.urdf import URDFError
-from ..core.waypoints import euler_to_quat, quat_mul, waypoint_orientations
+from ..core.waypoints import mechanism
+from ..core.model.rig import rig_layout
+from ..core.model.transforms import matrix_to_quat, quat_continuous
+from ..core.waypoints.orientations import euler_to_quat, quat_mul, waypoint_orientations
 from . import anim_io
-from .import_urdf import tree_from_rig
+from .common import reports_errors, tree_from_rig
 
-USER_ERRORS = (ValueError, KeyError, URDFError, OSError)
 AXES = {"X": (1, 0, 0), "Y": (0, 1, 0), "Z": (0, 0, 1), "-X": (-1, 0, 0), "-Y": (0, -1, 0), "-Z": (0, 0, -1)}
 CUSTOM_SAMPLES = 7  # interior samples of the custom blend curve at r = 1/8 ... 7/8
 _ROTATION_PROPS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -325,14 +323,11 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
             robot=self.robot, tip_link=self.tip_link, objective=self.objective.lower(),
             tangent_share=self.tangent_share, use_table=self.use_table, table_resolution=self.table_resolution)
 
+    @reports_errors
     def execute(self, context):
         obj = context.object
         bone = self.bone or _active_bone(context)
-        try:
-            outcome = orient_waypoints(obj, bone, self.settings())
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
-            return {'CANCELLED'}
+        outcome = orient_waypoints(obj, bone, self.settings())
         for note in outcome.notes:
             self.report({'INFO'}, note)
         label = f"bone {bone!r}" if bone else f"object {obj.name!r}"

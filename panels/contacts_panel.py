@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bpy
 
-from ..core.contacts import SIDES
+from ..core.feet.contacts import SIDES
 from ..operators.contacts import PROPERTY, contact_channel, has_contacts
 
 

@@ -21,11 +21,11 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.bake_csv import read_bake_csv  # noqa: E402
-from core.bvh import load_bvh  # noqa: E402
-from core.kinematics import KinematicTree  # noqa: E402
-from core.transforms import quat_to_matrix  # noqa: E402
-from core.urdf import parse_urdf  # noqa: E402
+from core.motion.bake_csv import read_bake_csv  # noqa: E402
+from core.motion.bvh import load_bvh  # noqa: E402
+from core.model.kinematics import KinematicTree  # noqa: E402
+from core.model.transforms import quat_to_matrix  # noqa: E402
+from core.model.urdf import parse_urdf  # noqa: E402
 
 CLIP = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
 ROBOT = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"

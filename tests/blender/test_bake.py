@@ -53,12 +53,12 @@ def mods(extension):
         "op": mod("operators.retarget"),
         "props": mod("props"),
         "anim_io": mod("operators.anim_io"),
-        "rig": mod("core.rig"),
-        "bvh": mod("core.bvh"),
-        "retarget": mod("core.retarget"),
-        "kin": mod("core.kinematics"),
-        "urdf": mod("core.urdf"),
-        "tf": mod("core.transforms"),
+        "rig": mod("core.model.rig"),
+        "bvh": mod("core.motion.bvh"),
+        "retarget": mod("core.retarget.pipeline"),
+        "kin": mod("core.model.kinematics"),
+        "urdf": mod("core.model.urdf"),
+        "tf": mod("core.model.transforms"),
     }
 
 
@@ -136,7 +136,7 @@ def report_of(mods, action) -> dict:
 
 
 def bvh_motion(mods, path: Path, first: int, last: int):
-    """The clip read by core/bvh.py, Blender frames first..last (BVH frame f = Blender f + 1)."""
+    """The clip read by core.motion.bvh, Blender frames first..last (BVH frame f = Blender f + 1)."""
     motion = mods["bvh"].load_bvh(path).to_source_motion()
     keep = slice(first - 1, last)
     return dataclasses.replace(motion, heads=motion.heads[keep], tails=motion.tails[keep],

@@ -9,7 +9,7 @@ non-zero exit code with one line on stderr. A few more cases run in-process
 through the `extension` fixture's cli.main().
 
 The CSV and report are checked against the robot's URDF read here with
-ElementTree (not through core/urdf.py), so a reader bug cannot hide in both.
+ElementTree (not through core.model.urdf), so a reader bug cannot hide in both.
 """
 from __future__ import annotations
 
@@ -252,8 +252,8 @@ def test_csv_matches_the_baked_action(extension, clean_scene, capsys, tmp_path):
 
     name = extension.__name__
     anim_io = importlib.import_module(f"{name}.operators.anim_io")
-    rig_mod = importlib.import_module(f"{name}.core.rig")
-    tree_from_rig = importlib.import_module(f"{name}.operators.import_urdf").tree_from_rig
+    rig_mod = importlib.import_module(f"{name}.core.model.rig")
+    tree_from_rig = importlib.import_module(f"{name}.operators.common").tree_from_rig
     out, report_path = tmp_path / "tail.csv", tmp_path / "tail.json"
     code, stdout, stderr = _main(extension, capsys, "bake", "--source", WALK, "--robot", G1,
                                  "--frames", "960:", "--out", out, "--report", report_path)

@@ -3,7 +3,7 @@ bake planting what the source's channels say, and `bake --contacts` through cli.
 
 The flow is the user's: import the walk and the G1, pick them, Auto-Map,
 Detect Contacts (keys on the source), edit, Bake. The bake's keys are
-compared with core.retarget on the same frames read from the BVH file.
+compared with core.retarget.pipeline on the same frames read from the BVH file.
 """
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ def mods(extension):
     name = extension.__name__
     mod = lambda sub: importlib.import_module(f"{name}.{sub}")  # noqa: E731
     return {"ops": mod("operators.contacts"), "bake": mod("operators.retarget"), "props": mod("props"),
-            "anim_io": mod("operators.anim_io"), "rig": mod("core.rig"), "bvh": mod("core.bvh"),
-            "retarget": mod("core.retarget"), "contacts": mod("core.contacts"), "kin": mod("core.kinematics"),
-            "urdf": mod("core.urdf"), "automap": mod("core.automap"), "cli": extension.cli}
+            "anim_io": mod("operators.anim_io"), "rig": mod("core.model.rig"), "bvh": mod("core.motion.bvh"),
+            "retarget": mod("core.retarget.pipeline"), "contacts": mod("core.feet.contacts"), "kin": mod("core.model.kinematics"),
+            "urdf": mod("core.model.urdf"), "automap": mod("core.retarget.automap"), "cli": extension.cli}
 
 
 def _bake(mods, rig) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -48,7 +48,7 @@ def _bake(mods, rig) -> tuple[np.ndarray, np.ndarray, dict]:
 
 
 def _core(mods, settings, contacts):
-    """core.retarget of the same frames read from the BVH file (Blender frame f = BVH frame f - 1)."""
+    """core.retarget.pipeline of the same frames read from the BVH file (Blender frame f = BVH frame f - 1)."""
     motion = mods["bvh"].load_bvh(WALK).to_source_motion()
     keep = slice(FIRST - 1, LAST)
     motion = dataclasses.replace(motion, heads=motion.heads[keep], tails=motion.tails[keep],

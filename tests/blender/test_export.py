@@ -34,8 +34,8 @@ LAUNCHER_CHATTER = ("robot-retarget: building ", "build_extension: ")
 def mods(extension):
     name = extension.__name__
     return {sub: importlib.import_module(f"{name}.{sub}") for sub in
-            ("operators.export", "operators.anim_io", "core.playback", "core.playback_formats", "core.rig",
-             "operators.import_urdf")}
+            ("operators.export", "operators.anim_io", "core.playback", "core.playback.formats", "core.model.rig",
+             "operators.import_urdf", "operators.common")}
 
 
 def urdf_joint_names(path: Path) -> list[str]:
@@ -81,7 +81,7 @@ def bake_walk(walk_on_g1, frames=(1, 120)):
 
 
 def action_keys(mods, rig):
-    layout = mods["core.rig"].rig_layout(mods["operators.import_urdf"].tree_from_rig(rig))
+    layout = mods["core.model.rig"].rig_layout(mods["operators.common"].tree_from_rig(rig))
     channels = mods["operators.export"]._channels(layout)
     adt = rig.animation_data
     frames, values = mods["operators.anim_io"].read_channels(adt.action, adt.action_slot, channels)
@@ -99,7 +99,7 @@ def test_operator_exports_the_baked_action(clean_scene, mods, tmp_path, walk_on_
                                                     allow_violations=True)
     assert result == {'FINISHED'}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.csv", "walk.meta.json"]
-    back = mods["core.playback_formats"].read_playback(out)
+    back = mods["core.playback.formats"].read_playback(out)
     track, meta = back.track, back.metadata
     fps = clean_scene.render.fps / clean_scene.render.fps_base
     duration = (frames[-1] - frames[0]) / fps
@@ -112,7 +112,7 @@ def test_operator_exports_the_baked_action(clean_scene, mods, tmp_path, walk_on_
     linear = np.column_stack([np.interp(track.time_s, key_time, keys[:, 7 + j]) for j in range(29)])
     assert np.abs(track.q - linear).max() < 0.02
     np.testing.assert_allclose(track.q[0], keys[0, 7:], rtol=0, atol=1e-12)
-    position, rotation = mods["core.rig"].bone_to_root_pose(layout, keys[:1, :3], keys[:1, 3:7])
+    position, rotation = mods["core.model.rig"].bone_to_root_pose(layout, keys[:1, :3], keys[:1, 3:7])
     np.testing.assert_allclose(track.root_position[0], position[0], atol=1e-9)
     lower = np.array([float(j.find("limit").get("lower")) for j in ET.parse(G1).getroot().iter("joint")
                       if j.get("type") == "revolute"])
@@ -132,7 +132,7 @@ def test_operator_limits_retime_and_overwrite(clean_scene, mods, tmp_path, walk_
         bpy.ops.robot_retarget.export_playback(**strict)
     assert list(tmp_path.iterdir()) == []
     assert bpy.ops.robot_retarget.export_playback(**strict, allow_violations=True) == {'FINISHED'}
-    allowed = mods["core.playback_formats"].read_playback(out)
+    allowed = mods["core.playback.formats"].read_playback(out)
     meta = allowed.metadata
     assert meta["violations"] and meta["period_s"] == 0.005
     assert set(meta["violations"][0]) == {"joint", "kind", "time_s", "end_time_s", "samples", "value", "limit",
@@ -142,7 +142,7 @@ def test_operator_limits_retime_and_overwrite(clean_scene, mods, tmp_path, walk_
         bpy.ops.robot_retarget.export_playback(**strict, retime=True)
     assert out.read_bytes() == before
     assert bpy.ops.robot_retarget.export_playback(**strict, retime=True, overwrite=True) == {'FINISHED'}
-    retimed = mods["core.playback_formats"].read_playback(out)
+    retimed = mods["core.playback.formats"].read_playback(out)
     assert retimed.metadata["violations"] == [] and retimed.metadata["retimed_seconds_added"] > 0
     added = retimed.metadata["retimed_seconds_added"]
     assert retimed.track.duration_s == pytest.approx(allowed.track.duration_s + added, abs=0.005)
@@ -150,7 +150,7 @@ def test_operator_limits_retime_and_overwrite(clean_scene, mods, tmp_path, walk_
 
 def test_every_format_from_one_action(clean_scene, mods, tmp_path, walk_on_g1):
     rig = bake_walk(walk_on_g1, frames=(1, 60))
-    export, formats = mods["operators.export"], mods["core.playback_formats"]
+    export, formats = mods["operators.export"], mods["core.playback.formats"]
     settings = mods["core.playback"].ExportSettings(period_s=0.01, retime=True)
     tracks = {}
     for fmt, ext in formats.FORMATS.items():
@@ -231,7 +231,7 @@ def test_cli_export_of_a_saved_scene(clean_scene, mods, tmp_path, walk_on_g1):
     proc = launcher("export", "--source", scene_file, "--format", "mujoco-keyframes", "--rate", "50",
                     "--retime", "--out", out)
     assert proc.returncode == 0, proc.stderr
-    there = mods["core.playback_formats"].read_playback(out).track
+    there = mods["core.playback.formats"].read_playback(out).track
     np.testing.assert_array_equal(there.q, here.result.track.q)
     np.testing.assert_array_equal(there.root_position, here.result.track.root_position)
 
@@ -270,7 +270,7 @@ def test_cli_batch_continues_past_a_corrupt_clip(batch_folder, preset, mods, tmp
     progress = error_lines(proc.stderr)
     assert progress[0].startswith("[....") and "3/3 clips, 1 failed" in progress[-1]
     assert any(re.search(r"~\d+:\d\d left", p) for p in progress)
-    ext = mods["core.playback_formats"].FORMATS[fmt]
+    ext = mods["core.playback.formats"].FORMATS[fmt]
     assert sorted(p.name for p in out_dir.iterdir()) == [f"walk_a{ext}", f"walk_b{ext}"]
     summary = json.loads(report_path.read_text(encoding="utf-8"))
     assert (summary["succeeded"], summary["failed"], summary["workers"]) == (2, 1, workers)
@@ -279,7 +279,7 @@ def test_cli_batch_continues_past_a_corrupt_clip(batch_folder, preset, mods, tmp
     for name, frames in (("walk_a.bvh", 100), ("walk_b.bvh", 80)):
         clip = clips[name]
         assert clip["status"] == "ok" and clip["violations"] == [] and clip["rate_hz"] == 200.0
-        track = mods["core.playback_formats"].read_playback(clip["out"], fmt).track
+        track = mods["core.playback.formats"].read_playback(clip["out"], fmt).track
         assert track.samples == clip["samples"] and track.period_s == 0.005
         assert track.duration_s >= (frames - 1) / 120.01 - 0.005
 
@@ -296,7 +296,7 @@ def test_a_worker_that_dies_fails_its_clip_and_is_replaced(extension, tmp_path):
     pending, done = queue.Queue(), queue.Queue()
     for name in ("a", "b"):
         pending.put((tmp_path / f"{name}.bvh", tmp_path / f"{name}.csv"))
-    cli_batch = importlib.import_module(extension.__name__ + ".cli_batch")
+    cli_batch = importlib.import_module(extension.__name__ + ".cli.batch")
     cli_batch._feed_worker([sys.executable, "-c", crash, str(starts)], pending, done)
     results = [done.get_nowait() for _ in range(2)]
     assert [r["status"] for r in results] == ["failed", "failed"]

@@ -39,7 +39,7 @@ def test_zip_contents(extension_zip):
         assert excluded not in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
-    assert "__init__.py" in names and "cli.py" in names
+    assert "__init__.py" in names and "cli/__init__.py" in names
     assert "core/__init__.py" in names and "operators/anim_io.py" in names
     assert any(n.startswith("data/") for n in names)
 

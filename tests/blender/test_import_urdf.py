@@ -24,11 +24,12 @@ def mods(extension):
     name = extension.__name__
     return {
         "op": importlib.import_module(f"{name}.operators.import_urdf"),
-        "urdf": importlib.import_module(f"{name}.core.urdf"),
-        "kin": importlib.import_module(f"{name}.core.kinematics"),
-        "rig": importlib.import_module(f"{name}.core.rig"),
-        "meshes": importlib.import_module(f"{name}.core.meshes"),
-        "tf": importlib.import_module(f"{name}.core.transforms"),
+        "common": importlib.import_module(f"{name}.operators.common"),
+        "urdf": importlib.import_module(f"{name}.core.model.urdf"),
+        "kin": importlib.import_module(f"{name}.core.model.kinematics"),
+        "rig": importlib.import_module(f"{name}.core.model.rig"),
+        "meshes": importlib.import_module(f"{name}.core.model.meshes"),
+        "tf": importlib.import_module(f"{name}.core.model.transforms"),
     }
 
 
@@ -229,15 +230,15 @@ def test_import_function_and_tree_from_rig(clean_scene, mods, tmp_path):
                                    name="MyRobot")
     assert obj.name == "MyRobot" and warnings == []  # meshes found through package_roots
     assert len([o for o in bpy.data.objects if o.parent == obj]) == 35
-    tree = op.tree_from_rig(obj)
+    tree = mods["common"].tree_from_rig(obj)
     assert tree.joint_names == list(obj["urdf_joint_order"]) and tree.dof == 29
     copy.unlink()
     with pytest.raises(mods["urdf"].URDFError) as err:
-        op.tree_from_rig(obj)
+        mods["common"].tree_from_rig(obj)
     assert "MyRobot" in str(err.value) and str(copy) in str(err.value)
     plain = bpy.data.objects.new("Plain", None)
     with pytest.raises(mods["urdf"].URDFError, match="Plain"):
-        op.tree_from_rig(plain)
+        mods["common"].tree_from_rig(plain)
 
 
 def test_no_meshes_option_and_edit_mode_start(clean_scene, mods):

@@ -37,8 +37,8 @@ KEY_TOL = 1e-4     # rad / m: keys are float32
 def mods(extension):
     name = extension.__name__
     return {sub: importlib.import_module(f"{name}.{sub}") for sub in
-            ("operators.splice", "operators.retarget", "operators.anim_io", "core.splice", "core.rig",
-             "operators.import_urdf")}
+            ("operators.splice", "operators.retarget", "operators.anim_io", "core.splice.join", "core.model.rig",
+             "operators.import_urdf", "operators.common")}
 
 
 def _import(path: Path) -> bpy.types.Object:
@@ -75,8 +75,8 @@ def baked_strips(scene, mods):
 
 
 def joint_paths(mods, rig):
-    tree = mods["operators.import_urdf"].tree_from_rig(rig)
-    layout = mods["core.rig"].rig_layout(tree)
+    tree = mods["operators.common"].tree_from_rig(rig)
+    layout = mods["core.model.rig"].rig_layout(tree)
     return tree, layout, [(f'pose.bones["{b}"].{p}', i) for b, p, i in layout.joint_channels]
 
 
@@ -90,7 +90,7 @@ def core_result(mods, rig, strips):
     tree, layout, _ = joint_paths(mods, rig)
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     clips = [ops.strip_clip(s, layout, fps)[0] for s in strips]
-    return mods["core.splice"].splice(clips, None, tree.joint_names, tree.lower, tree.upper, tree.velocity)
+    return mods["core.splice.join"].splice(clips, None, tree.joint_names, tree.lower, tree.upper, tree.velocity)
 
 
 def test_splice_strips_on_the_nla(clean_scene, mods):

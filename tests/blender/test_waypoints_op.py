@@ -32,10 +32,10 @@ def mods(extension):
     return {
         "op": importlib.import_module(f"{name}.operators.waypoints"),
         "anim_io": importlib.import_module(f"{name}.operators.anim_io"),
-        "wp": importlib.import_module(f"{name}.core.waypoints"),
-        "mech": importlib.import_module(f"{name}.core.waypoints_mechanism"),
-        "kin": importlib.import_module(f"{name}.core.kinematics"),
-        "urdf": importlib.import_module(f"{name}.core.urdf"),
+        "wp": importlib.import_module(f"{name}.core.waypoints.orientations"),
+        "mech": importlib.import_module(f"{name}.core.waypoints.mechanism"),
+        "kin": importlib.import_module(f"{name}.core.model.kinematics"),
+        "urdf": importlib.import_module(f"{name}.core.model.urdf"),
     }
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.automap import AutoMapError, auto_map
-from core.bvh import load_bvh
-from core.kinematics import KinematicTree
-from core.mapping import Mapping
-from core.urdf import parse_urdf, parse_urdf_string
+from core.retarget.automap import AutoMapError, auto_map
+from core.motion.bvh import load_bvh
+from core.model.kinematics import KinematicTree
+from core.chains.mapping import Mapping
+from core.model.urdf import parse_urdf, parse_urdf_string
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
@@ -220,7 +220,7 @@ def test_robot_without_limbs_raises(walk, tree):
 
 def test_source_without_limbs_raises(humanoid):
     """A source that is one straight bone gives nothing to pair with the robot's limbs."""
-    from core.source import SourceMotion
+    from core.motion.source import SourceMotion
     heads = np.zeros((2, 1, 3))
     tails = heads + [0.0, 0.0, 0.5]
     stick = SourceMotion(["stick"], np.array([-1]), heads, tails, np.tile(np.eye(3), (2, 1, 1)),

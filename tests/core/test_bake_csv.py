@@ -1,4 +1,4 @@
-"""The bake CSV (core/bake_csv.py): the file other tools read after a bake.
+"""The bake CSV (core.motion.bake_csv): the file other tools read after a bake.
 
 Exact round trips (floats written with repr), the header contract, refusal
 to overwrite, atomic writes (no temporary files left, an existing file
@@ -11,8 +11,8 @@ import os
 import numpy as np
 import pytest
 
-from core.bake_csv import ROOT_COLUMNS, BakeCSVError, BakeTable, read_bake_csv, write_bake_csv
-from core.fileio import OutputError
+from core.motion.bake_csv import ROOT_COLUMNS, BakeCSVError, BakeTable, read_bake_csv, write_bake_csv
+from core.motion.fileio import OutputError
 
 JOINTS = ["left_hip_pitch_joint", "left_knee_joint", "waist_yaw_joint"]
 HEADER = ",".join(ROOT_COLUMNS + JOINTS)

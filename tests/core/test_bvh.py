@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bvh import AXIS_MAP, BVHError, load_bvh
+from core.motion.bvh import AXIS_MAP, BVHError, load_bvh
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"

@@ -1,4 +1,4 @@
-"""Contact detection (core/contacts.py) on a hand-built walk with known footfalls and on the CMU
+"""Contact detection (core.feet.contacts) on a hand-built walk with known footfalls and on the CMU
 clips, and the contacts JSON file: round trip and errors that name the file."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bvh import load_bvh
-from core.contacts import (Contacts, ContactsError, DetectSettings, detect_contacts, flags_to_intervals,
+from core.motion.bvh import load_bvh
+from core.feet.contacts import (Contacts, ContactsError, DetectSettings, detect_contacts, flags_to_intervals,
                            foot_tracks)
-from core.mapping import ChainMapping, Mapping
-from core.source import SourceMotion
+from core.chains.mapping import ChainMapping, Mapping
+from core.motion.source import SourceMotion
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
@@ -150,9 +150,9 @@ def test_foot_tracks_use_the_ankle_and_the_toe_tip():
 
 @pytest.fixture(scope="module")
 def cmu():
-    from core.automap import auto_map
-    from core.kinematics import KinematicTree
-    from core.urdf import parse_urdf
+    from core.retarget.automap import auto_map
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
 
     tree = KinematicTree(parse_urdf(ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"))
     walk = load_bvh(WALK).to_source_motion()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.filtering import bridge_nans, butterworth_lowpass, lowpass, mean_abs_jerk, moving_average
+from core.motion.filtering import bridge_nans, butterworth_lowpass, lowpass, mean_abs_jerk, moving_average
 
 FPS = 120.0
 

@@ -1,4 +1,4 @@
-"""Planted feet (core/foot_plant.py through core.retarget) on the CMU walk and hop onto the G1 and H1.
+"""Planted feet (core.feet.plant through core.retarget.pipeline) on the CMU walk and hop onto the G1 and H1.
 
 Feet are checked with the robot's own forward kinematics and the URDF's foot
 collision spheres, read here from the parsed robot, not through the module's
@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.automap import auto_map
-from core.bvh import load_bvh
-from core.contacts import Contacts, ContactsError, detect_contacts
-from core.foot_geometry import BodyPoints, contact_report, lowest_points, rigid_links
-from core.kinematics import KinematicTree
-from core.retarget import retarget
-from core.urdf import parse_urdf
+from core.retarget.automap import auto_map
+from core.motion.bvh import load_bvh
+from core.feet.contacts import Contacts, ContactsError, detect_contacts
+from core.feet.geometry import BodyPoints, contact_report, lowest_points, rigid_links
+from core.model.kinematics import KinematicTree
+from core.retarget.pipeline import retarget
+from core.model.urdf import parse_urdf
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"

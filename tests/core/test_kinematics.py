@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.kinematics import KinematicTree
-from core.urdf import parse_urdf, parse_urdf_string
+from core.model.kinematics import KinematicTree
+from core.model.urdf import parse_urdf, parse_urdf_string
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 G1 = DATA / "robots" / "g1" / "unitree_g1_29dof.urdf"

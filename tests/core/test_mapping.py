@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from core.fileio import OutputError
-from core.mapping import (PRESET_FORMAT, PRESET_VERSION, ChainMapping, Mapping, MappingError,
+from core.motion.fileio import OutputError
+from core.chains.mapping import (PRESET_FORMAT, PRESET_VERSION, ChainMapping, Mapping, MappingError,
                           RetargetSettings)
 
 

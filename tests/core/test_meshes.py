@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.meshes import MeshError, load_mesh
+from core.model.meshes import MeshError, load_mesh
 
 ROOT = Path(__file__).resolve().parents[2]
 G1_MESHES = ROOT / "data" / "robots" / "g1" / "meshes"

@@ -1,4 +1,4 @@
-"""Playback at the control cycle (core/playback.py): ticks, interpolation, limits, retime.
+"""Playback at the control cycle (core.playback): ticks, interpolation, limits, retime.
 
 A small URDF written here (two revolute joints and a prismatic one, with
 known limits) keeps every expected number checkable by hand; one test runs
@@ -14,16 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.automap import auto_map
-from core.bake_csv import BakeTable
-from core.bvh import load_bvh
-from core.kinematics import KinematicTree
-from core.playback import (ExportSettings, JointLimits, PlaybackError, PlaybackTrack, _hermite, check_limits,
-                           prepare_playback, require_within_limits, resample, sample_derivatives,
-                           slerp, squad, tick_count, tick_times)
-from core.retime import retime
-from core.retarget import retarget
-from core.urdf import parse_urdf, parse_urdf_string
+from core.retarget.automap import auto_map
+from core.motion.bake_csv import BakeTable
+from core.motion.bvh import load_bvh
+from core.model.kinematics import KinematicTree
+from core.playback.prepare import ExportSettings, prepare_playback, require_within_limits
+from core.playback.sampling import (JointLimits, PlaybackError, PlaybackTrack, _hermite, check_limits, resample,
+                                   sample_derivatives, slerp, squad, tick_count, tick_times)
+from core.playback.retime import retime
+from core.retarget.pipeline import retarget
+from core.model.urdf import parse_urdf, parse_urdf_string
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"

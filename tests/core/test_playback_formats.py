@@ -1,4 +1,4 @@
-"""Playback files (core/playback_formats.py): every format written and read back, layouts
+"""Playback files (core.playback.formats): every format written and read back, layouts
 checked with independent parsers (csv module, numpy, ElementTree, regular expressions,
 plain pickle), exact tick times as written, atomic writes and refusing to overwrite.
 """
@@ -16,12 +16,12 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from core.fileio import OutputError
-from core.kinematics import KinematicTree
-from core.playback import JointLimits, LimitViolation, PlaybackTrack
-from core.playback_formats import (FORMATS, PlaybackFormatError, PlaybackMeta, read_playback, sidecar_path,
+from core.motion.fileio import OutputError
+from core.model.kinematics import KinematicTree
+from core.playback.sampling import JointLimits, LimitViolation, PlaybackTrack
+from core.playback.formats import (FORMATS, PlaybackFormatError, PlaybackMeta, read_playback, sidecar_path,
                                    write_playback)
-from core.urdf import parse_urdf_string
+from core.model.urdf import parse_urdf_string
 
 from .test_playback import URDF
 

@@ -1,6 +1,6 @@
 """Retargeting on real data, through the public functions only.
 
-Known answers come from core.robot_source: a robot's own joint trajectory,
+Known answers come from core.motion.robot_source: a robot's own joint trajectory,
 seen as a character clip, retargeted back onto the same robot must give the
 trajectory back. The CMU walk and hop check the everyday path (auto map,
 limits, root motion, scale invariance); hand-built URDFs check chains with
@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.automap import auto_map
-from core.bvh import load_bvh
-from core.kinematics import KinematicTree
-from core.mapping import ChainMapping, Mapping, RetargetSettings
-from core.retarget import retarget
-from core.robot_source import robot_motion, tail_offsets
-from core.urdf import parse_urdf, parse_urdf_string
+from core.retarget.automap import auto_map
+from core.motion.bvh import load_bvh
+from core.model.kinematics import KinematicTree
+from core.chains.mapping import ChainMapping, Mapping, RetargetSettings
+from core.retarget.pipeline import retarget
+from core.motion.robot_source import robot_motion, tail_offsets
+from core.model.urdf import parse_urdf, parse_urdf_string
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
@@ -542,7 +542,7 @@ def test_nan_frames_are_bridged(walk, g1, walk_g1_map):
 
 
 def test_all_nan_source_is_refused(walk, g1, walk_g1_map):
-    from core.retarget import RetargetError
+    from core.retarget.pipeline import RetargetError
     short = dataclasses.replace(walk, heads=np.full_like(walk.heads[:5], np.nan), tails=walk.tails[:5],
                                 root_rotation=walk.root_rotation[:5])
     with pytest.raises(RetargetError, match="NaN"):

@@ -1,4 +1,4 @@
-"""core/rig.py: the armature layout reproduces the robot's forward kinematics."""
+"""core.model.rig: the armature layout reproduces the robot's forward kinematics."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,16 +6,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.kinematics import FIXED, KinematicTree
-from core.rig import (
+from core.model.kinematics import FIXED, KinematicTree
+from core.model.rig import (
     MIN_LENGTH,
     bone_to_root_pose,
     link_matrix_from_bone,
     rig_layout,
     root_pose_to_bone,
 )
-from core.transforms import axis_angle_to_matrix, make_transform, quat_to_matrix
-from core.urdf import parse_urdf, parse_urdf_string
+from core.model.transforms import axis_angle_to_matrix, make_transform, quat_to_matrix
+from core.model.urdf import parse_urdf, parse_urdf_string
 
 ROOT = Path(__file__).resolve().parents[2]
 ROBOTS = {

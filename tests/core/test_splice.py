@@ -1,4 +1,4 @@
-"""Splicing clips (core/splice.py, core/splice_detect.py) on built curves and on real retargets.
+"""Splicing clips (core.splice.join, core.splice.detect) on built curves and on real retargets.
 
 The built curves make every answer known in advance: the issue's worked
 example (A's end-preparatory postures at 1.8, 2.0, 2.2, 2.4 s against B's
@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.automap import auto_map
-from core.bvh import load_bvh
-from core.kinematics import KinematicTree
-from core.retarget import retarget
-from core.splice import Clip, SpliceSettings, choose_pair, pair_table, representative_speed, splice
-from core.splice_detect import (DetectSettings, Periods, SpliceError, annotate, detect_accumulated,
+from core.retarget.automap import auto_map
+from core.motion.bvh import load_bvh
+from core.model.kinematics import KinematicTree
+from core.retarget.pipeline import retarget
+from core.splice.join import Clip, SpliceSettings, choose_pair, pair_table, representative_speed, splice
+from core.splice.detect import (DetectSettings, Periods, SpliceError, annotate, detect_accumulated,
                                 detect_reversal)
-from core.transforms import quat_to_matrix
-from core.urdf import parse_urdf
+from core.model.transforms import quat_to_matrix
+from core.model.urdf import parse_urdf
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"

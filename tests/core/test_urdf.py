@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.transforms import make_transform, rpy_to_matrix
-from core.urdf import URDFError, parse_urdf, parse_urdf_string, resolve_mesh_path
+from core.model.transforms import make_transform, rpy_to_matrix
+from core.model.urdf import URDFError, parse_urdf, parse_urdf_string, resolve_mesh_path
 
 ROOT = Path(__file__).resolve().parents[2]
 G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.kinematics import KinematicTree
-from core.transforms import quat_to_matrix
-from core.urdf import parse_urdf
-from core.waypoints import (
+from core.model.kinematics import KinematicTree
+from core.model.transforms import quat_to_matrix
+from core.model.urdf import parse_urdf
+from core.waypoints.orientations import (
     blend_weights,
     euler_to_quat,
     interpolated_orientations,
@@ -18,7 +18,7 @@ from core.waypoints import (
     quat_to_euler,
     waypoint_orientations,
 )
-from core import waypoints_mechanism as mech
+from core.waypoints import mechanism as mech
 
 PANDA = Path(__file__).resolve().parents[1] / "data" / "robots" / "franka_panda.urdf"
 Z = np.array([0.0, 0.0, 1.0])

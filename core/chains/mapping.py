@@ -1,0 +1,166 @@
+"""Chain mappings and retarget settings, saved as JSON presets (data only)."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from ..motion.fileio import read_json, write_text_atomic
+
+PRESET_FORMAT = "robot_retarget.mapping"
+PRESET_VERSION = 1
+ROLES = ("spine", "leg", "foot", "arm", "hand", "head", "limb")
+SETTING_CHOICES = {
+    "objective": ("l2", "l1"),
+    "root_mode": ("follow", "in_place", "fixed"),
+    "ground": ("clip", "frame", "none"),
+    "filter": ("butterworth", "moving_average", "none"),
+}
+
+
+class MappingError(ValueError):
+    """A preset or mapping that cannot be used; the message names file and field."""
+
+
+@dataclass
+class ChainMapping:
+    """One source chain paired with one robot chain.
+
+    A chain runs from a base (the limb's first joint) to one tip, or to several
+    tips for a branched chain such as the spine (pelvis to both shoulders).
+    source_tip_tail appends the tip bone's tail (toes, hands, head ends);
+    robot_tip_offset appends a point fixed in the tip link (e.g. the toe of a
+    foot link that has no toe link). Landmarks name matching joints inside
+    the chain (knee and ankle, elbow): robot reference points are placed so
+    that these joints correspond, whatever the limb proportions. robot_start
+    names the link where the robot limb's shape begins when its first joints
+    sit on short offsets (a hip or shoulder built from three stacked joints).
+    """
+
+    name: str
+    source_base: str
+    source_tips: list[str]
+    robot_base: str
+    robot_tips: list[str]
+    role: str = "limb"
+    side: str = ""
+    source_tip_tail: bool = False
+    robot_tip_offset: list[float] | None = None
+    points: int = 0
+    tip_weight: float = 3.0
+    weight: float = 1.0
+    source_fractions: list[float] | None = None
+    robot_fractions: list[float] | None = None
+    source_landmarks: list[str] | None = None
+    robot_landmarks: list[str] | None = None
+    robot_start: str | None = None
+    enabled: bool = True
+
+
+@dataclass
+class RetargetSettings:
+    """Solver, root and filter options; stored with the preset so batch runs match the UI."""
+
+    objective: str = "l2"  # "l2" least squares or "l1" robust
+    iterations: int = 8
+    smoothness: float = 0.02  # pull toward the previous frame where the chain is redundant
+    rest_prior: float = 0.01  # weak pull toward the zero pose: one answer for every frame
+    root_mode: str = "follow"  # "follow", "in_place", or "fixed" (the robot's base never moves)
+    ground: str = "clip"  # "clip": lowest foot of the clip on z=0; "frame": every frame; "none"
+    filter: str = "butterworth"  # "butterworth", "moving_average" or "none"
+    cutoff_hz: float = 7.0
+    window: int = 5
+
+
+@dataclass
+class Mapping:
+    chains: list[ChainMapping] = field(default_factory=list)
+    source_root: str = ""
+    robot_root: str = ""
+    settings: RetargetSettings = field(default_factory=RetargetSettings)
+
+    def enabled_chains(self) -> list[ChainMapping]:
+        return [c for c in self.chains if c.enabled]
+
+    def to_dict(self) -> dict:
+        return {"format": PRESET_FORMAT, "version": PRESET_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict, origin: str = "<mapping>") -> "Mapping":
+        if not isinstance(data, dict) or data.get("format") != PRESET_FORMAT:
+            raise MappingError(f"{origin}: not a Robot Retarget mapping preset (format != {PRESET_FORMAT!r})")
+        version = data.get("version", 0)
+        if not isinstance(version, int) or version > PRESET_VERSION:
+            raise MappingError(f"{origin}: preset version {version!r} is not one this add-on reads")
+        unknown = set(data) - {"format", "version", "chains", "source_root", "robot_root", "settings"}
+        if unknown:
+            raise MappingError(f"{origin}: unknown field(s) {sorted(unknown)}")
+        if not isinstance(data.get("chains", []), list):
+            raise MappingError(f"{origin}: chains: expected a list of chains")
+        chains = [_build(ChainMapping, c, f"{origin}: chains[{i}]") for i, c in enumerate(data.get("chains", []))]
+        settings = _build(RetargetSettings, data.get("settings", {}), f"{origin}: settings")
+        for key in ("source_root", "robot_root"):
+            _check_value(data.get(key, ""), "str", f"{origin}: {key}")
+        mapping = cls(chains, data.get("source_root", ""), data.get("robot_root", ""), settings)
+        for i, c in enumerate(chains):
+            if c.role not in ROLES:
+                raise MappingError(f"{origin}: chains[{i}] ({c.name!r}).role: unknown role {c.role!r} (one of {', '.join(ROLES)})")
+        for key, allowed in SETTING_CHOICES.items():
+            if getattr(settings, key) not in allowed:
+                raise MappingError(f"{origin}: settings.{key}: {getattr(settings, key)!r} is not one of "
+                                   f"{', '.join(allowed)}")
+        return mapping
+
+    def save(self, path, overwrite: bool = False) -> Path:
+        return write_text_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n", overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path) -> "Mapping":
+        return cls.from_dict(read_json(path, MappingError, "mapping preset"), str(path))
+
+
+def _build(kind, data, origin: str):
+    """Instantiate a dataclass from JSON data, checking names and value types."""
+    if not isinstance(data, dict):
+        raise MappingError(f"{origin}: expected an object")
+    known = {f.name: f for f in fields(kind)}
+    unknown = set(data) - set(known)
+    if unknown:
+        raise MappingError(f"{origin}: unknown field(s) {sorted(unknown)}")
+    values = {}
+    for name, value in data.items():
+        values[name] = _check_value(value, known[name].type, f"{origin}.{name}")
+    try:
+        return kind(**values)
+    except TypeError as exc:
+        raise MappingError(f"{origin}: {exc}") from None
+
+
+def _check_value(value, annotation: str, where: str):
+    ann = str(annotation)
+    if value is None and "None" in ann:
+        return None
+    if ann.startswith("list[str]"):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise MappingError(f"{where}: expected a list of names")
+        return list(value)
+    if ann.startswith("list[float]"):
+        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in value):
+            raise MappingError(f"{where}: expected a list of numbers")
+        return [float(v) for v in value]
+    if ann == "bool":
+        if not isinstance(value, bool):
+            raise MappingError(f"{where}: expected true or false")
+        return value
+    if ann in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise MappingError(f"{where}: expected a number")
+        if ann == "int" and value != int(value):
+            raise MappingError(f"{where}: expected a whole number")
+        return int(value) if ann == "int" else float(value)
+    if ann.startswith("str"):  # "str" or "str | None" (None handled above)
+        if not isinstance(value, str):
+            raise MappingError(f"{where}: expected text")
+        return value
+    raise MappingError(f"{where}: unsupported value")

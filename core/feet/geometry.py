@@ -1,0 +1,212 @@
+"""Where a robot touches the ground: points of its bodies, and the contact figures of a bake.
+
+A body is a link with every link fixed to it; its points come from the
+URDF's collision geometry (sphere centres with their radius, box corners,
+cylinder rims, convex-hull vertices of meshes), or from the visual geometry
+when a body has no collision geometry at all. The lowest point of a body is
+min(z - radius) over its points in world space.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .contacts import Contacts
+from ..model.kinematics import FIXED, KinematicTree
+from ..model.meshes import MeshError, load_mesh
+from ..model.urdf import Geometry, resolve_mesh_path
+
+SLIDE_SPEED_M_S = 0.1  # a contact interval slides when its foot moves faster than this
+PENETRATION_M = 0.02  # a frame penetrates when a foot point is this far below the ground
+ON_GROUND_M = 0.01  # a foot is on the ground when its lowest point is at most this high
+PIVOT_SOFTNESS_M = 0.003  # points within a few millimetres of the lowest share the contact
+_RIM_POINTS = 12
+
+
+@dataclass
+class BodyPoints:
+    """Points of one rigid body in the frame of its link, metres; radius 0 except spheres."""
+
+    link: int
+    points: np.ndarray  # (K, 3)
+    radius: np.ndarray  # (K,)
+
+    def world(self, pose: np.ndarray) -> np.ndarray:
+        """Points (F, K, 3) for link poses (F, 4, 4)."""
+        return np.einsum("fij,kj->fki", pose[:, :3, :3], self.points) + pose[:, None, :3, 3]
+
+    def lowest(self, pose: np.ndarray) -> np.ndarray:
+        """Height (F,) of the body's lowest point."""
+        z = np.einsum("fj,kj->fk", pose[:, 2, :3], self.points) + pose[:, 2, 3:4]
+        return (z - self.radius).min(axis=1)
+
+
+def rigid_links(tree: KinematicTree, link: int) -> list[int]:
+    """`link` and every link attached below it by fixed joints only."""
+    out = [link]
+    for i in range(len(tree.link_names)):
+        if tree.parent[i] in out and tree.kind[i] == FIXED:
+            out.append(i)
+    return out
+
+
+def body_points(tree: KinematicTree, link: int) -> BodyPoints:
+    """The body's collision points (else its visual points, else its origin) in `link`'s frame."""
+    links = rigid_links(tree, link)
+    zero = tree.zero_pose()
+    to_link = np.linalg.inv(zero[link])
+    for kind in ("collisions", "visuals"):
+        pts, rad = [], []
+        for i in links:
+            offset = to_link @ zero[i]
+            for geom in getattr(tree.robot.links[tree.link_names[i]], kind):
+                p, r = _geometry_points(geom, tree.robot.source_path)
+                pts.append(p @ offset[:3, :3].T + offset[:3, 3])
+                rad.append(r)
+        if pts and sum(len(p) for p in pts):
+            return BodyPoints(link, np.concatenate(pts), np.concatenate(rad))
+    return BodyPoints(link, np.zeros((1, 3)), np.zeros(1))
+
+
+def _geometry_points(geom: Geometry, urdf_path) -> tuple[np.ndarray, np.ndarray]:
+    """Points (K, 3) and radii (K,) of one shape, in its link's frame."""
+    if geom.kind == "sphere":
+        local, radius = np.zeros((1, 3)), np.array([geom.radius or 0.0])
+    elif geom.kind == "box":
+        half = np.asarray(geom.size, float) / 2
+        signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+        local, radius = signs * half, np.zeros(8)
+    elif geom.kind == "cylinder":
+        angle = np.linspace(0, 2 * np.pi, _RIM_POINTS, endpoint=False)
+        ring = np.column_stack([np.cos(angle), np.sin(angle), np.zeros_like(angle)]) * (geom.radius or 0.0)
+        ends = [ring + [0, 0, s * (geom.length or 0.0) / 2] for s in (-1, 1)]
+        local = np.concatenate(ends)
+        radius = np.zeros(len(local))
+    else:
+        path = resolve_mesh_path(geom.filename or "", urdf_path) if urdf_path is not None else None
+        local = _hull(str(path), os.stat(path).st_mtime_ns) if path is not None else np.zeros((0, 3))
+        local = local * np.asarray(geom.scale, float)
+        radius = np.zeros(len(local))
+    return local @ geom.origin[:3, :3].T + geom.origin[:3, 3], radius
+
+
+@functools.lru_cache(maxsize=256)
+def _hull(path: str, mtime_ns: int) -> np.ndarray:
+    """Convex-hull vertices of a mesh file (empty if unreadable): all a ground test needs."""
+    try:
+        verts, _ = load_mesh(Path(path))
+    except MeshError:
+        return np.zeros((0, 3))
+    if len(verts) < 5:
+        return verts
+    try:
+        from scipy.spatial import ConvexHull
+
+        return verts[ConvexHull(verts).vertices]
+    except Exception:  # flat or degenerate meshes: every vertex is a candidate
+        return verts
+
+
+def sole_indices(body: BodyPoints, flat_rotation: np.ndarray, tolerance: float = 0.01) -> np.ndarray:
+    """Points that touch a flat floor when the foot link has `flat_rotation` (its zero pose)."""
+    z = body.points @ flat_rotation[2] - body.radius
+    return np.flatnonzero(z <= z.min() + tolerance)
+
+
+class Bodies:
+    """Body points of a robot's links, built on first use (meshes are read once)."""
+
+    def __init__(self, tree: KinematicTree):
+        self.tree, self._cache = tree, {}
+
+    def __call__(self, link: int) -> BodyPoints:
+        if link not in self._cache:
+            self._cache[link] = body_points(self.tree, link)
+        return self._cache[link]
+
+
+def lowest_points(tree: KinematicTree, q: np.ndarray, root: np.ndarray, skip: set[int],
+                  bodies: Bodies | None = None, near_m: float = 0.4) -> np.ndarray:
+    """Lowest point (F,) of every body except those whose link is in `skip`.
+
+    Bodies whose link origin never comes within `near_m` of the ground are not
+    looked at (nor their meshes read): they cannot touch it.
+    """
+    bodies = bodies or Bodies(tree)
+    world = tree.forward(q, root)
+    lowest = np.full(len(q), np.inf)
+    for link in range(len(tree.link_names)):
+        if link in skip or (link > 0 and tree.kind[link] == FIXED) or world[:, link, 2, 3].min() > near_m:
+            continue
+        near = np.flatnonzero(world[:, link, 2, 3] <= near_m)
+        lowest[near] = np.minimum(lowest[near], bodies(link).lowest(world[near, link]))
+    return lowest
+
+
+def contact_report(feet: dict[str, BodyPoints], poses: dict[str, np.ndarray], contacts: Contacts | None,
+                   fps: float) -> dict:
+    """foot_slide_pct, foot_slide_mean_m_s, ground_penetration_pct, contact_preserved_pct.
+
+    poses: world pose (F, 4, 4) of each foot link. Slide is the horizontal
+    speed of the foot's lowest point, as a point fixed in the foot (so the
+    foot rolling over its heel or toe is not a slide); an interval slides when
+    its mean speed exceeds SLIDE_SPEED_M_S. Penetration counts frames whose
+    lowest foot point is more than PENETRATION_M below the ground; a contact
+    frame is preserved when the robot foot's lowest point is at most
+    ON_GROUND_M above it.
+    """
+    frames = len(next(iter(poses.values()))) if poses else 0
+    lowest = np.full(frames, np.inf)
+    speeds, sliding, intervals, preserved, total = [], 0, 0, 0, 0
+    for side, body in feet.items():
+        pose = poses[side]
+        low = body.lowest(pose)
+        lowest = np.minimum(lowest, low)
+        if contacts is None or side not in contacts.feet:
+            continue
+        speed = _contact_point_speed(body, pose, fps)
+        for start, end in contacts.intervals(side):
+            span = speed[start:max(end - 1, start + 1)]
+            speeds.append(span)
+            sliding += int(span.mean() > SLIDE_SPEED_M_S)
+            intervals += 1
+        down = contacts.feet[side]
+        preserved += int((low[down] <= ON_GROUND_M).sum())
+        total += int(down.sum())
+    allspeed = np.concatenate(speeds) if speeds else np.zeros(0)
+    return {
+        "foot_slide_pct": 100.0 * sliding / intervals if intervals else 0.0,
+        "foot_slide_mean_m_s": float(allspeed.mean()) if allspeed.size else 0.0,
+        "ground_penetration_pct": float(100.0 * np.mean(lowest < -PENETRATION_M)) if frames else 0.0,
+        "contact_preserved_pct": 100.0 * preserved / total if total else 100.0,
+    }
+
+
+def pivot_weights(height: np.ndarray) -> np.ndarray:
+    """Soft choice (..., K) of the lowest points: weights sum to 1, near-ties share.
+
+    A flat foot stands on all its sole points (its centre), a rolling foot on
+    its heel or toe edge.
+    """
+    w = np.exp(-(height - height.min(axis=-1, keepdims=True)) / PIVOT_SOFTNESS_M)
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def _contact_point_speed(body: BodyPoints, pose: np.ndarray, fps: float) -> np.ndarray:
+    """Horizontal speed (F,) of the point the foot stands on, from each frame to the next.
+
+    The point is fixed in the foot (pivot_weights at the first frame), so a
+    foot rolling over its toe or turning about the point it stands on does
+    not count as sliding.
+    """
+    if len(pose) < 2:
+        return np.zeros(len(pose))
+    pts = body.world(pose)  # (F, K, 3)
+    weights = pivot_weights(pts[:-1, :, 2] - body.radius)
+    step = np.einsum("fk,fki->fi", weights, pts[1:, :, :2] - pts[:-1, :, :2])
+    speed = np.linalg.norm(step, axis=1) * fps
+    return np.append(speed, speed[-1])

@@ -1,0 +1,445 @@
+"""Feet that stay planted: the root and the legs solved again around the source's foot contacts.
+
+Runs after the chains are solved and filtered (q never depends on the root's
+position, so the chain shapes are kept):
+
+1. Root. Horizontally the root moves so that a planted foot stays where it
+   is (the stance foot carries the body, as in walking); in flight it keeps
+   the source's velocity, and a slow pull keeps the source's travel.
+   Vertically it takes the lowest height at which every planted foot
+   reaches the ground, smoothed, and carried across flights.
+2. Foot targets (core.feet.targets). A contact's first frame fixes the
+   foot's position and heading, laid flat; during the contact the foot
+   tilts only when the source's does (heel strike, toe-off), rolling over
+   its heel or toe; before and after, the targets blend from and back to
+   the free foot.
+3. Legs. Each leg is solved again for its foot targets (heavily weighted
+   sole points, a 6D pose), its chain shape, no foot point below the
+   ground, and a weak pull toward its unplanted solution, inside the joint
+   limits and velocity limits.
+4. Bodies that are not feet (knees, hands) may touch the ground but are
+   lifted out of it by raising the root.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.ndimage import maximum_filter1d
+
+from ..chains.points import RobotChain, RobotPath
+from .contacts import Contacts
+from ..motion.filtering import butterworth_lowpass
+from .geometry import (BodyPoints, Bodies, body_points, lowest_points, pivot_weights, rigid_links,
+                            sole_indices)
+from .targets import FootFrames, foot_goals, free_sole
+from ..model.kinematics import KinematicTree
+from ..chains.solver import ChainKinematics, rate_limit
+
+
+SINK_TOLERANCE_M = 0.01
+
+
+@dataclass
+class PlantSettings:
+    """How strongly and how smoothly feet are planted (times in seconds, angles in degrees)."""
+
+    blend_s: float = 0.1  # targets blend in before a contact and out after it
+    flat_deg: float = 8.0  # foot tilts up to this (from its stance tilt) count as flat
+    turn_deg: float = 4.0  # a planted foot keeps its heading until the source turns it further
+    foot_weight: float = 300.0  # sole points vs the chain shape (shape tip weight is ~3)
+    prior: float = 0.02  # pull toward the unplanted joint angles
+    iterations: int = 12
+    track_iterations: int = 5  # per re-solve of a frame that jumped, from its predecessor
+    smooth_hz: float = 3.0  # root height changes are smoothed below this
+    drift_hz: float = 0.05  # the root drifts back to the source's travel below this
+    float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
+    max_change_rad: float = 0.5  # no joint moves further from its unplanted angle (no branch flips)
+    passes: int = 3  # solve passes; each moves the root toward feet that missed their goals
+    ground_weight: float = 10.0  # a foot point below the ground, against one off its goal
+    pivot_weight: float = 10.0  # the point a planted foot stands on, against its other sole points
+    reach_gain: float = 0.5  # share of a planted foot's horizontal miss the root moves toward it
+
+
+@dataclass
+class Leg:
+    """One leg as planting needs it: its chain solve, and its foot as points."""
+
+    side: str
+    kin: ChainKinematics  # chain-shape kinematics (points relative to the chain origin)
+    targets: np.ndarray  # (F, M, 3) chain-shape targets, metres, relative to the chain origin
+    weights: np.ndarray  # (M,) chain-shape weights (1/length² included)
+    anchor: int  # link carrying the chain, -1 for the root
+    foot: BodyPoints  # the foot body's points in the foot link frame
+    sole: np.ndarray  # indices of foot points on a flat floor
+    flat: np.ndarray  # (3, 3) foot link rotation standing flat (its zero pose)
+    foot_kin: ChainKinematics  # the foot points, relative to the hip joint (which no leg joint moves)
+    length: float  # leg length, metres
+
+    @classmethod
+    def build(cls, tree: KinematicTree, side: str, kin: ChainKinematics, targets: np.ndarray,
+              weights: np.ndarray, anchor: int) -> "Leg":
+        chain = kin.chain
+        link = int(chain.paths[0].tip_local[0])
+        foot = body_points(tree, link)
+        flat = tree.zero_pose()[link, :3, :3]
+        path = RobotPath(chain.paths[0].links, np.full(len(foot.points), link), foot.points, 1.0,
+                         (link, foot.points[0]))
+        foot_chain = RobotChain(f"{chain.name}_foot", chain.anchor, chain.links, [path], chain.variables,
+                                (chain.links[0], np.zeros(3)))
+        return cls(side, kin, targets, weights, anchor, foot, sole_indices(foot, flat), flat,
+                   ChainKinematics.build(tree, foot_chain), float(chain.paths[0].length))
+
+    @property
+    def link(self) -> int:
+        return self.foot.link
+
+
+@dataclass
+class PlantResult:
+    q: np.ndarray  # (F, n) joint positions
+    root_position: np.ndarray  # (F, 3) metres
+    lifted_m: float  # how far bodies other than the feet lifted the root at most, metres
+
+
+def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np.ndarray,
+               root_pos: np.ndarray, contacts: Contacts, fps: float,
+               settings: PlantSettings | None = None) -> PlantResult | None:
+    """Solve root and legs so that feet in contact stay put; None when no leg has a contact."""
+    settings = settings or PlantSettings()
+    legs = [leg for leg in legs if leg.side in contacts.feet and contacts.feet[leg.side].any()]
+    if not legs:
+        return None
+    flags = {leg.side: contacts.feet[leg.side] for leg in legs}
+    frames = {leg.side: FootFrames.measure(tree, leg, q, root_rot, flags[leg.side], settings) for leg in legs}
+    root = _root(root_pos, frames, flags, fps, settings)
+    goals = {leg.side: foot_goals(leg, frames[leg.side], _transforms(root_rot, root), flags[leg.side], fps,
+                                  settings) for leg in legs}
+    check = _Check(tree, legs, Bodies(tree), settings)
+    q_out = q
+    for done in range(1, settings.passes + 1):
+        world = _transforms(root_rot, root)
+        q_out = _solve_legs(tree, legs, q, q_out, world, frames, goals, fps, settings)
+        move = check.root_change(q_out, world, goals) if done < settings.passes else None
+        if move is None:
+            break
+        root += _smooth_change(move, fps, settings)
+    depth = check.body_depth(q_out, _transforms(root_rot, root))
+    lift = np.maximum(_envelope(depth, fps, settings), depth) if depth.max() >= 1e-3 else 0.0 * depth
+    root[:, 2] += lift  # the last word: nothing passes through the ground
+    return PlantResult(q_out, root, float(lift.max(initial=0.0)))
+
+
+def _solve_legs(tree, legs: list[Leg], q, guess, world, frames: dict, goals: dict, fps: float,
+                settings: PlantSettings) -> np.ndarray:
+    """q with every leg solved again for its foot goals (starting from `guess`), inside
+    velocity limits."""
+    out = q.copy()
+    for leg in legs:
+        points, active = goals[leg.side].at(free_sole(leg, frames[leg.side], world))
+        _solve_leg(tree, leg, out, guess, world, points, goals[leg.side].weight, active, fps, settings)
+    return rate_limit(out, np.minimum(tree.velocity / fps, 0.35))
+
+
+class _Check:
+    """What is left to fix after a pass: feet off their goals, bodies under the ground."""
+
+    def __init__(self, tree, legs: list[Leg], bodies: Bodies, settings: PlantSettings):
+        self.tree, self.legs, self.bodies, self.settings = tree, legs, bodies, settings
+        self.feet = {i for leg in legs for i in rigid_links(tree, leg.link)}
+
+    def body_depth(self, q, world) -> np.ndarray:
+        """How deep (F,) the lowest body other than the feet is below the ground (0 if above)."""
+        depth = np.clip(-lowest_points(self.tree, q, world, self.feet, self.bodies), 0.0, None)
+        depth[~np.isfinite(depth)] = 0.0
+        return depth
+
+    def root_change(self, q, world, goals: dict) -> np.ndarray | None:
+        """Root move (F, 3) that brings planted feet to their goals and bodies out of the
+        ground: up where something sinks, down where a foot floats, sideways toward an
+        unreachable foot; None when nothing is off by more than `float_m`."""
+        up = self.body_depth(q, world)
+        down = np.zeros(len(q))
+        reach, count = np.zeros((len(q), 2)), np.zeros(len(q))
+        for leg in self.legs:
+            planted = goals[leg.side].weight >= 1.0
+            pose = self.tree.link_transform(q, leg.link, world)
+            # a foot the leg could not keep above ground (an edge a few mm down is a tilt the leg
+            # cannot undo, e.g. without ankle roll: not worth lifting the other foot off for)
+            up = np.maximum(up, -leg.foot.lowest(pose) - SINK_TOLERANCE_M)
+            pts = leg.foot.world(pose)[:, leg.sole]
+            goal = goals[leg.side].planted
+            w = pivot_weights(goal[..., 2] - leg.foot.radius[leg.sole])
+            miss = np.einsum("fs,fsi->fi", w, goal - pts) * planted[:, None]
+            up, down = np.maximum(up, -miss[:, 2]), np.maximum(down, miss[:, 2])
+            reach += miss[:, :2]
+            count += planted
+        limit = self.settings.float_m
+        if max(up.max(), down.max(), np.abs(reach).max()) <= limit:
+            return None
+        vertical = np.where(up > limit, up, np.where(down > limit, -down, 0.0))
+        gain = self.settings.reach_gain
+        return np.column_stack([gain * reach / np.maximum(count, 1.0)[:, None], vertical])
+
+
+def _smooth_change(move: np.ndarray, fps: float, settings: PlantSettings) -> np.ndarray:
+    """A root change smoothed over time; vertical moves keep their peaks (a short miss at a
+    lift-off needs its full correction), up wins where both are asked for."""
+    out = butterworth_lowpass(move, fps, settings.smooth_hz, order=2)
+    up, down = np.clip(move[:, 2], 0.0, None), np.clip(-move[:, 2], 0.0, None)
+    out[:, 2] = -np.maximum(_envelope(down, fps, settings), down) if down.max(initial=0.0) > 0 else 0.0
+    if up.max(initial=0.0) > 0:
+        out[:, 2] = np.maximum(out[:, 2], np.maximum(_envelope(up, fps, settings), up))
+    return out
+
+
+def _transforms(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    out = np.zeros(rot.shape[:-2] + (4, 4))
+    out[..., :3, :3], out[..., :3, 3], out[..., 3, 3] = rot, pos, 1.0
+    return out
+
+
+# ----------------------------------------------------------------------- root ---
+
+def _root(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:
+    """Root positions (F, 3): horizontally carried by planted feet, vertically on the ground."""
+    out = plain.copy()
+    out[:, :2] = _root_xy(plain[:, :2], frames, flags, fps, settings)
+    out[:, 2] = _root_z(plain[:, 2], frames, flags, fps, settings)
+    return out
+
+
+def _root_xy(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:
+    """Integrate the root's velocity: minus the planted feet's, the source's in flight."""
+    n = len(plain)
+    if n < 2:
+        return plain.copy()
+    carried, count = np.zeros((n - 1, 2)), np.zeros(n - 1)
+    for side, foot in frames.items():
+        held = (flags[side][:-1] & flags[side][1:]).astype(float)
+        carried -= held[:, None] * foot.pivot_step
+        count += held
+    share = np.minimum(count, 1.0)[:, None]
+    velocity = share * carried / np.maximum(count, 1.0)[:, None] + (1.0 - share) * np.diff(plain, axis=0)
+    xy = plain[0] + np.concatenate([np.zeros((1, 2)), np.cumsum(velocity, axis=0)])
+    return xy + butterworth_lowpass(plain - xy, fps, settings.drift_hz, order=2)
+
+
+def _root_z(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:
+    """The lowest root height that puts each planted foot on the ground, smoothed from above.
+
+    Lower is always reachable (a knee bends), higher may not be: the smoothed
+    curve is pushed down until it is nowhere above what a planted foot needs.
+    """
+    want = np.full(len(plain), np.inf)
+    for side, foot in frames.items():
+        want = np.where(flags[side], np.minimum(want, foot.root_height), want)
+    down = np.isfinite(want)
+    keys = np.flatnonzero(down)
+    offset = np.interp(np.arange(len(plain)), keys, (want - plain)[keys])
+    smooth = butterworth_lowpass(offset, fps, settings.smooth_hz, order=2)
+    for _ in range(4):
+        excess = np.where(down, smooth - offset, 0.0).clip(min=0.0)
+        if excess.max(initial=0.0) < 1e-4:
+            break
+        smooth -= _envelope(excess, fps, settings)
+    return plain + smooth
+
+
+def _envelope(excess: np.ndarray, fps: float, settings: PlantSettings) -> np.ndarray:
+    """A smooth bump (F,) at least as high as `excess` where it is large."""
+    width = max(1, int(round(2 * settings.blend_s * fps)) | 1)
+    wide = maximum_filter1d(excess, width, mode="nearest")
+    return np.maximum(butterworth_lowpass(wide, fps, settings.smooth_hz, order=2), 0.0) * 1.1
+
+
+# ------------------------------------------------------------------------ legs ---
+
+def _solve_leg(tree: KinematicTree, leg: Leg, q: np.ndarray, guess: np.ndarray, world: np.ndarray,
+               points: np.ndarray, weight: np.ndarray, active: np.ndarray, fps: float,
+               settings: PlantSettings) -> None:
+    """Move the leg's columns of q (the unplanted solution) toward its sole goals `points`
+    (F, S, 3) weighted by `weight` (F,), starting from `guess`, in place, on the `active`
+    frames only."""
+    rows = np.flatnonzero(active)
+    if len(rows) == 0:
+        return
+    cols = leg.kin.columns
+    anchor = world if leg.anchor < 0 else tree.link_transform(q, leg.anchor, world)
+    hip = tree.link_transform(q, leg.kin.chain.links[0], world)[:, :3, 3]
+    start = np.clip(q[rows][:, cols], tree.lower[cols], tree.upper[cols])
+    problem = _LegProblem(tree, leg, rows, q[rows], anchor[rows], hip[rows], points[rows], weight[rows], start,
+                          settings)
+    init = np.clip(guess[rows][:, cols], problem.lower, problem.upper)
+    x, cost = problem.solve(init, np.arange(len(rows)), settings.iterations)
+    max_step = np.minimum(tree.velocity[cols] / fps, 0.35)
+    q[rows[:, None], cols] = _track(problem, x, cost, rows, max_step, settings.track_iterations)
+
+
+def _track(problem: "_LegProblem", x: np.ndarray, cost: np.ndarray, frames: np.ndarray,
+           max_step: np.ndarray, iterations: int, horizon: int = 40) -> np.ndarray:
+    """Frames whose solution jumps away from the frame before are solved again starting
+    from that frame's, so a leg stays on one branch instead of flipping between two."""
+    x, cost = x.copy(), cost.copy()
+    follows = np.flatnonzero(np.diff(frames) == 1) + 1  # local rows whose frame directly follows the row before
+    for _ in range(horizon):
+        jump = follows[(np.abs(x[follows] - x[follows - 1]) > max_step).any(axis=1)]
+        if len(jump) == 0:
+            break
+        trial, t_cost = problem.solve(x[jump - 1], jump, iterations)
+        closer = (np.abs(trial - x[jump - 1]) / max_step).max(1) < (np.abs(x[jump] - x[jump - 1]) / max_step).max(1)
+        keep = closer & (t_cost <= 2.0 * cost[jump] + 1e-6)
+        if not keep.any():
+            break
+        x[jump[keep]], cost[jump[keep]] = trial[keep], t_cost[keep]
+    return x
+
+
+class _LegProblem:
+    """Residuals of one leg over the frames that need solving: shape, sole pose, ground, prior."""
+
+    def __init__(self, tree, leg: Leg, frames, q, anchor, hip, points, weight, start, settings: PlantSettings):
+        """Everything indexed by `frames` (absolute frame numbers), in order."""
+        self.tree, self.leg, self.q, self.anchor, self.hip = tree, leg, q.copy(), anchor, hip
+        self.shape_targets = leg.targets[frames]
+        self.shape_w = np.sqrt(leg.weights)[None, :, None]
+        scale = settings.foot_weight / leg.length ** 2
+        self.goal = points - hip[:, None]  # sole goals relative to the hip joint
+        self.goal_w = np.sqrt(scale * weight)[:, None, None]
+        # the point the goal stands on, weighted more: where the 6D pose cannot be met
+        # (a leg without ankle roll), the foot gives in on its tilt, not on its place
+        self.pivot = pivot_weights(points[..., 2] - leg.foot.radius[leg.sole])
+        self.pivot_goal = np.einsum("fs,fsi->fi", self.pivot, self.goal)
+        self.pivot_w = np.sqrt(settings.pivot_weight * scale * weight)[:, None]
+        self.ground_w = np.sqrt(settings.ground_weight * scale)
+        self.start, self.prior = start, np.sqrt(settings.prior)
+        cols = leg.kin.columns  # bounds: joint limits, and no flip far from the unplanted angles
+        self.lower = np.maximum(tree.lower[cols], start - settings.max_change_rad)
+        self.upper = np.minimum(tree.upper[cols], start + settings.max_change_rad)
+
+    def residuals(self, x: np.ndarray, rows: np.ndarray):
+        """(r (n, R), J (n, R, V)) for the variables x (n, V) of frames `rows` (local indices)."""
+        q = self.q[rows]
+        q[:, self.leg.kin.columns] = x
+        pts, jac = self.leg.kin.evaluate(self.tree, self.anchor[rows], q, True)
+        feet, fjac = self.leg.foot_kin.evaluate(self.tree, self.anchor[rows], q, True)
+        n, nvar = x.shape
+        parts = [((pts - self.shape_targets[rows]) * self.shape_w).reshape(n, -1)]
+        jparts = [(jac * self.shape_w[..., None]).reshape(n, -1, nvar)]
+        sole, sjac = feet[:, self.leg.sole], fjac[:, self.leg.sole]
+        w = self.goal_w[rows]
+        parts.append(((sole - self.goal[rows]) * w).reshape(n, -1))
+        jparts.append((sjac * w[..., None]).reshape(n, -1, nvar))
+        pw, pivot = self.pivot_w[rows], self.pivot[rows]
+        parts.append((np.einsum("fs,fsi->fi", pivot, sole) - self.pivot_goal[rows]) * pw)
+        jparts.append(np.einsum("fs,fsiv->fiv", pivot, sjac) * pw[..., None])
+        height = feet[..., 2] + self.hip[rows, 2][:, None] - self.leg.foot.radius
+        below = height < 0.0
+        parts.append(np.where(below, height, 0.0) * self.ground_w)
+        jparts.append(np.where(below[..., None], fjac[:, :, 2], 0.0) * self.ground_w)
+        parts.append((x - self.start[rows]) * self.prior)
+        jparts.append(np.broadcast_to(np.eye(nvar) * self.prior, (n, nvar, nvar)))
+        return np.concatenate(parts, axis=1), np.concatenate(jparts, axis=1)
+
+    def solve(self, x: np.ndarray, rows: np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray]:
+        """Projected Levenberg-Marquardt from x (len(rows), V), every frame its own problem,
+        all at once; returns the solution and its cost per frame."""
+        x = x.copy()
+        lower, upper = self.lower[rows], self.upper[rows]
+        res, jac = self.residuals(x, rows)
+        cost = (res ** 2).sum(1)
+        lam = np.full(len(x), 1e-3)
+        eye = np.eye(x.shape[1])
+        active = np.arange(len(x))
+        for _ in range(iterations):
+            if len(active) == 0:
+                break
+            j, r = jac[active], res[active]
+            hess = j.transpose(0, 2, 1) @ j
+            grad = (j.transpose(0, 2, 1) @ r[..., None])[..., 0]
+            diag = np.einsum("fii->fi", hess)
+            step = -np.linalg.solve(hess + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6)),
+                                    grad[..., None])[..., 0]
+            before = x[active]
+            trial = np.clip(before + step, lower[active], upper[active])
+            t_res, t_jac = self.residuals(trial, rows[active])
+            t_cost = (t_res ** 2).sum(1)
+            better = t_cost < cost[active]
+            won = active[better]
+            x[won], res[won], jac[won], cost[won] = trial[better], t_res[better], t_jac[better], t_cost[better]
+            lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10, 1e7))
+            moving = np.abs(trial - before).max(axis=1) > 1e-5
+            active = active[(moving | ~better) & (lam[active] < 1e6)]
+        return x, cost
+
+
+# --------------------------------------------------------------- entry points ---
+
+def resolve_contacts(contacts, motion, mapping, warnings: list[str]) -> Contacts | None:
+    """The contacts a bake plants: None or "off" none; "auto" detected from the clip;
+    a Contacts or {side: bool array (F,)} as given (its frames must be the clip's)."""
+    from .contacts import ContactsError, detect_contacts
+
+    if contacts is None or (isinstance(contacts, str) and contacts == "off"):
+        return None
+    if isinstance(contacts, str):
+        if contacts != "auto":
+            raise ContactsError(f"contacts: {contacts!r} is not 'auto', 'off' or contact arrays")
+        try:
+            return detect_contacts(motion, mapping)
+        except ContactsError as exc:
+            warnings.append(f"feet not planted: {exc}")
+            return None
+    if not isinstance(contacts, Contacts):
+        contacts = Contacts(dict(contacts), motion.fps)
+    if contacts.feet and contacts.frames != motion.frames:
+        raise ContactsError(f"contacts: {contacts.frames} frames, but the clip has {motion.frames}")
+    return contacts
+
+
+def contact_figures(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root: np.ndarray,
+                    contacts: Contacts | None, fps: float) -> dict:
+    """The report's foot figures (core.feet.geometry.contact_report); None where not measurable."""
+    from .geometry import contact_report
+
+    keys = ("foot_slide_pct", "foot_slide_mean_m_s", "ground_penetration_pct", "contact_preserved_pct")
+    if not legs:
+        return dict.fromkeys(keys)
+    feet = {leg.side: leg.foot for leg in legs}
+    poses = {leg.side: tree.link_transform(q, leg.link, root) for leg in legs}
+    figures = contact_report(feet, poses, contacts, fps)
+    if contacts is None:
+        figures.update(foot_slide_pct=None, foot_slide_mean_m_s=None, contact_preserved_pct=None)
+    return figures
+
+
+def cancel_residual_slide(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np.ndarray,
+                          root_pos: np.ndarray, contacts: Contacts, fps: float,
+                          drift_hz: float = 0.1) -> np.ndarray:
+    """Root positions (F, 3) shifted horizontally so planted contact points stop creeping.
+
+    Smoothing the legs lets a planted foot creep by millimetres per frame; moving
+    the whole body back by the creep of the feet that are down (their mean when
+    both are) removes it without touching a joint. The running correction is
+    high-passed at `drift_hz` so the robot still travels as far as the source.
+    """
+    world = _transforms(root_rot, root_pos)
+    steps, down = [], []
+    for leg in legs:
+        flags = contacts.feet.get(leg.side)
+        if flags is None:
+            continue
+        pts = leg.foot.world(tree.link_transform(q, leg.link, world))  # (F, K, 3)
+        weights = pivot_weights(pts[:-1, :, 2] - leg.foot.radius)
+        steps.append(np.einsum("fk,fki->fi", weights, pts[1:, :, :2] - pts[:-1, :, :2]))
+        down.append(flags[:-1] & flags[1:])
+    if not steps or len(q) < 8:
+        return root_pos
+    steps, down = np.array(steps), np.array(down, dtype=float)  # (S, F-1, 2), (S, F-1)
+    count = down.sum(axis=0)
+    creep = np.einsum("sf,sfi->fi", down, steps) / np.maximum(count, 1.0)[:, None]
+    correction = np.vstack([np.zeros((1, 2)), -np.cumsum(creep, axis=0)])
+    correction -= butterworth_lowpass(correction, fps, drift_hz, order=2)
+    out = root_pos.copy()
+    out[:, :2] += correction
+    return out

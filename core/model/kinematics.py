@@ -1,0 +1,146 @@
+"""Batched forward kinematics of a URDF robot.
+
+Every link gets a world transform for many frames at once (frames first);
+fixed joints are evaluated like any other link so callers can name any URDF
+link (a palm, a head, a foot sphere) without caring about merging.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .transforms import axis_angle_to_matrix
+from .urdf import Robot
+
+FIXED, REVOLUTE, PRISMATIC = 0, 1, 2
+
+
+def ancestor_path(parents, base: int, tip: int) -> list[int] | None:
+    """Indices from `base` down to `tip` in a parent-index tree, or None if unrelated."""
+    out = [tip]
+    while out[-1] != base:
+        parent = int(parents[out[-1]])
+        if parent < 0:
+            return None
+        out.append(parent)
+    return out[::-1]
+
+
+class KinematicTree:
+    """Index arrays over a Robot for fast FK; q columns follow robot.movable_joints."""
+
+    def __init__(self, robot: Robot):
+        self.robot = robot
+        self.joint_names = [j.name for j in robot.movable_joints]
+        qcol = {name: i for i, name in enumerate(self.joint_names)}
+        order = [robot.root_link]
+        for link in order:  # breadth-first: parents before children
+            order.extend(j.child for j in robot.child_joints(link))
+        self.link_names = order
+        self._index = {name: i for i, name in enumerate(order)}
+        n_links = len(order)
+        self.parent = np.full(n_links, -1, dtype=int)
+        self.origins = np.tile(np.eye(4), (n_links, 1, 1))
+        self.axes = np.zeros((n_links, 3))
+        self.kind = np.zeros(n_links, dtype=int)
+        self.qindex = np.full(n_links, -1, dtype=int)
+        self.qscale = np.ones(n_links)
+        self.qoffset = np.zeros(n_links)
+        self.joint_of_link: list = [None] * n_links
+        for i, name in enumerate(order[1:], start=1):
+            joint = robot.parent_joint(name)
+            self.joint_of_link[i] = joint
+            self.parent[i] = self._index[joint.parent]
+            self.origins[i] = joint.origin
+            self.axes[i] = joint.axis
+            if joint.type in ("revolute", "continuous"):
+                self.kind[i] = REVOLUTE
+            elif joint.type == "prismatic":
+                self.kind[i] = PRISMATIC
+            if self.kind[i] != FIXED:
+                if joint.mimic is not None and joint.mimic.joint in qcol:
+                    self.qindex[i] = qcol[joint.mimic.joint]
+                    self.qscale[i] = joint.mimic.multiplier
+                    self.qoffset[i] = joint.mimic.offset
+                elif joint.name in qcol:
+                    self.qindex[i] = qcol[joint.name]
+        # most URDF origins only translate; solvers skip the rotation product for them
+        self.origin_rotates = ~np.all(np.isclose(self.origins[:, :3, :3], np.eye(3), rtol=0, atol=0), axis=(1, 2))
+        joints = robot.movable_joints
+        self.lower = np.array([-np.inf if j.lower is None else j.lower for j in joints])
+        self.upper = np.array([np.inf if j.upper is None else j.upper for j in joints])
+        self.velocity = np.array([np.inf if not j.velocity else j.velocity for j in joints])
+
+    @property
+    def dof(self) -> int:
+        return len(self.joint_names)
+
+    def link_index(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise KeyError(f"robot {self.robot.name!r} has no link {name!r}") from None
+
+    def joint_value(self, q: np.ndarray, link: int) -> np.ndarray:
+        """Position of the joint above `link` for q (..., n); mimic joints follow their leader."""
+        col = self.qindex[link]
+        if col < 0:
+            return np.zeros(q.shape[:-1])
+        return q[..., col] * self.qscale[link] + self.qoffset[link]
+
+    def joint_motion(self, q: np.ndarray, link: int) -> np.ndarray:
+        """(…, 4, 4) motion of the joint above `link` (rotation or slide about its axis)."""
+        value = self.joint_value(q, link)
+        out = np.broadcast_to(np.eye(4), value.shape + (4, 4)).copy()
+        if self.kind[link] == REVOLUTE:
+            out[..., :3, :3] = axis_angle_to_matrix(self.axes[link], value)
+        elif self.kind[link] == PRISMATIC:
+            out[..., :3, 3] = self.axes[link] * value[..., None]
+        return out
+
+    def forward(self, q, root=None) -> np.ndarray:
+        """World transforms (F, L, 4, 4) of all links for joint positions q (F, n).
+
+        root: (F, 4, 4) or (4, 4) world transform of the root link (identity if None).
+        """
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        frames = q.shape[0]
+        out = np.empty((frames, len(self.link_names), 4, 4))
+        out[:, 0] = np.eye(4) if root is None else root
+        for i in range(1, len(self.link_names)):
+            local = self.origins[i]
+            if self.kind[i] != FIXED:
+                local = local @ self.joint_motion(q, i)
+            out[:, i] = out[:, self.parent[i]] @ local
+        return out
+
+    def zero_pose(self) -> np.ndarray:
+        """(L, 4, 4) link transforms at q = 0 with the root at the origin."""
+        return self.forward(np.zeros((1, self.dof)))[0]
+
+    def path(self, base: str, tip: str) -> list[int]:
+        """Link indices from base down to tip (inclusive)."""
+        path = ancestor_path(self.parent, self.link_index(base), self.link_index(tip))
+        if path is None:
+            raise KeyError(f"robot link {tip!r} does not descend from {base!r}")
+        return path
+
+    def depth(self, link: int) -> int:
+        d = 0
+        while self.parent[link] >= 0:
+            link, d = self.parent[link], d + 1
+        return d
+
+    def link_transform(self, q, link: int, root=None) -> np.ndarray:
+        """World transform (F, 4, 4) of one link, evaluating only its ancestors."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        chain = []
+        while link > 0:
+            chain.append(link)
+            link = int(self.parent[link])
+        out = np.broadcast_to(np.eye(4) if root is None else root, (q.shape[0], 4, 4)).copy()
+        for i in reversed(chain):
+            local = self.origins[i]
+            if self.kind[i] != FIXED:
+                local = local @ self.joint_motion(q, i)
+            out = out @ local
+        return out

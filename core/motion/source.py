@@ -1,0 +1,56 @@
+"""Source motion: what the retargeter needs to know about a character clip.
+
+Both the BVH reader and the Blender armature sampler produce this, so the
+solver never cares where a clip came from. World frame is Z-up, metres.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.kinematics import ancestor_path
+
+
+@dataclass
+class SourceMotion:
+    """A character clip as bone segments in world space.
+
+    bone_names: B bone names; parents: (B,) parent index, -1 for a root.
+    heads, tails: (F, B, 3) world positions in metres of each bone's start
+    (the joint) and end. root_rotation: (F, 3, 3) world rotation of bone 0's
+    frame (any consistent bone-frame convention). rest_*: the same in the rest
+    pose (no frame axis). fps: frames per second of the clip.
+    """
+
+    bone_names: list[str]
+    parents: np.ndarray
+    heads: np.ndarray
+    tails: np.ndarray
+    root_rotation: np.ndarray
+    rest_heads: np.ndarray
+    rest_tails: np.ndarray
+    rest_root_rotation: np.ndarray
+    fps: float
+    name: str = ""
+
+    @property
+    def frames(self) -> int:
+        return self.heads.shape[0]
+
+    def index(self, bone: str) -> int:
+        try:
+            return self.bone_names.index(bone)
+        except ValueError:
+            raise KeyError(f"source has no bone {bone!r}") from None
+
+    def children(self, i: int) -> list[int]:
+        return [j for j, p in enumerate(self.parents) if p == i]
+
+    def path(self, base: str, tip: str) -> list[int]:
+        """Bone indices from `base` down to `tip` (inclusive)."""
+        path = ancestor_path(self.parents, self.index(base), self.index(tip))
+        if path is None:
+            raise KeyError(f"source bone {tip!r} does not descend from {base!r}")
+        return path
+

@@ -1,0 +1,351 @@
+"""Retarget a source clip onto a robot by matching normalised chain shapes.
+
+Order of work: body frames and root first, then chains by the depth of their
+robot base (spine before arms, legs before feet), each chain solved through
+the pose solved so far; then low-pass filtering inside joint limits, ground
+contact and the report.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .body_frame import canonical_axes, orthonormalize
+from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
+                     robot_chain, sample_polyline, source_chain)
+from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
+from ..feet.plant import (Leg, PlantResult, cancel_residual_slide, contact_figures, plant_feet,
+                         resolve_contacts)
+from ..model.kinematics import KinematicTree
+from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
+from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
+from ..motion.source import SourceMotion
+from ..model.transforms import matrix_to_quat, quat_continuous
+
+Progress = Callable[[float, str], None]
+MAX_STEP_RAD = 0.35  # a joint without a velocity limit still may not jump more per frame
+
+
+class RetargetError(ValueError):
+    """The clip, robot or mapping cannot be retargeted; the message says which part."""
+
+
+@dataclass
+class RetargetResult:
+    """Joint positions q (F, n) in radians (metres for prismatic), root pose per frame."""
+
+    joint_names: list[str]
+    q: np.ndarray
+    root_position: np.ndarray  # (F, 3) metres, world
+    root_rotation: np.ndarray  # (F, 3, 3)
+    fps: float
+    report: dict = field(default_factory=dict)
+
+    @property
+    def root_quaternion(self) -> np.ndarray:
+        """(F, 4) wxyz, sign-continuous over frames."""
+        return quat_continuous(matrix_to_quat(self.root_rotation))
+
+
+@dataclass
+class _Plan:
+    mapping: ChainMapping
+    source: SourceChain
+    robot: RobotChain
+    kin: ChainKinematics
+    source_fractions: list[np.ndarray]
+    weights: list[np.ndarray]
+
+
+def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
+             settings: RetargetSettings | None = None, progress: Progress | None = None,
+             contacts=None) -> RetargetResult:
+    """Solve joint angles for every frame of `motion`; never stops on an impossible pose.
+
+    contacts: None or "off" (feet follow the chain shapes, the clip is put on
+    the ground), "auto" (detected from the clip) or a core.contacts.Contacts /
+    {side: bool array (F,)}: feet in contact stay planted (core.feet.plant).
+    """
+    settings = settings or mapping.settings
+    progress = progress or (lambda fraction, message: None)
+    warnings: list[str] = []
+    motion = _bridged(motion, warnings)
+    plans = _plan(motion, tree, mapping)
+    if not plans:
+        raise RetargetError("no chain could be mapped between the source and the robot")
+    started = time.perf_counter()
+    frames = motion.frames
+    body_src, axes_rob = _body_frames(motion, tree, mapping)
+    floating = any(p.mapping.role == "leg" for p in plans) and settings.root_mode != "fixed"
+    if floating:
+        root_rot = body_src @ axes_rob.T
+        root_pos = _root_positions(motion, tree, plans, root_rot, settings)
+    else:
+        root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
+        root_pos = np.zeros((frames, 3))
+    body_rob = root_rot @ axes_rob
+    root = _transforms(root_rot, root_pos)
+    options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
+    q = np.zeros((frames, tree.dof))
+    q[:] = np.clip(0.0, tree.lower, tree.upper)
+    for k, plan in enumerate(plans):
+        progress(k / len(plans), f"solving chain {plan.mapping.name}")
+        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
+        targets, weights = _targets(motion, plan, body_src, body_rob)
+        max_step = np.minimum(tree.velocity[plan.kin.columns] / motion.fps, MAX_STEP_RAD)
+        solve_chain(tree, plan.kin, anchor, q, targets, weights, options, max_step)
+    solve_seconds = time.perf_counter() - started
+    progress(0.95, "filtering")
+    raw = q.copy()
+    q = lowpass(q, motion.fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
+                window=settings.window, lower=tree.lower, upper=tree.upper)
+    q = rate_limit(q, np.minimum(tree.velocity / motion.fps, MAX_STEP_RAD))
+    progress(0.96, "planting feet")
+    legs = [Leg.build(tree, p.mapping.side, p.kin, *_targets(motion, p, body_src, body_rob), p.robot.anchor)
+            for p in plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
+    flags = resolve_contacts(contacts, motion, mapping, warnings)
+    planted = _plant(tree, legs, q, root_rot, root_pos, flags, motion.fps, settings, warnings)
+    q, root_pos = (planted.q, planted.root_position) if planted else (
+        q, _ground(tree, plans, q, root_rot, root_pos, settings))
+    root = _transforms(root_rot, root_pos)
+    report = _report(motion, tree, plans, q, raw, root, body_src, body_rob, solve_seconds, warnings)
+    measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
+    report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
+    progress(1.0, "done")
+    return RetargetResult(tree.joint_names, q, root_pos, root_rot, motion.fps, report)
+
+
+def _bridged(motion: SourceMotion, warnings: list[str]) -> SourceMotion:
+    """Fill NaN frames by interpolation so one bad frame never stops a bake."""
+    stacked = np.concatenate([motion.heads.reshape(motion.frames, -1), motion.tails.reshape(motion.frames, -1),
+                              motion.root_rotation.reshape(motion.frames, -1)], axis=1)
+    bad = ~np.isfinite(stacked).all(axis=1)
+    if not bad.any():
+        return motion
+    if bad.all():
+        raise RetargetError(f"source {motion.name!r}: every frame has missing (NaN) values")
+    filled, _ = bridge_nans(np.where(np.isfinite(stacked), stacked, np.nan))
+    n = motion.heads[0].size
+    heads = filled[:, :n].reshape(motion.heads.shape)
+    tails = filled[:, n:2 * n].reshape(motion.tails.shape)
+    rot = orthonormalize(filled[:, 2 * n:].reshape(-1, 3, 3))
+    frames = np.flatnonzero(bad)
+    warnings.append(f"bridged {len(frames)} frame(s) with missing values (first: frame {frames[0]})")
+    return SourceMotion(motion.bone_names, motion.parents, heads, tails, rot, motion.rest_heads,
+                        motion.rest_tails, motion.rest_root_rotation, motion.fps, motion.name)
+
+
+def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping) -> list[_Plan]:
+    plans = []
+    for chain in mapping.enabled_chains():
+        src = source_chain(motion, chain)
+        robot_paths = [tree.path(chain.robot_base, t) for t in chain.robot_tips] if chain.robot_tips else []
+        if len(robot_paths) != len(src.paths):
+            raise RetargetError(f"chain {chain.name!r}: {len(src.paths)} source tip(s) but "
+                                f"{len(robot_paths)} robot tip(s)")
+        movable = sum(1 for p in robot_paths for i in p if tree.qindex[i] >= 0)
+        count = chain.points or max(3, movable + 1)
+        src_frac = [np.asarray(chain.source_fractions or default_fractions(count))] * len(src.paths)
+        aligned, start = _aligned(motion, tree, chain, src, src_frac[0])
+        rob_frac = [np.asarray(chain.robot_fractions or aligned)] * len(src.paths)
+        if len(rob_frac[0]) != len(src_frac[0]):
+            raise RetargetError(f"chain {chain.name!r}: source and robot fractions differ in count")
+        rob = robot_chain(tree, chain, rob_frac, start)
+        weights = [point_weights(len(f), chain.tip_weight, chain.weight) for f in src_frac]
+        plans.append(_Plan(chain, src, rob, ChainKinematics.build(tree, rob), src_frac, weights))
+    plans.sort(key=lambda p: tree.depth(p.robot.links[0]))
+    return plans
+
+
+def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src: SourceChain,
+             fractions: np.ndarray) -> tuple[np.ndarray, float]:
+    """Robot fractions that put landmark joints (knee, ankle, elbow) where the source has
+    them, and the fraction where the robot shape starts (robot_start)."""
+    if not chain.source_landmarks and not chain.robot_start:
+        return fractions, 0.0
+    src_lm, rob_lm = chain.source_landmarks or [], chain.robot_landmarks or []
+    if len(src_lm) != len(rob_lm):
+        raise RetargetError(f"chain {chain.name!r}: source and robot landmark lists differ in length")
+    path = src.paths[0]
+    src_cum = polyline_lengths(src.polylines(motion, rest=True)[0][0])
+    zero = tree.zero_pose()
+    links = tree.path(chain.robot_base, chain.robot_tips[0])
+    pts = [zero[i, :3, 3] for i in links]
+    if chain.robot_tip_offset is not None:
+        pts.append(zero[links[-1], :3, :3] @ np.asarray(chain.robot_tip_offset) + zero[links[-1], :3, 3])
+    rob_cum = polyline_lengths(np.array(pts))
+
+    def robot_at(link: str) -> float:
+        try:
+            return rob_cum[links.index(tree.link_index(link))] / rob_cum[-1]
+        except (KeyError, ValueError):
+            raise RetargetError(f"chain {chain.name!r}: robot link {link!r} is not inside the chain") from None
+
+    start = robot_at(chain.robot_start) if chain.robot_start else 0.0
+    src_at, rob_at = [0.0], [start]
+    for bone, link in zip(src_lm, rob_lm):
+        try:
+            src_at.append(src_cum[path.index(motion.index(bone))] / src_cum[-1])
+        except (KeyError, ValueError):
+            raise RetargetError(f"chain {chain.name!r}: source bone {bone!r} is not inside the chain") from None
+        rob_at.append(robot_at(link))
+    if np.any(np.diff(src_at) <= 0) or np.any(np.diff(rob_at) <= 0):
+        raise RetargetError(f"chain {chain.name!r}: landmarks must run from base to tip")
+    return np.interp(fractions, src_at + [1.0], rob_at + [1.0]), start
+
+
+def _landmarks(chains: list[ChainMapping], source_points, robot_points) -> tuple[dict, dict]:
+    """Hip and shoulder positions on both sides, from leg and arm chain bases.
+
+    Disabled chains count too: switching a chain off must not turn the body.
+    """
+    src, rob = {}, {}
+    for chain in chains:
+        key = {"leg": "hip", "arm": "shoulder"}.get(chain.role)
+        if key and chain.side in ("left", "right"):
+            try:
+                src_point, rob_point = source_points(chain.source_base), robot_points(chain.robot_base)
+            except KeyError as exc:
+                raise RetargetError(f"chain {chain.name!r}: {exc.args[0]}") from None
+            src[f"{chain.side}_{key}"], rob[f"{chain.side}_{key}"] = src_point, rob_point
+    return src, rob
+
+
+def _body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
+    """Per-frame source body frame (F, 3, 3) and the robot's (root-relative) body axes."""
+    zero = tree.zero_pose()
+    src, rob = _landmarks(mapping.chains, lambda b: motion.rest_heads[motion.index(b)],
+                          lambda l: zero[tree.link_index(l), :3, 3])
+    axes_src = canonical_axes(**src)
+    axes_rob = canonical_axes(**rob)
+    rest_inv = motion.rest_root_rotation.T
+    return motion.root_rotation @ (rest_inv @ axes_src), axes_rob
+
+
+def _root_positions(motion, tree, plans, root_rot, settings) -> np.ndarray:
+    """Robot root so that its hip centre follows the source's, scaled by leg length."""
+    zero = tree.zero_pose()
+    legs = [p for p in plans if p.mapping.role == "leg"]
+    src_len = np.mean([_rest_length(motion, p.source) for p in legs])
+    rob_len = np.mean([p.robot.paths[0].length for p in legs])
+    scale = rob_len / src_len
+    hips_src = np.mean([motion.heads[:, p.source.paths[0][0]] for p in legs], axis=0)
+    hips_rob = np.mean([zero[p.robot.paths[0].links[0], :3, 3] for p in legs], axis=0)
+    target = scale * hips_src
+    if settings.root_mode == "in_place":
+        target[:, :2] = 0.0
+    return target - root_rot @ hips_rob
+
+
+def _rest_length(motion: SourceMotion, chain: SourceChain) -> float:
+    pts = chain.polylines(motion, rest=True)[0][0]
+    return float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
+
+
+def _targets(motion, plan: _Plan, body_src, body_rob):
+    """Target points relative to the robot chain's origin: the normalised source shape."""
+    to_robot = body_rob @ np.swapaxes(body_src, 1, 2)  # source world -> robot world directions
+    targets, weights = [], []
+    for polyline, frac, w, rpath in zip(plan.source.polylines(motion), plan.source_fractions,
+                                        plan.weights, plan.robot.paths):
+        lengths = np.linalg.norm(np.diff(polyline, axis=1), axis=2).sum(1)
+        pts = sample_polyline(polyline, frac) - polyline[:, :1]
+        shape = pts / np.maximum(lengths, 1e-9)[:, None, None]
+        targets.append(rpath.length * np.einsum("fij,fmj->fmi", to_robot, shape))
+        weights.append(w / rpath.length ** 2)
+    return np.concatenate(targets, axis=1), np.concatenate(weights)
+
+
+def _transforms(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    out = np.zeros(rot.shape[:-2] + (4, 4))
+    out[..., :3, :3] = rot
+    out[..., :3, 3] = pos
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def _foot_heights(tree, plans, q, root) -> np.ndarray | None:
+    """Lowest foot point per frame (F,), from the tips of leg and foot chains."""
+    tips = [p.robot.paths[0].tip_local for p in plans if p.mapping.role in ("leg", "foot")]
+    if not tips:
+        return None
+    heights = []
+    for link, local in tips:
+        pose = tree.link_transform(q, link, root)
+        heights.append(np.einsum("fj,j->f", pose[:, 2, :3], local) + pose[:, 2, 3])
+    return np.min(heights, axis=0)
+
+
+def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings):
+    """Planted q and root (core.feet.plant), or None to keep the unplanted bake."""
+    if flags is None:
+        return None
+    if settings.root_mode != "follow" or not legs:
+        warnings.append("feet not planted: planting needs mapped left/right legs and root mode 'follow'")
+        return None
+    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps)
+    if planted is not None and settings.filter != "none":
+        planted = _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings)
+    if planted is not None and planted.lifted_m > 0.01:
+        warnings.append(f"feet planted; the robot was raised up to {100 * planted.lifted_m:.0f} cm where "
+                        "another body (a knee, a hand) would pass through the ground")
+    return planted
+
+
+def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings):
+    """Per-frame leg solves chatter where a knee meets its limit under a planted foot: plant
+    once more from the filtered angles, then smooth what is left above the bake's cutoff
+    (walk onto G1: joint jerk 5,300 -> 1,400 rad/s^3, feet still within the slide targets)."""
+    smooth = lowpass(planted.q, fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
+                     window=settings.window, lower=tree.lower, upper=tree.upper)
+    again = plant_feet(tree, legs, smooth, root_rot, root_pos, flags, fps) or planted
+    q = lowpass(again.q, fps, method="butterworth", cutoff_hz=3.0 * settings.cutoff_hz,
+                lower=tree.lower, upper=tree.upper)
+    q = rate_limit(q, np.minimum(tree.velocity / fps, MAX_STEP_RAD))
+    root_pos = cancel_residual_slide(tree, legs, q, root_rot, again.root_position, flags, fps)
+    return PlantResult(q, root_pos, max(planted.lifted_m, again.lifted_m))
+
+
+def _ground(tree, plans, q, root_rot, root_pos, settings) -> np.ndarray:
+    if settings.ground == "none" or settings.root_mode == "fixed":
+        return root_pos
+    lowest = _foot_heights(tree, plans, q, _transforms(root_rot, root_pos))
+    if lowest is None:
+        return root_pos
+    out = root_pos.copy()
+    out[:, 2] -= lowest.min() if settings.ground == "clip" else lowest
+    return out
+
+
+def _report(motion, tree, plans, q, raw, root, body_src, body_rob, solve_seconds, warnings) -> dict:
+    chains = []
+    for plan in plans:
+        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
+        targets, _ = _targets(motion, plan, body_src, body_rob)
+        points, _ = plan.kin.evaluate(tree, anchor, q, False)
+        dist, tip_err = [], []
+        for sl, rpath in zip(plan.kin.path_slices, plan.robot.paths):
+            dist.append(np.linalg.norm(points[:, sl] - targets[:, sl], axis=-1) / rpath.length)
+            tip_err.append(_angle_deg(points[:, sl][:, -1], targets[:, sl][:, -1]))
+        dist = np.concatenate(dist, axis=1)
+        chains.append({"name": plan.mapping.name, "mean_distance": float(dist.mean()),
+                       "max_distance": float(dist.max()),
+                       "tip_direction_error_deg": float(np.mean(tip_err))})
+    outside = (q < tree.lower - 1e-9) | (q > tree.upper + 1e-9)
+    speed = np.abs(np.diff(q, axis=0)) * motion.fps / tree.velocity if len(q) > 1 else np.zeros((1, tree.dof))
+    return {
+        "source": motion.name, "robot": tree.robot.name, "frames": int(len(q)), "fps": float(motion.fps),
+        "solve_seconds": float(solve_seconds),
+        "frames_per_second": float(len(q) / solve_seconds) if solve_seconds > 0 else float("inf"),
+        "limit_violations": int(outside.sum()), "chains": chains,
+        "jerk_before": mean_abs_jerk(raw, motion.fps), "jerk_after": mean_abs_jerk(q, motion.fps),
+        "max_speed_ratio": float(speed.max()) if speed.size else 0.0, "warnings": warnings,
+    }
+
+
+def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    cos = np.einsum("fi,fi->f", a, b) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))

@@ -1,0 +1,471 @@
+"""Mechanism mode of waypoint orientation: the orientation a robot arm holds best.
+
+At a via position the effector can be turned many ways; some leave the arm
+near a singularity (little manipulability) or holding its links far out
+against gravity. For each position, candidate orientations are solved by a
+batched damped-least-squares IK over the chain's joints; the reachable one
+with the best objective wins:
+
+- "manipulability": Yoshikawa's measure sqrt(det(J J^T)) of the 6 x n
+  geometric Jacobian J at the tip, larger is better;
+- "gravity": the sum of squared gravity torques over the chain's joints,
+  from the URDF <inertial> masses and centres of mass, smaller is better.
+
+A lookup table over the reachable workspace (OrientationTable) stores the
+winner at grid points once so animating many keys costs a trilinear lookup.
+numpy only; positions in metres in the robot's root-link frame, angles in
+radians, batch first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+
+from ..model.kinematics import FIXED, REVOLUTE, KinematicTree
+from ..model.transforms import axis_angle_to_matrix, matrix_to_quat, quat_to_matrix
+from .orientations import quat_average, quat_between, quat_mul
+
+OBJECTIVES = ("manipulability", "gravity")
+GRAVITY = (0.0, 0.0, -9.81)  # m/s^2, robot root frame with z up
+
+
+@dataclass(frozen=True)
+class IKSettings:
+    """Damped least squares: small steps that stay well-behaved near singularities."""
+
+    iterations: int = 80
+    damping: float = 0.05        # lambda of (J J^T + lambda^2 I)
+    rotation_weight: float = 0.5  # m per rad: how much residual rotation counts against position
+    max_step: float = 0.3        # rad per iteration and joint
+    position_tol: float = 1e-3   # m: reached when closer
+    rotation_tol: float = 1e-2   # rad
+    patience: int = 8            # iterations without progress before a row gives up
+    min_progress: float = 1e-3   # relative error decrease that counts as progress
+    chunk: int = 2048            # problems per batch (bounds memory)
+
+
+@dataclass(eq=False)
+class MechanismChain:
+    """A robot chain from its base link to the effector, with link masses for gravity."""
+
+    tree: KinematicTree
+    tip: int                # tree link index of the effector
+    links: np.ndarray       # (J,) tree links below the chain's movable joints, base to tip
+    columns: np.ndarray     # (C,) q columns the IK moves (mimic joints follow their leader)
+    rest_q: np.ndarray      # (n,) rad: joints off the chain stay here
+    seed: np.ndarray        # (C,) rad: IK start
+    mass: np.ndarray        # (L,) kg per tree link
+    com: np.ndarray         # (L, 3) m, centre of mass in each link frame
+    gravity: np.ndarray = field(default_factory=lambda: np.array(GRAVITY))
+    candidates: np.ndarray = field(default_factory=lambda: candidate_orientations())
+    ik: IKSettings = field(default_factory=IKSettings)
+
+    def optimal_orientations(self, positions, objective: str = "manipulability",
+                             table: "OrientationTable | None" = None, reference=None) -> np.ndarray:
+        """Best orientation (V, 4) at each position: table lookup, else IK search.
+
+        Positions the table does not cover are searched directly; positions the
+        chain cannot reach keep `reference` (e.g. the interpolated orientation).
+        """
+        _check_objective(objective)
+        positions = np.asarray(positions, float).reshape(-1, 3)
+        out = np.full((positions.shape[0], 4), np.nan)
+        if table is not None:
+            if table.objective != objective:
+                raise ValueError(f"the lookup table was built for {table.objective!r}, not {objective!r}")
+            out = table.lookup(positions)
+        missing = np.flatnonzero(np.isnan(out[:, 0]))
+        if missing.size:
+            out[missing] = search_orientations(self, positions[missing], objective).quats
+        unreached = np.isnan(out[:, 0])
+        if np.any(unreached):
+            if reference is None:
+                raise ValueError(f"the chain cannot reach {int(unreached.sum())} of the positions")
+            out[unreached] = np.asarray(reference, float).reshape(-1, 4)[unreached]
+        return out
+
+
+# -------------------------------------------------------------- building ---
+
+def read_inertials(path) -> dict[str, tuple[float, np.ndarray]]:
+    """{link: (mass kg, centre of mass (3,) m in the link frame)} from a URDF's <inertial> tags.
+
+    core.urdf keeps only kinematics and geometry, so masses are read here.
+    """
+    try:
+        root = ElementTree.parse(str(path)).getroot()
+    except (OSError, ElementTree.ParseError) as exc:
+        raise ValueError(f"{path}: cannot read inertial data: {exc}") from None
+    out = {}
+    for link in root.iter("link"):
+        inertial = link.find("inertial")
+        mass = None if inertial is None else inertial.find("mass")
+        if mass is None:
+            continue
+        origin = inertial.find("origin")
+        xyz = origin.get("xyz", "0 0 0") if origin is not None else "0 0 0"
+        try:
+            out[link.get("name")] = (float(mass.get("value")), np.array([float(v) for v in xyz.split()]))
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: link {link.get('name')!r} has a bad <inertial> mass or origin") from None
+    return out
+
+
+def make_chain(tree: KinematicTree, tip_link: str, base_link: str | None = None, *,
+               inertials: dict | None = None, gravity=GRAVITY, seed=None, rest_q=None,
+               candidates=None, ik: IKSettings | None = None) -> MechanismChain:
+    """The chain from base_link (default: the root) to tip_link of a robot.
+
+    inertials default to the <inertial> tags of the robot's URDF file; the
+    IK seed defaults to the middle of each joint's range.
+    """
+    path = tree.path(base_link or tree.link_names[0], tip_link)
+    links = np.array([i for i in path if tree.kind[i] != FIXED and tree.qindex[i] >= 0], dtype=int)
+    if links.size == 0:
+        raise ValueError(f"no movable joint between {base_link or tree.link_names[0]!r} and {tip_link!r}")
+    columns = np.unique(tree.qindex[links])
+    if inertials is None:
+        source = getattr(tree.robot, "source_path", None)
+        inertials = read_inertials(source) if source else {}
+    mass = np.array([inertials.get(n, (0.0, None))[0] for n in tree.link_names])
+    com = np.array([inertials[n][1] if n in inertials else np.zeros(3) for n in tree.link_names])
+    lo, hi = _limits(tree, columns)
+    rest = np.clip(np.zeros(tree.dof), tree.lower, tree.upper) if rest_q is None else np.asarray(rest_q, float)
+    return MechanismChain(
+        tree=tree, tip=tree.link_index(tip_link), links=links, columns=columns, rest_q=rest,
+        seed=0.5 * (lo + hi) if seed is None else np.asarray(seed, float), mass=mass, com=com,
+        gravity=np.asarray(gravity, float),
+        candidates=candidate_orientations() if candidates is None else np.asarray(candidates, float),
+        ik=ik or IKSettings())
+
+
+def _limits(tree: KinematicTree, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = tree.lower[columns], tree.upper[columns]
+    return np.where(np.isfinite(lo), lo, -np.pi), np.where(np.isfinite(hi), hi, np.pi)
+
+
+def candidate_orientations(directions: int = 32, rolls: int = 6, axis=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """(directions * rolls, 4) orientations spread over SO(3): `axis` on a Fibonacci sphere, times rolls."""
+    k = np.arange(directions) + 0.5
+    z = 1.0 - 2.0 * k / directions
+    phi = np.pi * (1.0 + 5 ** 0.5) * k
+    rho = np.sqrt(1.0 - z * z)
+    dirs = np.column_stack([rho * np.cos(phi), rho * np.sin(phi), z])
+    swing = quat_between(np.broadcast_to(np.asarray(axis, float), dirs.shape), dirs)
+    angles = 2 * np.pi * np.arange(rolls) / rolls
+    roll = matrix_to_quat(axis_angle_to_matrix(np.asarray(axis, float), angles))  # (R, 4)
+    return quat_mul(swing[:, None], roll[None]).reshape(-1, 4)
+
+
+# ------------------------------------------------------------ kinematics ---
+
+def chain_frames(chain: MechanismChain, qc: np.ndarray) -> np.ndarray:
+    """World transforms (B, L, 4, 4) of every link for chain joint values qc (B, C)."""
+    q = np.broadcast_to(chain.rest_q, (qc.shape[0], chain.tree.dof)).copy()
+    q[:, chain.columns] = qc
+    return chain.tree.forward(q)
+
+
+def _joint_axes(chain: MechanismChain, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """World axis (B, J, 3) and origin (B, J, 3) of each chain joint."""
+    t = frames[:, chain.links]
+    return np.einsum("bjik,jk->bji", t[..., :3, :3], chain.tree.axes[chain.links]), t[..., :3, 3]
+
+
+def _per_column(chain: MechanismChain, per_joint: np.ndarray) -> np.ndarray:
+    """Sum (B, J, ...) joint contributions into (B, C, ...) columns, scaled as mimic joints are."""
+    out = np.zeros((per_joint.shape[0], chain.columns.size) + per_joint.shape[2:])
+    col = np.searchsorted(chain.columns, chain.tree.qindex[chain.links])
+    scale = chain.tree.qscale[chain.links].reshape((1, -1) + (1,) * (per_joint.ndim - 2))
+    for j, c in enumerate(col):
+        out[:, c] += scale[:, j] * per_joint[:, j]
+    return out
+
+
+def jacobian(chain: MechanismChain, frames: np.ndarray) -> np.ndarray:
+    """Geometric Jacobian (B, 6, C) of the tip: linear rows, then angular rows, world frame."""
+    z, p = _joint_axes(chain, frames)
+    tip = frames[:, chain.tip, :3, 3]
+    revolute = (chain.tree.kind[chain.links] == REVOLUTE)[None, :, None]
+    linear = np.where(revolute, np.cross(z, tip[:, None] - p), z)
+    angular = np.where(revolute, z, 0.0)
+    return np.swapaxes(_per_column(chain, np.concatenate([linear, angular], -1)), 1, 2)
+
+
+def manipulability(jac: np.ndarray) -> np.ndarray:
+    """Yoshikawa's measure sqrt(det(J J^T)) per batch row: 0 at a singularity."""
+    return np.sqrt(np.clip(np.linalg.det(jac @ np.swapaxes(jac, -1, -2)), 0.0, None))
+
+
+def gravity_torques(chain: MechanismChain, frames: np.ndarray) -> np.ndarray:
+    """Torques (B, C) in N m (N for sliders) the joints hold against gravity.
+
+    Joint i carries every link below it: tau_i = z_i . sum_l (c_l - p_i) x m_l g.
+    """
+    if not np.any(chain.mass > 0):
+        raise ValueError(f"robot {chain.tree.robot.name!r} has no <inertial> masses: "
+                         'the "gravity" objective needs them')
+    below = _below(chain)  # (J, L)
+    centres = np.einsum("blik,lk->bli", frames[..., :3, :3], chain.com) + frames[..., :3, 3]
+    force = chain.mass[:, None] * chain.gravity  # (L, 3) N
+    moment = np.einsum("jl,bli->bji", below, np.cross(centres, force))
+    z, p = _joint_axes(chain, frames)
+    total = below @ force  # (J, 3)
+    revolute = (chain.tree.kind[chain.links] == REVOLUTE)[None]
+    tau = np.where(revolute, np.sum(z * (moment - np.cross(p, total)), -1), np.einsum("bji,ji->bj", z, total))
+    return _per_column(chain, tau)
+
+
+def _below(chain: MechanismChain) -> np.ndarray:
+    """(J, L) 1 where tree link l is the chain joint's link or hangs below it."""
+    parent = chain.tree.parent
+    out = np.zeros((chain.links.size, parent.size))
+    for l in range(parent.size):
+        a = l
+        while a >= 0:
+            out[chain.links == a, l] = 1.0
+            a = parent[a]
+    return out
+
+
+# -------------------------------------------------------------------- IK ---
+
+@dataclass
+class IKResult:
+    """Batched IK outcome; `score` is -inf where the pose was not reached."""
+
+    q: np.ndarray               # (B, C) rad
+    position_error: np.ndarray  # (B,) m
+    rotation_error: np.ndarray  # (B,) rad
+    reached: np.ndarray         # (B,) bool
+    score: np.ndarray           # (B,) objective, larger is better
+
+
+def rotation_vectors(r: np.ndarray) -> np.ndarray:
+    """Axis * angle (..., 3) of rotation matrices, stable near 0 and pi."""
+    q = matrix_to_quat(r)  # w >= 0: angle in [0, pi]
+    v = q[..., 1:]
+    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.where(s > 1e-12, 2.0 * np.arctan2(s, q[..., :1]) / np.where(s > 0, s, 1.0), 2.0) * v
+
+
+def _check_objective(objective: str) -> None:
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+
+
+def objective_scores(chain: MechanismChain, frames: np.ndarray, objective: str) -> np.ndarray:
+    """(B,) larger is better: manipulability, or minus the summed squared gravity torques (N^2 m^2)."""
+    _check_objective(objective)
+    if objective == "manipulability":
+        return manipulability(jacobian(chain, frames))
+    return -np.sum(gravity_torques(chain, frames) ** 2, axis=-1)
+
+
+def solve_ik(chain: MechanismChain, positions, quats, q0=None,
+             objective: str = "manipulability") -> IKResult:
+    """Joint values (B, C) putting the tip at positions (B, 3) turned by quats (B, 4)."""
+    positions = np.asarray(positions, float).reshape(-1, 3)
+    rotations = quat_to_matrix(np.asarray(quats, float).reshape(-1, 4))
+    q = np.broadcast_to(chain.seed if q0 is None else np.asarray(q0, float),
+                        (positions.shape[0], chain.columns.size))
+    step = max(1, chain.ik.chunk)
+    parts = [_solve_chunk(chain, positions[i:i + step], rotations[i:i + step], q[i:i + step].copy(), objective)
+             for i in range(0, positions.shape[0], step)]
+    return IKResult(*(np.concatenate([getattr(p, f) for p in parts]) for f in
+                      ("q", "position_error", "rotation_error", "reached", "score")))
+
+
+def _solve_chunk(chain: MechanismChain, target_p: np.ndarray, target_r: np.ndarray | None,
+                 q: np.ndarray, objective: str | None) -> IKResult:
+    """DLS on an active set: rows leave once reached or stalled, so hopeless ones stop early.
+
+    target_r None solves for the position only (rotation rows weigh nothing).
+    """
+    s = chain.ik
+    lo, hi = _limits(chain.tree, chain.columns)
+    w_rot = 0.0 if target_r is None else s.rotation_weight
+    weight = np.array([1.0, 1.0, 1.0, w_rot, w_rot, w_rot])
+    count = q.shape[0]
+    p_err, r_err, best = np.full(count, np.inf), np.zeros(count), np.full(count, np.inf)
+    stalled = np.zeros(count, dtype=int)
+    live = np.arange(count)
+    for iteration in range(s.iterations + 1):
+        frames = chain_frames(chain, q[live])
+        tip = frames[:, chain.tip]
+        dp = target_p[live] - tip[:, :3, 3]
+        dr = (np.zeros_like(dp) if target_r is None
+              else rotation_vectors(target_r[live] @ np.swapaxes(tip[:, :3, :3], 1, 2)))
+        p_err[live], r_err[live] = np.linalg.norm(dp, axis=1), np.linalg.norm(dr, axis=1)
+        cost = p_err[live] + w_rot * r_err[live]
+        stalled[live] = np.where(cost < (1.0 - s.min_progress) * best[live], 0, stalled[live] + 1)
+        best[live] = np.minimum(best[live], cost)
+        keep = ((p_err[live] > s.position_tol) | (r_err[live] > s.rotation_tol)) & (stalled[live] < s.patience)
+        if iteration == s.iterations or not np.any(keep):
+            break
+        live, frames, dp, dr = live[keep], frames[keep], dp[keep], dr[keep]
+        jac = jacobian(chain, frames) * weight[:, None]
+        error = np.concatenate([dp, dr], axis=1) * weight
+        system = jac @ np.swapaxes(jac, 1, 2) + s.damping ** 2 * np.eye(6)
+        dq = np.einsum("bij,bi->bj", jac, np.linalg.solve(system, error[..., None])[..., 0])
+        dq *= np.minimum(1.0, s.max_step / np.maximum(np.abs(dq).max(axis=1, keepdims=True), 1e-12))
+        q[live] = np.clip(q[live] + dq, lo, hi)
+    reached = (p_err <= s.position_tol) & (r_err <= s.rotation_tol)
+    score = np.full(count, -np.inf)
+    if objective is not None and np.any(reached):
+        score[reached] = objective_scores(chain, chain_frames(chain, q[reached]), objective)
+    return IKResult(q, p_err, r_err, reached, score)
+
+
+def reachable(chain: MechanismChain, positions) -> np.ndarray:
+    """(V,) bool: the tip can get to each position in some orientation (position-only IK)."""
+    positions = np.asarray(positions, float).reshape(-1, 3)
+    q = np.broadcast_to(chain.seed, (positions.shape[0], chain.columns.size)).copy()
+    return _solve_chunk(chain, positions, None, q, None).reached
+
+
+# ---------------------------------------------------------------- search ---
+
+@dataclass
+class SearchResult:
+    """Best orientation per position; NaN quaternion and -inf score where unreachable."""
+
+    quats: np.ndarray  # (V, 4)
+    score: np.ndarray  # (V,)
+    q: np.ndarray      # (V, C) rad, the IK solution holding it
+
+
+def search_orientations(chain: MechanismChain, positions, objective: str = "manipulability",
+                        refine: int = 3) -> SearchResult:
+    """Try every candidate orientation at each position by IK; keep the best reached one.
+
+    `refine` rounds then try small turns (about world x, y, z, halving the
+    angle each round) around the winner, warm-started from its joint values,
+    so the answer is not limited to the candidate grid.
+    """
+    _check_objective(objective)
+    positions = np.asarray(positions, float).reshape(-1, 3)
+    count, cand = positions.shape[0], chain.candidates
+    out = SearchResult(np.full((count, 4), np.nan), np.full(count, -np.inf),
+                       np.broadcast_to(chain.seed, (count, chain.columns.size)).copy())
+    ok = np.flatnonzero(reachable(chain, positions))  # out of reach: skip every candidate
+    if ok.size == 0:
+        return out
+    k = cand.shape[0]
+    result = solve_ik(chain, np.repeat(positions[ok], k, axis=0), np.tile(cand, (ok.size, 1)),
+                      objective=objective)
+    scores = result.score.reshape(ok.size, k)
+    best = np.argmax(scores, axis=1)
+    rows = np.arange(ok.size)
+    out.quats[ok], out.score[ok] = cand[best], scores[rows, best]
+    out.q[ok] = result.q.reshape(ok.size, k, -1)[rows, best]
+    for round_ in range(refine):
+        _improve(chain, positions, out, 0.2 * 0.5 ** round_, objective)
+    out.quats[~np.isfinite(out.score)] = np.nan
+    return out
+
+
+def _improve(chain: MechanismChain, positions: np.ndarray, best: SearchResult, angle: float,
+             objective: str) -> None:
+    """One hill-climbing round: replace the winner by a turned copy (six turns by `angle`) that scores higher."""
+    live = np.flatnonzero(np.isfinite(best.score))
+    if live.size == 0:
+        return
+    axes = np.vstack([np.eye(3), -np.eye(3)])
+    turns = matrix_to_quat(axis_angle_to_matrix(axes, np.full(6, angle)))  # (6, 4)
+    trial = quat_mul(turns[None], best.quats[live][:, None]).reshape(-1, 4)
+    result = solve_ik(chain, np.repeat(positions[live], 6, axis=0), trial,
+                      np.repeat(best.q[live], 6, axis=0), objective)
+    scores = result.score.reshape(live.size, 6)
+    pick = np.argmax(scores, axis=1)
+    gain = scores[np.arange(live.size), pick] > best.score[live]
+    won, choice = live[gain], (np.arange(live.size) * 6 + pick)[gain]
+    best.quats[won] = trial[choice]
+    best.score[won] = result.score[choice]
+    best.q[won] = result.q[choice]
+
+
+def orientation_scores(chain: MechanismChain, positions, quats, objective: str = "manipulability",
+                       restarts: int = 8, rng_seed: int = 0) -> IKResult:
+    """Best objective of holding each orientation at each position over several IK starts.
+
+    A redundant arm holds one pose in many ways; the chain's seed plus
+    `restarts` random joint values inside the limits sample them.
+    """
+    positions = np.asarray(positions, float).reshape(-1, 3)
+    quats = np.asarray(quats, float).reshape(-1, 4)
+    lo, hi = _limits(chain.tree, chain.columns)
+    seeds = np.vstack([chain.seed, np.random.default_rng(rng_seed).uniform(lo, hi, (restarts, lo.size))])
+    count, s = positions.shape[0], seeds.shape[0]
+    result = solve_ik(chain, np.repeat(positions, s, axis=0), np.repeat(quats, s, axis=0),
+                      np.tile(seeds, (count, 1)), objective)
+    pick = np.arange(count) * s + np.argmax(result.score.reshape(count, s), axis=1)
+    return IKResult(*(getattr(result, f)[pick] for f in ("q", "position_error", "rotation_error", "reached", "score")))
+
+
+# ----------------------------------------------------------------- table ---
+
+@dataclass
+class OrientationTable:
+    """The best orientation at grid points over (part of) the reachable workspace, for fast lookup."""
+
+    lower: np.ndarray    # (3,) m, the first grid point
+    spacing: np.ndarray  # (3,) m between grid points (any value on an axis with one point)
+    quats: np.ndarray    # (Nx, Ny, Nz, 4), NaN where the chain cannot reach
+    objective: str
+
+    def lookup(self, positions, min_weight: float = 0.5) -> np.ndarray:
+        """Trilinear mean (V, 4) of the 8 surrounding grid orientations; NaN where less than
+        `min_weight` of the weight falls on reachable grid points (search those directly)."""
+        positions = np.asarray(positions, float).reshape(-1, 3)
+        shape = np.array(self.quats.shape[:3])
+        x = (positions - self.lower) / np.where(self.spacing > 0, self.spacing, 1.0)
+        i0 = np.clip(np.floor(x), 0, np.maximum(shape - 2, 0)).astype(int)
+        frac = np.where(shape > 1, np.clip(x - i0, 0.0, 1.0), 0.0)
+        offsets = np.array([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
+        idx = np.minimum(i0[:, None] + offsets[None], shape - 1)  # (V, 8, 3)
+        weight = np.prod(np.where(offsets[None] == 1, frac[:, None], 1.0 - frac[:, None]), axis=-1)
+        q = self.quats[idx[..., 0], idx[..., 1], idx[..., 2]]
+        valid = ~np.isnan(q[..., 0])
+        weight = np.where(valid, weight, 0.0)
+        total = weight.sum(axis=1)
+        out = quat_average(np.where(valid[..., None], q, 0.0), weight / np.maximum(total, 1e-12)[:, None])
+        out[total < min_weight] = np.nan
+        return out
+
+    def save(self, path) -> None:
+        np.savez(Path(path), lower=self.lower, spacing=self.spacing, quats=self.quats,
+                 objective=np.array(self.objective))
+
+    @classmethod
+    def load(cls, path) -> "OrientationTable":
+        with np.load(Path(path)) as data:
+            return cls(data["lower"], data["spacing"], data["quats"], str(data["objective"]))
+
+
+def workspace_bounds(chain: MechanismChain, samples: int = 2000, rng_seed: int = 0) -> np.ndarray:
+    """(2, 3) m, the box around tip positions of random joint values inside the limits."""
+    lo, hi = _limits(chain.tree, chain.columns)
+    rng = np.random.default_rng(rng_seed)
+    tips = chain_frames(chain, rng.uniform(lo, hi, (samples, lo.size)))[:, chain.tip, :3, 3]
+    return np.stack([tips.min(axis=0), tips.max(axis=0)])
+
+
+def build_table(chain: MechanismChain, objective: str = "manipulability", resolution: int = 6,
+                bounds=None, refine: int = 1) -> OrientationTable:
+    """Search the best orientation at resolution^3 grid points once.
+
+    bounds (2, 3) m limits the grid to a region (e.g. around an animation's
+    keys) so a small grid is fine; by default the whole reachable workspace.
+    """
+    if resolution < 1:
+        raise ValueError(f"resolution must be >= 1, got {resolution}")
+    box = workspace_bounds(chain) if bounds is None else np.asarray(bounds, float).reshape(2, 3)
+    axes = [np.linspace(box[0, i], box[1, i], resolution) for i in range(3)]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+    found = search_orientations(chain, grid.reshape(-1, 3), objective, refine)
+    spacing = (box[1] - box[0]) / max(resolution - 1, 1)
+    return OrientationTable(box[0].copy(), spacing, found.quats.reshape(grid.shape[:3] + (4,)), objective)
