@@ -26,6 +26,7 @@ class ChainKinematics:
     mask: np.ndarray  # (M, V) True where variable v moves point i
     path_slices: list[slice]
     origin_mask: np.ndarray  # (V,) True where variable v moves the chain's origin
+    groups: list[tuple[int, np.ndarray, np.ndarray]] = None  # (link, point rows, locals (P, 3)) per link
 
     @classmethod
     def build(cls, tree: KinematicTree, chain: RobotChain) -> "ChainKinematics":
@@ -44,7 +45,9 @@ class ChainKinematics:
         for p in chain.paths:
             slices.append(slice(start, start + len(p.point_link)))
             start += len(p.point_link)
-        return cls(chain, point_link, point_local, columns, mask, slices, origin_mask)
+        groups = [(int(link), np.flatnonzero(point_link == link), point_local[point_link == link])
+                  for link in dict.fromkeys(point_link.tolist())]
+        return cls(chain, point_link, point_local, columns, mask, slices, origin_mask, groups)
 
     def evaluate(self, tree: KinematicTree, anchor: np.ndarray, q: np.ndarray, jacobian: bool):
         """Reference points relative to the chain origin (F, M, 3), optionally with the Jacobian.
@@ -79,8 +82,14 @@ class ChainKinematics:
             frames[link] = (rot, pos)
         rot, pos = frames[int(self.chain.origin[0])]
         origin = _apply(rot, self.chain.origin[1]) + pos
-        points = np.stack([_apply(frames[int(link)][0], local) + frames[int(link)][1] - origin
-                           for link, local in zip(self.point_link, self.point_local)])  # (M, 3, F)
+        points = np.empty((len(self.point_link), 3, anchor.shape[0]))  # (M, 3, F)
+        for link, rows, local in self.groups:  # one product per link, however many points it carries
+            rot, pos = frames[link]
+            if len(rows) == 1:
+                points[rows[0]] = _apply(rot, local[0]) + (pos - origin)
+            else:
+                turned = local @ rot.transpose(1, 0, 2).reshape(3, -1)  # (P, 3 * F)
+                points[rows] = turned.reshape(len(rows), 3, -1) + (pos - origin)
         if not jacobian:
             return points.transpose(2, 0, 1), None
         columns = []

@@ -54,9 +54,22 @@ def rigid_links(tree: KinematicTree, link: int) -> list[int]:
     return out
 
 
-def body_points(tree: KinematicTree, link: int) -> BodyPoints:
-    """The body's collision points (else its visual points, else its origin) in `link`'s frame."""
-    links = rigid_links(tree, link)
+def subtree_links(tree: KinematicTree, link: int) -> list[int]:
+    """`link` and every link below it, through any joint: a foot is all that hangs off the leg's tip."""
+    out = [link]
+    for i in range(len(tree.link_names)):  # parents come before children
+        if tree.parent[i] in out:
+            out.append(i)
+    return out
+
+
+def body_points(tree: KinematicTree, link: int, links: list[int] | None = None) -> BodyPoints:
+    """The body's collision points (else its visual points, else its origin) in `link`'s frame.
+
+    links: the links that make up the body (default: `link` and its fixed children), placed
+    as in the zero pose.
+    """
+    links = rigid_links(tree, link) if links is None else links
     zero = tree.zero_pose()
     to_link = np.linalg.inv(zero[link])
     for kind in ("collisions", "visuals"):
@@ -111,6 +124,45 @@ def _hull(path: str, mtime_ns: int) -> np.ndarray:
         return verts
 
 
+SOLVE_POINTS = 24  # foot points a planted-leg solve carries: the sole's outline and the body's extremes
+
+
+def _farthest(points: np.ndarray, keep: list[int], count: int) -> list[int]:
+    """Grow `keep` to `count` indices of `points` (K, d), each next the farthest from those kept."""
+    keep = list(keep) or [int(np.argmin(points[:, -1]))]
+    dist = np.min(np.linalg.norm(points[:, None] - points[keep][None], axis=-1), axis=1)
+    while len(keep) < min(count, len(points)):
+        pick = int(np.argmax(dist))
+        keep.append(pick)
+        dist = np.minimum(dist, np.linalg.norm(points - points[pick], axis=-1))
+    return keep
+
+
+def solve_points(body: BodyPoints, flat_rotation: np.ndarray, count: int = SOLVE_POINTS) -> BodyPoints:
+    """The few points of a foot a leg solve needs (a mesh hull has hundreds to thousands).
+
+    Keeps the outline of the sole (the points within 1 cm of the lowest when
+    the foot stands flat, thinned along their 2D hull) and fills up with the
+    body's points farthest from those, so toe, heel and edges still meet the
+    ground test. A body with few points is returned as it is.
+    """
+    if len(body.points) <= count:
+        return body
+    flat = body.points @ flat_rotation.T  # in the world frame of the flat foot
+    sole = sole_indices(body, flat_rotation)
+    outline = sole
+    if len(sole) > 3:
+        try:
+            from scipy.spatial import ConvexHull
+
+            outline = sole[ConvexHull(flat[sole, :2]).vertices]
+        except Exception:  # collinear or coincident sole points: all are candidates
+            outline = sole
+    keep = [int(outline[i]) for i in _farthest(flat[outline], [], count // 2)]
+    keep = _farthest(flat, keep, count)
+    return BodyPoints(body.link, body.points[keep], body.radius[keep])
+
+
 def sole_indices(body: BodyPoints, flat_rotation: np.ndarray, tolerance: float = 0.01) -> np.ndarray:
     """Points that touch a flat floor when the foot link has `flat_rotation` (its zero pose)."""
     z = body.points @ flat_rotation[2] - body.radius
@@ -118,10 +170,14 @@ def sole_indices(body: BodyPoints, flat_rotation: np.ndarray, tolerance: float =
 
 
 class Bodies:
-    """Body points of a robot's links, built on first use (meshes are read once)."""
+    """Body points of a robot's links, built on first use and kept with the tree (meshes are read once
+    per robot, not once per bake)."""
 
     def __init__(self, tree: KinematicTree):
-        self.tree, self._cache = tree, {}
+        self.tree = tree
+        if getattr(tree, "_body_points", None) is None:
+            tree._body_points = {}
+        self._cache = tree._body_points
 
     def __call__(self, link: int) -> BodyPoints:
         if link not in self._cache:

@@ -30,14 +30,16 @@ from scipy.ndimage import maximum_filter1d
 from ..chains.points import RobotChain, RobotPath
 from .contacts import Contacts
 from ..motion.filtering import butterworth_lowpass
-from .geometry import (BodyPoints, Bodies, body_points, lowest_points, pivot_weights, rigid_links,
-                            sole_indices)
+from .geometry import (BodyPoints, Bodies, body_points, lowest_points, pivot_weights, sole_indices,
+                       solve_points, subtree_links)
 from .targets import FootFrames, foot_goals, free_sole
 from ..model.kinematics import KinematicTree
 from ..chains.solver import ChainKinematics, rate_limit
 
 
 SINK_TOLERANCE_M = 0.01
+STEP_TOL_RAD = 1e-4  # a leg solve stops for a frame whose step is smaller ...
+GAIN_TOL = 1e-4  # ... or whose step lowers the cost by less than this share
 
 
 @dataclass
@@ -70,8 +72,9 @@ class Leg:
     targets: np.ndarray  # (F, M, 3) chain-shape targets, metres, relative to the chain origin
     weights: np.ndarray  # (M,) chain-shape weights (1/length² included)
     anchor: int  # link carrying the chain, -1 for the root
-    foot: BodyPoints  # the foot body's points in the foot link frame
+    foot: BodyPoints  # the foot points the solve carries (geometry.solve_points), in the foot link frame
     sole: np.ndarray  # indices of foot points on a flat floor
+    body: BodyPoints  # every point of the foot body, for the ground checks and the report
     flat: np.ndarray  # (3, 3) foot link rotation standing flat (its zero pose)
     foot_kin: ChainKinematics  # the foot points, relative to the hip joint (which no leg joint moves)
     length: float  # leg length, metres
@@ -81,13 +84,14 @@ class Leg:
               weights: np.ndarray, anchor: int) -> "Leg":
         chain = kin.chain
         link = int(chain.paths[0].tip_local[0])
-        foot = body_points(tree, link)
         flat = tree.zero_pose()[link, :3, :3]
+        body = body_points(tree, link, subtree_links(tree, link))  # a sole on a link past the tip is the foot
+        foot = solve_points(body, flat)
         path = RobotPath(chain.paths[0].links, np.full(len(foot.points), link), foot.points, 1.0,
                          (link, foot.points[0]))
         foot_chain = RobotChain(f"{chain.name}_foot", chain.anchor, chain.links, [path], chain.variables,
                                 (chain.links[0], np.zeros(3)))
-        return cls(side, kin, targets, weights, anchor, foot, sole_indices(foot, flat), flat,
+        return cls(side, kin, targets, weights, anchor, foot, sole_indices(foot, flat), body, flat,
                    ChainKinematics.build(tree, foot_chain), float(chain.paths[0].length))
 
     @property
@@ -146,7 +150,7 @@ class _Check:
 
     def __init__(self, tree, legs: list[Leg], bodies: Bodies, settings: PlantSettings):
         self.tree, self.legs, self.bodies, self.settings = tree, legs, bodies, settings
-        self.feet = {i for leg in legs for i in rigid_links(tree, leg.link)}
+        self.feet = {i for leg in legs for i in subtree_links(tree, leg.link)}
 
     def body_depth(self, q, world) -> np.ndarray:
         """How deep (F,) the lowest body other than the feet is below the ground (0 if above)."""
@@ -166,7 +170,7 @@ class _Check:
             pose = self.tree.link_transform(q, leg.link, world)
             # a foot the leg could not keep above ground (an edge a few mm down is a tilt the leg
             # cannot undo, e.g. without ankle roll: not worth lifting the other foot off for)
-            up = np.maximum(up, -leg.foot.lowest(pose) - SINK_TOLERANCE_M)
+            up = np.maximum(up, -leg.body.lowest(pose) - SINK_TOLERANCE_M)
             pts = leg.foot.world(pose)[:, leg.sole]
             goal = goals[leg.side].planted
             w = pivot_weights(goal[..., 2] - leg.foot.radius[leg.sole])
@@ -355,21 +359,29 @@ class _LegProblem:
             if len(active) == 0:
                 break
             j, r = jac[active], res[active]
+            before = x[active]
             hess = j.transpose(0, 2, 1) @ j
             grad = (j.transpose(0, 2, 1) @ r[..., None])[..., 0]
+            # active set: a variable on a bound that the gradient pushes further out stays there,
+            # so the others take a full Gauss-Newton step instead of a clipped one
+            free = ~(((before <= lower[active] + 1e-9) & (grad > 0)) | ((before >= upper[active] - 1e-9) & (grad < 0)))
+            hess = hess * (free[:, :, None] & free[:, None, :]) + eye * ~free[:, None, :]
+            grad = grad * free
             diag = np.einsum("fii->fi", hess)
             step = -np.linalg.solve(hess + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6)),
                                     grad[..., None])[..., 0]
-            before = x[active]
             trial = np.clip(before + step, lower[active], upper[active])
             t_res, t_jac = self.residuals(trial, rows[active])
             t_cost = (t_res ** 2).sum(1)
             better = t_cost < cost[active]
+            gain = cost[active] - t_cost
             won = active[better]
             x[won], res[won], jac[won], cost[won] = trial[better], t_res[better], t_jac[better], t_cost[better]
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10, 1e7))
-            moving = np.abs(trial - before).max(axis=1) > 1e-5
-            active = active[(moving | ~better) & (lam[active] < 1e6)]
+            # done: the step is below 0.1 mrad (0.1 mm at a leg's length) or buys no relative gain
+            stepping = np.abs(trial - before).max(axis=1) > STEP_TOL_RAD
+            gaining = gain > GAIN_TOL * t_cost + 1e-12
+            active = active[stepping & (gaining | ~better) & (lam[active] < 1e6)]
         return x, cost
 
 
@@ -405,7 +417,7 @@ def contact_figures(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root: n
     keys = ("foot_slide_pct", "foot_slide_mean_m_s", "ground_penetration_pct", "contact_preserved_pct")
     if not legs:
         return dict.fromkeys(keys)
-    feet = {leg.side: leg.foot for leg in legs}
+    feet = {leg.side: leg.body for leg in legs}
     poses = {leg.side: tree.link_transform(q, leg.link, root) for leg in legs}
     figures = contact_report(feet, poses, contacts, fps)
     if contacts is None:
@@ -429,8 +441,8 @@ def cancel_residual_slide(tree: KinematicTree, legs: list[Leg], q: np.ndarray, r
         flags = contacts.feet.get(leg.side)
         if flags is None:
             continue
-        pts = leg.foot.world(tree.link_transform(q, leg.link, world))  # (F, K, 3)
-        weights = pivot_weights(pts[:-1, :, 2] - leg.foot.radius)
+        pts = leg.body.world(tree.link_transform(q, leg.link, world))  # (F, K, 3)
+        weights = pivot_weights(pts[:-1, :, 2] - leg.body.radius)
         steps.append(np.einsum("fk,fki->fi", weights, pts[1:, :, :2] - pts[:-1, :, :2]))
         down.append(flags[:-1] & flags[1:])
     if not steps or len(q) < 8:

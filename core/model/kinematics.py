@@ -114,8 +114,10 @@ class KinematicTree:
         return out
 
     def zero_pose(self) -> np.ndarray:
-        """(L, 4, 4) link transforms at q = 0 with the root at the origin."""
-        return self.forward(np.zeros((1, self.dof)))[0]
+        """(L, 4, 4) link transforms at q = 0 with the root at the origin (computed once; a copy)."""
+        if getattr(self, "_zero", None) is None:
+            self._zero = self.forward(np.zeros((1, self.dof)))[0]
+        return self._zero.copy()
 
     def path(self, base: str, tip: str) -> list[int]:
         """Link indices from base down to tip (inclusive)."""

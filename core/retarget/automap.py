@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..feet.geometry import body_points
 from ..model.kinematics import KinematicTree
 from ..chains.mapping import ChainMapping, Mapping
 from ..motion.source import SourceMotion
@@ -223,6 +224,8 @@ def foot_tip_offset(tree: KinematicTree, ankle: int) -> tuple[int, list[float]] 
 
     The foot link is the last jointed link below the ankle; the toe point is the
     mean of its forward-most geometry (x is forward in a URDF base, REP 103).
+    A foot modelled by meshes only is measured on their hull points, so its
+    sole link ends the leg chain even when no primitive marks the toe.
     """
     zero = tree.zero_pose()
     below = [ankle]
@@ -238,6 +241,9 @@ def foot_tip_offset(tree: KinematicTree, ankle: int) -> tuple[int, list[float]] 
             if geom.kind != "mesh":
                 points.append((zero[i] @ geom.origin)[:3, 3])
     points = np.array(points)
+    if points[:, 0].max() - zero[ankle, 0, 3] < 0.02:  # no primitive shows the toe: the meshes do
+        hulls = [body_points(tree, i) for i in below]
+        points = np.concatenate([points] + [b.points @ zero[b.link, :3, :3].T + zero[b.link, :3, 3] for b in hulls])
     forward = points[:, 0]
     if forward.max() - zero[ankle, 0, 3] < 0.02:
         return None

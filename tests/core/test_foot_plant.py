@@ -247,3 +247,75 @@ def test_contact_report_figures():
     figures = contact_report({"left": _square_foot()}, {"left": lifted}, contacts, fps)
     assert figures["contact_preserved_pct"] == pytest.approx(100.0 * (flags.sum() - 50) / flags.sum())
     assert figures["foot_slide_pct"] == 0.0
+
+
+# ------------------------------------------------------------ mesh-only feet ---
+
+@pytest.fixture(scope="module")
+def g1_mesh_feet(tmp_path_factory):
+    """The G1 whose ankle-roll links lose their four contact spheres: its soles are only meshes
+    (the foot of many robots), read as convex hulls of about 1,200 points each."""
+    import re
+
+    folder = tmp_path_factory.mktemp("g1_mesh_feet")
+    (folder / "meshes").symlink_to(G1.parent / "meshes")
+    text = G1.read_text()
+    strip = lambda m: re.sub(r"\s*<collision>.*?</collision>", "", m.group(0), flags=re.S)  # noqa: E731
+    variant = re.sub(r'<link name="(left|right)_ankle_roll_link">.*?</link>', strip, text, flags=re.S)
+    assert variant.count("<collision>") == text.count("<collision>") - 8
+    (folder / "g1.urdf").write_text(variant)
+    tree = KinematicTree(parse_urdf(folder / "g1.urdf"))
+    from core.feet.geometry import body_points
+    assert len(body_points(tree, tree.link_index("left_ankle_roll_link")).points) > 500
+    return tree
+
+
+def _feet_figures(result) -> dict:
+    return {k: result.report[k] for k in ("foot_slide_pct", "ground_penetration_pct", "contact_preserved_pct")}
+
+
+def test_a_sole_modelled_by_meshes_only_is_planted(g1_mesh_feet):
+    """Auto-map ends the legs at the sole link found from the mesh hulls, and the feet stand on the
+    ground (before: chains ended at the ankle pitch link, the real sole counted as another body
+    sinking, the robot was raised 10 cm and contact_preserved_pct was 0)."""
+    motion = _clip(WALK, FRAMES)
+    mapping = auto_map(motion, g1_mesh_feet)
+    legs = {c.side: c for c in mapping.chains if c.role == "leg"}
+    assert {c.robot_tips[0] for c in legs.values()} == {"left_ankle_roll_link", "right_ankle_roll_link"}
+    result = retarget(motion, g1_mesh_feet, mapping, contacts="auto")
+    figures = _feet_figures(result)
+    assert figures["contact_preserved_pct"] >= 95 and figures["ground_penetration_pct"] == 0, figures
+    assert figures["foot_slide_pct"] <= 5, figures
+    assert not [w for w in result.report["warnings"] if "raised" in w]
+
+
+def test_a_sole_past_the_leg_chains_tip_is_still_the_foot(g1_mesh_feet):
+    """A hand-made mapping whose legs end at the ankle pitch link: the links below the tip (the
+    sole, on the ankle roll link) are the foot, not another body to lift out of the ground."""
+    motion = _clip(WALK, FRAMES)
+    mapping = auto_map(motion, g1_mesh_feet)
+    for chain in mapping.chains:
+        if chain.role == "leg":
+            chain.robot_tips, chain.robot_tip_offset = [chain.robot_tips[0].replace("roll", "pitch")], None
+    result = retarget(motion, g1_mesh_feet, mapping, contacts="auto")
+    figures = _feet_figures(result)
+    assert figures["contact_preserved_pct"] >= 70 and figures["ground_penetration_pct"] == 0, figures
+    assert not [w for w in result.report["warnings"] if "raised" in w]
+
+
+def test_solve_points_keep_the_sole_outline_and_the_lowest_point(g1_mesh_feet):
+    from core.feet.geometry import body_points, sole_indices, solve_points
+
+    tree = g1_mesh_feet
+    link = tree.link_index("left_ankle_roll_link")
+    body, flat = body_points(tree, link), tree.zero_pose()[link, :3, :3]
+    few = solve_points(body, flat)
+    assert len(few.points) <= 24 < len(body.points)
+    assert {tuple(p) for p in few.points} <= {tuple(p) for p in body.points}
+    z_all, z_few = body.points @ flat[2], few.points @ flat[2]
+    assert z_few.min() == pytest.approx(z_all.min(), abs=1e-3)  # the sole is kept
+    sole = body.points[sole_indices(body, flat)] @ flat[:2].T
+    kept = few.points[sole_indices(few, flat)] @ flat[:2].T
+    for axis in range(2):  # the sole's extent (heel to toe, side to side) is kept within 1 cm
+        assert kept[:, axis].max() == pytest.approx(sole[:, axis].max(), abs=0.01)
+        assert kept[:, axis].min() == pytest.approx(sole[:, axis].min(), abs=0.01)
