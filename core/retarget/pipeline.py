@@ -8,6 +8,7 @@ contact and the report.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -72,50 +73,85 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     settings = settings or mapping.settings
     progress = progress or (lambda fraction, message: None)
     warnings: list[str] = []
-    motion = _bridged(motion, warnings)
-    plans = _plan(motion, tree, mapping)
-    if not plans:
-        raise RetargetError("no chain could be mapped between the source and the robot")
-    started = time.perf_counter()
-    frames = motion.frames
-    body_src, axes_rob = _body_frames(motion, tree, mapping)
-    floating = any(p.mapping.role == "leg" for p in plans) and settings.root_mode != "fixed"
-    if floating:
-        root_rot = body_src @ axes_rob.T
-        root_pos = _root_positions(motion, tree, plans, root_rot, settings)
-    else:
-        root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
-        root_pos = np.zeros((frames, 3))
-    body_rob = root_rot @ axes_rob
-    root = _transforms(root_rot, root_pos)
+    stages = StageTimer()
+    with stages("plan"):
+        motion = _bridged(motion, warnings)
+        plans = _plan(motion, tree, mapping)
+        if not plans:
+            raise RetargetError("no chain could be mapped between the source and the robot")
+        frames = motion.frames
+        body_src, axes_rob = _body_frames(motion, tree, mapping)
+        floating = any(p.mapping.role == "leg" for p in plans) and settings.root_mode != "fixed"
+        if floating:
+            root_rot = body_src @ axes_rob.T
+            root_pos = _root_positions(motion, tree, plans, root_rot, settings)
+        else:
+            root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
+            root_pos = np.zeros((frames, 3))
+        body_rob = root_rot @ axes_rob
+        root = _transforms(root_rot, root_pos)
+        targets = {id(plan): _targets(motion, plan, body_src, body_rob) for plan in plans}
+    with stages("solve"):
+        q = _solve_chains(tree, plans, root, targets, settings, motion.fps, progress)
+    progress(0.95, "filtering")
+    with stages("filter"):
+        raw = q.copy()
+        q = lowpass(q, motion.fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
+                    window=settings.window, lower=tree.lower, upper=tree.upper)
+        q = rate_limit(q, np.minimum(tree.velocity / motion.fps, MAX_STEP_RAD))
+    progress(0.96, "planting feet")
+    with stages("contacts"):
+        flags = resolve_contacts(contacts, motion, mapping, warnings)
+    with stages("plant"):
+        legs = [Leg.build(tree, p.mapping.side, p.kin, *targets[id(p)], p.robot.anchor)
+                for p in plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
+        planted = _plant(tree, legs, q, root_rot, root_pos, flags, motion.fps, settings, warnings)
+    with stages("ground"):
+        q, root_pos = (planted.q, planted.root_position) if planted else (
+            q, _ground(tree, plans, q, root_rot, root_pos, settings))
+        root = _transforms(root_rot, root_pos)
+    with stages("report"):
+        report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings)
+        measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
+        report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
+    report.update(stages.report(len(q)))
+    progress(1.0, "done")
+    return RetargetResult(tree.joint_names, q, root_pos, root_rot, motion.fps, report)
+
+
+class StageTimer:
+    """Seconds per stage of a bake, so the report's speed is the whole bake's, not one stage's."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, stage: str):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
+
+    def report(self, frames: int) -> dict:
+        """frames_per_second over the whole bake, and every stage's seconds."""
+        total = sum(self.seconds.values())
+        return {"frames_per_second": float(frames / total) if total > 0 else float("inf"),
+                "total_seconds": float(total),
+                "stage_seconds": {stage: float(s) for stage, s in self.seconds.items()}}
+
+
+def _solve_chains(tree, plans, root, targets, settings, fps, progress) -> np.ndarray:
+    """Every chain in tree order, each through the pose solved so far: q (F, n)."""
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
-    q = np.zeros((frames, tree.dof))
+    q = np.zeros((len(root), tree.dof))
     q[:] = np.clip(0.0, tree.lower, tree.upper)
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
         anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-        targets, weights = _targets(motion, plan, body_src, body_rob)
-        max_step = np.minimum(tree.velocity[plan.kin.columns] / motion.fps, MAX_STEP_RAD)
-        solve_chain(tree, plan.kin, anchor, q, targets, weights, options, max_step)
-    solve_seconds = time.perf_counter() - started
-    progress(0.95, "filtering")
-    raw = q.copy()
-    q = lowpass(q, motion.fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
-                window=settings.window, lower=tree.lower, upper=tree.upper)
-    q = rate_limit(q, np.minimum(tree.velocity / motion.fps, MAX_STEP_RAD))
-    progress(0.96, "planting feet")
-    legs = [Leg.build(tree, p.mapping.side, p.kin, *_targets(motion, p, body_src, body_rob), p.robot.anchor)
-            for p in plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
-    flags = resolve_contacts(contacts, motion, mapping, warnings)
-    planted = _plant(tree, legs, q, root_rot, root_pos, flags, motion.fps, settings, warnings)
-    q, root_pos = (planted.q, planted.root_position) if planted else (
-        q, _ground(tree, plans, q, root_rot, root_pos, settings))
-    root = _transforms(root_rot, root_pos)
-    report = _report(motion, tree, plans, q, raw, root, body_src, body_rob, solve_seconds, warnings)
-    measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
-    report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
-    progress(1.0, "done")
-    return RetargetResult(tree.joint_names, q, root_pos, root_rot, motion.fps, report)
+        max_step = np.minimum(tree.velocity[plan.kin.columns] / fps, MAX_STEP_RAD)
+        solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], options, max_step)
+    return q
 
 
 def _bridged(motion: SourceMotion, warnings: list[str]) -> SourceMotion:
@@ -320,11 +356,11 @@ def _ground(tree, plans, q, root_rot, root_pos, settings) -> np.ndarray:
     return out
 
 
-def _report(motion, tree, plans, q, raw, root, body_src, body_rob, solve_seconds, warnings) -> dict:
+def _report(motion, tree, plans, all_targets, q, raw, root, solve_seconds, warnings) -> dict:
     chains = []
     for plan in plans:
         anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-        targets, _ = _targets(motion, plan, body_src, body_rob)
+        targets, _ = all_targets[id(plan)]
         points, _ = plan.kin.evaluate(tree, anchor, q, False)
         dist, tip_err = [], []
         for sl, rpath in zip(plan.kin.path_slices, plan.robot.paths):
@@ -339,7 +375,6 @@ def _report(motion, tree, plans, q, raw, root, body_src, body_rob, solve_seconds
     return {
         "source": motion.name, "robot": tree.robot.name, "frames": int(len(q)), "fps": float(motion.fps),
         "solve_seconds": float(solve_seconds),
-        "frames_per_second": float(len(q) / solve_seconds) if solve_seconds > 0 else float("inf"),
         "limit_violations": int(outside.sum()), "chains": chains,
         "jerk_before": mean_abs_jerk(raw, motion.fps), "jerk_after": mean_abs_jerk(q, motion.fps),
         "max_speed_ratio": float(speed.max()) if speed.size else 0.0, "warnings": warnings,

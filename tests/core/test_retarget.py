@@ -355,6 +355,22 @@ def test_walk_on_g1_report(walk_g1, g1, walk):
     assert report["warnings"] == []
 
 
+def test_frames_per_second_is_the_whole_bakes(walk, g1, walk_g1_map):
+    """frames_per_second divides by the whole retarget (planted feet included), not the chain solve."""
+    import time
+
+    started = time.perf_counter()
+    report = retarget(walk, g1, walk_g1_map, contacts="auto").report
+    wall = time.perf_counter() - started
+    stages = report["stage_seconds"]
+    assert list(stages) == ["plan", "solve", "filter", "contacts", "plant", "ground", "report"]
+    assert sum(stages.values()) == pytest.approx(report["total_seconds"])
+    assert 0.95 * wall <= report["total_seconds"] <= wall  # the stages cover the whole call
+    assert report["frames_per_second"] == pytest.approx(report["frames"] / report["total_seconds"])
+    assert report["solve_seconds"] == pytest.approx(stages["solve"])
+    assert stages["plant"] > 0 and report["feet_planted"]
+
+
 def test_walk_on_g1_chain_errors(walk_g1):
     chains = _chain_report(walk_g1)
     assert {"spine", "left_leg", "right_leg", "left_arm", "right_arm"} <= set(chains)
