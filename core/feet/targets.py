@@ -121,23 +121,33 @@ def foot_goals(leg, frames: FootFrames, world: np.ndarray, flags: np.ndarray, fp
     free = free_sole(leg, frames, world)
     weight = blend_weights(flags, settings.blend_s * fps)
     planted = free.copy()
-    owner = _nearest_interval(flags)
-    for k, (start, end) in enumerate(flags_to_intervals(flags)):
-        rows = np.flatnonzero((owner == k) & (weight > 0))
-        turn = _held_turn(frames.heading, start, np.radians(settings.turn_deg))
-        planted[rows] = _planted(frames, free[start], turn, rows, start, sole, radius)
+    spans = flags_to_intervals(flags)
+    owner = _nearest_interval(spans, len(flags))
+    bounds = np.searchsorted(owner, np.arange(len(spans) + 1))  # frames of interval k: bounds[k]:bounds[k+1]
+    for k, (start, end) in enumerate(spans):
+        # the frames this contact owns, and a window around them and its start: cost per
+        # contact grows with its own length, not the clip's
+        rows = bounds[k] + np.flatnonzero(weight[bounds[k]:bounds[k + 1]] > 0)
+        if len(rows) == 0:
+            continue
+        lo, hi = min(rows[0], start), max(rows[-1], start) + 1
+        turn = _held_turn(frames.heading[lo:hi], start - lo, np.radians(settings.turn_deg))
+        planted[rows] = _planted(frames.heading[lo:hi], frames.wanted[lo:hi], free[start], turn, rows - lo,
+                                 start - lo, sole, radius)
     return FootGoals(planted, weight, radius)
 
 
-def _nearest_interval(flags: np.ndarray) -> np.ndarray:
-    """Index (F,) of the contact interval nearest to each frame (-1 without contacts)."""
-    spans = flags_to_intervals(flags)
+def _nearest_interval(spans: list[tuple[int, int]], frames: int) -> np.ndarray:
+    """Index (F,) of the contact interval nearest to each frame, ascending (-1 without contacts)."""
     if not spans:
-        return np.full(len(flags), -1)
-    f = np.arange(len(flags))[:, None]
+        return np.full(frames, -1)
+    f = np.arange(frames)
     starts, ends = np.array([s for s, _ in spans]), np.array([e - 1 for _, e in spans])
-    distance = np.maximum(np.maximum(starts - f, f - ends), 0)
-    return np.argmin(distance, axis=1)
+    after = np.clip(np.searchsorted(starts, f, side="right") - 1, 0, len(spans) - 1)  # last start <= f
+    before = np.minimum(after + 1, len(spans) - 1)
+    d_after = np.maximum(np.maximum(starts[after] - f, f - ends[after]), 0)
+    d_before = np.maximum(np.maximum(starts[before] - f, f - ends[before]), 0)
+    return np.where(d_before < d_after, before, after)
 
 
 def _held_turn(heading: np.ndarray, start: int, dead: float) -> np.ndarray:
@@ -148,16 +158,19 @@ def _held_turn(heading: np.ndarray, start: int, dead: float) -> np.ndarray:
     return heading[start] + np.sign(change) * np.clip(np.abs(change) - dead, 0.0, None)
 
 
-def _planted(frames: FootFrames, first: np.ndarray, heading: np.ndarray, rows: np.ndarray, start: int,
-             sole: np.ndarray, radius: np.ndarray) -> np.ndarray:
+def _planted(free_heading: np.ndarray, wanted: np.ndarray, first: np.ndarray, heading: np.ndarray,
+             rows: np.ndarray, start: int, sole: np.ndarray, radius: np.ndarray) -> np.ndarray:
     """Sole points (len(rows), S, 3) of a foot planted on frame `start` where it stood then.
+
+    free_heading, wanted: the free foot's heading and wanted rotation (FootFrames) over the
+    window that `rows` and `start` index.
 
     Its rotation is the wanted one (flat, or tilted as far as the source's
     foot is) turned to its held heading; it rolls and turns about the point it
     stands on, which never moves: each frame's step of the foot is undone at
     that point, and the point stays on the ground.
     """
-    rot = _rot_z(heading - frames.heading) @ frames.wanted
+    rot = _rot_z(heading - free_heading) @ wanted
     local = np.einsum("fij,sj->fsi", rot, sole)  # origin at 0
     weights = _pivot_weights(local[..., 2] - radius)
     step = -np.einsum("fs,fsi->fi", weights[:-1], local[1:, :, :2] - local[:-1, :, :2])
