@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..motion.frames import BLOCK_FRAMES, frame_blocks
 from .points import RobotChain
 from ..model.kinematics import PRISMATIC, REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix
@@ -198,12 +199,27 @@ def _coarse_to_fine(problem: "_Problem", x: np.ndarray, stride: int = 8):
     """
     frames = len(x)
     if frames < 8 * stride:
-        return problem.solve(x, None)
+        return _in_blocks(problem, x, np.arange(frames))
     coarse = np.unique(np.append(np.arange(0, frames, stride), frames - 1))
-    xc, _ = problem.solve(x[coarse], None, coarse)
+    xc, _ = _in_blocks(problem, x[coarse], coarse)
     every = np.arange(frames)
     start = np.column_stack([np.interp(every, coarse, xc[:, k]) for k in range(x.shape[1])])
-    return problem.solve(start, None, iterations=max(2, (problem.options.iterations + 2) // 3))
+    return _in_blocks(problem, start, every, iterations=max(2, (problem.options.iterations + 2) // 3))
+
+
+def _in_blocks(problem: "_Problem", x: np.ndarray, frames: np.ndarray, iterations: int | None = None,
+               size: int = 4 * BLOCK_FRAMES) -> tuple[np.ndarray, np.ndarray]:
+    """problem.solve over `frames` in blocks, so a long clip's Jacobians never all exist at once.
+
+    Up to `size` frames this is one solve; beyond, each block's first frame is pulled toward
+    itself rather than toward the last frame of the block before (the smoothness term is weak).
+    """
+    if len(x) <= size:
+        return problem.solve(x, None, None if len(frames) == len(problem.q) else frames, iterations=iterations)
+    out_x, out_cost = np.empty_like(x), np.empty(len(x))
+    for block in frame_blocks(len(x), size):
+        out_x[block], out_cost[block] = problem.solve(x[block], None, frames[block], iterations=iterations)
+    return out_x, out_cost
 
 
 def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step: np.ndarray,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..motion.frames import frame_blocks
 from .contacts import Contacts
 from ..model.kinematics import FIXED, KinematicTree
 from ..model.meshes import MeshError, load_mesh
@@ -193,14 +194,17 @@ def lowest_points(tree: KinematicTree, q: np.ndarray, root: np.ndarray, skip: se
     looked at (nor their meshes read): they cannot touch it.
     """
     bodies = bodies or Bodies(tree)
-    world = tree.forward(q, root)
     lowest = np.full(len(q), np.inf)
-    for link in range(len(tree.link_names)):
-        if link in skip or (link > 0 and tree.kind[link] == FIXED) or world[:, link, 2, 3].min() > near_m:
-            continue
-        near = np.flatnonzero(world[:, link, 2, 3] <= near_m)
-        lowest[near] = np.minimum(lowest[near], bodies(link).lowest(world[near, link]))
+    for block in frame_blocks(len(q)):  # every link's pose of a long clip would not fit in memory at once
+        world = tree.forward(q[block], root[block])
+        for link in range(len(tree.link_names)):
+            if link in skip or (link > 0 and tree.kind[link] == FIXED) or world[:, link, 2, 3].min() > near_m:
+                continue
+            near = np.flatnonzero(world[:, link, 2, 3] <= near_m)
+            rows = near + block.start
+            lowest[rows] = np.minimum(lowest[rows], bodies(link).lowest(world[near, link]))
     return lowest
+
 
 
 def contact_report(feet: dict[str, BodyPoints], poses: dict[str, np.ndarray], contacts: Contacts | None,

@@ -30,6 +30,7 @@ from scipy.ndimage import maximum_filter1d
 from ..chains.points import RobotChain, RobotPath
 from .contacts import Contacts
 from ..motion.filtering import butterworth_lowpass
+from ..motion.frames import frame_blocks
 from .geometry import (BodyPoints, Bodies, body_points, lowest_points, pivot_weights, sole_indices,
                        solve_points, subtree_links)
 from .targets import FootFrames, foot_goals, free_sole
@@ -275,7 +276,9 @@ def _solve_leg(tree: KinematicTree, leg: Leg, q: np.ndarray, guess: np.ndarray, 
     problem = _LegProblem(tree, leg, rows, q[rows], anchor[rows], hip[rows], points[rows], weight[rows], start,
                           settings)
     init = np.clip(guess[rows][:, cols], problem.lower, problem.upper)
-    x, cost = problem.solve(init, np.arange(len(rows)), settings.iterations)
+    x, cost = np.empty_like(init), np.empty(len(rows))
+    for block in frame_blocks(len(rows)):  # frames are independent problems: solve them in blocks
+        x[block], cost[block] = problem.solve(init[block], np.arange(len(rows))[block], settings.iterations)
     max_step = np.minimum(tree.velocity[cols] / fps, 0.35)
     q[rows[:, None], cols] = _track(problem, x, cost, rows, max_step, settings.track_iterations)
 
