@@ -170,6 +170,9 @@ def sole_indices(body: BodyPoints, flat_rotation: np.ndarray, tolerance: float =
     return np.flatnonzero(z <= z.min() + tolerance)
 
 
+COARSE_POINTS = 32  # points of a body's first, cheap ground test
+
+
 class Bodies:
     """Body points of a robot's links, built on first use and kept with the tree (meshes are read once
     per robot, not once per bake)."""
@@ -185,25 +188,56 @@ class Bodies:
             self._cache[link] = body_points(self.tree, link)
         return self._cache[link]
 
+    def lowest(self, link: int, pose: np.ndarray, exact_below: float = 0.02) -> np.ndarray:
+        """Height (F,) of the body's lowest point, exact wherever it is below `exact_below`.
+
+        A hull of hundreds of points is tested first on a spread-out few (never lower than
+        the truth, and higher by at most their covering distance); only frames where that
+        could hide a point below `exact_below` are tested on every point.
+        """
+        body = self(link)
+        if len(body.points) <= COARSE_POINTS:
+            return body.lowest(pose)
+        if ("coarse", link) not in self._cache:
+            keep = _farthest(body.points, [], COARSE_POINTS)
+            cover = np.min(np.linalg.norm(body.points[:, None] - body.points[keep][None], axis=-1), axis=1).max()
+            self._cache["coarse", link] = (BodyPoints(link, body.points[keep], body.radius[keep]),
+                                           float(cover + body.radius.max()))
+        coarse, cover = self._cache["coarse", link]
+        low = coarse.lowest(pose)
+        near = np.flatnonzero(low < exact_below + cover)
+        low[near] = body.lowest(pose[near])
+        return low
+
 
 def lowest_points(tree: KinematicTree, q: np.ndarray, root: np.ndarray, skip: set[int],
-                  bodies: Bodies | None = None, near_m: float = 0.4) -> np.ndarray:
+                  bodies: Bodies | None = None, near_m: float = 0.4, links: list[int] | None = None) -> np.ndarray:
     """Lowest point (F,) of every body except those whose link is in `skip`.
 
     Bodies whose link origin never comes within `near_m` of the ground are not
-    looked at (nor their meshes read): they cannot touch it.
+    looked at (nor their meshes read): they cannot touch it. links: the only
+    links to look at (default every link; see ground_candidates).
     """
     bodies = bodies or Bodies(tree)
+    links = [i for i in (range(len(tree.link_names)) if links is None else links)
+             if i not in skip and (i == 0 or tree.kind[i] != FIXED)]
     lowest = np.full(len(q), np.inf)
     for block in frame_blocks(len(q)):  # every link's pose of a long clip would not fit in memory at once
-        world = tree.forward(q[block], root[block])
-        for link in range(len(tree.link_names)):
-            if link in skip or (link > 0 and tree.kind[link] == FIXED) or world[:, link, 2, 3].min() > near_m:
-                continue
-            near = np.flatnonzero(world[:, link, 2, 3] <= near_m)
-            rows = near + block.start
-            lowest[rows] = np.minimum(lowest[rows], bodies(link).lowest(world[near, link]))
+        for link, pose in tree.poses(q[block], root[block], links).items():
+            near = np.flatnonzero(pose[:, 2, 3] <= near_m)
+            if len(near):
+                rows = near + block.start
+                lowest[rows] = np.minimum(lowest[rows], bodies.lowest(link, pose[near]))
     return lowest
+
+
+def ground_candidates(tree: KinematicTree, q: np.ndarray, root: np.ndarray, reach_m: float = 0.6) -> list[int]:
+    """Links whose origin comes within `reach_m` of the ground somewhere in the clip: the only ones
+    later checks of the same motion need to look at (root changes are centimetres, not decimetres)."""
+    low = np.full(len(tree.link_names), np.inf)
+    for block in frame_blocks(len(q)):
+        low = np.minimum(low, tree.forward(q[block], root[block])[:, :, 2, 3].min(axis=0))
+    return [int(i) for i in np.flatnonzero(low <= reach_m)]
 
 
 

@@ -31,14 +31,15 @@ from ..chains.points import RobotChain, RobotPath
 from .contacts import Contacts
 from ..motion.filtering import butterworth_lowpass
 from ..motion.frames import frame_blocks
-from .geometry import (BodyPoints, Bodies, body_points, lowest_points, pivot_weights, sole_indices,
-                       solve_points, subtree_links)
+from .geometry import (BodyPoints, Bodies, body_points, ground_candidates, lowest_points, pivot_weights,
+                       sole_indices, solve_points, subtree_links)
 from .targets import FootFrames, foot_goals, free_sole
 from ..model.kinematics import KinematicTree
 from ..chains.solver import ChainKinematics, rate_limit
 
 
 SINK_TOLERANCE_M = 0.01
+REDO_M = 1e-4  # a later pass solves the legs again only where the root moved more than this
 STEP_TOL_RAD = 1e-4  # a leg solve stops for a frame whose step is smaller ...
 GAIN_TOL = 1e-4  # ... or whose step lowers the cost by less than this share
 
@@ -121,14 +122,16 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
     goals = {leg.side: foot_goals(leg, frames[leg.side], _transforms(root_rot, root), flags[leg.side], fps,
                                   settings) for leg in legs}
     check = _Check(tree, legs, Bodies(tree), settings)
-    q_out = q
+    q_out, redo = q, None
     for done in range(1, settings.passes + 1):
         world = _transforms(root_rot, root)
-        q_out = _solve_legs(tree, legs, q, q_out, world, frames, goals, fps, settings)
+        q_out = _solve_legs(tree, legs, q, q_out, world, frames, goals, fps, settings, redo)
         move = check.root_change(q_out, world, goals) if done < settings.passes else None
         if move is None:
             break
-        root += _smooth_change(move, fps, settings)
+        change = _smooth_change(move, fps, settings)
+        root += change
+        redo = np.abs(change).max(axis=1) > REDO_M  # a frame whose root did not move keeps its legs
     depth = check.body_depth(q_out, _transforms(root_rot, root))
     lift = np.maximum(_envelope(depth, fps, settings), depth) if depth.max() >= 1e-3 else 0.0 * depth
     root[:, 2] += lift  # the last word: nothing passes through the ground
@@ -136,13 +139,17 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
 
 
 def _solve_legs(tree, legs: list[Leg], q, guess, world, frames: dict, goals: dict, fps: float,
-                settings: PlantSettings) -> np.ndarray:
+                settings: PlantSettings, redo: np.ndarray | None = None) -> np.ndarray:
     """q with every leg solved again for its foot goals (starting from `guess`), inside
-    velocity limits."""
+    velocity limits. redo (F,): only these frames are solved again, the others keep `guess`
+    (a later pass re-solves only where the root moved, never frames already converged)."""
     out = q.copy()
     for leg in legs:
         points, active = goals[leg.side].at(free_sole(leg, frames[leg.side], world))
-        _solve_leg(tree, leg, out, guess, world, points, goals[leg.side].weight, active, fps, settings)
+        _solve_leg(tree, leg, out, guess, world, points, goals[leg.side].weight,
+                   active if redo is None else active & redo, fps, settings)
+    if redo is not None:
+        out[~redo] = guess[~redo]
     return rate_limit(out, np.minimum(tree.velocity / fps, 0.35))
 
 
@@ -152,10 +159,13 @@ class _Check:
     def __init__(self, tree, legs: list[Leg], bodies: Bodies, settings: PlantSettings):
         self.tree, self.legs, self.bodies, self.settings = tree, legs, bodies, settings
         self.feet = {i for leg in legs for i in subtree_links(tree, leg.link)}
+        self.links = None  # links that may reach the ground, found on the first check
 
     def body_depth(self, q, world) -> np.ndarray:
         """How deep (F,) the lowest body other than the feet is below the ground (0 if above)."""
-        depth = np.clip(-lowest_points(self.tree, q, world, self.feet, self.bodies), 0.0, None)
+        if self.links is None:
+            self.links = ground_candidates(self.tree, q, world)
+        depth = np.clip(-lowest_points(self.tree, q, world, self.feet, self.bodies, links=self.links), 0.0, None)
         depth[~np.isfinite(depth)] = 0.0
         return depth
 

@@ -113,6 +113,22 @@ class KinematicTree:
             out[:, i] = out[:, self.parent[i]] @ local
         return out
 
+    def poses(self, q, root, links) -> dict[int, np.ndarray]:
+        """World transforms {link: (F, 4, 4)} of `links`, evaluating only them and their ancestors."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        needed = set()
+        for link in links:
+            while link >= 0 and link not in needed:
+                needed.add(int(link))
+                link = int(self.parent[link])
+        out = {0: np.broadcast_to(np.eye(4) if root is None else root, (q.shape[0], 4, 4))}
+        for i in sorted(needed - {0}):  # parents come before children
+            local = self.origins[i]
+            if self.kind[i] != FIXED:
+                local = local @ self.joint_motion(q, i)
+            out[i] = out[int(self.parent[i])] @ local
+        return {link: out[link] for link in links}
+
     def zero_pose(self) -> np.ndarray:
         """(L, 4, 4) link transforms at q = 0 with the root at the origin (computed once; a copy)."""
         if getattr(self, "_zero", None) is None:
