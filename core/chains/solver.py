@@ -11,28 +11,45 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..motion.frames import BLOCK_FRAMES, frame_blocks
-from .points import RobotChain
-from ..model.kinematics import PRISMATIC, REVOLUTE, KinematicTree
+from .points import RobotChain, RobotPath
+from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix
 
 
 @dataclass
 class ChainKinematics:
-    """Precomputed index arrays to evaluate a chain's reference points quickly."""
+    """Precomputed index arrays to evaluate a chain's reference points quickly.
+
+    Points are measured from the chain's origin, the points of `extra` paths (see build)
+    from their own reference point: one evaluation serves several sets of points on the
+    same links (a leg's shape and its foot).
+    """
 
     chain: RobotChain
     point_link: np.ndarray  # (M,) link per reference point, all paths stacked
     point_local: np.ndarray  # (M, 3)
     columns: np.ndarray  # (V,) q columns of the chain's variables
     mask: np.ndarray  # (M, V) True where variable v moves point i
-    path_slices: list[slice]
+    path_slices: list[slice]  # rows of the chain's own paths
     origin_mask: np.ndarray  # (V,) True where variable v moves the chain's origin
-    groups: list[tuple[int, np.ndarray, np.ndarray]] = None  # (link, point rows, locals (P, 3)) per link
+    groups: list[tuple[int, np.ndarray, np.ndarray, int]] = None  # (link, rows, locals (P, 3), reference)
+    references: list[tuple[int, np.ndarray]] = None  # (link, local point) points are measured from; [0]: origin
+    row_reference: np.ndarray = None  # (M,) index into references per point
+    reference_mask: np.ndarray = None  # (R, V) True where variable v moves reference r
 
     @classmethod
-    def build(cls, tree: KinematicTree, chain: RobotChain) -> "ChainKinematics":
-        point_link = np.concatenate([p.point_link for p in chain.paths])
-        point_local = np.concatenate([p.point_local for p in chain.paths])
+    def build(cls, tree: KinematicTree, chain: RobotChain,
+              extra: list[tuple[RobotPath, tuple[int, np.ndarray]]] = ()) -> "ChainKinematics":
+        """extra: further paths on the chain's links (moved by the same variables only), each
+        with the reference (link, local point) its points are measured from; their rows follow
+        the chain's own."""
+        paths = list(chain.paths) + [path for path, _ in extra]
+        references = [(int(link), np.asarray(local, dtype=float)) for link, local in
+                      [chain.origin] + [reference for _, reference in extra]]
+        point_link = np.concatenate([p.point_link for p in paths])
+        point_local = np.concatenate([p.point_local for p in paths])
+        row_reference = np.concatenate([np.full(len(p.point_link), 0) for p in chain.paths]
+                                       + [np.full(len(p.point_link), r + 1) for r, (p, _) in enumerate(extra)])
         columns = np.array([tree.qindex[v] for v in chain.variables], dtype=int)
         def moves(link):
             ancestors = set()
@@ -41,110 +58,176 @@ class ChainKinematics:
                 link = tree.parent[link]
             return [v in ancestors for v in chain.variables]
         mask = np.array([moves(link) for link in point_link], dtype=bool).reshape(len(point_link), -1)
-        origin_mask = np.array(moves(chain.origin[0]), dtype=bool)
+        reference_mask = np.array([moves(link) for link, _ in references], dtype=bool).reshape(len(references), -1)
         slices, start = [], 0
         for p in chain.paths:
             slices.append(slice(start, start + len(p.point_link)))
             start += len(p.point_link)
-        groups = [(int(link), np.flatnonzero(point_link == link), point_local[point_link == link])
-                  for link in dict.fromkeys(point_link.tolist())]
-        return cls(chain, point_link, point_local, columns, mask, slices, origin_mask, groups)
+        groups = []
+        for link, ref in dict.fromkeys(zip(point_link.tolist(), row_reference.tolist())):
+            rows = np.flatnonzero((point_link == link) & (row_reference == ref))
+            groups.append((int(link), rows, point_local[rows], int(ref)))
+        return cls(chain, point_link, point_local, columns, mask, slices, reference_mask[0], groups,
+                   references, row_reference, reference_mask)
+
+    def __post_init__(self):
+        if self.groups is None:
+            self.groups = [(int(link), np.flatnonzero(self.point_link == link), self.point_local[self.point_link == link])
+                           for link in dict.fromkeys(self.point_link.tolist())]
+        if self.references is None:  # one reference: the chain's origin
+            self.references = [(int(self.chain.origin[0]), np.asarray(self.chain.origin[1], dtype=float))]
+            self.row_reference = np.zeros(len(self.point_link), dtype=int)
+            self.reference_mask = np.asarray(self.origin_mask, dtype=bool).reshape(1, -1)
+        self.groups = [g if len(g) == 4 else (*g, 0) for g in self.groups]
+        self._steps = None
+
+    def _prepare(self, tree: KinematicTree) -> list:
+        """What evaluate does per chain link, read from the tree once."""
+        variables = list(self.chain.variables)
+        self._steps, self._joints = _steps(tree, self.chain)
+        self._free = 1.0 - self.reference_mask.T.astype(float)  # (V, R) 1 where v does not move reference r
+        self._partial = not self.mask.all()
+        self._mask_vm = self.mask.T[:, :, None, None].astype(float)  # (V, M, 1, 1)
+        self._prismatic = [variables.index(v) for v in variables if tree.kind[v] == PRISMATIC]
+        return self._steps
 
     def evaluate(self, tree: KinematicTree, anchor: np.ndarray, q: np.ndarray, jacobian: bool):
-        """Reference points relative to the chain origin (F, M, 3), optionally with the Jacobian.
+        """Reference points (F, M, 3) relative to the chain origin (an extra path's relative to
+        its reference), optionally with the Jacobian (F, M, 3, V).
 
         anchor: (F, 4, 4) world pose of the chain's anchor link (root pose if none).
-        Internally frames run along the LAST axis (rotations (3, 3, F), points
-        (3, F)) so every product is a handful of contiguous vector operations.
+        Internally frames run along the LAST axis: a rotation is its three columns, each
+        (3, F), a point is (3, F), so every product is a handful of contiguous vector operations.
         """
-        frames, axes, origins = {}, {}, {}
-        base = (np.ascontiguousarray(anchor[:, :3, :3].transpose(1, 2, 0)),
+        steps = self._steps or self._prepare(tree)
+        nframes = anchor.shape[0]
+        base = (tuple(np.ascontiguousarray(anchor[:, :3, k].T) for k in range(3)),
                 np.ascontiguousarray(anchor[:, :3, 3].T))
-        for link in self.chain.links:
-            parent = int(tree.parent[link])
-            rot, pos = frames.get(parent, base)
+        values, cos, sin = self._joints.values(q)
+        frames, axes, joints = {}, {}, {}
+        for link, parent, shift, turn, kind, axis, principal, sign, variable, row in steps:
+            cols, pos = frames.get(parent, base)
             if parent < 0:  # the chain starts at the root: the anchor is the root pose
-                frames[link] = (rot, pos)
+                frames[link] = base
                 continue
-            origin = tree.origins[link]
-            pos = pos + _apply(rot, origin[:3, 3])
-            if tree.origin_rotates[link]:
-                rot = np.einsum("imf,mk->ikf", rot, origin[:3, :3])
-            kind = tree.kind[link]
-            if kind != 0:
-                value = tree.joint_value(q, link)
-                axis = tree.axes[link]
-                axis_w = _apply(rot, axis)
-                axes[link], origins[link] = axis_w, pos
+            if shift is not None:
+                pos = pos + _apply(cols, shift)
+            if turn is not None:
+                cols = tuple(_apply(cols, turn[:, k]) for k in range(3))
+            if kind != FIXED:
+                if sign == 0.0:
+                    axis_w = _apply(cols, axis)
+                else:
+                    axis_w = cols[principal] if sign == 1.0 else -cols[principal]
+                if variable:
+                    axes[link], joints[link] = axis_w, pos
                 if kind == REVOLUTE:
-                    rot = _rotate_local(rot, axis, value)
+                    cols = _rotate_local(cols, axis, principal, sign, values[row], cos[row], sin[row])
                 elif kind == PRISMATIC:
-                    pos = pos + axis_w * value
-            frames[link] = (rot, pos)
-        rot, pos = frames[int(self.chain.origin[0])]
-        origin = _apply(rot, self.chain.origin[1]) + pos
-        points = np.empty((len(self.point_link), 3, anchor.shape[0]))  # (M, 3, F)
-        for link, rows, local in self.groups:  # one product per link, however many points it carries
-            rot, pos = frames[link]
+                    pos = pos + axis_w * values[row]
+            frames[link] = (cols, pos)
+        refs = []
+        for link, local in self.references:
+            cols, pos = frames[link]
+            refs.append(_apply(cols, local) + pos if local.any() else pos)
+        points = np.empty((len(self.point_link), 3, nframes))  # (M, 3, F)
+        for link, rows, local, ref in self.groups:  # one product per link, however many points it carries
+            cols, pos = frames[link]
             if len(rows) == 1:
-                points[rows[0]] = _apply(rot, local[0]) + (pos - origin)
+                points[rows[0]] = _apply(cols, local[0]) + (pos - refs[ref])
             else:
-                turned = local @ rot.transpose(1, 0, 2).reshape(3, -1)  # (P, 3 * F)
-                points[rows] = turned.reshape(len(rows), 3, -1) + (pos - origin)
+                turned = local @ np.stack(cols).reshape(3, -1)  # (P, 3 * F)
+                points[rows] = turned.reshape(len(rows), 3, -1) + (pos - refs[ref])
         if not jacobian:
             return points.transpose(2, 0, 1), None
-        columns = []
-        for v, link in enumerate(self.chain.variables):
-            axis_w = axes[link]
-            if tree.kind[link] == REVOLUTE:
-                # d(point - origin)/dq = axis x (point - origin): the joint's own offset cancels
-                arm = points + (origin - origins[link]) * (1.0 - self.origin_mask[v])
-                col = _cross(axis_w, arm)
-            else:
-                col = np.broadcast_to(axis_w * (1.0 - self.origin_mask[v]), points.shape)
-            columns.append(col * self.mask[:, v][:, None, None] if not self.mask[:, v].all() else col)
-        jac = np.stack(columns, axis=-1)  # (M, 3, F, V)
-        return points.transpose(2, 0, 1), jac.transpose(2, 0, 1, 3)
+        # d(point - reference)/dq_v = axis_v x (point - joint_v) - [v moves the reference] axis_v x (reference - joint_v)
+        #                           = axis_v x (point - reference + (reference - joint_v) * (1 - [v moves it]))
+        variables = self.chain.variables
+        axes = np.stack([axes[v] for v in variables])  # (V, 3, F)
+        joints = np.stack([joints[v] for v in variables])
+        offset = (np.stack(refs)[None] - joints[:, None]) * self._free[:, :, None, None]  # (V, R, 3, F)
+        arm = points[None] + (offset if len(refs) == 1 else offset[:, self.row_reference])  # (V, M, 3, F)
+        jac = np.empty((nframes, len(self.point_link), 3, len(variables)))  # (F, M, 3, V) ...
+        view = jac.transpose(3, 1, 2, 0)  # ... written as (V, M, 3, F)
+        a = axes[:, None]  # (V, 1, 3, F)
+        np.subtract(a[:, :, 1] * arm[:, :, 2], a[:, :, 2] * arm[:, :, 1], out=view[:, :, 0])
+        np.subtract(a[:, :, 2] * arm[:, :, 0], a[:, :, 0] * arm[:, :, 2], out=view[:, :, 1])
+        np.subtract(a[:, :, 0] * arm[:, :, 1], a[:, :, 1] * arm[:, :, 0], out=view[:, :, 2])
+        for v in self._prismatic:
+            view[v] = axes[v] * self._free[v, self.row_reference][:, None, None]
+        if self._partial:
+            view *= self._mask_vm
+        return points.transpose(2, 0, 1), jac
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a (3, F) cross b (..., 3, F) over the component axis, written out."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0, :] = a[1] * b[..., 2, :] - a[2] * b[..., 1, :]
-    out[..., 1, :] = a[2] * b[..., 0, :] - a[0] * b[..., 2, :]
-    out[..., 2, :] = a[0] * b[..., 1, :] - a[1] * b[..., 0, :]
-    return out
+def _steps(tree: KinematicTree, chain: RobotChain) -> tuple[list, "_JointValues"]:
+    """Per chain link, parents first: (link, parent, origin shift or None, origin rotation or None,
+    joint kind, axis, principal axis index, its sign (0.0: not a principal axis), chain variable?,
+    row of its joint value); and how to read the joint values from q."""
+    steps, variables, joints = [], set(int(v) for v in chain.variables), []
+    for link in chain.links:
+        origin = tree.origins[link]
+        shift = origin[:3, 3].copy() if origin[:3, 3].any() else None
+        turn = origin[:3, :3].copy() if tree.origin_rotates[link] else None
+        axis = np.asarray(tree.axes[link], dtype=float).copy()
+        principal = np.flatnonzero(np.abs(axis) == 1.0)
+        k, sign = (int(principal[0]), float(axis[principal[0]])) if len(principal) == 1 else (0, 0.0)
+        kind = int(tree.kind[link])
+        row = -1
+        if kind != FIXED:
+            row = len(joints)
+            joints.append((int(tree.qindex[link]), float(tree.qscale[link]), float(tree.qoffset[link]), sign))
+        steps.append((int(link), int(tree.parent[link]), shift, turn, kind, axis, k, sign, int(link) in variables, row))
+    return steps, _JointValues(joints)
 
 
-def _apply(rot: np.ndarray, vec: np.ndarray) -> np.ndarray:
-    """rot (3, 3, F) times a constant vector (3,) -> (3, F), skipping zero components."""
+class _JointValues:
+    """Joint positions (J, F) of a chain's joints from q (F, n), with cos and sin(angle) * axis sign."""
+
+    def __init__(self, joints: list[tuple[int, float, float, float]]):
+        col = np.array([j[0] for j in joints], dtype=int)
+        self.columns = np.maximum(col, 0)
+        self.scale = np.array([j[1] if j[0] >= 0 else 0.0 for j in joints])[:, None]
+        self.offset = np.array([j[2] if j[0] >= 0 else 0.0 for j in joints])[:, None]
+        self.sign = np.array([j[3] if j[3] != 0.0 else 1.0 for j in joints])[:, None]
+        self.plain = bool(np.all(col >= 0) and np.all(self.scale == 1.0) and np.all(self.offset == 0.0))
+        self.signed = bool(np.any(self.sign != 1.0))
+
+    def values(self, q: np.ndarray):
+        if len(self.columns) == 0:
+            return None, None, None
+        values = q[:, self.columns].T
+        values = values.copy() if self.plain else values * self.scale + self.offset
+        sin = np.sin(values)
+        return values, np.cos(values), sin * self.sign if self.signed else sin
+
+
+def _apply(cols: tuple, vec: np.ndarray) -> np.ndarray:
+    """A rotation given by its columns (3 x (3, F)) times a constant vector (3,) -> (3, F),
+    skipping zero components."""
     out = None
     for k in range(3):
         if vec[k] != 0.0:
-            term = rot[:, k] * vec[k]
+            term = cols[k] * vec[k]
             out = term if out is None else out + term
-    return np.zeros(rot.shape[::2]) if out is None else out
+    return np.zeros(cols[0].shape) if out is None else out
 
 
-def _rotate_local(rot: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """rot @ Rot(axis, angle) for rotations (3, 3, F).
+def _rotate_local(cols: tuple, axis: np.ndarray, principal: int, sign: float, angle: np.ndarray,
+                  cos: np.ndarray, sin: np.ndarray) -> tuple:
+    """rot @ Rot(axis, angle) for a rotation given by its columns; sin is sin(angle) * sign.
 
-    URDF axes are nearly always +-x, +-y or +-z: then only two columns mix.
+    URDF axes are nearly always +-x, +-y or +-z (sign != 0): then only two columns mix.
     """
-    principal = np.flatnonzero(np.abs(axis) == 1.0)
-    out = np.empty_like(rot)
-    if len(principal) == 1:
-        k = int(principal[0])
+    if sign != 0.0:
+        k = principal
         i, j = (k + 1) % 3, (k + 2) % 3
-        c, s = np.cos(angle), axis[k] * np.sin(angle)
-        out[:, k] = rot[:, k]
-        out[:, i] = c * rot[:, i] + s * rot[:, j]
-        out[:, j] = c * rot[:, j] - s * rot[:, i]
-        return out
+        out = list(cols)
+        out[i] = cos * cols[i] + sin * cols[j]
+        out[j] = cos * cols[j] - sin * cols[i]
+        return tuple(out)
     turn = axis_angle_to_matrix(axis, angle)  # (F, 3, 3)
-    for k in range(3):
-        out[:, k] = rot[:, 0] * turn[:, 0, k] + rot[:, 1] * turn[:, 1, k] + rot[:, 2] * turn[:, 2, k]
-    return out
+    return tuple(cols[0] * turn[:, 0, k] + cols[1] * turn[:, 1, k] + cols[2] * turn[:, 2, k] for k in range(3))
 
 
 @dataclass
@@ -182,11 +265,21 @@ def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
     """Limit every joint's change per frame: where a limit forces a switch of
     branch, the robot moves there at its top speed instead of teleporting."""
     out = x.copy()
-    jumps = np.flatnonzero((np.abs(np.diff(x, axis=0)) > max_step).any(axis=1))
+    jumps = np.flatnonzero((np.abs(np.diff(x, axis=0)) > max_step).any(axis=1)) + 1  # frames x jumps to
     if len(jumps) == 0:
         return out
-    for f in range(int(jumps[0]) + 1, len(out)):
-        out[f] = out[f - 1] + np.clip(x[f] - out[f - 1], -max_step, max_step)
+    lower, upper = np.broadcast_to(-max_step, x.shape[1:]), np.broadcast_to(max_step, x.shape[1:])
+    f, frames = int(jumps[0]), len(out)
+    while f < frames:
+        step = x[f] - out[f - 1]
+        out[f] = out[f - 1] + np.minimum(np.maximum(step, lower, out=step), upper, out=step)
+        if np.array_equal(out[f], x[f]):  # caught up: x itself is followed until its next jump
+            later = jumps[np.searchsorted(jumps, f, side="right"):]
+            if len(later) == 0:
+                break
+            f = int(later[0])
+        else:
+            f += 1
     return out
 
 

@@ -38,11 +38,11 @@ class BodyPoints:
 
     def world(self, pose: np.ndarray) -> np.ndarray:
         """Points (F, K, 3) for link poses (F, 4, 4)."""
-        return np.einsum("fij,kj->fki", pose[:, :3, :3], self.points) + pose[:, None, :3, 3]
+        return self.points @ pose[:, :3, :3].transpose(0, 2, 1) + pose[:, None, :3, 3]
 
     def lowest(self, pose: np.ndarray) -> np.ndarray:
         """Height (F,) of the body's lowest point."""
-        z = np.einsum("fj,kj->fk", pose[:, 2, :3], self.points) + pose[:, 2, 3:4]
+        z = pose[:, 2, :3] @ self.points.T + pose[:, 2, 3:4]  # one matrix product (a hull has hundreds of points)
         return (z - self.radius).min(axis=1)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import maximum_filter1d
 
-from ..chains.points import RobotChain, RobotPath
+from ..chains.points import RobotPath
 from .contacts import Contacts
 from ..motion.filtering import butterworth_lowpass
 from ..motion.frames import frame_blocks
@@ -78,8 +78,8 @@ class Leg:
     sole: np.ndarray  # indices of foot points on a flat floor
     body: BodyPoints  # every point of the foot body, for the ground checks and the report
     flat: np.ndarray  # (3, 3) foot link rotation standing flat (its zero pose)
-    foot_kin: ChainKinematics  # the foot points, relative to the hip joint (which no leg joint moves)
-    length: float  # leg length, metres
+    solve_kin: ChainKinematics  # kin's points, then the foot points relative to the hip joint (which no
+    length: float  # leg length, metres                  leg joint moves): both from one evaluation
 
     @classmethod
     def build(cls, tree: KinematicTree, side: str, kin: ChainKinematics, targets: np.ndarray,
@@ -91,10 +91,14 @@ class Leg:
         foot = solve_points(body, flat)
         path = RobotPath(chain.paths[0].links, np.full(len(foot.points), link), foot.points, 1.0,
                          (link, foot.points[0]))
-        foot_chain = RobotChain(f"{chain.name}_foot", chain.anchor, chain.links, [path], chain.variables,
-                                (chain.links[0], np.zeros(3)))
+        solve_kin = ChainKinematics.build(tree, chain, extra=[(path, (chain.links[0], np.zeros(3)))])
         return cls(side, kin, targets, weights, anchor, foot, sole_indices(foot, flat), body, flat,
-                   ChainKinematics.build(tree, foot_chain), float(chain.paths[0].length))
+                   solve_kin, float(chain.paths[0].length))
+
+    @property
+    def shape_rows(self) -> slice:
+        """Rows of solve_kin's points that are kin's (the chain shape); the foot points follow."""
+        return slice(0, len(self.kin.point_link))
 
     @property
     def link(self) -> int:
@@ -333,30 +337,42 @@ class _LegProblem:
         cols = leg.kin.columns  # bounds: joint limits, and no flip far from the unplanted angles
         self.lower = np.maximum(tree.lower[cols], start - settings.max_change_rad)
         self.upper = np.minimum(tree.upper[cols], start + settings.max_change_rad)
+        nshape, nsole, nfoot = len(leg.kin.point_link), len(leg.sole), len(leg.foot.points)
+        a = 3 * nshape
+        self._bounds = (a, a + 3 * nsole, a + 3 * nsole + 3, a + 3 * nsole + 3 + nfoot)  # where each part ends
+        self._rows = self._bounds[-1] + len(cols)
+        self._prior_jac = np.eye(len(cols)) * self.prior
 
     def residuals(self, x: np.ndarray, rows: np.ndarray):
-        """(r (n, R), J (n, R, V)) for the variables x (n, V) of frames `rows` (local indices)."""
+        """(r (n, R), J (n, R, V)) for the variables x (n, V) of frames `rows` (local indices).
+
+        Rows: the chain shape (3 per point), the sole points (3 each), their pivot (3), every
+        foot point's depth below the ground, the prior (V); written in place, part by part.
+        """
         q = self.q[rows]
         q[:, self.leg.kin.columns] = x
-        pts, jac = self.leg.kin.evaluate(self.tree, self.anchor[rows], q, True)
-        feet, fjac = self.leg.foot_kin.evaluate(self.tree, self.anchor[rows], q, True)
+        both, bjac = self.leg.solve_kin.evaluate(self.tree, self.anchor[rows], q, True)
         n, nvar = x.shape
-        parts = [((pts - self.shape_targets[rows]) * self.shape_w).reshape(n, -1)]
-        jparts = [(jac * self.shape_w[..., None]).reshape(n, -1, nvar)]
-        sole, sjac = feet[:, self.leg.sole], fjac[:, self.leg.sole]
+        shape, sole, (a, b, c, d) = self.leg.shape_rows, self.leg.sole, self._bounds
+        nshape, nsole = shape.stop, len(sole)
+        res, jac = np.empty((n, self._rows)), np.empty((n, self._rows, nvar))
+        np.multiply(both[:, shape] - self.shape_targets[rows], self.shape_w, out=res[:, :a].reshape(n, nshape, 3))
+        np.multiply(bjac[:, shape], self.shape_w[..., None], out=jac[:, :a].reshape(n, nshape, 3, nvar))
+        feet, fjac = both[:, nshape:], bjac[:, nshape:]
+        soles, sjac = feet[:, sole], fjac[:, sole]
         w = self.goal_w[rows]
-        parts.append(((sole - self.goal[rows]) * w).reshape(n, -1))
-        jparts.append((sjac * w[..., None]).reshape(n, -1, nvar))
+        np.multiply(soles - self.goal[rows], w, out=res[:, a:b].reshape(n, nsole, 3))
+        np.multiply(sjac, w[..., None], out=jac[:, a:b].reshape(n, nsole, 3, nvar))
         pw, pivot = self.pivot_w[rows], self.pivot[rows]
-        parts.append((np.einsum("fs,fsi->fi", pivot, sole) - self.pivot_goal[rows]) * pw)
-        jparts.append(np.einsum("fs,fsiv->fiv", pivot, sjac) * pw[..., None])
+        res[:, b:c] = (np.einsum("fs,fsi->fi", pivot, soles) - self.pivot_goal[rows]) * pw
+        np.multiply(np.einsum("fs,fsiv->fiv", pivot, sjac), pw[..., None], out=jac[:, b:c])
         height = feet[..., 2] + self.hip[rows, 2][:, None] - self.leg.foot.radius
         below = height < 0.0
-        parts.append(np.where(below, height, 0.0) * self.ground_w)
-        jparts.append(np.where(below[..., None], fjac[:, :, 2], 0.0) * self.ground_w)
-        parts.append((x - self.start[rows]) * self.prior)
-        jparts.append(np.broadcast_to(np.eye(nvar) * self.prior, (n, nvar, nvar)))
-        return np.concatenate(parts, axis=1), np.concatenate(jparts, axis=1)
+        np.multiply(np.where(below, height, 0.0), self.ground_w, out=res[:, c:d])
+        np.multiply(np.where(below[..., None], fjac[:, :, 2], 0.0), self.ground_w, out=jac[:, c:d])
+        np.multiply(x - self.start[rows], self.prior, out=res[:, d:])
+        jac[:, d:] = self._prior_jac
+        return res, jac
 
     def solve(self, x: np.ndarray, rows: np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray]:
         """Projected Levenberg-Marquardt from x (len(rows), V), every frame its own problem,

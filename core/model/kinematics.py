@@ -92,7 +92,18 @@ class KinematicTree:
         value = self.joint_value(q, link)
         out = np.broadcast_to(np.eye(4), value.shape + (4, 4)).copy()
         if self.kind[link] == REVOLUTE:
-            out[..., :3, :3] = axis_angle_to_matrix(self.axes[link], value)
+            axis = self.axes[link]
+            principal = np.flatnonzero(np.abs(axis) == 1.0)
+            if len(principal) == 1:  # nearly every URDF joint turns about +-x, +-y or +-z
+                k = int(principal[0])
+                i, j = (k + 1) % 3, (k + 2) % 3
+                c, s = np.cos(value), axis[k] * np.sin(value)
+                out[..., i, i] = c
+                out[..., j, j] = c
+                out[..., j, i] = s
+                out[..., i, j] = -s
+            else:
+                out[..., :3, :3] = axis_angle_to_matrix(axis, value)
         elif self.kind[link] == PRISMATIC:
             out[..., :3, 3] = self.axes[link] * value[..., None]
         return out
