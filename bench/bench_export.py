@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one BLAS thread: figures comparable on a shared 2-core machine
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

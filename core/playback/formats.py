@@ -16,6 +16,7 @@ unless asked. Readers return radians whatever the file holds.
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -29,8 +30,9 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from ..motion.bake_csv import BakeCSVError, BakeTable, bake_csv_text, read_bake_csv
+from ..motion.bake_csv import ROOT_COLUMNS, BakeCSVError, read_bake_csv
 from ..motion.fileio import OutputError, write_bytes_atomic
+from .numbers import number_rows, number_text
 from .sampling import JointLimits, LimitViolation, PlaybackTrack, tick_times
 
 FORMATS = {"csv": ".csv", "unitree-csv": ".csv", "npz": ".npz", "pkl": ".pkl",
@@ -138,11 +140,6 @@ def _wxyz(xyzw: np.ndarray) -> np.ndarray:
     return np.asarray(xyzw)[:, [3, 0, 1, 2]]
 
 
-def _rows(data: np.ndarray, sep: str) -> list[str]:
-    """Shortest round-trip text of every value (repr), one string per row."""
-    return [sep.join(map(repr, row)) for row in np.asarray(data, dtype=float).tolist()]
-
-
 def _period_from(times: np.ndarray, path: Path, stated: float | None = None) -> float:
     """The stated period, or the first step; every time must be k * period."""
     if stated is None:
@@ -196,18 +193,20 @@ def _roll_back(done: list[Path], before: dict) -> None:
 
 
 def _write_csv(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
-    table = BakeTable(track.joint_names, track.time_s, track.root_position, track.root_quaternion,
-                      _joints_out(track, degrees))
-    data = bake_csv_text(table).encode("utf-8")
-    info = dict(info, columns=["time_s", "root_x", "root_y", "root_z", "root_qw", "root_qx", "root_qy",
-                               "root_qz", *track.joint_names],
-                content_sha256=hashlib.sha256(data).hexdigest())
+    """The bake CSV layout (core.motion.bake_csv), its numbers formatted a whole array at once."""
+    columns = ROOT_COLUMNS + list(track.joint_names)
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow(columns)
+    values = np.column_stack([track.time_s, track.root_position, track.root_quaternion,
+                              _joints_out(track, degrees)])
+    data = header.getvalue().encode("utf-8") + number_text(values, ",")
+    info = dict(info, columns=columns, content_sha256=hashlib.sha256(data).hexdigest())
     return [data, (json.dumps(info, indent=2) + "\n").encode("utf-8")]
 
 
 def _write_unitree(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
     data = np.column_stack([track.root_position, _xyzw(track.root_quaternion), track.q])
-    return ["".join(row + "\n" for row in _rows(data, ",")).encode("utf-8")]
+    return [number_text(data, ",")]
 
 
 def _write_npz(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
@@ -230,9 +229,6 @@ def _write_pkl(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
     return [pickle.dumps(data, protocol=4)]
 
 
-_YAML_BARE_EXP = re.compile(r"(?<![\d.])(\d+)e")  # "1e-05" is a string to YAML 1.1 readers: "1.0e-05"
-
-
 def _write_ros2_yaml(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
     from .sampling import sample_derivatives
 
@@ -246,16 +242,16 @@ def _write_ros2_yaml(track: PlaybackTrack, info: dict, degrees: bool) -> list[by
              f"# robot_retarget: {_comment_json(info)}",
              "header:", "  stamp: {sec: 0, nanosec: 0}", "  frame_id: \"\"",
              f"joint_names: {json.dumps(list(track.joint_names))}", "points:"]
-    rows = zip(_rows(track.q, ", "), _rows(vel, ", "), _rows(acc, ", "), ns.tolist())
-    for pos, v, a, t in rows:
-        lines += [f"  - positions: [{pos}]", f"    velocities: [{v}]", f"    accelerations: [{a}]",
-                  "    effort: []", f"    time_from_start: {{sec: {t // 1_000_000_000}, "
-                                    f"nanosec: {t % 1_000_000_000}}}"]
-    return [_YAML_BARE_EXP.sub(r"\1.0e", "\n".join(lines) + "\n").encode("utf-8")]
+    head = "\n".join(lines) + "\n"  # comments and quoted names: no number for YAML to misread
+    point = (b"  - positions: [%s]\n    velocities: [%s]\n    accelerations: [%s]\n    effort: []\n"
+             b"    time_from_start: {sec: %d, nanosec: %d}\n")
+    rows = zip(number_rows(track.q, ", ", yaml=True), number_rows(vel, ", ", yaml=True), number_rows(acc, ", ", yaml=True),
+               ns.tolist())
+    return [head.encode("utf-8") + b"".join([point % (p, v, a, *divmod(t, 1_000_000_000)) for p, v, a, t in rows])]
 
 
 def _write_mujoco(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
-    qpos = _rows(np.column_stack([track.root_position, track.root_quaternion, track.q]), " ")
+    qpos = number_rows(np.column_stack([track.root_position, track.root_quaternion, track.q]), " ")
     model = quoteattr(f"{info['robot'] or 'robot'} playback")
     head = ['<?xml version="1.0" encoding="utf-8"?>',
             "<!-- Robot Retarget playback. qpos = free joint x y z (m), quaternion w x y z, then the "
@@ -264,8 +260,8 @@ def _write_mujoco(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes
             "order. -->",
             f"<!-- robot_retarget: {_comment_json(info)} -->",
             f"<mujoco model={model}>", "  <keyframe>"]
-    keys = [f'    <key time="{t!r}" qpos="{row}"/>' for t, row in zip(track.time_s.tolist(), qpos)]
-    return [("\n".join(head + keys + ["  </keyframe>", "</mujoco>"]) + "\n").encode("utf-8")]
+    keys = [b'    <key time="%s" qpos="%s"/>\n' % key for key in zip(number_rows(track.time_s[:, None], ""), qpos)]
+    return [("\n".join(head) + "\n").encode("utf-8") + b"".join(keys) + b"  </keyframe>\n</mujoco>\n"]
 
 
 _WRITERS = {"csv": _write_csv, "unitree-csv": _write_unitree, "npz": _write_npz, "pkl": _write_pkl,

@@ -15,8 +15,8 @@ import math
 import numpy as np
 
 from ..motion.bake_csv import BakeTable
-from .sampling import (TICK_EPS, JointLimits, PlaybackError, _relative_times, joint_samples, tick_count,
-                       tick_times)
+from .sampling import (_ROUNDING, TICK_EPS, JointCurves, JointLimits, PlaybackError, _covered, _relative_times,
+                       tick_count, tick_times)
 
 def retime(table: BakeTable, limits: JointLimits, period_s: float, *, margin: float = 0.01,
            ramp: float = 1.04, max_rounds: int = 80) -> tuple[BakeTable, int]:
@@ -68,25 +68,95 @@ def _knots(spans: np.ndarray, period_s: float) -> np.ndarray:
 
 
 def _needed_stretch(q_keys, spans, limits: JointLimits, period_s: float) -> np.ndarray:
-    """Per key interval (durations `spans`): the factor its time must grow by (<= 1: fine)."""
+    """Per key interval (durations `spans`): the factor its time must grow by, exact wherever it
+    is above 1 (the only values that act: a stretch or a failed check); elsewhere at most 1."""
     knots = _knots(spans, period_s)
     at = tick_times(tick_count(knots[-1], period_s), period_s)
-    q = joint_samples(knots, np.asarray(q_keys, dtype=float), at, limits.lower, limits.upper)
-    need_k = np.zeros(max(len(at) - 1, 0))
-    if len(at) >= 2:
-        need_k = (np.abs(np.diff(q, axis=0)) / period_s / limits.velocity).max(axis=1)
-        if len(at) >= 3:  # acceleration at interior sample k+1 touches intervals k, k+1
-            ra = np.sqrt((np.abs(np.diff(q, 2, axis=0)) / period_s ** 2 / limits.acceleration).max(axis=1))
-            need_k[:-1] = np.maximum(need_k[:-1], ra)
-            need_k[1:] = np.maximum(need_k[1:], ra)
+    curves = JointCurves(knots, np.asarray(q_keys, dtype=float), at, limits.lower, limits.upper)
+    rows = _fast_rows(curves, limits, period_s)
+    need_k = _sample_needs(rows, curves.samples(rows), limits, period_s, len(at))
+    over = np.flatnonzero(need_k > 1.0)  # control intervals that act, onto the key intervals they span
     need = np.zeros(len(knots) - 1)
     last = len(need) - 1
-    lo = np.clip(np.searchsorted(knots, at[:-1], side="right") - 1, 0, last)
-    hi = np.clip(np.searchsorted(knots, at[1:], side="left") - 1, 0, last)
+    lo = np.clip(np.searchsorted(knots, at[over], side="right") - 1, 0, last)
+    hi = np.clip(np.searchsorted(knots, at[over + 1], side="left") - 1, 0, last)
     hi = np.maximum(hi, lo)
     for offset in range(int((hi - lo).max(initial=0)) + 1):
-        np.maximum.at(need, np.minimum(lo + offset, hi), need_k)
+        np.maximum.at(need, np.minimum(lo + offset, hi), need_k[over])
     return need
+
+
+def _fast_rows(curves: JointCurves, limits: JointLimits, period_s: float) -> np.ndarray:
+    """The samples whose differences may break a velocity or acceleration limit (sorted).
+
+    A velocity difference is the mean of q' over its control interval, an
+    acceleration difference a weighted mean of q'' over two, so neither beats
+    the bound of the segments it spans, give or take rounding and the clip to
+    the position limits (at most 1e-12 once the curves are settled), which the
+    slack covers. So only the samples near segments whose bound nears a limit
+    need computing.
+    """
+    count = len(curves.at)
+    if not curves.settled:
+        return np.arange(count)
+    vel, acc, size = _rate_bounds(curves)
+    noise = 1e-12 + _ROUNDING * size  # how far a sample may be off its exact value
+    h, tight = np.diff(curves.times).min(), 1.0 - 1e-9
+    slow_v = limits.velocity * tight - noise * (8.0 / h + 4.0 / period_s)
+    slow_a = (limits.acceleration * tight - noise * (48.0 / h ** 2 + 8.0 / period_s ** 2)
+              - _ROUNDING * vel.max(initial=0.0) / period_s)
+    fast = vel >= slow_v
+    fast |= acc >= slow_a
+    seg = np.concatenate([[0, len(fast) - 1], np.flatnonzero(fast) // fast.shape[1]])  # few: no any(axis)
+    first = np.searchsorted(curves.at, curves.times[seg], side="right") - 3  # the differences over
+    last = np.searchsorted(curves.at, curves.times[seg + 1], side="left") + 3  # the segment, and a margin
+    return _covered(first, last, count)
+
+
+def _rate_bounds(curves: JointCurves) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per segment and joint: bounds of |q'| (hull of its Bézier points) and of |q''| (at the
+    ends: it is linear); and a bound of the control points' size. In place where possible:
+    the arrays are large and fresh memory is slow."""
+    keys, dx = curves.keys, np.diff(curves.times)
+    d0, d2 = curves.controls()  # P1, P2, turned into P1 - P0 and P3 - P2
+    d1 = d2 - d0
+    np.subtract(d0, keys[:-1], out=d0)
+    np.subtract(keys[1:], d2, out=d2)
+    acc, a1 = d1 - d0, d2 - d1  # q'' at either end, times dx^2 / 6
+    vel = np.maximum(np.abs(d0, out=d0), np.abs(d1, out=d1), out=d0)  # hull of q', times dx / 3
+    np.maximum(vel, np.abs(d2, out=d2), out=vel)
+    np.maximum(np.abs(acc, out=acc), np.abs(a1, out=a1), out=acc)
+    size = max(keys.max(initial=0.0), -keys.min(initial=0.0)) + vel.max(initial=0.0)
+    vel *= (3.0 / dx)[:, None]
+    acc *= (6.0 / dx ** 2)[:, None]
+    return vel, acc, size
+
+
+def _sample_needs(rows: np.ndarray, q: np.ndarray, limits: JointLimits, period_s: float,
+                  count: int) -> np.ndarray:
+    """Per control interval (of `count` samples): the stretch its samples need (velocity ratio,
+    or the square root of the acceleration ratio at either end), from the samples q at sorted
+    `rows`, where those are consecutive; 0 elsewhere."""
+    need_k = np.zeros(max(count - 1, 0))
+    step = np.diff(q, axis=0)
+    accel = np.diff(step, axis=0)  # == np.diff(q, 2, axis=0), bit for bit
+    pair = np.diff(rows) == 1  # (differences across a gap are computed, then dropped)
+    need_k[rows[:-1][pair]] = _worst_ratio(step, period_s, limits.velocity)[pair]
+    triple = rows[2:] - rows[:-2] == 2
+    if triple.any():  # acceleration at sample c touches intervals c - 1 and c
+        ra = np.sqrt(_worst_ratio(accel, period_s ** 2, limits.acceleration)[triple])
+        center = rows[1:-1][triple]
+        np.maximum.at(need_k, center - 1, ra)
+        np.maximum.at(need_k, center, ra)
+    return need_k
+
+
+def _worst_ratio(delta: np.ndarray, scale: float, limit: np.ndarray) -> np.ndarray:
+    """max over joints of |delta| / scale / limit, overwriting `delta`."""
+    np.abs(delta, out=delta)
+    delta /= scale
+    delta /= limit
+    return delta.max(axis=1)
 
 
 def _ramped(stretch: np.ndarray, ramp: float) -> np.ndarray:

@@ -7,21 +7,25 @@ the real walk retargeted onto the G1.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
 
 from core.retarget.automap import auto_map
 from core.motion.bake_csv import BakeTable
 from core.motion.bvh import load_bvh
 from core.model.kinematics import KinematicTree
 from core.playback.prepare import ExportSettings, prepare_playback, require_within_limits
-from core.playback.sampling import (JointLimits, PlaybackError, PlaybackTrack, _hermite, check_limits, resample,
-                                   sample_derivatives, slerp, squad, tick_count, tick_times)
-from core.playback.retime import retime
+from core.playback import retime as retime_module, sampling
+from core.playback.sampling import (JointLimits, LimitViolation, PlaybackError, PlaybackTrack, _hermite,
+                                   check_limits, joint_samples, joint_unit, resample, sample_derivatives, slerp,
+                                   squad, tick_count, tick_times)
+from core.playback.retime import _knots, _needed_stretch, retime
 from core.retarget.pipeline import retarget
 from core.model.urdf import parse_urdf, parse_urdf_string
 
@@ -239,21 +243,157 @@ def test_retime_reports_when_it_cannot_converge(tree):
         retime(keyed(slow_fast_slow(), 120), limits, 0.002, max_rounds=1)
 
 
-def test_walk_on_g1_at_500_hz():
-    """The real bake: resampled inside the limits; retime fixes the few interpolation overshoots."""
+@functools.lru_cache(maxsize=None)
+def walk_on_g1() -> tuple[KinematicTree, BakeTable]:
+    """The first 3 s of the walk retargeted onto the G1 (keys at 120 Hz)."""
     motion = load_bvh(WALK).to_source_motion()
     motion = dataclasses.replace(motion, heads=motion.heads[:360], tails=motion.tails[:360],
                                  root_rotation=motion.root_rotation[:360])
     tree = KinematicTree(parse_urdf(G1))
     result = retarget(motion, tree, auto_map(motion, tree))
-    table = BakeTable(result.joint_names, np.arange(len(result.q)) / result.fps, result.root_position,
-                      result.root_quaternion, result.q)
+    return tree, BakeTable(result.joint_names, np.arange(len(result.q)) / result.fps, result.root_position,
+                           result.root_quaternion, result.q)
+
+
+def test_walk_on_g1_at_500_hz():
+    """The real bake: resampled inside the limits; retime fixes the few interpolation overshoots."""
+    tree, table = walk_on_g1()
     limits = JointLimits.from_tree(tree, acceleration=400.0)
     out = prepare_playback(table, limits, ExportSettings(period_s=0.002, retime=True))
     assert out.violations == [] and out.warnings == []
     assert 0 <= out.retimed_seconds_added < 0.5 * out.source_duration_s
     assert np.all(out.track.q >= tree.lower) and np.all(out.track.q <= tree.upper)
     np.testing.assert_allclose(np.linalg.norm(out.track.root_quaternion, axis=1), 1.0, atol=1e-12)
+
+
+# ----------------------------------------------- against dense references ---
+#
+# Sampling, retime and the limit check look only where limits can bite (and
+# find runs a joint at a time); these straightforward versions look at every
+# sample, as the code used to. The fast ones must give the same bits.
+
+def dense_joint_samples(times, keys, at, lower, upper) -> np.ndarray:
+    """Sample everything each pass; switch tangents around overshooting samples to PCHIP."""
+    keys = np.clip(keys, lower, upper)
+    tangents = np.gradient(keys, times, axis=0)
+    safe = PchipInterpolator(times, keys, axis=0).derivative()(times)
+    for _ in range(sampling._FALLBACK_PASSES):
+        samples = CubicHermiteSpline(times, keys, tangents, axis=0)(at)
+        rows, cols = np.nonzero((samples > upper + 1e-12) | (samples < lower - 1e-12))
+        if rows.size == 0:
+            break
+        seg = np.clip(np.searchsorted(times, at[rows], side="right") - 1, 0, len(times) - 2)
+        for end in (seg, seg + 1):
+            tangents[end, cols] = safe[end, cols]
+    return np.clip(samples, lower, upper)
+
+
+def dense_needed_stretch(q_keys, spans, limits: JointLimits, period_s: float) -> np.ndarray:
+    """Velocity and acceleration ratios of every sample, onto the key intervals."""
+    knots = _knots(spans, period_s)
+    at = tick_times(tick_count(knots[-1], period_s), period_s)
+    q = dense_joint_samples(knots, np.asarray(q_keys, dtype=float), at, limits.lower, limits.upper)
+    need_k = (np.abs(np.diff(q, axis=0)) / period_s / limits.velocity).max(axis=1)
+    ra = np.sqrt((np.abs(np.diff(q, 2, axis=0)) / period_s ** 2 / limits.acceleration).max(axis=1))
+    need_k[:-1] = np.maximum(need_k[:-1], ra)
+    need_k[1:] = np.maximum(need_k[1:], ra)
+    need = np.zeros(len(knots) - 1)
+    lo = np.clip(np.searchsorted(knots, at[:-1], side="right") - 1, 0, len(need) - 1)
+    hi = np.maximum(np.clip(np.searchsorted(knots, at[1:], side="left") - 1, 0, len(need) - 1), lo)
+    for offset in range(int((hi - lo).max(initial=0)) + 1):
+        np.maximum.at(need, np.minimum(lo + offset, hi), need_k)
+    return need
+
+
+def scanned_limits(track: PlaybackTrack, limits: JointLimits) -> list[LimitViolation]:
+    """check_limits run by run, joint by joint."""
+    q, time, found = track.q, track.time_s, []
+    checks = [("position", (q < limits.lower - 1e-12) | (q > limits.upper + 1e-12), q,
+               np.where(q > limits.upper, limits.upper, limits.lower), time, "")]
+    for order, kind, bound, suffix in ((1, "velocity", limits.velocity, "/s"),
+                                       (2, "acceleration", limits.acceleration, "/s^2")):
+        rate = np.diff(q, order, axis=0) / track.period_s ** order
+        checks.append((kind, np.abs(rate) > bound * (1 + 1e-9), rate, np.where(rate < 0, -bound, bound),
+                       time[order - 1:], suffix))
+    for kind, bad, values, limit, times, suffix in checks:
+        for j in np.flatnonzero(bad.any(axis=0)):
+            idx = np.flatnonzero(bad[:, j])
+            for run in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1):
+                worst = run[np.argmax(np.abs(values[run, j]))]
+                found.append(LimitViolation(limits.joint_names[j], kind, float(times[run[0]]), float(times[run[-1]]),
+                                            len(run), float(values[worst, j]), float(limit[worst, j]),
+                                            joint_unit(bool(limits.prismatic[j])) + suffix))
+    return sorted(found, key=lambda v: (v.time_s, v.joint, v.kind))
+
+
+def random_motion(seed: int, keys: int = 40, joints: int = 4) -> tuple[np.ndarray, np.ndarray, JointLimits]:
+    """Unevenly spaced keys; limits that cut into the motion (clipped plateaus, overshooting cubics)."""
+    rng = np.random.default_rng(seed)
+    times = np.concatenate([[0.0], np.cumsum(rng.uniform(0.004, 0.05, keys - 1))])
+    q = np.cumsum(rng.normal(scale=rng.uniform(0.02, 0.3), size=(keys, joints)), axis=0)
+    span = np.ptp(q, axis=0) + 1e-3
+    lower = q.min(axis=0) + rng.uniform(-0.05, 0.3, joints) * span
+    upper = np.maximum(q.max(axis=0) - rng.uniform(-0.05, 0.3, joints) * span, lower + 0.1 * span)
+    if seed % 3 == 0:  # start on the upper limit, end on the lower one, turning hard: overshoots at the ends
+        q[:3, 0] = upper[0] + [0.1, -0.01 * span[0], -0.6 * span[0]]
+        q[-3:, 0] = lower[0] - [-0.6 * span[0], -0.01 * span[0], 0.1]
+    limits = JointLimits([f"j{i}" for i in range(joints)], lower, upper, rng.uniform(0.5, 20.0, joints),
+                         np.where(rng.random(joints) < 0.2, np.inf, rng.uniform(20.0, 3000.0, joints)),
+                         rng.random(joints) < 0.25)
+    return times, q, limits
+
+
+@pytest.mark.parametrize("passes", [8, 2])
+def test_sampling_gives_the_bits_of_sampling_everything(passes, monkeypatch):
+    monkeypatch.setattr(sampling, "_FALLBACK_PASSES", passes)
+    for seed in range(120):
+        times, q, limits = random_motion(seed)
+        period = [0.001, 0.002, 0.0037, 0.01][seed % 4]
+        at = tick_times(tick_count(times[-1], period), period)
+        fast = joint_samples(times, q, at, limits.lower, limits.upper)
+        assert fast.tobytes() == dense_joint_samples(times, q, at, limits.lower, limits.upper).tobytes(), seed
+    tree, table = walk_on_g1()
+    at = tick_times(tick_count(table.time[-1], 0.002), 0.002)
+    fast = joint_samples(table.time, table.q, at, tree.lower, tree.upper)
+    assert fast.tobytes() == dense_joint_samples(table.time, table.q, at, tree.lower, tree.upper).tobytes()
+
+
+@pytest.mark.parametrize("passes", [8, 2])  # 2: some overshoots are left (clipped), so retime checks all
+def test_retime_needs_are_those_of_the_dense_check(passes, monkeypatch):
+    """Exact wherever a stretch is needed (> 1: the only values retime acts on), at most 1 elsewhere."""
+    monkeypatch.setattr(sampling, "_FALLBACK_PASSES", passes)
+    for seed in range(120):
+        times, q, limits = random_motion(seed)
+        spans = np.diff(times) * np.random.default_rng(seed).uniform(0.8, 4.0, len(times) - 1)
+        period = [0.001, 0.002, 0.0037, 0.01][seed % 4]
+        fast, dense = _needed_stretch(q, spans, limits, period), dense_needed_stretch(q, spans, limits, period)
+        over = dense > 1.0
+        assert np.array_equal(fast[over], dense[over]) and np.all(fast[~over] <= 1.0), seed
+
+
+def test_retime_gives_what_the_dense_check_gives(tree, monkeypatch):
+    tree_g1, walk = walk_on_g1()
+    cases = [(keyed(slow_fast_slow(), 120), JointLimits.from_tree(tree, acceleration=30.0)),
+             (walk, JointLimits.from_tree(tree_g1, acceleration=400.0))]
+    for seed in range(8):
+        times, q, limits = random_motion(seed + 1000, keys=60, joints=3)
+        limits = dataclasses.replace(limits, velocity=limits.velocity * 3, acceleration=np.full(3, 300.0))
+        cases.append((BakeTable(limits.joint_names, times, np.zeros((60, 3)), np.tile([1.0, 0, 0, 0], (60, 1)), q),
+                      limits))
+    results = [retime(table, limits, 0.002) for table, limits in cases]
+    monkeypatch.setattr(retime_module, "_needed_stretch", dense_needed_stretch)
+    for (table, limits), (fast, rounds) in zip(cases, results):
+        dense, dense_rounds = retime(table, limits, 0.002)
+        assert rounds == dense_rounds and fast.time.tobytes() == dense.time.tobytes()
+
+
+def test_limit_runs_are_those_of_a_run_by_run_scan(tree):
+    for seed in range(60):
+        times, q, limits = random_motion(seed, keys=30)
+        track, _ = resample(BakeTable(limits.joint_names, times, np.zeros((30, 3)),
+                                      np.tile([1.0, 0, 0, 0], (30, 1)), q), 0.002)
+        track.q[::7] = np.clip(track.q[::7] * 1.3, limits.lower - 0.5, limits.upper + 0.5)  # position runs too
+        assert check_limits(track, limits) == scanned_limits(track, limits), seed
 
 
 # -------------------------------------------------------------- settings ---

@@ -16,11 +16,13 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from core.motion.bake_csv import ROOT_COLUMNS
 from core.motion.fileio import OutputError
 from core.model.kinematics import KinematicTree
-from core.playback.sampling import JointLimits, LimitViolation, PlaybackTrack
-from core.playback.formats import (FORMATS, PlaybackFormatError, PlaybackMeta, read_playback, sidecar_path,
-                                   write_playback)
+from core.playback.sampling import JointLimits, LimitViolation, PlaybackTrack, sample_derivatives
+from core.playback.formats import (FORMATS, PlaybackFormatError, PlaybackMeta, _comment_json, _joints_out,
+                                   metadata, read_playback, sidecar_path, write_playback)
+from core.playback.numbers import number_text
 from core.model.urdf import parse_urdf_string
 
 from .test_playback import URDF
@@ -169,6 +171,17 @@ def test_ros2_yaml_is_a_consistent_joint_trajectory(tmp_path):
     assert "1.0e-05" in text
 
 
+def test_ros2_yaml_keeps_joint_names_that_look_like_numbers(tmp_path):
+    """Only numbers get YAML 1.1's "1.0e-05" form: a joint named "j1e" (or "2e_knee") reads back."""
+    import dataclasses
+
+    track = dataclasses.replace(make_track(), joint_names=["j1e", "2e_knee", "rail"])
+    path = tmp_path / "names.yaml"
+    write_playback(path, track, "ros2-yaml")
+    assert re.search(r'^joint_names: \["j1e", "2e_knee", "rail"\]$', path.read_text(encoding="utf-8"), re.M)
+    assert read_playback(path).track.joint_names == ["j1e", "2e_knee", "rail"]
+
+
 def test_mujoco_keyframes_layout(tmp_path):
     track = make_track()
     path = tmp_path / "wave.xml"
@@ -182,6 +195,108 @@ def test_mujoco_keyframes_layout(tmp_path):
     np.testing.assert_array_equal(qpos[:, :3], track.root_position)
     np.testing.assert_array_equal(qpos[:, 3:7], track.root_quaternion)  # free joint: w x y z
     np.testing.assert_array_equal(qpos[:, 7:], track.q)
+
+
+# --------------------------------------------------- numbers as repr() ---
+#
+# The writers format whole arrays at once; the text must be what repr() gives
+# each value (the shortest that reads back exactly), byte for byte.
+
+def awkward_values(rng) -> np.ndarray:
+    """Doubles of every kind: ordinary ones at many scales, any bit pattern, short decimals and
+    their neighbours (shortest-text edge cases), near powers of ten, decimal halfway points,
+    zeros of both signs, powers of two, the edges of the range written without an exponent."""
+    short = np.array([float(f"{rng.integers(1, 10 ** 17) % 10 ** d}e{e}") for d, e in
+                      zip(rng.integers(1, 18, 3000), rng.integers(-22, 14, 3000))])
+    halfway = np.array([float(f"{m}5e{e}") for m, e in zip(rng.integers(10 ** 14, 10 ** 16, 2000),
+                                                          rng.integers(-20, 1, 2000))])
+    edges = [0.0, -0.0, 1e-4, 1e16, 5e-324, 2.2250738585072014e-308, 1e308, 0.1, 0.5, 1e22]
+    near_tens = 10.0 ** rng.integers(-5, 17, 2000) * (1 + rng.integers(-9, 9, 2000) * 2e-16)
+    parts = [rng.normal(size=20000) * 10.0 ** rng.integers(-8, 20, 20000),
+             rng.integers(-2 ** 63, 2 ** 63 - 1, 20000, dtype=np.int64).view(np.float64),
+             short, np.nextafter(short, np.inf), np.nextafter(short, -np.inf), halfway,
+             np.nextafter(halfway, np.inf), near_tens, np.ldexp(1.0, rng.integers(-30, 60, 500)),
+             np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf), edges, [1.7976931348623157e308]]
+    values = np.concatenate(parts)
+    values = values[np.isfinite(values)]
+    return values * rng.choice([-1.0, 1.0], len(values))
+
+
+def repr_text(values: np.ndarray, sep: str, yaml: bool = False) -> bytes:
+    """The straightforward way: repr() of each value."""
+    text = "".join(sep.join(map(repr, row)) + "\n" for row in values.tolist())
+    return (re.sub(r"(?<![\d.])(\d+)e", r"\1.0e", text) if yaml else text).encode()
+
+
+def test_numbers_are_written_as_repr_writes_them():
+    values = awkward_values(np.random.default_rng(7))
+    for cols, sep, yaml in ((7, ",", False), (5, ", ", True), (1, " ", False), (36, ",", False)):
+        block = values[:len(values) // cols * cols].reshape(-1, cols)
+        assert number_text(block, sep, yaml) == repr_text(block, sep, yaml)
+    assert number_text(np.zeros((3, 0)), ",") == b"\n\n\n" and number_text(np.zeros((0, 4)), ",") == b""
+
+
+def awkward_track(seed: int = 5) -> PlaybackTrack:
+    """A small random track with the numbers that format differently: negative zero, tiny and huge
+    values (exponents, in velocities and accelerations too), short decimals, subnormals."""
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(40, 3)) * [0.5, 2e-5, 3.0]
+    q[:4] = [[-0.0, 1e-05, 0.1], [1e16, -2.5e-7, 1e-4], [5e-324, 0.0, -123456789.125], [-1e-300, 1.5, 7.0]]
+    quat = rng.normal(size=(40, 4))
+    quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+    pos = rng.normal(size=(40, 3)) * [1.0, 1e-9, 1e3]
+    pos[0] = [-0.0, 0.0, 1e-5]
+    return PlaybackTrack(NAMES, 1 / 300, pos, quat, q, np.array([False, False, True]))
+
+
+def reference_files(track: PlaybackTrack, fmt: str, info: dict, degrees: bool) -> list[bytes]:
+    """The text writers as they were: every number through repr() on its own."""
+    text = lambda row, sep: sep.join(repr(float(v)) for v in row)  # noqa: E731
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(ROOT_COLUMNS + NAMES)
+        for row in np.column_stack([track.time_s, track.root_position, track.root_quaternion,
+                                    _joints_out(track, degrees)]):
+            writer.writerow([repr(float(v)) for v in row])
+        data = out.getvalue().encode("utf-8")
+        side = dict(info, columns=ROOT_COLUMNS + NAMES, content_sha256=hashlib.sha256(data).hexdigest())
+        return [data, (json.dumps(side, indent=2) + "\n").encode("utf-8")]
+    if fmt == "unitree-csv":
+        rows = np.column_stack([track.root_position, track.root_quaternion[:, [1, 2, 3, 0]], track.q])
+        return ["".join(text(row, ",") + "\n" for row in rows).encode("utf-8")]
+    if fmt == "mujoco-keyframes":
+        rows = np.column_stack([track.root_position, track.root_quaternion, track.q])
+        keys = [f'    <key time="{t!r}" qpos="{text(row, " ")}"/>' for t, row in zip(track.time_s.tolist(), rows)]
+        head = ['<?xml version="1.0" encoding="utf-8"?>', "<!-- Robot Retarget playback. qpos = free joint x y z "
+                "(m), quaternion w x y z, then the joints in URDF order (rad; m for prismatic joints). Include "
+                "this file in the robot's MJCF (<include file=\"...\"/>): its free joint must come first and its "
+                "joints in this order. -->", f"<!-- robot_retarget: {_comment_json(info)} -->",
+                '<mujoco model="bench_arm playback">', "  <keyframe>"]
+        return [("\n".join(head + keys + ["  </keyframe>", "</mujoco>"]) + "\n").encode("utf-8")]
+    vel, acc = sample_derivatives(track.q, track.period_s)
+    lines = ["# Robot Retarget playback: trajectory_msgs/JointTrajectory",
+             f"# robot 'bench_arm', source '/clips/wave.bvh', {track.rate_hz:g} Hz, joints in URDF order",
+             "# positions rad, velocities rad/s, accelerations rad/s^2 (m, m/s, m/s^2 for prismatic joints);",
+             "# velocities and accelerations are the finite differences of the positions",
+             "# the floating base (root) pose is not part of a JointTrajectory",
+             f"# robot_retarget: {_comment_json(info)}", "header:", "  stamp: {sec: 0, nanosec: 0}",
+             '  frame_id: ""', f"joint_names: {json.dumps(NAMES)}", "points:"]
+    for p, v, a, t in zip(track.q, vel, acc, np.rint(track.time_s * 1e9).astype(np.int64).tolist()):
+        lines += [f"  - positions: [{text(p, ', ')}]", f"    velocities: [{text(v, ', ')}]",
+                  f"    accelerations: [{text(a, ', ')}]", "    effort: []",
+                  f"    time_from_start: {{sec: {t // 10 ** 9}, nanosec: {t % 10 ** 9}}}"]
+    return [re.sub(r"(?<![\d.])(\d+)e", r"\1.0e", "\n".join(lines) + "\n").encode("utf-8")]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "unitree-csv", "ros2-yaml", "mujoco-keyframes"])
+def test_text_files_are_those_of_formatting_each_value(tmp_path, limits, fmt):
+    track = awkward_track()
+    for degrees in ([False, True] if fmt == "csv" else [False]):
+        path = tmp_path / f"awkward{degrees}{FORMATS[fmt]}"
+        written = write_playback(path, track, fmt, meta(limits), degrees=degrees)
+        expected = reference_files(track, fmt, metadata(track, fmt, meta(limits), degrees), degrees)
+        assert [p.read_bytes() for p in written] == expected
 
 
 # -------------------------------------------------------------- exact ticks ---
