@@ -60,6 +60,7 @@ class PlantSettings:
     float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
     max_change_rad: float = 0.5  # no joint moves further from its unplanted angle (no branch flips)
     passes: int = 3  # solve passes; each moves the root toward feet that missed their goals
+    lift: bool = True  # raise the root where another body sinks (off for a draft plant whose root is dropped)
     ground_weight: float = 10.0  # a foot point below the ground, against one off its goal
     pivot_weight: float = 10.0  # the point a planted foot stands on, against its other sole points
     reach_gain: float = 0.5  # share of a planted foot's horizontal miss the root moves toward it
@@ -136,7 +137,7 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
         change = _smooth_change(move, fps, settings)
         root += change
         redo = np.abs(change).max(axis=1) > REDO_M  # a frame whose root did not move keeps its legs
-    depth = check.body_depth(q_out, _transforms(root_rot, root))
+    depth = check.body_depth(q_out, _transforms(root_rot, root)) if settings.lift else np.zeros(len(q))
     lift = np.maximum(_envelope(depth, fps, settings), depth) if depth.max() >= 1e-3 else 0.0 * depth
     root[:, 2] += lift  # the last word: nothing passes through the ground
     return PlantResult(q_out, root, float(lift.max(initial=0.0)))

@@ -18,7 +18,7 @@ from .body_frame import canonical_axes, orthonormalize
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
                      robot_chain, sample_polyline, source_chain)
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
-from ..feet.plant import (Leg, PlantResult, cancel_residual_slide, contact_figures, plant_feet,
+from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, plant_feet,
                          resolve_contacts)
 from ..model.kinematics import KinematicTree
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
@@ -322,7 +322,10 @@ def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings):
     if settings.root_mode != "follow" or not legs:
         warnings.append("feet not planted: planting needs mapped left/right legs and root mode 'follow'")
         return None
-    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps)
+    # filtered bakes plant twice (_smooth_planted): the first plant is a draft whose angles are
+    # smoothed and planted again from a fresh root, so one pass and no lift are enough for it
+    draft = PlantSettings(passes=1, lift=False) if settings.filter != "none" else None
+    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps, draft)
     if planted is not None and settings.filter != "none":
         planted = _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings)
     if planted is not None and planted.lifted_m > 0.01:
