@@ -340,7 +340,8 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
     (walk onto G1: joint jerk 5,300 -> 1,400 rad/s^3, feet still within the slide targets)."""
     smooth = lowpass(planted.q, fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
                      window=settings.window, lower=tree.lower, upper=tree.upper)
-    again = plant_feet(tree, legs, smooth, root_rot, root_pos, flags, fps) or planted
+    # the draft's smoothed angles start every leg close to its answer: 6 iterations, not 12
+    again = plant_feet(tree, legs, smooth, root_rot, root_pos, flags, fps, PlantSettings(iterations=6)) or planted
     q = lowpass(again.q, fps, method="butterworth", cutoff_hz=3.0 * settings.cutoff_hz,
                 lower=tree.lower, upper=tree.upper)
     q = rate_limit(q, np.minimum(tree.velocity / fps, MAX_STEP_RAD))
