@@ -54,7 +54,7 @@ class PlantSettings:
     foot_weight: float = 300.0  # sole points vs the chain shape (shape tip weight is ~3)
     prior: float = 0.02  # pull toward the unplanted joint angles
     iterations: int = 12
-    track_iterations: int = 5  # per re-solve of a frame that jumped, from its predecessor
+    track_iterations: int = 3  # per re-solve of a frame that jumped, from its predecessor
     smooth_hz: float = 3.0  # root height changes are smoothed below this
     drift_hz: float = 0.05  # the root drifts back to the source's travel below this
     float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
