@@ -54,7 +54,7 @@ class PlantSettings:
     foot_weight: float = 300.0  # sole points vs the chain shape (shape tip weight is ~3)
     prior: float = 0.02  # pull toward the unplanted joint angles
     iterations: int = 12
-    track_iterations: int = 3  # per re-solve of a frame that jumped, from its predecessor
+    track_iterations: int = 3  # per re-solve of a frame that jumped, from its predecessor (0: no tracking)
     smooth_hz: float = 3.0  # root height changes are smoothed below this
     drift_hz: float = 0.05  # the root drifts back to the source's travel below this
     float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
@@ -295,7 +295,8 @@ def _solve_leg(tree: KinematicTree, leg: Leg, q: np.ndarray, guess: np.ndarray, 
     for block in frame_blocks(len(rows)):  # frames are independent problems: solve them in blocks
         x[block], cost[block] = problem.solve(init[block], np.arange(len(rows))[block], settings.iterations)
     max_step = np.minimum(tree.velocity[cols] / fps, 0.35)
-    q[rows[:, None], cols] = _track(problem, x, cost, rows, max_step, settings.track_iterations)
+    q[rows[:, None], cols] = (_track(problem, x, cost, rows, max_step, settings.track_iterations)
+                              if settings.track_iterations else x)
 
 
 def _track(problem: "_LegProblem", x: np.ndarray, cost: np.ndarray, frames: np.ndarray,

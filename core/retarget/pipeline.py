@@ -324,7 +324,7 @@ def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings):
         return None
     # filtered bakes plant twice (_smooth_planted): the first plant is a draft whose angles are
     # smoothed and planted again from a fresh root, so one pass of 6 iterations and no lift will do
-    draft = PlantSettings(passes=1, lift=False, iterations=6) if settings.filter != "none" else None
+    draft = PlantSettings(passes=1, lift=False, iterations=6, track_iterations=0) if settings.filter != "none" else None
     planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps, draft)
     if planted is not None and settings.filter != "none":
         planted = _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings)
