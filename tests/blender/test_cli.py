@@ -145,8 +145,9 @@ def test_csv_rows(walk_bake):
 def test_report_json(walk_bake):
     _, out, report_path = walk_bake
     report = json.loads(report_path.read_text(encoding="utf-8"))
-    for key in ("frames", "solve_seconds", "frames_per_second", "limit_violations", "chains",
-                "jerk_before", "jerk_after"):
+    for key in ("frames", "solve_seconds", "frames_per_second", "total_seconds", "stage_seconds",
+                "limb_direction_error_deg", "limb_direction_error_by_limb", "torso_orientation_error_deg",
+                "limit_violations", "chains", "jerk_before", "jerk_after"):
         assert key in report, key
     assert report["frames"] == FRAMES
     assert report["limit_violations"] == 0

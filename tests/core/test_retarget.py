@@ -640,3 +640,40 @@ def test_bent_backwards_beyond_the_limits(g1, joint, beyond):
                                  axis=-1).mean(axis=1)
         assert solved[past].mean() < 0.8 * clipped[past].mean()
         assert np.all(solved[past] <= clipped[past] + 1e-3)
+
+
+# ------------------------------------------------------------ what a viewer sees ---
+
+def _yawed(rot_deg: float, axis: int = 2) -> np.ndarray:
+    a = np.radians(rot_deg)
+    c, s = np.cos(a), np.sin(a)
+    i, j = [(1, 2), (2, 0), (0, 1)][axis]
+    out = np.eye(4)
+    out[i, i], out[i, j], out[j, i], out[j, j] = c, -s, s, c
+    return out
+
+
+def test_viewer_figures_in_the_report(walk_g1):
+    report = walk_g1.report
+    assert set(report["limb_direction_error_by_limb"]) == {"left_leg", "right_leg", "left_arm", "right_arm"}
+    assert report["limb_direction_error_deg"] == pytest.approx(np.mean(list(report["limb_direction_error_by_limb"].values())))
+    assert 0.0 < report["limb_direction_error_deg"] < 10.0 and 0.0 < report["torso_orientation_error_deg"] < 20.0
+
+
+def test_viewer_figures_ignore_heading_but_see_a_lean(walk_g1, walk, g1, walk_g1_map):
+    """Turning the whole robot about the vertical changes nothing; leaning it forward shows in the
+    torso and every limb, although each chain's own tip error (measured in its solved base) does not move."""
+    from core.retarget.viewer import viewer_figures
+
+    root = np.tile(np.eye(4), (len(walk_g1.q), 1, 1))
+    root[:, :3, :3], root[:, :3, 3] = walk_g1.root_rotation, walk_g1.root_position
+    base = viewer_figures(walk, g1, walk_g1_map.chains, walk_g1.q, root)
+    turned = viewer_figures(walk, g1, walk_g1_map.chains, walk_g1.q, _yawed(40.0) @ root)
+    assert turned["torso_orientation_error_deg"] == pytest.approx(base["torso_orientation_error_deg"], abs=1e-6)
+    for limb, error in base["limb_direction_error_by_limb"].items():
+        assert turned["limb_direction_error_by_limb"][limb] == pytest.approx(error, abs=1e-6)
+    lean = root.copy()
+    lean[:, :3, :3] = root[:, :3, :3] @ _yawed(15.0, axis=1)[:3, :3]  # pitch the pelvis 15 degrees
+    leaning = viewer_figures(walk, g1, walk_g1_map.chains, walk_g1.q, lean)
+    assert leaning["torso_orientation_error_deg"] > base["torso_orientation_error_deg"] + 8.0
+    assert leaning["limb_direction_error_deg"] > base["limb_direction_error_deg"] + 5.0
