@@ -211,8 +211,10 @@ class Bodies:
 
 
 def lowest_points(tree: KinematicTree, q: np.ndarray, root: np.ndarray, skip: set[int],
-                  bodies: Bodies | None = None, near_m: float = 0.4, links: list[int] | None = None) -> np.ndarray:
-    """Lowest point (F,) of every body except those whose link is in `skip`.
+                  bodies: Bodies | None = None, near_m: float = 0.4, links: list[int] | None = None,
+                  exact_below: float = 0.02) -> np.ndarray:
+    """Lowest point (F,) of every body except those whose link is in `skip`, exact wherever it is
+    below `exact_below` (above it, a value between the truth and a few centimetres over it).
 
     Bodies whose link origin never comes within `near_m` of the ground are not
     looked at (nor their meshes read): they cannot touch it. links: the only
@@ -227,7 +229,7 @@ def lowest_points(tree: KinematicTree, q: np.ndarray, root: np.ndarray, skip: se
             near = np.flatnonzero(pose[:, 2, 3] <= near_m)
             if len(near):
                 rows = near + block.start
-                lowest[rows] = np.minimum(lowest[rows], bodies.lowest(link, pose[near]))
+                lowest[rows] = np.minimum(lowest[rows], bodies.lowest(link, pose[near], exact_below))
     return lowest
 
 

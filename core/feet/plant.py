@@ -170,7 +170,8 @@ class _Check:
         """How deep (F,) the lowest body other than the feet is below the ground (0 if above)."""
         if self.links is None:
             self.links = ground_candidates(self.tree, q, world)
-        depth = np.clip(-lowest_points(self.tree, q, world, self.feet, self.bodies, links=self.links), 0.0, None)
+        lowest = lowest_points(self.tree, q, world, self.feet, self.bodies, links=self.links, exact_below=0.0)
+        depth = np.clip(-lowest, 0.0, None)  # exact below the ground, where a depth is not 0
         depth[~np.isfinite(depth)] = 0.0
         return depth
 
