@@ -91,10 +91,12 @@ def _limb_span(sk: Skeleton, path: list[int], robot: bool) -> tuple[int, int]:
 
     The tip is where the last long segment ends (hand and foot segments are
     short); the base is the first movable link (robot) or the start of the two
-    long segments before the tip (a character's thigh or upper arm).
+    long segments before the tip (a character's thigh or upper arm). The last
+    node's own segment counts too: an arm that ends at an End Site after the
+    elbow has its wrist there, at tip == len(path) (the last bone's tail).
     """
-    seg = _lengths(sk.points[path]) if len(path) > 1 else np.zeros(0)
-    if len(seg) == 0:
+    seg = _lengths(sk.polyline(path))
+    if not seg.any():
         return 0, 0
     long = np.flatnonzero(seg > 0.15 * seg.sum())
     tip = int(long[-1]) + 1
@@ -211,7 +213,8 @@ def _source_forward(sk: Skeleton, parts: BodyParts) -> np.ndarray:
     dirs = []
     for leg in parts.legs:
         _, tip = _limb_span(sk, leg, robot=False)
-        d = sk.ends[leg[-1]] - sk.points[leg[tip]]
+        ankle = sk.points[leg[min(tip, len(leg) - 1)]]  # a leg may end at its ankle's tail
+        d = sk.ends[leg[-1]] - ankle
         dirs.append(d * [1, 1, 0])
     fwd = np.sum(dirs, axis=0) if dirs else np.array([0.0, -1.0, 0.0])
     if np.linalg.norm(fwd) < 1e-9:
@@ -318,12 +321,13 @@ def _limb_chains(src_sk, rob_sk, tree, src_path, rob_path, role, side) -> list[C
                                  source_tip_tail=True, robot_tip_offset=offset,
                                  source_landmarks=s_mid + [src_sk.names[src_path[st]]],
                                  robot_landmarks=r_mid + [rob_sk.names[rob_path[rt]]], robot_start=start)]
-    out = [ChainMapping(name, src_sk.names[src_path[sb]], [src_sk.names[src_path[st]]],
+    at_end = st == len(src_path)  # the limb ends at the last bone's tail (an End Site): no hand follows
+    out = [ChainMapping(name, src_sk.names[src_path[sb]], [src_sk.names[src_path[st - 1 if at_end else st]]],
                         rob_sk.names[rob_path[rb]], [rob_sk.names[rob_path[rt]]], role=role, side=side,
-                        source_landmarks=s_mid, robot_landmarks=r_mid, robot_start=start,
+                        source_tip_tail=at_end, source_landmarks=s_mid, robot_landmarks=r_mid, robot_start=start,
                         tip_weight=ARM_TIP_WEIGHT if role == "arm" else ChainMapping.tip_weight)]
     src_end, rob_end = src_path[st:], rob_path[rt:]
-    if role == "arm" and len(rob_end) >= 2 and any(rob_sk.movable[n] for n in rob_end[:-1]):
+    if role == "arm" and src_end and len(rob_end) >= 2 and any(rob_sk.movable[n] for n in rob_end[:-1]):
         out.append(ChainMapping(f"{side}_hand" if side else "hand", src_sk.names[src_end[0]],
                                 [src_sk.names[src_end[-1]]], rob_sk.names[rob_end[0]], [rob_sk.names[rob_end[-1]]],
                                 role="hand", side=side, source_tip_tail=True))
@@ -345,6 +349,6 @@ def _shape_start(sk: Skeleton, path: list[int], base: int, tip: int) -> str | No
 
 def _joint_before(sk: Skeleton, path: list[int], base: int, tip: int) -> int:
     """The middle joint of a limb (knee, elbow): where the last long segment before the tip starts."""
-    seg = _lengths(sk.points[path[: tip + 1]])
+    seg = _lengths(sk.polyline(path))[:tip]
     long = [k for k in range(base, tip) if seg[k] > 0.15 * seg[base:tip].sum()]
     return long[-1] if long and long[-1] > base else max(base, tip - 1)

@@ -69,6 +69,10 @@ def viewer_figures(motion: SourceMotion, tree: KinematicTree, chains: list[Chain
     links = sorted({tree.link_index(name) for e in ends.values() for name in e[2:]})
     poses = tree.poses(q, root, links)
     src = {bone: motion.heads[:, motion.index(bone)] for e in ends.values() for bone in e[:2]}
+    for c in limbs:  # a limb that ends at its last bone's tail (an End Site after the elbow)
+        if c.source_tip_tail and ends[c.name][1] == c.source_tips[0]:
+            src[("tail", c.name)] = motion.tails[:, motion.index(c.source_tips[0])]
+            ends[c.name] = (ends[c.name][0], ("tail", c.name), *ends[c.name][2:])
     rob = {tree.link_names[i]: pose[:, :3, 3] for i, pose in poses.items()}
     joint = {(c.role, c.side): (src[ends[c.name][0]], rob[ends[c.name][2]]) for c in limbs}
     hips = [joint.get(("leg", s)) for s in ("left", "right")]

@@ -116,10 +116,33 @@ def test_auto_map_is_deterministic(walk, humanoid):
     assert auto_map(walk, humanoid) == auto_map(walk, humanoid)
 
 
-def test_scale_does_not_change_the_map(humanoid):
-    clip = load_bvh(WALK)
-    a = auto_map(clip.to_source_motion(scale=1.0), humanoid)
-    b = auto_map(clip.to_source_motion(scale=0.01), humanoid)
+def in_centimetres(text: str) -> str:
+    """The same BVH in centimetres: OFFSETs and position channels times 100."""
+    head, motion = text.split("MOTION", 1)
+    positions, channel = [], 0
+    for line in head.splitlines():
+        words = line.split()
+        if words[:1] == ["CHANNELS"]:
+            positions += [channel + k for k, name in enumerate(words[2:]) if name.lower().endswith("position")]
+            channel += int(words[1])
+    head = re.sub(r"(OFFSET)\s+(\S+)\s+(\S+)\s+(\S+)",
+                  lambda m: "OFFSET " + " ".join(f"{100 * float(v):.6f}" for v in m.groups()[1:]), head)
+    lines = motion.strip("\n").splitlines()
+    rows = []
+    for row in lines[2:]:
+        values = row.split()
+        for k in positions:
+            values[k] = f"{100 * float(values[k]):.6f}"
+        rows.append(" ".join(values))
+    return head + "MOTION\n" + "\n".join(lines[:2] + rows) + "\n"
+
+
+def test_units_do_not_change_the_map(humanoid, tmp_path):
+    """The walk in metres (scale 1) and the same file in centimetres (scale 0.01) map alike."""
+    cm = tmp_path / "walk_cm.bvh"
+    cm.write_text(in_centimetres(WALK.read_text()))
+    a = auto_map(load_bvh(WALK).to_source_motion(scale=1.0), humanoid)
+    b = auto_map(load_bvh(cm).to_source_motion(scale=0.01), humanoid)
     assert a == b
 
 
@@ -227,3 +250,61 @@ def test_source_without_limbs_raises(humanoid):
                          heads[0], tails[0], np.eye(3), 30.0, "stick")
     with pytest.raises(AutoMapError):
         auto_map(stick, humanoid)
+
+
+def without_joints(text: str, names: set[str]) -> str:
+    """The BVH with each named joint's subtree replaced by an End Site where that joint was, and
+    its channels dropped: an arm that ends after the elbow, as simulation characters are built."""
+    head, motion = text.split("MOTION", 1)
+    lines, out, drop, channel, i = head.splitlines(), [], set(), 0, 0
+    while i < len(lines):
+        words = lines[i].split()
+        if words[:1] in (["JOINT"], ["ROOT"]) and words[1] in names:
+            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+            depth, offset = 0, None
+            while True:
+                i += 1
+                s = lines[i].split()
+                if s[:1] == ["OFFSET"] and offset is None:
+                    offset = lines[i].strip()
+                if s[:1] == ["CHANNELS"]:
+                    drop |= set(range(channel, channel + int(s[1])))
+                    channel += int(s[1])
+                depth += s == ["{"]
+                depth -= s == ["}"]
+                if s == ["}"] and depth == 0:
+                    break
+            out += [f"{indent}End Site", f"{indent}{{", f"{indent}\t{offset}", f"{indent}}}"]
+        else:
+            if words[:1] == ["CHANNELS"]:
+                channel += int(words[1])
+            out.append(lines[i])
+        i += 1
+    rows = motion.strip("\n").splitlines()
+    keep = [k for k in range(channel) if k not in drop]
+    body = [" ".join(row.split()[k] for k in keep) for row in rows[2:]]
+    return "\n".join(out) + "\nMOTION\n" + "\n".join(rows[:2] + body) + "\n"
+
+
+def test_an_arm_ending_at_an_end_site_after_the_elbow(humanoid, tmp_path):
+    """No wrist joint: the arm runs shoulder to the elbow bone's tail (the End Site is the wrist),
+    the elbow is its landmark, no hand chain follows, and it bakes like the full skeleton's arm."""
+    from core.retarget import retarget
+
+    cut = tmp_path / "no_wrists.bvh"
+    cut.write_text(without_joints(WALK.read_text(), {"LeftWrist", "RightWrist"}))
+    motion = load_bvh(cut).to_source_motion()
+    assert "LeftWrist" not in motion.bone_names and motion.frames == 995
+    mapping = auto_map(motion, humanoid)
+    arms = {c.side: c for c in mapping.chains if c.role == "arm"}
+    for side, name in (("left", "Left"), ("right", "Right")):
+        arm = arms[side]
+        assert (arm.source_base, arm.source_tips, arm.source_tip_tail) == (f"{name}Shoulder", [f"{name}Elbow"], True)
+        assert arm.source_landmarks == [f"{name}Elbow"]
+    assert not [c for c in mapping.chains if c.role == "hand"]
+    full = retarget(load_bvh(WALK).to_source_motion(), humanoid, auto_map(load_bvh(WALK).to_source_motion(), humanoid))
+    cut_bake = retarget(motion, humanoid, mapping)
+    for limb in ("left_arm", "right_arm"):
+        before = full.report["limb_direction_error_by_limb"][limb]
+        after = cut_bake.report["limb_direction_error_by_limb"][limb]
+        assert after < before + 1.0, (limb, before, after)
