@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from .body_frame import canonical_axes, orthonormalize
+from .mapping_check import mapping_figures
 from .viewer import viewer_figures
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
                      robot_chain, sample_polyline, source_chain)
@@ -116,6 +117,8 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
         report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
         report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
+        report.update(mapping_figures(motion, mapping))
+        warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
     report.update(stages.report(len(q)))
     progress(1.0, "done")
     return RetargetResult(tree.joint_names, q, root_pos, root_rot, motion.fps, report)

@@ -1,0 +1,83 @@
+"""Does the mapping make sense for this motion? Checks on the animated frames, not the rest pose.
+
+A mapping (automatic or a preset) can be plausible in the rest pose and wrong
+for the clip: arms taken for legs, left and right swapped. These checks look
+at what the actor does: leg tips below the pelvis and near the ground on most
+frames, arms attached above the pelvis, left limbs on the body's left. The
+report says how many checks pass (`automap_confidence`, 0 to 1) and why any
+fails, naming the bones.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..chains.mapping import ChainMapping, Mapping
+from ..motion.source import SourceMotion
+
+MOST = 0.9  # share of frames a check must hold on
+NEAR_GROUND = 0.25  # a leg tip is near the ground within this share of the body's height above the lowest point
+
+
+def _point(motion: SourceMotion, bone: str, tail: bool) -> np.ndarray:
+    return (motion.tails if tail else motion.heads)[:, motion.index(bone)]
+
+
+def mapping_figures(motion: SourceMotion, mapping: Mapping) -> dict:
+    """`mapping` (the chains used, the confidence and the reasons) and `automap_confidence` for a report."""
+    chains = mapping.enabled_chains()
+    confidence, reasons = check_mapping(motion, chains)
+    used = [{"name": c.name, "role": c.role, "side": c.side, "source_base": c.source_base,
+             "source_tips": list(c.source_tips), "robot_base": c.robot_base, "robot_tips": list(c.robot_tips)}
+            for c in chains]
+    return {"mapping": {"chains": used, "automap_confidence": confidence, "reasons": reasons},
+            "automap_confidence": confidence}
+
+
+def check_mapping(motion: SourceMotion, chains: list[ChainMapping]) -> tuple[float, list[str]]:
+    """(share of the checks that hold, one line per check that does not)."""
+    legs = {c.side: c for c in chains if c.role == "leg" and c.side in ("left", "right")}
+    arms = {c.side: c for c in chains if c.role == "arm" and c.side in ("left", "right")}
+    if not legs and not arms:
+        return 1.0, []
+    heads = motion.heads
+    body_low = np.minimum(heads.min(axis=1)[:, 2], motion.tails.min(axis=1)[:, 2])
+    height = heads[:, :, 2].max(axis=1) - body_low
+    hips = {s: _point(motion, c.source_base, False) for s, c in legs.items()}
+    pelvis = np.mean(list(hips.values()), axis=0) if hips else None
+    checks: list[tuple[str, float]] = []  # (what should hold, share of frames it holds on)
+    for side, chain in legs.items():
+        tip = _point(motion, chain.source_tips[0], chain.source_tip_tail)
+        checks.append((f"{chain.name} ({chain.source_tips[0]}) below the pelvis", np.mean(tip[:, 2] < pelvis[:, 2])))
+        near = tip[:, 2] - body_low <= NEAR_GROUND * height
+        checks.append((f"{chain.name} ({chain.source_tips[0]}) near the ground", min(1.0, np.mean(near) / 0.5)))
+    if pelvis is not None:
+        for side, chain in arms.items():
+            base = _point(motion, chain.source_base, False)
+            checks.append((f"{chain.name} ({chain.source_base}) above the pelvis", np.mean(base[:, 2] > pelvis[:, 2])))
+    forward = _facing(motion, legs)
+    for limbs in (legs, arms):
+        if set(limbs) == {"left", "right"} and forward is not None:
+            checks.append(_left_on_the_left(motion, limbs, forward))
+    held = [share >= MOST for _, share in checks]
+    reasons = [f"{what}: only on {100 * share:.0f} % of frames" for (what, share), ok in zip(checks, held) if not ok]
+    return float(np.mean(held)) if checks else 1.0, reasons
+
+
+def _facing(motion: SourceMotion, legs: dict[str, ChainMapping]) -> np.ndarray | None:
+    """Horizontal forward (F, 3) from the feet: ankle to toe, whatever the limbs are called; None
+    without a foot past an ankle landmark."""
+    steps = [_point(motion, c.source_tips[0], c.source_tip_tail) - _point(motion, c.source_landmarks[-1], False)
+             for c in legs.values() if c.source_landmarks]
+    if not steps:
+        return None
+    forward = np.mean(steps, axis=0) * [1.0, 1.0, 0.0]
+    return forward if np.median(np.linalg.norm(forward, axis=1)) > 1e-6 else None
+
+
+def _left_on_the_left(motion: SourceMotion, limbs: dict[str, ChainMapping],
+                      forward: np.ndarray) -> tuple[str, float]:
+    """The left limb's base lies on the body's left of the right one's, facing where the feet point."""
+    across = _point(motion, limbs["left"].source_base, False) - _point(motion, limbs["right"].source_base, False)
+    left_axis = np.cross([0.0, 0.0, 1.0], forward)
+    share = float(np.mean(np.einsum("fi,fi->f", across, left_axis) > 0))
+    return f"{limbs['left'].name} on the body's left of {limbs['right'].name}", share
