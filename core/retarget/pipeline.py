@@ -78,7 +78,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     stages = StageTimer()
     with stages("plan"):
         motion = _bridged(motion, warnings)
-        plans = _plan(motion, tree, mapping)
+        plans = _plan(motion, tree, mapping, warnings)
         if not plans:
             raise RetargetError("no chain could be mapped between the source and the robot")
         frames = motion.frames
@@ -179,7 +179,7 @@ def _bridged(motion: SourceMotion, warnings: list[str]) -> SourceMotion:
                         motion.rest_tails, motion.rest_root_rotation, motion.fps, motion.name)
 
 
-def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping) -> list[_Plan]:
+def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, warnings: list[str]) -> list[_Plan]:
     plans = []
     for chain in mapping.enabled_chains():
         src = source_chain(motion, chain)
@@ -190,7 +190,7 @@ def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping) -> list[_
         movable = sum(1 for p in robot_paths for i in p if tree.qindex[i] >= 0)
         count = chain.points or max(3, movable + 1)
         src_frac = [np.asarray(chain.source_fractions or default_fractions(count))] * len(src.paths)
-        aligned, start = _aligned(motion, tree, chain, src, src_frac[0])
+        aligned, start = _aligned(motion, tree, chain, src, src_frac[0], warnings)
         rob_frac = [np.asarray(chain.robot_fractions or aligned)] * len(src.paths)
         if len(rob_frac[0]) != len(src_frac[0]):
             raise RetargetError(f"chain {chain.name!r}: source and robot fractions differ in count")
@@ -202,7 +202,7 @@ def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping) -> list[_
 
 
 def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src: SourceChain,
-             fractions: np.ndarray) -> tuple[np.ndarray, float]:
+             fractions: np.ndarray, warnings: list[str]) -> tuple[np.ndarray, float]:
     """Robot fractions that put landmark joints (knee, ankle, elbow) where the source has
     them, and the fraction where the robot shape starts (robot_start)."""
     if not chain.source_landmarks and not chain.robot_start:
@@ -234,7 +234,11 @@ def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src
             raise RetargetError(f"chain {chain.name!r}: source bone {bone!r} is not inside the chain") from None
         rob_at.append(robot_at(link))
     if np.any(np.diff(src_at) <= 0) or np.any(np.diff(rob_at) <= 0):
-        raise RetargetError(f"chain {chain.name!r}: landmarks must run from base to tip")
+        # never stop on a mapping's inconsistency: solve without the landmarks, and say so
+        warnings.append(f"chain {chain.name!r}: landmarks {src_lm} / {rob_lm} do not run from base to tip "
+                        f"(at {np.round(src_at[1:], 2).tolist()} / {np.round(rob_at[1:], 2).tolist()} of the chain); "
+                        "solved without them")
+        return (np.interp(fractions, [0.0, 1.0], [start, 1.0]), start) if start < 1.0 else (fractions, 0.0)
     return np.interp(fractions, src_at + [1.0], rob_at + [1.0]), start
 
 

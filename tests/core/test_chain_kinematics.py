@@ -31,7 +31,7 @@ def walk():
 @pytest.fixture(scope="module", params=list(ROBOTS))
 def robot(request, walk):
     tree = KinematicTree(parse_urdf(ROBOTS[request.param]))
-    return tree, _plan(walk, tree, auto_map(walk, tree))
+    return tree, _plan(walk, tree, auto_map(walk, tree), [])
 
 
 def _pose(tree, frames=40, seed=0):

@@ -677,3 +677,16 @@ def test_viewer_figures_ignore_heading_but_see_a_lean(walk_g1, walk, g1, walk_g1
     leaning = viewer_figures(walk, g1, walk_g1_map.chains, walk_g1.q, lean)
     assert leaning["torso_orientation_error_deg"] > base["torso_orientation_error_deg"] + 8.0
     assert leaning["limb_direction_error_deg"] > base["limb_direction_error_deg"] + 5.0
+
+
+def test_landmarks_out_of_order_never_stop_the_bake(walk, g1, walk_g1_map):
+    """A mapping whose landmarks do not run from base to tip (an auto-map edge case or a hand-edited
+    preset) is solved without them, with a warning naming the chain, instead of an error."""
+    mapping = dataclasses.replace(walk_g1_map, chains=[dataclasses.replace(c) for c in walk_g1_map.chains])
+    leg = next(c for c in mapping.chains if c.name == "left_leg")
+    leg.source_landmarks = list(reversed(leg.source_landmarks))
+    result = retarget(walk, g1, mapping, contacts="off")
+    assert np.all(np.isfinite(result.q)) and result.report["limit_violations"] == 0
+    warning = [w for w in result.report["warnings"] if "left_leg" in w and "landmarks" in w]
+    assert warning and "solved without them" in warning[0]
+    assert not [w for w in result.report["warnings"] if "right_leg" in w and "landmarks" in w]
