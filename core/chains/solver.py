@@ -32,10 +32,10 @@ class ChainKinematics:
     mask: np.ndarray  # (M, V) True where variable v moves point i
     path_slices: list[slice]  # rows of the chain's own paths
     origin_mask: np.ndarray  # (V,) True where variable v moves the chain's origin
-    groups: list[tuple[int, np.ndarray, np.ndarray, int]] = None  # (link, rows, locals (P, 3), reference)
-    references: list[tuple[int, np.ndarray]] = None  # (link, local point) points are measured from; [0]: origin
-    row_reference: np.ndarray = None  # (M,) index into references per point
-    reference_mask: np.ndarray = None  # (R, V) True where variable v moves reference r
+    groups: list[tuple[int, np.ndarray, np.ndarray, int]]  # (link, rows, locals (P, 3), reference)
+    references: list[tuple[int, np.ndarray]]  # (link, local point) points are measured from; [0]: origin
+    row_reference: np.ndarray  # (M,) index into references per point
+    reference_mask: np.ndarray  # (R, V) True where variable v moves reference r
 
     @classmethod
     def build(cls, tree: KinematicTree, chain: RobotChain,
@@ -71,15 +71,7 @@ class ChainKinematics:
                    references, row_reference, reference_mask)
 
     def __post_init__(self):
-        if self.groups is None:
-            self.groups = [(int(link), np.flatnonzero(self.point_link == link), self.point_local[self.point_link == link])
-                           for link in dict.fromkeys(self.point_link.tolist())]
-        if self.references is None:  # one reference: the chain's origin
-            self.references = [(int(self.chain.origin[0]), np.asarray(self.chain.origin[1], dtype=float))]
-            self.row_reference = np.zeros(len(self.point_link), dtype=int)
-            self.reference_mask = np.asarray(self.origin_mask, dtype=bool).reshape(1, -1)
-        self.groups = [g if len(g) == 4 else (*g, 0) for g in self.groups]
-        self._steps = None
+        self._steps = None  # read from the tree on the first evaluate (see _prepare)
 
     def _prepare(self, tree: KinematicTree) -> list:
         """What evaluate does per chain link, read from the tree once."""

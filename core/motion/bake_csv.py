@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .fileio import write_text_atomic
+from .numbers import number_text
 
 ROOT_COLUMNS = ["time_s", "root_x", "root_y", "root_z", "root_qw", "root_qx", "root_qy", "root_qz"]
 
@@ -40,11 +41,8 @@ def bake_csv_text(table: BakeTable) -> str:
     if not np.all(np.isfinite(data)):
         raise ValueError("refusing to write a bake with non-finite values")
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(ROOT_COLUMNS + list(table.joint_names))
-    for row in data:
-        writer.writerow([repr(float(v)) for v in row])
-    return out.getvalue()
+    csv.writer(out, lineterminator="\n").writerow(ROOT_COLUMNS + list(table.joint_names))
+    return out.getvalue() + number_text(data, ",").decode("ascii")  # every number as repr() writes it
 
 
 def write_bake_csv(path, table: BakeTable, overwrite: bool = False) -> Path:

@@ -16,7 +16,6 @@ unless asked. Readers return radians whatever the file holds.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -30,9 +29,9 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from ..motion.bake_csv import ROOT_COLUMNS, BakeCSVError, read_bake_csv
+from ..motion.bake_csv import ROOT_COLUMNS, BakeCSVError, BakeTable, bake_csv_text, read_bake_csv
 from ..motion.fileio import OutputError, write_bytes_atomic
-from .numbers import number_rows, number_text
+from ..motion.numbers import number_rows, number_text
 from .sampling import JointLimits, LimitViolation, PlaybackTrack, tick_times
 
 FORMATS = {"csv": ".csv", "unitree-csv": ".csv", "npz": ".npz", "pkl": ".pkl",
@@ -193,13 +192,11 @@ def _roll_back(done: list[Path], before: dict) -> None:
 
 
 def _write_csv(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
-    """The bake CSV layout (core.motion.bake_csv), its numbers formatted a whole array at once."""
+    """The bake CSV layout (core.motion.bake_csv), with a sidecar."""
     columns = ROOT_COLUMNS + list(track.joint_names)
-    header = io.StringIO()
-    csv.writer(header, lineterminator="\n").writerow(columns)
-    values = np.column_stack([track.time_s, track.root_position, track.root_quaternion,
-                              _joints_out(track, degrees)])
-    data = header.getvalue().encode("utf-8") + number_text(values, ",")
+    table = BakeTable(list(track.joint_names), track.time_s, track.root_position, track.root_quaternion,
+                      _joints_out(track, degrees))
+    data = bake_csv_text(table).encode("utf-8")
     info = dict(info, columns=columns, content_sha256=hashlib.sha256(data).hexdigest())
     return [data, (json.dumps(info, indent=2) + "\n").encode("utf-8")]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .body_frame import canonical_axes, orthonormalize
 from .mapping_check import mapping_figures
-from .viewer import viewer_figures
+from .viewer import angle_deg, viewer_figures
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
                      robot_chain, sample_polyline, source_chain)
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
@@ -378,7 +378,7 @@ def _report(motion, tree, plans, all_targets, q, raw, root, solve_seconds, warni
         dist, tip_err = [], []
         for sl, rpath in zip(plan.kin.path_slices, plan.robot.paths):
             dist.append(np.linalg.norm(points[:, sl] - targets[:, sl], axis=-1) / rpath.length)
-            tip_err.append(_angle_deg(points[:, sl][:, -1], targets[:, sl][:, -1]))
+            tip_err.append(angle_deg(points[:, sl][:, -1], targets[:, sl][:, -1]))
         dist = np.concatenate(dist, axis=1)
         chains.append({"name": plan.mapping.name, "mean_distance": float(dist.mean()),
                        "max_distance": float(dist.max()),
@@ -392,8 +392,3 @@ def _report(motion, tree, plans, all_targets, q, raw, root, solve_seconds, warni
         "jerk_before": mean_abs_jerk(raw, motion.fps), "jerk_after": mean_abs_jerk(q, motion.fps),
         "max_speed_ratio": float(speed.max()) if speed.size else 0.0, "warnings": warnings,
     }
-
-
-def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    cos = np.einsum("fi,fi->f", a, b) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
-    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))

@@ -43,8 +43,9 @@ def chest_frames(left_shoulder, right_shoulder, left_hip, right_hip) -> np.ndarr
     return np.stack([np.cross(left, up), left, up], axis=2)
 
 
-def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    cos = np.einsum("fi,fi->f", _unit(a), _unit(b))
+def angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Angle (F,) in degrees between the vectors (F, 3) of a and b, frame by frame."""
+    cos = np.einsum("fi,fi->f", a, b) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
     return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
 
 
@@ -87,7 +88,7 @@ def viewer_figures(motion: SourceMotion, tree: KinematicTree, chains: list[Chain
         base_s, tip_s, base_r, tip_r = ends[chain.name]
         actor = np.einsum("fij,fj->fi", turn[0], src[tip_s] - src[base_s])
         robot = np.einsum("fij,fj->fi", turn[1], rob[tip_r] - rob[base_r])
-        out["limb_direction_error_by_limb"][chain.name] = float(np.mean(_angle_deg(actor, robot)))
+        out["limb_direction_error_by_limb"][chain.name] = float(np.mean(angle_deg(actor, robot)))
     by_limb = out["limb_direction_error_by_limb"]
     out["limb_direction_error_deg"] = float(np.mean(list(by_limb.values())))
     if all(hips) and all(shoulders):

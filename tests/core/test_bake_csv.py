@@ -68,6 +68,25 @@ def test_file_layout_is_the_contract(tmp_path):
     assert first[-3] == "-0.0"  # q[0, 0]: the sign of zero survives
 
 
+def test_numbers_are_written_as_repr_writes_each(tmp_path):
+    """Whole-array formatting gives the text a csv writer of repr(value) gives, digit for digit."""
+    import csv
+    import io
+
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(40, 3)) * 10.0 ** rng.integers(-12, 17, size=(40, 3))
+    q[0] = [-0.0, 5e-324, 1e16]
+    table = BakeTable(["a,b", 'q"1', "knee"], np.arange(40) / 120.0, rng.normal(size=(40, 3)),
+                      rng.normal(size=(40, 4)), q)
+    path = write_bake_csv(tmp_path / "awkward.csv", table)
+    expected = io.StringIO()
+    writer = csv.writer(expected, lineterminator="\n")
+    writer.writerow(ROOT_COLUMNS + table.joint_names)
+    for row in np.column_stack([table.time, table.root_position, table.root_quaternion, table.q]):
+        writer.writerow([repr(float(v)) for v in row])
+    assert path.read_text(encoding="utf-8") == expected.getvalue()
+
+
 def test_time_column_starts_at_zero_and_steps_by_one_frame(tmp_path):
     fps = 120.0048
     got = read_bake_csv(write_bake_csv(tmp_path / "t.csv", _table(frames=12, fps=fps)))

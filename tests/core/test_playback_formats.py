@@ -22,7 +22,7 @@ from core.model.kinematics import KinematicTree
 from core.playback.sampling import JointLimits, LimitViolation, PlaybackTrack, sample_derivatives
 from core.playback.formats import (FORMATS, PlaybackFormatError, PlaybackMeta, _comment_json, _joints_out,
                                    metadata, read_playback, sidecar_path, write_playback)
-from core.playback.numbers import number_text
+from core.motion.numbers import number_text
 from core.model.urdf import parse_urdf_string
 
 from .test_playback import URDF
