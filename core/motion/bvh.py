@@ -30,6 +30,8 @@ from ..model.transforms import euler_to_matrix
 
 # Blender importer defaults (axis_forward='-Z', axis_up='Y'): (x, y, z) -> (x, -z, y).
 AXIS_MAP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+# A file written Z-up (axis_forward='Y', axis_up='Z' in Blender's importer) is read as is.
+UP_AXES = {"Y": AXIS_MAP, "Z": np.eye(3)}
 
 CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
 _CANONICAL = {n.lower(): n for n in CHANNEL_NAMES}
@@ -70,10 +72,15 @@ class BVHClip:
     def fps(self) -> float:
         return 1.0 / self.frame_time
 
-    def to_source_motion(self, scale: float = 1.0) -> SourceMotion:
-        """World heads/tails per frame in Blender's axes; metres = file units * scale."""
+    def to_source_motion(self, scale: float = 1.0, up: str = "Y") -> SourceMotion:
+        """World heads/tails per frame in Blender's axes; metres = file units * scale.
+
+        up: the file's up axis, "Y" (the BVH convention, Blender's default) or "Z".
+        """
         if not scale > 0:
             raise ValueError(f"scale must be positive, got {scale!r}")
+        if up not in UP_AXES:
+            raise ValueError(f"up axis must be one of {sorted(UP_AXES)}, got {up!r}")
         t_local, r_local = self._local_transforms()
         heads, rots = _forward_kinematics(self.parents, t_local, r_local)
         bone = self._bone_vectors(scale)
@@ -84,7 +91,7 @@ class BVHClip:
         rest_heads = rest_heads[0]
         rest_tails = rest_heads + bone
 
-        c = AXIS_MAP
+        c = UP_AXES[up]
         return SourceMotion(
             bone_names=list(self.names),
             parents=np.asarray(self.parents, dtype=int).copy(),

@@ -1,12 +1,12 @@
 """Fill a chain mapping automatically for characters and robots never seen before.
 
-Structure comes from topology and geometry of the rest pose (feet are the low
-leaves, the pelvis is where the legs meet, the arms are the two long branches
-of the torso); names only settle left and right when they say so.
+Structure comes from topology and the geometry of the clip's typical posture
+(feet are the low leaves, the pelvis is where the legs meet, the arms are the
+two long branches of the torso), never from the file's rest pose; names only
+settle left and right when they say so.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,15 +15,18 @@ from ..feet.geometry import body_points
 from ..model.kinematics import KinematicTree
 from ..chains.mapping import ChainMapping, Mapping
 from ..motion.source import SourceMotion
-
-_LEFT = re.compile(r"(^|[^a-z])(l|left|lft)([^a-z]|$)|^left|^l(?=[A-Z])|\.l$|_l$", re.I)
-_RIGHT = re.compile(r"(^|[^a-z])(r|right|rgt)([^a-z]|$)|^right|^r(?=[A-Z])|\.r$|_r$", re.I)
+from . import names as name_words
 
 
 # Where the hand goes is what a viewer reads first; where a robot elbow cannot fold as far as
 # a human's, the wrist direction should win over the forearm's shape (walk onto G1: right arm
 # tip-direction error 2.7 deg at the chain default 3, 1.6 deg at 8, mean distance +0.002).
 ARM_TIP_WEIGHT = 8.0
+
+
+# A foot's end stays within this share of the body's height above its lowest point (median over
+# the clip); hands hanging at the sides are at 0.4-0.5.
+FOOT_HEIGHT = 0.3
 
 
 class AutoMapError(ValueError):
@@ -39,6 +42,11 @@ class Skeleton:
     points: np.ndarray  # (N, 3) joint positions, metres, Z up
     ends: np.ndarray  # (N, 3) end of each leaf's own segment (bone tail, toe point)
     movable: np.ndarray  # (N,) bool
+    low: np.ndarray | None = None  # (N,) height of each end above the body's lowest point, share of its height
+
+    def __post_init__(self):
+        if self.low is None:
+            self.low = relative_heights(self.points[None], self.ends[None])[0]
 
     def children(self, i: int) -> list[int]:
         return [int(j) for j in np.flatnonzero(self.parents == i)]
@@ -61,9 +69,38 @@ class Skeleton:
         return np.concatenate([self.points[path], self.ends[path[-1:]]])
 
 
+def relative_heights(points: np.ndarray, ends: np.ndarray, body: np.ndarray | None = None) -> np.ndarray:
+    """Height (F, N) of each end above the lowest point of the body, as a share of its height;
+    `body` (N,) marks the nodes that measure the body (not IK targets or props)."""
+    body = np.ones(points.shape[-2], dtype=bool) if body is None or not body.any() else body
+    low = np.minimum(points[..., body, 2].min(axis=-1), ends[..., body, 2].min(axis=-1))[..., None]
+    height = np.maximum(points[..., body, 2].max(axis=-1)[..., None] - low, 1e-6)
+    return (ends[..., 2] - low) / height
+
+
 def source_skeleton(motion: SourceMotion) -> Skeleton:
-    return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.rest_heads,
-                    motion.rest_tails, np.ones(len(motion.bone_names), dtype=bool))
+    """The clip's skeleton in its most typical posture (reference_frame), not its rest pose;
+    how low each bone ends is its median over the clip (the feet carry the weight most of the time)."""
+    moving = motion.frames > 0 and np.isfinite(motion.heads).all()
+    if not moving:
+        return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.rest_heads,
+                        motion.rest_tails, np.ones(len(motion.bone_names), dtype=bool))
+    f = reference_frame(motion)
+    body = np.array([not name_words.auxiliary(n) for n in motion.bone_names])
+    low = np.median(relative_heights(motion.heads, motion.tails, body), axis=0)
+    return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.heads[f],
+                    motion.tails[f], np.ones(len(motion.bone_names), dtype=bool), low)
+
+
+def reference_frame(motion: SourceMotion) -> int:
+    """The frame closest to the clip's median posture (positions relative to the root bone).
+
+    A file's rest pose may be no posture at all (every bone along its parent's X); the
+    animated frames are the actor, and the median ignores a calibration T-pose at the start.
+    """
+    rel = np.concatenate([motion.heads, motion.tails], axis=1) - motion.heads[:, :1]
+    rel = np.nan_to_num(rel, nan=0.0)
+    return int(np.argmin(np.abs(rel - np.median(rel, axis=0)).sum(axis=(1, 2))))
 
 
 def robot_skeleton(tree: KinematicTree) -> Skeleton:
@@ -77,12 +114,16 @@ def _lengths(poly: np.ndarray) -> np.ndarray:
 
 
 def _longest_path(sk: Skeleton, start: int, low: bool = False) -> list[int]:
-    """Path from `start` to its farthest leaf (by arc length; lowest leaf first when `low`)."""
-    leaves = [d for d in sk.descendants(start) if not sk.children(d)]
+    """Path from `start` to its farthest leaf (by arc length; lowest leaf first when `low`).
+
+    Leaves named as rig helpers or props (an IK target, a sword) end no limb when the
+    body offers another leaf.
+    """
+    leaves = _body_leaves(sk, [d for d in sk.descendants(start) if not sk.children(d)])
     def score(leaf):
         path = sk.path_to(start, leaf)
         length = _lengths(sk.polyline(path)).sum()
-        return (-sk.ends[leaf][2], length) if low else (length,)
+        return (-sk.low[leaf], length) if low else (length,)
     return sk.path_to(start, max(leaves, key=score))
 
 
@@ -107,9 +148,31 @@ def _limb_span(sk: Skeleton, path: list[int], robot: bool) -> tuple[int, int]:
     return min(base, tip - 1), tip
 
 
-def _side(name: str) -> str:
-    left, right = bool(_LEFT.search(name)), bool(_RIGHT.search(name))
-    return "left" if left and not right else "right" if right and not left else ""
+def _body_leaves(sk: Skeleton, leaves: list[int]) -> list[int]:
+    """The leaves that are not named as helpers or props (all of them when every one is)."""
+    body = [n for n in leaves if not name_words.auxiliary(sk.names[n])]
+    return body or leaves
+
+
+def _path_length(sk: Skeleton, path: list[int]) -> float:
+    return float(_lengths(sk.polyline(path)).sum())
+
+
+def _matched(sk: Skeleton, paths: list[list[int]]) -> list[list[int]]:
+    """Two limbs of a pair end at leaves of similar reach: a prop or a long extra bone on one
+    side (scrambled names say nothing) gives way to the leaf that matches the other side."""
+    if len(paths) != 2:
+        return paths
+    lengths = [_path_length(sk, p) for p in paths]
+    short, long = (0, 1) if lengths[0] <= lengths[1] else (1, 0)
+    if lengths[long] <= 1.3 * lengths[short]:
+        return paths
+    start = paths[long][0]
+    leaves = [d for d in sk.descendants(start) if not sk.children(d)]
+    best = min(leaves, key=lambda leaf: abs(_path_length(sk, sk.path_to(start, leaf)) - lengths[short]))
+    out = list(paths)
+    out[long] = sk.path_to(start, best)
+    return out
 
 
 def _lca(sk: Skeleton, nodes: list[int]) -> int:
@@ -143,17 +206,18 @@ class BodyParts:
 
 def find_body_parts(sk: Skeleton) -> BodyParts:
     """Legs end at the low leaves; the pelvis joins them; arms are the torso's two long branches."""
-    height = sk.points[:, 2].max() - min(sk.points[:, 2].min(), sk.ends[:, 2].min())
-    low = sk.ends[:, 2].min() + 0.2 * max(height, 1e-6)
-    leaves = [n for n in range(len(sk.names)) if not sk.children(n)]
-    feet = [n for n in leaves if sk.ends[n, 2] <= low]
+    leaves = _body_leaves(sk, [n for n in range(len(sk.names)) if not sk.children(n)])
+    feet = [n for n in leaves if sk.low[n] <= FOOT_HEIGHT]
     roots = [n for n in range(len(sk.names)) if sk.parents[n] < 0]
     if len(feet) >= 2:
         pelvis = _lca(sk, feet)
         leg_roots = [c for c in sk.children(pelvis) if any(f in sk.descendants(c) for f in feet)]
+        # the two longest branches that reach a foot: a helper bone near the ground is no leg
+        leg_roots = sorted(leg_roots, key=lambda c: -_path_length(sk, _longest_path(sk, c, low=True)))[:2]
+        leg_roots = sorted(leg_roots)
     else:
         pelvis, leg_roots = roots[0], []
-    legs = [_longest_path(sk, c, low=True) for c in leg_roots][:2] if len(leg_roots) >= 2 else []
+    legs = _matched(sk, [_longest_path(sk, c, low=True) for c in leg_roots]) if len(leg_roots) >= 2 else []
     others = [c for c in sk.children(pelvis) if c not in leg_roots]
     if not legs:
         others = [pelvis]
@@ -164,7 +228,7 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
         hub, branches = _arm_hub(sk, spine, 0.25 * leg_len)
         if hub is not None:
             ranked = sorted(branches, key=lambda b: -_lengths(sk.polyline(_longest_path(sk, b))).sum())
-            arms = [_longest_path(sk, b) for b in (ranked[:2] if legs else ranked[:1])]
+            arms = _matched(sk, [_longest_path(sk, b) for b in (ranked[:2] if legs else ranked[:1])])
             rest = [b for b in ranked[2:] if _lengths(sk.polyline(_longest_path(sk, b))).sum() > 0]
             head = _longest_path(sk, rest[0]) if rest and legs else None
     return BodyParts(pelvis, legs, arms, head)
@@ -194,7 +258,7 @@ def _span_path(sk: Skeleton, path: list[int], robot: bool, role: str) -> list[in
 
 def _sides(sk: Skeleton, limbs: list[list[int]], forward: np.ndarray) -> list[str]:
     """Left/right per limb: from names when they say so, else from the body's geometry."""
-    named = [_side(sk.names[p[0]]) or _side(sk.names[p[-1]]) for p in limbs]
+    named = [name_words.side(sk.names[p[0]]) or name_words.side(sk.names[p[-1]]) for p in limbs]
     if sorted(named) == ["left", "right"]:
         return named
     left_axis = np.cross([0.0, 0.0, 1.0], forward)

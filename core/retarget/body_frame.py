@@ -1,18 +1,24 @@
 """The canonical body frame (x forward, y left, z up) of a character or robot.
 
-Chains are compared in this frame, derived from landmarks of the rest pose
-(hip line, spine), so rest poses and bone-roll conventions do not matter.
+Chains are compared in this frame. It comes from the hip line and the world's
+up where the body actually is: the robot's zero pose, and the source's animated
+frames rather than its rest pose, since a file's rest pose may be a T-pose, an
+A-pose or a straight line of bones.
 """
 from __future__ import annotations
 
 import numpy as np
 
 WORLD_UP = np.array([0.0, 0.0, 1.0])
+RIGID_DEG = 5.0  # the hip line rides on the root bone when it stays within this of one direction
 
 
 def canonical_axes(left_hip=None, right_hip=None, left_shoulder=None, right_shoulder=None,
                    up_hint=WORLD_UP) -> np.ndarray:
-    """Columns (forward, left, up) in world coordinates from whichever landmarks exist."""
+    """Columns (forward, left, up) in world coordinates from whichever landmarks exist.
+
+    Landmarks are points (3,) or per-frame points (F, 3); the result is (3, 3) or (F, 3, 3).
+    """
     up_hint = np.asarray(up_hint, dtype=float)
     if left_hip is not None and right_hip is not None:
         left = np.asarray(left_hip) - np.asarray(right_hip)
@@ -20,26 +26,50 @@ def canonical_axes(left_hip=None, right_hip=None, left_shoulder=None, right_shou
             up = (np.asarray(left_shoulder) + np.asarray(right_shoulder) - np.asarray(left_hip)
                   - np.asarray(right_hip)) / 2.0
         else:
-            up = up_hint
+            up = np.broadcast_to(up_hint, left.shape)
     elif left_shoulder is not None and right_shoulder is not None:
-        left, up = np.asarray(left_shoulder) - np.asarray(right_shoulder), up_hint
+        left = np.asarray(left_shoulder) - np.asarray(right_shoulder)
+        up = np.broadcast_to(up_hint, left.shape)
     else:
         return np.eye(3)
     return orthonormal_frame(left, up)
 
 
 def orthonormal_frame(left, up) -> np.ndarray:
-    """Gram-Schmidt: y along `left`, z the part of `up` orthogonal to it, x = y cross z."""
+    """Gram-Schmidt: y along `left`, z the part of `up` orthogonal to it, x = y cross z (batched)."""
     y = np.asarray(left, dtype=float)
-    norm = np.linalg.norm(y)
-    if norm < 1e-9:
+    up = np.asarray(up, dtype=float)
+    norm = np.linalg.norm(y, axis=-1, keepdims=True)
+    if np.any(norm < 1e-9):
         raise ValueError("left and right landmarks coincide; cannot find the body's sideways axis")
     y = y / norm
-    z = np.asarray(up, dtype=float) - np.dot(up, y) * y
-    if np.linalg.norm(z) < 1e-9:
+    z = up - np.sum(up * y, axis=-1, keepdims=True) * y
+    znorm = np.linalg.norm(z, axis=-1, keepdims=True)
+    if np.any(znorm < 1e-9):
         raise ValueError("the spine is parallel to the hip line; cannot find the body's up axis")
-    z = z / np.linalg.norm(z)
-    return np.stack([np.cross(y, z), y, z], axis=1)
+    z = z / znorm
+    return np.stack([np.cross(y, z), y, z], axis=-1)
+
+
+def source_body_frames(left: np.ndarray, carrier: np.ndarray, up=WORLD_UP) -> np.ndarray:
+    """Body frames (F, 3, 3) of a clip from its hip line `left` (F, 3) and a carrier bone's
+    rotation (F, 3, 3), the root bone that carries the hips.
+
+    The frame rides rigidly on the carrier with y along the hip line and z along the
+    world's up as the carrier sees it on average: a pelvis upright on average is upright.
+    Neither the file's rest pose nor the spine's lean enter (the spine chain matches
+    those). A root bone that does not carry the hips (one on the ground that only
+    travels) gives per-frame frames from the hip line and the world's up.
+    """
+    up = np.asarray(up, dtype=float)
+    local = np.einsum("fji,fj->fi", carrier, left)
+    local = local / np.maximum(np.linalg.norm(local, axis=1, keepdims=True), 1e-12)
+    mean = local.mean(axis=0)
+    spread = np.degrees(np.arccos(np.clip(local @ (mean / max(np.linalg.norm(mean), 1e-12)), -1.0, 1.0)))
+    if np.median(spread) > RIGID_DEG:
+        return orthonormal_frame(left, np.broadcast_to(up, left.shape))
+    local_up = np.einsum("fji,j->fi", carrier, up).mean(axis=0)
+    return carrier @ orthonormal_frame(mean, local_up)
 
 
 def orthonormalize(rot: np.ndarray) -> np.ndarray:

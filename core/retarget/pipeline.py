@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .body_frame import canonical_axes, orthonormalize
+from .body_frame import canonical_axes, orthonormalize, source_body_frames
 from .mapping_check import mapping_figures
 from .viewer import angle_deg, viewer_figures
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
@@ -260,14 +260,24 @@ def _landmarks(chains: list[ChainMapping], source_points, robot_points) -> tuple
 
 
 def _body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
-    """Per-frame source body frame (F, 3, 3) and the robot's (root-relative) body axes."""
+    """Per-frame source body frame (F, 3, 3) and the robot's (root-relative) body axes.
+
+    Both come from the hip line and the world's up: the source's from its animated frames
+    (core.retarget.body_frame.source_body_frames), never from the file's rest pose.
+    """
     zero = tree.zero_pose()
-    src, rob = _landmarks(mapping.chains, lambda b: motion.rest_heads[motion.index(b)],
+    src, rob = _landmarks(mapping.chains, lambda b: motion.heads[:, motion.index(b)],
                           lambda l: zero[tree.link_index(l), :3, 3])
-    axes_src = canonical_axes(**src)
-    axes_rob = canonical_axes(**rob)
-    rest_inv = motion.rest_root_rotation.T
-    return motion.root_rotation @ (rest_inv @ axes_src), axes_rob
+    pairs = [(f"left_{k}", f"right_{k}") for k in ("hip", "shoulder") if f"left_{k}" in src and f"right_{k}" in src]
+    if not pairs:  # no left/right landmarks (a one-arm robot): the root bone's own frame
+        return motion.root_rotation @ motion.rest_root_rotation.T, np.eye(3)
+    left, right = pairs[0]
+    try:
+        body_src = source_body_frames(src[left] - src[right], motion.root_rotation)
+        axes_rob = canonical_axes(**{k: rob[k] for k in pairs[0] if k in rob})
+    except ValueError as exc:
+        raise RetargetError(f"source {motion.name!r} or robot {tree.robot.name!r}: {exc}") from None
+    return body_src, axes_rob
 
 
 def _root_positions(motion, tree, plans, root_rot, settings) -> np.ndarray:
