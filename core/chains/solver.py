@@ -6,7 +6,7 @@ retarget run thousands of frames per second in numpy.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -228,6 +228,7 @@ class SolveOptions:
     smoothness: float = 0.02
     rest_prior: float = 0.01
     objective: str = "l2"
+    rest: np.ndarray | None = None  # (n,) posture the prior leans toward; None: the zero pose (clipped)
 
 
 def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -318,8 +319,7 @@ def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step
     x, cost = x.copy(), cost.copy()
     active = np.flatnonzero((np.abs(np.diff(x, axis=0)) > max_step).any(axis=1)) + 1
     tracker = _Problem(problem.tree, problem.kin, problem.anchor, problem.q, problem.targets,
-                       problem.weights, SolveOptions(iterations, problem.options.smoothness,
-                                                     problem.options.rest_prior, problem.options.objective))
+                       problem.weights, replace(problem.options, iterations=iterations))
     for _ in range(horizon):
         if len(active) == 0:
             break
@@ -344,7 +344,7 @@ class _Problem:
         self.targets, self.weights, self.options = targets, weights, options
         cols = kin.columns
         self.lower, self.upper = tree.lower[cols], tree.upper[cols]
-        self.rest = np.clip(0.0, self.lower, self.upper)
+        self.rest = np.clip(0.0 if options.rest is None else options.rest[cols], self.lower, self.upper)
 
     def solve(self, x: np.ndarray, ref: np.ndarray | None, frames: np.ndarray | None = None,
               tolerance: float = 1e-3, iterations: int | None = None):

@@ -71,6 +71,14 @@ class KinematicTree:
         self.velocity = np.array([np.inf if not j.velocity else j.velocity for j in joints])
 
     @property
+    def neutral(self) -> np.ndarray:
+        """(n,) the middle of each joint's range (0 where unlimited): a posture defined by the
+        mechanism, not by where its URDF puts zero, that solvers start from and lean toward."""
+        finite = np.isfinite(self.lower) & np.isfinite(self.upper)
+        middle = np.where(finite, (np.where(finite, self.lower, 0.0) + np.where(finite, self.upper, 0.0)) / 2, 0.0)
+        return np.clip(middle, self.lower, self.upper)
+
+    @property
     def dof(self) -> int:
         return len(self.joint_names)
 

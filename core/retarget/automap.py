@@ -13,6 +13,7 @@ import numpy as np
 
 from ..feet.geometry import body_points
 from ..model.kinematics import KinematicTree
+from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping
 from ..motion.source import SourceMotion
 from . import names as name_words
@@ -321,9 +322,18 @@ def foot_tip_offset(tree: KinematicTree, ankle: int) -> tuple[int, list[float]] 
 
 
 def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
-    """A mapping from the clip's skeleton to the robot: spine, legs, feet, arms, hands, head."""
+    """A mapping from the clip's skeleton to the robot: spine, legs, feet, arms, hands, head.
+
+    A robot whose legs hang from a link below its root (a URDF rooted at the torso) is
+    mapped as seen from that link, its pelvis: `Mapping.robot_root` names it and the
+    retarget solves on the robot re-rooted there (core.model.reroot).
+    """
     src_sk, rob_sk = source_skeleton(motion), robot_skeleton(tree)
     src, rob = find_body_parts(src_sk), find_body_parts(rob_sk)
+    if rob.legs and rob.pelvis != 0:
+        tree, _ = hung_from(tree, rob_sk.names[rob.pelvis])
+        rob_sk = robot_skeleton(tree)
+        rob = find_body_parts(rob_sk)
     if not rob.legs and not rob.arms:
         raise AutoMapError(f"robot {tree.robot.name!r}: found no legs or arms (no jointed branches)")
     src_legs = dict(zip(_sides(src_sk, src.legs, _source_forward(src_sk, src)), src.legs)) if src.legs else {}

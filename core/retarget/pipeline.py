@@ -23,6 +23,7 @@ from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, plant_feet,
                          resolve_contacts)
 from ..model.kinematics import KinematicTree
+from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
 from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
 from ..motion.source import SourceMotion
@@ -76,6 +77,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     progress = progress or (lambda fraction, message: None)
     warnings: list[str] = []
     stages = StageTimer()
+    robot = tree
+    # a robot rooted at its torso is solved from its pelvis (mapping.robot_root), then carried back
+    tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
     with stages("plan"):
         motion = _bridged(motion, warnings)
         plans = _plan(motion, tree, mapping, warnings)
@@ -94,7 +98,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         root = _transforms(root_rot, root_pos)
         targets = {id(plan): _targets(motion, plan, body_src, body_rob) for plan in plans}
     with stages("solve"):
-        q = _solve_chains(tree, plans, root, targets, settings, motion.fps, progress)
+        q = _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob)
     progress(0.95, "filtering")
     with stages("filter"):
         raw = q.copy()
@@ -120,8 +124,12 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         report.update(mapping_figures(motion, mapping))
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
     report.update(stages.report(len(q)))
+    if rerooted is not None:  # the pose of the URDF's own root link
+        root_link = robot.robot.root_link
+        pose = rerooted.original_pose(root_link, tree.link_transform(q, tree.link_index(root_link), root))
+        root_rot, root_pos = pose[:, :3, :3].copy(), pose[:, :3, 3].copy()
     progress(1.0, "done")
-    return RetargetResult(tree.joint_names, q, root_pos, root_rot, motion.fps, report)
+    return RetargetResult(robot.joint_names, q, root_pos, root_rot, motion.fps, report)
 
 
 class StageTimer:
@@ -146,17 +154,66 @@ class StageTimer:
                 "stage_seconds": {stage: float(s) for stage, s in self.seconds.items()}}
 
 
-def _solve_chains(tree, plans, root, targets, settings, fps, progress) -> np.ndarray:
+def _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob) -> np.ndarray:
     """Every chain in tree order, each through the pose solved so far: q (F, n)."""
-    options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
+    neutral = _neutral_posture(motion, tree, plans, targets, axes_rob, settings)
+    options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective,
+                           rest=neutral)
     q = np.zeros((len(root), tree.dof))
-    q[:] = np.clip(0.0, tree.lower, tree.upper)
+    q[:] = neutral
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
         anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-        max_step = np.minimum(tree.velocity[plan.kin.columns] / fps, MAX_STEP_RAD)
+        max_step = np.minimum(tree.velocity[plan.kin.columns] / motion.fps, MAX_STEP_RAD)
         solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], options, max_step)
     return q
+
+
+HANGING = ("arm", "hand")  # chains whose neutral is solved: hanging down beside the body
+# The neutral arm: upper arm down, forearm and hand straight forward (the zero pose of most
+# humanoid URDFs, G1's and H1's among them), whatever the URDF's own zero is.
+NEUTRAL_ELBOW_RAD = np.radians(90.0)
+
+
+def _neutral_posture(motion, tree, plans, targets, axes_rob, settings) -> np.ndarray:
+    """Where the solve starts and what its weak prior leans toward (n,): the zero pose, except
+    that arms hang down beside the body with the forearm and hand forward, solved so it does
+    not depend on where the URDF puts their zero (a T-pose robot's arms); what that leaves
+    open (a wrist's roll) goes to the middle of the joint's range."""
+    q = np.clip(0.0, tree.lower, tree.upper)[None].copy()
+    root = np.eye(4)[None]
+    axes = np.asarray(axes_rob)
+    for plan in plans:
+        if plan.mapping.role not in HANGING:
+            continue
+        shape = _relaxed_shape(motion, plan, -axes[:, 2], axes[:, 0])
+        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
+        q[:, plan.kin.columns] = tree.neutral[plan.kin.columns]
+        options = SolveOptions(iterations=30, smoothness=0.0, rest_prior=settings.rest_prior, rest=tree.neutral)
+        solve_chain(tree, plan.kin, anchor, q, shape[None], targets[id(plan)][1], options)
+    return q[0]
+
+
+def _relaxed_shape(motion, plan: _Plan, down: np.ndarray, forward: np.ndarray) -> np.ndarray:
+    """Target points (M, 3) of an arm hanging along `down`, bent toward `forward` by
+    NEUTRAL_ELBOW_RAD after its landmark (the elbow); a hand points along the forearm."""
+    out = []
+    bent = np.cos(NEUTRAL_ELBOW_RAD) * down + np.sin(NEUTRAL_ELBOW_RAD) * forward
+    for polyline, path, rpath, fractions in zip(plan.source.polylines(motion, rest=True), plan.source.paths,
+                                                plan.robot.paths, plan.source_fractions):
+        seg = np.linalg.norm(np.diff(polyline[0], axis=0), axis=1)
+        landmarks = plan.mapping.source_landmarks or []
+        if plan.mapping.role == "hand":
+            elbow = 0
+        elif landmarks and landmarks[0] in motion.bone_names and motion.index(landmarks[0]) in path:
+            elbow = path.index(motion.index(landmarks[0]))
+        else:
+            elbow = len(seg) // 2
+        steps = np.where((np.arange(len(seg)) < elbow)[:, None], down, bent) * seg[:, None]
+        canonical = np.concatenate([np.zeros((1, 3)), np.cumsum(steps, axis=0)])[None]
+        total = max(seg.sum(), 1e-9)
+        out.append(rpath.length * sample_polyline(canonical, np.asarray(fractions))[0] / total)
+    return np.concatenate(out)
 
 
 def _bridged(motion: SourceMotion, warnings: list[str]) -> SourceMotion:

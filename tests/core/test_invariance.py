@@ -124,3 +124,81 @@ def test_extra_bones_are_not_limbs(scramble, clip, g1, original, tmp_path):
     motion, mapping, result = _bake(V.renamed(extra, names), g1, tmp_path)
     assert _chains(mapping, names) == _chains(original[1])
     assert _rms_deg(result.q, original[2].q) < 0.5
+
+
+# ------------------------------------------------------------------ robots ---
+
+from core.model.reroot import reroot  # noqa: E402
+from tests import robot_variants as RV  # noqa: E402
+
+SIDEWAYS = {"left_shoulder_roll_joint": np.pi / 2, "right_shoulder_roll_joint": -np.pi / 2}
+
+
+def _robot_bake(robot, motion, tmp_path: Path):
+    tree = KinematicTree(parse_urdf(RV.write_urdf(robot, tmp_path / "variant.urdf")))
+    mapping = auto_map(motion, tree)
+    result = retarget(motion, tree, mapping)
+    root = np.tile(np.eye(4), (len(result.q), 1, 1))
+    root[:, :3, :3], root[:, :3, 3] = result.root_rotation, result.root_position
+    return tree, mapping, result, tree.forward(result.q, root)
+
+
+@pytest.fixture(scope="module")
+def robot_original(original, g1, tmp_path_factory):
+    return _robot_bake(g1.robot, original[0], tmp_path_factory.mktemp("g1"))
+
+
+def _same_world_motion(variant, robot_original, skip=()):
+    """Every link the variant did not re-frame is where it is on the original, every frame."""
+    tree, _, _, poses = variant
+    tree0, _, _, poses0 = robot_original
+    links = [n for n in tree0.link_names if n not in skip]
+    a = np.stack([poses[:, tree.link_index(n), :3, 3] for n in links], axis=1)
+    b = np.stack([poses0[:, tree0.link_index(n), :3, 3] for n in links], axis=1)
+    return float(np.abs(a - b).max())
+
+
+@pytest.mark.parametrize("sideways", [False, True], ids=["arms down", "T-pose arms"])
+def test_robot_rooted_at_its_torso(sideways, g1, original, robot_original, tmp_path):
+    """G1's URDF re-rooted at the torso (legs hang from the waist joints), optionally with a
+    sideways arm zero pose too: the same chains, joint angles and link motion."""
+    robot = RV.zero_shifted(g1.robot, SIDEWAYS) if sideways else g1.robot
+    robot = RV.rooted_at(robot, "torso_link")
+    variant = _robot_bake(robot, original[0], tmp_path)
+    tree, mapping, result, _ = variant
+    assert tree.robot.root_link == "torso_link" and tree.parent[tree.link_index("pelvis")] >= 0
+    assert mapping.robot_root == "pelvis"
+    assert [(c.name, c.robot_base, c.robot_tips) for c in mapping.chains] == \
+        [(c.name, c.robot_base, c.robot_tips) for c in robot_original[1].chains]
+    shift = np.array([SIDEWAYS.get(n, 0.0) if sideways else 0.0 for n in tree.joint_names])
+    assert _rms_deg(result.q + shift, robot_original[2].q) < 0.5
+    reframed = set(reroot(g1.robot, "torso_link").frame_change) | {"pelvis"}
+    assert _same_world_motion(variant, robot_original, skip=reframed) < 0.005  # metres
+
+
+def test_sideways_arm_zero_pose(g1, original, robot_original, tmp_path):
+    """Shoulder roll origins turned 90 degrees (limits shifted to match): the zero pose is a
+    T-pose, the motion is the same."""
+    variant = _robot_bake(RV.zero_shifted(g1.robot, SIDEWAYS), original[0], tmp_path)
+    tree, mapping, result, poses = variant
+    zero = tree.zero_pose()
+    upper_arm = zero[tree.link_index("left_elbow_link"), :3, 3] - zero[tree.link_index("left_shoulder_roll_link"), :3, 3]
+    assert abs(upper_arm[2]) < 0.03 and upper_arm[1] > 0.15  # the variant's zero pose really is sideways
+    shift = np.array([SIDEWAYS.get(n, 0.0) for n in tree.joint_names])
+    assert _rms_deg(result.q + shift, robot_original[2].q) < 0.5
+    assert _same_world_motion(variant, robot_original) < 0.005
+
+
+def test_rerooting_keeps_every_link_where_it_was(g1):
+    """Forward kinematics of the re-rooted robot, carried back through frame_change, is the
+    original's for random joint values."""
+    rerooted = reroot(g1.robot, "torso_link")
+    tree = KinematicTree(rerooted.robot)
+    assert tree.joint_names == g1.joint_names
+    q = np.random.default_rng(3).uniform(g1.lower, g1.upper, (20, g1.dof))
+    poses0 = g1.forward(q)
+    torso = poses0[:, g1.link_index("torso_link")]
+    poses = tree.forward(q, torso)
+    for name in g1.link_names:
+        back = rerooted.original_pose(name, poses[:, tree.link_index(name)])
+        np.testing.assert_allclose(back, poses0[:, g1.link_index(name)], atol=1e-12)

@@ -630,8 +630,8 @@ def test_bent_backwards_beyond_the_limits(g1, joint, beyond):
     np.testing.assert_allclose(result.q[reachable, col], q[reachable, col], atol=0.06)
     side_chains = {"right_leg", "right_arm", "spine", "left_leg" if "elbow" in joint else "left_arm"}
     for name, c in _chain_report(result).items():
-        if name in side_chains:
-            assert c["mean_distance"] < 1e-3, (name, c)
+        if name in side_chains:  # the prior leans arms to the neutral posture: about 1 mm at the wrist
+            assert c["mean_distance"] < 3e-3 and c["tip_direction_error_deg"] < 0.1, (name, c)
     if "elbow" in joint:
         # Closer to the source than simply clipping the true angles into the limits.
         target = _wrist_points(g1, q, "left")

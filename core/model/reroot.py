@@ -1,0 +1,80 @@
+"""The same mechanism hung from another link: a robot rooted at its torso seen from its pelvis.
+
+The retarget solves a humanoid from its pelvis (the body frame, the legs and the
+spine all start there), but a URDF may be rooted at the torso with the legs
+hanging from a waist joint. Re-rooting reverses the joints between the old and
+the new root; joint names, joint values and limits stay as they were, so a
+solution on the re-rooted robot is a solution on the original one. Only the
+frames of links on the reversed path move (to the joint they now hang from);
+`frame_change` says by how much, so poses can be carried back.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .kinematics import KinematicTree
+from .transforms import invert_transform
+from .urdf import Geometry, Joint, Link, Robot
+
+
+@dataclasses.dataclass
+class Rerooted:
+    """A re-rooted robot and, per link, C with new frame = old frame @ C (identity if unmoved)."""
+
+    robot: Robot
+    frame_change: dict[str, np.ndarray]
+
+    def original_pose(self, link: str, new_pose: np.ndarray) -> np.ndarray:
+        """World pose(s) (..., 4, 4) of `link`'s original frame from its re-rooted frame's pose."""
+        change = self.frame_change.get(link)
+        return new_pose if change is None else new_pose @ invert_transform(change)
+
+
+def reroot(robot: Robot, new_root: str) -> Rerooted:
+    """`robot` with `new_root` as its root link (the robot itself when it already is)."""
+    if new_root not in robot.links:
+        raise KeyError(f"robot {robot.name!r} has no link {new_root!r}")
+    path = robot.path(robot.root_link, new_root)[::-1]  # new root first, old root last
+    change = {new_root: np.eye(4)}
+    reversed_joints: dict[str, Joint] = {}
+    for lower, upper in zip(path, path[1:]):
+        joint = robot.parent_joint(lower)
+        change[upper] = joint.origin.copy()  # the upper link now hangs at the joint
+        reversed_joints[joint.name] = dataclasses.replace(
+            joint, parent=lower, child=upper, origin=invert_transform(change[lower]),
+            axis=-np.asarray(joint.axis, dtype=float))
+    joints = []
+    for joint in robot.joints:
+        if joint.name in reversed_joints:
+            joints.append(reversed_joints[joint.name])
+        elif joint.parent in change:
+            joints.append(dataclasses.replace(joint, origin=invert_transform(change[joint.parent]) @ joint.origin))
+        else:
+            joints.append(joint)
+    links = {name: _moved_link(link, change.get(name)) for name, link in robot.links.items()}
+    moved = {name: c for name, c in change.items() if not np.allclose(c, np.eye(4))}
+    return Rerooted(Robot(robot.name, links, joints, new_root, robot.source_path), moved)
+
+
+def _moved_link(link: Link, change: np.ndarray | None) -> Link:
+    if change is None or np.allclose(change, np.eye(4)):
+        return link
+    back = invert_transform(change)
+    def moved(geometry: Geometry) -> Geometry:
+        return dataclasses.replace(geometry, origin=back @ geometry.origin)
+    fields = {"visuals": [moved(g) for g in link.visuals], "collisions": [moved(g) for g in link.collisions]}
+    return dataclasses.replace(link, **fields)
+
+
+def hung_from(tree: KinematicTree, link: str) -> tuple[KinematicTree, Rerooted | None]:
+    """The kinematic tree of `tree`'s robot re-rooted at `link` (cached on `tree`), and the
+    re-rooting; `tree` itself and None when `link` is already its root or is empty."""
+    if not link or link == tree.robot.root_link:
+        return tree, None
+    cache = tree.__dict__.setdefault("_hung_from", {})
+    if link not in cache:
+        rerooted = reroot(tree.robot, link)
+        cache[link] = (KinematicTree(rerooted.robot), rerooted)
+    return cache[link]
