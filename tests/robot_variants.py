@@ -15,7 +15,7 @@ from scipy.spatial.transform import Rotation
 
 from core.model.reroot import reroot
 from core.model.transforms import axis_angle_to_matrix
-from core.model.urdf import Geometry, Robot, resolve_mesh_path
+from core.model.urdf import Geometry, Robot, parse_urdf_string, resolve_mesh_path
 
 
 def _origin(t: np.ndarray) -> str:
@@ -81,3 +81,85 @@ def zero_shifted(robot: Robot, shifts: dict[str, float]) -> Robot:
                                     upper=None if j.upper is None else j.upper - s)
         joints.append(j)
     return Robot(robot.name, robot.links, joints, robot.root_link, robot.source_path)
+
+
+# ------------------------------------------------------------- synthetic humanoids ---
+
+def humanoid(root: str = "pelvis", arms: str = "down", arm_end: str = "hand", leg_end: str = "foot",
+             waist: int = 1, head: bool = True, stacked: float = 0.02) -> Robot:
+    """A simple humanoid URDF of another shape than the bundled robots.
+
+    root: "pelvis" or "torso" (the legs then hang from the waist joints); arms: "down" or
+    "sideways" in the zero pose; arm_end: "elbow" (the forearm is the last link, no wrist),
+    "hand" (a fixed hand link after the wrist) or "wrist" (ends at a wrist link);
+    leg_end: "ankle" (the leg ends at an ankle pitch link) or "foot" (a foot link with a box
+    sole); waist: 0-3 joints; stacked: offset between a hip's or shoulder's stacked joints.
+    """
+    links: list[str] = []
+    joints: list[str] = []
+
+    def link(name, box=None):
+        geo = ""
+        if box is not None:
+            size, xyz = box
+            geo = (f'<collision><origin xyz="{xyz}"/><geometry><box size="{size}"/></geometry></collision>')
+        links.append(f'<link name="{name}">{geo}</link>')
+
+    def joint(name, parent, child, xyz, axis="0 1 0", lower=-2.5, upper=2.5, kind="revolute", rpy="0 0 0"):
+        limit = f'<limit lower="{lower}" upper="{upper}" effort="50" velocity="20"/>' if kind != "fixed" else ""
+        joints.append(f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+                      f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>')
+
+    link("pelvis")
+    link("torso")
+    chain = "pelvis"
+    for k, axis in enumerate(["0 0 1", "1 0 0", "0 1 0"][:waist]):
+        name = f"waist_{k}"
+        link(name)
+        joint(f"{name}_joint", chain, name, "0 0 0.05" if k == 0 else "0 0 0", axis, -0.8, 0.8)
+        chain = name
+    joint("torso_mount", chain, "torso", f"0 0 {0.3 if waist else 0.35}", kind="fixed")
+    if head:
+        link("head")
+        joint("neck_joint", "torso", "head", "0 0 0.25", "0 0 1", -1.0, 1.0)
+    for side, sign in (("left", 1), ("right", -1)):
+        # leg: hip pitch/roll/yaw stacked, knee, ankle pitch (+ foot)
+        prev = "pelvis"
+        for k, (part, axis) in enumerate((("hip_pitch", "0 1 0"), ("hip_roll", "1 0 0"), ("hip_yaw", "0 0 1"))):
+            name = f"{side}_{part}"
+            link(name)
+            xyz = f"0 {sign * 0.09} -0.05" if k == 0 else f"0 0 {-stacked}"
+            lo, hi = (-0.5, 2.0) if part == "hip_roll" and side == "left" else (-2.0, 0.5) if part == "hip_roll" else (-2.5, 2.5)
+            joint(f"{name}_joint", prev, name, xyz, axis, lo, hi)
+            prev = name
+        link(f"{side}_knee")
+        joint(f"{side}_knee_joint", prev, f"{side}_knee", "0 0 -0.4", "0 1 0", -0.1, 2.6)
+        link(f"{side}_ankle_pitch", None if leg_end == "foot" else ("0.2 0.08 0.04", "0.05 0 -0.05"))
+        joint(f"{side}_ankle_pitch_joint", f"{side}_knee", f"{side}_ankle_pitch", "0 0 -0.4", "0 1 0", -0.9, 0.6)
+        if leg_end == "foot":
+            link(f"{side}_foot", ("0.2 0.08 0.04", "0.05 0 -0.03"))
+            joint(f"{side}_ankle_roll_joint", f"{side}_ankle_pitch", f"{side}_foot", "0 0 -0.02", "1 0 0", -0.3, 0.3)
+        # arm: shoulder pitch/roll/yaw stacked, elbow (+ wrist, + hand)
+        prev = "torso"
+        for k, (part, axis) in enumerate((("shoulder_pitch", "0 1 0"), ("shoulder_roll", "1 0 0"),
+                                          ("shoulder_yaw", "0 0 1"))):
+            name = f"{side}_{part}"
+            link(name)
+            xyz = f"0 {sign * 0.2} 0.2" if k == 0 else f"0 {sign * stacked} 0"
+            rpy = f"{sign * 1.5707963} 0 0" if part == "shoulder_roll" and arms == "sideways" else "0 0 0"
+            joint(f"{name}_joint", prev, name, xyz, axis, -3.0, 3.0, rpy=rpy)
+            prev = name
+        link(f"{side}_elbow")
+        joint(f"{side}_elbow_joint", prev, f"{side}_elbow", "0 0 -0.25", "0 1 0", -2.5, 0.1)
+        if arm_end in ("wrist", "hand"):
+            link(f"{side}_wrist")
+            joint(f"{side}_wrist_joint", f"{side}_elbow", f"{side}_wrist", "0 0 -0.22", "0 0 1", -1.5, 1.5)
+        if arm_end == "hand":
+            link(f"{side}_hand", ("0.03 0.08 0.1", "0 0 -0.05"))
+            joint(f"{side}_hand_mount", f"{side}_wrist", f"{side}_hand", "0 0 -0.03", kind="fixed")
+        elif arm_end == "elbow":
+            link(f"{side}_forearm_end", ("0.03 0.03 0.03", "0 0 0"))
+            joint(f"{side}_forearm_mount", f"{side}_elbow", f"{side}_forearm_end", "0 0 -0.22", kind="fixed")
+    text = '<?xml version="1.0"?>\n<robot name="humanoid">\n' + "\n".join(links + joints) + "\n</robot>\n"
+    robot = parse_urdf_string(text, "humanoid")
+    return rooted_at(robot, "torso") if root == "torso" else robot

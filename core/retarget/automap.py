@@ -7,7 +7,7 @@ settle left and right when they say so.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from ..feet.geometry import body_points
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping
+from ..motion.robot_source import tail_offsets
 from ..motion.source import SourceMotion
 from . import names as name_words
 
@@ -365,7 +366,29 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
     chains = [c for c in chains if _has_motion(tree, c)]
     if not chains:
         raise AutoMapError(f"robot {tree.robot.name!r}: no chain of the source matches a jointed chain of the robot")
+    if _is_this_robot(motion, tree):
+        chains = [_identity(tree, c) for c in chains]
     return Mapping(chains, src_sk.names[src.pelvis], rob_sk.names[rob.pelvis])
+
+
+def _is_this_robot(motion: SourceMotion, tree: KinematicTree) -> bool:
+    """The clip is this robot's own motion (core.motion.robot_source): its bones are the
+    robot's links with the same parents, so every chain maps onto itself."""
+    if sorted(motion.bone_names) != sorted(tree.link_names):
+        return False
+    parent_of = lambda names, parents, i: names[parents[i]] if parents[i] >= 0 else None  # noqa: E731
+    return all(parent_of(motion.bone_names, motion.parents, motion.index(name))
+               == parent_of(tree.link_names, tree.parent, i) for i, name in enumerate(tree.link_names))
+
+
+def _identity(tree: KinematicTree, chain: ChainMapping) -> ChainMapping:
+    """The chain with its source side on exactly its robot side's links; a robot tip point
+    (a toe) becomes the tip bone's tail, which robot_source fixes in the same link."""
+    tail = chain.robot_tip_offset is not None
+    offset = [float(v) for v in tail_offsets(tree)[tree.link_index(chain.robot_tips[0])]] if tail else None
+    return replace(chain, source_base=chain.robot_base, source_tips=list(chain.robot_tips),
+                   source_landmarks=chain.robot_landmarks, source_fractions=chain.robot_fractions,
+                   source_tip_tail=tail, robot_tip_offset=offset, robot_start=None)
 
 
 def _has_motion(tree: KinematicTree, chain: ChainMapping) -> bool:
