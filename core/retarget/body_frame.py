@@ -55,8 +55,9 @@ def source_body_frames(left: np.ndarray, carrier: np.ndarray, up=WORLD_UP) -> np
     """Body frames (F, 3, 3) of a clip from its hip line `left` (F, 3) and a carrier bone's
     rotation (F, 3, 3), the root bone that carries the hips.
 
-    The frame rides rigidly on the carrier with y along the hip line and z along the
-    world's up as the carrier sees it on average: a pelvis upright on average is upright.
+    y runs along each frame's hip line (the body's heading is where its hips face) and z
+    rides on the carrier: the world's up as the carrier sees it on average, so a pelvis
+    upright on average is upright.
     Neither the file's rest pose nor the spine's lean enter (the spine chain matches
     those). A root bone that does not carry the hips (one on the ground that only
     travels) gives per-frame frames from the hip line and the world's up.
@@ -68,8 +69,8 @@ def source_body_frames(left: np.ndarray, carrier: np.ndarray, up=WORLD_UP) -> np
     spread = np.degrees(np.arccos(np.clip(local @ (mean / max(np.linalg.norm(mean), 1e-12)), -1.0, 1.0)))
     if np.median(spread) > RIGID_DEG:
         return orthonormal_frame(left, np.broadcast_to(up, left.shape))
-    local_up = np.einsum("fji,j->fi", carrier, up).mean(axis=0)
-    return carrier @ orthonormal_frame(mean, local_up)
+    local_up = orthonormal_frame(mean, np.einsum("fji,j->fi", carrier, up).mean(axis=0))[:, 2]
+    return orthonormal_frame(left, carrier @ local_up)  # y on each frame's own hip line: the heading
 
 
 def orthonormalize(rot: np.ndarray) -> np.ndarray:

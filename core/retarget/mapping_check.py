@@ -55,9 +55,14 @@ def check_mapping(motion: SourceMotion, chains: list[ChainMapping]) -> tuple[flo
             base = _point(motion, chain.source_base, False)
             checks.append((f"{chain.name} ({chain.source_base}) above the pelvis", np.mean(base[:, 2] > pelvis[:, 2])))
     forward = _facing(motion, legs)
-    for limbs in (legs, arms):
-        if set(limbs) == {"left", "right"} and forward is not None:
-            checks.append(_left_on_the_left(motion, limbs, forward))
+    if set(legs) == {"left", "right"} and forward is not None:
+        checks.append(_left_on_the_left(motion, legs, np.cross([0.0, 0.0, 1.0], forward)))
+    if set(arms) == {"left", "right"}:
+        # arms against the hips when both legs are mapped: the feet may point elsewhere mid-turn
+        left_axis = (hips["left"] - hips["right"]) if set(hips) == {"left", "right"} else (
+            None if forward is None else np.cross([0.0, 0.0, 1.0], forward))
+        if left_axis is not None:
+            checks.append(_left_on_the_left(motion, arms, left_axis))
     held = [share >= MOST for _, share in checks]
     reasons = [f"{what}: only on {100 * share:.0f} % of frames" for (what, share), ok in zip(checks, held) if not ok]
     return float(np.mean(held)) if checks else 1.0, reasons
@@ -75,9 +80,8 @@ def _facing(motion: SourceMotion, legs: dict[str, ChainMapping]) -> np.ndarray |
 
 
 def _left_on_the_left(motion: SourceMotion, limbs: dict[str, ChainMapping],
-                      forward: np.ndarray) -> tuple[str, float]:
-    """The left limb's base lies on the body's left of the right one's, facing where the feet point."""
+                      left_axis: np.ndarray) -> tuple[str, float]:
+    """The left limb's base lies on the body's left (`left_axis`, F x 3) of the right one's."""
     across = _point(motion, limbs["left"].source_base, False) - _point(motion, limbs["right"].source_base, False)
-    left_axis = np.cross([0.0, 0.0, 1.0], forward)
     share = float(np.mean(np.einsum("fi,fi->f", across, left_axis) > 0))
     return f"{limbs['left'].name} on the body's left of {limbs['right'].name}", share

@@ -16,6 +16,8 @@ import numpy as np
 
 from .body_frame import canonical_axes, orthonormalize, source_body_frames
 from .mapping_check import mapping_figures
+from .neutral import neutral_posture
+from .torso import TorsoAim, chest_target
 from .viewer import angle_deg, viewer_figures
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
                      robot_chain, sample_polyline, source_chain)
@@ -31,6 +33,7 @@ from ..model.transforms import matrix_to_quat, quat_continuous
 
 Progress = Callable[[float, str], None]
 MAX_STEP_RAD = 0.35  # a joint without a velocity limit still may not jump more per frame
+ANKLE_WEIGHT = 8.0  # a leg's ankle point, like an arm's wrist (automap.ARM_TIP_WEIGHT): where the leg points
 
 
 class RetargetError(ValueError):
@@ -97,8 +100,11 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         body_rob = root_rot @ axes_rob
         root = _transforms(root_rot, root_pos)
         targets = {id(plan): _targets(motion, plan, body_src, body_rob) for plan in plans}
+        aim = _torso_aim(motion, tree, mapping, plans, targets, body_rob @ np.swapaxes(body_src, 1, 2), root_rot,
+                         floating)
     with stages("solve"):
-        q = _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob)
+        q = _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim)
+        root_rot, root_pos = root[:, :3, :3].copy(), root[:, :3, 3].copy()  # the torso may lean the root
     progress(0.95, "filtering")
     with stages("filter"):
         raw = q.copy()
@@ -154,66 +160,39 @@ class StageTimer:
                 "stage_seconds": {stage: float(s) for stage, s in self.seconds.items()}}
 
 
-def _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob) -> np.ndarray:
-    """Every chain in tree order, each through the pose solved so far: q (F, n)."""
-    neutral = _neutral_posture(motion, tree, plans, targets, axes_rob, settings)
+def _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim=None) -> np.ndarray:
+    """Every chain in tree order, each through the pose solved so far: q (F, n).
+
+    aim: (spine plan, core.retarget.torso.TorsoAim) solves the spine again while the torso is
+    short of the actor's chest, tilting `root` in place when the waist cannot lean far enough.
+    """
+    neutral = neutral_posture(motion, tree, plans, targets, axes_rob, settings.rest_prior)
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective,
                            rest=neutral)
     q = np.zeros((len(root), tree.dof))
     q[:] = neutral
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
-        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
         max_step = np.minimum(tree.velocity[plan.kin.columns] / motion.fps, MAX_STEP_RAD)
-        solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], options, max_step)
+        while True:
+            anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
+            solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], options, max_step)
+            turned = aim[1].next_targets(q, root) if aim is not None and plan is aim[0] else None
+            if turned is None:
+                break
+            targets[id(plan)] = (turned, targets[id(plan)][1])
     return q
 
 
-HANGING = ("arm", "hand")  # chains whose neutral is solved: hanging down beside the body
-# The neutral arm: upper arm down, forearm and hand straight forward (the zero pose of most
-# humanoid URDFs, G1's and H1's among them), whatever the URDF's own zero is.
-NEUTRAL_ELBOW_RAD = np.radians(90.0)
-
-
-def _neutral_posture(motion, tree, plans, targets, axes_rob, settings) -> np.ndarray:
-    """Where the solve starts and what its weak prior leans toward (n,): the zero pose, except
-    that arms hang down beside the body with the forearm and hand forward, solved so it does
-    not depend on where the URDF puts their zero (a T-pose robot's arms); what that leaves
-    open (a wrist's roll) goes to the middle of the joint's range."""
-    q = np.clip(0.0, tree.lower, tree.upper)[None].copy()
-    root = np.eye(4)[None]
-    axes = np.asarray(axes_rob)
-    for plan in plans:
-        if plan.mapping.role not in HANGING:
-            continue
-        shape = _relaxed_shape(motion, plan, -axes[:, 2], axes[:, 0])
-        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-        q[:, plan.kin.columns] = tree.neutral[plan.kin.columns]
-        options = SolveOptions(iterations=30, smoothness=0.0, rest_prior=settings.rest_prior, rest=tree.neutral)
-        solve_chain(tree, plan.kin, anchor, q, shape[None], targets[id(plan)][1], options)
-    return q[0]
-
-
-def _relaxed_shape(motion, plan: _Plan, down: np.ndarray, forward: np.ndarray) -> np.ndarray:
-    """Target points (M, 3) of an arm hanging along `down`, bent toward `forward` by
-    NEUTRAL_ELBOW_RAD after its landmark (the elbow); a hand points along the forearm."""
-    out = []
-    bent = np.cos(NEUTRAL_ELBOW_RAD) * down + np.sin(NEUTRAL_ELBOW_RAD) * forward
-    for polyline, path, rpath, fractions in zip(plan.source.polylines(motion, rest=True), plan.source.paths,
-                                                plan.robot.paths, plan.source_fractions):
-        seg = np.linalg.norm(np.diff(polyline[0], axis=0), axis=1)
-        landmarks = plan.mapping.source_landmarks or []
-        if plan.mapping.role == "hand":
-            elbow = 0
-        elif landmarks and landmarks[0] in motion.bone_names and motion.index(landmarks[0]) in path:
-            elbow = path.index(motion.index(landmarks[0]))
-        else:
-            elbow = len(seg) // 2
-        steps = np.where((np.arange(len(seg)) < elbow)[:, None], down, bent) * seg[:, None]
-        canonical = np.concatenate([np.zeros((1, 3)), np.cumsum(steps, axis=0)])[None]
-        total = max(seg.sum(), 1e-9)
-        out.append(rpath.length * sample_polyline(canonical, np.asarray(fractions))[0] / total)
-    return np.concatenate(out)
+def _torso_aim(motion, tree, mapping, plans, targets, to_robot, root_rot, floating):
+    """(spine plan, TorsoAim) with the spine's first targets set, or None without a chest to follow."""
+    chest = chest_target(motion, mapping.chains, to_robot)
+    spine = next((p for p in plans if p.mapping.role == "spine" and p.kin.chain.variables), None)
+    if chest is None or spine is None:
+        return None
+    aim = TorsoAim(tree, mapping.chains, spine.kin, chest, floating)
+    targets[id(spine)] = (aim.first_targets(root_rot), targets[id(spine)][1])
+    return spine, aim
 
 
 def _bridged(motion: SourceMotion, warnings: list[str]) -> SourceMotion:
@@ -246,16 +225,40 @@ def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, warnings:
                                 f"{len(robot_paths)} robot tip(s)")
         movable = sum(1 for p in robot_paths for i in p if tree.qindex[i] >= 0)
         count = chain.points or max(3, movable + 1)
-        src_frac = [np.asarray(chain.source_fractions or default_fractions(count))] * len(src.paths)
+        fractions, ankle = _with_ankle(motion, chain, src, chain.source_fractions or default_fractions(count))
+        src_frac = [fractions] * len(src.paths)
         aligned, start = _aligned(motion, tree, chain, src, src_frac[0], warnings)
         rob_frac = [np.asarray(chain.robot_fractions or aligned)] * len(src.paths)
         if len(rob_frac[0]) != len(src_frac[0]):
             raise RetargetError(f"chain {chain.name!r}: source and robot fractions differ in count")
         rob = robot_chain(tree, chain, rob_frac, start)
         weights = [point_weights(len(f), chain.tip_weight, chain.weight) for f in src_frac]
+        if ankle is not None:
+            weights[0][ankle] = ANKLE_WEIGHT * chain.weight
         plans.append(_Plan(chain, src, rob, ChainKinematics.build(tree, rob), src_frac, weights))
     plans.sort(key=lambda p: tree.depth(p.robot.links[0]))
     return plans
+
+
+def _with_ankle(motion: SourceMotion, chain: ChainMapping, src: SourceChain, fractions) -> tuple[np.ndarray, int | None]:
+    """A leg's reference points with its last landmark (the ankle) among them, and its index.
+
+    Where a leg points (hip to ankle) is what a viewer reads; weighted like the toe, the ankle
+    keeps that direction when thigh, shin and foot proportions differ from the actor's
+    (walk onto G1, planted: left leg 4.0 -> see README's figures)."""
+    fractions = np.asarray(fractions, dtype=float)
+    if chain.role != "leg" or not chain.source_landmarks or chain.source_fractions or chain.robot_fractions:
+        return fractions, None
+    path = src.paths[0]
+    cum = polyline_lengths(src.polylines(motion, rest=True)[0][0])
+    bone = chain.source_landmarks[-1]
+    if bone not in motion.bone_names or motion.index(bone) not in path or cum[-1] <= 0:
+        return fractions, None
+    at = cum[path.index(motion.index(bone))] / cum[-1]
+    if not 0.0 < at < 1.0:
+        return fractions, None
+    merged = np.union1d(fractions, [at])
+    return merged, int(np.flatnonzero(np.isclose(merged, at))[0])
 
 
 def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src: SourceChain,

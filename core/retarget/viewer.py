@@ -57,6 +57,18 @@ def _limb_ends(chain: ChainMapping) -> tuple[str, str, str, str]:
     return chain.source_base, src_tip, chain.robot_start or chain.robot_base, rob_tip
 
 
+def body_landmarks(chains: list[ChainMapping]) -> dict[str, tuple[str, str]]:
+    """{"left_hip", "right_hip", "left_shoulder", "right_shoulder": (source bone, robot link)} where the
+    enabled legs and arms join the body: points that ride on the pelvis and the chest (a robot limb's
+    first link, not where its shape starts, which swings with the limb)."""
+    out = {}
+    for c in chains:
+        key = {"leg": "hip", "arm": "shoulder"}.get(c.role)
+        if key and c.enabled and c.side in ("left", "right") and c.source_tips and c.robot_tips:
+            out[f"{c.side}_{key}"] = (c.source_base, c.robot_base)
+    return out
+
+
 def viewer_figures(motion: SourceMotion, tree: KinematicTree, chains: list[ChainMapping], q: np.ndarray,
                    root: np.ndarray) -> dict:
     """limb_direction_error_deg (mean over the legs and arms), limb_direction_error_by_limb and
@@ -67,7 +79,9 @@ def viewer_figures(motion: SourceMotion, tree: KinematicTree, chains: list[Chain
     limbs = [c for c in chains if c.enabled and c.role in ("leg", "arm") and c.side in ("left", "right")
              and c.source_tips and c.robot_tips]
     ends = {c.name: _limb_ends(c) for c in limbs}
-    links = sorted({tree.link_index(name) for e in ends.values() for name in e[2:]})
+    marks = body_landmarks(limbs)
+    links = sorted({tree.link_index(name) for e in ends.values() for name in e[2:]}
+                   | {tree.link_index(rob) for _, rob in marks.values()})
     poses = tree.poses(q, root, links)
     src = {bone: motion.heads[:, motion.index(bone)] for e in ends.values() for bone in e[:2]}
     for c in limbs:  # a limb that ends at its last bone's tail (an End Site after the elbow)
@@ -75,9 +89,9 @@ def viewer_figures(motion: SourceMotion, tree: KinematicTree, chains: list[Chain
             src[("tail", c.name)] = motion.tails[:, motion.index(c.source_tips[0])]
             ends[c.name] = (ends[c.name][0], ("tail", c.name), *ends[c.name][2:])
     rob = {tree.link_names[i]: pose[:, :3, 3] for i, pose in poses.items()}
-    joint = {(c.role, c.side): (src[ends[c.name][0]], rob[ends[c.name][2]]) for c in limbs}
-    hips = [joint.get(("leg", s)) for s in ("left", "right")]
-    shoulders = [joint.get(("arm", s)) for s in ("left", "right")]
+    joint = {key: (motion.heads[:, motion.index(bone)], rob[link]) for key, (bone, link) in marks.items()}
+    hips = [joint.get(f"{s}_hip") for s in ("left", "right")]
+    shoulders = [joint.get(f"{s}_shoulder") for s in ("left", "right")]
     pelvis = hips if all(hips) else shoulders if all(shoulders) else None
     out = {"limb_direction_error_deg": None, "limb_direction_error_by_limb": {},
            "torso_orientation_error_deg": None}
