@@ -75,16 +75,23 @@ class RetargetSettings:
 
 @dataclass
 class Mapping:
+    """Chains, the body's roots (source pelvis bone, robot link the body is solved from) and
+    settings. notes: what auto-map guessed rather than saw, for the report and the sidebar
+    (not saved in presets)."""
+
     chains: list[ChainMapping] = field(default_factory=list)
     source_root: str = ""
     robot_root: str = ""
     settings: RetargetSettings = field(default_factory=RetargetSettings)
+    notes: list[str] = field(default_factory=list, compare=False)
 
     def enabled_chains(self) -> list[ChainMapping]:
         return [c for c in self.chains if c.enabled]
 
     def to_dict(self) -> dict:
-        return {"format": PRESET_FORMAT, "version": PRESET_VERSION, **asdict(self)}
+        data = asdict(self)
+        data.pop("notes")
+        return {"format": PRESET_FORMAT, "version": PRESET_VERSION, **data}
 
     @classmethod
     def from_dict(cls, data: dict, origin: str = "<mapping>") -> "Mapping":

@@ -1,13 +1,13 @@
 """Fill a chain mapping automatically for characters and robots never seen before.
 
-Structure comes from topology and the geometry of the clip's typical posture
-(feet are the low leaves, the pelvis is where the legs meet, the arms are the
-two long branches of the torso), never from the file's rest pose; names only
-settle left and right when they say so.
+The body parts come from core.retarget.body_parts (topology and the clip's typical
+posture, never the file's rest pose); this module pairs them into chains (spine,
+legs to the toes, arms to the wrists, hands, head), decides left and right, and
+says in the mapping's notes what it guessed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from ..chains.mapping import ChainMapping, Mapping
 from ..motion.robot_source import tail_offsets
 from ..motion.source import SourceMotion
 from . import names as name_words
+from .body_parts import BodyParts, Skeleton, find_body_parts, robot_skeleton, segment_lengths, source_skeleton
 
 
 # Where the hand goes is what a viewer reads first; where a robot elbow cannot fold as far as
@@ -26,107 +27,8 @@ from . import names as name_words
 ARM_TIP_WEIGHT = 8.0
 
 
-# A foot's end stays within this share of the body's height above its lowest point (median over
-# the clip); hands hanging at the sides are at 0.4-0.5.
-FOOT_HEIGHT = 0.3
-
-
 class AutoMapError(ValueError):
     """Nothing mappable was found; the message says what was looked for."""
-
-
-@dataclass
-class Skeleton:
-    """The shape both sides share for mapping: nodes with joint positions at rest."""
-
-    names: list[str]
-    parents: np.ndarray
-    points: np.ndarray  # (N, 3) joint positions, metres, Z up
-    ends: np.ndarray  # (N, 3) end of each leaf's own segment (bone tail, toe point)
-    movable: np.ndarray  # (N,) bool
-    low: np.ndarray | None = None  # (N,) height of each end above the body's lowest point, share of its height
-
-    def __post_init__(self):
-        if self.low is None:
-            self.low = relative_heights(self.points[None], self.ends[None])[0]
-
-    def children(self, i: int) -> list[int]:
-        return [int(j) for j in np.flatnonzero(self.parents == i)]
-
-    def descendants(self, i: int) -> list[int]:
-        out, stack = [], [i]
-        while stack:
-            node = stack.pop()
-            out.append(node)
-            stack.extend(self.children(node))
-        return out
-
-    def path_to(self, i: int, leaf: int) -> list[int]:
-        out = [leaf]
-        while out[-1] != i:
-            out.append(int(self.parents[out[-1]]))
-        return out[::-1]
-
-    def polyline(self, path: list[int]) -> np.ndarray:
-        return np.concatenate([self.points[path], self.ends[path[-1:]]])
-
-
-def relative_heights(points: np.ndarray, ends: np.ndarray, body: np.ndarray | None = None) -> np.ndarray:
-    """Height (F, N) of each end above the lowest point of the body, as a share of its height;
-    `body` (N,) marks the nodes that measure the body (not IK targets or props)."""
-    body = np.ones(points.shape[-2], dtype=bool) if body is None or not body.any() else body
-    low = np.minimum(points[..., body, 2].min(axis=-1), ends[..., body, 2].min(axis=-1))[..., None]
-    height = np.maximum(points[..., body, 2].max(axis=-1)[..., None] - low, 1e-6)
-    return (ends[..., 2] - low) / height
-
-
-def source_skeleton(motion: SourceMotion) -> Skeleton:
-    """The clip's skeleton in its most typical posture (reference_frame), not its rest pose;
-    how low each bone ends is its median over the clip (the feet carry the weight most of the time)."""
-    moving = motion.frames > 0 and np.isfinite(motion.heads).all()
-    if not moving:
-        return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.rest_heads,
-                        motion.rest_tails, np.ones(len(motion.bone_names), dtype=bool))
-    f = reference_frame(motion)
-    body = np.array([not name_words.auxiliary(n) for n in motion.bone_names])
-    low = np.median(relative_heights(motion.heads, motion.tails, body), axis=0)
-    return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.heads[f],
-                    motion.tails[f], np.ones(len(motion.bone_names), dtype=bool), low)
-
-
-def reference_frame(motion: SourceMotion) -> int:
-    """The frame closest to the clip's median posture (positions relative to the root bone).
-
-    A file's rest pose may be no posture at all (every bone along its parent's X); the
-    animated frames are the actor, and the median ignores a calibration T-pose at the start.
-    """
-    rel = np.concatenate([motion.heads, motion.tails], axis=1) - motion.heads[:, :1]
-    rel = np.nan_to_num(rel, nan=0.0)
-    return int(np.argmin(np.abs(rel - np.median(rel, axis=0)).sum(axis=(1, 2))))
-
-
-def robot_skeleton(tree: KinematicTree) -> Skeleton:
-    zero = tree.zero_pose()
-    points = zero[:, :3, 3]
-    return Skeleton(list(tree.link_names), tree.parent.copy(), points, points.copy(), tree.qindex >= 0)
-
-
-def _lengths(poly: np.ndarray) -> np.ndarray:
-    return np.linalg.norm(np.diff(poly, axis=0), axis=1)
-
-
-def _longest_path(sk: Skeleton, start: int, low: bool = False) -> list[int]:
-    """Path from `start` to its farthest leaf (by arc length; lowest leaf first when `low`).
-
-    Leaves named as rig helpers or props (an IK target, a sword) end no limb when the
-    body offers another leaf.
-    """
-    leaves = _body_leaves(sk, [d for d in sk.descendants(start) if not sk.children(d)])
-    def score(leaf):
-        path = sk.path_to(start, leaf)
-        length = _lengths(sk.polyline(path)).sum()
-        return (-sk.low[leaf], length) if low else (length,)
-    return sk.path_to(start, max(leaves, key=score))
 
 
 def _limb_span(sk: Skeleton, path: list[int], robot: bool) -> tuple[int, int]:
@@ -138,7 +40,7 @@ def _limb_span(sk: Skeleton, path: list[int], robot: bool) -> tuple[int, int]:
     node's own segment counts too: an arm that ends at an End Site after the
     elbow has its wrist there, at tip == len(path) (the last bone's tail).
     """
-    seg = _lengths(sk.polyline(path))
+    seg = segment_lengths(sk.polyline(path))
     if not seg.any():
         return 0, 0
     long = np.flatnonzero(seg > 0.15 * seg.sum())
@@ -150,106 +52,6 @@ def _limb_span(sk: Skeleton, path: list[int], robot: bool) -> tuple[int, int]:
     return min(base, tip - 1), tip
 
 
-def _body_leaves(sk: Skeleton, leaves: list[int]) -> list[int]:
-    """The leaves that are not named as helpers or props (all of them when every one is)."""
-    body = [n for n in leaves if not name_words.auxiliary(sk.names[n])]
-    return body or leaves
-
-
-def _path_length(sk: Skeleton, path: list[int]) -> float:
-    return float(_lengths(sk.polyline(path)).sum())
-
-
-def _matched(sk: Skeleton, paths: list[list[int]]) -> list[list[int]]:
-    """Two limbs of a pair end at leaves of similar reach: a prop or a long extra bone on one
-    side (scrambled names say nothing) gives way to the leaf that matches the other side."""
-    if len(paths) != 2:
-        return paths
-    lengths = [_path_length(sk, p) for p in paths]
-    short, long = (0, 1) if lengths[0] <= lengths[1] else (1, 0)
-    if lengths[long] <= 1.3 * lengths[short]:
-        return paths
-    start = paths[long][0]
-    leaves = [d for d in sk.descendants(start) if not sk.children(d)]
-    best = min(leaves, key=lambda leaf: abs(_path_length(sk, sk.path_to(start, leaf)) - lengths[short]))
-    out = list(paths)
-    out[long] = sk.path_to(start, best)
-    return out
-
-
-def _lca(sk: Skeleton, nodes: list[int]) -> int:
-    roots = [n for n in range(len(sk.names)) if sk.parents[n] < 0]
-    paths = [next(sk.path_to(r, n) for r in roots if r in _ancestors(sk, n)) for n in nodes]
-    common = 0
-    for level in zip(*paths):
-        if len(set(level)) != 1:
-            break
-        common = level[0]
-    return common
-
-
-def _ancestors(sk: Skeleton, n: int) -> set[int]:
-    out = {n}
-    while sk.parents[n] >= 0:
-        n = int(sk.parents[n])
-        out.add(n)
-    return out
-
-
-@dataclass
-class BodyParts:
-    """Where the limbs are: node paths (pelvis first) per part, with a side."""
-
-    pelvis: int
-    legs: list[list[int]]
-    arms: list[list[int]]
-    head: list[int] | None
-
-
-def find_body_parts(sk: Skeleton) -> BodyParts:
-    """Legs end at the low leaves; the pelvis joins them; arms are the torso's two long branches."""
-    leaves = _body_leaves(sk, [n for n in range(len(sk.names)) if not sk.children(n)])
-    feet = [n for n in leaves if sk.low[n] <= FOOT_HEIGHT]
-    roots = [n for n in range(len(sk.names)) if sk.parents[n] < 0]
-    if len(feet) >= 2:
-        pelvis = _lca(sk, feet)
-        leg_roots = [c for c in sk.children(pelvis) if any(f in sk.descendants(c) for f in feet)]
-        # the two longest branches that reach a foot: a helper bone near the ground is no leg
-        leg_roots = sorted(leg_roots, key=lambda c: -_path_length(sk, _longest_path(sk, c, low=True)))[:2]
-        leg_roots = sorted(leg_roots)
-    else:
-        pelvis, leg_roots = roots[0], []
-    legs = _matched(sk, [_longest_path(sk, c, low=True) for c in leg_roots]) if len(leg_roots) >= 2 else []
-    others = [c for c in sk.children(pelvis) if c not in leg_roots]
-    if not legs:
-        others = [pelvis]
-    arms, head = [], None
-    if others:
-        leg_len = np.mean([_lengths(sk.polyline(p)).sum() for p in legs]) if legs else 0.0
-        spine = max(others, key=lambda c: _lengths(sk.polyline(_longest_path(sk, c))).sum())
-        hub, branches = _arm_hub(sk, spine, 0.25 * leg_len)
-        if hub is not None:
-            ranked = sorted(branches, key=lambda b: -_lengths(sk.polyline(_longest_path(sk, b))).sum())
-            arms = _matched(sk, [_longest_path(sk, b) for b in (ranked[:2] if legs else ranked[:1])])
-            rest = [b for b in ranked[2:] if _lengths(sk.polyline(_longest_path(sk, b))).sum() > 0]
-            head = _longest_path(sk, rest[0]) if rest and legs else None
-    return BodyParts(pelvis, legs, arms, head)
-
-
-def _arm_hub(sk: Skeleton, start: int, min_length: float):
-    """First node below `start` with two or more long branches (the chest), or the arm's root."""
-    node = start
-    while True:
-        kids = sk.children(node)
-        long = [k for k in kids if _lengths(sk.polyline(_longest_path(sk, k))).sum()
-                + np.linalg.norm(sk.points[k] - sk.points[node]) > max(min_length, 1e-6)]
-        if len(long) >= 2 or (len(long) == 1 and min_length == 0 and sk.movable[long[0]]):
-            return node, long
-        if not kids:
-            return None, []
-        node = max(kids, key=lambda k: _lengths(sk.polyline(_longest_path(sk, k))).sum())
-
-
 def _span_path(sk: Skeleton, path: list[int], robot: bool, role: str) -> list[int]:
     """The part of a limb path that decides its tip: a robot leg stops at its last joint."""
     if robot and role == "leg":
@@ -258,20 +60,29 @@ def _span_path(sk: Skeleton, path: list[int], robot: bool, role: str) -> list[in
     return path
 
 
-def _sides(sk: Skeleton, limbs: list[list[int]], forward: np.ndarray) -> list[str]:
-    """Left/right per limb: from names when they say so, else from the body's geometry."""
-    named = [name_words.side(sk.names[p[0]]) or name_words.side(sk.names[p[-1]]) for p in limbs]
-    if sorted(named) == ["left", "right"]:
-        return named
+def _sides(sk: Skeleton, limbs: list[list[int]], forward: np.ndarray, what: str) -> list[str]:
+    """Left/right per limb: from names when they say so, else from the body's geometry (the
+    limbs' mean positions across the facing direction); a disagreement goes into the notes."""
     left_axis = np.cross([0.0, 0.0, 1.0], forward)
     # whole limbs, not their first joints: a hip or collar joint often sits on the midline
     means = [sk.points[p].mean(axis=0) for p in limbs]
     centre = np.mean(means, axis=0)
-    sides = ["left" if np.dot(m - centre, left_axis) >= 0 else "right" for m in means]
-    if len(set(sides)) < len(sides):
-        order = np.argsort([np.dot(m - centre, left_axis) for m in means])
-        sides = ["right" if k == order[0] else "left" for k in range(len(limbs))]
-    return sides
+    across = [float(np.dot(m - centre, left_axis)) for m in means]
+    seen = ["left" if a >= 0 else "right" for a in across]
+    if len(set(seen)) < len(seen):
+        order = np.argsort(across)
+        seen = ["right" if k == order[0] else "left" for k in range(len(limbs))]
+    named = [name_words.side(sk.names[p[0]]) or name_words.side(sk.names[p[-1]]) for p in limbs]
+    bones = " and ".join(sk.names[p[0]] for p in limbs)
+    if sorted(named) == ["left", "right"]:
+        if len(limbs) == 2 and named != seen:
+            sk.notes.append(f"{what} {bones}: the names say {'/'.join(named)}, the posture says "
+                            f"{'/'.join(seen)}; followed the names (a mirrored rig maps mirrored)")
+        return named
+    if len(limbs) == 2:
+        sk.notes.append(f"{what} {bones}: the names do not say left and right; took "
+                        f"{'/'.join(seen)} from where they are, facing where the feet point")
+    return seen
 
 
 def _source_forward(sk: Skeleton, parts: BodyParts) -> np.ndarray:
@@ -336,12 +147,14 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
         rob_sk = robot_skeleton(tree)
         rob = find_body_parts(rob_sk)
     if not rob.legs and not rob.arms:
-        raise AutoMapError(f"robot {tree.robot.name!r}: found no legs or arms (no jointed branches)")
-    src_legs = dict(zip(_sides(src_sk, src.legs, _source_forward(src_sk, src)), src.legs)) if src.legs else {}
-    src_arms = dict(zip(_sides(src_sk, src.arms, _source_forward(src_sk, src)), src.arms)) if src.arms else {}
-    fwd = zero_forward = tree.zero_pose()[0, :3, 0]
-    rob_legs = dict(zip(_sides(rob_sk, rob.legs, zero_forward), rob.legs)) if rob.legs else {}
-    rob_arms = dict(zip(_sides(rob_sk, rob.arms, fwd), rob.arms)) if len(rob.arms) == 2 else {}
+        raise AutoMapError(f"robot {tree.robot.name!r}: found no legs or arms (no jointed branches). "
+                           f"{_found(rob_sk, rob, 'the robot')} Map the chains by hand (Robot tab > Chains).")
+    facing = _source_forward(src_sk, src)
+    src_legs = dict(zip(_sides(src_sk, src.legs, facing, "legs"), src.legs)) if src.legs else {}
+    src_arms = dict(zip(_sides(src_sk, src.arms, facing, "arms"), src.arms)) if src.arms else {}
+    forward = tree.zero_pose()[0, :3, 0]  # x is forward in a URDF base (REP 103)
+    rob_legs = dict(zip(_sides(rob_sk, rob.legs, forward, "legs"), rob.legs)) if rob.legs else {}
+    rob_arms = dict(zip(_sides(rob_sk, rob.arms, forward, "arms"), rob.arms)) if len(rob.arms) == 2 else {}
     chains: list[ChainMapping] = []
     for side in ("left", "right"):
         if side in src_legs and side in rob_legs:
@@ -365,10 +178,50 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
                                    source_tip_tail=True))
     chains = [c for c in chains if _has_motion(tree, c)]
     if not chains:
-        raise AutoMapError(f"robot {tree.robot.name!r}: no chain of the source matches a jointed chain of the robot")
+        raise AutoMapError(f"source {motion.name!r} onto robot {tree.robot.name!r}: no chain to map. "
+                           f"{_found(src_sk, src, 'the source')} {_found(rob_sk, rob, 'the robot')} "
+                           "Map the chains by hand (Robot tab > Chains) or load a mapping preset.")
     if _is_this_robot(motion, tree):
         chains = [_identity(tree, c) for c in chains]
-    return Mapping(chains, src_sk.names[src.pelvis], rob_sk.names[rob.pelvis])
+    for sk in (src_sk, rob_sk):
+        if sk.helpers:
+            sk.notes.insert(0, f"not limb ends (named as rig helpers or props): {', '.join(sorted(sk.helpers))}")
+    notes = [f"source: {n}" for n in src_sk.notes] + [f"robot: {n}" for n in rob_sk.notes]
+    notes += _missing(src_sk, src, rob_sk, rob, chains)
+    return Mapping(chains, src_sk.names[src.pelvis], rob_sk.names[rob.pelvis], notes=notes)
+
+
+def _found(sk: Skeleton, parts: BodyParts, who: str) -> str:
+    """What `who` looks like, in words: its legs, arms and longest branch."""
+    if parts.legs or parts.arms:
+        return f"In {who}: {len(parts.legs)} leg(s), {len(parts.arms)} arm(s)."
+    roots = [n for n in range(len(sk.names)) if sk.parents[n] < 0]
+    leaves = [n for n in range(len(sk.names)) if not sk.children(n)]
+    if not roots or not leaves:
+        return f"{who.capitalize()} is empty."
+    longest = max(leaves, key=lambda leaf: segment_lengths(sk.polyline(sk.path_to(roots[0], leaf))).sum()
+                  if leaf in sk.descendants(roots[0]) else -1.0)
+    path = sk.path_to(roots[0], longest)
+    shape = "a single chain (an arm or a tail?)" if len(leaves) <= 2 else f"a tree with {len(leaves)} ends"
+    return (f"{who.capitalize()} has no pair of legs and no arms: it looks like {shape}; its longest branch "
+            f"runs {sk.names[path[0]]} to {sk.names[path[-1]]} ({len(path)} bones).")
+
+
+def _missing(src_sk, src, rob_sk, rob, chains) -> list[str]:
+    """Notes on body parts one side has and the other lacks (what the bake will leave still)."""
+    notes = []
+    names = {c.role for c in chains}
+    if src.legs and not rob.legs:
+        notes.append("robot: no legs; the source's legs are not used and the robot's base stays fixed")
+    if rob.legs and not src.legs:
+        notes.append("source: no pair of legs found (an upper-body clip?): the robot's legs keep their neutral pose")
+    if rob.arms and not src.arms:
+        notes.append("source: no arms found: the robot's arms keep their neutral pose")
+    if len(rob.arms) == 1:
+        notes.append("robot: one arm (a manipulator): driven by the actor's right arm")
+    if "spine" not in names and src.legs and rob.legs and len(rob.arms) == 2:
+        notes.append("no spine chain: the arms were not found on both sides")
+    return notes
 
 
 def _is_this_robot(motion: SourceMotion, tree: KinematicTree) -> bool:
@@ -438,7 +291,7 @@ def _shape_start(sk: Skeleton, path: list[int], base: int, tip: int) -> str | No
     offsets that a human limb does not have; comparing shapes from there on
     keeps those offsets from tilting the whole limb.
     """
-    seg = _lengths(sk.points[path[: tip + 1]])
+    seg = segment_lengths(sk.points[path[: tip + 1]])
     total = seg[base:tip].sum()
     first = next((k for k in range(base, tip) if seg[k] > 0.15 * total), base)
     return sk.names[path[first]] if first > base else None
@@ -446,6 +299,6 @@ def _shape_start(sk: Skeleton, path: list[int], base: int, tip: int) -> str | No
 
 def _joint_before(sk: Skeleton, path: list[int], base: int, tip: int) -> int:
     """The middle joint of a limb (knee, elbow): where the last long segment before the tip starts."""
-    seg = _lengths(sk.polyline(path))[:tip]
+    seg = segment_lengths(sk.polyline(path))[:tip]
     long = [k for k in range(base, tip) if seg[k] > 0.15 * seg[base:tip].sum()]
     return long[-1] if long and long[-1] > base else max(base, tip - 1)

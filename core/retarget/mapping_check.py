@@ -23,13 +23,15 @@ def _point(motion: SourceMotion, bone: str, tail: bool) -> np.ndarray:
 
 
 def mapping_figures(motion: SourceMotion, mapping: Mapping) -> dict:
-    """`mapping` (the chains used, the confidence and the reasons) and `automap_confidence` for a report."""
+    """`mapping` (the chains used, the confidence, the reasons and auto-map's notes on what it
+    guessed) and `automap_confidence` for a report."""
     chains = mapping.enabled_chains()
     confidence, reasons = check_mapping(motion, chains)
     used = [{"name": c.name, "role": c.role, "side": c.side, "source_base": c.source_base,
              "source_tips": list(c.source_tips), "robot_base": c.robot_base, "robot_tips": list(c.robot_tips)}
             for c in chains]
-    return {"mapping": {"chains": used, "automap_confidence": confidence, "reasons": reasons},
+    return {"mapping": {"chains": used, "source_root": mapping.source_root, "robot_root": mapping.robot_root,
+                        "automap_confidence": confidence, "reasons": reasons, "notes": list(mapping.notes)},
             "automap_confidence": confidence}
 
 

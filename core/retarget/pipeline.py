@@ -129,6 +129,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
         report.update(mapping_figures(motion, mapping))
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
+        warnings += [f"auto-map: {note}" for note in mapping.notes]
     report.update(stages.report(len(q)))
     if rerooted is not None:  # the pose of the URDF's own root link
         root_link = robot.robot.root_link
@@ -237,7 +238,20 @@ def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, warnings:
             weights[0][ankle] = ANKLE_WEIGHT * chain.weight
         plans.append(_Plan(chain, src, rob, ChainKinematics.build(tree, rob), src_frac, weights))
     plans.sort(key=lambda p: tree.depth(p.robot.links[0]))
+    _unmoved(tree, plans, warnings)
     return plans
+
+
+def _unmoved(tree: KinematicTree, plans: list[_Plan], warnings: list[str]) -> None:
+    """Warn about joints inside a chain that no chain's reference point moves (a wrist whose link
+    holds no point because the tip sits on its origin): they keep their neutral angle."""
+    solved = {v for p in plans for v in p.robot.variables}
+    for plan in plans:
+        still = [tree.joint_of_link[i].name for path in plan.robot.paths for i in path.links[1:-1]
+                 if tree.qindex[i] >= 0 and i not in solved]
+        if still:
+            warnings.append(f"chain {plan.mapping.name!r}: no reference point moves joint(s) {', '.join(still)}; "
+                            "they keep their neutral angle (give the chain a tip past them)")
 
 
 def _with_ankle(motion: SourceMotion, chain: ChainMapping, src: SourceChain, fractions) -> tuple[np.ndarray, int | None]:

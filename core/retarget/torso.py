@@ -22,7 +22,7 @@ CHEST = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
 
 def source_chest(motion: SourceMotion, chains) -> np.ndarray | None:
     """The actor's chest frames (F, 3, 3) in the world, or None without both hips and shoulders."""
-    marks = body_landmarks(chains)
+    marks = body_landmarks(chains, disabled=True)
     if not all(k in marks for k in CHEST):
         return None
     return chest_frames(*(motion.heads[:, motion.index(marks[k][0])] for k in CHEST))
@@ -30,12 +30,12 @@ def source_chest(motion: SourceMotion, chains) -> np.ndarray | None:
 
 def robot_chest(tree: KinematicTree, chains, poses: dict[int, np.ndarray]) -> np.ndarray:
     """The robot's chest frames (F, 3, 3) from link poses {link: (F, 4, 4)} (see body_landmarks)."""
-    marks = body_landmarks(chains)
+    marks = body_landmarks(chains, disabled=True)
     return chest_frames(*(poses[tree.link_index(marks[k][1])][:, :3, 3] for k in CHEST))
 
 
 def chest_links(tree: KinematicTree, chains) -> list[int]:
-    marks = body_landmarks(chains)
+    marks = body_landmarks(chains, disabled=True)
     return [tree.link_index(marks[k][1]) for k in CHEST]
 
 

@@ -57,14 +57,15 @@ def _limb_ends(chain: ChainMapping) -> tuple[str, str, str, str]:
     return chain.source_base, src_tip, chain.robot_start or chain.robot_base, rob_tip
 
 
-def body_landmarks(chains: list[ChainMapping]) -> dict[str, tuple[str, str]]:
+def body_landmarks(chains: list[ChainMapping], disabled: bool = False) -> dict[str, tuple[str, str]]:
     """{"left_hip", "right_hip", "left_shoulder", "right_shoulder": (source bone, robot link)} where the
-    enabled legs and arms join the body: points that ride on the pelvis and the chest (a robot limb's
-    first link, not where its shape starts, which swings with the limb)."""
+    legs and arms join the body: points that ride on the pelvis and the chest (a robot limb's first
+    link, not where its shape starts, which swings with the limb). disabled: count switched-off
+    chains too (switching an arm off must not turn the torso)."""
     out = {}
     for c in chains:
         key = {"leg": "hip", "arm": "shoulder"}.get(c.role)
-        if key and c.enabled and c.side in ("left", "right") and c.source_tips and c.robot_tips:
+        if key and (c.enabled or disabled) and c.side in ("left", "right") and c.source_tips and c.robot_tips:
             out[f"{c.side}_{key}"] = (c.source_base, c.robot_base)
     return out
 

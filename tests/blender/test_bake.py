@@ -39,7 +39,8 @@ G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
 H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
 WALK_FRAMES = 995
 G1_CHAINS = ["spine", "left_leg", "right_leg", "left_arm", "left_hand", "right_arm", "right_hand"]
-Q_TOL = 1e-4     # rad: keys are float32; Blender's sampled clip matches the BVH reader to ~1e-6
+Q_TOL = 3e-4     # rad: float32 keys; the sampled clip matches the BVH reader to ~1e-6, which a 3-joint
+#                  wrist steering a 5 cm hand segment (weakly determined) turns into up to ~1.3e-4
 FK_TOL = 1e-4    # m / matrix entries, float32 pose matrices
 LIMIT_TOL = 1e-6  # a float32 key of a value clipped to a limit may round just outside
 REPORT = "robot_retarget_report"  # the action's custom property holding the JSON report

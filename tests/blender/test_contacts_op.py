@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
 G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
 FIRST, LAST = 1, 120  # Blender frames baked (clip frames 0-119)
-Q_TOL = 1e-4  # rad: float32 keys, and Blender's sampled clip vs the BVH reader (~1e-6)
+Q_TOL = 3e-4  # rad: float32 keys, and the sampled clip vs the BVH reader (~1e-6), which the 3-joint wrists
+#               (weakly determined) turn into up to ~1.3e-4 (see test_bake.py)
 
 
 @pytest.fixture

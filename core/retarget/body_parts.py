@@ -1,0 +1,223 @@
+"""Where the body parts are in a skeleton or a robot: legs, arms, head, pelvis.
+
+Structure comes from topology and the geometry of a typical posture: feet are the
+leaves lowest over the clip, the pelvis is where the legs meet, the arms are the
+two long branches of the torso; never the file's rest pose. Names say which
+leaves are rig helpers or props. What was guessed rather than seen goes into
+the skeleton's notes, which auto-map reports.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model.kinematics import KinematicTree
+from ..motion.source import SourceMotion
+from . import names as name_words
+
+# A foot's end stays within this share of the body's height above its lowest point (median over
+# the clip); hands hanging at the sides are at 0.4-0.5.
+FOOT_HEIGHT = 0.3
+
+
+@dataclass
+class Skeleton:
+    """The shape both sides share for mapping: nodes with joint positions in a typical posture."""
+
+    names: list[str]
+    parents: np.ndarray
+    points: np.ndarray  # (N, 3) joint positions, metres, Z up
+    ends: np.ndarray  # (N, 3) end of each leaf's own segment (bone tail, toe point)
+    movable: np.ndarray  # (N,) bool
+    low: np.ndarray | None = None  # (N,) height of each end above the body's lowest point, share of its height
+    notes: list[str] = field(default_factory=list)  # what was guessed, in words, for the report
+    helpers: set[str] = field(default_factory=set)  # leaves passed over as rig helpers or props
+
+    def __post_init__(self):
+        if self.low is None:
+            self.low = relative_heights(self.points[None], self.ends[None])[0]
+
+    def children(self, i: int) -> list[int]:
+        return [int(j) for j in np.flatnonzero(self.parents == i)]
+
+    def descendants(self, i: int) -> list[int]:
+        out, stack = [], [i]
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(self.children(node))
+        return out
+
+    def path_to(self, i: int, leaf: int) -> list[int]:
+        out = [leaf]
+        while out[-1] != i:
+            out.append(int(self.parents[out[-1]]))
+        return out[::-1]
+
+    def polyline(self, path: list[int]) -> np.ndarray:
+        return np.concatenate([self.points[path], self.ends[path[-1:]]])
+
+
+def relative_heights(points: np.ndarray, ends: np.ndarray, body: np.ndarray | None = None) -> np.ndarray:
+    """Height (F, N) of each end above the lowest point of the body, as a share of its height;
+    `body` (N,) marks the nodes that measure the body (not IK targets or props)."""
+    body = np.ones(points.shape[-2], dtype=bool) if body is None or not body.any() else body
+    low = np.minimum(points[..., body, 2].min(axis=-1), ends[..., body, 2].min(axis=-1))[..., None]
+    height = np.maximum(points[..., body, 2].max(axis=-1)[..., None] - low, 1e-6)
+    return (ends[..., 2] - low) / height
+
+
+def source_skeleton(motion: SourceMotion) -> Skeleton:
+    """The clip's skeleton in its most typical posture (reference_frame), not its rest pose;
+    how low each bone ends is its median over the clip (the feet carry the weight most of the time)."""
+    moving = motion.frames > 0 and np.isfinite(motion.heads).all()
+    if not moving:
+        return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.rest_heads,
+                        motion.rest_tails, np.ones(len(motion.bone_names), dtype=bool))
+    f = reference_frame(motion)
+    body = np.array([not name_words.auxiliary(n) for n in motion.bone_names])
+    low = np.median(relative_heights(motion.heads, motion.tails, body), axis=0)
+    return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.heads[f],
+                    motion.tails[f], np.ones(len(motion.bone_names), dtype=bool), low)
+
+
+def reference_frame(motion: SourceMotion) -> int:
+    """The frame closest to the clip's median posture (positions relative to the root bone).
+
+    A file's rest pose may be no posture at all (every bone along its parent's X); the
+    animated frames are the actor, and the median ignores a calibration T-pose at the start.
+    """
+    rel = np.concatenate([motion.heads, motion.tails], axis=1) - motion.heads[:, :1]
+    rel = np.nan_to_num(rel, nan=0.0)
+    return int(np.argmin(np.abs(rel - np.median(rel, axis=0)).sum(axis=(1, 2))))
+
+
+def robot_skeleton(tree: KinematicTree) -> Skeleton:
+    zero = tree.zero_pose()
+    points = zero[:, :3, 3]
+    return Skeleton(list(tree.link_names), tree.parent.copy(), points, points.copy(), tree.qindex >= 0)
+
+
+def segment_lengths(poly: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(np.diff(poly, axis=0), axis=1)
+
+
+def _longest_path(sk: Skeleton, start: int, low: bool = False) -> list[int]:
+    """Path from `start` to its farthest leaf (by arc length; lowest leaf first when `low`).
+
+    Leaves named as rig helpers or props (an IK target, a sword) end no limb when the
+    body offers another leaf.
+    """
+    leaves = _body_leaves(sk, [d for d in sk.descendants(start) if not sk.children(d)])
+    def score(leaf):
+        path = sk.path_to(start, leaf)
+        length = segment_lengths(sk.polyline(path)).sum()
+        return (-sk.low[leaf], length) if low else (length,)
+    return sk.path_to(start, max(leaves, key=score))
+
+
+def _body_leaves(sk: Skeleton, leaves: list[int]) -> list[int]:
+    """The leaves that are not named as helpers or props (all of them when every one is)."""
+    body = [n for n in leaves if not name_words.auxiliary(sk.names[n])]
+    if body:
+        sk.helpers.update(sk.names[n] for n in set(leaves) - set(body))
+    return body or leaves
+
+
+def _path_length(sk: Skeleton, path: list[int]) -> float:
+    return float(segment_lengths(sk.polyline(path)).sum())
+
+
+def _matched(sk: Skeleton, paths: list[list[int]]) -> list[list[int]]:
+    """Two limbs of a pair end at leaves of similar reach: a prop or a long extra bone on one
+    side (scrambled names say nothing) gives way to the leaf that matches the other side."""
+    if len(paths) != 2:
+        return paths
+    lengths = [_path_length(sk, p) for p in paths]
+    short, long = (0, 1) if lengths[0] <= lengths[1] else (1, 0)
+    if lengths[long] <= 1.3 * lengths[short]:
+        return paths
+    start = paths[long][0]
+    leaves = [d for d in sk.descendants(start) if not sk.children(d)]
+    best = min(leaves, key=lambda leaf: abs(_path_length(sk, sk.path_to(start, leaf)) - lengths[short]))
+    out = list(paths)
+    out[long] = sk.path_to(start, best)
+    sk.notes.append(f"{sk.names[paths[long][-1]]} reaches {lengths[long] / lengths[short]:.1f} times as far as "
+                    f"{sk.names[paths[short][-1]]} on the other side: ended that limb at {sk.names[best]} instead")
+    return out
+
+
+def _lca(sk: Skeleton, nodes: list[int]) -> int:
+    roots = [n for n in range(len(sk.names)) if sk.parents[n] < 0]
+    paths = [next(sk.path_to(r, n) for r in roots if r in _ancestors(sk, n)) for n in nodes]
+    common = 0
+    for level in zip(*paths):
+        if len(set(level)) != 1:
+            break
+        common = level[0]
+    return common
+
+
+def _ancestors(sk: Skeleton, n: int) -> set[int]:
+    out = {n}
+    while sk.parents[n] >= 0:
+        n = int(sk.parents[n])
+        out.add(n)
+    return out
+
+
+@dataclass
+class BodyParts:
+    """Where the limbs are: node paths (pelvis first) per part, with a side."""
+
+    pelvis: int
+    legs: list[list[int]]
+    arms: list[list[int]]
+    head: list[int] | None
+
+
+def find_body_parts(sk: Skeleton) -> BodyParts:
+    """Legs end at the low leaves; the pelvis joins them; arms are the torso's two long branches."""
+    leaves = _body_leaves(sk, [n for n in range(len(sk.names)) if not sk.children(n)])
+    feet = [n for n in leaves if sk.low[n] <= FOOT_HEIGHT]
+    roots = [n for n in range(len(sk.names)) if sk.parents[n] < 0]
+    if len(feet) >= 2:
+        pelvis = _lca(sk, feet)
+        leg_roots = [c for c in sk.children(pelvis) if any(f in sk.descendants(c) for f in feet)]
+        # the two longest branches that reach a foot: a helper bone near the ground is no leg
+        leg_roots = sorted(leg_roots, key=lambda c: -_path_length(sk, _longest_path(sk, c, low=True)))[:2]
+        leg_roots = sorted(leg_roots)
+    else:
+        pelvis, leg_roots = roots[0], []
+    legs = _matched(sk, [_longest_path(sk, c, low=True) for c in leg_roots]) if len(leg_roots) >= 2 else []
+    others = [c for c in sk.children(pelvis) if c not in leg_roots]
+    if not legs:
+        others = [pelvis]
+    arms, head = [], None
+    if others:
+        leg_len = np.mean([segment_lengths(sk.polyline(p)).sum() for p in legs]) if legs else 0.0
+        spine = max(others, key=lambda c: segment_lengths(sk.polyline(_longest_path(sk, c))).sum())
+        hub, branches = _arm_hub(sk, spine, 0.25 * leg_len)
+        if hub is not None:
+            ranked = sorted(branches, key=lambda b: -segment_lengths(sk.polyline(_longest_path(sk, b))).sum())
+            arms = _matched(sk, [_longest_path(sk, b) for b in (ranked[:2] if legs else ranked[:1])])
+            rest = [b for b in ranked[2:] if segment_lengths(sk.polyline(_longest_path(sk, b))).sum() > 0]
+            head = _longest_path(sk, rest[0]) if rest and legs else None
+    return BodyParts(pelvis, legs, arms, head)
+
+
+def _arm_hub(sk: Skeleton, start: int, min_length: float):
+    """First node below `start` with two or more long branches (the chest), or the arm's root."""
+    node = start
+    while True:
+        kids = sk.children(node)
+        long = [k for k in kids if segment_lengths(sk.polyline(_longest_path(sk, k))).sum()
+                + np.linalg.norm(sk.points[k] - sk.points[node]) > max(min_length, 1e-6)]
+        if len(long) >= 2 or (len(long) == 1 and min_length == 0 and sk.movable[long[0]]):
+            return node, long
+        if not kids:
+            return None, []
+        node = max(kids, key=lambda k: segment_lengths(sk.polyline(_longest_path(sk, k))).sum())
+
+
