@@ -65,7 +65,7 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
     smoothness: FloatProperty(name="Smoothness", default=RetargetSettings.smoothness, min=0.0,
                               description="Pull toward the previous frame where a chain is redundant")
     rest_prior: FloatProperty(name="Rest Prior", default=RetargetSettings.rest_prior, min=0.0,
-                              description="Weak pull toward the robot's zero pose")
+                              description="Weak pull toward the robot's neutral posture (zero pose, arms hanging)")
     root_mode: EnumProperty(name="Root", default="follow", items=[
         ("follow", "Follow", "The robot travels like the source, scaled by leg length"),
         ("in_place", "In Place", "The robot keeps its place; heading and height still follow"),
@@ -87,6 +87,8 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
     action_name: StringProperty(name="Action", description="Name of the new robot action (empty: from the source)")
     replace_action: BoolProperty(name="Replace Existing", default=False,
                                  description="Reuse an action of that name instead of creating a new one")
+    automap_notes: StringProperty(name="Auto-Map Notes",
+                                  description="What auto-map guessed rather than saw, one note per line")
     plant_feet: BoolProperty(name="Plant Feet", default=True,
                              description="Keep feet still while the source's contact channels say they are "
                                          "on the ground (Detect Contacts makes them)")
@@ -115,7 +117,8 @@ def mapping_from_settings(settings: RobotRetargetSettings) -> Mapping:
         values["robot_tip_offset"] = list(row.robot_tip_offset) if row.use_tip_offset else None
         chains.append(ChainMapping(**values))
     options = RetargetSettings(**{f.name: getattr(settings, f.name) for f in fields(RetargetSettings)})
-    return Mapping(chains, settings.source_root, settings.robot_root, options)
+    notes = [line for line in settings.automap_notes.splitlines() if line.strip()]
+    return Mapping(chains, settings.source_root, settings.robot_root, options, notes=notes)
 
 
 def settings_from_mapping(settings: RobotRetargetSettings, mapping: Mapping) -> None:
@@ -142,6 +145,7 @@ def settings_from_mapping(settings: RobotRetargetSettings, mapping: Mapping) -> 
                 setattr(row, f.name, value)
     settings.active_chain = 0
     settings.source_root, settings.robot_root = mapping.source_root, mapping.robot_root
+    settings.automap_notes = "\n".join(mapping.notes)
     for f in fields(RetargetSettings):
         setattr(settings, f.name, getattr(mapping.settings, f.name))
 

@@ -234,9 +234,12 @@ def sample_armature(obj: bpy.types.Object, frames: Iterable[float], *, scene=Non
     space and the root bone's (first bone without a parent) world rotation.
     Rest data comes from the armature's bones (head_local/tail_local,
     matrix_local) under the object's current world matrix. The scene's
-    current frame is restored afterwards.
+    current frame is restored afterwards. A rig whose deforming bones are the
+    body and the rest machinery (Rigify) is read as its deforming bones only
+    (core.retarget.names.deform_skeleton).
     """
     from ..core.motion.source import SourceMotion
+    from ..core.retarget.names import deform_skeleton
 
     if obj.type != 'ARMATURE':
         raise TypeError(f"{obj.name!r} is not an armature")
@@ -244,34 +247,40 @@ def sample_armature(obj: bpy.types.Object, frames: Iterable[float], *, scene=Non
     frames = np.asarray(list(frames), dtype=np.float64).reshape(-1)
 
     bones = obj.data.bones
-    names = [b.name for b in bones]
-    index = {n: i for i, n in enumerate(names)}
-    n_bones = len(names)
-    if n_bones == 0:
+    all_names = [b.name for b in bones]
+    index = {n: i for i, n in enumerate(all_names)}
+    if not all_names:
         raise ValueError(f"armature {obj.name!r} has no bones")
-    parents = np.array([index[b.parent.name] if b.parent else -1 for b in bones], dtype=np.int64)
+    all_parents = [index[b.parent.name] if b.parent else -1 for b in bones]
+    # a rig whose deforming bones are the body (Rigify's DEF-) is read as those bones only
+    body = deform_skeleton(all_names, all_parents, [b.use_deform for b in bones])
+    kept, parents = body if body is not None else (list(range(len(all_names))), all_parents)
+    names = [all_names[i] for i in kept]
+    n_bones = len(names)
+    parents = np.asarray(parents, dtype=np.int64)
     root = int(np.flatnonzero(parents < 0)[0])
     pose_order = [pb.name for pb in obj.pose.bones]
-    perm = None if pose_order == names else np.array([pose_order.index(n) for n in names])
+    pose_index = {n: i for i, n in enumerate(pose_order)}
+    perm = None if pose_order == names else np.array([pose_index[n] for n in names])
 
     frame_before, subframe_before = scene.frame_current, scene.frame_subframe
     heads = np.empty((frames.size, n_bones, 3))
     tails = np.empty((frames.size, n_bones, 3))
     root_rot = np.empty((frames.size, 3, 3))
-    buf = np.empty(n_bones * 3, dtype=np.float32)
+    buf = np.empty(len(pose_order) * 3, dtype=np.float32)
     if scene == bpy.context.scene:
         depsgraph = bpy.context.evaluated_depsgraph_get()  # also evaluates pending edits
     else:
         depsgraph = scene.view_layers[0].depsgraph
     try:
         mw0 = np.array(obj.evaluated_get(depsgraph).matrix_world)
-        rest_heads = np.empty(n_bones * 3, dtype=np.float32)
-        rest_tails = np.empty(n_bones * 3, dtype=np.float32)
+        rest_heads = np.empty(len(all_names) * 3, dtype=np.float32)
+        rest_tails = np.empty(len(all_names) * 3, dtype=np.float32)
         bones.foreach_get("head_local", rest_heads)
         bones.foreach_get("tail_local", rest_tails)
-        rest_heads = _to_world(mw0, rest_heads.reshape(-1, 3).astype(np.float64))
-        rest_tails = _to_world(mw0, rest_tails.reshape(-1, 3).astype(np.float64))
-        rest_root = _orthonormalise(mw0[:3, :3] @ np.array(bones[root].matrix_local)[:3, :3])
+        rest_heads = _to_world(mw0, rest_heads.reshape(-1, 3).astype(np.float64)[kept])
+        rest_tails = _to_world(mw0, rest_tails.reshape(-1, 3).astype(np.float64)[kept])
+        rest_root = _orthonormalise(mw0[:3, :3] @ np.array(bones[names[root]].matrix_local)[:3, :3])
 
         for k, frame in enumerate(frames):
             whole = int(np.floor(frame))

@@ -92,6 +92,9 @@ class ROBOT_RETARGET_OT_auto_map(bpy.types.Operator):
         settings_from_mapping(settings, mapping)
         self.report({'INFO'}, f"Mapped {len(mapping.chains)} chains: "
                     + ", ".join(c.name for c in mapping.chains))
+        if mapping.notes:  # what it guessed: shown under Chains in the sidebar too
+            self.report({'WARNING'}, f"Auto-map is unsure of {len(mapping.notes)} thing(s): "
+                        + "; ".join(mapping.notes))
         return {'FINISHED'}
 
 

@@ -1,6 +1,8 @@
 """The "Robot" tab in the 3D View sidebar: pick armatures, map chains, bake."""
 from __future__ import annotations
 
+import textwrap
+
 import bpy
 
 
@@ -13,6 +15,18 @@ class ROBOT_RETARGET_UL_chains(bpy.types.UIList):
         row.prop(item, "name", text="", emboss=False)
         row.label(text=f"{item.source_base} → {item.source_tips}")
         row.label(text=f"{item.robot_base} → {item.robot_tips}")
+
+
+def _draw_notes(layout, notes: str, width: int = 48) -> None:
+    """Auto-map's notes (what it guessed rather than saw), wrapped to the sidebar's width."""
+    lines = [line for line in notes.splitlines() if line.strip()]
+    if not lines:
+        return
+    box = layout.box()
+    box.label(text="Auto-map guessed:", icon='ERROR')
+    for note in lines:
+        for k, part in enumerate(textwrap.wrap(note, width)):
+            box.label(text=part, icon='DOT' if k == 0 else 'BLANK1')
 
 
 class _RobotPanel:
@@ -58,6 +72,7 @@ class ROBOT_RETARGET_PT_chains(_RobotPanel, bpy.types.Panel):
         presets = layout.row(align=True)
         presets.operator("robot_retarget.mapping_load", icon='FILEBROWSER', text="Load Preset")
         presets.operator("robot_retarget.mapping_save", icon='FILE_TICK', text="Save Preset")
+        _draw_notes(layout, settings.automap_notes)
         if not (0 <= settings.active_chain < len(settings.chains)):
             return
         item = settings.chains[settings.active_chain]

@@ -31,6 +31,19 @@ class AutoMapError(ValueError):
     """Nothing mappable was found; the message says what was looked for."""
 
 
+def _segments(sk: Skeleton, path: list[int]) -> list[tuple[int, int, float]]:
+    """(first point, last point, length) of each rigid segment along a limb's polyline: bones
+    that only split one segment (twist bones, Rigify's thigh and thigh.001) count as one."""
+    seg = segment_lengths(sk.polyline(path))
+    out: list[list] = []
+    for k, length in enumerate(seg):
+        if out and k < len(path) and sk.continues[path[k]]:
+            out[-1][1], out[-1][2] = k + 1, out[-1][2] + length
+        else:
+            out.append([k, k + 1, float(length)])
+    return [tuple(s) for s in out]
+
+
 def _limb_span(sk: Skeleton, path: list[int], robot: bool) -> tuple[int, int]:
     """(base, tip) positions in `path`: the limb's first joint and its wrist or ankle.
 
@@ -40,15 +53,16 @@ def _limb_span(sk: Skeleton, path: list[int], robot: bool) -> tuple[int, int]:
     node's own segment counts too: an arm that ends at an End Site after the
     elbow has its wrist there, at tip == len(path) (the last bone's tail).
     """
-    seg = segment_lengths(sk.polyline(path))
-    if not seg.any():
+    segments = _segments(sk, path)
+    total = sum(length for _, _, length in segments)
+    if total <= 0:
         return 0, 0
-    long = np.flatnonzero(seg > 0.15 * seg.sum())
-    tip = int(long[-1]) + 1
+    long = [(a, b) for a, b, length in segments if length > 0.15 * total]
+    tip = long[-1][1]
     if robot:
         base = next((k for k, n in enumerate(path) if sk.movable[n]), 0)
     else:
-        base = int(long[-2]) if len(long) > 1 else max(tip - 2, 0)
+        base = long[-2][0] if len(long) > 1 else max(tip - 2, 0)
     return min(base, tip - 1), tip
 
 
@@ -299,6 +313,7 @@ def _shape_start(sk: Skeleton, path: list[int], base: int, tip: int) -> str | No
 
 def _joint_before(sk: Skeleton, path: list[int], base: int, tip: int) -> int:
     """The middle joint of a limb (knee, elbow): where the last long segment before the tip starts."""
-    seg = segment_lengths(sk.polyline(path))[:tip]
-    long = [k for k in range(base, tip) if seg[k] > 0.15 * seg[base:tip].sum()]
+    segments = [(a, b, length) for a, b, length in _segments(sk, path) if a >= base and b <= tip]
+    total = sum(length for _, _, length in segments)
+    long = [a for a, _, length in segments if length > 0.15 * total]
     return long[-1] if long and long[-1] > base else max(base, tip - 1)

@@ -33,10 +33,13 @@ class Skeleton:
     low: np.ndarray | None = None  # (N,) height of each end above the body's lowest point, share of its height
     notes: list[str] = field(default_factory=list)  # what was guessed, in words, for the report
     helpers: set[str] = field(default_factory=set)  # leaves passed over as rig helpers or props
+    continues: np.ndarray | None = None  # (N,) bool: the bone only continues its parent's segment
 
     def __post_init__(self):
         if self.low is None:
             self.low = relative_heights(self.points[None], self.ends[None])[0]
+        if self.continues is None:
+            self.continues = np.zeros(len(self.names), dtype=bool)
 
     def children(self, i: int) -> list[int]:
         return [int(j) for j in np.flatnonzero(self.parents == i)]
@@ -79,7 +82,49 @@ def source_skeleton(motion: SourceMotion) -> Skeleton:
     body = np.array([not name_words.auxiliary(n) for n in motion.bone_names])
     low = np.median(relative_heights(motion.heads, motion.tails, body), axis=0)
     return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.heads[f],
-                    motion.tails[f], np.ones(len(motion.bone_names), dtype=bool), low)
+                    motion.tails[f], moving_bones(motion), low, continues=continuing_bones(motion))
+
+
+RIGID_DEG = 0.5  # a bone that keeps its angle to its parent within this over the clip is fixed to it
+
+
+def moving_bones(motion: SourceMotion) -> np.ndarray:
+    """(B,) bool: bones that turn against their parent somewhere in the clip. A robot's camera
+    link, a prop or a face bone glued to the head never does; a captured joint always jitters.
+    A clip of one or two frames shows nothing: every bone counts as moving."""
+    out = np.ones(len(motion.bone_names), dtype=bool)
+    if motion.frames < 3:
+        return out
+    vec = motion.tails - motion.heads
+    unit = vec / np.maximum(np.linalg.norm(vec, axis=2, keepdims=True), 1e-12)
+    for i, p in enumerate(motion.parents):
+        if p < 0:
+            continue
+        angle = np.degrees(np.arccos(np.clip(np.einsum("fk,fk->f", unit[:, i], unit[:, p]), -1.0, 1.0)))
+        reach = np.linalg.norm(motion.tails[:, i] - motion.heads[:, p], axis=1)
+        out[i] = np.ptp(angle) > RIGID_DEG or np.ptp(reach) > 1e-3
+    return out
+
+
+SPLIT_DEG = 2.0  # a bone whose direction never leaves its parent's by more than this splits one segment
+
+
+def continuing_bones(motion: SourceMotion) -> np.ndarray:
+    """(B,) bool: bones that start where their parent ends, point along it on every frame and are
+    named as its continuation, so the two are one rigid segment cut in two (twist bones,
+    Rigify's thigh and thigh.001). A knee or an elbow that happens not to bend in a clip is
+    still its own joint: the name has to say so too."""
+    out = np.zeros(len(motion.bone_names), dtype=bool)
+    direction = motion.tails - motion.heads
+    length = np.linalg.norm(direction, axis=2)
+    unit = direction / np.maximum(length, 1e-12)[..., None]
+    for i, p in enumerate(motion.parents):
+        if p < 0 or motion.frames < 2 or not name_words.continues(motion.bone_names[i], motion.bone_names[p]):
+            continue
+        joined = np.linalg.norm(motion.heads[:, i] - motion.tails[:, p], axis=1) <= 0.05 * np.maximum(length[:, p], 1e-9)
+        cos = np.clip(np.einsum("fk,fk->f", unit[:, i], unit[:, p]), -1.0, 1.0)
+        out[i] = bool(joined.all() and np.degrees(np.arccos(cos)).max() <= SPLIT_DEG)
+    return out
 
 
 def reference_frame(motion: SourceMotion) -> int:
@@ -200,11 +245,26 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
         spine = max(others, key=lambda c: segment_lengths(sk.polyline(_longest_path(sk, c))).sum())
         hub, branches = _arm_hub(sk, spine, 0.25 * leg_len)
         if hub is not None:
-            ranked = sorted(branches, key=lambda b: -segment_lengths(sk.polyline(_longest_path(sk, b))).sum())
+            # arms reach farthest from the chest; a head with a face rig has more bone length
+            # (many small bones) but less reach
+            ranked = sorted(branches, key=lambda b: (-_jointed(sk, b), -_reach(sk, hub, b)))
             arms = _matched(sk, [_longest_path(sk, b) for b in (ranked[:2] if legs else ranked[:1])])
             rest = [b for b in ranked[2:] if segment_lengths(sk.polyline(_longest_path(sk, b))).sum() > 0]
-            head = _longest_path(sk, rest[0]) if rest and legs else None
+            top = max(rest, key=lambda b: max(sk.low[d] for d in sk.descendants(b)), default=None)
+            head = _longest_path(sk, top) if top is not None and legs else None
     return BodyParts(pelvis, legs, arms, head)
+
+
+def _jointed(sk: Skeleton, branch: int) -> bool:
+    """A robot branch with a joint in it (an arm) before a fixed one (a camera, a lidar)."""
+    return bool(sk.movable[sk.descendants(branch)].any())
+
+
+def _reach(sk: Skeleton, hub: int, branch: int) -> float:
+    """How far a branch's joints and ends get from the hub's joint (metres, in the posture)."""
+    nodes = sk.descendants(branch)
+    points = np.concatenate([sk.points[nodes], sk.ends[nodes]])
+    return float(np.linalg.norm(points - sk.points[hub], axis=1).max())
 
 
 def _arm_hub(sk: Skeleton, start: int, min_length: float):

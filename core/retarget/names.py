@@ -68,6 +68,14 @@ def role(name: str) -> str:
     return hits[0] if len(hits) == 1 else ""
 
 
+def continues(child: str, parent: str) -> bool:
+    """The child's name says it is the same bone cut in two: Rigify's DEF-thigh.L.001 after
+    DEF-thigh.L, or a twist segment."""
+    def base(name: str) -> str:
+        return re.sub(r"([._-]\d+)+$", "", re.sub(r"([._-]\d+)(?=[._-][lr]$)", "", name, flags=re.I)).lower()
+    return base(child) == base(parent) or "twist" in words(child)
+
+
 def auxiliary(name: str) -> bool:
     """A bone that is not part of the body (an IK target, a prop, a twist helper, Rigify's ORG-/MCH-)."""
     return bool(set(words(name, prefixes=True)) & AUXILIARY)
@@ -80,3 +88,68 @@ def majority_role(names: list[str]) -> tuple[str, float]:
         return "", 0.0
     best = max(set(roles), key=roles.count)
     return best, roles.count(best) / len(roles)
+
+
+_RIG_PREFIX = re.compile(r"^(ORG|MCH|DEF|CTRL|CTL)[-_.]", re.I)
+
+
+def deform_skeleton(names: list[str], parents: list[int], deform: list[bool]) -> tuple[list[int], list[int]] | None:
+    """(bones kept, their parents as positions in the kept list) when a rig's deforming bones are
+    the body and the rest is rig machinery (Rigify: DEF- bones, driven by ORG-, MCH- and
+    controls); None when every bone deforms or too few do to be a body.
+
+    A kept bone hangs from its nearest deforming ancestor, or from the deforming bone its
+    nearest mechanism ancestor stands for (Rigify's ORG-spine -> DEF-spine): Rigify parents
+    DEF-thigh.L to ORG-spine, not to a deforming bone.
+    """
+    kept = [i for i, d in enumerate(deform) if d]
+    if len(kept) == len(names) or len(kept) < 8:
+        return None
+    position = {i: k for k, i in enumerate(kept)}
+    by_base = {}
+    for i in kept:
+        by_base.setdefault(_RIG_PREFIX.sub("", names[i]), i)
+    out = []
+    for i in kept:
+        parent, a = -1, parents[i]
+        while a >= 0:
+            stand_in = by_base.get(_RIG_PREFIX.sub("", names[a]))
+            if deform[a] and a != i:
+                parent = position[a]
+                break
+            if stand_in is not None and stand_in != i and not _descends(parents, stand_in, i):
+                parent = position[stand_in]
+                break
+            a = parents[a]
+        out.append(parent)
+    return _parents_first(kept, out)
+
+
+def _parents_first(kept: list[int], parents: list[int]) -> tuple[list[int], list[int]]:
+    """The same forest with every parent listed before its children (a cycle is cut at its first
+    bone, which becomes a root)."""
+    order, placed, state = [], set(), {}
+    def visit(k: int) -> None:
+        if k in placed:
+            return
+        state[k] = "open"
+        p = parents[k]
+        if p >= 0 and state.get(p) == "open":
+            parents[k] = -1
+        elif p >= 0:
+            visit(p)
+        placed.add(k)
+        state[k] = "done"
+        order.append(k)
+    for k in range(len(kept)):
+        visit(k)
+    new = {k: n for n, k in enumerate(order)}
+    return [kept[k] for k in order], [new[parents[k]] if parents[k] >= 0 else -1 for k in order]
+
+
+def _descends(parents: list[int], node: int, ancestor: int) -> bool:
+    while node >= 0:
+        if node == ancestor:
+            return True
+        node = parents[node]
+    return False

@@ -13,6 +13,7 @@ strip, contact channels on the source.
 from __future__ import annotations
 
 import importlib
+import json
 from types import SimpleNamespace
 
 import bpy
@@ -211,3 +212,20 @@ def test_the_empty_scene_draws_too(clean_scene, panels):
 def test_the_stand_in_catches_what_blender_would_refuse(full_scene, draw, message):
     with pytest.raises(DrawError, match=message):
         draw(RecordingLayout([], bpy.context), full_scene)
+
+
+def test_auto_map_notes_show_under_chains(walk_on_g1, panels):
+    """Bones whose names say nothing: auto-map takes left and right from the posture, says so
+    in its report and under Chains, and the bake's report carries the same notes."""
+    settings, source, robot = walk_on_g1(frames=(1, 30))
+    for k, bone in enumerate(source.data.bones):
+        bone.name = f"bone{k:02d}"
+    assert bpy.ops.robot_retarget.auto_map() == {'FINISHED'}
+    assert "do not say left and right" in settings.automap_notes
+    chains = next(p for p in panels if p.__name__ == "ROBOT_RETARGET_PT_chains")
+    labels = [d for kind, d in draw_panel(chains, bpy.context) if kind == "label"]
+    assert "Auto-map guessed:" in labels
+    assert any("left and right" in text for text in labels)
+    assert bpy.ops.robot_retarget.bake() == {'FINISHED'}
+    report = json.loads(robot.animation_data.action["robot_retarget_report"])
+    assert any(w.startswith("auto-map:") and "left and right" in w for w in report["warnings"])
