@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import CommandError, bake_clip, check_output, print_warnings, write_report
+from .common import CommandError, add_source_up, bake_clip, check_output, print_warnings, write_report
 
 
 def add_parser(sub) -> None:
@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, help="CSV file to write")
     p.add_argument("--report", help="JSON report to write")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    add_source_up(p)
     p.set_defaults(func=run)
 
 

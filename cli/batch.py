@@ -21,7 +21,7 @@ from pathlib import Path
 import bpy
 
 from ..operators.common import user_message
-from .common import COMMAND_ID, INPUT_ERRORS, CommandError, check_output, write_report
+from .common import COMMAND_ID, INPUT_ERRORS, CommandError, add_source_up, check_output, write_report
 from .export import export_args, export_clip, export_settings, playback_options
 
 CLIP_SUFFIXES = (".bvh", ".fbx", ".blend")
@@ -60,6 +60,8 @@ def _options_argv(args: argparse.Namespace) -> list[str]:
         if value is not None:
             value = Path(value).absolute() if flag in ("--mapping", "--settings") else value
             argv += [flag, repr(value) if isinstance(value, float) else str(value)]
+    if getattr(args, "source_up", "Y") != "Y":
+        argv += ["--source-up", args.source_up]
     return argv + [f"--{f.replace('_', '-')}" for f in ("retime", "allow_violations", "overwrite")
                    if getattr(args, f)]
 
@@ -250,5 +252,6 @@ def add_parser(sub) -> None:
     p.add_argument("--out-dir", required=True, metavar="DIR", help="folder for the playback files (<clip name>.<ext>)")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="clips exported at the same time (processes)")
     p.add_argument("--report", help="JSON summary report to write")
+    add_source_up(p)
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # a worker of --workers N
     p.set_defaults(func=_cmd_batch)

@@ -29,8 +29,15 @@ class CommandError(Exception):
 INPUT_ERRORS = (CommandError, *USER_ERRORS)
 
 
-def import_clip(path: Path) -> bpy.types.Object:
-    """Import a motion clip with Blender's own importer; returns its armature."""
+def add_source_up(p: argparse.ArgumentParser) -> None:
+    """--source-up: the BVH file's up axis (Blender's importer's axis_up; FBX files say their own)."""
+    p.add_argument("--source-up", choices=["Y", "Z"], default="Y",
+                   help="up axis of a BVH clip: Y (the BVH convention, default) or Z (written by some "
+                        "exporters; read as Y the actor lies on its back)")
+
+
+def import_clip(path: Path, up: str = "Y") -> bpy.types.Object:
+    """Import a motion clip with Blender's own importer; returns its armature. up: a BVH file's up axis."""
     from ..core.motion.bvh import load_bvh
 
     if not path.is_file():
@@ -42,7 +49,8 @@ def import_clip(path: Path) -> bpy.types.Object:
     with contextlib.redirect_stdout(io.StringIO()):  # importer chatter; stdout is for results
         if suffix == ".bvh":
             load_bvh(path)  # our reader names the line of a malformed file; Blender's does not
-            bpy.ops.import_anim.bvh(filepath=str(path), update_scene_fps=True, update_scene_duration=True)
+            axes = {"Y": {}, "Z": {"axis_forward": "Y", "axis_up": "Z"}}[up]
+            bpy.ops.import_anim.bvh(filepath=str(path), update_scene_fps=True, update_scene_duration=True, **axes)
         else:
             bpy.ops.import_scene.fbx(filepath=str(path))
     armatures = [o for o in bpy.data.objects if o not in before and o.type == 'ARMATURE']
@@ -119,7 +127,7 @@ def bake_clip(args: argparse.Namespace):
     if not robot_path.is_file():
         raise CommandError(f"{robot_path}: robot URDF not found")
     scene = bpy.context.scene
-    source = import_clip(Path(args.source))
+    source = import_clip(Path(args.source), getattr(args, "source_up", "Y"))
     robot = load_robot(args.robot)
     mapping = Mapping.load(args.mapping) if args.mapping else auto_map_objects(source, robot, scene)
     clip = action_frame_range(source)

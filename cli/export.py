@@ -9,7 +9,8 @@ from pathlib import Path
 
 import bpy
 
-from .common import CommandError, bake_clip, check_output, parse_frames, print_warnings, write_report
+from .common import (CommandError, add_source_up, bake_clip, check_output, parse_frames, print_warnings,
+                     write_report)
 
 
 def add_parser(sub) -> None:
@@ -24,6 +25,7 @@ def add_parser(sub) -> None:
     playback_options(p)
     p.add_argument("--out", required=True, help="playback file to write")
     p.add_argument("--report", help="JSON report to write")
+    add_source_up(p)
     p.set_defaults(func=run)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .common import add_source_up
+
 
 def add_parser(subparsers) -> None:
     """Register the `splice` subcommand on cli.build_parser()'s subparsers."""
@@ -30,6 +32,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--out", required=True, help="CSV file to write (bake layout)")
     p.add_argument("--report", help="JSON report to write (with `joins`)")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    add_source_up(p)
     p.set_defaults(func=run)
 
 
@@ -47,7 +50,7 @@ def _bake_clips(args: argparse.Namespace, robot) -> list:
     clips, names = [], set()
     for number, text in enumerate(args.source, start=1):
         path = Path(text)
-        source = import_clip(path)
+        source = import_clip(path, args.source_up)
         mapping = preset or auto_map_objects(source, robot, bpy.context.scene)
         outcome = bake_action(bpy.context.scene, source, robot, mapping, *action_frame_range(source))
         result = outcome.result

@@ -13,9 +13,11 @@ import numpy as np
 
 from ..chains.mapping import ChainMapping, Mapping
 from ..motion.source import SourceMotion
+from . import names as name_words
 
 MOST = 0.9  # share of frames a check must hold on
 NEAR_GROUND = 0.25  # a leg tip is near the ground within this share of the body's height above the lowest point
+UPRIGHT_COS = 0.5  # a spine within 60 degrees of the vertical stands; half the clip standing is enough
 
 
 def _point(motion: SourceMotion, bone: str, tail: bool) -> np.ndarray:
@@ -56,6 +58,19 @@ def check_mapping(motion: SourceMotion, chains: list[ChainMapping]) -> tuple[flo
         for side, chain in arms.items():
             base = _point(motion, chain.source_base, False)
             checks.append((f"{chain.name} ({chain.source_base}) above the pelvis", np.mean(base[:, 2] > pelvis[:, 2])))
+    if pelvis is not None and set(arms) == {"left", "right"}:
+        chest = np.mean([_point(motion, c.source_base, False) for c in arms.values()], axis=0)
+        spine = chest - pelvis
+        upright = spine[:, 2] >= UPRIGHT_COS * np.linalg.norm(spine, axis=1)
+        checks.append(("the spine (hips to shoulders) upright on half the frames (a Z-up file read as "
+                       "Y-up lies down: Blender's BVH import Up axis, the CLI's --source-up Z)",
+                       min(1.0, float(np.mean(upright)) / 0.5)))
+    said = set()  # checks of names, not of frames
+    for chain in [*legs.values(), *arms.values()]:
+        named = _named_role(motion, chain)
+        if named is not None:
+            checks.append(named)
+            said.add(named[0])
     forward = _facing(motion, legs)
     if set(legs) == {"left", "right"} and forward is not None:
         checks.append(_left_on_the_left(motion, legs, np.cross([0.0, 0.0, 1.0], forward)))
@@ -66,8 +81,23 @@ def check_mapping(motion: SourceMotion, chains: list[ChainMapping]) -> tuple[flo
         if left_axis is not None:
             checks.append(_left_on_the_left(motion, arms, left_axis))
     held = [share >= MOST for _, share in checks]
-    reasons = [f"{what}: only on {100 * share:.0f} % of frames" for (what, share), ok in zip(checks, held) if not ok]
+    reasons = [what if what in said else f"{what}: only on {100 * share:.0f} % of frames"
+               for (what, share), ok in zip(checks, held) if not ok]
     return float(np.mean(held)) if checks else 1.0, reasons
+
+
+def _named_role(motion: SourceMotion, chain: ChainMapping) -> tuple[str, float] | None:
+    """Do the chain's bone names agree with its role? None when they say nothing either way."""
+    try:
+        bones = [motion.bone_names[i] for i in motion.path(chain.source_base, chain.source_tips[0])]
+    except (KeyError, IndexError):
+        return None
+    role, share = name_words.majority_role(bones)
+    if role not in ("leg", "arm") or share < 0.75:
+        return None
+    agree = 1.0 if role == chain.role else 0.0
+    article = "an" if role == "arm" else "a"
+    return (f"{chain.name} is mapped to bones named like {article} {role} ({', '.join(bones[:3])}...)", agree)
 
 
 def _facing(motion: SourceMotion, legs: dict[str, ChainMapping]) -> np.ndarray | None:

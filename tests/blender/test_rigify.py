@@ -73,7 +73,8 @@ def rigify_walk(clean_scene):
     clean_scene.frame_start, clean_scene.frame_end = FRAMES
     settings.use_scene_range = True
     settings.plant_feet = False
-    return settings, rig, walk, robot
+    yield settings, rig, walk, robot
+    addon_utils.disable("rigify", default_set=True)  # leave Blender as the other tests expect it
 
 
 def _carry_the_rest(rig) -> None:

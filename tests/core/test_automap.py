@@ -248,8 +248,19 @@ def test_source_without_limbs_raises(humanoid):
     tails = heads + [0.0, 0.0, 0.5]
     stick = SourceMotion(["stick"], np.array([-1]), heads, tails, np.tile(np.eye(3), (2, 1, 1)),
                          heads[0], tails[0], np.eye(3), 30.0, "stick")
-    with pytest.raises(AutoMapError):
+    with pytest.raises(AutoMapError, match="looks like a single chain") as error:
         auto_map(stick, humanoid)
+    assert "Map the chains by hand" in str(error.value)
+
+
+def test_notes_say_what_was_guessed(walk, humanoid):
+    """Named bones leave nothing to guess; scrambled names make auto-map take left and right
+    from the posture, and it says so, naming the bones."""
+    assert auto_map(walk, humanoid).notes == []
+    scrambled = _renamed(walk, [f"bone{i:02d}" for i in range(len(walk.bone_names))])
+    notes = auto_map(scrambled, humanoid).notes
+    assert any(n.startswith("source: legs") and "do not say left and right" in n for n in notes)
+    assert any(n.startswith("source: arms") for n in notes)
 
 
 def without_joints(text: str, names: set[str]) -> str:

@@ -71,3 +71,26 @@ def test_the_report_says_which_chains_were_used_and_how_sure(case):
     report = retarget(motion, tree, wrong, contacts="off").report
     assert report["automap_confidence"] < 1.0
     assert [w for w in report["warnings"] if w.startswith("mapping:") and "left_arm" in w]
+
+
+def test_an_upside_down_clip_is_not_trusted(tmp_path):
+    """The walk written Z-up and read as Y-up hangs upside down: its hands are the low leaves.
+    Whatever auto-map makes of it, the report's confidence and warnings say it is wrong, naming
+    the bones, instead of baking quietly."""
+    import dataclasses
+
+    from core.motion.bvh import load_bvh
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
+    from core.retarget.automap import auto_map
+    from core.retarget.pipeline import retarget
+    from tests import variants
+
+    root = Path(__file__).resolve().parents[2]
+    clip = load_bvh(root / "data" / "motion" / "cmu_131_01_walk_m.bvh")
+    clip = dataclasses.replace(clip, motion=clip.motion[:120])
+    upside_down = load_bvh(variants.write_bvh(variants.z_up(clip), tmp_path / "z.bvh")).to_source_motion()
+    g1 = KinematicTree(parse_urdf(root / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"))
+    report = retarget(upside_down, g1, auto_map(upside_down, g1)).report
+    assert report["automap_confidence"] < 0.5
+    assert any("named like a leg" in w and "RightHip" in w for w in report["warnings"])

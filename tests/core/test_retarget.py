@@ -659,6 +659,23 @@ def test_viewer_figures_in_the_report(walk_g1):
     assert 0.0 < report["limb_direction_error_deg"] < 10.0 and 0.0 < report["torso_orientation_error_deg"] < 20.0
 
 
+@pytest.mark.parametrize("clip", ["walk", "hop"])
+@pytest.mark.parametrize("robot", ["g1", "h1"])
+def test_what_a_viewer_sees_with_the_default_bake(clip, robot, g1, h1):
+    """The issue's targets, with the default settings (auto-map, planted feet): the limbs point
+    where the actor's do (mean at most 2 degrees, none above 3), the torso leans and twists like
+    the chest (at most 5), and no joint jumps beyond its velocity limit."""
+    tree = {"g1": g1, "h1": h1}[robot]
+    path = WALK if clip == "walk" else ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
+    motion = load_bvh(path).to_source_motion()
+    report = retarget(motion, tree, auto_map(motion, tree), contacts="auto").report
+    assert report["limb_direction_error_deg"] <= 2.0, report["limb_direction_error_by_limb"]
+    assert max(report["limb_direction_error_by_limb"].values()) <= 3.0, report["limb_direction_error_by_limb"]
+    assert report["torso_orientation_error_deg"] <= 5.0
+    assert report["max_speed_ratio"] <= 1.0 + 1e-9
+    assert report["automap_confidence"] == 1.0 and report["warnings"] == []
+
+
 def test_viewer_figures_ignore_heading_but_see_a_lean(walk_g1, walk, g1, walk_g1_map):
     """Turning the whole robot about the vertical changes nothing; leaning it forward shows in the
     torso and every limb, although each chain's own tip error (measured in its solved base) does not move."""
