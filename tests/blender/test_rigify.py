@@ -43,11 +43,8 @@ FOLLOW.update({"DEF-spine": ("Hips", 0.0, "Chest"), "DEF-spine.001": ("lowerback
 
 
 @pytest.fixture
-def rigify_walk(clean_scene):
+def rigify_walk(clean_scene, rigify):
     """(settings, rigify rig, walk armature, robot) with the rig's DEF bones following the walk."""
-    import addon_utils
-
-    addon_utils.enable("rigify", default_set=True)
     assert bpy.ops.import_anim.bvh(filepath=str(WALK), update_scene_fps=True) == {'FINISHED'}
     walk = bpy.context.view_layer.objects.active
     bpy.ops.object.select_all(action='DESELECT')
@@ -73,8 +70,7 @@ def rigify_walk(clean_scene):
     clean_scene.frame_start, clean_scene.frame_end = FRAMES
     settings.use_scene_range = True
     settings.plant_feet = False
-    yield settings, rig, walk, robot
-    addon_utils.disable("rigify", default_set=True)  # leave Blender as the other tests expect it
+    return settings, rig, walk, robot
 
 
 def _carry_the_rest(rig) -> None:
