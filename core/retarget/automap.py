@@ -197,6 +197,7 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
                            "Map the chains by hand (Robot tab > Chains) or load a mapping preset.")
     if _is_this_robot(motion, tree):
         chains = [_identity(tree, c) for c in chains]
+    chains = [_validated(src_sk, rob_sk, c) for c in chains]
     for sk in (src_sk, rob_sk):
         if sk.helpers:
             sk.notes.insert(0, f"not limb ends (named as rig helpers or props): {', '.join(sorted(sk.helpers))}")
@@ -236,6 +237,26 @@ def _missing(src_sk, src, rob_sk, rob, chains) -> list[str]:
     if "spine" not in names and src.legs and rob.legs and len(rob.arms) == 2:
         notes.append("no spine chain: the arms were not found on both sides")
     return notes
+
+
+def _validated(src_sk: Skeleton, rob_sk: Skeleton, chain: ChainMapping) -> ChainMapping:
+    """The chain as auto-map will hand it over: landmarks that do not run from base to tip on
+    both sides are dropped (the chain is solved without them), and a leg whose base is not
+    above its tip in the posture is noted; every step says so in the skeletons' notes."""
+    ok = True
+    for sk, base, tips, marks in ((src_sk, chain.source_base, chain.source_tips, chain.source_landmarks),
+                                  (rob_sk, chain.robot_base, chain.robot_tips, chain.robot_landmarks)):
+        path = sk.path_to(sk.names.index(base), sk.names.index(tips[0]))
+        order = [path.index(sk.names.index(m)) if m in sk.names and sk.names.index(m) in path else -1
+                 for m in marks or []]
+        ok = ok and all(0 <= a < b for a, b in zip([0] + order, order)) and all(k >= 0 for k in order)
+        if chain.role == "leg" and sk.points[path[0], 2] <= sk.points[path[-1], 2]:
+            sk.notes.append(f"{chain.name}: its base {base} is not above its tip {tips[0]} in the posture")
+    if not ok:
+        src_sk.notes.append(f"{chain.name}: landmarks {chain.source_landmarks} / {chain.robot_landmarks} do not "
+                            "run from base to tip on both sides; mapped without them")
+        chain = replace(chain, source_landmarks=None, robot_landmarks=None)
+    return chain
 
 
 def _is_this_robot(motion: SourceMotion, tree: KinematicTree) -> bool:
