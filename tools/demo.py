@@ -100,9 +100,10 @@ def main() -> None:
             ax.set_xlabel("time (s)", fontsize=8)
         if k % 3 == 0:
             ax.set_ylabel("angle (rad)", fontsize=8)
-    limbs = ", ".join(f"{c['name']} {c['tip_direction_error_deg']:.1f}°" for c in report["chains"])
+    limbs = ", ".join(f"{name.replace('_', ' ')} {v:.1f}°" for name, v in report["limb_direction_error_by_limb"].items())
     fig.suptitle(f"Robot Retarget demo: {report['frames']} frames, {report['limit_violations']} samples "
-                 f"outside limits (red: joint limits)\ntip-direction error: {limbs}", fontsize=9)
+                 f"outside limits (red: joint limits)\nwhat a viewer sees: limbs {limbs} from the actor's; "
+                 f"torso {report['torso_orientation_error_deg']:.1f}°", fontsize=9)
     fig.tight_layout()
     fig.savefig(OUT / "demo.png", dpi=110)
     print(f"wrote {OUT / 'demo.csv'}, {OUT / 'demo_report.json'} and {OUT / 'demo.png'}")
