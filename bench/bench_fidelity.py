@@ -15,7 +15,6 @@ shoulders): the RMS of the joint angles against the original's bake.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import tempfile
 from pathlib import Path
