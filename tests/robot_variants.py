@@ -42,6 +42,12 @@ def write_urdf(robot: Robot, path: Path) -> Path:
     lines = ['<?xml version="1.0"?>', f'<robot name="{robot.name}">']
     for name, link in robot.links.items():
         lines.append(f'  <link name="{name}">')
+        if link.inertial is not None:
+            i = link.inertial.inertia
+            tensor = " ".join(f'{k}="{v:.12g}"' for k, v in zip(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"),
+                                                                 (i[0, 0], i[0, 1], i[0, 2], i[1, 1], i[1, 2], i[2, 2])))
+            lines.append(f'    <inertial>{_origin(link.inertial.origin)}<mass value="{link.inertial.mass:.12g}"/>'
+                         f"<inertia {tensor}/></inertial>")
         for tag, shapes in (("visual", link.visuals), ("collision", link.collisions)):
             for g in shapes:
                 lines.append(f"    <{tag}>{_origin(g.origin)}<geometry>{_geometry(g, robot)}</geometry></{tag}>")

@@ -65,6 +65,8 @@ def _moved_link(link: Link, change: np.ndarray | None) -> Link:
     def moved(geometry: Geometry) -> Geometry:
         return dataclasses.replace(geometry, origin=back @ geometry.origin)
     fields = {"visuals": [moved(g) for g in link.visuals], "collisions": [moved(g) for g in link.collisions]}
+    if link.inertial is not None:
+        fields["inertial"] = dataclasses.replace(link.inertial, origin=back @ link.inertial.origin)
     return dataclasses.replace(link, **fields)
 
 

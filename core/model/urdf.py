@@ -43,10 +43,21 @@ class Geometry:
 
 
 @dataclass(eq=False)
+class Inertial:
+    """A link's mass (kg), centre of mass and rotational inertia (kg m^2) about it, in the
+    inertial frame `origin` (placed in the link frame)."""
+
+    mass: float
+    origin: np.ndarray = field(default_factory=lambda: np.eye(4))
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+
+
+@dataclass(eq=False)
 class Link:
     name: str
     visuals: list[Geometry] = field(default_factory=list)
     collisions: list[Geometry] = field(default_factory=list)
+    inertial: Inertial | None = None
 
 
 @dataclass
@@ -253,7 +264,27 @@ def _link(node: _Node, src: str) -> Link:
         raise _err(src, "<link>", node.line, "missing name attribute")
     what = f"link '{name}'"
     return Link(name, _geometries(node, "visual", src, what),
-                _geometries(node, "collision", src, what))
+                _geometries(node, "collision", src, what), _inertial(node, src, what))
+
+
+def _inertial(link: _Node, src: str, what: str) -> Inertial | None:
+    """<inertial>: mass, origin and the inertia tensor (ixx ixy ixz iyy iyz izz); None if absent."""
+    node = link.find("inertial")
+    if node is None:
+        return None
+    mass_node = node.find("mass")
+    if mass_node is None:
+        raise _err(src, what, node.line, "<inertial> needs a <mass value=...>")
+    mass = _num(mass_node, "value", src, what, required=True)
+    if mass < 0:
+        raise _err(src, what, mass_node.line, f"<mass> value={mass!r} is negative")
+    tensor = np.zeros((3, 3))
+    inertia = node.find("inertia")
+    if inertia is not None:
+        names = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+        ixx, ixy, ixz, iyy, iyz, izz = (_num(inertia, n, src, what, default=0.0) for n in names)
+        tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    return Inertial(float(mass), _origin(node, src, what), tensor)
 
 
 # ------------------------------------------------------------------ joints ---

@@ -351,3 +351,28 @@ def test_resolve_prefers_exact_case(tmp_path):
         pytest.skip("case-insensitive file system")
     assert resolve_mesh_path("meshes/part.stl", urdf) == lower.resolve()
     assert resolve_mesh_path("meshes/Part.STL", urdf) == upper.resolve()
+
+
+def test_inertials_are_read():
+    """Mass, inertial origin and the symmetric inertia tensor of every link; G1 weighs about 33 kg."""
+    from pathlib import Path
+
+    from core.model.urdf import parse_urdf
+
+    root = Path(__file__).resolve().parents[2]
+    g1 = parse_urdf(root / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf")
+    masses = [link.inertial.mass for link in g1.links.values() if link.inertial is not None]
+    assert len(masses) >= 30 and abs(sum(masses) - 33.3) < 0.5
+    pelvis = g1.links["pelvis"].inertial
+    assert pelvis.mass == pytest.approx(3.813)
+    np.testing.assert_allclose(pelvis.origin[:3, 3], [0.0, 0.0, -0.07605])
+    np.testing.assert_allclose(pelvis.inertia, pelvis.inertia.T)
+    assert pelvis.inertia[0, 0] == pytest.approx(0.010549) and pelvis.inertia[0, 2] == pytest.approx(2.1e-06)
+
+
+def test_a_negative_mass_names_the_link():
+    from core.model.urdf import URDFError, parse_urdf_string
+
+    text = ('<robot name="r"><link name="base"><inertial><mass value="-1"/></inertial></link></robot>')
+    with pytest.raises(URDFError, match="link 'base'.*negative"):
+        parse_urdf_string(text, "r.urdf")
