@@ -25,6 +25,7 @@ CORE_LAYERS = {
     "playback": {"model", "motion"},
     "splice": {"model", "motion"},
     "waypoints": {"model"},
+    "balance": {"model", "motion", "chains", "feet", "retarget"},
 }
 # The Blender side, bottom to top: a part may import core and the parts before it.
 BLENDER_SIDE = ["registration", "props", "operators", "panels", "cli", ""]

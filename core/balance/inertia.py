@@ -1,0 +1,108 @@
+"""Mass properties over frames: whole-body centre of mass and the multibody ZMP.
+
+Every link with an URDF <inertial> is a rigid body: its mass at its centre of mass and
+its rotational inertia about it. Over frames (first axis, seconds from fps) the ZMP on
+flat ground z = ground_z is where the moment of gravity and inertia forces has no
+horizontal component:
+
+    p_x = (sum m (z'' + g) x - sum m x'' (z - ground) - sum dL_y/dt) / sum m (z'' + g)
+    p_y = (sum m (z'' + g) y - sum m y'' (z - ground) + sum dL_x/dt) / sum m (z'' + g)
+
+with L = R I R^T w each link's angular momentum about its own centre of mass.
+Derivatives are central differences over frames.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.kinematics import KinematicTree
+
+GRAVITY = 9.81  # m/s^2
+
+
+class BalanceError(ValueError):
+    """The robot or the motion cannot be weighed; the message names what is missing."""
+
+
+@dataclass
+class MassModel:
+    """The robot's links that have mass: index, mass (kg), centre of mass and inertia tensor
+    about it (kg m^2), both in the link frame."""
+
+    links: np.ndarray  # (K,)
+    mass: np.ndarray  # (K,)
+    com_local: np.ndarray  # (K, 3)
+    inertia_local: np.ndarray  # (K, 3, 3)
+
+    @property
+    def total(self) -> float:
+        return float(self.mass.sum())
+
+    @classmethod
+    def build(cls, tree: KinematicTree) -> "MassModel":
+        links, mass, com, inertia = [], [], [], []
+        for i, name in enumerate(tree.link_names):
+            inertial = tree.robot.links[name].inertial
+            if inertial is None or inertial.mass <= 0:
+                continue
+            rot = inertial.origin[:3, :3]
+            links.append(i)
+            mass.append(inertial.mass)
+            com.append(inertial.origin[:3, 3])
+            inertia.append(rot @ inertial.inertia @ rot.T)
+        if not links:
+            raise BalanceError(f"robot {tree.robot.name!r}: no link has an <inertial> with a positive mass; "
+                               "balance needs the URDF's masses (the retarget itself does not)")
+        return cls(np.array(links), np.array(mass), np.array(com), np.array(inertia))
+
+
+def _link_poses(tree: KinematicTree, q: np.ndarray, root: np.ndarray, model: MassModel) -> np.ndarray:
+    return tree.forward(q, root)[:, model.links]  # (F, K, 4, 4)
+
+
+def centre_of_mass(tree: KinematicTree, q: np.ndarray, root: np.ndarray, model: MassModel | None = None) -> np.ndarray:
+    """Whole-body centre of mass (F, 3), metres, world; root: (F, 4, 4) root link poses."""
+    model = model or MassModel.build(tree)
+    poses = _link_poses(tree, q, root, model)
+    com = np.einsum("fkij,kj->fki", poses[..., :3, :3], model.com_local) + poses[..., :3, 3]
+    return np.einsum("k,fki->fi", model.mass, com) / model.total
+
+
+def multibody_zmp(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: float, ground_z: float = 0.0,
+                  model: MassModel | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(ZMP (F, 2) on the ground, centre of mass (F, 3)), metres, world."""
+    model = model or MassModel.build(tree)
+    poses = _link_poses(tree, q, root, model)
+    rot = poses[..., :3, :3]
+    com = np.einsum("fkij,kj->fki", rot, model.com_local) + poses[..., :3, 3]  # (F, K, 3)
+    dt = 1.0 / fps
+    acc = _second_derivative(com, dt)
+    omega = _angular_velocity(rot, dt)  # (F, K, 3) world
+    inertia = rot @ model.inertia_local[None] @ np.swapaxes(rot, -1, -2)
+    momentum = np.einsum("fkij,fkj->fi", inertia, omega)  # summed over links
+    torque = np.gradient(momentum, dt, axis=0) if len(momentum) > 1 else np.zeros_like(momentum)
+    m = model.mass[None, :]
+    vertical = m * (acc[..., 2] + GRAVITY)  # (F, K)
+    height = com[..., 2] - ground_z
+    denominator = vertical.sum(axis=1)
+    zmp_x = ((vertical * com[..., 0]).sum(1) - (m * acc[..., 0] * height).sum(1) - torque[:, 1]) / denominator
+    zmp_y = ((vertical * com[..., 1]).sum(1) - (m * acc[..., 1] * height).sum(1) + torque[:, 0]) / denominator
+    whole = np.einsum("k,fki->fi", model.mass, com) / model.total
+    return np.stack([zmp_x, zmp_y], axis=1), whole
+
+
+def _second_derivative(x: np.ndarray, dt: float) -> np.ndarray:
+    if len(x) < 3:
+        return np.zeros_like(x)
+    return np.gradient(np.gradient(x, dt, axis=0), dt, axis=0)
+
+
+def _angular_velocity(rot: np.ndarray, dt: float) -> np.ndarray:
+    """World angular velocity (F, K, 3) of rotations (F, K, 3, 3): vee(dR/dt R^T)."""
+    if len(rot) < 2:
+        return np.zeros(rot.shape[:-1])
+    spin = np.gradient(rot, dt, axis=0) @ np.swapaxes(rot, -1, -2)
+    return 0.5 * np.stack([spin[..., 2, 1] - spin[..., 1, 2], spin[..., 0, 2] - spin[..., 2, 0],
+                           spin[..., 1, 0] - spin[..., 0, 1]], axis=-1)

@@ -1,0 +1,104 @@
+"""Centre of mass, multibody ZMP and the support margin on the bundled robots.
+
+Independent checks: the centre of mass summed link by link with link_transform; a
+robot standing still has its ZMP at the centre of mass's ground projection; an arm
+accelerated forward pushes the ZMP backward; a robot standing on both feet has its
+ZMP inside the support polygon, and pushed far forward it leaves it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.balance import BalanceError, MassModel, balance_readout, centre_of_mass, multibody_zmp
+from core.model.kinematics import KinematicTree
+from core.model.urdf import parse_urdf, parse_urdf_string
+
+ROOT = Path(__file__).resolve().parents[2]
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+FPS = 100.0
+
+
+@pytest.fixture(scope="module", params=["g1", "h1"])
+def robot(request):
+    return KinematicTree(parse_urdf({"g1": G1, "h1": H1}[request.param]))
+
+
+def _standing(tree: KinematicTree, frames: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Zero pose with the lowest foot point on the ground (z = 0)."""
+    q = np.tile(np.clip(0.0, tree.lower, tree.upper), (frames, 1))
+    root = np.tile(np.eye(4), (frames, 1, 1))
+    from core.balance.support import foot_bodies, foot_links
+
+    feet = foot_links(tree)
+    poses = tree.poses(q[:1], root[:1], feet)
+    lowest = min(float(body.lowest(poses[body.link])[0]) for body in foot_bodies(tree, feet))
+    root[:, 2, 3] = -lowest
+    return q, root
+
+
+@pytest.mark.parametrize("path,kg", [(G1, 33.34), (H1, 51.62)])
+def test_masses(path, kg):
+    model = MassModel.build(KinematicTree(parse_urdf(path)))
+    assert model.total == pytest.approx(kg, abs=0.01)
+    assert np.all(model.mass > 0) and np.allclose(model.inertia_local, np.swapaxes(model.inertia_local, 1, 2))
+
+
+def test_centre_of_mass_link_by_link(robot):
+    rng = np.random.default_rng(1)
+    q = rng.uniform(np.maximum(robot.lower, -1), np.minimum(robot.upper, 1), (4, robot.dof))
+    root = np.tile(np.eye(4), (4, 1, 1))
+    root[:, :3, 3] = [0.3, -0.2, 0.9]
+    expected, total = np.zeros((4, 3)), 0.0
+    for i, name in enumerate(robot.link_names):
+        inertial = robot.robot.links[name].inertial
+        if inertial is None or inertial.mass <= 0:
+            continue
+        pose = robot.link_transform(q, i, root) @ inertial.origin
+        expected += inertial.mass * pose[:, :3, 3]
+        total += inertial.mass
+    np.testing.assert_allclose(centre_of_mass(robot, q, root), expected / total, atol=1e-12)
+
+
+def test_standing_still_the_zmp_is_under_the_centre_of_mass(robot):
+    q, root = _standing(robot)
+    zmp, com = multibody_zmp(robot, q, root, FPS)
+    np.testing.assert_allclose(zmp, com[:, :2], atol=1e-3)
+
+
+def test_an_arm_accelerated_forward_pushes_the_zmp_back():
+    g1 = KinematicTree(parse_urdf(G1))
+    q, root = _standing(g1, frames=200)
+    t = np.arange(len(q)) / FPS
+    col = g1.joint_names.index("right_shoulder_pitch_joint")
+    q[:, col] = -0.8 * np.sin(2 * np.pi * 1.0 * t)  # negative pitch swings the arm forward
+    zmp, com = multibody_zmp(g1, q, root, FPS)
+    hand = g1.link_transform(q, g1.link_index("right_rubber_hand"), root)[:, 0, 3]
+    forward_acc = np.gradient(np.gradient(hand, 1 / FPS), 1 / FPS)
+    lag = zmp[:, 0] - com[:, 0]
+    inner = slice(10, -10)
+    assert np.corrcoef(forward_acc[inner], lag[inner])[0, 1] < -0.9
+    assert np.ptp(lag[inner]) > 0.01  # a 1 Hz swing of a 2 kg arm moves it by centimetres
+
+
+def test_standing_readout_is_inside_and_a_push_leaves_the_support(robot):
+    q, root = _standing(robot)
+    readout = balance_readout(robot, q, root, FPS, per_frame=True)
+    assert readout["frames"] == len(q) and readout["zmp_outside_support_pct"] == 0.0
+    assert 0.02 < readout["min_support_margin_m"] < 0.3
+    leaning = root.copy()
+    tilt = np.radians(25.0)
+    leaning[:, :3, :3] = [[np.cos(tilt), 0, np.sin(tilt)], [0, 1, 0], [-np.sin(tilt), 0, np.cos(tilt)]]
+    fallen = balance_readout(robot, q, leaning, FPS)
+    assert fallen["zmp_outside_support_pct"] == 100.0
+
+
+def test_a_robot_without_masses_gets_a_clear_error():
+    arm = KinematicTree(parse_urdf_string(
+        '<robot name="bare"><link name="a"/><link name="b"/><joint name="j" type="revolute"><parent link="a"/>'
+        '<child link="b"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'))
+    with pytest.raises(BalanceError, match="'bare'.*inertial"):
+        MassModel.build(arm)
