@@ -35,12 +35,15 @@ def foot_bodies(tree: KinematicTree, feet: list[int]) -> list[BodyPoints]:
     return [body_points(tree, link, subtree_links(tree, link)) for link in feet]
 
 
-def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0) -> tuple[np.ndarray, list]:
-    """(margin (F,), polygon per frame (M, 2) or None) for foot points (F, P, 3) and ZMP (F, 2)."""
+def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0,
+                    radius: np.ndarray | None = None) -> tuple[np.ndarray, list]:
+    """(margin (F,), polygon per frame (M, 2) or None) for foot points (F, P, 3) and ZMP (F, 2);
+    radius (P,): a sphere's point touches the ground at its centre's height minus its radius."""
     margins = np.full(len(zmp), -np.inf)
     polygons: list = []
+    bottom = points[..., 2] - (0.0 if radius is None else radius)
     for f in range(len(zmp)):
-        down = points[f, points[f, :, 2] <= ground_z + CONTACT_M, :2]
+        down = points[f, bottom[f] <= ground_z + CONTACT_M, :2]
         polygon = _hull(down)
         polygons.append(polygon)
         if polygon is not None:
@@ -84,8 +87,9 @@ def balance_readout(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: f
     zmp, com = multibody_zmp(tree, q, root, fps, ground_z, model)
     feet = foot_links(tree)
     poses = tree.poses(q, root, feet)
-    points = np.concatenate([body.world(poses[body.link]) for body in foot_bodies(tree, feet)], axis=1)
-    margins, _ = support_margins(points, zmp, ground_z)
+    bodies = foot_bodies(tree, feet)
+    points = np.concatenate([body.world(poses[body.link]) for body in bodies], axis=1)
+    margins, _ = support_margins(points, zmp, ground_z, np.concatenate([body.radius for body in bodies]))
     supported = margins[np.isfinite(margins)]
     out = {"frames": int(len(q)), "mass_kg": model.total,
            "zmp_outside_support_pct": float(100.0 * np.mean(margins < 0.0)) if len(q) else 0.0,
