@@ -36,19 +36,43 @@ def foot_bodies(tree: KinematicTree, feet: list[int]) -> list[BodyPoints]:
 
 
 def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0,
-                    radius: np.ndarray | None = None) -> tuple[np.ndarray, list]:
-    """(margin (F,), polygon per frame (M, 2) or None) for foot points (F, P, 3) and ZMP (F, 2);
-    radius (P,): a sphere's point touches the ground at its centre's height minus its radius."""
-    margins = np.full(len(zmp), -np.inf)
-    polygons: list = []
+                    radius: np.ndarray | None = None) -> np.ndarray:
+    """Margins (F,) of the ZMP (F, 2) to the support polygon of foot points (F, P, 3): positive
+    inside, negative outside, -inf with nothing on the ground. radius (P,): a sphere's point
+    touches the ground at its centre's height minus its radius.
+
+    All frames at once: an edge (i, j) between two points on the ground is on the hull when
+    no other such point lies to its right, so no hull is built frame by frame (a foot has a
+    handful of points)."""
     bottom = points[..., 2] - (0.0 if radius is None else radius)
-    for f in range(len(zmp)):
-        down = points[f, bottom[f] <= ground_z + CONTACT_M, :2]
-        polygon = _hull(down)
-        polygons.append(polygon)
-        if polygon is not None:
-            margins[f] = _signed_distance(polygon, zmp[f])
-    return margins, polygons
+    down = bottom <= ground_z + CONTACT_M  # (F, P)
+    xy = points[..., :2]
+    edge = xy[:, None, :, :] - xy[:, :, None, :]  # (F, i, j, 2): from point i to point j
+    rel = xy[:, None, :, :] - xy[:, :, None, :]  # (F, i, k, 2): from point i to point k
+    cross = edge[:, :, :, None, 0] * rel[:, :, None, :, 1] - edge[:, :, :, None, 1] * rel[:, :, None, :, 0]
+    pair = down[:, :, None] & down[:, None, :]  # (F, i, j)
+    eps = 1e-9
+    others = down[:, None, None, :]
+    on_hull = pair & np.all((cross >= -eps) | ~others, axis=3)
+    spans = np.any((cross > eps) & others, axis=3)  # some point strictly left: the hull has area
+    hull_edge = on_hull & spans & ~np.eye(points.shape[1], dtype=bool)[None]
+    to_p = zmp[:, None, :] - xy  # (F, i, 2)
+    length2 = np.maximum(np.einsum("fijk,fijk->fij", edge, edge), 1e-18)
+    t = np.clip(np.einsum("fik,fijk->fij", to_p, edge) / length2, 0.0, 1.0)
+    gap = np.linalg.norm(to_p[:, :, None, :] - t[..., None] * edge, axis=-1)  # (F, i, j) to each segment
+    side = edge[..., 0] * to_p[:, :, None, 1] - edge[..., 1] * to_p[:, :, None, 0]
+    has_hull = hull_edge.any(axis=(1, 2))
+    inside = has_hull & np.all(side >= -eps, axis=(1, 2), where=hull_edge)
+    boundary = np.min(np.where(hull_edge, gap, np.inf), axis=(1, 2))
+    nearest_any = np.min(np.where(pair, gap, np.inf), axis=(1, 2))  # a segment or a point of contact
+    margin = np.where(has_hull, np.where(inside, boundary, -boundary), -nearest_any)
+    return np.where(down.any(axis=1), margin, -np.inf)
+
+
+def support_polygon(points: np.ndarray, ground_z: float = 0.0, radius: np.ndarray | None = None) -> np.ndarray | None:
+    """The support polygon of one frame's foot points (P, 3), counter-clockwise (M, 2), or None."""
+    bottom = points[:, 2] - (0.0 if radius is None else radius)
+    return _hull(points[bottom <= ground_z + CONTACT_M, :2])
 
 
 def _hull(points: np.ndarray) -> np.ndarray | None:
@@ -89,7 +113,7 @@ def balance_readout(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: f
     poses = tree.poses(q, root, feet)
     bodies = foot_bodies(tree, feet)
     points = np.concatenate([body.world(poses[body.link]) for body in bodies], axis=1)
-    margins, _ = support_margins(points, zmp, ground_z, np.concatenate([body.radius for body in bodies]))
+    margins = support_margins(points, zmp, ground_z, np.concatenate([body.radius for body in bodies]))
     supported = margins[np.isfinite(margins)]
     out = {"frames": int(len(q)), "mass_kg": model.total,
            "zmp_outside_support_pct": float(100.0 * np.mean(margins < 0.0)) if len(q) else 0.0,
