@@ -246,3 +246,27 @@ def cmu_extra_bones(clip: BVHClip) -> BVHClip:
     extra.append(("LIndex1", "lhand", 0.5 * off["LFingers"] + [0, 0, 0.01]))
     extra.append(("prop_sword", "RightWrist", np.array([0.0, 0.0, 0.6])))
     return with_extra_bones(clip, extra)
+
+
+def ground_root(clip: BVHClip, name: str = "Reference") -> BVHClip:
+    """A new root bone on the floor under the hips (game rigs have one): it follows them
+    horizontally and turns with their heading; the hips become its child and every joint
+    stays where it was on every frame. The file's root rotation then only turns."""
+    from core.motion.bvh import _forward_kinematics
+
+    t, r = _local(clip)
+    heads, rots = _forward_kinematics(clip.parents, t, r)  # file axes: Y up, CMU faces +Z
+    hips = heads[:, 0]
+    facing = rots[:, 0] @ np.array([0.0, 0.0, 1.0])
+    turn = Rotation.from_rotvec(np.arctan2(facing[:, 0], facing[:, 2])[:, None] * [0.0, 1.0, 0.0]).as_matrix()
+    floor = hips.copy()
+    floor[:, 1] = heads[..., 1].min()
+    new_t = np.concatenate([floor[:, None], np.einsum("fji,fj->fi", turn, hips - floor)[:, None], t[:, 1:]], axis=1)
+    new_r = np.concatenate([turn[:, None], (np.swapaxes(turn, 1, 2) @ rots[:, 0])[:, None], r[:, 1:]], axis=1)
+    offsets = np.concatenate([np.zeros((1, 3)), np.asarray(clip.offsets, float)])
+    offsets[1] = [0.0, float(np.mean(hips[:, 1] - floor[:, 1])), 0.0]
+    parents = np.array([-1] + [int(p) + 1 if p >= 0 else 0 for p in clip.parents])
+    channels = [["Xposition", "Yposition", "Zposition", "Zrotation", "Xrotation", "Yrotation"], *clip.channels]
+    ends = {j + 1: v for j, v in clip.end_sites.items()}
+    grown = dataclasses.replace(clip, names=[name, *clip.names], parents=parents, channels=channels)
+    return _with_motion(grown, offsets, ends, new_t, new_r, len(t), len(clip.names) + 1)

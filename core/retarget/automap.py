@@ -229,13 +229,20 @@ def _missing(src_sk, src, rob_sk, rob, chains) -> list[str]:
     if src.legs and not rob.legs:
         notes.append("robot: no legs; the source's legs are not used and the robot's base stays fixed")
     if rob.legs and not src.legs:
-        notes.append("source: no pair of legs found (an upper-body clip?): the robot's legs keep their neutral pose")
+        named = [n for n in src_sk.names if name_words.role(n) == "leg"]
+        if named:  # leg bones that do not end low: the clip is upside down or lying
+            notes.append(f"source: bones named like legs ({', '.join(named[:3])}...) do not end near the ground: "
+                         "is the clip upside down or lying? (a Z-up file read as Y-up: Blender's BVH import "
+                         "Up axis, the CLI's --source-up Z)")
+        else:
+            notes.append("source: no pair of legs found (an upper-body clip?): the robot's legs keep their neutral pose")
     if rob.arms and not src.arms:
         notes.append("source: no arms found: the robot's arms keep their neutral pose")
     if len(rob.arms) == 1:
         notes.append("robot: one arm (a manipulator): driven by the actor's right arm")
     if "spine" not in names and src.legs and rob.legs and len(rob.arms) == 2:
-        notes.append("no spine chain: the arms were not found on both sides")
+        notes.append("no spine chain: the source has no arms, so the robot's torso keeps its neutral pose"
+                     if not src.arms else "no spine chain: the arms were not found on both sides")
     return notes
 
 

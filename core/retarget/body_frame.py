@@ -73,6 +73,24 @@ def source_body_frames(left: np.ndarray, carrier: np.ndarray, up=WORLD_UP) -> np
     return orthonormal_frame(left, carrier @ local_up)  # y on each frame's own hip line: the heading
 
 
+def pelvis_frames(left_hip: np.ndarray, right_hip: np.ndarray, pelvis_points: list[np.ndarray]) -> np.ndarray | None:
+    """Rotations (F, 3, 3) fixed to the pelvis, from points that ride on it: the hips and the
+    first of `pelvis_points` (the pelvis bone's head, else its tail) that sits off the hip
+    line and keeps its place to it. None when none does. A clip's root bone may be a
+    reference on the floor that only turns with the heading; the pelvis carries the tilt."""
+    centre = (left_hip + right_hip) / 2.0
+    left = left_hip - right_hip
+    for point in pelvis_points:
+        offset = point - centre
+        across = offset - np.sum(offset * left, axis=1, keepdims=True) / np.maximum(
+            np.sum(left * left, axis=1, keepdims=True), 1e-12) * left
+        size = np.linalg.norm(across, axis=1)
+        if np.median(size) < 0.01 or np.std(np.linalg.norm(offset, axis=1)) > 0.005:
+            continue  # on the hip line, or not riding on the pelvis
+        return orthonormal_frame(left, across)
+    return None
+
+
 def orthonormalize(rot: np.ndarray) -> np.ndarray:
     """Nearest rotation matrices (..., 3, 3) by SVD (bridged or scaled input)."""
     u, _, vt = np.linalg.svd(rot)

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .body_frame import canonical_axes, orthonormalize, source_body_frames
+from .body_frame import canonical_axes, orthonormalize, pelvis_frames, source_body_frames
 from .mapping_check import mapping_figures
 from .neutral import neutral_posture
 from .torso import TorsoAim, chest_target
@@ -83,6 +83,8 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     robot = tree
     # a robot rooted at its torso is solved from its pelvis (mapping.robot_root), then carried back
     tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
+    if motion.frames == 0:
+        raise RetargetError(f"source {motion.name!r} has no frames to retarget")
     with stages("plan"):
         motion = _bridged(motion, warnings)
         plans = _plan(motion, tree, mapping, warnings)
@@ -339,7 +341,8 @@ def _body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
     """Per-frame source body frame (F, 3, 3) and the robot's (root-relative) body axes.
 
     Both come from the hip line and the world's up: the source's from its animated frames
-    (core.retarget.body_frame.source_body_frames), never from the file's rest pose.
+    (core.retarget.body_frame.source_body_frames), carried by its pelvis (mapping.source_root,
+    not the file's root bone, which may be a reference on the floor), never from its rest pose.
     """
     zero = tree.zero_pose()
     src, rob = _landmarks(mapping.chains, lambda b: motion.heads[:, motion.index(b)],
@@ -348,8 +351,13 @@ def _body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
     if not pairs:  # no left/right landmarks (a one-arm robot): the root bone's own frame
         return motion.root_rotation @ motion.rest_root_rotation.T, np.eye(3)
     left, right = pairs[0]
+    carrier = motion.root_rotation
+    if left == "left_hip" and mapping.source_root in motion.bone_names:
+        pelvis = motion.index(mapping.source_root)  # auto-map's: where the legs meet
+        frames = pelvis_frames(src[left], src[right], [motion.heads[:, pelvis], motion.tails[:, pelvis]])
+        carrier = frames if frames is not None else carrier
     try:
-        body_src = source_body_frames(src[left] - src[right], motion.root_rotation)
+        body_src = source_body_frames(src[left] - src[right], carrier)
         axes_rob = canonical_axes(**{k: rob[k] for k in pairs[0] if k in rob})
     except ValueError as exc:
         raise RetargetError(f"source {motion.name!r} or robot {tree.robot.name!r}: {exc}") from None

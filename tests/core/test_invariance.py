@@ -202,3 +202,13 @@ def test_rerooting_keeps_every_link_where_it_was(g1):
     for name in g1.link_names:
         back = rerooted.original_pose(name, poses[:, tree.link_index(name)])
         np.testing.assert_allclose(back, poses0[:, g1.link_index(name)], atol=1e-12)
+
+
+def test_a_root_bone_on_the_floor(clip, g1, original, tmp_path):
+    """A reference root on the floor that only travels and turns (game rigs): the hips' own
+    tilt still carries the body frame, so the bake is the original's."""
+    motion, mapping, result = _bake(V.ground_root(clip), g1, tmp_path)
+    np.testing.assert_allclose(motion.heads[:, 1:], original[0].heads, atol=1e-4)  # the same joints in the world
+    assert motion.bone_names[0] == "Reference" and mapping.source_root == "Hips"
+    assert _chains(mapping) == _chains(original[1])
+    assert _rms_deg(result.q, original[2].q) < 0.5

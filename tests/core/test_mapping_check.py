@@ -94,3 +94,4 @@ def test_an_upside_down_clip_is_not_trusted(tmp_path):
     report = retarget(upside_down, g1, auto_map(upside_down, g1)).report
     assert report["automap_confidence"] < 0.5
     assert any("named like a leg" in w and "RightHip" in w for w in report["warnings"])
+    assert any("upside down or lying" in w and "--source-up Z" in w for w in report["warnings"])

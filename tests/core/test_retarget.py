@@ -706,3 +706,12 @@ def test_landmarks_out_of_order_never_stop_the_bake(walk, g1, walk_g1_map):
     warning = [w for w in result.report["warnings"] if "left_leg" in w and "landmarks" in w]
     assert warning and "solved without them" in warning[0]
     assert not [w for w in result.report["warnings"] if "right_leg" in w and "landmarks" in w]
+
+
+def test_a_clip_without_frames_is_refused_by_name(walk, g1, walk_g1_map):
+    from core.retarget.pipeline import RetargetError
+
+    empty = dataclasses.replace(walk, heads=walk.heads[:0], tails=walk.tails[:0],
+                                root_rotation=walk.root_rotation[:0], name="empty")
+    with pytest.raises(RetargetError, match="'empty' has no frames"):
+        retarget(empty, g1, walk_g1_map)
