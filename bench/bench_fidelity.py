@@ -55,7 +55,7 @@ def variants_table(folder: Path) -> None:
     base = bake(clip)
     rigs = {"bones along X": variants.along_x(clip), "T-pose": variants.arms_posed(clip, ARMS, 0.0),
             "A-pose": variants.arms_posed(clip, ARMS, 45.0), "arms forward": variants.arms_posed(clip, ARMS, 0.0, 90.0),
-            "extra bones": variants.cmu_extra_bones(clip)}
+            "extra bones": variants.cmu_extra_bones(clip), "root on the floor": variants.ground_root(clip)}
     rigs.update({f"{name} names": variants.renamed(clip, variants.convention_names(name)) for name in variants.CONVENTIONS})
     for name, rig in rigs.items():
         print(f"  {name:<18} {rms_deg(bake(rig).q, base.q):.4f} deg RMS")
