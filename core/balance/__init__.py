@@ -5,7 +5,8 @@ May import core.model, core.motion, core.chains, core.feet and core.retarget (wh
 finds a robot's feet); nothing imports it but the Blender side and the command line.
 """
 from .inertia import BalanceError, MassModel, centre_of_mass, multibody_zmp
+from .preview import PreviewSettings, follow_zmp
 from .support import balance_readout, foot_links, support_margins
 
-__all__ = ["BalanceError", "MassModel", "balance_readout", "centre_of_mass", "foot_links", "multibody_zmp",
-           "support_margins"]
+__all__ = ["BalanceError", "MassModel", "PreviewSettings", "balance_readout", "centre_of_mass", "follow_zmp",
+           "foot_links", "multibody_zmp", "support_margins"]

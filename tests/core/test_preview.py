@@ -1,0 +1,37 @@
+"""The cart-table preview controller follows a stepping ZMP target (issue 12's numbers)."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.balance.preview import PreviewSettings, follow_zmp
+
+
+def _lateral_target(period: float, seconds: float = 8.0) -> np.ndarray:
+    """+-0.1 m, switching every 0.8 s with 0.1 s ramps, starting and ending at 0."""
+    t = np.arange(0.0, seconds, period)
+    phase = np.floor(t / 0.8)
+    level = np.where(phase % 2 == 0, 0.1, -0.1)
+    level[(t < 0.8) | (t >= seconds - 0.8)] = 0.0
+    ramp = max(1, int(round(0.1 / period)))
+    kernel = np.ones(ramp) / ramp
+    return np.convolve(np.pad(level, (ramp, ramp), mode="edge"), kernel, mode="same")[ramp:-ramp]
+
+
+def test_the_zmp_follows_a_stepping_target():
+    settings = PreviewSettings(period_s=0.005, com_height_m=0.8, q=1.0, r=1e-6, preview_s=1.6)
+    target = _lateral_target(settings.period_s)
+    com, zmp = follow_zmp(target, settings)
+    error = zmp - target
+    assert np.abs(error).max() <= 0.010
+    assert np.sqrt(np.mean(error ** 2)) <= 0.001
+    # the centre of mass sways less than the ZMP and leads it: it never reaches the feet
+    assert np.abs(com).max() < 0.1 and np.abs(com).max() > 0.02
+
+
+def test_two_axes_at_once_equal_one_at_a_time():
+    settings = PreviewSettings(period_s=0.01)
+    target = _lateral_target(settings.period_s, 4.0)
+    both, _ = follow_zmp(np.stack([target, 0.5 * target], axis=1), settings)
+    alone, _ = follow_zmp(target, settings)
+    np.testing.assert_allclose(both[:, 0], alone, atol=1e-12)
+    np.testing.assert_allclose(both[:, 1], 0.5 * alone, atol=1e-12)
