@@ -358,3 +358,25 @@ def test_a_z_up_bvh_with_source_up_z_bakes_like_the_y_up_file(walk_bake, tmp_pat
                      "--out", tmp_path / "lying.csv", "--report", tmp_path / "lying.json")
     if lying.returncode == 0:  # if it bakes at all, the report must not look fine
         assert json.loads((tmp_path / "lying.json").read_text())["automap_confidence"] < 1.0
+
+
+def test_balance_readout_of_a_bake(walk_bake, tmp_path):
+    """`balance` reads the bake CSV: the retargeted walk keeps the human's balance, not the
+    robot's, so its ZMP leaves the G1's feet on many frames; standing still it would not."""
+    report = tmp_path / "balance.json"
+    proc = launcher("balance", "--motion", walk_bake[1], "--robot", G1, "--report", report, "--per-frame")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(report.read_text())
+    assert data["frames"] == FRAMES and len(data["zmp_m"]) == FRAMES
+    assert data["mass_kg"] == pytest.approx(33.34, abs=0.01)
+    assert 0.0 < data["zmp_outside_support_pct"] < 100.0
+    assert "ZMP outside the support" in proc.stdout
+
+
+def test_balance_names_a_missing_joint(walk_bake, tmp_path):
+    header, rows = read_csv(walk_bake[1])
+    keep = [k for k, name in enumerate(header) if name != "left_knee_joint"]
+    bad = tmp_path / "no_knee.csv"
+    bad.write_text(",".join(header[k] for k in keep) + "\n"
+                   + "\n".join(",".join(repr(v) for v in row[keep]) for row in rows) + "\n")
+    assert_one_line_error(launcher("balance", "--motion", bad, "--robot", G1), "left_knee_joint")

@@ -1,0 +1,54 @@
+"""`balance`: would the robot stand? The balance readout of any motion in the bake CSV layout."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from .common import CommandError, check_output, write_report
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("balance", help="ZMP against the support polygon for a robot motion (bake CSV)",
+                       description="The balance readout of a motion in the bake CSV layout: the multibody "
+                                   "zero moment point against the support polygon of the feet on the ground.")
+    p.add_argument("--motion", required=True, help="robot motion in the bake CSV layout (time_s, root pose, joints)")
+    p.add_argument("--robot", required=True, help="robot description (.urdf) with <inertial> masses")
+    p.add_argument("--report", help="JSON report to write")
+    p.add_argument("--per-frame", action="store_true", help="also write zmp_m, com_m and support_margin_m per frame")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing report")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..core.balance import balance_readout
+    from ..core.model.kinematics import KinematicTree
+    from ..core.model.transforms import quat_to_matrix
+    from ..core.model.urdf import parse_urdf
+    from ..core.motion.bake_csv import read_bake_csv
+
+    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    table = read_bake_csv(args.motion)
+    tree = KinematicTree(parse_urdf(args.robot))
+    missing = [name for name in tree.joint_names if name not in table.joint_names]
+    if missing:
+        raise CommandError(f"{args.motion}: no column for joint(s) {', '.join(missing[:5])} of {args.robot}")
+    if len(table.time) < 2:
+        raise CommandError(f"{args.motion}: needs at least two rows to tell the rate")
+    q = table.q[:, [table.joint_names.index(name) for name in tree.joint_names]]
+    root = np.tile(np.eye(4), (len(q), 1, 1))
+    root[:, :3, :3] = quat_to_matrix(table.root_quaternion)
+    root[:, :3, 3] = table.root_position
+    fps = 1.0 / float(np.median(np.diff(table.time)))
+    report = balance_readout(tree, q, root, fps, per_frame=args.per_frame)
+    report.update(motion_file=str(Path(args.motion).absolute()), robot_file=str(Path(args.robot).absolute()),
+                  rate_hz=fps)
+    write_report(report_path, report, args.overwrite)
+    margin = report["min_support_margin_m"]
+    print(f"{report['frames']} frames: ZMP outside the support on {report['zmp_outside_support_pct']:.1f} % of "
+          f"frames; worst margin {'none' if margin is None else f'{1000 * margin:.0f} mm'}; "
+          f"{report['frames_without_support']} frames without a foot on the ground")
+    if report_path:
+        print(f"wrote {report_path}")
+    return 0
