@@ -229,3 +229,12 @@ def test_auto_map_notes_show_under_chains(walk_on_g1, panels):
     assert bpy.ops.robot_retarget.bake() == {'FINISHED'}
     report = json.loads(robot.animation_data.action["robot_retarget_report"])
     assert any(w.startswith("auto-map:") and "left and right" in w for w in report["warnings"])
+
+
+def test_balance_panel_draws_the_stored_readout(full_scene, panels):
+    assert bpy.ops.robot_retarget.check_balance() == {'FINISHED'}
+    balance = next(p for p in panels if p.__name__ == "ROBOT_RETARGET_PT_balance")
+    log = draw_panel(balance, bpy.context)
+    assert ("operator", "robot_retarget.check_balance") in log
+    labels = [d for kind, d in log if kind == "label"]
+    assert any("ZMP outside the support" in text for text in labels)

@@ -1,0 +1,57 @@
+"""Robot tab > Balance: would the robot stand its action? The readout of core.balance, stored
+on the action so the sidebar shows it without computing again."""
+from __future__ import annotations
+
+import json
+
+import bpy
+import numpy as np
+
+from ..core.balance import balance_readout
+from ..core.feet.contacts import flags_to_intervals
+from ..core.model.transforms import quat_to_matrix
+from .common import reports_errors, tree_from_rig
+from .export import action_table, find_robot, scene_fps
+
+BALANCE_PROPERTY = "robot_retarget_balance"
+
+
+def action_balance(robot, scene) -> dict:
+    """The balance readout of the robot's active action at its keys (headless: no UI needed),
+    with the frames whose ZMP leaves the support as [first, last] ranges; stored on the action."""
+    fps = scene_fps(scene)
+    table = action_table(robot, fps)
+    tree = tree_from_rig(robot)
+    root = np.tile(np.eye(4), (len(table.q), 1, 1))
+    root[:, :3, :3] = quat_to_matrix(table.root_quaternion)
+    root[:, :3, 3] = table.root_position
+    readout = balance_readout(tree, table.q, root, fps, per_frame=True)
+    first = int(round(robot.animation_data.action.frame_range[0]))
+    margins = np.array([-np.inf if m is None else m for m in readout.pop("support_margin_m")])
+    readout.pop("zmp_m"), readout.pop("com_m")
+    readout["frames_outside"] = [[first + a, first + b - 1] for a, b in flags_to_intervals(margins < 0.0)]
+    robot.animation_data.action[BALANCE_PROPERTY] = json.dumps(readout)
+    return readout
+
+
+def balance_summary(readout: dict) -> str:
+    margin = readout["min_support_margin_m"]
+    return (f"ZMP outside the support on {readout['zmp_outside_support_pct']:.0f} % of {readout['frames']} frames; "
+            f"worst margin {'none' if margin is None else f'{1000 * margin:.0f} mm'}")
+
+
+class ROBOT_RETARGET_OT_check_balance(bpy.types.Operator):
+    """Compute the robot action's zero moment point against the support polygon of its feet"""
+
+    bl_idname = "robot_retarget.check_balance"
+    bl_label = "Check Balance"
+    bl_options = {'REGISTER'}
+
+    @reports_errors
+    def execute(self, context):
+        readout = action_balance(find_robot(context), context.scene)
+        self.report({'INFO'}, balance_summary(readout))
+        return {'FINISHED'}
+
+
+classes = (ROBOT_RETARGET_OT_check_balance,)

@@ -1,0 +1,44 @@
+"""Robot tab > Balance: the active robot action's balance readout (Check Balance computes it)."""
+from __future__ import annotations
+
+import json
+
+import bpy
+
+
+class ROBOT_RETARGET_PT_balance(bpy.types.Panel):
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Robot"
+    bl_label = "Balance"
+    bl_parent_id = "ROBOT_RETARGET_PT_main"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    def draw(self, context):
+        from ..operators.balance import BALANCE_PROPERTY, balance_summary
+        from ..operators.export import find_robot
+
+        layout = self.layout
+        try:
+            robot = find_robot(context)
+        except ValueError as exc:
+            layout.label(text=str(exc), icon='INFO')
+            return
+        action = robot.animation_data.action if robot.animation_data else None
+        row = layout.row()
+        row.enabled = action is not None
+        row.operator("robot_retarget.check_balance", icon='ORIENTATION_GIMBAL')
+        stored = action.get(BALANCE_PROPERTY) if action is not None else None
+        if not stored:
+            return
+        readout = json.loads(stored)
+        box = layout.box()
+        ok = readout["zmp_outside_support_pct"] == 0.0
+        box.label(text=balance_summary(readout), icon='CHECKMARK' if ok else 'ERROR')
+        for first, last in readout["frames_outside"][:6]:
+            box.label(text=f"frames {first}-{last}: ZMP outside the feet", icon='DOT')
+        if len(readout["frames_outside"]) > 6:
+            box.label(text=f"... and {len(readout['frames_outside']) - 6} more spans", icon='BLANK1')
+
+
+classes = (ROBOT_RETARGET_PT_balance,)
