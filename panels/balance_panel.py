@@ -5,11 +5,10 @@ import json
 
 import bpy
 
+from .sidebar import _RobotPanel
 
-class ROBOT_RETARGET_PT_balance(bpy.types.Panel):
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "Robot"
+
+class ROBOT_RETARGET_PT_balance(_RobotPanel, bpy.types.Panel):
     bl_label = "Balance"
     bl_parent_id = "ROBOT_RETARGET_PT_main"
     bl_options = {'DEFAULT_CLOSED'}
