@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..core.balance import balance_readout
     from ..core.model.kinematics import KinematicTree
-    from ..core.model.transforms import quat_to_matrix
+    from ..core.model.transforms import pose_matrices, quat_to_matrix
     from ..core.model.urdf import parse_urdf
     from ..core.motion.bake_csv import read_bake_csv
 
@@ -37,9 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if len(table.time) < 2:
         raise CommandError(f"{args.motion}: needs at least two rows to tell the rate")
     q = table.q[:, [table.joint_names.index(name) for name in tree.joint_names]]
-    root = np.tile(np.eye(4), (len(q), 1, 1))
-    root[:, :3, :3] = quat_to_matrix(table.root_quaternion)
-    root[:, :3, 3] = table.root_position
+    root = pose_matrices(quat_to_matrix(table.root_quaternion), table.root_position)
     fps = 1.0 / float(np.median(np.diff(table.time)))
     report = balance_readout(tree, q, root, fps, per_frame=args.per_frame)
     report.update(motion_file=str(Path(args.motion).absolute()), robot_file=str(Path(args.robot).absolute()),

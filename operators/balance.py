@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.balance import balance_readout
 from ..core.feet.contacts import flags_to_intervals
-from ..core.model.transforms import quat_to_matrix
+from ..core.model.transforms import pose_matrices, quat_to_matrix
 from .common import reports_errors, tree_from_rig
 from .export import action_table, find_robot, scene_fps
 
@@ -22,9 +22,7 @@ def action_balance(robot, scene) -> dict:
     fps = scene_fps(scene)
     table = action_table(robot, fps)
     tree = tree_from_rig(robot)
-    root = np.tile(np.eye(4), (len(table.q), 1, 1))
-    root[:, :3, :3] = quat_to_matrix(table.root_quaternion)
-    root[:, :3, 3] = table.root_position
+    root = pose_matrices(quat_to_matrix(table.root_quaternion), table.root_position)
     readout = balance_readout(tree, table.q, root, fps, per_frame=True)
     first = int(round(robot.animation_data.action.frame_range[0]))
     margins = np.array([-np.inf if m is None else m for m in readout.pop("support_margin_m")])

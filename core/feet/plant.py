@@ -35,6 +35,7 @@ from .geometry import (BodyPoints, Bodies, body_points, ground_candidates, lowes
                        sole_indices, solve_points, subtree_links)
 from .targets import FootFrames, foot_goals, free_sole
 from ..model.kinematics import KinematicTree
+from ..model.transforms import pose_matrices
 from ..chains.solver import ChainKinematics, rate_limit
 
 
@@ -124,12 +125,12 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
     flags = {leg.side: contacts.feet[leg.side] for leg in legs}
     frames = {leg.side: FootFrames.measure(tree, leg, q, root_rot, flags[leg.side], settings) for leg in legs}
     root = _root(root_pos, frames, flags, fps, settings)
-    goals = {leg.side: foot_goals(leg, frames[leg.side], _transforms(root_rot, root), flags[leg.side], fps,
+    goals = {leg.side: foot_goals(leg, frames[leg.side], pose_matrices(root_rot, root), flags[leg.side], fps,
                                   settings) for leg in legs}
     check = _Check(tree, legs, Bodies(tree), settings)
     q_out, redo = q, None
     for done in range(1, settings.passes + 1):
-        world = _transforms(root_rot, root)
+        world = pose_matrices(root_rot, root)
         q_out = _solve_legs(tree, legs, q, q_out, world, frames, goals, fps, settings, redo)
         move = check.root_change(q_out, world, goals) if done < settings.passes else None
         if move is None:
@@ -137,7 +138,7 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
         change = _smooth_change(move, fps, settings)
         root += change
         redo = np.abs(change).max(axis=1) > REDO_M  # a frame whose root did not move keeps its legs
-    depth = check.body_depth(q_out, _transforms(root_rot, root)) if settings.lift else np.zeros(len(q))
+    depth = check.body_depth(q_out, pose_matrices(root_rot, root)) if settings.lift else np.zeros(len(q))
     lift = np.maximum(_envelope(depth, fps, settings), depth) if depth.max() >= 1e-3 else 0.0 * depth
     root[:, 2] += lift  # the last word: nothing passes through the ground
     return PlantResult(q_out, root, float(lift.max(initial=0.0)))
@@ -211,12 +212,6 @@ def _smooth_change(move: np.ndarray, fps: float, settings: PlantSettings) -> np.
     out[:, 2] = -np.maximum(_envelope(down, fps, settings), down) if down.max(initial=0.0) > 0 else 0.0
     if up.max(initial=0.0) > 0:
         out[:, 2] = np.maximum(out[:, 2], np.maximum(_envelope(up, fps, settings), up))
-    return out
-
-
-def _transforms(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    out = np.zeros(rot.shape[:-2] + (4, 4))
-    out[..., :3, :3], out[..., :3, 3], out[..., 3, 3] = rot, pos, 1.0
     return out
 
 
@@ -467,7 +462,7 @@ def cancel_residual_slide(tree: KinematicTree, legs: list[Leg], q: np.ndarray, r
     both are) removes it without touching a joint. The running correction is
     high-passed at `drift_hz` so the robot still travels as far as the source.
     """
-    world = _transforms(root_rot, root_pos)
+    world = pose_matrices(root_rot, root_pos)
     steps, down = [], []
     for leg in legs:
         flags = contacts.feet.get(leg.side)

@@ -114,6 +114,14 @@ def make_transform(rotation=None, translation=None) -> np.ndarray:
     return t
 
 
+def pose_matrices(rotation: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """Rigid transforms (..., 4, 4) from rotations (..., 3, 3) and positions (..., 3): root poses over frames."""
+    rotation = np.asarray(rotation, dtype=float)
+    out = np.zeros(rotation.shape[:-2] + (4, 4))
+    out[..., :3, :3], out[..., :3, 3], out[..., 3, 3] = rotation, position, 1.0
+    return out
+
+
 def invert_transform(t) -> np.ndarray:
     """Inverse of rigid transforms (..., 4, 4)."""
     t = np.asarray(t, dtype=float)

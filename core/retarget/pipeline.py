@@ -29,7 +29,7 @@ from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
 from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
 from ..motion.source import SourceMotion
-from ..model.transforms import matrix_to_quat, quat_continuous
+from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
 Progress = Callable[[float, str], None]
 MAX_STEP_RAD = 0.35  # a joint without a velocity limit still may not jump more per frame
@@ -100,7 +100,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
             root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
             root_pos = np.zeros((frames, 3))
         body_rob = root_rot @ axes_rob
-        root = _transforms(root_rot, root_pos)
+        root = pose_matrices(root_rot, root_pos)
         targets = {id(plan): _targets(motion, plan, body_src, body_rob) for plan in plans}
         aim = _torso_aim(motion, tree, mapping, plans, targets, body_rob @ np.swapaxes(body_src, 1, 2), root_rot,
                          floating)
@@ -123,7 +123,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     with stages("ground"):
         q, root_pos = (planted.q, planted.root_position) if planted else (
             q, _ground(tree, plans, q, root_rot, root_pos, settings))
-        root = _transforms(root_rot, root_pos)
+        root = pose_matrices(root_rot, root_pos)
     with stages("report"):
         report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings)
         measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
@@ -398,14 +398,6 @@ def _targets(motion, plan: _Plan, body_src, body_rob):
     return np.concatenate(targets, axis=1), np.concatenate(weights)
 
 
-def _transforms(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    out = np.zeros(rot.shape[:-2] + (4, 4))
-    out[..., :3, :3] = rot
-    out[..., :3, 3] = pos
-    out[..., 3, 3] = 1.0
-    return out
-
-
 def _foot_heights(tree, plans, q, root) -> np.ndarray | None:
     """Lowest foot point per frame (F,), from the tips of leg and foot chains."""
     tips = [p.robot.paths[0].tip_local for p in plans if p.mapping.role in ("leg", "foot")]
@@ -455,7 +447,7 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
 def _ground(tree, plans, q, root_rot, root_pos, settings) -> np.ndarray:
     if settings.ground == "none" or settings.root_mode == "fixed":
         return root_pos
-    lowest = _foot_heights(tree, plans, q, _transforms(root_rot, root_pos))
+    lowest = _foot_heights(tree, plans, q, pose_matrices(root_rot, root_pos))
     if lowest is None:
         return root_pos
     out = root_pos.copy()
