@@ -1,0 +1,40 @@
+"""The target ZMP walks from foot to foot without a step."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.balance.target import target_zmp
+
+
+def _steps(frames: int = 400):
+    """Stand 0-49, then left stance 50-149, double 150-179, right stance 180-279, double
+    280-309, left 310-379, stand 380-: feet 0.2 m apart, stepping 0.3 m forward."""
+    left = np.ones(frames, bool)
+    right = np.ones(frames, bool)
+    right[50:150] = False
+    left[180:280] = False
+    right[310:380] = False
+    sole = {"left": np.tile([0.0, 0.1], (frames, 1)), "right": np.tile([0.0, -0.1], (frames, 1))}
+    sole["right"][150:] += [0.3, 0.0]
+    sole["left"][280:] += [0.6, 0.0]
+    return sole, {"left": left, "right": right}
+
+
+def test_under_the_stance_foot_and_continuous():
+    sole, down = _steps()
+    zmp = target_zmp(sole, down)
+    np.testing.assert_allclose(zmp[60:150], sole["left"][60:150])
+    np.testing.assert_allclose(zmp[190:280], sole["right"][190:280])
+    np.testing.assert_allclose(zmp[0], (sole["left"][0] + sole["right"][0]) / 2, atol=1e-3)  # ramping from there
+    step = np.linalg.norm(np.diff(zmp, axis=0), axis=1)
+    assert step.max() < 0.03  # no jump: at most a few centimetres per frame across double support
+    # during a double support the target stays between the two feet
+    mid = zmp[150:180]
+    assert np.all(mid[:, 1] <= 0.1 + 1e-12) and np.all(mid[:, 1] >= -0.1 - 1e-12)
+
+
+def test_a_foot_that_only_touches_leaves_the_zmp_on_the_stance_foot():
+    sole, down = _steps()
+    down["right"][100:105] = True  # the swing foot brushes the floor
+    zmp = target_zmp(sole, down)
+    np.testing.assert_allclose(zmp[100:105], sole["left"][100:105])
