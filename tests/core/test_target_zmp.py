@@ -38,3 +38,15 @@ def test_a_foot_that_only_touches_leaves_the_zmp_on_the_stance_foot():
     down["right"][100:105] = True  # the swing foot brushes the floor
     zmp = target_zmp(sole, down)
     np.testing.assert_allclose(zmp[100:105], sole["left"][100:105])
+
+
+def test_the_preview_controller_follows_the_stepping_target():
+    """Target ZMP from the steps (at 100 Hz) through the cart-table preview controller: the
+    centre of mass path keeps its ZMP within a centimetre of the target."""
+    from core.balance.preview import PreviewSettings, follow_zmp
+
+    sole, down = _steps()
+    target = target_zmp(sole, down)
+    com, zmp = follow_zmp(target, PreviewSettings(period_s=0.01))
+    assert np.abs(zmp - target).max() < 0.01
+    assert com[-1, 0] > 0.4  # the body travelled forward with the feet
