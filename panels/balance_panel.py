@@ -5,7 +5,7 @@ import json
 
 import bpy
 
-from .sidebar import _RobotPanel
+from .sidebar import _RobotPanel, robot_and_action
 
 
 class ROBOT_RETARGET_PT_balance(_RobotPanel, bpy.types.Panel):
@@ -15,15 +15,12 @@ class ROBOT_RETARGET_PT_balance(_RobotPanel, bpy.types.Panel):
 
     def draw(self, context):
         from ..operators.balance import BALANCE_PROPERTY, balance_summary
-        from ..operators.export import find_robot
 
         layout = self.layout
-        try:
-            robot = find_robot(context)
-        except ValueError as exc:
-            layout.label(text=str(exc), icon='INFO')
+        picked = robot_and_action(layout, context)
+        if picked is None:
             return
-        action = robot.animation_data.action if robot.animation_data else None
+        _, action = picked
         row = layout.row()
         row.enabled = action is not None
         row.operator("robot_retarget.check_balance", icon='ORIENTATION_GIMBAL')

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import bpy
 
+from .sidebar import robot_and_action
+
 
 class ROBOT_RETARGET_PT_export(bpy.types.Panel):
     bl_space_type = 'VIEW_3D'
@@ -12,15 +14,13 @@ class ROBOT_RETARGET_PT_export(bpy.types.Panel):
     bl_parent_id = "ROBOT_RETARGET_PT_main"
 
     def draw(self, context):
-        from ..operators.export import find_robot, scene_fps
+        from ..operators.export import scene_fps
 
         layout = self.layout
-        try:
-            robot = find_robot(context)
-        except ValueError as exc:
-            layout.label(text=str(exc), icon='INFO')
+        picked = robot_and_action(layout, context)
+        if picked is None:
             return
-        action = robot.animation_data.action if robot.animation_data else None
+        robot, action = picked
         col = layout.column(align=True)
         col.label(text=f"Robot: {robot.name}", icon='ARMATURE_DATA')
         if action is None:

@@ -29,6 +29,19 @@ def _draw_notes(layout, notes: str, width: int = 48) -> None:
             box.label(text=part, icon='DOT' if k == 0 else 'BLANK1')
 
 
+def robot_and_action(layout, context):
+    """(robot rig, its active action or None) for the panels that work on the robot's action;
+    None after drawing why there is no robot."""
+    from ..operators.export import find_robot
+
+    try:
+        robot = find_robot(context)
+    except ValueError as exc:
+        layout.label(text=str(exc), icon='INFO')
+        return None
+    return robot, robot.animation_data.action if robot.animation_data else None
+
+
 class _RobotPanel:
     bl_space_type = 'VIEW_3D'
     bl_region_type = 'UI'

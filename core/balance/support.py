@@ -89,19 +89,6 @@ def _hull(points: np.ndarray) -> np.ndarray | None:
     return unique[order[[0, -1]]] if len(unique) > 1 else unique
 
 
-def _signed_distance(polygon: np.ndarray, p: np.ndarray) -> float:
-    """Distance from p to the polygon's boundary, positive inside (counter-clockwise vertices)."""
-    a, b = polygon, np.roll(polygon, -1, axis=0)
-    edge = b - a
-    length = np.maximum(np.linalg.norm(edge, axis=1), 1e-12)
-    t = np.clip(np.einsum("ij,ij->i", p - a, edge) / length ** 2, 0.0, 1.0)
-    nearest = float(np.min(np.linalg.norm(a + t[:, None] * edge - p, axis=1)))
-    if len(polygon) < 3:
-        return -nearest
-    cross = edge[:, 0] * (p - a)[:, 1] - edge[:, 1] * (p - a)[:, 0]
-    return nearest if np.all(cross >= 0) else -nearest
-
-
 def balance_readout(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: float, ground_z: float = 0.0,
                     per_frame: bool = False) -> dict:
     """Would the robot stand? frames, zmp_outside_support_pct, min_support_margin_m (over the frames

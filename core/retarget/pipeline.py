@@ -18,7 +18,7 @@ from .body_frame import canonical_axes, orthonormalize, pelvis_frames, source_bo
 from .mapping_check import mapping_figures
 from .neutral import neutral_posture
 from .torso import TorsoAim, chest_target
-from .viewer import angle_deg, viewer_figures
+from .viewer import angle_deg, body_landmarks, viewer_figures
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
                      robot_chain, sample_polyline, source_chain)
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
@@ -320,23 +320,6 @@ def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src
     return np.interp(fractions, src_at + [1.0], rob_at + [1.0]), start
 
 
-def _landmarks(chains: list[ChainMapping], source_points, robot_points) -> tuple[dict, dict]:
-    """Hip and shoulder positions on both sides, from leg and arm chain bases.
-
-    Disabled chains count too: switching a chain off must not turn the body.
-    """
-    src, rob = {}, {}
-    for chain in chains:
-        key = {"leg": "hip", "arm": "shoulder"}.get(chain.role)
-        if key and chain.side in ("left", "right"):
-            try:
-                src_point, rob_point = source_points(chain.source_base), robot_points(chain.robot_base)
-            except KeyError as exc:
-                raise RetargetError(f"chain {chain.name!r}: {exc.args[0]}") from None
-            src[f"{chain.side}_{key}"], rob[f"{chain.side}_{key}"] = src_point, rob_point
-    return src, rob
-
-
 def _body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
     """Per-frame source body frame (F, 3, 3) and the robot's (root-relative) body axes.
 
@@ -345,8 +328,12 @@ def _body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
     not the file's root bone, which may be a reference on the floor), never from its rest pose.
     """
     zero = tree.zero_pose()
-    src, rob = _landmarks(mapping.chains, lambda b: motion.heads[:, motion.index(b)],
-                          lambda l: zero[tree.link_index(l), :3, 3])
+    src, rob = {}, {}
+    for key, (bone, link) in body_landmarks(mapping.chains, disabled=True).items():  # a toggle must not turn the body
+        try:
+            src[key], rob[key] = motion.heads[:, motion.index(bone)], zero[tree.link_index(link), :3, 3]
+        except KeyError as exc:
+            raise RetargetError(f"{key.replace('_', ' ')}: {exc.args[0]}") from None
     pairs = [(f"left_{k}", f"right_{k}") for k in ("hip", "shoulder") if f"left_{k}" in src and f"right_{k}" in src]
     if not pairs:  # no left/right landmarks (a one-arm robot): the root bone's own frame
         return motion.root_rotation @ motion.rest_root_rotation.T, np.eye(3)
