@@ -98,12 +98,22 @@ def multibody_zmp(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: flo
     return np.stack([zmp_x, zmp_y], axis=1), whole
 
 
+def vertical_force(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: float,
+                   model: MassModel | None = None) -> np.ndarray:
+    """The ground's vertical push (F,) the motion needs, newtons: sum m (z'' + g). Near zero or
+    below, the feet would leave the ground (a leg swung down too fast)."""
+    model = model or MassModel.build(tree)
+    poses = _link_poses(tree, q, root, model)
+    z = np.einsum("fkj,kj->fk", poses[..., 2, :3], model.com_local) + poses[..., 2, 3]
+    return model.mass @ (_second_derivative(z, 1.0 / fps).T + GRAVITY)
+
+
 def _smooth(x: np.ndarray, fps: float, cutoff_hz: float) -> np.ndarray:
     """Zero-phase low-pass over frames of any shape (F, ...); short clips and low rates pass."""
     if len(x) < 16 or cutoff_hz <= 0 or cutoff_hz >= 0.45 * fps:
         return x
     flat = x.reshape(len(x), -1)
-    return butterworth_lowpass(flat, fps, cutoff_hz).reshape(x.shape)
+    return butterworth_lowpass(flat, fps, cutoff_hz, order=2).reshape(x.shape)  # order 2: little ringing at a step
 
 
 def _second_derivative(x: np.ndarray, dt: float) -> np.ndarray:

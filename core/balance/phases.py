@@ -60,3 +60,64 @@ def refuse_flight(motion: SourceMotion, pelvis: str) -> None:
         raise BalanceError(f"clip {motion.name!r} has {len(flights)} flight phase(s), the body falling freely "
                            f"({times}): a robot on its own balance cannot leave the ground; "
                            "cut the clip or use the plain bake")
+
+
+MIN_SWING_S = 0.15  # a shorter span in the air is a foot rolling on its toe, not a step
+DOUBLE_SUPPORT_S = 0.2  # the robot shifts its weight between the feet over at least this long
+
+
+def gait_contacts(contacts: Contacts, min_swing_s: float = MIN_SWING_S,
+                  double_support_s: float = DOUBLE_SUPPORT_S) -> tuple[Contacts, list[str]]:
+    """Contacts a robot can walk: one foot down at every moment, and a double support of at
+    least double_support_s at each step (the lift-off waits).
+
+    Where the flags have both feet up and the body did not fall (a foot rolling on its toe,
+    a late heel strike), the foot whose swings survive it best is kept down: the one that
+    keeps more swings, then more time in the air."""
+    feet = {side: flags.copy() for side, flags in contacts.feet.items()}
+    notes: list[str] = []
+    sides = [s for s in ("left", "right") if s in feet]
+    if len(sides) != 2:
+        return contacts, notes
+    fps = contacts.fps
+    shortest = max(1, int(round(min_swing_s * fps)))
+    for a, b in flags_to_intervals(~feet["left"] & ~feet["right"]):
+        options = []
+        for side in sides:
+            trial = feet[side].copy()
+            trial[a:b] = True
+            _fill_short_swings(trial, shortest)
+            options.append((len(_swings(trial)), (~trial).sum(), side, trial))
+        _, _, side, trial = max(options, key=lambda o: o[:2])
+        feet[side] = trial
+        notes.append(f"both feet are up at {a / fps:.2f}-{b / fps:.2f} s but the body does not fall: "
+                     f"the {side} foot stays down")
+    need = max(1, int(round(double_support_s * fps)))
+    for side, other in (sides, sides[::-1]):
+        for start, _ in flags_to_intervals(feet[side]):  # `side` lands at `start` on the `other` foot
+            if start == 0 or not feet[other][start - 1]:
+                continue
+            after = feet[other][start:]
+            lift = start + (int(np.argmin(after)) if not after.all() else len(after))
+            if lift >= len(feet[other]) or lift - start >= need:
+                continue
+            swing_end = lift + (int(np.argmax(feet[other][lift:])) if feet[other][lift:].any() else 0)
+            later = max(lift, min(start + need, swing_end - shortest))  # the other foot lifts later
+            feet[other][lift:later] = True
+            missing = need - (later - start)
+            air = ~feet[side][:start][::-1]  # back from the landing: how long `side` was in the air
+            landing_swing = int(np.argmin(air)) if not air.all() else start
+            earlier = min(missing, max(0, landing_swing - shortest))  # and `side` lands earlier
+            if earlier > 0:
+                feet[side][start - earlier:start] = True
+    return Contacts(feet, fps), notes
+
+
+def _swings(flags: np.ndarray) -> list[tuple[int, int]]:
+    return [(a, b) for a, b in flags_to_intervals(~flags) if a > 0 and b < len(flags)]
+
+
+def _fill_short_swings(flags: np.ndarray, shortest: int) -> None:
+    for a, b in _swings(flags):
+        if b - a < shortest:
+            flags[a:b] = True

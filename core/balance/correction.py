@@ -1,0 +1,187 @@
+"""Balance correction of a gait (issue 12, step 8): the waist moves until the multibody ZMP
+follows the target.
+
+First the cart-table preview controller turns the target ZMP into a centre-of-mass path.
+Then each pass: move the waist until the whole-body CoM follows that path (the feet where
+they stand, legs solved again), compute the multibody ZMP of the result (every link's mass
+and inertia, angular momentum included), and feed its error to the target through the same
+controller as a CoM correction (Kajita et al. 2003). Where a foot that is down cannot be
+reached (a leg stretched too far, an ankle past its range in a crouch), the waist's height
+changes as little as lets it stand, smoothly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.ndimage import distance_transform_edt, maximum_filter1d, uniform_filter1d
+
+from ..feet.contacts import flags_to_intervals
+from ..model.kinematics import KinematicTree
+from ..motion.filtering import butterworth_lowpass
+from ..model.transforms import pose_matrices
+from .inertia import MassModel, centre_of_mass, multibody_zmp
+from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
+from .waist import calm_height
+from .preview import PreviewGains, PreviewSettings, follow_zmp
+
+MAX_ZMP_ERROR_M = 0.3  # the most of one sample's multibody ZMP error a pass corrects
+PLAN_ROUNDS = 4  # rounds that make the feet's plan stand before the multibody passes
+PRIOR_RAMP_S = 0.1  # a leg leaving the ground leans on the person's posture over this long
+COM_TRACKING_STEPS = 2
+STAND_TOL_M = 0.001
+STAND_TOL_RAD = np.radians(1.0)
+HEIGHT_STEPS_M = np.array([-0.02, 0.02, -0.04, 0.04, -0.07, 0.07, -0.1, 0.1, -0.14, 0.14])  # waist height changes tried
+HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
+
+
+@dataclass
+class CorrectionSettings:
+    passes: int = 24
+    q: float = 1.0
+    r: float = 1e-6
+    preview_s: float = 1.6
+    reach: float = 0.97  # share of a leg's straight length it may stretch to
+
+
+@dataclass
+class Balanced:
+    q: np.ndarray  # (N, n)
+    root_position: np.ndarray  # (N, 3)
+    com_path: np.ndarray  # (N, 2) the corrected CoM path the waist follows
+    cart_zmp: np.ndarray  # (N, 2) the cart-table ZMP of the first path
+    zmp: np.ndarray  # (N, 2) the multibody ZMP of the result
+    com: np.ndarray  # (N, 3)
+    com_height_m: float
+    height_change_m: float  # the most the waist's height changed so the feet could stand
+
+
+class Corrector:
+    """The robot, its legs, the feet's goals and the waist's height and rotation over the samples
+    of one gait; the waist's horizontal path is what the correction moves."""
+
+    def __init__(self, tree: KinematicTree, legs: list[LegIK], model: MassModel, goals: dict[int, np.ndarray],
+                 down: dict[int, np.ndarray], root_rot: np.ndarray, height: np.ndarray, rest: np.ndarray,
+                 period_s: float, settings: CorrectionSettings):
+        self.tree, self.legs, self.model, self.goals, self.down = tree, legs, model, goals, down
+        self.root_rot, self.height, self.period, self.settings = root_rot, height, period_s, settings
+        self.rest = rest  # (N, n) the retargeted angles: legs restart from them, on the person's branch
+        ramp = max(1, int(round(PRIOR_RAMP_S / period_s)))
+        self.air_share = {foot: _ease(np.clip(distance_transform_edt(~d) / ramp, 0.0, 1.0)) if d.any() else
+                          np.ones(len(d)) for foot, d in down.items()}
+        self.reach = [settings.reach * leg_length(tree, leg) for leg in legs]
+
+    def solve(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Legs solved for the waist over xy (N, 2) at its height: (q, root position (N, 3)).
+        A swing foot out of reach aims at the nearest point it can reach."""
+        root_pos = np.column_stack([xy, self.height])
+        root = pose_matrices(self.root_rot, root_pos)
+        air = {foot: ~down for foot, down in self.down.items()}
+        goals = within_reach(self.tree, self.legs, self.reach, q, root, self.goals, air)
+        q, _ = solve_legs(self.tree, self.legs, q, root, goals, self.rest, self.air_share, period_s=self.period)
+        return q, root_pos
+
+    def standing(self, q: np.ndarray, root: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """True where every foot that is down is where its goal is (position and level), for
+        samples `rows` (all by default) with q and root given at those rows."""
+        rows = np.arange(len(q)) if rows is None else rows
+        ok = np.ones(len(rows), dtype=bool)
+        for leg in self.legs:
+            miss, tilt = pose_errors(self.tree, [leg], q, root, {leg.foot: self.goals[leg.foot][rows]})
+            ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < STAND_TOL_RAD))
+        return ok
+
+    def fit_height(self, q: np.ndarray, xy: np.ndarray) -> float:
+        """Raise or lower the waist where a foot that is down cannot be reached (a leg stretched
+        too far, or bent past its ankle's range in a deep crouch): the smallest change of height
+        that stands, smoothed; returns the largest change (metres)."""
+        q, root_pos = self.solve(q, xy)
+        bad = np.flatnonzero(~self.standing(q, pose_matrices(self.root_rot, root_pos)))
+        if len(bad) == 0:
+            return 0.0
+        steps = HEIGHT_STEPS_M
+        rows = np.repeat(bad, len(steps))
+        trial = root_pos[rows].copy()
+        trial[:, 2] += np.tile(steps, len(bad))
+        root = pose_matrices(self.root_rot[rows], trial)
+        goals = {foot: goal[rows] for foot, goal in self.goals.items()}
+        air = {foot: self.air_share[foot][rows] for foot in self.goals}
+        q_trial, _ = solve_legs(self.tree, self.legs, q[rows], root, goals, self.rest[rows], air, 12, quick=True)
+        ok = self.standing(q_trial, root, rows).reshape(len(bad), len(steps))
+        cost = np.where(ok, np.abs(steps)[None], np.inf)
+        change = np.where(ok.any(axis=1), steps[np.argmin(cost, axis=1)], 0.0)
+        need = np.zeros(len(q))
+        need[bad] = change
+        width = max(1, int(round(HEIGHT_SMOOTH_S / self.period)))
+        self.height = calm_height(self.height + _envelope(np.clip(need, 0.0, None), width)
+                                  - _envelope(np.clip(-need, 0.0, None), width), 1.0 / self.period)
+        return float(np.abs(need).max())
+
+    def track(self, q: np.ndarray, xy: np.ndarray, com_path: np.ndarray, fit: bool = False):
+        """Shift the waist until the whole-body CoM's ground projection follows com_path (N, 2),
+        with fit its height first fitted so the feet stand: (q, root position, xy, height change)."""
+        xy = xy.copy()
+        changed = self.fit_height(q, xy) if fit else 0.0
+        for _ in range(COM_TRACKING_STEPS):
+            q, root_pos = self.solve(q, xy)
+            com = centre_of_mass(self.tree, q, pose_matrices(self.root_rot, root_pos), self.model)
+            xy += com_path - com[:, :2]
+        if fit:
+            changed = max(changed, self.fit_height(q, xy))
+        q, root_pos = self.solve(q, xy)
+        return q, root_pos, xy, changed
+
+    def zmp(self, q: np.ndarray, root_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Multibody ZMP (N, 2) and CoM (N, 3), as the balance readout computes it."""
+        return multibody_zmp(self.tree, q, pose_matrices(self.root_rot, root_pos), 1.0 / self.period,
+                             model=self.model)
+
+
+def _envelope(need: np.ndarray, width: int) -> np.ndarray:
+    """A smooth curve never below need (N,) >= 0: a running maximum, then two running means no
+    wider than half of it."""
+    if not (need > 0).any():
+        return need
+    out = maximum_filter1d(need, 2 * width + 1, mode="nearest")
+    for _ in range(2):
+        out = uniform_filter1d(out, width | 1, mode="nearest")
+    return out
+
+
+def _ease(s: np.ndarray) -> np.ndarray:
+    return s * s * (3.0 - 2.0 * s)
+
+
+def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height: float, target: np.ndarray,
+            plan: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> Balanced:
+    """The waist path whose multibody ZMP follows target (N, 2).
+
+    First the cart-table CoM path at com_height, the waist `offset` (N, 2) from it; with that
+    path the plan is made to stand: the waist's height fitted, and plan(q, root poses) may move
+    the feet's goals in place (returning whether it did), up to PLAN_ROUNDS times. Then each
+    multibody pass feeds the ZMP's error through the preview controller and moves the waist by
+    the CoM correction it gives (Kajita et al. 2003)."""
+    settings = corrector.settings
+    preview = PreviewSettings(corrector.period, com_height, settings.q, settings.r, settings.preview_s)
+    gains = PreviewGains.build(preview)
+    com_path, cart_zmp = follow_zmp(target, preview, gains)
+    xy = com_path + offset
+    changed = 0.0
+    for _ in range(PLAN_ROUNDS):
+        q, root_pos, xy, change = corrector.track(q, xy, com_path, fit=True)
+        changed = max(changed, change)
+        if plan is None or not plan(q, pose_matrices(corrector.root_rot, root_pos)):
+            break
+    q, root_pos, xy, _ = corrector.track(q, xy, com_path)
+    for _ in range(max(1, settings.passes)):
+        zmp, com = corrector.zmp(q, root_pos)
+        error = target - zmp
+        size = np.linalg.norm(error, axis=1, keepdims=True)
+        error *= np.minimum(1.0, MAX_ZMP_ERROR_M / np.maximum(size, 1e-12))  # one bad sample cannot throw the body
+        correction, _ = follow_zmp(error, preview, gains)
+        com_path = com_path + correction
+        xy = xy + correction  # the waist carries most of the body: the CoM follows it closely
+        q, root_pos = corrector.solve(q, xy)
+    zmp, com = corrector.zmp(q, root_pos)
+    return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, changed)

@@ -1,0 +1,223 @@
+"""Gait from captured legs and waist: robot motion at its control cycle that keeps the person's
+steps and swing-leg style while the multibody ZMP stays where the robot can stand (issue 12).
+
+The clip is retargeted with its feet planted (core.retarget), which scales legs and travel to
+the robot; core.balance.plan turns that into feet, waist and upper body over the control
+cycles with a target ZMP; core.balance.correction moves the waist until the multibody ZMP
+follows the target. The correction runs every BALANCE_PERIOD_S (the ZMP that matters for
+balance is slow); the legs are then solved once more at every control cycle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from scipy.interpolate import CubicSpline
+
+from ..chains.mapping import Mapping
+from ..feet.contacts import Contacts, flags_to_intervals
+from ..feet.plant import resolve_contacts
+from ..model.kinematics import KinematicTree
+from ..model.transforms import pose_matrices
+from ..motion.source import SourceMotion
+from ..retarget import RetargetResult, retarget
+from .correction import Balanced, CorrectionSettings, Corrector, balance
+from .foot_path import FootSettings, project_person_points, tame_swing
+from .inertia import GRAVITY, BalanceError, MassModel, centre_of_mass, multibody_zmp, vertical_force
+from .phases import gait_contacts, refuse_flight
+from .plan import GaitPlan, make_plan
+from .preview import PreviewSettings, follow_zmp
+from .support import support_margins
+
+Progress = Callable[[float, str], None]
+BALANCE_PERIOD_S = 0.02  # the correction's sample period
+MIN_PUSH = 0.5  # share of the robot's weight the ground must carry at least, at every sample
+MAX_THROW_M = 0.04  # a swing that throws the multibody ZMP further from its target is calmed
+TAME_SHARE = 0.4  # how much of a too-fast swing's style one round takes back
+
+
+@dataclass
+class GaitSettings:
+    period_s: float = 0.005  # the robot's control cycle
+    sensitivity: float = 1.0  # more keeps more representative points (more of the person's style)
+    merge_s: float = 0.1  # representative points closer than this become one
+    upper_body: bool = True  # arms and torso follow the clip (else they hold its median posture)
+    waist_tilt: float = 0.5  # share of the person's pelvis tilt the robot's waist keeps
+    lift_m: float = 0.02  # the straight lift after lift-off and lowering before touch-down
+    prepare_s: float = 0.06
+    zmp_offset_m: tuple[float, float] = (0.0, 0.0)  # target ZMP from the sole's centre, in the foot's frame
+    correction: CorrectionSettings = field(default_factory=CorrectionSettings)
+
+
+@dataclass
+class GaitResult:
+    """Samples every period_s from 0: joints q (N, n), root pose, and the balance behind them."""
+
+    joint_names: list[str]
+    time_s: np.ndarray
+    q: np.ndarray
+    root_position: np.ndarray  # (N, 3) metres
+    root_rotation: np.ndarray  # (N, 3, 3)
+    period_s: float
+    target_zmp: np.ndarray  # (N, 2) metres, world
+    zmp: np.ndarray  # (N, 2) multibody
+    com: np.ndarray  # (N, 3)
+    report: dict
+
+
+def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, contacts="auto",
+                  settings: GaitSettings | None = None, progress: Progress | None = None) -> GaitResult:
+    """The gait of `motion` on `tree` (contacts: "auto" or per-foot flags, as for a bake)."""
+    settings = settings or GaitSettings()
+    progress = progress or (lambda fraction, message: None)
+    if not settings.period_s > 0:
+        raise BalanceError(f"control period must be positive, got {settings.period_s!r} s")
+    model = MassModel.build(tree)  # a robot without masses fails before the slow work
+    warnings: list[str] = []
+    flags = walkable_contacts(motion, mapping, contacts, warnings)
+    progress(0.0, "retargeting the clip")
+    bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m))
+    warnings += bake.report.get("warnings", [])
+    progress(0.4, "planning feet and waist")
+    end_s = (motion.frames - 1) / motion.fps
+    times = np.arange(int(np.floor(end_s / settings.period_s + 1e-9)) + 1) * settings.period_s
+    foot = FootSettings(settings.lift_m, settings.prepare_s, settings.sensitivity, settings.merge_s)
+    plan = make_plan(tree, mapping, bake, flags, times, foot, settings.upper_body, settings.waist_tilt,
+                     settings.zmp_offset_m, settings.correction.reach, warnings)
+    if plan.steps_moved:
+        b = plan.bounds
+        warnings.append(f"{plan.steps_moved} step(s) moved to the nearest the robot can take (up to "
+                        f"{b.forward_m:.2f} m forward, {b.back_m:.2f} m back, feet {b.width_min_m:.2f}-"
+                        f"{b.width_max_m:.2f} m apart, turning {np.degrees(b.turn_rad):.0f} degrees); "
+                        "the walk after them moves with them")
+    progress(0.5, "balancing")
+    balanced = _balance(tree, plan, model, bake, settings)
+    progress(0.95, "measuring")
+    report = _report(tree, settings, plan, balanced, bake, model, warnings)
+    progress(1.0, "done")
+    return GaitResult(tree.joint_names, times, balanced.q, balanced.root_position, plan.root_rot, settings.period_s,
+                      plan.target, balanced.zmp, balanced.com, report)
+
+
+def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings: list[str]) -> Contacts:
+    """The clip's contacts as a gait uses them (core.balance.phases.gait_contacts); a clip with
+    flight phases is refused naming their times."""
+    pelvis = mapping.source_root if mapping.source_root in motion.bone_names else motion.bone_names[0]
+    refuse_flight(motion, pelvis)
+    flags = resolve_contacts(contacts, motion, mapping, warnings)
+    if flags is None or not flags.feet:
+        raise BalanceError(f"clip {motion.name!r}: no foot contacts, so no steps to keep ({'; '.join(warnings)})")
+    flags, notes = gait_contacts(flags)
+    warnings += notes
+    return flags
+
+
+def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: RetargetResult,
+             settings: GaitSettings) -> Balanced:
+    """Balance the waist every BALANCE_PERIOD_S, then solve the legs at every control cycle."""
+    period = settings.period_s
+    stride = max(1, int(round(BALANCE_PERIOD_S / period)))
+    rows = np.arange(0, len(plan.times), stride)
+    coarse = Corrector(tree, plan.legs, model, {link: path.poses[rows] for link, path in plan.paths.items()},
+                       {link: path.down[rows] for link, path in plan.paths.items()}, plan.root_rot[rows],
+                       plan.height[rows], plan.q[rows], period * stride, settings.correction)
+    clip_root = pose_matrices(bake.root_rotation, bake.root_position)
+    clip_com = centre_of_mass(tree, bake.q, clip_root, model)
+    # where the waist is from the CoM, in the waist's own frame (the robot turns)
+    local = np.median(np.einsum("fji,fj->fi", bake.root_rotation, bake.root_position - clip_com), axis=0)
+    offset = np.einsum("fij,j->fi", plan.root_rot, local)[:, :2]
+
+    def replan(q_now: np.ndarray, root_now: np.ndarray) -> bool:  # issue 12, step 4
+        rate = 1.0 / (period * stride)
+        push = vertical_force(tree, q_now, root_now, rate, model)
+        zmp, _ = multibody_zmp(tree, q_now, root_now, rate, model=model)
+        thrown = np.linalg.norm(zmp - plan.target[rows], axis=1)
+        moved = False
+        for link, path in plan.paths.items():
+            moved |= project_person_points(path, plan.times[rows], tree.link_transform(q_now, link, root_now))
+            for knots in path.swings:  # a swing so fast the robot cannot keep its balance is calmed
+                inside = (plan.times[rows] >= knots.times[0]) & (plan.times[rows] <= knots.times[-1])
+                if inside.any() and (push[inside].min() < MIN_PUSH * model.total * GRAVITY
+                                     or thrown[inside].max() > MAX_THROW_M):
+                    tame_swing(path, knots, TAME_SHARE)
+                    moved = True
+        if moved:
+            coarse.goals = {link: path.poses[rows] for link, path in plan.paths.items()}
+        return moved
+
+    com_height = float(np.mean(clip_com[:, 2]))
+    rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan)
+    fine = Corrector(tree, plan.legs, model, {link: path.poses for link, path in plan.paths.items()},
+                     {link: path.down for link, path in plan.paths.items()}, plan.root_rot,
+                     _resample(plan.times[rows], coarse.height, plan.times), plan.q, period, settings.correction)
+    legs = np.concatenate([leg.columns for leg in plan.legs])
+    guess = plan.q.copy()
+    guess[:, legs] = _resample(plan.times[rows], rough.q[:, legs], plan.times)
+    xy = _resample(plan.times[rows], rough.root_position[:, :2], plan.times)
+    fine.fit_height(guess, xy)  # a stance's last few cycles between the correction's samples
+    q, root_pos = fine.solve(guess, xy)
+    zmp, com = fine.zmp(q, root_pos)
+    c = settings.correction
+    _, cart_zmp = follow_zmp(plan.target, PreviewSettings(period, com_height, c.q, c.r, c.preview_s))
+    return Balanced(q, root_pos, _resample(plan.times[rows], rough.com_path, plan.times), cart_zmp, zmp, com,
+                    com_height, rough.height_change_m)
+
+
+def _resample(t: np.ndarray, values: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Cubic through (t, values) at times, held at the last value past its end."""
+    if len(t) < 4:
+        return np.array([np.interp(times, t, column) for column in np.atleast_2d(values.T)]).T.reshape(
+            (len(times),) + values.shape[1:])
+    return CubicSpline(t, values, axis=0, extrapolate=True)(np.clip(times, t[0], t[-1]))
+
+
+def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balanced: Balanced, bake: RetargetResult,
+            model: MassModel, warnings: list[str]) -> dict:
+    """The gait's figures: its steps and points, ZMP errors, support margins, stance slide."""
+    root = pose_matrices(plan.root_rot, balanced.root_position)
+    links = list(plan.paths)
+    poses = tree.poses(balanced.q, root, links)
+    world = {link: plan.bodies[link].world(poses[link]) for link in links}
+    margins = support_margins(np.concatenate(list(world.values()), axis=1), balanced.zmp, 0.0,
+                              np.concatenate([plan.bodies[link].radius for link in links]))
+    supported = margins[np.isfinite(margins)]
+    slide = 0.0
+    for link, path in plan.paths.items():
+        for start, end in flags_to_intervals(path.down):
+            moved = np.linalg.norm(world[link][start:end, :, :2] - world[link][start, :, :2], axis=-1)
+            slide = max(slide, float(moved.max()))
+    cart, multibody = balanced.cart_zmp - plan.target, balanced.zmp - plan.target
+    travel = np.linalg.norm(balanced.root_position[-1, :2] - balanced.root_position[0, :2])
+    source_travel = np.linalg.norm(bake.root_position[-1, :2] - bake.root_position[0, :2])
+    points = sorted((p for path in plan.paths.values() for p in path.points), key=lambda p: (p.time_s, p.foot))
+    if balanced.height_change_m > 0.005:
+        warnings.append(f"the waist's height changed up to {100 * balanced.height_change_m:.1f} cm where a foot "
+                        "could not stand (a leg stretched too far, an ankle past its range)")
+    return {
+        "steps": int(sum(len(s) for s in plan.swings.values())),
+        "swing_phases": {side: [{"lift_off_s": s.lift_off_s, "touch_down_s": s.touch_down_s} for s in items]
+                         for side, items in plan.swings.items()},
+        "representative_points": [{"foot": p.foot, "time_s": p.time_s, "kind": p.kind} for p in points],
+        "zmp_max_error_m": _max_norm(cart), "zmp_rms_error_m": _rms_norm(cart),
+        "multibody_zmp_max_error_m": _max_norm(multibody), "multibody_zmp_rms_error_m": _rms_norm(multibody),
+        "zmp_outside_support_pct": float(100.0 * np.mean(margins < 0.0)),
+        "min_support_margin_m": float(supported.min()) if supported.size else None,
+        "stance_slide_m": slide,
+        "com_height_m": balanced.com_height_m,
+        "rate_hz": 1.0 / settings.period_s, "period_s": settings.period_s,
+        "samples": int(len(plan.times)), "duration_s": float(plan.times[-1]),
+        "travel_m": float(travel), "source_travel_m": float(source_travel),
+        "steps_moved": int(plan.steps_moved),
+        "waist_height_change_m": balanced.height_change_m,
+        "mass_kg": model.total,
+        "warnings": warnings,
+    }
+
+
+def _max_norm(error: np.ndarray) -> float:
+    return float(np.linalg.norm(error, axis=1).max()) if len(error) else 0.0
+
+
+def _rms_norm(error: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.sum(error ** 2, axis=1)))) if len(error) else 0.0

@@ -1,0 +1,356 @@
+"""Legs that put each foot where a gait wants it: a 6D foot pose per sample, all samples at once.
+
+A leg is the joints between the body and a foot that no other foot shares (a waist joint
+above both hips is the upper body's). The solve is projected Levenberg-Marquardt on the
+foot's position and rotation error in the world. Where a leg has fewer than six joints
+(no ankle roll), the foot keeps its place and stays level first and gives in on its
+heading: a level sole is what keeps the support polygon whole.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.kinematics import PRISMATIC, REVOLUTE, KinematicTree
+from ..model.transforms import axis_angle_to_matrix
+
+TILT_WEIGHT_M = 0.2  # a radian of sole tilt weighs like 20 cm of foot position
+YAW_WEIGHT_M = 0.02  # a radian of heading weighs like 2 cm: the first thing a 5-joint leg gives up
+STEP_TOL_RAD = 1e-6
+GAIN_TOL = 1e-4
+TRACE = None
+
+
+@dataclass
+class LegIK:
+    """One leg: its foot link, the link the leg hangs from, and its own joints in order."""
+
+    foot: int
+    base: int  # the link above the leg's first joint (the pelvis)
+    links: list[int]  # links from below `base` down to the foot, each with its joint
+    columns: np.ndarray  # q columns of the leg's movable joints, in `links` order
+    hip: int  # the first jointed link: its origin is the hip, which no leg joint moves
+    lower: np.ndarray | None = None  # (J,) the range the gait uses of each leg joint
+    upper: np.ndarray | None = None
+    revolute: np.ndarray | None = None  # (J,) which of the leg's joints turn (else slide)
+    twist: int = -1  # index in `columns` of the hip's vertical joint, -1 without one
+    twist_sign: float = 1.0  # +1 when it turns the foot counter-clockwise seen from above
+    flat: np.ndarray | None = None  # (3, 3) the foot's rotation in the base's frame standing level
+    knee: int = -1  # q column of the joint that shortens the leg most (its knee)
+    branching: np.ndarray | None = None  # (J,) the joints whose far turn may mean another branch
+    bend: float = 0.0  # a knee angle that is well bent, inside its limits (radians)
+
+    @classmethod
+    def build(cls, tree: KinematicTree, foot: int, other_feet: list[int]) -> "LegIK":
+        shared = set()
+        for other in other_feet:
+            link = other
+            while link >= 0:
+                shared.add(link)
+                link = int(tree.parent[link])
+        path = []
+        link = foot
+        while link >= 0 and link not in shared:
+            path.append(link)
+            link = int(tree.parent[link])
+        path.reverse()
+        if link < 0 or not path:
+            raise ValueError(f"foot {tree.link_names[foot]!r} shares every joint with another foot")
+        jointed = [i for i in path if tree.qindex[i] >= 0]
+        if not jointed:
+            raise ValueError(f"foot {tree.link_names[foot]!r} has no joint of its own to move it")
+        leg = cls(foot, link, path, np.array([tree.qindex[i] for i in jointed]), jointed[0])
+        leg.revolute = tree.kind[jointed] == REVOLUTE
+        leg.knee, leg.bend = _knee(tree, leg)
+        leg.branching = leg.columns != leg.knee  # how far a knee bends is no choice of branch
+        leg.lower, leg.upper = tree.lower[leg.columns].copy(), tree.upper[leg.columns].copy()
+        zero = tree.zero_pose()
+        for k, link in enumerate(jointed):  # the hip's vertical joint: it turns the foot
+            axis = zero[link, :3, :3] @ tree.axes[link]
+            if abs(axis[2]) > 0.9:
+                leg.twist, leg.twist_sign = k, float(np.sign(axis[2]))
+                break
+        leg.flat = zero[foot, :3, :3] @ zero[leg.base, :3, :3].T  # the foot level under a level base
+        return leg
+
+
+KNEE_BEND_RAD = 0.6
+TWIST_SLACK_RAD = np.radians(20.0)  # the hip's vertical joint stays this close to the foot's turn
+
+
+def _knee(tree: KinematicTree, leg: LegIK) -> tuple[int, float]:
+    """The column and bent angle of the joint that brings the foot closest to the hip when it
+    turns KNEE_BEND_RAD (either way, inside its limits) from the zero pose: the leg's knee."""
+    best = (np.inf, -1, 0.0)
+    for col in leg.columns:
+        for angle in (-KNEE_BEND_RAD, KNEE_BEND_RAD):
+            q = np.zeros((1, tree.dof))
+            q[0, col] = np.clip(angle, tree.lower[col], tree.upper[col])
+            poses = tree.poses(q, None, [leg.hip, leg.foot])
+            distance = float(np.linalg.norm(poses[leg.foot][0, :3, 3] - poses[leg.hip][0, :3, 3]))
+            best = min(best, (distance, int(col), float(q[0, col])))
+    return best[1], best[2]
+
+
+def leg_iks(tree: KinematicTree, feet: list[int]) -> list[LegIK]:
+    return [LegIK.build(tree, foot, [f for f in feet if f != foot]) for foot in feet]
+
+
+def _chain(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray):
+    """Foot rotation (F, 3, 3) and position (F, 3) for the leg's joints x (F, J) under `base`
+    (F, 4, 4), and per joint its world axis and position (F, J, 3): rotations and positions
+    apart, no 4x4 products (this runs at every iteration of every solve)."""
+    rot, pos = base[:, :3, :3], base[:, :3, 3]
+    axes, origins = [], []
+    j = 0
+    for link in leg.links:
+        origin = tree.origins[link]
+        pos = pos + rot @ origin[:3, 3]
+        rot = rot @ origin[:3, :3] if tree.origin_rotates[link] else rot
+        if tree.qindex[link] < 0:
+            continue
+        axis = rot @ tree.axes[link]
+        axes.append(axis)
+        origins.append(pos)
+        value = x[:, j] * tree.qscale[link] + tree.qoffset[link]
+        j += 1
+        if tree.kind[link] == PRISMATIC:
+            pos = pos + axis * value[:, None]
+        else:
+            rot = rot @ axis_angle_to_matrix(tree.axes[link], value)
+    return rot, pos, np.stack(axes, axis=1), np.stack(origins, axis=1)
+
+
+def _rotvec(m: np.ndarray) -> np.ndarray:
+    """Rotation vectors (F, 3) of rotations (F, 3, 3) (angles below pi)."""
+    v = 0.5 * np.stack([m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]], axis=1)
+    sin = np.linalg.norm(v, axis=1)
+    cos = 0.5 * (m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2] - 1.0)
+    angle = np.arctan2(sin, cos)
+    return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)[:, None]
+
+
+def _residual(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray, goal: np.ndarray,
+              weights: np.ndarray, rest: np.ndarray, prior: np.ndarray):
+    """Weighted pose error and prior (F, 6 + J) and their Jacobian (F, 6 + J, J) for the leg's
+    joints x (F, J); prior (F,) metres per radian toward rest (F, J)."""
+    rot, pos, axes, origins = _chain(tree, leg, x, base)
+    count = x.shape[1]
+    revolute = leg.revolute[None, :, None]
+    jac = np.empty((len(x), 6 + count, count))
+    jac[:, :3] = np.where(revolute, np.cross(axes, pos[:, None] - origins), axes).transpose(0, 2, 1)
+    jac[:, 3:6] = np.where(revolute, axes, 0.0).transpose(0, 2, 1)
+    error = np.empty((len(x), 6 + count))
+    error[:, :3] = goal[:, :3, 3] - pos
+    error[:, 3:6] = _rotvec(goal[:, :3, :3] @ np.swapaxes(rot, 1, 2))
+    # a swing foot (prior above the stance's) cares less how it is turned: its place and a leg that
+    # moves smoothly first
+    swing = np.clip((prior - STANCE_PRIOR_M) / (SWING_PRIOR_M - STANCE_PRIOR_M), 0.0, 1.0)
+    w = np.repeat(weights[None, :], len(x), axis=0)
+    w[:, 3:] *= (1.0 - (1.0 - SWING_TURN_SHARE) * swing)[:, None]
+    error[:, :6] *= w
+    jac[:, :6] *= w[:, :, None]
+    error[:, 6:] = prior[:, None] * (rest - x)
+    jac[:, 6:] = prior[:, None, None] * np.eye(count)[None]
+    return error, jac
+
+
+def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.ndarray, goals: dict[int, np.ndarray],
+               rest: np.ndarray | None = None, air: dict[int, np.ndarray] | None = None,
+               iterations: int = 20, quick: bool = False,
+               period_s: float = 0.005) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """q (F, n) with every leg's joints moved so its foot meets goals[foot] (F, 4, 4), inside
+    joint limits, starting from q; and each foot's remaining position error (F,), metres.
+
+    Samples that still miss, or whose leg has wandered far from `rest` (F, n) (another branch
+    of the leg's solutions: a hip rolled half a turn), start again from `rest`: a knee stopped
+    straight against its limit cannot bend out of it, the error has no gradient there. A foot in
+    the air leans on `rest` a little (air[foot] (F,): 0 on the ground to 1 in the air, ramping
+    between), so a leg that cannot reach its goal stays near the person's posture instead of
+    jumping between branches. quick: one solve from q, no restarts (a probe of many trials).
+    period_s: the time between samples, which tells a jump from a fast move."""
+    q = q.copy()
+    rest = q if rest is None else rest
+    misses = {}
+    for leg in legs:
+        base = tree.link_transform(q, leg.base, root)
+        goal = goals[leg.foot]
+        cols = leg.columns
+        share = np.asarray(air[leg.foot], float) if air is not None else np.zeros(len(q))
+        prior = STANCE_PRIOR_M + (SWING_PRIOR_M - STANCE_PRIOR_M) * share
+        bounds = _bounds(leg, base, goal)
+        x, err = _solve_leg(tree, leg, q, base, goal, q[:, cols], rest[:, cols], prior, iterations, bounds)
+        if quick:
+            q[:, cols] = x
+            misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
+            continue
+        wander = np.abs(x - rest[:, cols])[:, leg.branching].max(axis=1)
+        missing = (np.abs(err[:, :6]) > RESTART_TOL).any(axis=1) & (share < 0.5)  # a swing foot may miss
+        again = np.flatnonzero(missing | (wander > WANDER_RAD))
+        if len(again):
+            start = rest[again].copy()
+            if leg.knee >= 0:  # bent at least as far as a bent knee: out of the straight leg's dead spot
+                bent = np.abs(start[:, leg.knee]) < abs(leg.bend)
+                start[bent, leg.knee] = leg.bend
+            y, y_err = _solve_leg(tree, leg, q[again], base[again], goal[again], start[:, cols],
+                                  rest[again][:, cols], prior[again], 2 * iterations,
+                                  (bounds[0][again], bounds[1][again]))
+            cost, y_cost = (err[again] ** 2).sum(1), (y_err ** 2).sum(1)
+            nearer = np.abs(y - rest[again][:, cols])[:, leg.branching].max(axis=1) < wander[again]
+            take = (y_cost < cost - 1e-12) | ((y_cost <= np.maximum(cost, RESTART_TOL ** 2)) & nearer)
+            x[again[take]], err[again[take]] = y[take], y_err[take]
+        x, err = _continuous(tree, leg, q, base, goal, x, err, rest[:, cols], prior, iterations, bounds,
+                             JUMP_RAD_S * period_s)
+        q[:, cols] = x
+        misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
+    return q, misses
+
+
+JUMP_RAD_S = 30.0  # a leg joint turning faster than this (rad/s) has likely switched branch
+
+
+def _bounds(leg: LegIK, base: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample joint bounds (F, J): the joint limits, and the hip's vertical joint near the
+    foot's turn from the base (a leg reaching sideways by twisting its hip is no person's)."""
+    lower = np.repeat(leg.lower[None], len(goal), axis=0)
+    upper = np.repeat(leg.upper[None], len(goal), axis=0)
+    if leg.twist >= 0:
+        turn = goal[:, :3, :3] @ np.swapaxes(base[:, :3, :3] @ leg.flat, 1, 2)  # foot's turn from level-under-base
+        centre = leg.twist_sign * np.arctan2(turn[:, 1, 0], turn[:, 0, 0])
+        k = leg.twist
+        lower[:, k] = np.minimum(np.maximum(lower[:, k], centre - TWIST_SLACK_RAD), upper[:, k])
+        upper[:, k] = np.maximum(np.minimum(upper[:, k], centre + TWIST_SLACK_RAD), lower[:, k])
+    return lower, upper
+
+
+def _continuous(tree, leg, q, base, goal, x, err, rest, prior, iterations, bounds, jump_rad: float,
+                rounds: int = 4):
+    """Where the leg jumps between two samples, each is solved again from the other's angles
+    (forward, then backward) and kept when it meets its goal as well: one branch throughout."""
+    for _ in range(rounds):
+        jump = np.flatnonzero(np.abs(np.diff(x, axis=0)).max(axis=1) > jump_rad)
+        if len(jump) == 0:
+            break
+        changed = False
+        for redo, source in ((jump + 1, jump), (jump, jump + 1)):
+            y, y_err = _solve_leg(tree, leg, q[redo], base[redo], goal[redo], x[source], rest[redo], prior[redo],
+                                  iterations, (bounds[0][redo], bounds[1][redo]))
+            cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
+            closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
+            # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
+            slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
+            take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
+            if take.any():
+                x[redo[take]], err[redo[take]] = y[take], y_err[take]
+                changed = True
+                break
+        if not changed:
+            break
+    return x, err
+
+
+SWING_PRIOR_M = 0.02  # a swing leg's radian from the person's posture weighs like 2 cm of foot position
+STANCE_PRIOR_M = 0.002  # and a stance leg's like 2 mm: a tenth of a millimetre off its goal at most where it
+#                         reaches, and no snap of a straightening knee where it cannot
+SWING_TURN_SHARE = 0.2  # of the rotation weight left to a foot in mid-swing
+SWING_SLACK_M = 0.03  # how much further from its goal a swing foot may end to keep its leg on one branch
+WANDER_RAD = 1.0  # a leg joint this far from its rest angle may be on another branch
+RESTART_TOL = 1e-3  # metres (or weighted radians) of error left that send a sample to the restart
+
+
+def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray, goal: np.ndarray,
+               start: np.ndarray, rest: np.ndarray, prior: np.ndarray, iterations: int,
+               bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Projected Levenberg-Marquardt for one leg, every sample its own problem, all at once;
+    samples drop out as they converge. Returns the leg's joints (F, J) and weighted error (F, 6)."""
+    weights = np.array([1.0, 1.0, 1.0, TILT_WEIGHT_M, TILT_WEIGHT_M, YAW_WEIGHT_M])
+    cols = leg.columns
+    lower, upper = bounds
+    x = np.clip(start, lower, upper)
+    err, jac = _residual(tree, leg, x, base, goal, weights, rest, prior)
+    cost = (err ** 2).sum(1)
+    lam = np.full(len(q), 1e-4)
+    eye = np.eye(len(cols))
+    active = np.arange(len(q))
+    for _ in range(iterations):
+        if TRACE is not None:
+            TRACE.append(len(active))
+        if len(active) == 0:
+            break
+        j, e, xa = jac[active], err[active], x[active]
+        jt = np.swapaxes(j, 1, 2)
+        grad = (jt @ e[..., None])[..., 0]  # descent direction (error = goal - pose)
+        lo, hi = lower[active], upper[active]
+        free = ~(((xa <= lo + 1e-9) & (grad < 0)) | ((xa >= hi - 1e-9) & (grad > 0)))
+        hess = (jt @ j) * (free[:, :, None] & free[:, None, :]) + eye * ~free[:, None, :]
+        step = np.linalg.solve(hess + lam[active, None, None] * eye, (grad * free)[..., None])[..., 0]
+        trial = np.clip(xa + step, lo, hi)
+        t_err, t_jac = _residual(tree, leg, trial, base[active], goal[active], weights, rest[active], prior[active])
+        t_cost = (t_err ** 2).sum(1)
+        better = t_cost < cost[active]
+        gaining = (cost[active] - t_cost) > GAIN_TOL * t_cost + 1e-16
+        won = active[better]
+        x[won], err[won], jac[won], cost[won] = trial[better], t_err[better], t_jac[better], t_cost[better]
+        lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-9), np.minimum(lam[active] * 10.0, 1e6))
+        # done: the step is below a micro-radian, or it buys no relative gain
+        moving = np.abs(trial - xa).max(axis=1) > STEP_TOL_RAD
+        active = active[moving & (gaining | ~better) & (lam[active] < 1e5)]
+    return x, err
+
+
+def leg_length(tree: KinematicTree, leg: LegIK) -> float:
+    """Hip to ankle with the leg straight (the zero pose), metres."""
+    zero = tree.zero_pose()
+    return float(np.linalg.norm(zero[leg.hip, :3, 3] - zero[leg.foot, :3, 3]))
+
+
+def hip_positions(tree: KinematicTree, leg: LegIK, q: np.ndarray, root: np.ndarray) -> np.ndarray:
+    """World position (F, 3) of the leg's hip: its first joint, which no leg joint moves."""
+    return (tree.link_transform(q, leg.base, root) @ tree.origins[leg.hip])[:, :3, 3]
+
+
+def stretch(tree: KinematicTree, legs: list[LegIK], reach: list[float], q: np.ndarray, root: np.ndarray,
+            goals: dict[int, np.ndarray], down: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """How far (F,) the waist must come down so that no hip is further than its leg's reach from
+    its foot's goal (ankle), metres, counting only feet that are down (all without `down`)."""
+    need = np.zeros(len(q))
+    for leg, length in zip(legs, reach):
+        hip = hip_positions(tree, leg, q, root)
+        ankle = goals[leg.foot][:, :3, 3]
+        across = np.linalg.norm(hip[:, :2] - ankle[:, :2], axis=1)
+        below = hip[:, 2] - ankle[:, 2] - np.sqrt(np.clip(length ** 2 - across ** 2, 0.0, None))
+        need = np.maximum(need, below if down is None else np.where(down[leg.foot], below, 0.0))
+    return need
+
+
+def within_reach(tree: KinematicTree, legs: list[LegIK], reach: list[float], q: np.ndarray, root: np.ndarray,
+                 goals: dict[int, np.ndarray], air: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """Goals with every foot in the air (air[foot] (F,)) pulled toward its hip to the leg's reach:
+    the nearest place a swing foot can be (a stance foot stays; the waist comes down for it)."""
+    out = dict(goals)
+    for leg, length in zip(legs, reach):
+        hip = hip_positions(tree, leg, q, root)
+        away = goals[leg.foot][:, :3, 3] - hip
+        distance = np.linalg.norm(away, axis=1)
+        far = air[leg.foot] & (distance > length)
+        if far.any():
+            moved = goals[leg.foot].copy()
+            moved[far, :3, 3] = hip[far] + away[far] * (length / distance[far])[:, None]
+            out[leg.foot] = moved
+    return out
+
+
+def pose_errors(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.ndarray,
+                goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Worst foot position error (F,) metres and sole tilt error (F,) radians over the legs."""
+    position, tilt = np.zeros(len(q)), np.zeros(len(q))
+    for leg in legs:
+        pose = tree.link_transform(q, leg.foot, root)
+        goal = goals[leg.foot]
+        position = np.maximum(position, np.linalg.norm(pose[:, :3, 3] - goal[:, :3, 3], axis=1))
+        # the goal's world up in the foot's frame, carried by the pose the leg reached
+        up = goal[:, 2, :3]  # rows of R are the world axes in the foot's frame
+        normal = np.einsum("fij,fj->fi", pose[:, :3, :3], up)
+        tilt = np.maximum(tilt, np.arccos(np.clip(normal[:, 2], -1.0, 1.0)))
+    return position, tilt

@@ -1,0 +1,169 @@
+"""The gait's kinematic plan from a planted bake (issue 12, steps 3-7): where each foot is at
+every control cycle, the waist's height and rotation, the upper body's joints and the target
+ZMP; the balance correction then moves the waist (core.balance.correction).
+
+The bake (core.retarget with planted feet) has scaled every leg and the waist's travel to the
+robot's link lengths. From it: the stances, each step moved to the nearest the robot can take
+(core.balance.reach); the swings through their representative points
+(core.balance.foot_path); the waist through its poses at those points, its heading held where
+the feet allow and its tilt partly kept (core.balance.waist).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.interpolate import CubicSpline
+from scipy.spatial.transform import Rotation, RotationSpline
+
+from ..chains.mapping import Mapping
+from ..feet.contacts import Contacts
+from ..feet.geometry import BodyPoints
+from ..model.kinematics import KinematicTree
+from ..model.transforms import pose_matrices
+from ..retarget import RetargetResult
+from .foot_path import FootPath, FootSettings, foot_path, plan_stances, reanchor, sole_height
+from .inertia import BalanceError
+from .legs import LegIK, leg_iks
+from .phases import Swing
+from .reach import StepBounds, step_bounds
+from .support import CONTACT_M, foot_bodies, foot_links
+from .target import target_zmp
+from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
+
+
+@dataclass
+class GaitPlan:
+    """Everything over the gait's samples (times (N,) s) before the waist is balanced."""
+
+    times: np.ndarray
+    legs: list[LegIK]
+    sides: dict[int, str]  # foot link -> side
+    bodies: dict[int, BodyPoints]
+    paths: dict[int, FootPath]
+    swings: dict[str, list[Swing]]
+    root_rot: np.ndarray  # (N, 3, 3) the waist's rotation
+    height: np.ndarray  # (N,) the waist's height, metres (root z)
+    waist_xy: np.ndarray  # (N, 2) the retargeted waist's ground position, a first guess
+    q: np.ndarray  # (N, n) upper body as it will play; legs a first guess
+    target: np.ndarray  # (N, 2) target ZMP, metres
+    bounds: StepBounds
+    steps_moved: int
+
+
+def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags: Contacts, times: np.ndarray,
+              foot: FootSettings, upper_body: bool, waist_tilt: float, zmp_offset_m, reach: float,
+              warnings: list[str]) -> GaitPlan:
+    feet = foot_links(tree)
+    sides = foot_sides(tree, mapping, feet)
+    by_side = {side: link for link, side in sides.items()}
+    legs = leg_iks(tree, feet)
+    leg_of = {sides[leg.foot]: leg for leg in legs}
+    bodies = dict(zip(feet, foot_bodies(tree, feet)))
+    zero = tree.zero_pose()
+    flats = {side: zero[link, :3, :3] for side, link in by_side.items()}
+    clip_root = pose_matrices(bake.root_rotation, bake.root_position)
+    clip_feet = {sides[link]: tree.link_transform(bake.q, link, clip_root) for link in feet}
+    bounds = step_bounds(tree, leg_of, np.median(bake.q, axis=0), float(np.median(bake.root_position[:, 2])), reach,
+                         {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()},
+                         max(foot_width(bodies[link], zero[link, :3, :3]) for link in feet))
+
+    def nearest_step(ref, pose, stance):
+        return bounds.limit(ref.pose, flats[ref.side], pose, flats[stance.side], stance.side)
+
+    try:
+        stances, moved = plan_stances(clip_feet, {side: flags.feet[side] for side in clip_feet},
+                                      {side: bodies[link] for side, link in by_side.items()}, flats, nearest_step)
+    except ValueError as exc:
+        raise BalanceError(f"clip {bake.report.get('source', '')!r}: {exc}") from None
+    paths, swings = {}, {}
+    frames = len(bake.q)
+    for side, link in by_side.items():
+        paths[link], swings[side] = foot_path(side, clip_feet[side], stances[side], bake.fps, frames, times,
+                                              bodies[link], foot, warnings)
+    end_s = (frames - 1) / bake.fps
+    knots = np.unique(np.concatenate([[0.0, end_s], [p.time_s for path in paths.values() for p in path.points]]))
+    data_rot, position = _waist(bake, knots, times)
+    data_rot = keep_tilt(data_rot, waist_tilt)
+    rate = 1.0 / (times[1] - times[0]) if len(times) > 1 else 1.0
+    root_rot = limit_turn(data_rot, [(np.unwrap(heading(path.poses[:, :3, :3] @ zero[link, :3, :3].T)), path.down,
+                                      yaw_bounds(tree, leg_of[sides[link]])) for link, path in paths.items()], rate)
+
+    def turn(t: float) -> tuple[np.ndarray, np.ndarray]:  # the waist's turn at t, about the waist
+        i = int(np.clip(np.searchsorted(times, t), 0, len(times) - 1))
+        return root_rot[i] @ data_rot[i].T, position[i]
+
+    for path in paths.values():
+        reanchor(path, turn)
+    q = _joints(bake.q, bake.fps, times, np.concatenate([leg.columns for leg in legs]), upper_body)
+    target = _target(tree, paths, bodies, sides, zmp_offset_m)
+    return GaitPlan(times, legs, sides, bodies, paths, swings, root_rot, calm_height(position[:, 2], rate),
+                    position[:, :2], q, target, bounds, moved)
+
+
+def foot_sides(tree: KinematicTree, mapping: Mapping, feet: list[int]) -> dict[int, str]:
+    """Each foot link's side, from the mapped leg chain it ends (contacts are per side)."""
+    out = {}
+    for chain in mapping.chains:
+        if chain.role != "leg" or chain.side not in ("left", "right") or not chain.robot_tips:
+            continue
+        path = set(tree.path(chain.robot_base, chain.robot_tips[0]))
+        for link in feet:
+            if link in path or int(tree.parent[link]) in path:
+                out[link] = chain.side
+    missing = [tree.link_names[f] for f in feet if f not in out]
+    if missing or len(set(out.values())) != len(feet):
+        raise BalanceError(f"robot {tree.robot.name!r}: cannot tell the side of foot link(s) "
+                           f"{', '.join(missing) or ', '.join(tree.link_names[f] for f in feet)} from the "
+                           "mapping's left and right leg chains")
+    return out
+
+
+def _waist(bake: RetargetResult, knots: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The root's rotation (N, 3, 3) and position (N, 3) through its poses at the knots: cubic
+    in position, a rotation spline (continuous angular velocity) in rotation."""
+    clip_time = np.arange(len(bake.q)) / bake.fps
+    position = np.column_stack([np.interp(knots, clip_time, bake.root_position[:, k]) for k in range(3)])
+    if len(knots) < 3:
+        return np.repeat(bake.root_rotation[:1], len(times), 0), np.repeat(position[:1], len(times), 0)
+    nearest = np.clip(np.round(knots * bake.fps).astype(int), 0, len(bake.q) - 1)
+    rotation = RotationSpline(knots, Rotation.from_matrix(bake.root_rotation[nearest]))(times).as_matrix()
+    return rotation, CubicSpline(knots, position, bc_type="clamped")(times)
+
+
+def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, upper_body: bool) -> np.ndarray:
+    """Every joint at the samples: the retargeted angles (cubic through every clip frame) or,
+    without the upper body, its median posture; the legs' columns are a first guess only."""
+    clip_time = np.arange(len(q)) / fps
+    out = CubicSpline(clip_time, q, axis=0)(np.clip(times, 0.0, clip_time[-1])) if len(q) > 3 else \
+        np.repeat(q[:1], len(times), axis=0)
+    if not upper_body:
+        others = np.setdiff1d(np.arange(q.shape[1]), legs)
+        out[:, others] = np.median(q[:, others], axis=0)
+    return out
+
+
+def foot_width(body: BodyPoints, flat: np.ndarray) -> float:
+    """Across the sole (the foot's lateral extent standing level), metres."""
+    level = body.points @ flat.T
+    return float(np.ptp(level[:, 1]) + 2 * body.radius.max())
+
+
+def sole_centre(body: BodyPoints, flat: np.ndarray) -> np.ndarray:
+    """The centre of the sole in the foot link's frame: the middle of the points that touch a
+    level floor when the foot stands level."""
+    level = body.points @ flat.T
+    bottom = level[:, 2] - body.radius
+    touching = body.points[bottom <= bottom.min() + CONTACT_M]
+    return (touching.min(axis=0) + touching.max(axis=0)) / 2.0
+
+
+def _target(tree, paths: dict[int, FootPath], bodies, sides, offset) -> np.ndarray:
+    zero = tree.zero_pose()
+    sole, down = {}, {}
+    for link, path in paths.items():
+        centre = sole_centre(bodies[link], zero[link, :3, :3])
+        centre[:2] += np.asarray(offset, dtype=float)
+        sole[sides[link]] = (path.poses[:, :3, :3] @ centre + path.poses[:, :3, 3])[:, :2]
+        down[sides[link]] = path.down
+    return target_zmp(sole, down)

@@ -1,0 +1,120 @@
+"""How far the robot can step: the bounds behind "a position the robot cannot reach moves to the
+nearest reachable one" (issue 12, step 4).
+
+The robot is probed once, standing level on two level feet with an upright waist at the gait's
+height: a step is within reach when the legs meet both feet (within joint limits, the hip's
+twist bounded) with the waist over the foot left, between the feet and over the foot stepped
+on. That gives the longest step forward and back, the widest and narrowest stance and the
+turn between the feet. A person's step outside them is clamped to them in the frame of the
+foot stepped from, which is the nearest step the robot can take.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.kinematics import KinematicTree
+from ..model.transforms import axis_angle_to_matrix, pose_matrices
+from .legs import LegIK, leg_length, pose_errors, solve_legs, stretch
+from .waist import heading, wrap, yaw_bounds
+
+POSITION_TOL_M = 0.002
+TILT_TOL_RAD = np.radians(2.0)
+PROBES = 33  # step lengths tried per direction
+MARGIN = 0.85  # of the probed bounds a step may use: the waist is not always where the probe had it
+
+
+@dataclass
+class StepBounds:
+    """Steps the robot can stand across, between foot link origins, in the frame of the foot
+    stepped from (forward, to the stepping side), metres and radians."""
+
+    forward_m: float
+    back_m: float
+    width_min_m: float
+    width_max_m: float
+    turn_rad: float
+    forward_axis: np.ndarray  # (2,) the robot's forward on the ground in its zero pose
+    left_axis: np.ndarray  # (2,)
+
+    def limit(self, ref_pose: np.ndarray, ref_flat: np.ndarray, pose: np.ndarray, flat: np.ndarray,
+              side: str) -> np.ndarray:
+        """The stance pose (4, 4) nearest `pose` the robot can step to from ref_pose (flats: each
+        foot's level rotation in the zero pose; side: the foot stepping, 'left' or 'right')."""
+        turn = float(heading(ref_pose[:3, :3] @ ref_flat.T))
+        frame = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turn)[:2, :2]
+        forward, left = frame @ self.forward_axis, frame @ self.left_axis
+        rel = pose[:2, 3] - ref_pose[:2, 3]
+        sign = 1.0 if side == "left" else -1.0
+        dx = float(np.clip(rel @ forward, -self.back_m, self.forward_m))
+        dy = sign * float(np.clip(sign * (rel @ left), self.width_min_m, self.width_max_m))
+        rel_turn = float(np.clip(wrap(heading(pose[:3, :3] @ flat.T) - turn), -self.turn_rad, self.turn_rad))
+        out = pose.copy()
+        out[:2, 3] = ref_pose[:2, 3] + dx * forward + dy * left
+        out[:3, :3] = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turn + rel_turn) @ flat
+        return out
+
+
+def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float,
+                reach: float, foot_height: dict[str, float], foot_width: float) -> StepBounds:
+    """Probe the robot at waist height `height` (root z, metres) from the posture `rest` (n,)."""
+    zero = tree.zero_pose()
+    hips = {side: zero[leg.hip, :3, 3] for side, leg in legs.items()}
+    across = hips["left"][:2] - hips["right"][:2]
+    natural = float(np.linalg.norm(across))
+    left_axis = across / max(natural, 1e-9)
+    forward_axis = np.array([left_axis[1], -left_axis[0]])
+    probe = _Probe(tree, legs, rest, height, reach, foot_height, forward_axis, left_axis)
+    span = 1.2 * min(leg_length(tree, leg) for leg in legs.values())
+    ahead = probe.longest(np.linspace(0.0, span, PROBES), natural, along=True)
+    behind = probe.longest(np.linspace(0.0, span, PROBES), natural, along=True, sign=-1.0)
+    narrow = max(foot_width + 0.02, 0.5 * natural)  # feet never overlap
+    wide = probe.longest(np.linspace(natural, natural + span, PROBES), 0.0, along=False)
+    turn = min(min(abs(lo), abs(hi)) for lo, hi in (yaw_bounds(tree, leg) for leg in legs.values()))
+    return StepBounds(MARGIN * ahead, MARGIN * behind, min(narrow, natural), max(MARGIN * wide, natural), turn,
+                      forward_axis, left_axis)
+
+
+class _Probe:
+    """Can the robot stand with its left foot at the origin and its right foot at an offset?"""
+
+    def __init__(self, tree, legs, rest, height, reach, foot_height, forward_axis, left_axis):
+        self.tree, self.legs, self.rest, self.height = tree, legs, rest, height
+        self.reach = [reach * leg_length(tree, legs[s]) for s in ("left", "right")]
+        self.foot_height, self.forward, self.left = foot_height, forward_axis, left_axis
+
+    def longest(self, lengths: np.ndarray, other: float, along: bool, sign: float = 1.0) -> float:
+        """The longest of `lengths` (increasing) that stands, with every shorter one standing too;
+        along: a step forward (sign -1: back) at lateral distance `other`, else a side step."""
+        if along:
+            offsets = sign * lengths[:, None] * self.forward - other * self.left
+        else:
+            offsets = -lengths[:, None] * self.left + other * self.forward
+        ok = self.stands(offsets)
+        failed = np.flatnonzero(~ok)
+        last = (failed[0] - 1) if len(failed) else len(lengths) - 1
+        return float(lengths[max(last, 0)])
+
+    def stands(self, offsets: np.ndarray) -> np.ndarray:
+        count = len(offsets)
+        left_leg, right_leg = self.legs["left"], self.legs["right"]
+        zero = self.tree.zero_pose()
+        goals = {}
+        for leg, where in ((left_leg, np.zeros((count, 2))), (right_leg, offsets)):
+            pose = np.repeat(np.eye(4)[None], count, axis=0)
+            pose[:, :3, :3] = zero[leg.foot, :3, :3]
+            pose[:, :2, 3] = where
+            pose[:, 2, 3] = self.foot_height["left" if leg is left_leg else "right"]
+            goals[leg.foot] = np.concatenate([pose] * 3)
+        ankles = np.concatenate([np.zeros((count, 2)), offsets / 2.0, offsets])  # waist over left, between, right
+        hip_offset = zero[0, :3, 3] - (zero[left_leg.hip, :3, 3] + zero[right_leg.hip, :3, 3]) / 2.0
+        position = np.column_stack([ankles + hip_offset[:2], np.full(3 * count, self.height)])
+        q = np.repeat(self.rest[None], 3 * count, axis=0)
+        rot = np.repeat(np.eye(3)[None], 3 * count, axis=0)
+        legs = [left_leg, right_leg]
+        position[:, 2] -= stretch(self.tree, legs, self.reach, q, pose_matrices(rot, position), goals)
+        root = pose_matrices(rot, position)
+        q, _ = solve_legs(self.tree, legs, q, root, goals, q)
+        miss, tilt = pose_errors(self.tree, legs, q, root, goals)
+        return ((miss < POSITION_TOL_M) & (tilt < TILT_TOL_RAD)).reshape(3, count).all(axis=0)
