@@ -12,6 +12,7 @@ import io
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import bpy
@@ -113,15 +114,26 @@ def load_robot(path_text: str):
     return robot
 
 
-def bake_clip(args: argparse.Namespace):
-    """Import args.source and args.robot, map (preset or automatic), bake args.frames.
+@dataclass
+class ClipInputs:
+    """A clip and a robot imported, the mapping, the frames to use and the contacts to plant."""
 
-    Returns (BakeOutcome, robot URDF path, robot rig); the rig now plays the new action.
-    """
+    scene: bpy.types.Scene
+    source: bpy.types.Object
+    robot: bpy.types.Object
+    robot_path: Path
+    mapping: object
+    start: int
+    end: int
+    contacts: object
+
+
+def clip_inputs(args: argparse.Namespace) -> ClipInputs:
+    """Import args.source and args.robot, map (args.mapping or automatic), read args.frames and
+    args.contacts: what bake and gait both start from."""
     from ..core.chains.mapping import Mapping
     from ..operators.common import action_frame_range, auto_map_objects
     from ..operators.contacts import cli_contacts
-    from ..operators.retarget import bake_action
 
     robot_path = Path(args.robot)
     if not robot_path.is_file():
@@ -134,4 +146,16 @@ def bake_clip(args: argparse.Namespace):
     start, end = parse_frames(args.frames, *clip)
     contacts = cli_contacts(getattr(args, "contacts", None), clip, start, end,
                             scene.render.fps / scene.render.fps_base)
-    return bake_action(scene, source, robot, mapping, start, end, contacts=contacts), robot_path, robot
+    return ClipInputs(scene, source, robot, robot_path, mapping, start, end, contacts)
+
+
+def bake_clip(args: argparse.Namespace):
+    """Import args.source and args.robot, map (preset or automatic), bake args.frames.
+
+    Returns (BakeOutcome, robot URDF path, robot rig); the rig now plays the new action.
+    """
+    from ..operators.retarget import bake_action
+
+    inputs = clip_inputs(args)
+    return (bake_action(inputs.scene, inputs.source, inputs.robot, inputs.mapping, inputs.start, inputs.end,
+                        contacts=inputs.contacts), inputs.robot_path, inputs.robot)

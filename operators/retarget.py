@@ -39,27 +39,37 @@ def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
     if frame_end < frame_start:
         raise ValueError(f"frame range {frame_start}-{frame_end} is empty")
     tree = tree_from_rig(robot)
-    layout = rig_layout(tree)
     frames = np.arange(frame_start, frame_end + 1, dtype=float)
     report = progress or (lambda fraction, message: None)
     report(0.0, "sampling the source")
     motion = anim_io.sample_armature(source, frames, scene=scene)
     result = retarget(motion, tree, mapping, progress=lambda f, m: report(0.1 + 0.8 * f, m), contacts=contacts)
     report(0.9, "writing keys")
-    location, quaternion = root_pose_to_bone(layout, result.root_position, result.root_rotation)
+    source_action = source.animation_data.action if source.animation_data else None
+    name = action_name or f"{robot.name}|{source_action.name if source_action else source.name}"
+    action, keys = write_robot_action(robot, tree, name, frames, result.root_position, result.root_rotation,
+                                      result.q, replace)
+    action[REPORT_PROPERTY] = json.dumps(result.report)
+    report(1.0, "done")
+    return BakeOutcome(action, result, frames, keys)
+
+
+def write_robot_action(robot: bpy.types.Object, tree, name: str, frames: np.ndarray, root_position: np.ndarray,
+                       root_rotation: np.ndarray, q: np.ndarray, replace: bool = False):
+    """A new action on the robot rig with keys at Blender `frames` (F,), which may be subframes:
+    the root bone carries the root pose (location + quaternion), every joint bone its one
+    channel. Returns (action, keys written); kept with a fake user (a bake is the user's work)."""
+    layout = rig_layout(tree)
+    location, quaternion = root_pose_to_bone(layout, root_position, root_rotation)
     root = layout.root.name
     channels = [(f'pose.bones["{root}"].location', i, root) for i in range(3)]
     channels += [(f'pose.bones["{root}"].rotation_quaternion', i, root) for i in range(4)]
     channels += [(f'pose.bones["{bone}"].{prop}', index, bone) for bone, prop, index in layout.joint_channels]
-    values = np.column_stack([location, quaternion, result.q])
-    source_action = source.animation_data.action if source.animation_data else None
-    name = action_name or f"{robot.name}|{source_action.name if source_action else source.name}"
+    values = np.column_stack([location, quaternion, q])
     action, slot = anim_io.new_action(robot, name, replace=replace)
     keys = anim_io.write_channels(action, slot, channels, frames, values)
-    action[REPORT_PROPERTY] = json.dumps(result.report)
-    action.use_fake_user = True  # a bake is the user's work: keep it even if unassigned
-    report(1.0, "done")
-    return BakeOutcome(action, result, frames, keys)
+    action.use_fake_user = True
+    return action, keys
 
 
 def report_summary(report: dict) -> str:

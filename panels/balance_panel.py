@@ -15,15 +15,28 @@ class ROBOT_RETARGET_PT_balance(_RobotPanel, bpy.types.Panel):
 
     def draw(self, context):
         from ..operators.balance import BALANCE_PROPERTY, balance_summary
+        from ..operators.gait import GAIT_PROPERTY, gait_summary
 
         layout = self.layout
+        settings = context.scene.robot_retarget
+        row = layout.row()
+        row.enabled = settings.source is not None and settings.robot is not None
+        row.operator("robot_retarget.generate_gait", icon='MOD_DYNAMICPAINT')
         picked = robot_and_action(layout, context)
         if picked is None:
             return
         _, action = picked
-        row = layout.row()
+        row = layout.row(align=True)
         row.enabled = action is not None
         row.operator("robot_retarget.check_balance", icon='ORIENTATION_GIMBAL')
+        row.prop(settings, "show_balance", text="", icon='OVERLAY')
+        gait = action.get(GAIT_PROPERTY) if action is not None else None
+        if gait:
+            report = json.loads(gait)
+            box = layout.box()
+            box.label(text=f"Gait: {report['steps']} steps at {report['rate_hz']:.0f} Hz", icon='MOD_DYNAMICPAINT')
+            for line in gait_summary(report).split("; ")[1:]:
+                box.label(text=line, icon='DOT')
         stored = action.get(BALANCE_PROPERTY) if action is not None else None
         if not stored:
             return

@@ -31,7 +31,6 @@ PLAN_ROUNDS = 4  # rounds that make the feet's plan stand before the multibody p
 PRIOR_RAMP_S = 0.1  # a leg leaving the ground leans on the person's posture over this long
 COM_TRACKING_STEPS = 2
 STAND_TOL_M = 0.001
-STAND_TOL_RAD = np.radians(1.0)
 HEIGHT_STEPS_M = np.array([-0.02, 0.02, -0.04, 0.04, -0.07, 0.07, -0.1, 0.1, -0.14, 0.14])  # waist height changes tried
 HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
 
@@ -63,10 +62,11 @@ class Corrector:
 
     def __init__(self, tree: KinematicTree, legs: list[LegIK], model: MassModel, goals: dict[int, np.ndarray],
                  down: dict[int, np.ndarray], root_rot: np.ndarray, height: np.ndarray, rest: np.ndarray,
-                 period_s: float, settings: CorrectionSettings):
+                 period_s: float, settings: CorrectionSettings, level_tol: float = np.radians(1.0)):
         self.tree, self.legs, self.model, self.goals, self.down = tree, legs, model, goals, down
         self.root_rot, self.height, self.period, self.settings = root_rot, height, period_s, settings
         self.rest = rest  # (N, n) the retargeted angles: legs restart from them, on the person's branch
+        self.level_tol = level_tol  # radians a standing foot may tilt (core.balance.support.level_tolerance)
         ramp = max(1, int(round(PRIOR_RAMP_S / period_s)))
         self.air_share = {foot: _ease(np.clip(distance_transform_edt(~d) / ramp, 0.0, 1.0)) if d.any() else
                           np.ones(len(d)) for foot, d in down.items()}
@@ -89,7 +89,7 @@ class Corrector:
         ok = np.ones(len(rows), dtype=bool)
         for leg in self.legs:
             miss, tilt = pose_errors(self.tree, [leg], q, root, {leg.foot: self.goals[leg.foot][rows]})
-            ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < STAND_TOL_RAD))
+            ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < self.level_tol))
         return ok
 
     def fit_height(self, q: np.ndarray, xy: np.ndarray) -> float:

@@ -121,7 +121,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     rows = np.arange(0, len(plan.times), stride)
     coarse = Corrector(tree, plan.legs, model, {link: path.poses[rows] for link, path in plan.paths.items()},
                        {link: path.down[rows] for link, path in plan.paths.items()}, plan.root_rot[rows],
-                       plan.height[rows], plan.q[rows], period * stride, settings.correction)
+                       plan.height[rows], plan.q[rows], period * stride, settings.correction, plan.level_tol)
     clip_root = pose_matrices(bake.root_rotation, bake.root_position)
     clip_com = centre_of_mass(tree, bake.q, clip_root, model)
     # where the waist is from the CoM, in the waist's own frame (the robot turns)
@@ -150,7 +150,8 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan)
     fine = Corrector(tree, plan.legs, model, {link: path.poses for link, path in plan.paths.items()},
                      {link: path.down for link, path in plan.paths.items()}, plan.root_rot,
-                     _resample(plan.times[rows], coarse.height, plan.times), plan.q, period, settings.correction)
+                     _resample(plan.times[rows], coarse.height, plan.times), plan.q, period, settings.correction,
+                     plan.level_tol)
     legs = np.concatenate([leg.columns for leg in plan.legs])
     guess = plan.q.copy()
     guess[:, legs] = _resample(plan.times[rows], rough.q[:, legs], plan.times)

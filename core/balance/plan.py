@@ -27,7 +27,7 @@ from .inertia import BalanceError
 from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, step_bounds
-from .support import CONTACT_M, foot_bodies, foot_links
+from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
 
@@ -49,6 +49,7 @@ class GaitPlan:
     target: np.ndarray  # (N, 2) target ZMP, metres
     bounds: StepBounds
     steps_moved: int
+    level_tol: float  # radians a standing foot may tilt
 
 
 def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags: Contacts, times: np.ndarray,
@@ -64,9 +65,9 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     flats = {side: zero[link, :3, :3] for side, link in by_side.items()}
     clip_root = pose_matrices(bake.root_rotation, bake.root_position)
     clip_feet = {sides[link]: tree.link_transform(bake.q, link, clip_root) for link in feet}
+    width = min(foot_width(bodies[link], zero[link, :3, :3]) for link in feet)
     bounds = step_bounds(tree, leg_of, np.median(bake.q, axis=0), float(np.median(bake.root_position[:, 2])), reach,
-                         {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()},
-                         max(foot_width(bodies[link], zero[link, :3, :3]) for link in feet))
+                         {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width)
 
     def nearest_step(ref, pose, stance):
         return bounds.limit(ref.pose, flats[ref.side], pose, flats[stance.side], stance.side)
@@ -95,10 +96,11 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
 
     for path in paths.values():
         reanchor(path, turn)
-    q = _joints(bake.q, bake.fps, times, np.concatenate([leg.columns for leg in legs]), upper_body)
+    q = np.clip(_joints(bake.q, bake.fps, times, np.concatenate([leg.columns for leg in legs]), upper_body),
+                tree.lower, tree.upper)  # a cubic through angles at a limit overshoots it between frames
     target = _target(tree, paths, bodies, sides, zmp_offset_m)
     return GaitPlan(times, legs, sides, bodies, paths, swings, root_rot, calm_height(position[:, 2], rate),
-                    position[:, :2], q, target, bounds, moved)
+                    position[:, :2], q, target, bounds, moved, level_tolerance(width))
 
 
 def foot_sides(tree: KinematicTree, mapping: Mapping, feet: list[int]) -> dict[int, str]:

@@ -1,11 +1,12 @@
 """How far the robot can step: the bounds behind "a position the robot cannot reach moves to the
 nearest reachable one" (issue 12, step 4).
 
-The robot is probed once, standing level on two level feet with an upright waist at the gait's
+The robot is probed once, standing on two level feet with an upright waist at the gait's
 height: a step is within reach when the legs meet both feet (within joint limits, the hip's
-twist bounded) with the waist over the foot left, between the feet and over the foot stepped
-on. That gives the longest step forward and back, the widest and narrowest stance and the
-turn between the feet. A person's step outside them is clamped to them in the frame of the
+twist bounded, the soles level within core.balance.support.level_tolerance) with the waist
+between the feet and over each foot, or as far toward them as the robot can lean standing as
+built (a leg without an ankle roll cannot lean sideways with its foot flat). That gives the
+longest step forward and back, the widest and narrowest stance and the turn between the feet. A person's step outside them is clamped to them in the frame of the
 foot stepped from, which is the nearest step the robot can take.
 """
 from __future__ import annotations
@@ -16,12 +17,13 @@ import numpy as np
 
 from ..model.kinematics import KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
+from .support import level_tolerance
 from .legs import LegIK, leg_length, pose_errors, solve_legs, stretch
 from .waist import heading, wrap, yaw_bounds
 
 POSITION_TOL_M = 0.002
-TILT_TOL_RAD = np.radians(2.0)
 PROBES = 33  # step lengths tried per direction
+SWAYS = (1.0, 0.8, 0.6, 0.4, 0.2, 0.0)  # shares of the way from one foot to the other the waist is probed at
 MARGIN = 0.85  # of the probed bounds a step may use: the waist is not always where the probe had it
 
 
@@ -58,14 +60,20 @@ class StepBounds:
 
 def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float,
                 reach: float, foot_height: dict[str, float], foot_width: float) -> StepBounds:
-    """Probe the robot at waist height `height` (root z, metres) from the posture `rest` (n,)."""
+    """Probe the robot at waist height `height` (root z, metres) from the posture `rest` (n,);
+    a foot counts as level within core.balance.support.level_tolerance of its width."""
     zero = tree.zero_pose()
-    hips = {side: zero[leg.hip, :3, 3] for side, leg in legs.items()}
-    across = hips["left"][:2] - hips["right"][:2]
+    feet = {side: zero[leg.foot, :3, 3] for side, leg in legs.items()}
+    across = feet["left"][:2] - feet["right"][:2]  # the width the robot stands at as built
     natural = float(np.linalg.norm(across))
     left_axis = across / max(natural, 1e-9)
     forward_axis = np.array([left_axis[1], -left_axis[0]])
-    probe = _Probe(tree, legs, rest, height, reach, foot_height, forward_axis, left_axis)
+    probe = _Probe(tree, legs, rest, height, reach, foot_height, forward_axis, left_axis,
+                   level_tolerance(foot_width))
+    for sway in SWAYS:  # how far toward a foot the waist can go standing as built (less without an ankle roll)
+        probe.sway = sway
+        if probe.stands(np.array([-natural * left_axis]))[0]:
+            break
     span = 1.2 * min(leg_length(tree, leg) for leg in legs.values())
     ahead = probe.longest(np.linspace(0.0, span, PROBES), natural, along=True)
     behind = probe.longest(np.linspace(0.0, span, PROBES), natural, along=True, sign=-1.0)
@@ -79,10 +87,11 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
 class _Probe:
     """Can the robot stand with its left foot at the origin and its right foot at an offset?"""
 
-    def __init__(self, tree, legs, rest, height, reach, foot_height, forward_axis, left_axis):
-        self.tree, self.legs, self.rest, self.height = tree, legs, rest, height
+    def __init__(self, tree, legs, rest, height, reach, foot_height, forward_axis, left_axis, tilt_tol):
+        self.tree, self.legs, self.rest, self.height, self.tilt_tol = tree, legs, rest, height, tilt_tol
         self.reach = [reach * leg_length(tree, legs[s]) for s in ("left", "right")]
         self.foot_height, self.forward, self.left = foot_height, forward_axis, left_axis
+        self.sway = 1.0
 
     def longest(self, lengths: np.ndarray, other: float, along: bool, sign: float = 1.0) -> float:
         """The longest of `lengths` (increasing) that stands, with every shorter one standing too;
@@ -107,7 +116,8 @@ class _Probe:
             pose[:, :2, 3] = where
             pose[:, 2, 3] = self.foot_height["left" if leg is left_leg else "right"]
             goals[leg.foot] = np.concatenate([pose] * 3)
-        ankles = np.concatenate([np.zeros((count, 2)), offsets / 2.0, offsets])  # waist over left, between, right
+        # the waist between the feet, and `sway` of the way to each
+        ankles = np.concatenate([share * offsets for share in (0.5 - self.sway / 2, 0.5, 0.5 + self.sway / 2)])
         hip_offset = zero[0, :3, 3] - (zero[left_leg.hip, :3, 3] + zero[right_leg.hip, :3, 3]) / 2.0
         position = np.column_stack([ankles + hip_offset[:2], np.full(3 * count, self.height)])
         q = np.repeat(self.rest[None], 3 * count, axis=0)
@@ -117,4 +127,4 @@ class _Probe:
         root = pose_matrices(rot, position)
         q, _ = solve_legs(self.tree, legs, q, root, goals, q)
         miss, tilt = pose_errors(self.tree, legs, q, root, goals)
-        return ((miss < POSITION_TOL_M) & (tilt < TILT_TOL_RAD)).reshape(3, count).all(axis=0)
+        return ((miss < POSITION_TOL_M) & (tilt < self.tilt_tol)).reshape(3, count).all(axis=0)

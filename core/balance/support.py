@@ -19,6 +19,13 @@ from .inertia import BalanceError, MassModel, multibody_zmp
 CONTACT_M = 0.005  # foot geometry this close to the ground supports the robot
 
 
+def level_tolerance(foot_width_m: float) -> float:
+    """How far (radians) a foot may roll and still have its whole sole within CONTACT_M of the
+    ground (it rolls about one edge; with a margin): a leg without an ankle roll keeps its foot
+    this level."""
+    return float(0.8 * np.arctan(CONTACT_M / max(foot_width_m, CONTACT_M)))
+
+
 def foot_links(tree: KinematicTree) -> list[int]:
     """The link at the end of each leg (its last joint's link); the foot is it and all below."""
     parts = find_body_parts(robot_skeleton(tree))

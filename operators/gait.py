@@ -1,0 +1,122 @@
+"""Robot tab > Balance > Generate Gait: the source's steps as a robot gait that keeps its balance
+(core.balance.gait), written as a new robot action with keys at the control cycle.
+
+`gait_action` does the work without a UI context (the command line and tests call it); the
+operator reads the Robot tab, reports progress and warnings, and is undoable like Bake.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, FloatProperty
+
+from ..core.balance.gait import GaitResult, GaitSettings, generate_gait
+from ..core.chains.mapping import Mapping
+from ..props import mapping_from_settings, settings_from_mapping
+from . import anim_io
+from .common import auto_map_objects, bake_frame_range, check_objects, reports_errors, tree_from_rig
+from .contacts import bake_contacts
+from .export import scene_fps
+from .retarget import write_robot_action
+
+GAIT_PROPERTY = "robot_retarget_gait"  # the gait's report (JSON) on its action
+TRACE_PROPERTY = "robot_retarget_gait_trace"  # per key: time, target ZMP, multibody ZMP, CoM (JSON)
+
+
+@dataclass
+class GaitOutcome:
+    action: bpy.types.Action
+    result: GaitResult
+    frames: np.ndarray  # Blender frames of the keys (subframes where the period is not a whole frame)
+    keys: int
+
+
+def gait_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mapping: Mapping, frame_start: int,
+                frame_end: int, settings: GaitSettings | None = None, *, contacts="auto",
+                action_name: str | None = None, replace: bool = False, progress=None) -> GaitOutcome:
+    """Frames [start, end] of `source` as a gait on `robot`: a new action keyed every control
+    period from frame_start. The source and existing robot actions are never modified."""
+    if frame_end < frame_start:
+        raise ValueError(f"frame range {frame_start}-{frame_end} is empty")
+    report = progress or (lambda fraction, message: None)
+    tree = tree_from_rig(robot)
+    fps = scene_fps(scene)
+    report(0.0, "sampling the source")
+    motion = anim_io.sample_armature(source, np.arange(frame_start, frame_end + 1, dtype=float), scene=scene)
+    result = generate_gait(motion, tree, mapping, contacts, settings,
+                           progress=lambda f, m: report(0.05 + 0.85 * f, m))
+    report(0.9, "writing keys")
+    frames = frame_start + result.time_s * fps
+    source_action = source.animation_data.action if source.animation_data else None
+    name = action_name or f"{robot.name}|{source_action.name if source_action else source.name} gait"
+    action, keys = write_robot_action(robot, tree, name, frames, result.root_position, result.root_rotation,
+                                      result.q, replace)
+    action[GAIT_PROPERTY] = json.dumps(result.report)
+    action[TRACE_PROPERTY] = json.dumps({"frames": np.round(frames, 4).tolist(),
+                                         "target_zmp": np.round(result.target_zmp, 5).tolist(),
+                                         "zmp": np.round(result.zmp, 5).tolist(),
+                                         "com": np.round(result.com, 5).tolist()})
+    report(1.0, "done")
+    return GaitOutcome(action, result, frames, keys)
+
+
+def gait_summary(report: dict) -> str:
+    margin = report["min_support_margin_m"]
+    return (f"Gait of {report['steps']} steps at {report['rate_hz']:.0f} Hz: multibody ZMP "
+            f"{1000 * report['multibody_zmp_rms_error_m']:.0f} mm RMS from its target, outside the feet on "
+            f"{report['zmp_outside_support_pct']:.1f} % of samples (worst margin "
+            f"{'none' if margin is None else f'{1000 * margin:.0f} mm'}); stance slide "
+            f"{1000 * report['stance_slide_m']:.1f} mm")
+
+
+class ROBOT_RETARGET_OT_generate_gait(bpy.types.Operator):
+    """Turn the source's steps into a robot gait that keeps its balance: feet flat and still on the
+    ground, the waist moved until the zero moment point stays over the feet; a new action keyed at
+    the control cycle"""
+
+    bl_idname = "robot_retarget.generate_gait"
+    bl_label = "Generate Gait"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    period_ms: FloatProperty(name="Control Period", description="The robot's control cycle: one key per period",
+                             default=5.0, min=0.5, max=100.0)
+    sensitivity: FloatProperty(name="Sensitivity", description="How much of the person's swing style to keep: "
+                               "higher keeps more of its turning points", default=1.0, min=0.1, max=10.0)
+    merge_s: FloatProperty(name="Merge Width", description="Turning points of a swing closer than this become one",
+                           default=0.1, min=0.0, max=1.0, unit='TIME_ABSOLUTE')
+    upper_body: BoolProperty(name="Upper Body", default=True,
+                             description="Arms and torso follow the clip (off: they hold its median posture)")
+
+    @reports_errors
+    def execute(self, context):
+        settings = context.scene.robot_retarget
+        source, robot = check_objects(settings)
+        if len(settings.chains) == 0:
+            automatic = auto_map_objects(source, robot, context.scene)
+            automatic.settings = mapping_from_settings(settings).settings
+            settings_from_mapping(settings, automatic)
+        mapping = mapping_from_settings(settings)
+        start, end = bake_frame_range(context.scene, settings, source)
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        try:
+            contacts = bake_contacts(True, source, np.arange(start, end + 1.0), scene_fps(context.scene))
+            gait = GaitSettings(period_s=self.period_ms / 1000.0, sensitivity=self.sensitivity, merge_s=self.merge_s,
+                                upper_body=self.upper_body)
+            outcome = gait_action(context.scene, source, robot, mapping, start, end, gait, contacts=contacts,
+                                  progress=lambda f, m: wm.progress_update(int(100 * f)))
+        finally:
+            wm.progress_end()
+        for warning in outcome.result.report.get("warnings", []):
+            self.report({'WARNING'}, warning)
+        self.report({'INFO'}, f"{gait_summary(outcome.result.report)} -> action {outcome.action.name!r}")
+        return {'FINISHED'}
+
+    def invoke(self, context, event):
+        return context.window_manager.invoke_props_dialog(self)
+
+
+classes = (ROBOT_RETARGET_OT_generate_gait,)

@@ -1,0 +1,189 @@
+"""The gait generator on the bundled walk (issue 12): steps kept, feet still and level in stance,
+the multibody ZMP over the feet, a one-leg hold made from the walk, the hop refused.
+
+The issue's targets that today's generator does not reach are xfail tests with the figures
+they measure: they fail loudly (strict) the day the generator reaches them.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.balance import BalanceError
+from core.balance.gait import GaitSettings, generate_gait
+from core.balance.legs import leg_iks
+from core.balance.phases import swing_phases
+from core.balance.support import foot_bodies, foot_links, support_margins
+from core.feet.contacts import detect_contacts
+from core.model.kinematics import KinematicTree
+from core.model.transforms import pose_matrices
+from core.model.urdf import parse_urdf
+from core.motion.bvh import load_bvh
+from core.motion.source import SourceMotion
+from core.retarget.automap import auto_map
+
+ROOT = Path(__file__).resolve().parents[2]
+WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
+HOP = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
+ROBOTS = {"g1": ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf",
+          "h1": ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"}
+REPORT_KEYS = {"steps", "swing_phases", "representative_points", "zmp_max_error_m", "zmp_rms_error_m",
+               "multibody_zmp_max_error_m", "multibody_zmp_rms_error_m", "zmp_outside_support_pct",
+               "min_support_margin_m", "stance_slide_m", "com_height_m", "rate_hz", "period_s", "warnings"}
+
+
+def _gait(motion: SourceMotion, robot: str, settings: GaitSettings | None = None):
+    tree = KinematicTree(parse_urdf(ROBOTS[robot]))
+    mapping = auto_map(motion, tree)
+    return tree, mapping, generate_gait(motion, tree, mapping, settings=settings)
+
+
+@pytest.fixture(scope="module")
+def walk():
+    return load_bvh(WALK).to_source_motion()
+
+
+@pytest.fixture(scope="module")
+def g1_walk(walk):
+    return _gait(walk, "g1")
+
+
+@pytest.fixture(scope="module")
+def h1_walk(walk):
+    return _gait(walk, "h1")
+
+
+def _feet(tree, result):
+    """Per foot: its body's points in the world over the samples (N, P, 3), and the body."""
+    root = pose_matrices(result.root_rotation, result.root_position)
+    feet = foot_links(tree)
+    poses = tree.poses(result.q, root, feet)
+    return [(body.world(poses[body.link]), body) for body in foot_bodies(tree, feet)]
+
+
+@pytest.mark.parametrize("robot", ["g1", "h1"])
+def test_the_report_and_the_samples_are_the_issues(robot, g1_walk, h1_walk):
+    tree, _, result = {"g1": g1_walk, "h1": h1_walk}[robot]
+    report = result.report
+    assert REPORT_KEYS <= set(report)
+    assert report["rate_hz"] == pytest.approx(200.0) and report["period_s"] == pytest.approx(0.005)
+    assert np.allclose(np.diff(result.time_s), 0.005) and result.time_s[0] == 0.0
+    assert len(result.q) == len(result.time_s) and np.isfinite(result.q).all()
+    assert result.joint_names == tree.joint_names
+    inside = (result.q >= tree.lower - 1e-6) & (result.q <= tree.upper + 1e-6)
+    assert inside.all(), f"joints outside their limits: {np.array(tree.joint_names)[~inside.all(axis=0)]}"
+    for point in report["representative_points"]:
+        assert point["kind"] in {"lift_off", "peak", "preparatory", "touch_down"}
+        swings = report["swing_phases"][point["foot"]]
+        assert any(s["lift_off_s"] - 1e-9 <= point["time_s"] <= s["touch_down_s"] + 1e-9 for s in swings)
+
+
+@pytest.mark.parametrize("robot", ["g1", "h1"])
+def test_every_step_of_the_clip_is_kept(robot, walk, g1_walk, h1_walk):
+    tree, mapping, result = {"g1": g1_walk, "h1": h1_walk}[robot]
+    clip_swings = swing_phases(detect_contacts(walk, mapping))
+    assert result.report["steps"] == sum(len(s) for s in clip_swings.values())
+    for side, swings in result.report["swing_phases"].items():
+        assert len(swings) == len(clip_swings[side])
+        kinds = [p["kind"] for p in result.report["representative_points"] if p["foot"] == side]
+        assert kinds.count("lift_off") == kinds.count("touch_down") == len(swings)
+        assert kinds.count("preparatory") == 2 * len(swings)
+
+
+def test_swing_feet_stay_above_the_ground_and_stance_feet_on_it(g1_walk):
+    tree, _, result = g1_walk
+    for points, body in _feet(tree, result):
+        lowest = (points[..., 2] - body.radius).min(axis=1)
+        assert lowest.min() > -0.002, f"a foot {-1000 * lowest.min():.1f} mm below the ground"
+
+
+def test_the_gait_moves_smoothly(g1_walk):
+    """No leg flips between solutions (a flip turns a joint by a radian in one 5 ms cycle: 20-40
+    times its velocity limit); a knee still snaps up to 3.4 times its limit where a stance ends
+    stretched (a target of the xfail below)."""
+    tree, _, result = g1_walk
+    legs = np.concatenate([leg.columns for leg in leg_iks(tree, foot_links(tree))])
+    speed = np.abs(np.diff(result.q[:, legs], axis=0)) / result.period_s
+    assert (speed / tree.velocity[legs]).max() < 5.0
+
+
+def test_the_multibody_zmp_follows_its_target_on_g1(g1_walk):
+    report = g1_walk[2].report
+    assert report["multibody_zmp_rms_error_m"] < 0.02
+    assert report["zmp_rms_error_m"] < 0.002  # the cart-table model itself follows it closely
+    assert report["zmp_outside_support_pct"] < 2.0
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached yet on the bundled walk onto G1: "
+                   "multibody ZMP 14 mm RMS (target 10), 0.7 % of samples outside the support (target none, "
+                   "with 10 mm margin), stance slide 14 mm (target < 1), travel 36 % of the scaled source's; "
+                   "a knee snaps at 3.4 times its velocity limit where a stance ends stretched")
+def test_issue_targets_on_g1(g1_walk):
+    tree, _, result = g1_walk
+    report = result.report
+    legs = np.concatenate([leg.columns for leg in leg_iks(tree, foot_links(tree))])
+    assert (np.abs(np.diff(result.q[:, legs], axis=0)) / result.period_s <= tree.velocity[legs]).all()
+    assert report["multibody_zmp_rms_error_m"] <= 0.010
+    assert report["min_support_margin_m"] >= 0.010
+    assert report["stance_slide_m"] < 0.001
+    assert report["travel_m"] == pytest.approx(report["source_travel_m"], rel=0.2)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (legs without an ankle roll, a 3 cm "
+                   "sole): a third of the samples outside the support, stance slide over 10 cm")
+def test_issue_targets_on_h1(h1_walk):
+    report = h1_walk[2].report
+    assert report["min_support_margin_m"] >= 0.010
+    assert report["stance_slide_m"] < 0.001
+
+
+def test_a_one_leg_hold_keeps_the_zmp_under_the_stance_foot(walk):
+    """The walk held 2.4 s on one leg in mid-swing (a dance pose made from the walk)."""
+    k, hold = int(4.5 * walk.fps), int(2.4 * walk.fps)
+    index = np.r_[np.arange(k), np.full(hold, k), np.arange(k, walk.frames)]
+    held = SourceMotion(walk.bone_names, walk.parents, walk.heads[index], walk.tails[index],
+                        walk.root_rotation[index], walk.rest_heads, walk.rest_tails, walk.rest_root_rotation,
+                        walk.fps, "walk_hold")
+    tree, _, result = _gait(held, "g1")
+    long = [s for side in result.report["swing_phases"].values() for s in side
+            if s["touch_down_s"] - s["lift_off_s"] >= 2.0]
+    assert len(long) == 1, "the hold is one swing of at least 2 s"
+    during = (result.time_s > long[0]["lift_off_s"] + 0.5) & (result.time_s < long[0]["touch_down_s"] - 0.5)
+    points = np.concatenate([p for p, _ in _feet(tree, result)], axis=1)
+    radius = np.concatenate([b.radius for _, b in _feet(tree, result)])
+    margins = support_margins(points[during], result.zmp[during], 0.0, radius)
+    assert support_margins(points[during], result.target_zmp[during], 0.0, radius).min() > 0.02
+    # the swing leg's path still shakes the ZMP out for a few cycles (2 cm): the xfail targets above
+    assert np.mean(margins > 0.0) > 0.95
+    error = np.linalg.norm(result.zmp[during] - result.target_zmp[during], axis=1)
+    assert np.sqrt(np.mean(error ** 2)) < 0.015
+
+
+def test_the_hop_is_refused_with_its_flight_times():
+    hop = load_bvh(HOP).to_source_motion()
+    with pytest.raises(BalanceError, match=r"flight phase\(s\).*\d\.\d\d-\d\.\d\d s"):
+        _gait(hop, "g1")
+
+
+def test_another_control_period(walk):
+    frames = walk.frames
+    short = SourceMotion(walk.bone_names, walk.parents, walk.heads[:frames // 2], walk.tails[:frames // 2],
+                         walk.root_rotation[:frames // 2], walk.rest_heads, walk.rest_tails,
+                         walk.rest_root_rotation, walk.fps, "walk_half")
+    _, _, result = _gait(short, "g1", GaitSettings(period_s=0.01))
+    assert np.allclose(np.diff(result.time_s), 0.01)
+    assert result.report["rate_hz"] == pytest.approx(100.0)
+    assert result.time_s[-1] <= (short.frames - 1) / short.fps + 1e-9
+
+
+def test_a_robot_without_masses_gets_a_clear_error(walk, tmp_path):
+    text = ROBOTS["g1"].read_text()
+    massless = re.sub(r"<inertial>.*?</inertial>", "", text, flags=re.S)
+    path = tmp_path / "g1_massless.urdf"
+    path.write_text(massless)
+    tree = KinematicTree(parse_urdf(path))
+    with pytest.raises(BalanceError, match="no link has an <inertial>"):
+        generate_gait(walk, tree, auto_map(walk, tree))
