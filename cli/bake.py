@@ -6,23 +6,19 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import CommandError, add_source_up, bake_clip, check_output, print_warnings, write_report
+from .common import (CommandError, add_clip_arguments, add_outputs, add_source_up, bake_clip, check_output,
+                     print_warnings, write_report)
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bake", help="retarget a clip onto a robot and write the bake CSV",
                        description="Retarget a BVH/FBX clip onto a URDF robot; write one CSV row per "
                                    "source frame (time_s, root pose, joints in URDF order; radians, metres).")
-    p.add_argument("--source", required=True, help="motion clip (.bvh or .fbx)")
-    p.add_argument("--robot", required=True, help="robot description (.urdf)")
-    p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
-    p.add_argument("--frames", help="START:END clip frames, 0-based, END exclusive (default: all)")
+    add_clip_arguments(p)
     p.add_argument("--contacts", default="auto", metavar="auto|off|FILE.json",
                    help="feet to keep planted: contacts detected from the clip (auto, the default), none "
                         "(off), or a contacts file in 0-based clip frames")
-    p.add_argument("--out", required=True, help="CSV file to write")
-    p.add_argument("--report", help="JSON report to write")
-    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    add_outputs(p, "CSV file to write")
     add_source_up(p)
     p.set_defaults(func=run)
 

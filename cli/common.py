@@ -30,6 +30,21 @@ class CommandError(Exception):
 INPUT_ERRORS = (CommandError, *USER_ERRORS)
 
 
+def add_clip_arguments(p: argparse.ArgumentParser, robot_help: str = "robot description (.urdf)") -> None:
+    """--source, --robot, --mapping, --frames: one clip onto one robot (bake, gait)."""
+    p.add_argument("--source", required=True, help="motion clip (.bvh or .fbx)")
+    p.add_argument("--robot", required=True, help=robot_help)
+    p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
+    p.add_argument("--frames", help="START:END clip frames, 0-based, END exclusive (default: all)")
+
+
+def add_outputs(p: argparse.ArgumentParser, out_help: str) -> None:
+    """--out, --report, --overwrite."""
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--report", help="JSON report to write")
+    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+
+
 def add_source_up(p: argparse.ArgumentParser) -> None:
     """--source-up: the BVH file's up axis (Blender's importer's axis_up; FBX files say their own)."""
     p.add_argument("--source-up", choices=["Y", "Z"], default="Y",

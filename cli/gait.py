@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import (CommandError, add_source_up, check_output, clip_inputs, print_warnings, write_report)
+from .common import (CommandError, add_clip_arguments, add_outputs, add_source_up, check_output, clip_inputs,
+                     print_warnings, write_report)
 
 
 def add_parser(sub) -> None:
@@ -13,10 +14,7 @@ def add_parser(sub) -> None:
                                    "zero moment point stays over its feet: feet flat and still on the ground, the "
                                    "swing legs through the person's representative points, the waist balanced "
                                    "by preview control. Writes the bake CSV layout, one row per control cycle.")
-    p.add_argument("--source", required=True, help="motion clip (.bvh or .fbx)")
-    p.add_argument("--robot", required=True, help="robot description (.urdf) with <inertial> masses")
-    p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
-    p.add_argument("--frames", help="START:END clip frames, 0-based, END exclusive (default: all)")
+    add_clip_arguments(p, robot_help="robot description (.urdf) with <inertial> masses")
     rate = p.add_mutually_exclusive_group()
     rate.add_argument("--rate", type=float, metavar="HZ", help="control rate (default 200 Hz)")
     rate.add_argument("--period", type=float, metavar="S", help="control period in seconds (default 0.005)")
@@ -33,9 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("--contacts", default="auto", metavar="auto|FILE.json",
                    help="the clip's foot contacts: detected (auto, the default) or a contacts file in 0-based "
                         "clip frames")
-    p.add_argument("--out", required=True, help="CSV file to write (bake CSV layout, one row per control cycle)")
-    p.add_argument("--report", help="JSON report to write")
-    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    add_outputs(p, "CSV file to write (bake CSV layout, one row per control cycle)")
     add_source_up(p)
     p.set_defaults(func=run)
 
