@@ -31,6 +31,7 @@ PLAN_ROUNDS = 4  # rounds that make the feet's plan stand before the multibody p
 PRIOR_RAMP_S = 0.1  # a leg leaving the ground leans on the person's posture over this long
 COM_TRACKING_STEPS = 2
 STAND_TOL_M = 0.001
+TURN_TOL_RAD = 0.005  # a standing foot turned this far slides half a millimetre at a 10 cm toe
 HEIGHT_STEPS_M = np.array([-0.02, 0.02, -0.04, 0.04, -0.07, 0.07, -0.1, 0.1, -0.14, 0.14])  # waist height changes tried
 HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
 
@@ -70,16 +71,18 @@ class Corrector:
         ramp = max(1, int(round(PRIOR_RAMP_S / period_s)))
         self.air_share = {foot: _ease(np.clip(distance_transform_edt(~d) / ramp, 0.0, 1.0)) if d.any() else
                           np.ones(len(d)) for foot, d in down.items()}
-        self.reach = [settings.reach * leg_length(tree, leg) for leg in legs]
+        self.full_reach = [leg_length(tree, leg) for leg in legs]  # a swing foot is pulled in only past it
 
-    def solve(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Legs solved for the waist over xy (N, 2) at its height: (q, root position (N, 3)).
-        A swing foot out of reach aims at the nearest point it can reach."""
+        A swing foot out of reach aims at the nearest point it can reach. quick: from q alone,
+        without restarts (the waist moved a little from where q was solved)."""
         root_pos = np.column_stack([xy, self.height])
         root = pose_matrices(self.root_rot, root_pos)
         air = {foot: ~down for foot, down in self.down.items()}
-        goals = within_reach(self.tree, self.legs, self.reach, q, root, self.goals, air)
-        q, _ = solve_legs(self.tree, self.legs, q, root, goals, self.rest, self.air_share, period_s=self.period)
+        goals = within_reach(self.tree, self.legs, self.full_reach, q, root, self.goals, air)
+        q, _ = solve_legs(self.tree, self.legs, q, root, goals, self.rest, self.air_share, quick=quick,
+                          period_s=self.period)
         return q, root_pos
 
     def standing(self, q: np.ndarray, root: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -88,8 +91,8 @@ class Corrector:
         rows = np.arange(len(q)) if rows is None else rows
         ok = np.ones(len(rows), dtype=bool)
         for leg in self.legs:
-            miss, tilt = pose_errors(self.tree, [leg], q, root, {leg.foot: self.goals[leg.foot][rows]})
-            ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < self.level_tol))
+            miss, tilt, turn = pose_errors(self.tree, [leg], q, root, {leg.foot: self.goals[leg.foot][rows]})
+            ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < self.level_tol) & (turn < TURN_TOL_RAD))
         return ok
 
     def fit_height(self, q: np.ndarray, xy: np.ndarray) -> float:
@@ -174,7 +177,7 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
         if plan is None or not plan(q, pose_matrices(corrector.root_rot, root_pos)):
             break
     q, root_pos, xy, _ = corrector.track(q, xy, com_path)
-    for _ in range(max(1, settings.passes)):
+    for index in range(max(1, settings.passes)):
         zmp, com = corrector.zmp(q, root_pos)
         error = target - zmp
         size = np.linalg.norm(error, axis=1, keepdims=True)

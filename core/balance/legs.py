@@ -118,8 +118,26 @@ def _chain(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray):
         if tree.kind[link] == PRISMATIC:
             pos = pos + axis * value[:, None]
         else:
-            rot = rot @ axis_angle_to_matrix(tree.axes[link], value)
+            rot = rot @ _turn(tree.axes[link], value)
     return rot, pos, np.stack(axes, axis=1), np.stack(origins, axis=1)
+
+
+def _turn(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Rotations (F, 3, 3) by angle (F,) about a fixed unit axis; the principal axes of nearly
+    every URDF joint are written directly (this runs for every joint at every iteration)."""
+    principal = np.flatnonzero(np.abs(axis) == 1.0)
+    if len(principal) != 1:
+        return axis_angle_to_matrix(axis, angle)
+    k = int(principal[0])
+    i, j = (k + 1) % 3, (k + 2) % 3
+    c, s = np.cos(angle), axis[k] * np.sin(angle)
+    out = np.zeros((len(angle), 3, 3))
+    out[:, k, k] = 1.0
+    out[:, i, i] = c
+    out[:, j, j] = c
+    out[:, j, i] = s
+    out[:, i, j] = -s
+    return out
 
 
 def _rotvec(m: np.ndarray) -> np.ndarray:
@@ -264,7 +282,9 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray,
                bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Projected Levenberg-Marquardt for one leg, every sample its own problem, all at once;
     samples drop out as they converge. Returns the leg's joints (F, J) and weighted error (F, 6)."""
-    weights = np.array([1.0, 1.0, 1.0, TILT_WEIGHT_M, TILT_WEIGHT_M, YAW_WEIGHT_M])
+    # a leg of six joints meets the whole pose; with fewer, the foot keeps its place and stays level
+    yaw = TILT_WEIGHT_M if len(leg.columns) >= 6 else YAW_WEIGHT_M
+    weights = np.array([1.0, 1.0, 1.0, TILT_WEIGHT_M, TILT_WEIGHT_M, yaw])
     cols = leg.columns
     lower, upper = bounds
     x = np.clip(start, lower, upper)
@@ -342,9 +362,10 @@ def within_reach(tree: KinematicTree, legs: list[LegIK], reach: list[float], q: 
 
 
 def pose_errors(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.ndarray,
-                goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Worst foot position error (F,) metres and sole tilt error (F,) radians over the legs."""
-    position, tilt = np.zeros(len(q)), np.zeros(len(q))
+                goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Worst foot position error (F,) metres, sole tilt error (F,) and heading error (F,) radians
+    over the legs (a foot that stands in place but turns slides at its toe)."""
+    position, tilt, turn = np.zeros(len(q)), np.zeros(len(q)), np.zeros(len(q))
     for leg in legs:
         pose = tree.link_transform(q, leg.foot, root)
         goal = goals[leg.foot]
@@ -353,4 +374,5 @@ def pose_errors(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.
         up = goal[:, 2, :3]  # rows of R are the world axes in the foot's frame
         normal = np.einsum("fij,fj->fi", pose[:, :3, :3], up)
         tilt = np.maximum(tilt, np.arccos(np.clip(normal[:, 2], -1.0, 1.0)))
-    return position, tilt
+        turn = np.maximum(turn, np.abs(_rotvec(goal[:, :3, :3] @ np.swapaxes(pose[:, :3, :3], 1, 2))[:, 2]))
+    return position, tilt, turn

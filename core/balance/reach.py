@@ -22,6 +22,7 @@ from .legs import LegIK, leg_length, pose_errors, solve_legs, stretch
 from .waist import heading, wrap, yaw_bounds
 
 POSITION_TOL_M = 0.002
+TURN_TOL_RAD = 0.005
 PROBES = 33  # step lengths tried per direction
 SWAYS = (1.0, 0.8, 0.6, 0.4, 0.2, 0.0)  # shares of the way from one foot to the other the waist is probed at
 MARGIN = 0.85  # of the probed bounds a step may use: the waist is not always where the probe had it
@@ -126,5 +127,6 @@ class _Probe:
         position[:, 2] -= stretch(self.tree, legs, self.reach, q, pose_matrices(rot, position), goals)
         root = pose_matrices(rot, position)
         q, _ = solve_legs(self.tree, legs, q, root, goals, q)
-        miss, tilt = pose_errors(self.tree, legs, q, root, goals)
-        return ((miss < POSITION_TOL_M) & (tilt < self.tilt_tol)).reshape(3, count).all(axis=0)
+        miss, tilt, turn = pose_errors(self.tree, legs, q, root, goals)
+        ok = (miss < POSITION_TOL_M) & (tilt < self.tilt_tol) & (turn < TURN_TOL_RAD)
+        return ok.reshape(3, count).all(axis=0)
