@@ -72,8 +72,8 @@ def gait_contacts(contacts: Contacts, min_swing_s: float = MIN_SWING_S,
     least double_support_s at each step (the lift-off waits).
 
     Where the flags have both feet up and the body did not fall (a foot rolling on its toe,
-    a late heel strike), the foot whose swings survive it best is kept down: the one that
-    keeps more swings, then more time in the air."""
+    a late heel strike), the foot whose keeping down leaves more steps of both feet (then more
+    time in the air) is kept down."""
     feet = {side: flags.copy() for side, flags in contacts.feet.items()}
     notes: list[str] = []
     sides = [s for s in ("left", "right") if s in feet]
@@ -87,7 +87,9 @@ def gait_contacts(contacts: Contacts, min_swing_s: float = MIN_SWING_S,
             trial = feet[side].copy()
             trial[a:b] = True
             _fill_short_swings(trial, shortest)
-            options.append((len(_swings(trial)), (~trial).sum(), side, trial))
+            other = feet[sides[1] if side == sides[0] else sides[0]]
+            # the steps of both feet that survive, then the time in the air they keep
+            options.append((len(_swings(trial)) + len(_swings(other)), (~trial).sum() + (~other).sum(), side, trial))
         _, _, side, trial = max(options, key=lambda o: o[:2])
         feet[side] = trial
         notes.append(f"both feet are up at {a / fps:.2f}-{b / fps:.2f} s but the body does not fall: "
