@@ -39,6 +39,7 @@ HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot c
 @dataclass
 class CorrectionSettings:
     passes: int = 24
+    gain: float = 1.5  # of each pass's CoM correction applied: the waist moves the CoM less than itself
     q: float = 1.0
     r: float = 1e-6
     preview_s: float = 1.6
@@ -171,11 +172,11 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
     com_path, cart_zmp = follow_zmp(target, preview, gains)
     xy = com_path + offset
     changed = 0.0
-    for _ in range(PLAN_ROUNDS):
-        q, root_pos, xy, change = corrector.track(q, xy, com_path, fit=True)
-        changed = max(changed, change)
+    q, root_pos, xy, changed = corrector.track(q, xy, com_path, fit=True)
+    for _ in range(PLAN_ROUNDS):  # the plan moves swing feet only: the stances stand as fitted
         if plan is None or not plan(q, pose_matrices(corrector.root_rot, root_pos)):
             break
+        q, root_pos = corrector.solve(q, xy)
     q, root_pos, xy, _ = corrector.track(q, xy, com_path)
     for index in range(max(1, settings.passes)):
         zmp, com = corrector.zmp(q, root_pos)
@@ -183,8 +184,9 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
         size = np.linalg.norm(error, axis=1, keepdims=True)
         error *= np.minimum(1.0, MAX_ZMP_ERROR_M / np.maximum(size, 1e-12))  # one bad sample cannot throw the body
         correction, _ = follow_zmp(error, preview, gains)
+        correction *= settings.gain
         com_path = com_path + correction
         xy = xy + correction  # the waist carries most of the body: the CoM follows it closely
-        q, root_pos = corrector.solve(q, xy)
+        q, root_pos = corrector.solve(q, xy, quick=index < settings.passes - 2)  # small moves: from q alone
     zmp, com = corrector.zmp(q, root_pos)
     return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, changed)

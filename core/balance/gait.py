@@ -31,7 +31,7 @@ from .preview import PreviewSettings, follow_zmp
 from .support import support_margins
 
 Progress = Callable[[float, str], None]
-BALANCE_PERIOD_S = 0.02  # the correction's sample period
+BALANCE_PERIOD_S = 0.01  # the correction's sample period
 MIN_PUSH = 0.5  # share of the robot's weight the ground must carry at least, at every sample
 MAX_THROW_M = 0.04  # a swing that throws the multibody ZMP further from its target is calmed
 TAME_SHARE = 0.4  # how much of a too-fast swing's style one round takes back

@@ -109,11 +109,20 @@ def vertical_force(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: fl
 
 
 def _smooth(x: np.ndarray, fps: float, cutoff_hz: float) -> np.ndarray:
-    """Zero-phase low-pass over frames of any shape (F, ...); short clips and low rates pass."""
+    """Zero-phase low-pass over frames of any shape (F, ...); short clips and low rates pass.
+    The ends are held still for EDGE_S before filtering: a motion is taken to start and end
+    standing, and the filter's own edge padding would read accelerations into the first and
+    last tenths of a second."""
     if len(x) < 16 or cutoff_hz <= 0 or cutoff_hz >= 0.45 * fps:
         return x
     flat = x.reshape(len(x), -1)
-    return butterworth_lowpass(flat, fps, cutoff_hz, order=2).reshape(x.shape)  # order 2: little ringing at a step
+    edge = max(1, int(round(EDGE_S * fps)))
+    padded = np.pad(flat, ((edge, edge), (0, 0)), mode="edge")
+    smooth = butterworth_lowpass(padded, fps, cutoff_hz, order=2)[edge:-edge]  # order 2: little ringing at a step
+    return smooth.reshape(x.shape)
+
+
+EDGE_S = 0.5
 
 
 def _second_derivative(x: np.ndarray, dt: float) -> np.ndarray:
