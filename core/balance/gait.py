@@ -91,6 +91,10 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
                         f"{b.forward_m:.2f} m forward, {b.back_m:.2f} m back, feet {b.width_min_m:.2f}-"
                         f"{b.width_max_m:.2f} m apart, turning {np.degrees(b.turn_rad):.0f} degrees); "
                         "the walk after them moves with them")
+    if plan.bounds.lean < 0.5:
+        warnings.append(f"robot {tree.robot.name!r} can lean only {100 * plan.bounds.lean:.0f} % of the way toward "
+                        "a foot with both soles flat (a leg without an ankle roll, or too little hip roll): "
+                        "standing on one foot, that foot will tilt or slide; expect the ZMP outside the support")
     progress(0.5, "balancing")
     balanced = _balance(tree, plan, model, bake, settings)
     progress(0.95, "measuring")

@@ -40,6 +40,7 @@ class StepBounds:
     turn_rad: float
     forward_axis: np.ndarray  # (2,) the robot's forward on the ground in its zero pose
     left_axis: np.ndarray  # (2,)
+    lean: float = 1.0  # share of the way to a foot the waist can go with both soles flat
 
     def limit(self, ref_pose: np.ndarray, ref_flat: np.ndarray, pose: np.ndarray, flat: np.ndarray,
               side: str) -> np.ndarray:
@@ -82,7 +83,7 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
     wide = probe.longest(np.linspace(natural, natural + span, PROBES), 0.0, along=False)
     turn = min(min(abs(lo), abs(hi)) for lo, hi in (yaw_bounds(tree, leg) for leg in legs.values()))
     return StepBounds(MARGIN * ahead, MARGIN * behind, min(narrow, natural), max(MARGIN * wide, natural), turn,
-                      forward_axis, left_axis)
+                      forward_axis, left_axis, probe.sway)
 
 
 class _Probe:
