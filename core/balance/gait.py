@@ -19,6 +19,7 @@ from ..chains.mapping import Mapping
 from ..feet.contacts import Contacts, flags_to_intervals
 from ..feet.plant import resolve_contacts
 from ..model.kinematics import KinematicTree
+from ..model.reroot import hung_from
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
 from ..retarget import RetargetResult, retarget
@@ -68,17 +69,24 @@ class GaitResult:
 
 def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, contacts="auto",
                   settings: GaitSettings | None = None, progress: Progress | None = None) -> GaitResult:
-    """The gait of `motion` on `tree` (contacts: "auto" or per-foot flags, as for a bake)."""
+    """The gait of `motion` on `tree` (contacts: "auto" or per-foot flags, as for a bake).
+
+    A robot rooted elsewhere than its pelvis (a URDF rooted at the torso) walks from its pelvis
+    (core.model.reroot, as the bake does); the result is the URDF's own root pose and joints."""
     settings = settings or GaitSettings()
     progress = progress or (lambda fraction, message: None)
     if not settings.period_s > 0:
         raise BalanceError(f"control period must be positive, got {settings.period_s!r} s")
-    model = MassModel.build(tree)  # a robot without masses fails before the slow work
+    MassModel.build(tree)  # a robot without masses fails before the slow work
     warnings: list[str] = []
     flags = walkable_contacts(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
     bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m))
     warnings += bake.report.get("warnings", [])
+    robot = tree
+    tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
+    bake = _from_pelvis(robot, tree, bake)
+    model = MassModel.build(tree)
     progress(0.4, "planning feet and waist")
     end_s = (motion.frames - 1) / motion.fps
     times = np.arange(int(np.floor(end_s / settings.period_s + 1e-9)) + 1) * settings.period_s
@@ -99,9 +107,27 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     balanced = _balance(tree, plan, model, bake, settings)
     progress(0.95, "measuring")
     report = _report(tree, settings, plan, balanced, bake, model, warnings)
+    root_pose = pose_matrices(plan.root_rot, balanced.root_position)
+    q = balanced.q
+    if rerooted is not None:  # back to the URDF's own root and joint order
+        link = robot.robot.root_link
+        root_pose = rerooted.original_pose(link, tree.link_transform(q, tree.link_index(link), root_pose))
+        q = q[:, [tree.joint_names.index(name) for name in robot.joint_names]]
     progress(1.0, "done")
-    return GaitResult(tree.joint_names, times, balanced.q, balanced.root_position, plan.root_rot, settings.period_s,
-                      plan.target, balanced.zmp, balanced.com, report)
+    return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),
+                      settings.period_s, plan.target, balanced.zmp, balanced.com, report)
+
+
+def _from_pelvis(robot: KinematicTree, tree: KinematicTree, bake: RetargetResult) -> RetargetResult:
+    """The bake on `tree`, the robot re-rooted at its pelvis: the pelvis's pose as the root pose,
+    the joints in that tree's order (the same bake when nothing was re-rooted)."""
+    if tree is robot:
+        return bake
+    root = pose_matrices(bake.root_rotation, bake.root_position)
+    pelvis = robot.link_transform(bake.q, robot.link_index(tree.robot.root_link), root)
+    q = bake.q[:, [robot.joint_names.index(name) for name in tree.joint_names]]
+    return RetargetResult(tree.joint_names, q, pelvis[:, :3, 3].copy(), pelvis[:, :3, :3].copy(), bake.fps,
+                          bake.report)
 
 
 def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings: list[str]) -> Contacts:

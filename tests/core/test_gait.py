@@ -179,3 +179,41 @@ def test_a_robot_without_masses_gets_a_clear_error(walk, tmp_path):
     tree = KinematicTree(parse_urdf(path))
     with pytest.raises(BalanceError, match="no link has an <inertial>"):
         generate_gait(walk, tree, auto_map(walk, tree))
+
+
+def test_the_gait_does_not_depend_on_where_the_clip_faces(walk, g1_walk):
+    """The walk turned a quarter about the up axis and moved 3 m: the same steps, and the same
+    balance figures within a millimetre or two."""
+    turn = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    shift = np.array([3.0, -2.0, 0.0])
+    turned = SourceMotion(walk.bone_names, walk.parents, walk.heads @ turn.T + shift, walk.tails @ turn.T + shift,
+                          turn @ walk.root_rotation, walk.rest_heads, walk.rest_tails, walk.rest_root_rotation,
+                          walk.fps, "walk_turned")
+    _, _, result = _gait(turned, "g1")
+    base, report = g1_walk[2].report, result.report
+    assert report["steps"] == base["steps"]
+    for side in ("left", "right"):
+        assert [s["lift_off_s"] for s in report["swing_phases"][side]] == \
+            pytest.approx([s["lift_off_s"] for s in base["swing_phases"][side]], abs=0.02)
+    assert report["travel_m"] == pytest.approx(base["travel_m"], abs=0.02)
+    assert report["multibody_zmp_rms_error_m"] == pytest.approx(base["multibody_zmp_rms_error_m"], abs=0.002)
+    assert report["min_support_margin_m"] >= 0.008 and report["stance_slide_m"] < 0.002
+
+
+def test_a_robot_rooted_at_its_torso_walks_the_same_gait(walk, g1_walk):
+    """The G1 described from its torso (legs hanging from the waist joints): the same gait, its
+    output the torso's own pose and the URDF's joints."""
+    from tests.robot_variants import rooted_at
+
+    tree, _, base = g1_walk
+    torso = KinematicTree(rooted_at(tree.robot, "torso_link"))
+    result = generate_gait(walk, torso, auto_map(walk, torso))
+    assert result.joint_names == torso.joint_names
+    assert result.report["steps"] == base.report["steps"]
+    assert result.report["min_support_margin_m"] == pytest.approx(base.report["min_support_margin_m"], abs=1e-4)
+    root = pose_matrices(result.root_rotation, result.root_position)
+    base_root = pose_matrices(base.root_rotation, base.root_position)
+    for name in ("left_ankle_roll_link", "right_ankle_roll_link", "torso_link"):
+        here = torso.link_transform(result.q, torso.link_index(name), root)
+        there = tree.link_transform(base.q, tree.link_index(name), base_root)
+        assert np.abs(here[:, :3, 3] - there[:, :3, 3]).max() < 1e-6
