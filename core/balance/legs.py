@@ -42,7 +42,9 @@ class LegIK:
     bend: float = 0.0  # a knee angle that is well bent, inside its limits (radians)
 
     @classmethod
-    def build(cls, tree: KinematicTree, foot: int, other_feet: list[int]) -> "LegIK":
+    def build(cls, tree: KinematicTree, foot: int, other_feet: list[int], standing: np.ndarray | None = None) -> "LegIK":
+        """standing: the foot's world rotation standing level with the robot upright (its zero
+        pose's by default)."""
         shared = set()
         for other in other_feet:
             link = other
@@ -66,12 +68,12 @@ class LegIK:
         leg.branching = leg.columns != leg.knee  # how far a knee bends is no choice of branch
         leg.lower, leg.upper = tree.lower[leg.columns].copy(), tree.upper[leg.columns].copy()
         zero = tree.zero_pose()
-        for k, link in enumerate(jointed):  # the hip's vertical joint: it turns the foot
-            axis = zero[link, :3, :3] @ tree.axes[link]
-            if abs(axis[2]) > 0.9:
-                leg.twist, leg.twist_sign = k, float(np.sign(axis[2]))
-                break
-        leg.flat = zero[foot, :3, :3] @ zero[leg.base, :3, :3].T  # the foot level under a level base
+        upright = np.array([abs((zero[link, :3, :3] @ tree.axes[link])[2]) for link in jointed])
+        if upright.max() > 0.7:  # the hip's most vertical joint turns the foot
+            k = int(np.argmax(upright))
+            leg.twist, leg.twist_sign = k, float(np.sign((zero[jointed[k], :3, :3] @ tree.axes[jointed[k]])[2]))
+        standing = zero[foot, :3, :3] if standing is None else standing
+        leg.flat = standing @ zero[leg.base, :3, :3].T  # the foot level under a level base
         return leg
 
 
@@ -93,8 +95,9 @@ def _knee(tree: KinematicTree, leg: LegIK) -> tuple[int, float]:
     return best[1], best[2]
 
 
-def leg_iks(tree: KinematicTree, feet: list[int]) -> list[LegIK]:
-    return [LegIK.build(tree, foot, [f for f in feet if f != foot]) for foot in feet]
+def leg_iks(tree: KinematicTree, feet: list[int], standing: dict[int, np.ndarray] | None = None) -> list[LegIK]:
+    """A LegIK per foot; standing: each foot's level rotation (core.balance.support.standing_rotation)."""
+    return [LegIK.build(tree, foot, [f for f in feet if f != foot], (standing or {}).get(foot)) for foot in feet]
 
 
 def _chain(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray):
@@ -320,9 +323,17 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray,
 
 
 def leg_length(tree: KinematicTree, leg: LegIK) -> float:
-    """Hip to ankle with the leg straight (the zero pose), metres."""
-    zero = tree.zero_pose()
-    return float(np.linalg.norm(zero[leg.hip, :3, 3] - zero[leg.foot, :3, 3]))
+    """Hip to ankle with the leg straight, metres: the longest over the knee's range (a robot
+    whose zero pose bends its knee has a longer leg than its zero pose shows)."""
+    lengths = [float(np.linalg.norm(tree.zero_pose()[leg.hip, :3, 3] - tree.zero_pose()[leg.foot, :3, 3]))]
+    if leg.knee >= 0:
+        lower, upper = tree.lower[leg.knee], tree.upper[leg.knee]
+        if np.isfinite(lower) and np.isfinite(upper):
+            q = np.zeros((41, tree.dof))
+            q[:, leg.knee] = np.linspace(lower, upper, 41)
+            poses = tree.poses(q, None, [leg.hip, leg.foot])
+            lengths.append(float(np.linalg.norm(poses[leg.foot][:, :3, 3] - poses[leg.hip][:, :3, 3], axis=1).max()))
+    return max(lengths)
 
 
 def hip_positions(tree: KinematicTree, leg: LegIK, q: np.ndarray, root: np.ndarray) -> np.ndarray:

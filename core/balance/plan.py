@@ -27,7 +27,7 @@ from .inertia import BalanceError
 from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, step_bounds
-from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance
+from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance, standing_rotation
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
 
@@ -58,16 +58,17 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     feet = foot_links(tree)
     sides = foot_sides(tree, mapping, feet)
     by_side = {side: link for link, side in sides.items()}
-    legs = leg_iks(tree, feet)
-    leg_of = {sides[leg.foot]: leg for leg in legs}
     bodies = dict(zip(feet, foot_bodies(tree, feet)))
     zero = tree.zero_pose()
-    flats = {side: zero[link, :3, :3] for side, link in by_side.items()}
+    standing = {link: standing_rotation(bodies[link], zero[link, :3, :3]) for link in feet}  # soles level
+    flats = {side: standing[link] for side, link in by_side.items()}
+    legs = leg_iks(tree, feet, standing)
+    leg_of = {sides[leg.foot]: leg for leg in legs}
     clip_root = pose_matrices(bake.root_rotation, bake.root_position)
     clip_feet = {sides[link]: tree.link_transform(bake.q, link, clip_root) for link in feet}
-    width = min(foot_width(bodies[link], zero[link, :3, :3]) for link in feet)
+    width = min(foot_width(bodies[link], standing[link]) for link in feet)
     bounds = step_bounds(tree, leg_of, np.median(bake.q, axis=0), float(np.median(bake.root_position[:, 2])), reach,
-                         {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width)
+                         {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width, flats)
 
     def nearest_step(ref, pose, stance):
         return bounds.limit(ref.pose, flats[ref.side], pose, flats[stance.side], stance.side)
@@ -87,7 +88,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     data_rot, position = _waist(bake, knots, times)
     data_rot = keep_tilt(data_rot, waist_tilt)
     rate = 1.0 / (times[1] - times[0]) if len(times) > 1 else 1.0
-    root_rot = limit_turn(data_rot, [(np.unwrap(heading(path.poses[:, :3, :3] @ zero[link, :3, :3].T)), path.down,
+    root_rot = limit_turn(data_rot, [(np.unwrap(heading(path.poses[:, :3, :3] @ standing[link].T)), path.down,
                                       yaw_bounds(tree, leg_of[sides[link]])) for link, path in paths.items()], rate)
 
     def turn(t: float) -> tuple[np.ndarray, np.ndarray]:  # the waist's turn at t, about the waist
@@ -98,7 +99,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
         reanchor(path, turn)
     q = np.clip(_joints(bake.q, bake.fps, times, np.concatenate([leg.columns for leg in legs]), upper_body),
                 tree.lower, tree.upper)  # a cubic through angles at a limit overshoots it between frames
-    target = _target(tree, paths, bodies, sides, zmp_offset_m)
+    target = _target(paths, bodies, sides, standing, zmp_offset_m)
     return GaitPlan(times, legs, sides, bodies, paths, swings, root_rot, calm_height(position[:, 2], rate),
                     position[:, :2], q, target, bounds, moved, level_tolerance(width))
 
@@ -160,11 +161,10 @@ def sole_centre(body: BodyPoints, flat: np.ndarray) -> np.ndarray:
     return (touching.min(axis=0) + touching.max(axis=0)) / 2.0
 
 
-def _target(tree, paths: dict[int, FootPath], bodies, sides, offset) -> np.ndarray:
-    zero = tree.zero_pose()
+def _target(paths: dict[int, FootPath], bodies, sides, standing, offset) -> np.ndarray:
     sole, down = {}, {}
     for link, path in paths.items():
-        centre = sole_centre(bodies[link], zero[link, :3, :3])
+        centre = sole_centre(bodies[link], standing[link])
         centre[:2] += np.asarray(offset, dtype=float)
         sole[sides[link]] = (path.poses[:, :3, :3] @ centre + path.poses[:, :3, 3])[:, :2]
         down[sides[link]] = path.down

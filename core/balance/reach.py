@@ -61,7 +61,8 @@ class StepBounds:
 
 
 def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float,
-                reach: float, foot_height: dict[str, float], foot_width: float) -> StepBounds:
+                reach: float, foot_height: dict[str, float], foot_width: float,
+                standing: dict[str, np.ndarray]) -> StepBounds:
     """Probe the robot at waist height `height` (root z, metres) from the posture `rest` (n,);
     a foot counts as level within core.balance.support.level_tolerance of its width."""
     zero = tree.zero_pose()
@@ -71,7 +72,7 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
     left_axis = across / max(natural, 1e-9)
     forward_axis = np.array([left_axis[1], -left_axis[0]])
     probe = _Probe(tree, legs, rest, height, reach, foot_height, forward_axis, left_axis,
-                   level_tolerance(foot_width))
+                   level_tolerance(foot_width), standing)
     for sway in SWAYS:  # how far toward a foot the waist can go standing as built (less without an ankle roll)
         probe.sway = sway
         if probe.stands(np.array([-natural * left_axis]))[0]:
@@ -89,8 +90,9 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
 class _Probe:
     """Can the robot stand with its left foot at the origin and its right foot at an offset?"""
 
-    def __init__(self, tree, legs, rest, height, reach, foot_height, forward_axis, left_axis, tilt_tol):
+    def __init__(self, tree, legs, rest, height, reach, foot_height, forward_axis, left_axis, tilt_tol, standing):
         self.tree, self.legs, self.rest, self.height, self.tilt_tol = tree, legs, rest, height, tilt_tol
+        self.standing = standing  # per side: the foot's level rotation
         self.reach = [reach * leg_length(tree, legs[s]) for s in ("left", "right")]
         self.foot_height, self.forward, self.left = foot_height, forward_axis, left_axis
         self.sway = 1.0
@@ -114,7 +116,7 @@ class _Probe:
         goals = {}
         for leg, where in ((left_leg, np.zeros((count, 2))), (right_leg, offsets)):
             pose = np.repeat(np.eye(4)[None], count, axis=0)
-            pose[:, :3, :3] = zero[leg.foot, :3, :3]
+            pose[:, :3, :3] = self.standing["left" if leg is left_leg else "right"]
             pose[:, :2, 3] = where
             pose[:, 2, 3] = self.foot_height["left" if leg is left_leg else "right"]
             goals[leg.foot] = np.concatenate([pose] * 3)

@@ -28,16 +28,11 @@ def heading(rotation: np.ndarray) -> np.ndarray:
 def yaw_bounds(tree: KinematicTree, leg: LegIK) -> tuple[float, float]:
     """(lowest, highest) heading of the foot relative to the waist that the leg's vertical
     joint allows, with the margin; a leg without one gets no turn at all."""
-    zero = tree.zero_pose()
-    for link in leg.links:
-        if tree.qindex[link] < 0:
-            continue
-        axis = zero[link, :3, :3] @ tree.axes[link]
-        if abs(axis[2]) > 0.9:
-            col = tree.qindex[link]
-            low, high = np.sort(np.sign(axis[2]) * np.array([tree.lower[col], tree.upper[col]]))
-            return float(max(YAW_MARGIN * low, -MAX_TWIST_RAD)), float(min(YAW_MARGIN * high, MAX_TWIST_RAD))
-    return 0.0, 0.0
+    if leg.twist < 0:
+        return 0.0, 0.0
+    col = leg.columns[leg.twist]
+    low, high = np.sort(leg.twist_sign * np.array([tree.lower[col], tree.upper[col]]))
+    return float(max(YAW_MARGIN * low, -MAX_TWIST_RAD)), float(min(YAW_MARGIN * high, MAX_TWIST_RAD))
 
 
 def wrap(angle: np.ndarray) -> np.ndarray:

@@ -217,3 +217,18 @@ def test_a_robot_rooted_at_its_torso_walks_the_same_gait(walk, g1_walk):
         here = torso.link_transform(result.q, torso.link_index(name), root)
         there = tree.link_transform(base.q, tree.link_index(name), base_root)
         assert np.abs(here[:, :3, 3] - there[:, :3, 3]).max() < 1e-6
+
+
+def test_a_robot_built_with_bent_legs_walks_as_well(walk, g1_walk, tmp_path):
+    """The G1 with its knees, hips and ankles' zeros turned (its zero pose crouched, ankles not
+    level): its soles are found level from their geometry and its legs' length over the knee's
+    range, so the gait meets the same targets."""
+    from tests.robot_variants import write_urdf, zero_shifted
+
+    bent = {f"{side}_{joint}": turn for side in ("left", "right")
+            for joint, turn in (("knee_joint", 0.6), ("hip_pitch_joint", -0.3), ("ankle_pitch_joint", -0.3))}
+    tree = KinematicTree(parse_urdf(write_urdf(zero_shifted(g1_walk[0].robot, bent), tmp_path / "g1_bent.urdf")))
+    report = generate_gait(walk, tree, auto_map(walk, tree)).report
+    assert report["steps"] == g1_walk[2].report["steps"]
+    assert report["zmp_outside_support_pct"] == 0.0 and report["min_support_margin_m"] >= 0.010
+    assert report["stance_slide_m"] < 0.001 and report["multibody_zmp_rms_error_m"] < 0.012
