@@ -4,7 +4,10 @@ core.balance.gait.generate_gait, its report against the issue's targets, the tim
 (the walk with its first and last frame held: standing before and after), and the whole
 `tools/robot-retarget gait` command on the walk (start-up and import included), once.
 
-    .venv/bin/python bench/bench_gait.py
+    .venv/bin/python bench/bench_gait.py [--plot docs/gait_walk_g1.png]
+
+--plot draws the walk onto G1: its footprints, target ZMP, multibody ZMP and CoM from above,
+and the ZMP against its target over time (the README's picture).
 """
 from __future__ import annotations
 
@@ -44,14 +47,56 @@ def held(motion: SourceMotion, seconds: float) -> SourceMotion:
                         motion.fps, motion.name)
 
 
+def plot(tree: KinematicTree, result, path: Path) -> None:
+    """Footprints and paths from above, and the ZMP against its target over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from core.balance.support import foot_bodies, foot_links
+    from core.model.transforms import pose_matrices
+
+    root = pose_matrices(result.root_rotation, result.root_position)
+    feet = foot_links(tree)
+    poses = tree.poses(result.q, root, feet)
+    figure, (top, x_axis, y_axis) = plt.subplots(1, 3, figsize=(15, 4.6), gridspec_kw={"width_ratios": [1.1, 1, 1]})
+    for body, colour in zip(foot_bodies(tree, feet), ("tab:blue", "tab:orange")):
+        points = body.world(poses[body.link])
+        down = (points[..., 2] - body.radius).min(axis=1) < 0.005
+        for i in np.flatnonzero(down)[::40]:
+            corners = points[i, :, :2]
+            hull = corners[np.argsort(np.arctan2(*(corners - corners.mean(0)).T[::-1]))]
+            top.fill(*hull.T, color=colour, alpha=0.25, lw=0)
+    top.plot(*result.target_zmp.T, "k", lw=1, label="target ZMP")
+    top.plot(*result.zmp.T, "r", lw=0.8, label="multibody ZMP")
+    top.plot(*result.com[:, :2].T, "b", lw=0.8, label="centre of mass")
+    top.set_aspect("equal")
+    top.set_title("from above: soles on the ground (blue left, orange right)")
+    top.legend(fontsize=8)
+    for axis, k, name in ((x_axis, 0, "x"), (y_axis, 1, "y")):
+        axis.plot(result.time_s, result.target_zmp[:, k], "k", lw=1, label="target")
+        axis.plot(result.time_s, result.zmp[:, k], "r", lw=0.8, label="multibody ZMP")
+        axis.plot(result.time_s, result.com[:, k], "b", lw=0.8, label="CoM")
+        axis.set_xlabel("time (s)")
+        axis.set_ylabel(f"{name} (m)")
+    x_axis.legend(fontsize=8)
+    figure.suptitle("Generated gait of the bundled walk onto G1 at 200 Hz (bench/bench_gait.py --plot)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+
+
 def main() -> None:
     walk = clips.load(clips.WALK)
     for robot in ("g1", "h1"):
         tree = KinematicTree(parse_urdf(clips.ROBOTS[robot]))
         mapping = auto_map(walk, tree)
         started = time.perf_counter()
-        report = generate_gait(walk, tree, mapping).report
+        result = generate_gait(walk, tree, mapping)
+        report = result.report
         seconds = time.perf_counter() - started
+        if robot == "g1" and "--plot" in sys.argv:
+            plot(tree, result, Path(sys.argv[sys.argv.index("--plot") + 1]))
         print(f"{robot}: walk ({walk.frames / walk.fps:.1f} s) at {report['rate_hz']:.0f} Hz in {seconds:.2f} s; "
               f"{report['steps']} steps; travel {report['travel_m']:.2f} m of the scaled source's "
               f"{report['source_travel_m']:.2f} m ({100 * report['travel_m'] / report['source_travel_m']:.0f} %)")
