@@ -86,6 +86,30 @@ def foot_bodies(tree: KinematicTree, feet: list[int]) -> list[BodyPoints]:
     return [body_points(tree, link, subtree_links(tree, link)) for link in feet]
 
 
+def sole_outlines(tree: KinematicTree) -> list[BodyPoints]:
+    """Each foot's points that can be a corner of a support polygon: those on the outline of the
+    sole (points inside it never are), and every point off the sole's plane (a foot on its toe
+    or edge). Cached on the tree: the readout's support test grows with the cube of the points."""
+    cache = tree.__dict__.setdefault("_sole_outlines", {})
+    if "bodies" not in cache:
+        zero = tree.zero_pose()
+        bodies = []
+        for body in foot_bodies(tree, foot_links(tree)):
+            level = body.points @ standing_rotation(body, zero[body.link, :3, :3]).T
+            bottom = level[:, 2] - body.radius
+            sole = bottom <= bottom.min() + 1e-4
+            keep = ~sole
+            if sole.sum() >= 3:
+                outline = _hull(level[sole, :2])
+                on = np.array([any(np.allclose(p, v, atol=1e-6) for v in outline) for p in level[sole, :2]])
+                keep[np.flatnonzero(sole)[on]] = True
+            else:
+                keep[sole] = True
+            bodies.append(BodyPoints(body.link, body.points[keep], body.radius[keep]))
+        cache["bodies"] = bodies
+    return cache["bodies"]
+
+
 def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0,
                     radius: np.ndarray | None = None) -> np.ndarray:
     """Margins (F,) of the ZMP (F, 2) to the support polygon of foot points (F, P, 3): positive
@@ -147,9 +171,8 @@ def balance_readout(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: f
     support_margin_m per frame, metres, world)."""
     model = MassModel.build(tree)
     zmp, com = multibody_zmp(tree, q, root, fps, ground_z, model)
-    feet = foot_links(tree)
-    poses = tree.poses(q, root, feet)
-    bodies = foot_bodies(tree, feet)
+    bodies = sole_outlines(tree)
+    poses = tree.poses(q, root, [body.link for body in bodies])
     points = np.concatenate([body.world(poses[body.link]) for body in bodies], axis=1)
     margins = support_margins(points, zmp, ground_z, np.concatenate([body.radius for body in bodies]))
     supported = margins[np.isfinite(margins)]
