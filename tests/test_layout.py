@@ -26,6 +26,7 @@ CORE_LAYERS = {
     "splice": {"model", "motion"},
     "waypoints": {"model"},
     "balance": {"model", "motion", "chains", "feet", "retarget"},
+    "program": {"model", "motion"},
 }
 # The Blender side, bottom to top: a part may import core and the parts before it.
 BLENDER_SIDE = ["registration", "props", "operators", "panels", "cli", ""]

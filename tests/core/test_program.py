@@ -1,0 +1,177 @@
+"""Motion programs with the numbers of the original examples (issue 13)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from core.program import Library, ProgramError, compile_program, compose, parse
+
+ARM = ["r_shoulder", "r_elbow"]
+PARTS = {
+    "RIGHTARM": {"joints": ARM},
+    "LEFTARM": {"joints": ["l_shoulder", "l_elbow"]},
+    "RIGHTLEG": {"joints": ["r_hip", "r_knee"]},
+    "LEFTLEG": {"joints": ["l_hip", "l_knee"]},
+    "RIGHTWRIST": {"joints": ["r_wrist"]},
+    "RIGHTFINGER": {"joints": ["f0", "f1", "f2", "f3", "f4"], "fingers": [["f0"], ["f1"], ["f2"], ["f3"], ["f4"]],
+                    "positions": {"open": 0.0, "close": 1.2}, "speed": 6.0},
+    "MOUTH": {"joints": ["jaw"], "positions": {"open": 0.4, "close": 0.0}, "speed": 4.0},
+    "TONGUS": {"joints": ["tongue"], "positions": {"in": 0.0, "out": 0.3}, "speed": 3.0},
+    "RIGHTEYE": {"joints": ["eye"], "positions": {"right": -0.5, "left": 0.5}, "speed": 5.0},
+}
+LIMBS = ["RIGHTARM", "LEFTARM", "RIGHTLEG", "LEFTLEG"]
+
+
+def _write(folder, name, joints, times, values):
+    lines = ["time_s," + ",".join(joints)]
+    lines += [",".join(repr(float(v)) for v in [t, *row]) for t, row in zip(times, values)]
+    (folder / f"{name}.csv").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def library(tmp_path):
+    (tmp_path / "parts.json").write_text(json.dumps({"format": "robot_retarget.parts", "version": 1,
+                                                     "parts": PARTS}))
+    limbs = [j for part in LIMBS for j in PARTS[part]["joints"]]
+    for k, (name, seconds) in enumerate((("WALK2", 1.2), ("WALK3", 0.8), ("WALK4", 1.1), ("TURNR", 0.6),
+                                         ("BOW", 1.5), ("ABOUT", 0.9))):
+        times = np.linspace(0.0, seconds, 7)
+        _write(tmp_path, name, limbs, times, 0.1 * (k + 1) * np.sin(np.outer(times, np.arange(1, 9))))
+    ten = np.arange(11) * 0.1  # 10 frames of 0.1 s
+    _write(tmp_path, "RLIFTUP", ARM, ten, np.outer(ten, [1.0, 0.5]))
+    _write(tmp_path, "RSHAKEDN", ARM, ten, np.outer(1.0 - ten, [1.0, 0.5]))
+    _write(tmp_path, "CHOP", ARM, [0.0, 0.3, 0.5], [[0, 0], [1, 1], [0.2, 0.1]])
+    _write(tmp_path, "turn", ["r_wrist"], [0.0, 0.4], [[0.0], [1.0]])
+    _write(tmp_path, "UNEVEN", ARM, [0.0, 0.05, 0.2], [[0, 0], [0.1, 0], [0.2, 0]])
+    return Library.load(tmp_path)
+
+
+def _items(timeline, part):
+    return [(i.module.name, round(i.start_s, 6), round(i.end_s, 6)) for i in timeline.items if i.part == part]
+
+
+JANKEN = """
+10 motion <do:="@JANKEN">
+20 joint motion to @JANKEN     ( rock, paper, scissors )
+30   item RIGHTARM <do:=RLIFTUP>
+40   RIGHTFINGER <do:=31>
+50   MOUTH <do:=close>
+60   VOICE <do:="jan"> <from:=timer 5>
+70   MOUTH <do:=parrot> <from:=timer 5>
+80   VOICE <do:="ken"> <from:=timer 15>
+90   MOUTH <do:=parrot> <from:=timer 15>
+100  item RIGHTARM <do:=RSHAKEDN> <from:=timer 20>
+110  RIGHTFINGER <do:=0> <from:=item RIGHTARM[7]>
+120  VOICE <do:="pon"> <from:=item RIGHTARM[7]>
+130  MOUTH <do:=parrot> <from:=item RIGHTARM[7]>
+140  item TONGUS <do:=out> <from:=item RIGHTARM[back]>
+150 END
+"""
+
+
+def test_rock_paper_scissors(library):
+    timeline = compile_program(parse(JANKEN), library)
+    assert _items(timeline, "RIGHTARM") == [("RLIFTUP", 0.0, 1.0), ("RSHAKEDN", 2.0, 3.0)]
+    fingers = [i for i in timeline.items if i.part == "RIGHTFINGER"]
+    assert [round(i.start_s, 6) for i in fingers] == [0.0, 2.7]
+    assert np.allclose(fingers[0].module.values[-1], 1.2) and np.allclose(fingers[1].module.values[-1], 0.0)
+    mouth = [i for i in timeline.items if i.part == "MOUTH"]
+    assert [round(i.start_s, 6) for i in mouth] == [0.0, 0.5, 1.5, 2.7]
+    assert [i.module.name for i in mouth] == ["close", "parrot", "parrot", "parrot"]
+    assert [(text, round(start, 6)) for text, start in timeline.voice] == [("jan", 0.5), ("ken", 1.5), ("pon", 2.7)]
+    assert _items(timeline, "TONGUS")[0][1] == 3.0
+    assert timeline.duration_s == pytest.approx(max(i.end_s for i in timeline.items))
+
+
+def test_a_modified_motion_replaces_removes_adds_and_borrows(library):
+    walk2 = library.motion("WALK2")
+    timeline = compile_program(parse('motion <do:="@KARATE">\njoint motion to @KARATE\n base <do:="WALK2">\n'
+                                     ' item RIGHTARM <do:=CHOP>\nEND'), library)
+    assert {i.part: i.module.name for i in timeline.items} == {**{p: "WALK2" for p in walk2}, "RIGHTARM": "CHOP"}
+    assert all(i.start_s == 0.0 for i in timeline.items)
+    timeline = compile_program(parse('motion <do:="@K2">\njoint motion to @K2\n base <do:="WALK2">\n'
+                                     ' item LEFTLEG <do:=FAULT>\n item RIGHTWRIST <do:=turn>\n'
+                                     ' item RIGHTARM <do:="WALK3">\nend'), library)
+    parts = {i.part: (i.module.name, i.from_motion) for i in timeline.items}
+    assert "LEFTLEG" not in parts and parts["RIGHTWRIST"] == ("turn", "turn")
+    assert parts["RIGHTARM"] == ("WALK3", "WALK3") and parts["LEFTARM"] == ("WALK2", "WALK2")
+
+
+def test_a_pileup_repeats_its_steps_back_to_back(library):
+    program = parse('motion <do:="@@STEPS">\npileup motion to @@STEPS\n repeat while 2\n'
+                    '  motion <do:="WALK3">\n  motion <do:="WALK4">\n end\nend')
+    timeline = compile_program(program, library)
+    d3, d4 = 0.8, 1.1
+    starts = sorted({round(i.start_s, 6) for i in timeline.items})
+    assert starts == pytest.approx([0.0, d3, d3 + d4, 2 * d3 + d4])
+    assert [i.from_motion for i in timeline.items if i.part == "RIGHTLEG"] == ["WALK3", "WALK4", "WALK3", "WALK4"]
+    assert timeline.duration_s == pytest.approx(2 * (d3 + d4))
+
+
+def test_top_level_lines_run_in_sequence(library):
+    text = "\n".join(f'motion <do:="{name}">' for name in ("TURNR", "@@FOUR", "BOW", "ABOUT"))
+    text += '\npileup motion to @@FOUR\n repeat while 2\n motion <do:="WALK3">\n motion <do:="WALK4">\n end\nend'
+    timeline = compile_program(parse(text), library)
+    starts = {i.from_motion: [] for i in timeline.items}
+    for item in timeline.items:
+        if item.part == "RIGHTLEG":
+            starts[item.from_motion].append(round(item.start_s, 6))
+    four = 2 * (0.8 + 1.1)
+    assert starts["TURNR"] == [0.0] and starts["BOW"] == [pytest.approx(0.6 + four)]
+    assert starts["ABOUT"] == [pytest.approx(0.6 + four + 1.5)]
+    assert timeline.duration_s == pytest.approx(0.6 + four + 1.5 + 0.9)
+
+
+def test_uneven_frame_times_set_when_a_frame_is_reached(library):
+    program = parse('motion <do:="@U">\njoint motion to @U\n item RIGHTARM <do:=UNEVEN> <from:=timer 10>\n'
+                    ' MOUTH <do:=open> <from:=item RIGHTARM[2]>\nend')
+    timeline = compile_program(program, library)
+    assert _items(timeline, "MOUTH")[0][1] == pytest.approx(1.0 + 0.2)
+
+
+def test_the_timing_check_against_velocity_limits(library, tmp_path):
+    for seconds, expected in ((0.4, 1), (0.5, 0)):
+        _write(tmp_path, "MOVE", ["r_wrist"], [0.0, seconds], [[0.0], [1.0]])
+        timeline = compile_program(parse('motion <do:="@M">\njoint motion to @M\n item RIGHTWRIST <do:=MOVE>\nend'),
+                                   Library.load(tmp_path), velocity={"r_wrist": 2.0})
+        assert len(timeline.violations) == expected
+    violation = compile_program(parse('motion <do:="@M">\njoint motion to @M\n item RIGHTWRIST <do:=MOVE>\nend'),
+                                Library.load(tmp_path), velocity={"r_wrist": 1.0}).violations[0]
+    assert (violation.part, violation.joint, violation.time_s) == ("RIGHTWRIST", "r_wrist", 0.0)
+    assert violation.speed == pytest.approx(2.0) and violation.limit == 1.0
+
+
+@pytest.mark.parametrize("text, where, words", [
+    ('motion <do:="@X">\njoint motion to @Y\nend', (1, 1), "no definition of @X"),
+    ('motion <do:="@@Y">\njoint motion to @Y\nend', (1, 1), "no definition of @@Y"),
+    ('motion <do:="@Y">\npileup motion to @@Y\nend\njoint motion to @Y\n item RIGHTFINGER <do:=32>\nend', (5, 2),
+     "finger pattern 32"),
+    ('motion <do:="@Y">\njoint motion to @Y\n item RIGHTARM <do:=CHOP>\n', (3, 26), "'end' closing joint motion @Y"),
+    ('motion <do:="@Y">\njoint motion to @Y\n item RIGHTARM <da:=CHOP>\nend', (3, 17), "expected 'do'"),
+])
+def test_errors_name_the_line_and_column(library, text, where, words):
+    with pytest.raises(ProgramError) as caught:
+        compile_program(parse(text), library)
+    assert (caught.value.line, caught.value.column) == where, str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_an_at_name_that_is_a_pileup_is_an_error(library):
+    text = 'motion <do:="@STEPS">\npileup motion to @@STEPS\n motion <do:="WALK3">\nend'
+    with pytest.raises(ProgramError, match=r"line 1, column 1: no definition of @STEPS"):
+        compile_program(parse(text), library)
+    text = 'motion <do:="@@STEPS">\njoint motion to @STEPS\n base <do:="WALK3">\nend'
+    with pytest.raises(ProgramError, match=r"no definition of @@STEPS"):
+        compile_program(parse(text), library)
+
+
+def test_the_composed_motion_holds_parts_between_their_modules(library):
+    timeline = compile_program(parse(JANKEN), library)
+    names = ["r_shoulder", "r_elbow", "jaw", "tongue", "other"]
+    times, q = compose(timeline, names, 100.0)
+    assert times[-1] == pytest.approx(timeline.duration_s, abs=0.01)
+    at = lambda t: q[int(round(t * 100))]  # noqa: E731
+    assert at(1.5)[0] == pytest.approx(1.0) and at(2.5)[0] == pytest.approx(0.5)  # held at the top, then down
+    assert at(3.1)[3] == pytest.approx(0.3, abs=1e-6) and np.all(q[:, 4] == 0.0)
