@@ -63,6 +63,12 @@ def read_bake_csv(path) -> BakeTable:
     header = next(csv.reader([lines[0]]))
     if header[: len(ROOT_COLUMNS)] != ROOT_COLUMNS:
         raise BakeCSVError(f"{path}, line 1: header must start with {','.join(ROOT_COLUMNS)}")
+    data = numbers(path, lines, header)
+    return BakeTable(header[len(ROOT_COLUMNS):], data[:, 0], data[:, 1:4], data[:, 4:8], data[:, 8:])
+
+
+def numbers(path, lines: list[str], header: list[str]) -> np.ndarray:
+    """The rows after the header as an array (rows, columns), naming the line of a bad one."""
     rows = []
     for number, line in enumerate(lines[1:], start=2):
         values = line.split(",")
@@ -72,5 +78,4 @@ def read_bake_csv(path) -> BakeTable:
             rows.append([float(v) for v in values])
         except ValueError:
             raise BakeCSVError(f"{path}, line {number}: not a number") from None
-    data = np.array(rows, dtype=float).reshape(len(rows), len(header))
-    return BakeTable(header[len(ROOT_COLUMNS):], data[:, 0], data[:, 1:4], data[:, 4:8], data[:, 8:])
+    return np.array(rows, dtype=float).reshape(len(rows), len(header))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..motion.bake_csv import ROOT_COLUMNS, BakeCSVError, read_bake_csv
+from ..motion.bake_csv import ROOT_COLUMNS, BakeCSVError, numbers, read_bake_csv
 
 PARTS_FORMAT = "robot_retarget.parts"
 PARTS_VERSION = 1
@@ -107,16 +107,10 @@ def read_table(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     else:
         if not header or header[0] != "time_s":
             raise LibraryError(f"{path}, line 1: header must start with time_s")
-        rows = []
-        for number, line in enumerate(text[1:], start=2):
-            cells = line.split(",")
-            if len(cells) != len(header):
-                raise LibraryError(f"{path}, line {number}: {len(cells)} values, expected {len(header)}")
-            try:
-                rows.append([float(c) for c in cells])
-            except ValueError:
-                raise LibraryError(f"{path}, line {number}: not a number") from None
-        data = np.array(rows, dtype=float).reshape(len(rows), len(header))
+        try:
+            data = numbers(path, text, header)
+        except BakeCSVError as exc:
+            raise LibraryError(str(exc)) from None
         times, joints, values = data[:, 0], header[1:], data[:, 1:]
     if len(times) == 0:
         raise LibraryError(f"{path}: no frames")
