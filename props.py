@@ -89,6 +89,7 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
                                  description="Reuse an action of that name instead of creating a new one")
     automap_notes: StringProperty(name="Auto-Map Notes",
                                   description="What auto-map guessed rather than saw, one note per line")
+    program_text: StringProperty(name="Program", description="The Text datablock holding the motion program")
     show_balance: BoolProperty(name="Show in Viewport", default=False,
                                description="Draw the support polygon, the ZMP, the target ZMP and the centre of "
                                            "mass's ground point of the robot's action at the current frame")

@@ -53,6 +53,7 @@ class Library:
     parts: dict[str, Part]
     tables: dict[str, tuple[list[str], np.ndarray, np.ndarray]]  # name -> (joints, times, values)
     source: str = "<library>"
+    modules: dict[tuple[str, str], Module] = field(default_factory=dict)  # (name, part) -> its own keys
 
     @classmethod
     def load(cls, folder) -> "Library":
@@ -70,10 +71,14 @@ class Library:
             raise LibraryError(f"{self.source}: no part {name!r} (parts: {', '.join(sorted(self.parts))})") from None
 
     def has_motion(self, name: str) -> bool:
-        return name in self.tables
+        return name in self.tables or any(key[0] == name for key in self.modules)
 
     def motion(self, name: str) -> dict[str, Module]:
-        """A basic motion's modules: one per part whose joints all have columns in its file."""
+        """A basic motion's modules: its own per part (made in Blender), else one per part whose
+        joints all have columns in its file."""
+        own = {part: module for (motion, part), module in self.modules.items() if motion == name}
+        if own:
+            return own
         if name not in self.tables:
             raise LibraryError(f"{self.source}: no motion {name!r}")
         joints = self.tables[name][0]
@@ -82,6 +87,8 @@ class Library:
 
     def module(self, name: str, part: str) -> Module:
         """`part`'s module from the file `name` (a module file, or a motion lending its module)."""
+        if (name, part) in self.modules:
+            return self.modules[(name, part)]
         if name not in self.tables:
             raise LibraryError(f"{self.source}: no module or motion {name!r}")
         joints, times, values = self.tables[name]
@@ -91,6 +98,34 @@ class Library:
             raise LibraryError(f"{self.source}/{name}.csv: no column for part {part}'s joint(s) {', '.join(missing)}")
         cols = [joints.index(j) for j in spec.joints]
         return Module(name, part, list(spec.joints), times - times[0], values[:, cols])
+
+
+PART_NAMES = {"left_leg": "LEFTLEG", "right_leg": "RIGHTLEG", "left_arm": "LEFTARM", "right_arm": "RIGHTARM",
+              "left_hand": "LEFTWRIST", "right_hand": "RIGHTWRIST", "spine": "WAIST", "head": "HEAD",
+              "left_foot": "LEFTFOOT", "right_foot": "RIGHTFOOT"}
+
+
+def parts_from_chains(chains: dict[str, list[str]]) -> dict[str, Part]:
+    """Parts named the program's way (RIGHTARM, LEFTLEG, WAIST ...) from mapped chains: chain name ->
+    the robot joints it moves, in order; a joint belongs to the first chain that has it."""
+    parts, taken = {}, set()
+    for chain, joints in chains.items():
+        name = PART_NAMES.get(chain, chain.upper().replace("_", ""))
+        own = [j for j in joints if j not in taken]
+        if own:
+            parts[name] = Part(name, own)
+            taken.update(own)
+    return parts
+
+
+def parts_file(parts: dict[str, Part]) -> dict:
+    """parts.json's content for `parts`."""
+    return {"format": PARTS_FORMAT, "version": PARTS_VERSION,
+            "parts": {name: {"joints": part.joints,
+                             **({"positions": {k: v.tolist() for k, v in part.positions.items()},
+                                 "speed": part.speed} if part.positions else {}),
+                             **({"fingers": part.fingers} if part.fingers else {})}
+                      for name, part in parts.items()}}
 
 
 def read_table(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
