@@ -16,7 +16,8 @@ def add_parser(sub) -> None:
                                    "--motion, the composed joint trajectory.")
     p.add_argument("--library", required=True,
                    help="folder with parts.json and one CSV per basic motion or module (bake CSV layout, or time_s "
-                        "and the part's joints)")
+                        "and the part's joints); or a .blend with one robot rig, its part collections and module "
+                        "actions (Make Basic Motion)")
     p.add_argument("--program", required=True, help="program text file")
     p.add_argument("--out", required=True, help="timeline JSON to write")
     p.add_argument("--motion", help="composed joint trajectory to write (bake CSV layout)")
@@ -25,6 +26,23 @@ def add_parser(sub) -> None:
     p.add_argument("--report", help="JSON report to write (the timeline's figures and the violations)")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     p.set_defaults(func=run)
+
+
+def _blend_library(path: Path):
+    """The module actions and part collections of the robot rig saved in a .blend, and its tree."""
+    import bpy
+
+    from ..operators.common import tree_from_rig
+    from ..operators.program import blend_library
+
+    if not path.is_file():
+        raise CommandError(f"{path}: library .blend not found")
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    rigs = [o for o in bpy.data.objects if o.type == 'ARMATURE' and o.get("urdf_path")]
+    if len(rigs) != 1:
+        raise CommandError(f"{path}: needs exactly one robot rig (an armature imported from a URDF), found "
+                           f"{len(rigs)}")
+    return blend_library(rigs[0], bpy.context.scene), tree_from_rig(rigs[0])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,10 +63,11 @@ def run(args: argparse.Namespace) -> int:
     if not source.is_file():
         raise CommandError(f"{source}: program file not found")
     if Path(args.library).suffix.lower() == ".blend":
-        raise CommandError(f"{args.library}: a .blend library is read inside Blender (Compile Program); "
-                           "give a library folder here")
-    library = Library.load(args.library)
-    tree = KinematicTree(parse_urdf(args.robot)) if args.robot else None
+        library, tree = _blend_library(Path(args.library))
+        tree = KinematicTree(parse_urdf(args.robot)) if args.robot else tree
+    else:
+        library = Library.load(args.library)
+        tree = KinematicTree(parse_urdf(args.robot)) if args.robot else None
     velocity = dict(zip(tree.joint_names, tree.velocity)) if tree is not None else None
     timeline = compile_program(parse(source.read_text(encoding="utf-8"), str(source)), library, velocity)
     write_text_atomic(out, json.dumps(timeline.to_dict(), indent=2) + "\n", overwrite=args.overwrite)

@@ -312,6 +312,12 @@ def import_urdf(context, filepath, package_roots=(), import_meshes=True, name=No
     except BaseException:
         _remove_new(before)  # never leave half a robot behind
         raise
+    try:  # motion programs drive the robot by parts: one bone collection per mapped limb
+        from .program import make_part_collections
+
+        make_part_collections(obj)
+    except (ValueError, KeyError) as exc:  # a mechanism auto-map cannot read has no parts, only a note
+        warnings.append(f"no part collections for motion programs: {exc}")
     return obj, warnings
 
 

@@ -150,6 +150,39 @@ def blend_library(robot: bpy.types.Object, scene) -> Library:
     return Library(parts, {}, f"{bpy.path.basename(bpy.data.filepath) or 'this file'}", modules)
 
 
+def set_frame_times(robot: bpy.types.Object, action: bpy.types.Action, times: list[float], scene) -> np.ndarray:
+    """Move a module action's keys to `times` (seconds from its first key, one per key); refused,
+    naming the joint, where a joint would have to turn faster than its URDF velocity limit.
+    Returns the new frames."""
+    from ..core.program import check_timing
+    from ..core.program.timeline import Item, Timeline
+
+    tree = tree_from_rig(robot)
+    part = action.get(PART_PROPERTY)
+    parts = rig_parts(robot, tree)
+    if part not in parts:
+        raise ValueError(f"action {action.name!r} is not a module of one of the rig's parts (Make Basic Motion)")
+    channels = _channels(tree, parts[part].joints)
+    slot = action.slots[0]
+    frames, values = anim_io.read_channels(action, slot, channels)
+    times = np.asarray(times, float)
+    if len(times) != len(frames):
+        raise ValueError(f"module {action.name!r} has {len(frames)} keys; {len(times)} times were given")
+    if times[0] != 0.0 or np.any(np.diff(times) <= 0):
+        raise ValueError(f"module {action.name!r}: times must start at 0 and increase ({', '.join(f'{t:g}' for t in times)})")
+    module = Module(action.name, part, parts[part].joints, times, values)
+    violations = check_timing(Timeline([Item(part, module, action.name, 0.0)], [], module.duration),
+                              dict(zip(tree.joint_names, tree.velocity)))
+    if violations:
+        v = violations[0]
+        raise ValueError(f"module {action.name!r}: joint {v.joint} cannot make it: from {v.time_s:.2f} s it would "
+                         f"turn at {v.speed:.2f} rad/s, its limit is {v.limit:.2f}; give it more time")
+    new = frames[0] + times * scene_fps(scene)
+    anim_io.clear_slot(action, slot)
+    anim_io.write_channels(action, slot, channels, new, values)
+    return new
+
+
 @dataclass
 class CompiledProgram:
     timeline: Timeline
@@ -266,4 +299,30 @@ class ROBOT_RETARGET_OT_compile_program(bpy.types.Operator):
         return {'FINISHED'}
 
 
-classes = (ROBOT_RETARGET_OT_make_parts, ROBOT_RETARGET_OT_make_basic_motion, ROBOT_RETARGET_OT_compile_program)
+class ROBOT_RETARGET_OT_set_frame_times(bpy.types.Operator):
+    """Give a module's keys new times (seconds from its first key, dense where the motion is
+    complex); refused where a joint could not turn that fast"""
+
+    bl_idname = "robot_retarget.set_frame_times"
+    bl_label = "Set Frame Times"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    module: StringProperty(name="Module", description="The module action (e.g. WALK2.RIGHTARM)")
+    times: StringProperty(name="Times", description="One time in seconds per key, from 0, comma-separated")
+
+    @reports_errors
+    def execute(self, context):
+        action = bpy.data.actions.get(self.module)
+        if action is None:
+            raise ValueError(f"no action {self.module!r} in this file")
+        try:
+            times = [float(t) for t in self.times.replace(";", ",").split(",") if t.strip()]
+        except ValueError:
+            raise ValueError(f"times {self.times!r}: numbers in seconds, comma-separated") from None
+        frames = set_frame_times(_robot(context), action, times, context.scene)
+        self.report({'INFO'}, f"Module {action.name!r}: {len(frames)} keys over {times[-1]:.2f} s")
+        return {'FINISHED'}
+
+
+classes = (ROBOT_RETARGET_OT_make_parts, ROBOT_RETARGET_OT_make_basic_motion, ROBOT_RETARGET_OT_compile_program,
+           ROBOT_RETARGET_OT_set_frame_times)

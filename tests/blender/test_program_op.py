@@ -31,7 +31,7 @@ def _bake_motion(settings, robot, frames, name, extension):
     return ops.make_basic_motion(robot, robot.animation_data.action, name, scene)
 
 
-def test_compile_a_program_onto_the_nla(walk_on_g1, extension):
+def test_compile_a_program_onto_the_nla(walk_on_g1, extension, tmp_path):
     settings, source, robot = walk_on_g1(frames=(1, 121))
     ops = importlib.import_module(extension.__name__ + ".operators.program")
     parts = ops.make_part_collections(robot)
@@ -63,6 +63,19 @@ def test_compile_a_program_onto_the_nla(walk_on_g1, extension):
     assert [(m.name, m.frame) for m in markers] == [("VOICE: hai", 1 + round(0.5 * fps))]
     assert robot.animation_data.action.name == playing  # what the robot plays is not changed
     assert bpy.data.actions["WALK2.LEFTLEG"].get("robot_retarget_part") == "LEFTLEG"
+
+    # the same library saved as a .blend serves the command line
+    blend = tmp_path / "library.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    from .test_cli import launcher
+
+    program = tmp_path / "steps.txt"
+    program.write_text(PROGRAM)
+    proc = launcher("program", "--library", blend, "--program", program, "--out", tmp_path / "timeline.json")
+    assert proc.returncode == 0, proc.stderr
+    items = __import__("json").loads((tmp_path / "timeline.json").read_text())["items"]
+    assert [(i["module"], round(i["start_s"] * fps)) for i in items if i["part"] == "LEFTLEG"] == \
+        [("WALK2", 0), ("WALK3", round(d2 * fps)), ("WALK3", round((d2 + d3) * fps))]
 
     name = robot.name
     bpy.ops.ed.undo()
@@ -124,3 +137,21 @@ def test_program_on_the_command_line(tmp_path):
     program.write_text('motion <do:="@KARATE">\njoint motion to @KARATE\n item RIGHTARM <do:=NOPE>\nend\n')
     proc = launcher("program", "--library", library, "--program", program, "--out", tmp_path / "t2.json")
     assert_one_line_error(proc, "line 3, column 2", "NOPE")
+
+
+def test_set_frame_times_refuses_a_joint_too_slow(walk_on_g1, extension):
+    settings, source, robot = walk_on_g1(frames=(1, 13))
+    assert robot.data.collections.get("LEFTLEG") is not None  # made when the URDF was imported
+    ops = importlib.import_module(extension.__name__ + ".operators.program")
+    modules = _bake_motion(settings, robot, (1, 13), "SHORT", extension)
+    action = modules["LEFTLEG"]
+    keys = 13
+    slow = [0.1 * k for k in range(keys)]  # 1.2 s instead of 0.1 s: any leg can do that
+    frames = ops.set_frame_times(robot, action, slow, bpy.context.scene)
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    assert frames[-1] - frames[0] == pytest.approx(1.2 * fps)
+    fast = [0.0005 * k for k in range(keys)]  # the whole step in 6 ms: no knee turns that fast
+    with pytest.raises(RuntimeError, match=r"joint left_\w+ cannot make it: .* rad/s, its limit is"):
+        bpy.ops.robot_retarget.set_frame_times(module=action.name, times=", ".join(f"{t:g}" for t in fast))
+    with pytest.raises(RuntimeError, match="has 13 keys; 2 times were given"):
+        bpy.ops.robot_retarget.set_frame_times(module=action.name, times="0, 1")
