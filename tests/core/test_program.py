@@ -175,3 +175,19 @@ def test_the_composed_motion_holds_parts_between_their_modules(library):
     at = lambda t: q[int(round(t * 100))]  # noqa: E731
     assert at(1.5)[0] == pytest.approx(1.0) and at(2.5)[0] == pytest.approx(0.5)  # held at the top, then down
     assert at(3.1)[3] == pytest.approx(0.3, abs=1e-6) and np.all(q[:, 4] == 0.0)
+
+
+def test_commands_move_parts_without_taught_data(library):
+    program = parse('motion <do:="@FACE">\njoint motion to @FACE\n RIGHTEYE <do:=goggle> <till:=repeat 3>\n'
+                    ' MOUTH <do:=parrot> <till:=repeat 2>\n set RIGHTWRIST <start:=0> <end:=1.5> <speed:=3>\nend')
+    timeline = compile_program(program, library)
+    eye = next(i.module for i in timeline.items if i.part == "RIGHTEYE")
+    assert eye.values[:, 0].tolist() == [-0.5, 0.5, -0.5, 0.5][-len(eye.values):] and eye.values[-1, 0] == 0.5
+    assert len(eye.values) == 4  # three sweeps, ending left
+    mouth = next(i.module for i in timeline.items if i.part == "MOUTH")
+    assert mouth.values[:, 0].tolist() == [0.0, 0.4, 0.0, 0.4, 0.0]  # open and close twice
+    assert np.allclose(np.diff(mouth.times), 0.1)  # 0.4 rad at 4 rad/s
+    wrist = next(i for i in timeline.items if i.part == "RIGHTWRIST")
+    assert wrist.module.values[:, 0].tolist() == [0.0, 1.5] and wrist.end_s == pytest.approx(0.5)
+    with pytest.raises(ProgramError, match=r"line 3, column 2: .*no position 'wink'"):
+        compile_program(parse('motion <do:="@F">\njoint motion to @F\n RIGHTEYE <do:=wink>\nend'), library)
