@@ -68,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         library = Library.load(args.library)
         tree = KinematicTree(parse_urdf(args.robot)) if args.robot else None
+    if tree is not None:
+        for part in library.parts.values():
+            unknown = [j for j in part.joints if j not in tree.joint_names]
+            if unknown:
+                raise CommandError(f"{args.library}: part {part.name}'s joint(s) {', '.join(unknown)} are not "
+                                   f"joints of {args.robot or 'the rig'}")
     velocity = dict(zip(tree.joint_names, tree.velocity)) if tree is not None else None
     timeline = compile_program(parse(source.read_text(encoding="utf-8"), str(source)), library, velocity)
     write_text_atomic(out, json.dumps(timeline.to_dict(), indent=2) + "\n", overwrite=args.overwrite)

@@ -323,6 +323,9 @@ class ROBOT_RETARGET_OT_set_frame_times(bpy.types.Operator):
         self.report({'INFO'}, f"Module {action.name!r}: {len(frames)} keys over {times[-1]:.2f} s")
         return {'FINISHED'}
 
+    def invoke(self, context, event):
+        return context.window_manager.invoke_props_dialog(self)
+
 
 classes = (ROBOT_RETARGET_OT_make_parts, ROBOT_RETARGET_OT_make_basic_motion, ROBOT_RETARGET_OT_compile_program,
            ROBOT_RETARGET_OT_set_frame_times)

@@ -18,6 +18,7 @@ class ROBOT_RETARGET_PT_programs(_RobotPanel, bpy.types.Panel):
         column.enabled = settings.robot is not None
         column.operator("robot_retarget.make_parts", icon='GROUP_BONE')
         column.operator("robot_retarget.make_basic_motion", icon='ACTION')
+        column.operator("robot_retarget.set_frame_times", icon='TIME')
         column.prop_search(settings, "program_text", bpy.data, "texts", icon='TEXT')
         row = column.row()
         row.enabled = bool(settings.program_text)
