@@ -232,3 +232,13 @@ def test_a_robot_built_with_bent_legs_walks_as_well(walk, g1_walk, tmp_path):
     assert report["steps"] == g1_walk[2].report["steps"]
     assert report["zmp_outside_support_pct"] == 0.0 and report["min_support_margin_m"] >= 0.010
     assert report["stance_slide_m"] < 0.001 and report["multibody_zmp_rms_error_m"] < 0.012
+
+
+def test_without_the_upper_body_the_arms_hold_still(walk):
+    short = SourceMotion(walk.bone_names, walk.parents, walk.heads[:480], walk.tails[:480], walk.root_rotation[:480],
+                         walk.rest_heads, walk.rest_tails, walk.rest_root_rotation, walk.fps, "walk_4s")
+    tree, _, result = _gait(short, "g1", GaitSettings(upper_body=False))
+    legs = np.concatenate([leg.columns for leg in leg_iks(tree, foot_links(tree))])
+    others = np.setdiff1d(np.arange(tree.dof), legs)
+    assert np.ptp(result.q[:, others], axis=0).max() < 1e-9
+    assert np.ptp(result.q[:, legs], axis=0).min() > 0.01  # the legs still walk
