@@ -27,7 +27,8 @@ from .inertia import BalanceError
 from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, step_bounds
-from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance, standing_rotation
+from ..feet.geometry import standing_rotation
+from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
-from ..feet.geometry import BodyPoints, body_points, subtree_links
+from ..feet.geometry import BodyPoints, body_points, standing_rotation, subtree_links
 from ..model.kinematics import KinematicTree
 from ..retarget.body_parts import find_body_parts, robot_skeleton
 from .inertia import BalanceError, MassModel, multibody_zmp
@@ -24,50 +24,6 @@ def level_tolerance(foot_width_m: float) -> float:
     ground (it rolls about one edge; with a margin): a leg without an ankle roll keeps its foot
     this level."""
     return float(0.8 * np.arctan(CONTACT_M / max(foot_width_m, CONTACT_M)))
-
-
-def standing_rotation(body: BodyPoints, rotation: np.ndarray) -> np.ndarray:
-    """The foot's rotation (3, 3) standing level: `rotation` (its zero pose) turned the least so
-    that its sole faces straight down. The sole is the plane of the foot's points when they lie
-    in one (spheres or a box face), else the convex hull's largest face below it; a robot whose
-    zero pose has a bent ankle still stands on a flat sole."""
-    points = body.points
-    down = rotation.T @ np.array([0.0, 0.0, -1.0])  # the world's down in the foot's frame, as built
-    normal = _sole_normal(points, down)
-    if normal is None:
-        return rotation
-    world = rotation @ normal
-    axis = np.cross(world, [0.0, 0.0, -1.0])
-    sin, cos = np.linalg.norm(axis), float(world @ [0.0, 0.0, -1.0])
-    if sin < 1e-9:
-        return rotation
-    from ..model.transforms import axis_angle_to_matrix
-
-    return axis_angle_to_matrix(axis / sin, np.arctan2(sin, cos)) @ rotation
-
-
-def _sole_normal(points: np.ndarray, down: np.ndarray) -> np.ndarray | None:
-    """Outward normal (3,) of the sole in the foot's frame, the side of `down`; None for a point."""
-    if len(points) < 3:
-        return None
-    centred = points - points.mean(axis=0)
-    _, sizes, axes = np.linalg.svd(centred, full_matrices=False)
-    if sizes[-1] < 1e-6 * max(sizes[0], 1e-12):  # all in one plane
-        normal = axes[-1]
-        return normal if normal @ down >= 0 else -normal
-    try:
-        hull = ConvexHull(points)
-    except QhullError:
-        return None
-    faces: dict[tuple, list] = {}  # the hull's triangles grouped by face (their shared normal)
-    for simplex, equation in zip(hull.simplices, hull.equations):
-        normal = equation[:3]
-        if normal @ down < np.cos(np.radians(45.0)):
-            continue
-        a, b, c = points[simplex]
-        face = faces.setdefault(tuple(np.round(normal, 4)), [normal, 0.0])
-        face[1] += 0.5 * np.linalg.norm(np.cross(b - a, c - a))
-    return max(faces.values(), key=lambda face: face[1])[0] if faces else None
 
 
 def foot_links(tree: KinematicTree) -> list[int]:

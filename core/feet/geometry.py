@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.spatial import ConvexHull, QhullError
 
 from ..motion.frames import frame_blocks
 from .contacts import Contacts
 from ..model.kinematics import FIXED, KinematicTree
 from ..model.meshes import MeshError, load_mesh
+from ..model.transforms import axis_angle_to_matrix
 from ..model.urdf import Geometry, resolve_mesh_path
 
 SLIDE_SPEED_M_S = 0.1  # a contact interval slides when its foot moves faster than this
@@ -118,11 +120,51 @@ def _hull(path: str, mtime_ns: int) -> np.ndarray:
     if len(verts) < 5:
         return verts
     try:
-        from scipy.spatial import ConvexHull
-
         return verts[ConvexHull(verts).vertices]
     except Exception:  # flat or degenerate meshes: every vertex is a candidate
         return verts
+
+
+def standing_rotation(body: BodyPoints, rotation: np.ndarray) -> np.ndarray:
+    """The foot's rotation (3, 3) standing level: `rotation` (its zero pose) turned the least so
+    that its sole faces straight down. The sole is the plane of the foot's points when they lie
+    in one (spheres or a box face), else the convex hull's largest face below it; a robot whose
+    zero pose has a bent ankle still stands on a flat sole."""
+    points = body.points
+    down = rotation.T @ np.array([0.0, 0.0, -1.0])  # the world's down in the foot's frame, as built
+    normal = _sole_normal(points, down)
+    if normal is None:
+        return rotation
+    world = rotation @ normal
+    axis = np.cross(world, [0.0, 0.0, -1.0])
+    sin, cos = np.linalg.norm(axis), float(world @ [0.0, 0.0, -1.0])
+    if sin < 1e-9:
+        return rotation
+    return axis_angle_to_matrix(axis / sin, np.arctan2(sin, cos)) @ rotation
+
+
+def _sole_normal(points: np.ndarray, down: np.ndarray) -> np.ndarray | None:
+    """Outward normal (3,) of the sole in the foot's frame, the side of `down`; None for a point."""
+    if len(points) < 3:
+        return None
+    centred = points - points.mean(axis=0)
+    _, sizes, axes = np.linalg.svd(centred, full_matrices=False)
+    if sizes[-1] < 1e-6 * max(sizes[0], 1e-12):  # all in one plane
+        normal = axes[-1]
+        return normal if normal @ down >= 0 else -normal
+    try:
+        hull = ConvexHull(points)
+    except QhullError:
+        return None
+    faces: dict[tuple, list] = {}  # the hull's triangles grouped by face (their shared normal)
+    for simplex, equation in zip(hull.simplices, hull.equations):
+        normal = equation[:3]
+        if normal @ down < np.cos(np.radians(45.0)):
+            continue
+        a, b, c = points[simplex]
+        face = faces.setdefault(tuple(np.round(normal, 4)), [normal, 0.0])
+        face[1] += 0.5 * np.linalg.norm(np.cross(b - a, c - a))
+    return max(faces.values(), key=lambda face: face[1])[0] if faces else None
 
 
 SOLVE_POINTS = 24  # foot points a planted-leg solve carries: the sole's outline and the body's extremes
@@ -154,8 +196,6 @@ def solve_points(body: BodyPoints, flat_rotation: np.ndarray, count: int = SOLVE
     outline = sole
     if len(sole) > 3:
         try:
-            from scipy.spatial import ConvexHull
-
             outline = sole[ConvexHull(flat[sole, :2]).vertices]
         except Exception:  # collinear or coincident sole points: all are candidates
             outline = sole

@@ -32,7 +32,7 @@ from .contacts import Contacts
 from ..motion.filtering import butterworth_lowpass
 from ..motion.frames import frame_blocks
 from .geometry import (BodyPoints, Bodies, body_points, ground_candidates, lowest_points, pivot_weights,
-                       sole_indices, solve_points, subtree_links)
+                       sole_indices, solve_points, standing_rotation, subtree_links)
 from .targets import FootFrames, foot_goals, free_sole
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
@@ -88,8 +88,8 @@ class Leg:
               weights: np.ndarray, anchor: int) -> "Leg":
         chain = kin.chain
         link = int(chain.paths[0].tip_local[0])
-        flat = tree.zero_pose()[link, :3, :3]
         body = body_points(tree, link, subtree_links(tree, link))  # a sole on a link past the tip is the foot
+        flat = standing_rotation(body, tree.zero_pose()[link, :3, :3])  # level by its sole, whatever its zero
         foot = solve_points(body, flat)
         path = RobotPath(chain.paths[0].links, np.full(len(foot.points), link), foot.points, 1.0,
                          (link, foot.points[0]))

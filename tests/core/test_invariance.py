@@ -212,3 +212,26 @@ def test_a_root_bone_on_the_floor(clip, g1, original, tmp_path):
     assert motion.bone_names[0] == "Reference" and mapping.source_root == "Hips"
     assert _chains(mapping) == _chains(original[1])
     assert _rms_deg(result.q, original[2].q) < 0.5
+
+
+CROUCHED = {f"{side}_{joint}": turn for side in ("left", "right")
+            for joint, turn in (("knee_joint", 0.6), ("hip_pitch_joint", -0.3))}  # the soles pitched 0.3 rad
+
+
+def test_planted_feet_stand_level_whatever_the_legs_zero(g1, original, tmp_path):
+    """G1 whose knees and hips zero in a crouch (its soles pitched 0.3 rad in the zero pose):
+    planted feet are laid level by their soles, not by the zero pose, so the planted bake moves
+    every link as the original's does."""
+    motion = original[0]
+
+    def planted(robot, name):
+        tree = KinematicTree(parse_urdf(RV.write_urdf(robot, tmp_path / f"{name}.urdf")))
+        result = retarget(motion, tree, auto_map(motion, tree), contacts="auto")
+        root = np.tile(np.eye(4), (len(result.q), 1, 1))
+        root[:, :3, :3], root[:, :3, 3] = result.root_rotation, result.root_position
+        return tree, None, result, tree.forward(result.q, root)
+
+    base, variant = planted(g1.robot, "g1"), planted(RV.zero_shifted(g1.robot, CROUCHED), "crouched")
+    assert variant[2].report["contact_preserved_pct"] == pytest.approx(base[2].report["contact_preserved_pct"], abs=2)
+    # within a centimetre (68 mm when the zero pose's tilted sole was taken as level)
+    assert _same_world_motion(variant, base) < 0.01
