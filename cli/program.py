@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                                    f"joints of {args.robot or 'the rig'}")
     velocity = dict(zip(tree.joint_names, tree.velocity)) if tree is not None else None
     timeline = compile_program(parse(source.read_text(encoding="utf-8"), str(source)), library, velocity)
-    write_text_atomic(out, json.dumps(timeline.to_dict(), indent=2) + "\n", overwrite=args.overwrite)
+    write_text_atomic(out, json.dumps(timeline.to_dict(), indent=2, allow_nan=False) + "\n", overwrite=args.overwrite)
     if motion is not None:
         names = tree.joint_names if tree is not None else sorted({j for p in library.parts.values() for j in p.joints})
         times, q = compose(timeline, names, args.rate)
@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(timeline.items)} modules over {timeline.duration_s:.2f} s; "
           f"{len(timeline.violations)} timing violation(s)" + (" (no robot: not checked)" if tree is None else ""))
     for v in timeline.violations[:10]:
-        print(f"violation: {v.part} {v.joint} at {v.time_s:.2f} s needs {v.speed:.2f}, limit {v.limit:.2f}")
+        speed = "a jump in no time" if v.speed is None else f"{v.speed:.2f}"
+        print(f"violation: {v.part} {v.joint} at {v.time_s:.2f} s needs {speed}, limit {v.limit:.2f}")
     print(f"wrote {out}" + (f" and {motion}" if motion else ""))
     return 0

@@ -169,14 +169,16 @@ def set_frame_times(robot: bpy.types.Object, action: bpy.types.Action, times: li
     if len(times) != len(frames):
         raise ValueError(f"module {action.name!r} has {len(frames)} keys; {len(times)} times were given")
     if times[0] != 0.0 or np.any(np.diff(times) <= 0):
-        raise ValueError(f"module {action.name!r}: times must start at 0 and increase ({', '.join(f'{t:g}' for t in times)})")
+        given = ", ".join(f"{t:g}" for t in times)
+        raise ValueError(f"module {action.name!r}: times must start at 0 and increase ({given})")
     module = Module(action.name, part, parts[part].joints, times, values)
     violations = check_timing(Timeline([Item(part, module, action.name, 0.0)], [], module.duration),
                               dict(zip(tree.joint_names, tree.velocity)))
     if violations:
         v = violations[0]
+        speed = "jump in no time" if v.speed is None else f"turn at {v.speed:.2f} rad/s"
         raise ValueError(f"module {action.name!r}: joint {v.joint} cannot make it: from {v.time_s:.2f} s it would "
-                         f"turn at {v.speed:.2f} rad/s, its limit is {v.limit:.2f}; give it more time")
+                         f"{speed}, its limit is {v.limit:.2f}; give it more time")
     new = frames[0] + times * scene_fps(scene)
     anim_io.clear_slot(action, slot)
     anim_io.write_channels(action, slot, channels, new, values)
@@ -223,7 +225,8 @@ def timeline_lines(timeline: Timeline) -> list[str]:
     lines = [f"{i.part} {i.module.name}: {i.start_s:.2f}-{i.end_s:.2f} s" + (f" x{i.repeat}" if i.repeat > 1 else "")
              for i in timeline.items]
     lines += [f"VOICE {text!r} at {at:.2f} s" for text, at in timeline.voice]
-    lines += [f"too fast: {v.part} {v.joint} at {v.time_s:.2f} s needs {v.speed:.2f}, limit {v.limit:.2f}"
+    lines += [f"too fast: {v.part} {v.joint} at {v.time_s:.2f} s needs "
+              f"{'a jump in no time' if v.speed is None else f'{v.speed:.2f}'}, limit {v.limit:.2f}"
               for v in timeline.violations]
     return lines
 

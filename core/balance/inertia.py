@@ -73,7 +73,8 @@ def centre_of_mass(tree: KinematicTree, q: np.ndarray, root: np.ndarray, model: 
 
 
 def multibody_zmp(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: float, ground_z: float = 0.0,
-                  model: MassModel | None = None, cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> tuple[np.ndarray, np.ndarray]:
+                  model: MassModel | None = None,
+                  cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> tuple[np.ndarray, np.ndarray]:
     """(ZMP (F, 2) on the ground, centre of mass (F, 3)), metres, world.
 
     Positions and momenta are low-passed at cutoff_hz before they are differentiated: a

@@ -42,7 +42,8 @@ class LegIK:
     bend: float = 0.0  # a knee angle that is well bent, inside its limits (radians)
 
     @classmethod
-    def build(cls, tree: KinematicTree, foot: int, other_feet: list[int], standing: np.ndarray | None = None) -> "LegIK":
+    def build(cls, tree: KinematicTree, foot: int, other_feet: list[int],
+              standing: np.ndarray | None = None) -> "LegIK":
         """standing: the foot's world rotation standing level with the robot upright (its zero
         pose's by default)."""
         shared = set()

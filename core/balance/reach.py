@@ -6,8 +6,9 @@ height: a step is within reach when the legs meet both feet (within joint limits
 twist bounded, the soles level within core.balance.support.level_tolerance) with the waist
 between the feet and over each foot, or as far toward them as the robot can lean standing as
 built (a leg without an ankle roll cannot lean sideways with its foot flat). That gives the
-longest step forward and back, the widest and narrowest stance and the turn between the feet. A person's step outside them is clamped to them in the frame of the
-foot stepped from, which is the nearest step the robot can take.
+longest step forward and back, the widest and narrowest stance and the turn between the feet. A
+person's step outside them is clamped to them in the frame of the foot stepped from, which is
+the nearest step the robot can take.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ FINGERS = ("thumb", "index", "middle", "ring", "little")
 
 
 def _position(part: Part, name) -> np.ndarray:
+    name = getattr(name, "text", name)  # a quoted position name
     if isinstance(name, (int, float)):
         return np.full(len(part.joints), float(name))
     key = str(name).lower()

@@ -28,20 +28,26 @@ class _Placed:
         return max(ends, default=0.0)
 
     def shifted(self, by: float) -> "_Placed":
-        return _Placed([Item(i.part, i.module, i.from_motion, i.start_s + by, i.repeat) for i in self.items],
-                       [(text, start + by) for text, start in self.voice])
+        return _Placed([Item(i.part, i.module, i.from_motion, i.start_s + by, i.repeat, i.from_base)
+                        for i in self.items], [(text, start + by) for text, start in self.voice])
+
+    def as_base(self) -> "_Placed":
+        """The same placements marked as a base: an `item` for one of their parts replaces it."""
+        return _Placed([Item(i.part, i.module, i.from_motion, i.start_s, i.repeat, True) for i in self.items],
+                       self.voice)
 
 
 def compile_program(program: Program, library: Library, velocity: dict[str, float] | None = None) -> Timeline:
     """The program's timeline; velocity: joint -> limit (rad/s) for the timing check (none: no check)."""
     compiler = _Compiler(program, library)
+    compiler.check_names()
     at, items, voice = 0.0, [], []
     for play in program.instructions:
         placed = compiler.play(play, ())
         items += placed.shifted(at).items
         voice += placed.shifted(at).voice
         at += placed.duration
-    items.sort(key=lambda i: (i.start_s, i.part))
+    items.sort(key=lambda i: (round(i.start_s, 9), i.part))
     timeline = Timeline(items, sorted(voice, key=lambda v: v[1]), at)
     if velocity is not None:
         timeline.violations = check_timing(timeline, velocity)
@@ -51,7 +57,26 @@ def compile_program(program: Program, library: Library, velocity: dict[str, floa
 class _Compiler:
     def __init__(self, program: Program, library: Library):
         self.program, self.library = program, library
-        self.definitions = {name.lower(): d for name, d in program.definitions.items()}
+        self.definitions = {name.lstrip("@").lower(): d for name, d in program.definitions.items()}
+
+    def check_names(self) -> None:
+        """Every @ and @@ name any definition or line uses must be defined, with its kind."""
+        def plays(items):
+            for play in items:
+                if play.name is None:
+                    yield from plays(play.body)
+                else:
+                    yield play.name, play.line, play.column
+        used = list(plays(self.program.instructions))
+        for definition in self.program.definitions.values():
+            if definition.kind == "pileup":
+                used += list(plays(definition.members))
+            else:
+                used += [(m.act, m.line, m.column) for m in definition.members
+                         if m.kind in ("base", "motion") and isinstance(m.act, str)]
+        for name, line, column in used:
+            if name.startswith("@"):
+                self.definition(name, line, column)
 
     def error(self, line: int, column: int, message: str) -> ProgramError:
         return ProgramError(line, column, message, self.program.source)
@@ -68,17 +93,22 @@ class _Compiler:
             return placed
         return self.motion(play.name, play.line, play.column, stack)
 
+    def definition(self, name: str, line: int, column: int) -> Definition:
+        definition = self.definitions.get(name.lstrip("@").lower())
+        wanted = "pileup" if name.startswith("@@") else "combined"
+        if definition is None:
+            kind = "pileup motion to" if wanted == "pileup" else "joint motion to"
+            raise self.error(line, column, f"no definition of {name} (expected '{kind} {name}')")
+        if definition.kind != wanted:
+            kinds = {"pileup": "a pile-up (@@)", "combined": "a joint motion (@)"}
+            raise self.error(line, column, f"{name} names {kinds[wanted]} but {definition.name} "
+                                           f"(line {definition.line}) is {kinds[definition.kind]}")
+        return definition
+
     def motion(self, name: str, line: int, column: int, stack: tuple[str, ...]) -> _Placed:
         if name.startswith("@"):
-            definition = self.definitions.get(name.lower())
-            if definition is None:
-                raise self.error(line, column, f"no definition of {name} ('joint motion to {name}' or "
-                                               f"'pileup motion to {name}')")
-            wanted = "pileup" if name.startswith("@@") else "combined"
-            if definition.kind != wanted:
-                kinds = {"pileup": "a pile-up (@@)", "combined": "a joint motion (@)"}
-                raise self.error(line, column, f"{name} names {kinds[wanted]} but {definition.name} "
-                                               f"(line {definition.line}) is {kinds[definition.kind]}")
+            definition = self.definition(name, line, column)
+            wanted = definition.kind
             if name.lower() in stack:
                 raise self.error(line, column, f"{name} plays itself (through {' -> '.join(stack)})")
             inner = stack + (name.lower(),)
@@ -103,47 +133,53 @@ class _Compiler:
         voice: list[tuple[str, float]] = []
         for member in definition.members:
             if member.kind == "base":
-                items += self.motion(member.act, member.line, member.column, stack).items
+                base = self.motion(member.act, member.line, member.column, stack).as_base()
+                items += base.items
+                voice += base.voice
                 continue
-            if member.kind == "motion":
+            if member.kind == "motion":  # played `till` times back to back
                 start = self.start(member, items)
-                sub = self.motion(member.act, member.line, member.column, stack).shifted(start)
-                items += sub.items
-                voice += sub.voice
+                sub = self.motion(member.act, member.line, member.column, stack)
+                for k in range(member.timing.repeat):
+                    copy = sub.shifted(start + k * sub.duration)
+                    items += copy.items
+                    voice += copy.voice
                 continue
             if member.part == "VOICE":
                 if not isinstance(member.act, Quoted):
                     raise self.error(member.line, member.column, 'VOICE needs a quoted text, <do:="...">')
                 voice.append((member.act.text, self.start(member, items)))
                 continue
-            if member.kind == "item" and member.act == "FAULT":
+            self._library(lambda: self.library.part(member.part), member.line, member.column)  # a known part
+            if member.kind == "item" and str(member.act).upper() == "FAULT":
                 items = [i for i in items if i.part != member.part]
                 continue
+            start = self.start(member, items)  # from what is placed so far, the base included
+            module, origin, folded = self.module(member, items)
             if member.kind == "item":  # replaces the base motion's module of that part
                 items = [i for i in items if not (i.part == member.part and i.from_base)]
-            module, origin = self.module(member, items)
-            repeat = 1 if member.kind in ("command", "set") or isinstance(member.act, int) else member.timing.repeat
-            items.append(Item(member.part, module, origin, self.start(member, items), repeat))  # commands fold it
+            items.append(Item(member.part, module, origin, start, 1 if folded else member.timing.repeat))
         return _Placed(items, voice)
 
-    def module(self, member: Member, items: list[Item]) -> tuple[Module, str]:
-        """The module a member places, and the motion it comes from."""
+    def module(self, member: Member, items: list[Item]) -> tuple[Module, str, bool]:
+        """The module a member places, the motion it comes from, and whether its repeats are
+        already in it (a command's module holds them all)."""
         part = self._library(lambda: self.library.part(member.part), member.line, member.column)
         previous = next((i.module for i in reversed(items) if i.part == member.part), None)
         act = member.act
         try:
             if member.kind == "set":
-                return set_module(part, act, previous), "set"
+                return set_module(part, act, previous), "set", True
             if isinstance(act, int):
-                return finger_module(part, act, previous), str(act)
+                return finger_module(part, act, previous), str(act), True
             if isinstance(act, Quoted):  # a motion lends its module for this part
-                return self.library.module(act.text, member.part), act.text
+                return self.library.module(act.text, member.part), act.text, False
             if member.kind == "item" and self.library.has_motion(act):
-                return self.library.module(act, member.part), act
+                return self.library.module(act, member.part), act, False
             if member.kind == "item" and str(act).lower() not in part.positions and str(act).lower() not in COMMANDS:
                 raise LibraryError(f"no module {act!r} in the library {self.library.source}, and part {part.name} "
                                    f"has no position {act!r}")
-            return command_module(part, str(act).lower(), member.timing.repeat, previous), str(act).lower()
+            return command_module(part, str(act).lower(), member.timing.repeat, previous), str(act).lower(), True
         except (LibraryError, ValueError) as exc:
             raise self.error(member.line, member.column, str(exc)) from None
 

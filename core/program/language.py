@@ -96,7 +96,7 @@ _TOKEN = re.compile(r'\s+|\((?:[^()]*)\)|"(?P<name>[^"\n]*)"|(?P<number>-?\d+\.\
 def tokens(text: str, source: str = "<program>") -> list[Token]:
     out: list[Token] = []
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = re.sub(r"^\s*\d+(?=\s)", lambda m: " " * len(m.group(0)), raw)  # an optional line number
+        line = re.sub(r"^\s*\d+(?=\s|$)", lambda m: " " * len(m.group(0)), raw)  # an optional line number
         at = 0
         while at < len(line):
             match = _TOKEN.match(line, at)
@@ -178,8 +178,11 @@ def parse(text: str, source: str = "<program>") -> Program:
             definition = _combined(reader)
         elif reader.is_word("pileup"):
             definition = _pileup(reader)
+        elif reader.is_word("motion"):
+            raise ProgramError(start.line, start.column, "top-level 'motion' lines come before the definitions "
+                               "('joint motion to', 'pileup motion to')", source)
         else:
-            raise reader.error("'motion', 'joint motion to' or 'pileup motion to'")
+            raise reader.error("'joint motion to' or 'pileup motion to'")
         if definition.name.lower() in (d.lower() for d in definitions):
             raise ProgramError(start.line, start.column, f"{definition.name} is defined twice", source)
         definitions[definition.name] = definition
@@ -211,7 +214,7 @@ def _combined(reader: _Reader) -> Definition:
         raise reader.error("a joint motion's name, @NAME", name)
     members = []
     while not reader.is_word("end"):
-        if reader.peek() is None:
+        if reader.peek() is None or (reader.is_word("joint", "pileup") and reader.is_word("motion", ahead=1)):
             raise reader.error(f"'end' closing joint motion {name.text} (line {start.line})")
         members.append(_member(reader))
     reader.word("end")
@@ -232,7 +235,7 @@ def _pileup(reader: _Reader) -> Definition:
 def _plays(reader: _Reader, what: str) -> list[Play]:
     body: list[Play] = []
     while not reader.is_word("end"):
-        if reader.peek() is None:
+        if reader.peek() is None or (reader.is_word("joint", "pileup") and reader.is_word("motion", ahead=1)):
             raise reader.error(f"'end' closing {what}")
         if reader.is_word("repeat"):
             token = reader.word("repeat")
@@ -305,7 +308,12 @@ def _timings(reader: _Reader) -> Timing:
             reader.symbol(":=")
             if reader.is_word("timer"):
                 reader.next()
-                timing.timer = 0.1 * reader.integer()
+                token = reader.peek()
+                tenths = reader.integer()
+                if tenths < 0:
+                    raise ProgramError(token.line, token.column, f"timer {tenths}: a time from the start, 0 or more "
+                                       "tenths of a second", reader.source)
+                timing.timer = tenths / 10
             elif reader.is_word("item"):
                 reader.next()
                 part = reader.next()

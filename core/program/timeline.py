@@ -27,7 +27,7 @@ class Violation:
     part: str
     joint: str
     time_s: float
-    speed: float  # rad/s (or m/s) needed
+    speed: float | None  # rad/s (or m/s) needed; None for a jump in no time (modules that do not join)
     limit: float
 
 

@@ -45,8 +45,9 @@ def check_timing(timeline: Timeline, velocity: dict[str, float]) -> list[Violati
                 continue
             with np.errstate(divide="ignore", invalid="ignore"):
                 speed = np.where(dt > 1e-9, dq[:, j] / np.maximum(dt, 1e-12), np.where(dq[:, j] > 1e-9, np.inf, 0.0))
-            for k in np.flatnonzero(speed > limit * (1 + 1e-9)):
-                out.append(Violation(part, joint, float(times[k]), float(speed[k]), float(limit)))
+            for k in np.flatnonzero(speed > limit * (1 + 1e-9)):  # a jump in no time has no finite speed: None
+                out.append(Violation(part, joint, float(times[k]), float(speed[k]) if np.isfinite(speed[k]) else None,
+                                     float(limit)))
     out.sort(key=lambda v: (v.time_s, v.part, v.joint))
     return out
 
