@@ -46,9 +46,18 @@ def chain_joints(tree, mapping) -> dict[str, list[str]]:
     return out
 
 
+def _joint_channels(tree) -> dict[str, tuple[str, int, str]]:
+    """Joint name -> its F-curve channel (data path, index, bone), from the rig layout (once per tree)."""
+    cache = tree.__dict__.setdefault("_joint_channels", {})
+    if not cache:
+        for name, (bone, prop, index) in zip(tree.joint_names, rig_layout(tree).joint_channels):
+            cache[name] = (f'pose.bones["{bone}"].{prop}', index, bone)
+    return cache
+
+
 def _joint_bones(tree) -> dict[str, str]:
     """Joint name -> the bone carrying its channel."""
-    return {name: bone for name, (bone, _, _) in zip(tree.joint_names, rig_layout(tree).joint_channels)}
+    return {name: channel[2] for name, channel in _joint_channels(tree).items()}
 
 
 def make_part_collections(robot: bpy.types.Object) -> dict[str, list[str]]:
@@ -90,10 +99,8 @@ def rig_parts(robot: bpy.types.Object, tree=None) -> dict[str, Part]:
 
 
 def _channels(tree, joints: list[str]):
-    bones = _joint_bones(tree)
-    layout = {name: (bone, prop, index) for name, (bone, prop, index) in zip(tree.joint_names,
-                                                                               rig_layout(tree).joint_channels)}
-    return [(f'pose.bones["{layout[j][0]}"].{layout[j][1]}', layout[j][2], bones[j]) for j in joints]
+    channels = _joint_channels(tree)
+    return [channels[j] for j in joints]
 
 
 def _keyed_action(robot, name: str, channels, frames, values) -> bpy.types.Action:
@@ -109,8 +116,8 @@ def _keyed_action(robot, name: str, channels, frames, values) -> bpy.types.Actio
     return action
 
 
-def make_basic_motion(robot: bpy.types.Object, action: bpy.types.Action, name: str | None = None,
-                      scene=None) -> dict[str, bpy.types.Action]:
+def make_basic_motion(robot: bpy.types.Object, action: bpy.types.Action,
+                      name: str | None = None) -> dict[str, bpy.types.Action]:
     """The action split by the rig's parts into module actions "<name>.<PART>" (keys at the
     action's own frames; the action is untouched). Returns part -> module action."""
     from .export import _evaluated  # keys read per channel where they differ
@@ -269,7 +276,7 @@ class ROBOT_RETARGET_OT_make_basic_motion(bpy.types.Operator):
         action = robot.animation_data.action if robot.animation_data else None
         if action is None:
             raise ValueError("the robot rig has no active action to make a basic motion of")
-        modules = make_basic_motion(robot, action, self.motion_name or None, context.scene)
+        modules = make_basic_motion(robot, action, self.motion_name or None)
         if not modules:
             raise ValueError("the robot rig has no part collections (Make Part Collections)")
         self.report({'INFO'}, f"Basic motion {self.motion_name or action.name!r}: modules "

@@ -17,9 +17,7 @@ from typing import Callable
 import numpy as np
 from scipy.ndimage import distance_transform_edt, maximum_filter1d, uniform_filter1d
 
-from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import KinematicTree
-from ..motion.filtering import butterworth_lowpass
 from ..model.transforms import pose_matrices
 from .inertia import MassModel, centre_of_mass, multibody_zmp
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach

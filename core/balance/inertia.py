@@ -22,6 +22,7 @@ from ..motion.filtering import butterworth_lowpass
 
 GRAVITY = 9.81  # m/s^2
 ACCELERATION_CUTOFF_HZ = 6.0  # body motion that matters for balance is slower; capture jitter is not
+EDGE_S = 0.5  # a motion's ends are held still this long before it is low-passed
 
 
 class BalanceError(ValueError):
@@ -121,9 +122,6 @@ def _smooth(x: np.ndarray, fps: float, cutoff_hz: float) -> np.ndarray:
     padded = np.pad(flat, ((edge, edge), (0, 0)), mode="edge")
     smooth = butterworth_lowpass(padded, fps, cutoff_hz, order=2)[edge:-edge]  # order 2: little ringing at a step
     return smooth.reshape(x.shape)
-
-
-EDGE_S = 0.5
 
 
 def _second_derivative(x: np.ndarray, dt: float) -> np.ndarray:

@@ -19,7 +19,6 @@ TILT_WEIGHT_M = 0.2  # a radian of sole tilt weighs like 20 cm of foot position
 YAW_WEIGHT_M = 0.02  # a radian of heading weighs like 2 cm: the first thing a 5-joint leg gives up
 STEP_TOL_RAD = 1e-6
 GAIN_TOL = 1e-4
-TRACE = None
 
 
 @dataclass
@@ -298,8 +297,6 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray,
     eye = np.eye(len(cols))
     active = np.arange(len(q))
     for _ in range(iterations):
-        if TRACE is not None:
-            TRACE.append(len(active))
         if len(active) == 0:
             break
         j, e, xa = jac[active], err[active], x[active]

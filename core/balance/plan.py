@@ -18,7 +18,7 @@ from scipy.spatial.transform import Rotation, RotationSpline
 
 from ..chains.mapping import Mapping
 from ..feet.contacts import Contacts
-from ..feet.geometry import BodyPoints
+from ..feet.geometry import BodyPoints, standing_rotation
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
 from ..retarget import RetargetResult
@@ -27,7 +27,6 @@ from .inertia import BalanceError
 from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, step_bounds
-from ..feet.geometry import standing_rotation
 from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
@@ -45,7 +44,6 @@ class GaitPlan:
     swings: dict[str, list[Swing]]
     root_rot: np.ndarray  # (N, 3, 3) the waist's rotation
     height: np.ndarray  # (N,) the waist's height, metres (root z)
-    waist_xy: np.ndarray  # (N, 2) the retargeted waist's ground position, a first guess
     q: np.ndarray  # (N, n) upper body as it will play; legs a first guess
     target: np.ndarray  # (N, 2) target ZMP, metres
     bounds: StepBounds
@@ -102,7 +100,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
                 tree.lower, tree.upper)  # a cubic through angles at a limit overshoots it between frames
     target = _target(paths, bodies, sides, standing, zmp_offset_m)
     return GaitPlan(times, legs, sides, bodies, paths, swings, root_rot, calm_height(position[:, 2], rate),
-                    position[:, :2], q, target, bounds, moved, level_tolerance(width))
+                    q, target, bounds, moved, level_tolerance(width))
 
 
 def foot_sides(tree: KinematicTree, mapping: Mapping, feet: list[int]) -> dict[int, str]:

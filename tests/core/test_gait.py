@@ -143,8 +143,9 @@ def test_a_one_leg_hold_keeps_the_zmp_under_the_stance_foot(walk):
             if s["touch_down_s"] - s["lift_off_s"] >= 2.0]
     assert len(long) == 1, "the hold is one swing of at least 2 s"
     during = (result.time_s > long[0]["lift_off_s"] + 0.5) & (result.time_s < long[0]["touch_down_s"] - 0.5)
-    points = np.concatenate([p for p, _ in _feet(tree, result)], axis=1)
-    radius = np.concatenate([b.radius for _, b in _feet(tree, result)])
+    feet = _feet(tree, result)
+    points = np.concatenate([p for p, _ in feet], axis=1)
+    radius = np.concatenate([b.radius for _, b in feet])
     margins = support_margins(points[during], result.zmp[during], 0.0, radius)
     assert support_margins(points[during], result.target_zmp[during], 0.0, radius).min() > 0.02
     assert margins.min() > 0.0, f"ZMP {-1000 * margins.min():.0f} mm outside the stance foot during the hold"
@@ -242,3 +243,16 @@ def test_without_the_upper_body_the_arms_hold_still(walk):
     others = np.setdiff1d(np.arange(tree.dof), legs)
     assert np.ptp(result.q[:, others], axis=0).max() < 1e-9
     assert np.ptp(result.q[:, legs], axis=0).min() > 0.01  # the legs still walk
+
+
+def test_a_clip_named_the_mixamo_way_walks_the_same_gait(g1_walk):
+    """The walk with every bone renamed as Mixamo names them: the same steps and balance."""
+    from tests import variants
+
+    clip = load_bvh(WALK)
+    renamed = variants.renamed(clip, variants.convention_names("mixamo")).to_source_motion()
+    report = _gait(renamed, "g1")[2].report
+    base = g1_walk[2].report
+    assert report["steps"] == base["steps"]
+    assert report["min_support_margin_m"] == pytest.approx(base["min_support_margin_m"], abs=1e-6)
+    assert report["stance_slide_m"] == pytest.approx(base["stance_slide_m"], abs=1e-6)
