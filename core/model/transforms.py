@@ -50,9 +50,22 @@ def euler_to_matrix(angles, order: str) -> np.ndarray:
     order = order.upper()
     if len(order) != 3 or set(order) - set("XYZ"):
         raise ValueError(f"bad Euler order {order!r}")
-    out = axis_angle_to_matrix(_AXES[order[0]], angles[..., 0])
+    out = _principal_rotation("XYZ".index(order[0]), angles[..., 0])
     for i in (1, 2):
-        out = out @ axis_angle_to_matrix(_AXES[order[i]], angles[..., i])
+        out = out @ _principal_rotation("XYZ".index(order[i]), angles[..., i])
+    return out
+
+
+def _principal_rotation(k: int, angle: np.ndarray) -> np.ndarray:
+    """Rotations (..., 3, 3) about coordinate axis k: Rodrigues with two of three axes zero."""
+    c, s = np.cos(angle), np.sin(angle)
+    i, j = (k + 1) % 3, (k + 2) % 3
+    out = np.zeros(np.shape(angle) + (3, 3))
+    out[..., k, k] = 1.0
+    out[..., i, i] = c
+    out[..., j, j] = c
+    out[..., i, j] = -s
+    out[..., j, i] = s
     return out
 
 

@@ -18,6 +18,7 @@ tests/core/test_bvh.py:
 """
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from dataclasses import dataclass
@@ -48,6 +49,15 @@ class BVHError(ValueError):
 
 
 @dataclass
+class _ChannelLayout:
+    positioned: np.ndarray  # joints whose position channels replace their offset
+    position_joints: np.ndarray  # per position channel: joint, axis (0-2), MOTION column
+    position_axes: np.ndarray
+    position_columns: np.ndarray
+    rotations: list  # per Euler order: (order, joints (G,), MOTION columns (G, 3), -1 where absent)
+
+
+@dataclass
 class BVHClip:
     """A parsed BVH file: skeleton in file units and raw channel values.
 
@@ -72,23 +82,21 @@ class BVHClip:
     def fps(self) -> float:
         return 1.0 / self.frame_time
 
-    def to_source_motion(self, scale: float = 1.0, up: str = "Y") -> SourceMotion:
+    def to_source_motion(self, scale: float = 1.0, up: str = "Y", rows: np.ndarray | None = None) -> SourceMotion:
         """World heads/tails per frame in Blender's axes; metres = file units * scale.
 
         up: the file's up axis, "Y" (the BVH convention, Blender's default) or "Z".
+        rows: channel values (F, K) to pose instead of the clip's own MOTION lines (a live
+        stream of frames on this hierarchy); the skeleton's rest data is computed once per scale.
         """
         if not scale > 0:
             raise ValueError(f"scale must be positive, got {scale!r}")
         if up not in UP_AXES:
             raise ValueError(f"up axis must be one of {sorted(UP_AXES)}, got {up!r}")
-        t_local, r_local = self._local_transforms()
+        t_local, r_local = self._local_transforms(rows)
         heads, rots = _forward_kinematics(self.parents, t_local, r_local)
-        bone = self._bone_vectors(scale)
+        bone, rest_heads = self._rest(scale)
         tails = heads + np.einsum("fjab,jb->fja", rots, bone)
-
-        rest_heads, _ = _forward_kinematics(
-            self.parents, self.offsets[None], np.broadcast_to(np.eye(3), (1, len(self.names), 3, 3)))
-        rest_heads = rest_heads[0]
         rest_tails = rest_heads + bone
 
         c = UP_AXES[up]
@@ -105,28 +113,61 @@ class BVHClip:
             name=self.path.stem if self.path is not None else "",
         )
 
-    def _local_transforms(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per-frame joint translation (F, J, 3) and rotation (F, J, 3, 3) in the parent frame."""
-        n_frames, n_joints = self.motion.shape[0], len(self.names)
+    def _rest(self, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """Bone vectors (J, 3) and rest heads (J, 3), file units, computed once per scale."""
+        cache = self.__dict__.setdefault("_rest_cache", {})
+        if scale not in cache:
+            rest_heads, _ = _forward_kinematics(
+                self.parents, self.offsets[None], np.broadcast_to(np.eye(3), (1, len(self.names), 3, 3)))
+            cache[scale] = (self._bone_vectors(scale), rest_heads[0])
+        return cache[scale]
+
+    def _local_transforms(self, motion: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-frame joint translation (F, J, 3) and rotation (F, J, 3, 3) in the parent frame
+        from channel values (F, K). Joints sharing an Euler order are turned in one call, so
+        one live frame costs a few array operations, not a few per joint."""
+        motion = self.motion if motion is None else motion
+        n_frames, n_joints = motion.shape[0], len(self.names)
+        layout = self._channel_layout()
         t = np.repeat(np.asarray(self.offsets, float)[None], n_frames, axis=0)
-        r = np.repeat(np.eye(3)[None, None], n_frames, axis=0).repeat(n_joints, axis=1)
+        t[:, layout.positioned] = 0.0  # like Blender: position channels replace the offset
+        t[:, layout.position_joints, layout.position_axes] = motion[:, layout.position_columns]
+        r = np.empty((n_frames, n_joints, 3, 3))
+        r[:] = np.eye(3)
+        for order, joints, columns in layout.rotations:
+            angles = np.radians(np.where(columns >= 0, motion[:, np.maximum(columns, 0)], 0.0))  # (F, G, 3)
+            r[:, joints] = euler_to_matrix(angles, order)
+        return t, r
+
+    def _channel_layout(self) -> "_ChannelLayout":
+        """Where each joint's channels sit in a MOTION line, read once per clip."""
+        cached = self.__dict__.get("_layout")
+        if cached is not None:
+            return cached
+        positioned, pos_joints, pos_axes, pos_cols = [], [], [], []
+        groups: dict[str, tuple[list[int], list[list[int]]]] = {}
         col = 0
         for j, chans in enumerate(self.channels):
             cols = range(col, col + len(chans))
             col += len(chans)
             pos = [(c[0], k) for c, k in zip(chans, cols) if c.endswith("position")]
             rot = [(c[0], k) for c, k in zip(chans, cols) if c.endswith("rotation")]
-            if pos:  # like Blender: position channels replace the offset
-                t[:, j] = 0.0
+            if pos:
+                positioned.append(j)
                 for axis, k in pos:
-                    t[:, j, "XYZ".index(axis)] = self.motion[:, k]
+                    pos_joints.append(j), pos_axes.append("XYZ".index(axis)), pos_cols.append(k)
             if rot:
                 order = "".join(a for a, _ in rot)
                 order += "".join(a for a in "XYZ" if a not in order)  # absent axes: angle 0
-                angles = np.zeros((n_frames, 3))
-                angles[:, :len(rot)] = np.radians(self.motion[:, [k for _, k in rot]])
-                r[:, j] = euler_to_matrix(angles, order)
-        return t, r
+                joints, columns = groups.setdefault(order, ([], []))
+                joints.append(j)
+                columns.append([k for _, k in rot] + [-1] * (3 - len(rot)))
+        layout = _ChannelLayout(np.array(positioned, dtype=int), np.array(pos_joints, dtype=int),
+                                np.array(pos_axes, dtype=int), np.array(pos_cols, dtype=int),
+                                [(order, np.array(j, dtype=int), np.array(c, dtype=int).reshape(-1, 3))
+                                 for order, (j, c) in groups.items()])
+        self.__dict__["_layout"] = layout
+        return layout
 
     def _bone_vectors(self, scale: float) -> np.ndarray:
         """Head-to-tail vector of each bone in its own rest frame (file units), Blender's rule."""
@@ -156,17 +197,35 @@ class BVHClip:
 
 
 def _forward_kinematics(parents, t_local: np.ndarray, r_local: np.ndarray):
-    """World positions (F, J, 3) and rotations (F, J, 3, 3); parents precede children."""
+    """World positions (F, J, 3) and rotations (F, J, 3, 3); parents precede children.
+
+    Joints are placed a tree level at a time (all joints at one depth in one product), so a
+    single live frame costs a few operations per level, not per joint."""
     heads = np.empty(t_local.shape)
     rots = np.empty(r_local.shape)
-    for j, p in enumerate(parents):
-        if p < 0:
-            heads[:, j] = t_local[:, j]
-            rots[:, j] = r_local[:, j]
+    for joints, parent in _levels(tuple(int(p) for p in parents)):
+        if parent is None:
+            heads[:, joints] = t_local[:, joints]
+            rots[:, joints] = r_local[:, joints]
         else:
-            heads[:, j] = heads[:, p] + np.einsum("fab,fb->fa", rots[:, p], t_local[:, j])
-            rots[:, j] = rots[:, p] @ r_local[:, j]
+            heads[:, joints] = heads[:, parent] + (rots[:, parent] @ t_local[:, joints, :, None])[..., 0]
+            rots[:, joints] = rots[:, parent] @ r_local[:, joints]
     return heads, rots
+
+
+@functools.lru_cache(maxsize=32)
+def _levels(parents: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """(joints, their parents) per depth of the tree, roots first (parent None)."""
+    depth = []
+    for p in parents:
+        depth.append(0 if p < 0 else depth[p] + 1)
+    depth = np.array(depth, dtype=int)
+    parents_arr = np.array(parents, dtype=int)
+    out = []
+    for level in range(int(depth.max()) + 1 if len(depth) else 0):
+        joints = np.flatnonzero(depth == level)
+        out.append((joints, None if level == 0 else parents_arr[joints]))
+    return out
 
 
 # ---------------------------------------------------------------- parsing
