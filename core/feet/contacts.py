@@ -167,9 +167,24 @@ class FootTrack:
     leg_length: float = 1.0  # the leg's rest length, hip to toe tip, in the same units
 
 
-def foot_tracks(motion: SourceMotion, mapping: Mapping) -> dict[str, FootTrack]:
+@dataclass
+class FootLandmarks:
+    """Which source bones a foot's heel and toe are (indices), and the leg's rest length."""
+
+    side: str
+    ankle: int
+    toe: int
+    toe_is_tail: bool  # the toe is the bone's tail (an End Site), not its head
+    leg_length: float
+
+    def points(self, motion: SourceMotion) -> tuple[np.ndarray, np.ndarray]:
+        """Heel and toe (F, 3) over the clip's frames."""
+        return motion.heads[:, self.ankle], (motion.tails if self.toe_is_tail else motion.heads)[:, self.toe]
+
+
+def foot_landmarks(motion: SourceMotion, mapping: Mapping) -> dict[str, FootLandmarks]:
     """Heel (the ankle landmark) and toe (the chain's end) of each sided leg chain."""
-    tracks = {}
+    feet = {}
     for chain in mapping.enabled_chains():
         if chain.role != "leg" or chain.side not in SIDES:
             continue
@@ -178,11 +193,16 @@ def foot_tracks(motion: SourceMotion, mapping: Mapping) -> dict[str, FootTrack]:
             ankle = motion.index(chain.source_landmarks[-1]) if chain.source_landmarks else path[-1]
         except (KeyError, IndexError) as exc:
             raise ContactsError(f"chain {chain.name!r}: {exc.args[0] if exc.args else exc}") from None
-        toe = motion.tails[:, path[-1]] if chain.source_tip_tail else motion.heads[:, path[-1]]
         rest = np.concatenate([motion.rest_heads[path], motion.rest_tails[path[-1:]]])
         length = float(np.linalg.norm(np.diff(rest, axis=0), axis=1).sum())
-        tracks[chain.side] = FootTrack(chain.side, motion.heads[:, ankle], toe, max(length, 1e-9))
-    return tracks
+        feet[chain.side] = FootLandmarks(chain.side, ankle, path[-1], bool(chain.source_tip_tail), max(length, 1e-9))
+    return feet
+
+
+def foot_tracks(motion: SourceMotion, mapping: Mapping) -> dict[str, FootTrack]:
+    """Heel and toe tracks of each sided leg chain (see foot_landmarks)."""
+    return {side: FootTrack(side, *foot.points(motion), foot.leg_length)
+            for side, foot in foot_landmarks(motion, mapping).items()}
 
 
 def detect_contacts(motion: SourceMotion, mapping: Mapping,

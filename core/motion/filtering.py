@@ -27,14 +27,14 @@ def butterworth_lowpass(q: np.ndarray, fps: float, cutoff_hz: float, order: int 
         raise ValueError(f"cutoff_hz must be positive, got {cutoff_hz!r}")
     if cutoff_hz >= 0.5 * fps or q.shape[0] < 2:
         return q
-    sos = _butter_sos(order, float(cutoff_hz), float(fps)).copy()  # sosfilt wants a writable array
+    sos = butter_sos(order, float(cutoff_hz), float(fps)).copy()  # sosfilt wants a writable array
     # scipy's default pad length (3 * (2 * sections + 1)) needs more frames than short clips have.
     padlen = min(3 * (2 * len(sos) + 1), q.shape[0] - 1)
     return signal.sosfiltfilt(sos, q, axis=0, padlen=padlen)
 
 
 @functools.lru_cache(maxsize=64)
-def _butter_sos(order: int, cutoff_hz: float, fps: float) -> np.ndarray:
+def butter_sos(order: int, cutoff_hz: float, fps: float) -> np.ndarray:
     """The filter's second-order sections, designed once per (order, cutoff, rate): a bake filters
     dozens of times with a handful of designs, and each design costs about a millisecond."""
     sos = signal.butter(order, cutoff_hz, btype="low", fs=fps, output="sos")

@@ -11,6 +11,8 @@ import numpy as np
 
 WORLD_UP = np.array([0.0, 0.0, 1.0])
 RIGID_DEG = 5.0  # the hip line rides on the root bone when it stays within this of one direction
+PELVIS_OFF_LINE_M = 0.01  # a pelvis point this far off the hip line can carry the tilt ...
+PELVIS_RIGID_M = 0.005  # ... when its distance to the hips' centre varies by less than this
 
 
 def canonical_axes(left_hip=None, right_hip=None, left_shoulder=None, right_shoulder=None,
@@ -85,7 +87,7 @@ def pelvis_frames(left_hip: np.ndarray, right_hip: np.ndarray, pelvis_points: li
         across = offset - np.sum(offset * left, axis=1, keepdims=True) / np.maximum(
             np.sum(left * left, axis=1, keepdims=True), 1e-12) * left
         size = np.linalg.norm(across, axis=1)
-        if np.median(size) < 0.01 or np.std(np.linalg.norm(offset, axis=1)) > 0.005:
+        if np.median(size) < PELVIS_OFF_LINE_M or np.std(np.linalg.norm(offset, axis=1)) > PELVIS_RIGID_M:
             continue  # on the hip line, or not riding on the pelvis
         return orthonormal_frame(left, across)
     return None

@@ -58,7 +58,7 @@ class RetargetResult:
 
 
 @dataclass
-class _Plan:
+class ChainPlan:
     mapping: ChainMapping
     source: SourceChain
     robot: RobotChain
@@ -87,25 +87,25 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         raise RetargetError(f"source {motion.name!r} has no frames to retarget")
     with stages("plan"):
         motion = _bridged(motion, warnings)
-        plans = _plan(motion, tree, mapping, warnings)
+        plans = plan_chains(motion, tree, mapping, warnings)
         if not plans:
             raise RetargetError("no chain could be mapped between the source and the robot")
         frames = motion.frames
-        body_src, axes_rob = _body_frames(motion, tree, mapping)
+        body_src, axes_rob = body_frames(motion, tree, mapping)
         floating = any(p.mapping.role == "leg" for p in plans) and settings.root_mode != "fixed"
         if floating:
             root_rot = body_src @ axes_rob.T
-            root_pos = _root_positions(motion, tree, plans, root_rot, settings)
+            root_pos = root_positions(motion, tree, plans, root_rot, settings)
         else:
             root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
             root_pos = np.zeros((frames, 3))
         body_rob = root_rot @ axes_rob
         root = pose_matrices(root_rot, root_pos)
-        targets = {id(plan): _targets(motion, plan, body_src, body_rob) for plan in plans}
-        aim = _torso_aim(motion, tree, mapping, plans, targets, body_rob @ np.swapaxes(body_src, 1, 2), root_rot,
+        targets = {id(plan): chain_targets(motion, plan, body_src, body_rob) for plan in plans}
+        aim = torso_aim(motion, tree, mapping, plans, targets, body_rob @ np.swapaxes(body_src, 1, 2), root_rot,
                          floating)
     with stages("solve"):
-        q = _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim)
+        q = solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim)
         root_rot, root_pos = root[:, :3, :3].copy(), root[:, :3, 3].copy()  # the torso may lean the root
     progress(0.95, "filtering")
     with stages("filter"):
@@ -163,7 +163,7 @@ class StageTimer:
                 "stage_seconds": {stage: float(s) for stage, s in self.seconds.items()}}
 
 
-def _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim=None) -> np.ndarray:
+def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim=None) -> np.ndarray:
     """Every chain in tree order, each through the pose solved so far: q (F, n).
 
     aim: (spine plan, core.retarget.torso.TorsoAim) solves the spine again while the torso is
@@ -189,7 +189,7 @@ def _solve_chains(motion, tree, plans, root, targets, settings, progress, axes_r
     return q
 
 
-def _torso_aim(motion, tree, mapping, plans, targets, to_robot, root_rot, floating):
+def torso_aim(motion, tree, mapping, plans, targets, to_robot, root_rot, floating):
     """(spine plan, TorsoAim) with the spine's first targets set, or None without a chest to follow."""
     chest = chest_target(motion, mapping.chains, to_robot)
     spine = next((p for p in plans if p.mapping.role == "spine" and p.kin.chain.variables), None)
@@ -220,7 +220,7 @@ def _bridged(motion: SourceMotion, warnings: list[str]) -> SourceMotion:
                         motion.rest_tails, motion.rest_root_rotation, motion.fps, motion.name)
 
 
-def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, warnings: list[str]) -> list[_Plan]:
+def plan_chains(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, warnings: list[str]) -> list[ChainPlan]:
     plans = []
     for chain in mapping.enabled_chains():
         src = source_chain(motion, chain)
@@ -240,13 +240,13 @@ def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, warnings:
         weights = [point_weights(len(f), chain.tip_weight, chain.weight) for f in src_frac]
         if ankle is not None:
             weights[0][ankle] = ANKLE_WEIGHT * chain.weight
-        plans.append(_Plan(chain, src, rob, ChainKinematics.build(tree, rob), src_frac, weights))
+        plans.append(ChainPlan(chain, src, rob, ChainKinematics.build(tree, rob), src_frac, weights))
     plans.sort(key=lambda p: tree.depth(p.robot.links[0]))
     _unmoved(tree, plans, warnings)
     return plans
 
 
-def _unmoved(tree: KinematicTree, plans: list[_Plan], warnings: list[str]) -> None:
+def _unmoved(tree: KinematicTree, plans: list[ChainPlan], warnings: list[str]) -> None:
     """Warn about joints inside a chain that no chain's reference point moves (a wrist whose link
     holds no point because the tip sits on its origin): they keep their neutral angle."""
     solved = {v for p in plans for v in p.robot.variables}
@@ -320,50 +320,93 @@ def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src
     return np.interp(fractions, src_at + [1.0], rob_at + [1.0]), start
 
 
-def _body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
+@dataclass
+class BodyLandmarks:
+    """Where the body frame comes from: the source's left and right hip (else shoulder) bones,
+    its pelvis bone when the hips are used (None: the root bone carries the frame), and the
+    robot's canonical axes (3, 3) relative to its root. None sides: no left/right landmarks
+    (a one-arm robot), the root bone's own frame."""
+
+    left: int | None
+    right: int | None
+    pelvis: int | None
+    axes_rob: np.ndarray
+
+
+def body_landmarks_of(motion: SourceMotion, tree: KinematicTree, mapping: Mapping) -> BodyLandmarks:
+    zero = tree.zero_pose()
+    src, rob = {}, {}
+    for key, (bone, link) in body_landmarks(mapping.chains, disabled=True).items():  # a toggle must not turn the body
+        try:
+            src[key], rob[key] = motion.index(bone), zero[tree.link_index(link), :3, 3]
+        except KeyError as exc:
+            raise RetargetError(f"{key.replace('_', ' ')}: {exc.args[0]}") from None
+    pairs = [(f"left_{k}", f"right_{k}") for k in ("hip", "shoulder") if f"left_{k}" in src and f"right_{k}" in src]
+    if not pairs:
+        return BodyLandmarks(None, None, None, np.eye(3))
+    left, right = pairs[0]
+    pelvis = None
+    if left == "left_hip" and mapping.source_root in motion.bone_names:
+        pelvis = motion.index(mapping.source_root)  # auto-map's: where the legs meet
+    try:
+        axes_rob = canonical_axes(**{k: rob[k] for k in pairs[0] if k in rob})
+    except ValueError as exc:
+        raise RetargetError(f"robot {tree.robot.name!r}: {exc}") from None
+    return BodyLandmarks(src[left], src[right], pelvis, axes_rob)
+
+
+def body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):
     """Per-frame source body frame (F, 3, 3) and the robot's (root-relative) body axes.
 
     Both come from the hip line and the world's up: the source's from its animated frames
     (core.retarget.body_frame.source_body_frames), carried by its pelvis (mapping.source_root,
     not the file's root bone, which may be a reference on the floor), never from its rest pose.
     """
-    zero = tree.zero_pose()
-    src, rob = {}, {}
-    for key, (bone, link) in body_landmarks(mapping.chains, disabled=True).items():  # a toggle must not turn the body
-        try:
-            src[key], rob[key] = motion.heads[:, motion.index(bone)], zero[tree.link_index(link), :3, 3]
-        except KeyError as exc:
-            raise RetargetError(f"{key.replace('_', ' ')}: {exc.args[0]}") from None
-    pairs = [(f"left_{k}", f"right_{k}") for k in ("hip", "shoulder") if f"left_{k}" in src and f"right_{k}" in src]
-    if not pairs:  # no left/right landmarks (a one-arm robot): the root bone's own frame
-        return motion.root_rotation @ motion.rest_root_rotation.T, np.eye(3)
-    left, right = pairs[0]
+    marks = body_landmarks_of(motion, tree, mapping)
+    if marks.left is None:
+        return motion.root_rotation @ motion.rest_root_rotation.T, marks.axes_rob
+    left, right = motion.heads[:, marks.left], motion.heads[:, marks.right]
     carrier = motion.root_rotation
-    if left == "left_hip" and mapping.source_root in motion.bone_names:
-        pelvis = motion.index(mapping.source_root)  # auto-map's: where the legs meet
-        frames = pelvis_frames(src[left], src[right], [motion.heads[:, pelvis], motion.tails[:, pelvis]])
+    if marks.pelvis is not None:
+        frames = pelvis_frames(left, right, [motion.heads[:, marks.pelvis], motion.tails[:, marks.pelvis]])
         carrier = frames if frames is not None else carrier
     try:
-        body_src = source_body_frames(src[left] - src[right], carrier)
-        axes_rob = canonical_axes(**{k: rob[k] for k in pairs[0] if k in rob})
+        body_src = source_body_frames(left - right, carrier)
     except ValueError as exc:
-        raise RetargetError(f"source {motion.name!r} or robot {tree.robot.name!r}: {exc}") from None
-    return body_src, axes_rob
+        raise RetargetError(f"source {motion.name!r}: {exc}") from None
+    return body_src, marks.axes_rob
 
 
-def _root_positions(motion, tree, plans, root_rot, settings) -> np.ndarray:
+@dataclass
+class RootPlan:
+    """Where the robot root goes: its hip centre follows the source's, scaled by leg length."""
+
+    hips: list[int]  # the source's hip bones (each leg chain's first)
+    scale: float  # robot leg length / source leg length
+    hips_rob: np.ndarray  # (3,) the robot's hip centre in its root frame
+    in_place: bool  # root_mode "in_place": no travel over the floor
+
+    @classmethod
+    def build(cls, motion: SourceMotion, tree: KinematicTree, plans, settings) -> "RootPlan":
+        zero = tree.zero_pose()
+        legs = [p for p in plans if p.mapping.role == "leg"]
+        src_len = np.mean([_rest_length(motion, p.source) for p in legs])
+        rob_len = np.mean([p.robot.paths[0].length for p in legs])
+        hips_rob = np.mean([zero[p.robot.paths[0].links[0], :3, 3] for p in legs], axis=0)
+        return cls([p.source.paths[0][0] for p in legs], float(rob_len / src_len), hips_rob,
+                   settings.root_mode == "in_place")
+
+    def __call__(self, heads: np.ndarray, root_rot: np.ndarray) -> np.ndarray:
+        """Root positions (F, 3) for bone heads (F, B, 3) and root rotations (F, 3, 3)."""
+        target = self.scale * heads[:, self.hips].mean(axis=1)
+        if self.in_place:
+            target[:, :2] = 0.0
+        return target - root_rot @ self.hips_rob
+
+
+def root_positions(motion, tree, plans, root_rot, settings) -> np.ndarray:
     """Robot root so that its hip centre follows the source's, scaled by leg length."""
-    zero = tree.zero_pose()
-    legs = [p for p in plans if p.mapping.role == "leg"]
-    src_len = np.mean([_rest_length(motion, p.source) for p in legs])
-    rob_len = np.mean([p.robot.paths[0].length for p in legs])
-    scale = rob_len / src_len
-    hips_src = np.mean([motion.heads[:, p.source.paths[0][0]] for p in legs], axis=0)
-    hips_rob = np.mean([zero[p.robot.paths[0].links[0], :3, 3] for p in legs], axis=0)
-    target = scale * hips_src
-    if settings.root_mode == "in_place":
-        target[:, :2] = 0.0
-    return target - root_rot @ hips_rob
+    return RootPlan.build(motion, tree, plans, settings)(motion.heads, root_rot)
 
 
 def _rest_length(motion: SourceMotion, chain: SourceChain) -> float:
@@ -371,7 +414,7 @@ def _rest_length(motion: SourceMotion, chain: SourceChain) -> float:
     return float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
 
 
-def _targets(motion, plan: _Plan, body_src, body_rob):
+def chain_targets(motion, plan: ChainPlan, body_src, body_rob):
     """Target points relative to the robot chain's origin: the normalised source shape."""
     to_robot = body_rob @ np.swapaxes(body_src, 1, 2)  # source world -> robot world directions
     targets, weights = [], []
