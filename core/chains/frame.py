@@ -1,0 +1,170 @@
+"""One chain, one frame: the kinematics and the solve a live stream needs every few milliseconds.
+
+core.chains.solver is shaped for thousands of frames at once (frames on the last axis, one
+numpy call per link serving them all); called on one frame its cost is Python overhead per
+link and per point. Here a chain's joint transforms are built for all its links in a few
+batched calls, chained by one 4x4 product per link, and the Jacobian comes in a handful of
+vector operations: the same reference points and derivatives (tests/core/test_stream.py
+checks them against ChainKinematics.evaluate), about four times faster on one frame.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import lapack
+
+from ..model.kinematics import PRISMATIC, REVOLUTE, KinematicTree
+from .solver import ChainKinematics, SolveOptions
+
+
+def _skew(axis: np.ndarray) -> np.ndarray:
+    x, y, z = axis
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+class FrameKinematics:
+    """A ChainKinematics evaluated for one frame: points (M, 3) and Jacobian (M, 3, V)."""
+
+    def __init__(self, tree: KinematicTree, kin: ChainKinematics):
+        self.kin = kin
+        links = [int(link) for link in kin.chain.links]
+        slot = {link: k + 1 for k, link in enumerate(links)}  # frames[0] is the anchor
+        self.links = links
+        self.parent_slot = [slot.get(int(tree.parent[link]), 0) for link in links]
+        self.at_root = [int(tree.parent[link]) < 0 for link in links]
+        self.origins = tree.origins[links].copy()  # (L, 4, 4)
+        kind = tree.kind[links]
+        axes = tree.axes[links]
+        self.revolute = (kind == REVOLUTE).astype(float)
+        self.prismatic = (kind == PRISMATIC).astype(float)
+        self.turn = np.zeros((len(links), 4, 4))
+        self.turn2 = np.zeros((len(links), 4, 4))
+        self.slide = np.zeros((len(links), 4, 4))
+        for k, axis in enumerate(axes):
+            skew = _skew(axis)
+            self.turn[k, :3, :3], self.turn2[k, :3, :3] = skew, skew @ skew
+            self.slide[k, :3, 3] = axis
+        column = tree.qindex[links]
+        self.columns = np.maximum(column, 0)
+        moving = (column >= 0).astype(float)
+        self.scale, self.offset = tree.qscale[links] * moving, tree.qoffset[links] * moving
+        self.axes = axes
+        variables = list(kin.chain.variables)
+        self.variable_slot = np.array([slot[int(v)] for v in variables], dtype=int)
+        self.variable_axis = axes[[links.index(int(v)) for v in variables]] if variables else np.zeros((0, 3))
+        self.variable_prismatic = np.array([tree.kind[v] == PRISMATIC for v in variables], dtype=bool)
+        self.point_slot = np.array([slot[int(link)] for link in kin.point_link], dtype=int)
+        self.point_local = kin.point_local
+        self.reference_slot = np.array([slot.get(int(link), 0) for link, _ in kin.references], dtype=int)
+        self.reference_local = np.array([local for _, local in kin.references], dtype=float).reshape(-1, 3)
+        self.row_reference = kin.row_reference
+        free = 1.0 - kin.reference_mask.T.astype(float)  # (V, R)
+        self.free_rows = free[:, kin.row_reference][:, :, None]  # (V, M, 1)
+        self.mask = kin.mask.T[:, :, None].astype(float)  # (V, M, 1)
+        self.frames = np.empty((len(links) + 1, 4, 4))
+        self._eye = np.eye(4)
+
+    def evaluate(self, anchor: np.ndarray, q: np.ndarray, jacobian: bool = True):
+        """Points (M, 3) relative to their references and, optionally, the Jacobian (M, 3, V).
+
+        anchor: (4, 4) world pose of the chain's anchor link (the root pose if none); q: (n,).
+        Also leaves every chain link's world pose in self.frames[1:] (anchor in [0]).
+        """
+        value = q[self.columns] * self.scale + self.offset
+        angle = value * self.revolute
+        sin, cos = np.sin(angle), np.cos(angle)
+        joint = (self._eye + sin[:, None, None] * self.turn + (1.0 - cos)[:, None, None] * self.turn2
+                 + (value * self.prismatic)[:, None, None] * self.slide)
+        local = self.origins @ joint  # (L, 4, 4)
+        frames = self.frames
+        frames[0] = anchor
+        for k, parent in enumerate(self.parent_slot):
+            if self.at_root[k]:  # the chain starts at the root: its frame is the anchor
+                frames[k + 1] = anchor
+            else:
+                np.matmul(frames[parent], local[k], out=frames[k + 1])
+        where = frames[self.point_slot]
+        points = (where[:, :3, :3] @ self.point_local[:, :, None])[..., 0] + where[:, :3, 3]
+        ref_frames = frames[self.reference_slot]
+        refs = (ref_frames[:, :3, :3] @ self.reference_local[:, :, None])[..., 0] + ref_frames[:, :3, 3]
+        row_refs = refs[self.row_reference]
+        rel = points - row_refs
+        if not jacobian:
+            return rel, None
+        joints = frames[self.variable_slot]  # (V, 4, 4): a joint's axis and origin ride on its link
+        axis = (joints[:, :3, :3] @ self.variable_axis[:, :, None])[:, None, :, 0]  # (V, 1, 3)
+        arm = rel[None] + (row_refs[None] - joints[:, None, :3, 3]) * self.free_rows  # (V, M, 3)
+        jac = _cross(axis, arm)
+        if self.variable_prismatic.any():
+            jac[self.variable_prismatic] = np.broadcast_to(axis, arm.shape)[self.variable_prismatic] * \
+                self.free_rows[self.variable_prismatic]
+        jac *= self.mask
+        return rel, jac.transpose(1, 2, 0)
+
+
+def _solve_spd(system: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """system^-1 rhs for a damped normal matrix (symmetric positive definite): Cholesky, a few
+    microseconds where a general solve costs several times more on one small system."""
+    _, x, info = lapack.dposv(system, rhs)
+    return x if info == 0 else np.linalg.solve(system, rhs)
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b over the last axis (np.cross costs several times more on small arrays)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+@dataclass
+class FrameSolve:
+    """What one frame's solve of one chain did."""
+
+    cost: float
+    evaluations: int
+    stopped: bool  # ended early by `stop` (a newer frame arrived)
+
+
+def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, anchor: np.ndarray, q: np.ndarray,
+                targets: np.ndarray, weights: np.ndarray, options: SolveOptions, previous: np.ndarray,
+                evaluations: int, stop=None) -> FrameSolve:
+    """Levenberg-Marquardt for one chain on one frame, warm-started from q (n,), updated in place.
+
+    previous: the chain's values in the last output (the smoothness term pulls toward it);
+    evaluations: the budget (each iteration costs one evaluation); stop(): True when the
+    iterate must be output now. The best evaluated point is kept, so q stays inside the limits
+    and fk.frames holds its link poses.
+    """
+    cols = fk.kin.columns
+    sw = np.sqrt(weights)[:, None]
+    rest = np.clip(0.0 if options.rest is None else options.rest[cols], lower, upper)
+    smooth, prior = options.smoothness, options.rest_prior
+    eye = np.eye(len(cols))
+    x = np.clip(q[cols], lower, upper)
+    best_x, best_cost, best_frames, lam = x, np.inf, None, 1e-3
+    step_x, used, stopped = x, 0, False
+    for used in range(1, evaluations + 1):
+        q[cols] = step_x
+        points, jac = fk.evaluate(anchor, q)
+        res = (points - targets) * sw
+        cost = float((res * res).sum() + smooth * ((step_x - previous) ** 2).sum() + prior * ((step_x - rest) ** 2).sum())
+        if cost <= best_cost:
+            best_x, best_cost, best_frames, lam = step_x, cost, fk.frames.copy(), max(lam * 0.3, 1e-7)
+            jw = (jac * sw[:, :, None]).reshape(-1, len(cols))
+            grad = jw.T @ res.ravel() + smooth * (best_x - previous) + prior * (best_x - rest)
+            hess = jw.T @ jw
+        else:
+            lam = min(lam * 10.0, 1e7)
+        if used == evaluations or (stop is not None and stop()):
+            stopped = used < evaluations
+            break
+        system = hess + (smooth + prior) * eye + lam * (np.diag(np.diag(hess)) + 1e-6 * eye)
+        step_x = np.clip(best_x - _solve_spd(system, grad), lower, upper)
+        if np.abs(step_x - best_x).max() < 1e-5:
+            break
+    q[cols] = best_x
+    fk.frames[:] = best_frames
+    return FrameSolve(best_cost, used, stopped)
