@@ -1,0 +1,277 @@
+"""`stream`: live retargeting of a motion-capture stream, frame by frame (issue 14).
+
+Frames come one per line on stdin or one per UDP datagram (`SEQ TIME_S v1 ... vK`, a BVH
+MOTION line of the --skeleton's hierarchy); poses go out as JSON lines on stdout or as UDP
+datagrams. Input from stdin is taken as it comes, every frame solved in full (a file piped in
+gives the same outputs every run); UDP input is live: a frame that arrives while another is
+being solved cuts that solve short (the overrun rule) and --rate ticks on the wall clock.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .common import CommandError, add_source_up, check_output, print_warnings, write_report
+
+
+def add_parser(sub) -> None:
+    from ..core.stream.predict import PREDICTORS
+    from ..core.stream.session import PLACEMENTS
+
+    p = sub.add_parser("stream", help="retarget a live motion-capture stream frame by frame",
+                       description="Retarget a stream of motion-capture frames onto a robot as they come: "
+                                   "causal, with planted feet, a causal filter and a prediction unit that "
+                                   "outputs the pose a little ahead to hide the latency.")
+    p.add_argument("--skeleton", required=True,
+                   help="BVH whose HIERARCHY the frames follow (its MOTION only feeds the automatic mapping)")
+    p.add_argument("--robot", required=True, help="robot description (.urdf)")
+    p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
+    p.add_argument("--input", default="-", help="- (stdin, one frame per line, the default) or udp://HOST:PORT")
+    p.add_argument("--output", default="-", help="- (stdout, one JSON object per line, the default) or "
+                                                 "udp://HOST:PORT")
+    p.add_argument("--predict-ms", type=float, metavar="MS",
+                   help="how far ahead to output (default: the measured latency, processing plus filter lag)")
+    p.add_argument("--predictor", choices=PREDICTORS, default="auto",
+                   help="none, extrapolate (a polynomial through the latest samples), match (continue from "
+                        "where the stream or a library clip moved alike) or auto (whichever has been closer; "
+                        "the default)")
+    p.add_argument("--placement", choices=PLACEMENTS, default="output",
+                   help="what is forecast: the source's model data (before mapping), the robot's solution "
+                        "(after mapping) or the filtered output (the default)")
+    p.add_argument("--library", nargs="+", action="extend", default=[], metavar="CLIP.bvh",
+                   help="clips on the same hierarchy for the pattern matcher to search as well")
+    p.add_argument("--filter-hz", type=float, default=7.0, metavar="HZ",
+                   help="causal low-pass cutoff (default 7 Hz; 0: no filter)")
+    p.add_argument("--rate", type=float, metavar="HZ",
+                   help="output at this control rate (default: one output per input frame)")
+    p.add_argument("--record", help="write the outputs to this CSV (bake CSV layout) at the end")
+    p.add_argument("--report", help="JSON report to write at the end")
+    p.add_argument("--max-frames", type=int, metavar="N", help="stop after N input frames")
+    p.add_argument("--overwrite", action="store_true", help="replace existing --record / --report files")
+    add_source_up(p)
+    p.set_defaults(func=run)
+
+
+def _endpoint(text: str, flag: str) -> tuple[str, int] | None:
+    """None for '-', else (host, port) of udp://HOST:PORT."""
+    if text == "-":
+        return None
+    if not text.startswith("udp://") or ":" not in text[6:]:
+        raise CommandError(f"{flag} {text}: use - or udp://HOST:PORT")
+    host, _, port = text[6:].rpartition(":")
+    try:
+        return host, int(port)
+    except ValueError:
+        raise CommandError(f"{flag} {text}: the port must be a number") from None
+
+
+def _session(args: argparse.Namespace):
+    from ..core.chains.mapping import Mapping
+    from ..core.model.kinematics import KinematicTree
+    from ..core.model.urdf import parse_urdf
+    from ..core.motion.bvh import load_bvh
+    from ..core.retarget.automap import auto_map
+    from ..core.stream.predict import PredictSettings
+    from ..core.stream.session import StreamSession, StreamSettings
+
+    for path, flag in [(args.skeleton, "--skeleton"), (args.robot, "--robot")] + [(c, "--library") for c in args.library]:
+        if not Path(path).is_file():
+            raise CommandError(f"{flag} {path}: file not found")
+    if args.rate is not None and not args.rate > 0:
+        raise CommandError(f"--rate {args.rate:g}: must be positive (Hz)")
+    if args.filter_hz < 0:
+        raise CommandError(f"--filter-hz {args.filter_hz:g}: must not be negative (0: no filter)")
+    clip = load_bvh(args.skeleton)
+    tree = KinematicTree(parse_urdf(args.robot))
+    if args.mapping:
+        mapping = Mapping.load(args.mapping)
+    elif clip.frames:
+        mapping = auto_map(clip.to_source_motion(up=args.source_up), tree)
+    else:
+        raise CommandError(f"--skeleton {args.skeleton}: no MOTION frames to map limbs from (give --mapping)")
+    settings = StreamSettings(predict_ms=args.predict_ms, placement=args.placement,
+                              predict=PredictSettings(predictor=args.predictor),
+                              filter="butterworth" if args.filter_hz > 0 else "none",
+                              filter_hz=args.filter_hz or 7.0, up=args.source_up)
+    library = [load_bvh(path) for path in args.library]
+    try:
+        return StreamSession(clip, tree, mapping, settings, library=library), tree
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+
+
+class _Output:
+    """JSON lines to stdout or datagrams to a UDP address; the first object names the joints."""
+
+    def __init__(self, target: tuple[str, int] | None, joint_names: list[str]):
+        self.target, self.joint_names, self.sent = target, joint_names, []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM) if target else None
+
+    def __call__(self, out) -> None:
+        pose = out.pose
+        quat = _quaternion(pose.root_rotation)
+        data = {"seq": int(out.seq), "t": float(out.time_s),
+                "root": [float(v) for v in pose.root_position] + [float(v) for v in quat],
+                "q": [float(v) for v in pose.q]}
+        if not self.sent:
+            data["joint_names"] = self.joint_names
+        text = json.dumps(data)
+        if self.sock is not None:
+            self.sock.sendto(text.encode("ascii"), self.target)
+        else:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        self.sent.append((out.time_s, pose.root_position, quat, pose.q))
+
+
+def _quaternion(rotation):
+    from ..core.model.transforms import matrix_to_quat
+
+    return matrix_to_quat(rotation)
+
+
+def _udp_reader(address: tuple[str, int], frames: queue.Queue) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        raise CommandError(f"--input udp://{address[0]}:{address[1]}: {exc.strerror or exc}") from None
+
+    def read():
+        while True:
+            data, _ = sock.recvfrom(65535)
+            received = time.perf_counter()
+            for line in data.decode("ascii", "replace").splitlines():
+                frames.put((line, received))
+                if line.strip() == "END":
+                    return
+
+    threading.Thread(target=read, daemon=True).start()
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..core.stream.session import FrameError
+
+    source, target = _endpoint(args.input, "--input"), _endpoint(args.output, "--output")
+    record = check_output(Path(args.record).absolute(), args.overwrite) if args.record else None
+    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    session, tree = _session(args)
+    emit = _Output(target, tree.joint_names)
+    warnings: list[str] = []
+    live = _Live(session, emit, args.rate) if source else _Paced(session, emit, args.rate)
+    frames = 0
+    for number, (line, received) in enumerate(live.lines(source), start=1):
+        if not line.strip():
+            continue
+        where = f"input line {number}: " if source is None else f"datagram {number}: "
+        try:
+            parsed = session.parse(line, where)
+        except FrameError as exc:
+            session.counts["bad"] += 1
+            if len(warnings) < 20:
+                warnings.append(str(exc))
+            continue
+        if parsed is None:
+            break
+        live.push(*parsed, received)
+        frames += 1
+        if args.max_frames is not None and frames >= args.max_frames:
+            break
+    report = session.report()
+    report.update(input=args.input, output=args.output, outputs=len(emit.sent), rate_hz=args.rate,
+                  warnings=report["warnings"] + warnings)
+    if record is not None and emit.sent:
+        _write_record(record, tree.joint_names, emit.sent, args.overwrite)
+        report["record"] = str(record)
+    write_report(report_path, report, args.overwrite)
+    print_warnings(warnings[:5])
+    lat = report["latency_ms"]
+    print(f"stream: {report['frames']} frame(s) in, {len(emit.sent)} out, {report['dropped']} dropped; latency "
+          f"p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms; predicting {report['predict_ms']:.1f} ms "
+          f"({report['predictor']})", file=sys.stderr)
+    return 0
+
+
+class _Paced:
+    """Frames from stdin, each solved in full; --rate ticks by the frames' own times, each tick
+    given what a live run would have had then (the latest output carried forward)."""
+
+    def __init__(self, session, emit, rate: float | None):
+        self.session, self.emit, self.rate = session, emit, rate
+        self.next_tick: float | None = None
+
+    def lines(self, source):
+        for line in sys.stdin:
+            yield line, time.perf_counter()
+
+    def push(self, seq: int, time_s: float, values, received: float) -> None:
+        if self.rate:
+            self.next_tick = time_s if self.next_tick is None else self.next_tick
+            while self.next_tick < time_s - 1e-9:
+                out = self.session.sample(self.next_tick)
+                if out is not None:
+                    self.emit(out)
+                self.next_tick += 1.0 / self.rate
+        out = self.session.push(seq, time_s, values, received)
+        if out is not None and not self.rate:
+            self.emit(out)
+
+
+class _Live:
+    """Frames from UDP as they arrive: a newer frame waiting cuts the current solve short, and
+    --rate ticks on the wall clock (stream time = arrival time less the first frame's offset)."""
+
+    def __init__(self, session, emit, rate: float | None):
+        self.session, self.emit, self.rate = session, emit, rate
+        self.frames: queue.Queue = queue.Queue()
+        self.offset: float | None = None  # wall clock minus stream time
+        self.next_tick: float | None = None
+
+    def lines(self, source):
+        self.sock = _udp_reader(source, self.frames)
+        while True:
+            wait = None
+            if self.rate and self.next_tick is not None:
+                wait = max(0.0, self.next_tick + self.offset - time.perf_counter())
+            try:
+                item = self.frames.get(timeout=wait)
+            except queue.Empty:
+                self._tick()
+                continue
+            self._tick()
+            yield item
+
+    def _tick(self) -> None:
+        while self.rate and self.next_tick is not None and self.next_tick + self.offset <= time.perf_counter():
+            out = self.session.sample(self.next_tick)
+            if out is not None:
+                self.emit(out)
+            self.next_tick += 1.0 / self.rate
+
+    def push(self, seq: int, time_s: float, values, received: float) -> None:
+        if self.offset is None:
+            self.offset = received - time_s
+            self.next_tick = time_s
+        out = self.session.push(seq, time_s, values, received, stop=lambda: not self.frames.empty())
+        if out is not None and not self.rate:
+            self.emit(out)
+
+
+def _write_record(path: Path, joint_names: list[str], sent: list, overwrite: bool) -> None:
+    import numpy as np
+
+    from ..core.model.transforms import quat_continuous
+    from ..core.motion.bake_csv import BakeTable, write_bake_csv
+
+    times = np.array([s[0] for s in sent])
+    table = BakeTable(joint_names, times, np.array([s[1] for s in sent]),
+                      quat_continuous(np.array([s[2] for s in sent])), np.array([s[3] for s in sent]))
+    write_bake_csv(path, table, overwrite=overwrite)

@@ -1,0 +1,106 @@
+"""Causal feet for a live stream (issue 14, item 4).
+
+A source foot is down while its heel or toe is low and slow, decided from past frames with the
+offline detector's hysteresis (core.feet.contacts.DetectSettings); its robot foot is then held
+where it touched down by moving the root (the root follows the planted foot), and it is let go
+when the source foot lifts. No foot point ever goes below the ground. Offline planting solves
+the legs over the whole clip (core.feet.plant); live, moving the root is what one frame allows.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..feet.contacts import SPEED_CUTOFF_HZ, DetectSettings, foot_landmarks
+from ..feet.geometry import body_points, solve_points, standing_rotation, subtree_links
+from ..model.kinematics import KinematicTree
+from ..motion.source import SourceMotion
+
+SETTLE_S = 0.2  # a jump of the root's offset when the set of planted feet changes fades over this
+
+
+class _SourceFoot:
+    """Heel and toe of one source foot: smoothed causally, their speed and the ground's level."""
+
+    def __init__(self, landmarks):
+        self.landmarks = landmarks
+        self.smooth: np.ndarray | None = None  # (2, 3) heel, toe
+        self.speed = np.zeros(2)
+        self.level: np.ndarray | None = None  # (2,) lowest slow height seen per point
+        self.down = False
+
+    def update(self, frame: SourceMotion, dt: float, leg: float, settings: DetectSettings) -> bool:
+        heel, toe = self.landmarks.points(frame)
+        points = np.stack([heel[0], toe[0]])
+        alpha = 1.0 - np.exp(-2.0 * np.pi * SPEED_CUTOFF_HZ * dt)
+        if self.smooth is None:
+            self.smooth, self.level = points.copy(), points[:, 2].copy()
+        previous = self.smooth
+        self.smooth = previous + alpha * (points - previous)
+        self.speed = np.linalg.norm(self.smooth - previous, axis=1) / dt / leg
+        slow = self.speed < settings.speed_on
+        self.level = np.where(slow, np.minimum(self.level, points[:, 2]), self.level)
+        height = (points[:, 2] - self.level) / leg
+        if self.down:
+            self.down = not bool(np.all((height > settings.height_off) | (self.speed > settings.speed_off)))
+        else:
+            self.down = bool(np.any((height < settings.height_on) & slow))
+        return self.down
+
+
+class CausalFeet:
+    """Where the root goes so planted feet stay put and no foot enters the ground."""
+
+    def __init__(self, skeleton: SourceMotion, tree: KinematicTree, mapping, foot_links: dict[str, int],
+                 settings: DetectSettings | None = None):
+        self.settings = settings or DetectSettings()
+        marks = foot_landmarks(skeleton, mapping)
+        self.sides = [side for side in marks if side in foot_links]
+        self.source = {side: _SourceFoot(marks[side]) for side in self.sides}
+        self.leg = float(np.mean([marks[s].leg_length for s in self.sides])) if self.sides else 1.0
+        zero = tree.zero_pose()
+        self.points = {}
+        for side in self.sides:
+            link = foot_links[side]
+            body = body_points(tree, link, subtree_links(tree, link))  # a sole past the tip is the foot
+            self.points[side] = solve_points(body, standing_rotation(body, zero[link, :3, :3]))
+        self.reset()
+
+    def reset(self) -> None:
+        self.offset: np.ndarray | None = None  # (3,) added to the root position
+        self.pending = np.zeros(3)  # what is left of a jump, fading over SETTLE_S
+        self.anchors: dict[str, np.ndarray] = {}  # planted side -> where its foot stays (x, y)
+        for foot in self.source.values():
+            foot.smooth, foot.down = None, False
+
+    def contacts(self) -> dict[str, bool]:
+        return {side: foot.down for side, foot in self.source.items()}
+
+    def step(self, frame: SourceMotion, foot_poses: dict[str, np.ndarray], dt: float) -> np.ndarray:
+        """The offset (3,) to add to this frame's root position; foot_poses: world (4, 4) per
+        side for the root as retargeted (without an offset)."""
+        if not self.sides:
+            return np.zeros(3)
+        down = {side: self.source[side].update(frame, dt, self.leg, self.settings) for side in self.sides}
+        world = {side: self.points[side].world(foot_poses[side][None])[0] for side in self.sides}  # (P, 3)
+        centre = {side: world[side][:, :2].mean(axis=0) for side in self.sides}
+        lowest = {side: float((world[side][:, 2] - self.points[side].radius).min()) for side in self.sides}
+        if self.offset is None:  # the actor starts on the ground
+            self.offset = np.array([0.0, 0.0, -min(lowest.values())])
+        planted = [side for side in self.sides if down[side]]
+        for side in planted:
+            self.anchors.setdefault(side, centre[side] + self.offset[:2] + self.pending[:2])
+        for side in [s for s in self.anchors if s not in planted]:
+            del self.anchors[side]
+        wanted = self.offset.copy()
+        if planted:
+            wanted[:2] = np.mean([self.anchors[s] - centre[s] for s in planted], axis=0)
+            wanted[2] = -min(lowest[s] for s in planted)
+        shown = self.offset + self.pending
+        if set(planted) != getattr(self, "_planted", set()):  # a new set of feet: fade the jump
+            self.pending = shown - wanted
+        self._planted = set(planted)
+        self.pending *= np.exp(-dt / SETTLE_S)
+        self.offset = wanted
+        out = self.offset + self.pending
+        out[2] = max(out[2], -min(lowest.values()))  # never into the ground
+        return out

@@ -1,0 +1,64 @@
+"""Causal noise removal for a live stream (issue 14, item 3).
+
+Offline bakes filter with zero phase (core.motion.filtering), which needs the future. Live,
+the filter runs forward only and keeps its state between frames: a second-order-section
+Butterworth (lag about its group delay) or a moving average over the latest N outputs (lag
+(N - 1) / 2 frames). Its lag is reported so the prediction unit can cover it.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+from scipy import signal
+
+from ..motion.filtering import butter_sos
+
+FILTER_ORDER = 2  # a second-order Butterworth: the least lag that still removes mocap jitter
+
+
+class CausalFilter:
+    """Filter vectors (D,) one sample at a time, then clip them into [lower, upper]."""
+
+    def __init__(self, method: str, rate_hz: float, cutoff_hz: float = 7.0, window: int = 5,
+                 lower: np.ndarray | None = None, upper: np.ndarray | None = None):
+        key = method.lower().replace("-", "_")
+        if key not in ("butterworth", "moving_average", "none"):
+            raise ValueError(f"unknown filter {method!r} (use butterworth, moving_average or none)")
+        if key == "butterworth" and not 0 < cutoff_hz < 0.5 * rate_hz:
+            key = "none"  # at or above Nyquist nothing would be removed
+        self.method, self.rate_hz, self.cutoff_hz, self.window = key, rate_hz, cutoff_hz, max(1, int(window))
+        self.lower, self.upper = lower, upper
+        self.sos = np.array(butter_sos(FILTER_ORDER, float(cutoff_hz), float(rate_hz))) if key == "butterworth" else None
+        self.state: np.ndarray | None = None
+        self.recent: deque = deque(maxlen=self.window)
+
+    @property
+    def lag_s(self) -> float:
+        """Delay of a slow signal through the filter, seconds (its group delay near 0 Hz)."""
+        if self.method == "moving_average":
+            return (self.window - 1) / 2.0 / self.rate_hz
+        if self.method == "butterworth":
+            w, delay = signal.group_delay((*signal.sos2tf(self.sos),), w=[1e-3], fs=self.rate_hz)
+            return float(delay[0]) / self.rate_hz
+        return 0.0
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if self.method == "butterworth":
+            if self.state is None:  # start at rest on the first sample: no transient from zero
+                self.state = signal.sosfilt_zi(self.sos)[:, :, None] * x[None, None, :]
+            out, self.state = signal.sosfilt(self.sos, x[None], axis=0, zi=self.state)
+            out = out[0]
+        elif self.method == "moving_average":
+            self.recent.append(x)
+            out = np.mean(self.recent, axis=0)
+        else:
+            out = x.copy()
+        if self.lower is not None:
+            out = np.clip(out, self.lower, self.upper)
+        return out
+
+    def reset(self) -> None:
+        self.state = None
+        self.recent.clear()

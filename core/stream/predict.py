@@ -1,0 +1,217 @@
+"""The prediction unit (issue 14, item 5): values a little ahead of the latest sample, so the
+whole delay between the actor and the robot does not show.
+
+Every predictor takes samples (time, vector) one at a time and forecasts the vector at the
+latest time plus a horizon. Vectors are whatever the placement predicts: the source's channel
+values before mapping, the robot's root and joints after it, or the filtered output.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+PREDICTORS = ("none", "extrapolate", "match", "auto")
+SIMILAR_M = 0.01  # a window whose path is this far (RMS, metres) from the latest samples' is half similar
+
+
+@dataclass
+class PredictSettings:
+    predictor: str = "auto"
+    samples: int = 3  # K: the latest samples an extrapolation fits
+    match_samples: int = 6  # the latest samples a match compares
+    degree: int = 1  # of the extrapolating polynomial (1 or 2)
+    threshold: float = 0.5  # similarity (0-1] a match must reach, else extrapolation
+    history_s: float = 30.0  # of the stream kept for matching
+    neighbours: int = 5  # nearest windows whose continuations are averaged
+    damping: float = 0.8  # share of an extrapolated change kept: a straight line overshoots every turn
+
+
+class Extrapolator:
+    """Least-squares polynomial of `degree` through the latest `samples`, evaluated ahead."""
+
+    name = "extrapolate"
+
+    def __init__(self, samples: int = 3, degree: int = 1, damping: float = 1.0):
+        if degree not in (1, 2):
+            raise ValueError(f"extrapolation degree must be 1 or 2, got {degree}")
+        self.degree, self.damping = degree, damping
+        self.times: deque = deque(maxlen=max(2, samples))
+        self.values: deque = deque(maxlen=max(2, samples))
+
+    def update(self, time_s: float, x: np.ndarray) -> None:
+        self.times.append(float(time_s))
+        self.values.append(np.asarray(x, dtype=float))
+
+    def predict(self, horizon_s: float) -> np.ndarray:
+        if not self.values:
+            raise ValueError("no sample to predict from")
+        degree = min(self.degree, len(self.values) - 1)
+        if degree == 0 or horizon_s == 0.0:
+            return self.values[-1].copy()
+        t = np.asarray(self.times) - self.times[-1]
+        scale = max(-t[0], 1e-9)  # well-conditioned powers
+        basis = np.vander(t / scale, degree + 1, increasing=True)
+        coef, *_ = np.linalg.lstsq(basis, np.asarray(self.values), rcond=None)
+        ahead = (horizon_s / scale) ** np.arange(degree + 1)
+        return self.values[-1] + self.damping * (ahead @ coef - self.values[-1])
+
+
+class _Series:
+    """The latest `capacity` samples (T, D) as one array, appended in amortised O(D)."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.data, self.end = capacity, None, 0
+
+    def append(self, x: np.ndarray) -> None:
+        if self.data is None:
+            self.data = np.empty((2 * self.capacity, len(x)))
+        if self.end == len(self.data):  # keep the latest capacity - 1 at the front
+            keep = self.capacity - 1
+            self.data[:keep] = self.data[self.end - keep:self.end]
+            self.end = keep
+        self.data[self.end] = x
+        self.end += 1
+
+    def __len__(self) -> int:
+        return min(self.end, self.capacity)
+
+    def view(self) -> np.ndarray:
+        return self.data[self.end - len(self):self.end]
+
+
+class PatternMatcher:
+    """Find where the stream (or a library clip) was most like its latest samples, and
+    continue from there; below the similarity threshold, extrapolate instead.
+
+    Similarity is 1 / (1 + d / SIMILAR_M), d the RMS distance of the whole window with every
+    channel weighted into metres (weights: how far a unit of the channel moves the body; 0 for
+    channels that are not posture, such as where the root is on the floor). "What followed" is
+    added as a change to the latest sample, so a match in another place still continues here.
+    """
+
+    name = "match"
+
+    def __init__(self, rate_hz: float, settings: PredictSettings, weights: np.ndarray | None = None,
+                 library: list[np.ndarray] = ()):
+        self.rate_hz, self.settings = rate_hz, settings
+        self.samples = max(2, settings.match_samples)
+        self.weights = weights
+        self.history = _Series(max(self.samples + 2, int(settings.history_s * rate_hz)))
+        self.library = [np.asarray(clip, dtype=float) for clip in library if len(clip) > self.samples + 1]
+        self.fallback = Extrapolator(settings.samples, settings.degree, settings.damping)
+        self.last_similarity = 0.0
+        self.matched = 0  # forecasts that came from a match
+
+    def update(self, time_s: float, x: np.ndarray) -> None:
+        self.history.append(np.asarray(x, dtype=float))
+        self.fallback.update(time_s, x)
+
+    def predict(self, horizon_s: float) -> np.ndarray:
+        ahead = horizon_s * self.rate_hz  # samples
+        found = self._nearest(ahead) if len(self.history) >= self.samples else []
+        if not found:
+            return self.fallback.predict(horizon_s)
+        whole, part = int(np.floor(ahead)), ahead - np.floor(ahead)
+        change, total = 0.0, 0.0
+        for distance, series, end in found:  # the nearest few, closer ones counting more
+            later = (1 - part) * series[end + whole] + part * series[min(end + whole + 1, len(series) - 1)]
+            weight = 1.0 / (distance + 1e-3 * SIMILAR_M)
+            change, total = change + weight * (later - series[end]), total + weight
+        self.matched += 1
+        return self.history.view()[-1] + change / total
+
+    def _nearest(self, ahead: float) -> list:
+        """[(distance, series, index of its sample matching the latest)] of the `neighbours`
+        nearest windows, or [] when the nearest is below the similarity threshold."""
+        k, need = self.samples, int(np.ceil(ahead)) + 1
+        history = self.history.view()
+        query = history[-k:]  # (K, D)
+        weights = np.reshape(1.0 if self.weights is None else self.weights, (1, -1, 1))
+        candidates = list(self.library)
+        past = history[:-k - need]  # its continuation must be known
+        if len(past) > k + need:
+            candidates.append(past)
+        found = []
+        for series in candidates:
+            usable = len(series) - need - k + 1
+            if usable <= 0:
+                continue
+            windows = sliding_window_view(series[:usable + k - 1], k, axis=0)  # (N, D, K)
+            distance = self._distance(windows, query, weights)
+            for j in np.argsort(distance)[:self.settings.neighbours]:
+                found.append((float(distance[j]), series, int(j) + k - 1))
+        found.sort(key=lambda item: item[0])
+        self.last_similarity = 1.0 / (1.0 + found[0][0] / SIMILAR_M) if found else 0.0
+        return found[:self.settings.neighbours] if self.last_similarity >= self.settings.threshold else []
+
+    @staticmethod
+    def _distance(windows: np.ndarray, query: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """RMS distance of each window's path (its samples less its last) to the query's: how the
+        body has been moving, wherever it is now."""
+        path = windows - windows[:, :, -1:]
+        wanted = (query - query[-1]).T[None]
+        diff = (path - wanted) * weights
+        return np.sqrt(np.mean(diff * diff, axis=(1, 2)))
+
+
+class AutoPredictor:
+    """Runs extrapolation and matching side by side and forecasts with the one whose own
+    forecasts, checked when their time came, have been closer lately."""
+
+    name = "auto"
+
+    def __init__(self, rate_hz: float, settings: PredictSettings, weights=None, library=()):
+        self.members = [Extrapolator(settings.samples, settings.degree, settings.damping),
+                        PatternMatcher(rate_hz, settings, weights, library)]
+        self.error = np.zeros(2)  # running mean squared error per member
+        self.pending: deque = deque()  # (due time, forecasts)
+        self.choice = 0
+
+    def update(self, time_s: float, x: np.ndarray) -> None:
+        x = np.asarray(x, dtype=float)
+        while self.pending and self.pending[0][0] <= time_s + 1e-9:
+            _, forecasts = self.pending.popleft()
+            for k, forecast in enumerate(forecasts):
+                self.error[k] = 0.95 * self.error[k] + 0.05 * float(np.mean((forecast - x) ** 2))
+        for member in self.members:
+            member.update(time_s, x)
+        self.time = time_s
+
+    def predict(self, horizon_s: float) -> np.ndarray:
+        forecasts = [member.predict(horizon_s) for member in self.members]
+        self.pending.append((self.time + horizon_s, forecasts))
+        self.choice = int(np.argmin(self.error))
+        return forecasts[self.choice]
+
+
+class Hold:
+    """No prediction: the latest sample."""
+
+    name = "none"
+
+    def __init__(self):
+        self.last = None
+
+    def update(self, time_s: float, x: np.ndarray) -> None:
+        self.last = np.asarray(x, dtype=float)
+
+    def predict(self, horizon_s: float) -> np.ndarray:
+        return self.last.copy()
+
+
+def make_predictor(rate_hz: float, settings: PredictSettings, weights: np.ndarray | None = None,
+                   library: list[np.ndarray] = ()):
+    """The predictor settings.predictor names; library: series (T, D) in the predicted space."""
+    kind = settings.predictor
+    if kind == "none":
+        return Hold()
+    if kind == "extrapolate":
+        return Extrapolator(settings.samples, settings.degree, settings.damping)
+    if kind == "match":
+        return PatternMatcher(rate_hz, settings, weights, library)
+    if kind == "auto":
+        return AutoPredictor(rate_hz, settings, weights, library)
+    raise ValueError(f"unknown predictor {kind!r} (use {', '.join(PREDICTORS)})")

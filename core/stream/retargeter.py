@@ -1,0 +1,176 @@
+"""A causal, per-frame retarget: plans once, then each frame as it comes (issue 14, item 1).
+
+The offline pipeline (core.retarget.pipeline) solves all frames together and filters with
+zero phase; here the same chain plans, body frame, root and targets are evaluated on one
+frame, every chain is solved in tree order from the last output (a warm start) within an
+evaluation budget, and joint and velocity limits hold against the previous output. Nothing
+but the frame and earlier ones is used.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..chains.frame import FrameKinematics, solve_frame
+from ..chains.mapping import Mapping, RetargetSettings
+from ..chains.solver import SolveOptions
+from ..model.kinematics import KinematicTree
+from ..model.reroot import hung_from
+from ..model.transforms import pose_matrices
+from ..motion.source import SourceMotion
+from ..retarget.neutral import neutral_posture
+from ..retarget.pipeline import (MAX_STEP_RAD, RetargetError, RootPlan, body_landmarks_of, chain_targets,
+                                 plan_chains)
+from ..retarget.torso import TorsoAim, chest_target
+from .body import CausalBodyFrame
+
+EVALUATIONS = 2  # per chain and frame: from the last output one step lands (walk onto G1: limbs 0.71 deg, 0.65 with 3)
+
+
+@dataclass
+class RobotPose:
+    """One output: joint positions q (n,) (radians, metres for prismatic) and the root pose."""
+
+    q: np.ndarray
+    root_position: np.ndarray  # (3,) metres, world
+    root_rotation: np.ndarray  # (3, 3)
+
+    def copy(self) -> "RobotPose":
+        return RobotPose(self.q.copy(), self.root_position.copy(), self.root_rotation.copy())
+
+
+class _FrameTargets:
+    """core.retarget.pipeline.chain_targets for one frame of one chain, with its bone indices,
+    fractions and robot lengths read once: the same normalised shape turned into the robot."""
+
+    def __init__(self, plan):
+        self.paths = [(np.asarray(path), np.asarray(frac, dtype=float), float(rpath.length))
+                      for path, frac, rpath in zip(plan.source.paths, plan.source_fractions, plan.robot.paths)]
+        self.tail = plan.source.tail
+        self.weights = np.concatenate([w / rpath.length ** 2 for w, rpath in zip(plan.weights, plan.robot.paths)])
+
+    def __call__(self, heads: np.ndarray, tails: np.ndarray, to_robot: np.ndarray) -> np.ndarray:
+        """Targets (M, 3) relative to the robot chain's origin; heads, tails (B, 3); to_robot (3, 3)."""
+        out = []
+        for path, frac, length in self.paths:
+            points = np.concatenate([heads[path], tails[path[-1:]]]) if self.tail else heads[path]
+            cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))])
+            total = max(cum[-1], 1e-9)
+            at = frac * cum[-1]
+            seg = np.clip(np.searchsorted(cum, at, side="left") - 1, 0, len(points) - 2)
+            span = cum[seg + 1] - cum[seg]
+            alpha = np.where(span > 0, (at - cum[seg]) / np.where(span > 0, span, 1.0), 0.0)
+            shape = points[seg] + alpha[:, None] * (points[seg + 1] - points[seg]) - points[0]
+            out.append((length / total) * shape @ to_robot.T)
+        return np.concatenate(out) if len(out) > 1 else out[0]
+
+
+class StreamRetargeter:
+    """Retarget one frame at a time onto `tree`; `skeleton` is the source's rest (one frame)."""
+
+    def __init__(self, skeleton: SourceMotion, tree: KinematicTree, mapping: Mapping,
+                 settings: RetargetSettings | None = None, evaluations: int = EVALUATIONS):
+        self.settings = settings or mapping.settings
+        self.robot, self.mapping, self.evaluations = tree, mapping, evaluations
+        self.warnings: list[str] = []
+        tree, self.rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
+        self.tree = tree
+        self.plans = plan_chains(skeleton, tree, mapping, self.warnings)
+        if not self.plans:
+            raise RetargetError("no chain could be mapped between the source and the robot")
+        self.marks = body_landmarks_of(skeleton, tree, mapping)
+        self.floating = any(p.mapping.role == "leg" for p in self.plans) and self.settings.root_mode != "fixed"
+        self.root_plan = RootPlan.build(skeleton, tree, self.plans, self.settings) if self.floating else None
+        eye = np.eye(3)[None]
+        weights = {id(p): chain_targets(skeleton, p, eye, eye) for p in self.plans}
+        neutral = neutral_posture(skeleton, tree, self.plans, weights, self.marks.axes_rob, self.settings.rest_prior)
+        self.options = SolveOptions(self.settings.iterations, self.settings.smoothness, self.settings.rest_prior,
+                                    self.settings.objective, rest=neutral)
+        self.fks = [FrameKinematics(tree, p.kin) for p in self.plans]
+        self.targets = [_FrameTargets(p) for p in self.plans]
+        self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
+                          None)
+        self.neutral = neutral
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the stream: the next frame starts from the neutral posture."""
+        self.body = CausalBodyFrame(self.marks)
+        self.q = self.neutral.copy()
+        self.last_time: float | None = None
+
+    def step(self, frame: SourceMotion, time_s: float, stop=None) -> tuple[np.ndarray, np.ndarray]:
+        """Joint positions q (n,) and root pose (4, 4) for `frame` (a one-frame SourceMotion) at
+        `time_s` seconds, in the solved tree (see output_pose).
+
+        stop(): True when a newer frame has arrived: the current iterate is output at once.
+        """
+        tree = self.tree
+        body_src = self.body(frame.heads[0], frame.tails[0], frame.root_rotation[0], frame.rest_root_rotation)[None]
+        axes_rob = self.marks.axes_rob
+        if self.floating:
+            root_rot = body_src @ axes_rob.T
+            root_pos = self.root_plan(frame.heads, root_rot)
+        else:
+            root_rot, root_pos = np.eye(3)[None], np.zeros((1, 3))
+        body_rob = root_rot @ axes_rob
+        root = pose_matrices(root_rot, root_pos)[0]
+        dt = (time_s - self.last_time) if self.last_time is not None and time_s > self.last_time else 1.0 / frame.fps
+        max_step = np.minimum(tree.velocity * dt, MAX_STEP_RAD * dt * frame.fps)
+        previous = self.q.copy()
+        q = self.q.copy()
+        solved: dict[int, np.ndarray] = {}  # link -> world pose, from chains solved this frame
+        stopped = False
+        to_robot = body_rob[0] @ body_src[0].T  # source world -> robot world directions
+        heads, tails = frame.heads[0], frame.tails[0]
+        for k, (plan, fk, aim) in enumerate(zip(self.plans, self.fks, self.targets)):
+            targets, weights = aim(heads, tails, to_robot), aim.weights
+            if k == self.spine:
+                targets = self._spine_targets(frame, plan, to_robot[None], root_rot, targets[None])[0]
+            anchor = root if plan.robot.anchor <= 0 else solved.get(plan.robot.anchor)
+            if anchor is None:
+                anchor = tree.link_transform(q[None], plan.robot.anchor, root[None])[0]
+            cols = plan.kin.columns
+            lower = np.maximum(tree.lower[cols], previous[cols] - max_step[cols])
+            upper = np.minimum(tree.upper[cols], previous[cols] + max_step[cols])
+            budget = 1 if stopped else self.evaluations
+            result = solve_frame(fk, lower, upper, anchor, q, targets, weights, self.options, previous[cols],
+                                 budget, stop)
+            stopped = stopped or result.stopped
+            solved.update({link: fk.frames[slot + 1] for slot, link in enumerate(fk.links)})
+        self.q, self.last_time = q, time_s
+        return q.copy(), root
+
+    def _spine_targets(self, frame, plan, to_robot, root_rot, targets):
+        """The spine aimed so the torso follows the actor's chest (core.retarget.torso)."""
+        chest = chest_target(frame, self.mapping.chains, to_robot)
+        if chest is None:
+            return targets
+        return TorsoAim(self.tree, self.mapping.chains, plan.kin, chest, self.floating).first_targets(root_rot)
+
+    def foot_links(self) -> dict[str, int]:
+        """The link at the tip of each sided leg chain."""
+        return {p.mapping.side: int(p.robot.paths[0].tip_local[0]) for p in self.plans
+                if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
+
+    def foot_poses(self, q: np.ndarray, root: np.ndarray) -> dict[str, np.ndarray]:
+        """World pose (4, 4) of each foot link for q (n,) and root (4, 4), from the leg chains."""
+        out = {}
+        for plan, fk in zip(self.plans, self.fks):
+            if plan.mapping.role != "leg" or plan.mapping.side not in ("left", "right"):
+                continue
+            anchor = root if plan.robot.anchor <= 0 else self.tree.link_transform(q[None], plan.robot.anchor,
+                                                                               root[None])[0]
+            fk.evaluate(anchor, q, jacobian=False)
+            link = int(plan.robot.paths[0].tip_local[0])
+            out[plan.mapping.side] = fk.frames[fk.links.index(link) + 1].copy()
+        return out
+
+    def output_pose(self, q: np.ndarray, root: np.ndarray) -> RobotPose:
+        """The pose in the URDF's own root (a torso-rooted robot is solved from its pelvis)."""
+        if self.rerooted is not None:
+            link = self.robot.robot.root_link
+            root = self.rerooted.original_pose(link, self.tree.link_transform(q[None], self.tree.link_index(link),
+                                                                           root[None]))[0]
+        return RobotPose(q.copy(), root[:3, 3].copy(), root[:3, :3].copy())
