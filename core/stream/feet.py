@@ -75,6 +75,10 @@ class CausalFeet:
     def contacts(self) -> dict[str, bool]:
         return {side: foot.down for side, foot in self.source.items()}
 
+    def lowest(self, foot_poses: dict[str, np.ndarray]) -> float:
+        """Height of the lowest foot point for world foot poses (4, 4) per side."""
+        return min(float(self.points[side].lowest(foot_poses[side][None])[0]) for side in self.sides)
+
     def step(self, frame: SourceMotion, foot_poses: dict[str, np.ndarray], dt: float) -> np.ndarray:
         """The offset (3,) to add to this frame's root position; foot_poses: world (4, 4) per
         side for the root as retargeted (without an offset)."""

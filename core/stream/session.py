@@ -168,7 +168,18 @@ class StreamSession:
         if place == "output":
             self.predictor.update(time_s, vector)
             vector = self._held(self.predictor.predict(horizon), dt) if horizon else vector
-        return self._output(seq, time_s, horizon, vector)
+        return self._output(seq, time_s, horizon, self._above_ground(vector))
+
+    def _above_ground(self, vector: np.ndarray) -> np.ndarray:
+        """A forecast raised where it would put a foot into the ground."""
+        if self.feet is None or not self.feet.sides:
+            return vector
+        q, root = _pose(vector, len(self.lower))
+        below = -self.feet.lowest(self.retargeter.foot_poses(q, root))
+        if below > 0:
+            vector = vector.copy()
+            vector[2] += below
+        return vector
 
     def _held(self, vector: np.ndarray, dt: float, last: np.ndarray | None = ...) -> np.ndarray:
         """A pose held inside the joint limits and within velocity reach (dt seconds) of `last`
@@ -191,7 +202,7 @@ class StreamSession:
         if self.settings.predict.predictor != "none" and self.settings.placement != "model":
             ahead = time_s + horizon - self.last.input_time_s
             vector = self._held(self.predictor.predict(ahead), time_s - self.last.input_time_s)
-        return self._output(seq, time_s, horizon, vector)
+        return self._output(seq, time_s, horizon, self._above_ground(vector))
 
     def _output(self, seq: int, input_time_s: float, horizon: float, vector: np.ndarray) -> StreamOutput:
         q, root = _pose(vector, len(self.lower))
@@ -233,7 +244,7 @@ class StreamSession:
         ahead = tick_s - last.input_time_s
         if previous is not None and last.input_time_s > previous.input_time_s and ahead > 0:
             rate = (last.vector - previous.vector) / (last.input_time_s - previous.input_time_s)
-            vector = self._held(last.vector + rate * ahead, ahead)
+            vector = self._above_ground(self._held(last.vector + rate * ahead, ahead))
         return self._output(last.seq, tick_s, last.time_s - last.input_time_s, vector)
 
     def report(self) -> dict:

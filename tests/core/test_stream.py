@@ -1,0 +1,294 @@
+"""Live retargeting (issue 14): causal, as good as the offline bake, predicting ahead, never stopping.
+
+The stream is fed the bundled clips' own MOTION lines one frame at a time, as a capture system
+would send them. Offline bakes (core.retarget.pipeline.retarget) are the reference for what the
+retarget should give; the stream's own unpredicted output is the truth its forecasts are held to.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.chains.frame import FrameKinematics
+from core.model.kinematics import KinematicTree
+from core.model.transforms import pose_matrices
+from core.model.urdf import parse_urdf
+from core.motion.bvh import load_bvh
+from core.retarget.automap import auto_map
+from core.retarget.pipeline import chain_targets, plan_chains, retarget
+from core.retarget.viewer import viewer_figures
+from core.stream.predict import Extrapolator, PatternMatcher, PredictSettings
+from core.stream.retargeter import _FrameTargets
+from core.stream.session import FrameError, StreamSession, StreamSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
+HOP = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+AHEAD_S = 0.1
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return KinematicTree(parse_urdf(G1))
+
+
+@pytest.fixture(scope="module", params=["walk", "hop"])
+def clip_on_g1(request, g1):
+    clip = load_bvh({"walk": WALK, "hop": HOP}[request.param])
+    motion = clip.to_source_motion()
+    mapping = auto_map(motion, g1)
+    return request.param, clip, motion, mapping
+
+
+def _stream(clip, tree, mapping, frames=None, **settings) -> tuple[StreamSession, list]:
+    session = StreamSession(clip, tree, mapping, StreamSettings(**settings))
+    rows = clip.motion if frames is None else frames
+    return session, [session.push(f, f / clip.fps, rows[f]) for f in range(len(rows))]
+
+
+def _arrays(outputs):
+    q = np.array([o.pose.q for o in outputs])
+    root = pose_matrices(np.array([o.pose.root_rotation for o in outputs]),
+                         np.array([o.pose.root_position for o in outputs]))
+    return q, root
+
+
+def _pose_error_m(tree, a: np.ndarray, b: np.ndarray) -> float:
+    """Mean distance (metres) between the link origins of two joint trajectories (F, n), root fixed:
+    how far the body is from where it should be, a wrist's roll counting as little as it moves."""
+    pa, pb = tree.forward(a), tree.forward(b)
+    return float(np.mean(np.linalg.norm(pa[:, :, :3, 3] - pb[:, :, :3, 3], axis=-1)))
+
+
+NO_PREDICTION = PredictSettings(predictor="none")
+
+
+# ------------------------------------------------------------------ one frame's kinematics
+
+@pytest.mark.parametrize("urdf", [G1, H1])
+def test_frame_kinematics_equal_the_batched_chain_kinematics(urdf):
+    tree = KinematicTree(parse_urdf(urdf))
+    motion = load_bvh(WALK).to_source_motion()
+    rng = np.random.default_rng(3)
+    for plan in plan_chains(motion, tree, auto_map(motion, tree), []):
+        fk = FrameKinematics(tree, plan.kin)
+        for _ in range(3):
+            q = rng.uniform(tree.lower, tree.upper)
+            turn, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+            anchor = np.eye(4)
+            anchor[:3, :3], anchor[:3, 3] = turn * np.sign(np.linalg.det(turn)), rng.normal(size=3)
+            points, jac = plan.kin.evaluate(tree, anchor[None], q[None], True)
+            mine, my_jac = fk.evaluate(anchor, q)
+            np.testing.assert_allclose(mine, points[0], atol=1e-12, err_msg=plan.mapping.name)
+            np.testing.assert_allclose(my_jac, jac[0], atol=1e-12, err_msg=plan.mapping.name)
+
+
+def test_frame_targets_equal_the_offline_targets(g1):
+    motion = load_bvh(WALK).to_source_motion()
+    turn, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))
+    for plan in plan_chains(motion, g1, auto_map(motion, g1), []):
+        targets, weights = chain_targets(motion, plan, np.repeat(np.eye(3)[None], motion.frames, 0),
+                                         np.repeat(turn[None], motion.frames, 0))
+        frame = _FrameTargets(plan)
+        for f in (0, 400, motion.frames - 1):
+            np.testing.assert_allclose(frame(motion.heads[f], motion.tails[f], turn), targets[f], atol=1e-12)
+        np.testing.assert_allclose(frame.weights, weights)
+
+
+# ------------------------------------------------------------------ causality and the offline bake
+
+def test_outputs_depend_on_past_frames_only(g1):
+    """Two streams identical up to frame k give identical outputs up to k, with every causal
+    part on: the filter, the feet, the body frame's running statistics and the predictor."""
+    clip = load_bvh(WALK)
+    mapping = auto_map(clip.to_source_motion(), g1)
+    k = 300
+    other = clip.motion.copy()
+    other[k + 1:] = other[k + 1:][::-1]  # a different future
+    other[k + 1:, 0] += 0.5
+    settings = dict(predict_ms=50.0, predict=PredictSettings(predictor="auto"))
+    _, a = _stream(clip, g1, mapping, frames=clip.motion[:k + 60], **settings)
+    _, b = _stream(clip, g1, mapping, frames=other[:k + 60], **settings)
+    qa, ra = _arrays(a)
+    qb, rb = _arrays(b)
+    np.testing.assert_array_equal(qa[:k + 1], qb[:k + 1])
+    np.testing.assert_array_equal(ra[:k + 1], rb[:k + 1])
+    assert np.abs(qa[k + 30:] - qb[k + 30:]).max() > 0.05  # and the future does reach the outputs
+
+
+def test_streamed_limbs_point_like_the_offline_bake(clip_on_g1, g1):
+    """Prediction off and no filter lag: the causal retarget itself against the offline bake
+    (contacts planted), by the report's limb direction measure."""
+    name, clip, motion, mapping = clip_on_g1
+    offline = retarget(motion, g1, mapping, contacts="auto").report
+    session, outputs = _stream(clip, g1, mapping, predict=NO_PREDICTION, filter="none")
+    q, root = _arrays(outputs)
+    streamed = viewer_figures(motion, g1, mapping.chains, q, root)
+    assert streamed["limb_direction_error_deg"] <= offline["limb_direction_error_deg"] + 1.0
+    for limb, error in streamed["limb_direction_error_by_limb"].items():
+        assert error <= offline["limb_direction_error_by_limb"][limb] + 1.0, (name, limb)
+    assert session.violations == 0
+
+
+def test_default_stream_holds_limits_and_speeds(clip_on_g1, g1):
+    name, clip, motion, mapping = clip_on_g1
+    session, outputs = _stream(clip, g1, mapping)  # default filter, feet and predictor
+    q, root = _arrays(outputs)
+    assert np.all(q >= g1.lower - 1e-9) and np.all(q <= g1.upper + 1e-9)
+    speed = np.abs(np.diff(q, axis=0)) * clip.fps / g1.velocity
+    assert speed.max() <= 1.0 + 1e-6, (name, g1.joint_names[int(np.argmax(speed.max(axis=0)))])
+    assert session.report()["limit_violations"] == 0
+    feet = session.retargeter.foot_links()
+    lowest = min(session.feet.points[side].lowest(g1.link_transform(q, link, root)).min()
+                 for side, link in feet.items())
+    assert lowest >= -1e-6  # no foot point below the ground
+
+
+def test_planted_feet_stay_put(g1):
+    """While the source foot is down the robot foot keeps its place (the root follows it)."""
+    clip = load_bvh(WALK)
+    mapping = auto_map(clip.to_source_motion(), g1)
+    session = StreamSession(clip, g1, mapping, StreamSettings(predict=NO_PREDICTION))
+    down, where = {"left": [], "right": []}, {"left": [], "right": []}
+    for f in range(clip.frames):
+        out = session.push(f, f / clip.fps, clip.motion[f])
+        q, root = out.pose.q, np.eye(4)
+        root[:3, :3], root[:3, 3] = out.pose.root_rotation, out.pose.root_position
+        for side, link in session.retargeter.foot_links().items():
+            down[side].append(session.feet.contacts()[side])
+            where[side].append(g1.link_transform(q[None], link, root[None])[0, :2, 3])
+    slides = []
+    for side in down:
+        flags, xy = np.array(down[side]), np.array(where[side])
+        starts = np.flatnonzero(np.diff(flags.astype(int)) == 1) + 1
+        for start in starts:
+            end = start + np.argmin(flags[start:]) if not flags[start:].all() else len(flags)
+            if end - start >= 30:  # a quarter second or more of stance
+                settled = xy[start + 24:end]  # after the fade of the root's jump (SETTLE_S)
+                slides.append(np.linalg.norm(settled - settled[0], axis=1).max())
+    assert len(slides) >= 4
+    assert np.median(slides) < 0.02 and max(slides) < 0.06
+
+
+# ------------------------------------------------------------------ prediction
+
+@pytest.mark.parametrize("predictor", ["extrapolate", "auto"])
+def test_forecast_100_ms_ahead_beats_holding_the_pose(clip_on_g1, g1, predictor):
+    name, clip, motion, mapping = clip_on_g1
+    k = int(round(AHEAD_S * clip.fps))
+    _, truth = _stream(clip, g1, mapping, predict=NO_PREDICTION)
+    _, ahead = _stream(clip, g1, mapping, predict=PredictSettings(predictor=predictor), predict_ms=1000 * AHEAD_S)
+    truth_q, ahead_q = _arrays(truth)[0], _arrays(ahead)[0]
+    assert all(abs(o.time_s - (o.input_time_s + AHEAD_S)) < 1e-12 for o in ahead)
+    hold = _pose_error_m(g1, truth_q[:-k], truth_q[k:])
+    forecast = _pose_error_m(g1, ahead_q[:-k], truth_q[k:])
+    assert forecast <= 0.7 * hold, (name, predictor, forecast, hold)
+
+
+def test_matching_continues_a_periodic_motion_exactly():
+    """Where the past repeats, the matcher's continuation is the motion's own (an extrapolation
+    overshoots every turn)."""
+    rate = 120.0
+    t = np.arange(0.0, 8.0, 1.0 / rate)
+    x = np.column_stack([np.sin(2 * np.pi * t / 1.1), 0.3 * np.cos(2 * np.pi * t / 0.55), t * 0.0 + 0.2])
+    matcher = PatternMatcher(rate, PredictSettings(match_samples=12))
+    line = Extrapolator(3, 1)
+    k = int(AHEAD_S * rate)
+    match, extrapolated = [], []
+    for time_s, sample in zip(t, x):
+        matcher.update(time_s, sample)
+        line.update(time_s, sample)
+        match.append(matcher.predict(AHEAD_S))
+        extrapolated.append(line.predict(AHEAD_S))
+    later = slice(len(t) // 2, len(t) - k)
+    error = lambda f: np.sqrt(np.mean((np.array(f)[later] - x[later.start + k:later.stop + k]) ** 2))
+    assert error(match) < 1e-3 < 0.05 < error(extrapolated)
+
+
+def test_a_library_on_another_hierarchy_is_refused(g1):
+    clip = load_bvh(WALK)
+    other = dataclasses.replace(load_bvh(WALK), names=[n + "_x" for n in clip.names])
+    mapping = auto_map(clip.to_source_motion(), g1)
+    with pytest.raises(ValueError, match="hierarchy"):
+        StreamSession(clip, g1, mapping, StreamSettings(placement="model", predict=PredictSettings(predictor="match")),
+                      library=[other])
+
+
+@pytest.mark.xfail(strict=True, reason="LIMITATION: on the bundled walk (slow start, 1.3 m/s, stop within 8 s) "
+                   "no earlier stretch moves like the later ones closely enough: matching the second half "
+                   "against the first as the library is about as good as extrapolation, not better "
+                   "(measured: link error 20.5 mm vs 19.8 mm; holding 31.8 mm)")
+def test_matching_with_the_walks_earlier_cycles_beats_extrapolation(g1):
+    clip = load_bvh(WALK)
+    mapping = auto_map(clip.to_source_motion(), g1)
+    half = clip.frames // 2
+    library = [dataclasses.replace(clip, motion=clip.motion[:half])]
+    later = dataclasses.replace(clip, motion=clip.motion[half:])
+    k = int(round(AHEAD_S * clip.fps))
+    truth = _arrays(_stream(later, g1, mapping, predict=NO_PREDICTION)[1])[0]
+    errors = {}
+    for predictor in ("extrapolate", "match"):
+        session = StreamSession(later, g1, mapping, StreamSettings(predict=PredictSettings(predictor=predictor),
+                                                                    predict_ms=1000 * AHEAD_S), library=library)
+        q = np.array([session.push(f, f / clip.fps, later.motion[f]).pose.q for f in range(later.frames)])
+        errors[predictor] = _pose_error_m(g1, q[:-k], truth[k:])
+    assert errors["match"] < errors["extrapolate"], errors
+
+
+# ------------------------------------------------------------------ it never stops
+
+def test_bad_late_repeated_and_nan_frames_are_counted_and_it_goes_on(g1):
+    clip = load_bvh(WALK)
+    mapping = auto_map(clip.to_source_motion(), g1)
+    session = StreamSession(clip, g1, mapping)
+    rows, dt = clip.motion, 1.0 / clip.fps
+    outs = {}
+    for f in range(40):
+        outs[f] = session.push(f, f * dt, rows[f])
+    assert session.push(39, 39 * dt, rows[39]) is None  # repeated
+    assert session.push(30, 30 * dt, rows[30]) is None  # late: out of order
+    nan = rows[40].copy()
+    nan[5] = np.nan
+    held = session.push(40, 40 * dt, nan)  # held or forecast, never skipped
+    assert held is not None and np.all(np.isfinite(held.pose.q)) and held.input_time_s == 40 * dt
+    with pytest.raises(FrameError, match="expected"):
+        session.push(41, 41 * dt, rows[41][:-3])
+    after = session.push(45, 45 * dt, rows[45])  # 41-44 missing
+    assert after is not None and np.all(np.isfinite(after.pose.q))
+    for f in range(46, 80):
+        assert session.push(f, f * dt, rows[f]) is not None
+    counts = session.report()["dropped_by_reason"]
+    assert counts == {"nan": 1, "late": 1, "duplicate": 1, "missing": 4, "bad": 1}
+    assert session.report()["dropped"] == 8
+
+
+def test_a_newer_frame_cuts_the_solve_short(g1):
+    """The overrun rule: stop() says a newer frame waits, and the current iterate goes out."""
+    clip = load_bvh(WALK)
+    mapping = auto_map(clip.to_source_motion(), g1)
+    full = StreamSession(clip, g1, mapping, StreamSettings(predict=NO_PREDICTION, filter="none", feet=False))
+    cut = StreamSession(clip, g1, mapping, StreamSettings(predict=NO_PREDICTION, filter="none", feet=False))
+    for f in range(100):
+        a = full.push(f, f / clip.fps, clip.motion[f])
+        b = cut.push(f, f / clip.fps, clip.motion[f], stop=(lambda: True) if f == 99 else None)
+    previous = full.previous.pose.q
+    moved_full = np.abs(a.pose.q - previous).sum()
+    moved_cut = np.abs(b.pose.q - previous).sum()
+    assert moved_cut < 0.5 * moved_full  # fewer steps taken, so closer to where it was
+
+
+def test_control_rate_samples_between_frames(g1):
+    clip = load_bvh(WALK)
+    mapping = auto_map(clip.to_source_motion(), g1)
+    session = StreamSession(clip, g1, mapping, StreamSettings(predict=NO_PREDICTION), rate_hz=clip.fps)
+    for f in range(60):
+        session.push(f, f / clip.fps, clip.motion[f])
+    tick = session.sample(59.5 / clip.fps)  # halfway to a frame not yet here: carried on
+    last, previous = session.last.pose.q, session.previous.pose.q
+    np.testing.assert_allclose(tick.pose.q, np.clip(last + 0.5 * (last - previous), g1.lower, g1.upper), atol=1e-9)
+    assert tick.time_s == pytest.approx(59.5 / clip.fps)
