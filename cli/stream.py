@@ -226,40 +226,49 @@ class _Paced:
 
 
 class _Live:
-    """Frames from UDP as they arrive: a newer frame waiting cuts the current solve short, and
-    --rate ticks on the wall clock (stream time = arrival time less the first frame's offset)."""
+    """Frames from UDP as they arrive: a newer frame waiting cuts the current solve short. --rate
+    ticks on the wall clock in a thread of its own (stream time = arrival time less the first
+    frame's offset), so a frame being solved does not hold the control cycle back."""
 
     def __init__(self, session, emit, rate: float | None):
         self.session, self.emit, self.rate = session, emit, rate
         self.frames: queue.Queue = queue.Queue()
         self.offset: float | None = None  # wall clock minus stream time
-        self.next_tick: float | None = None
+        self.done = threading.Event()
 
     def lines(self, source):
         self.sock = _udp_reader(source, self.frames)
-        while True:
-            wait = None
-            if self.rate and self.next_tick is not None:
-                wait = max(0.0, self.next_tick + self.offset - time.perf_counter())
-            try:
-                item = self.frames.get(timeout=wait)
-            except queue.Empty:
-                self._tick()
-                continue
-            self._tick()
-            yield item
+        if self.rate:
+            sys.setswitchinterval(0.0005)  # the ticking thread gets its turn within half a millisecond
+            ticker = threading.Thread(target=self._tick, daemon=True)
+            ticker.start()
+        try:
+            while True:
+                yield self.frames.get()
+        finally:
+            self.done.set()
+            if self.rate:
+                ticker.join()
 
     def _tick(self) -> None:
-        while self.rate and self.next_tick is not None and self.next_tick + self.offset <= time.perf_counter():
-            out = self.session.sample(self.next_tick)
+        next_tick = None
+        while not self.done.is_set():
+            if self.offset is None or self.session.last is None:
+                time.sleep(0.001)
+                continue
+            next_tick = self.session.last.input_time_s if next_tick is None else next_tick
+            wait = next_tick + self.offset - time.perf_counter()
+            if wait > 0:
+                time.sleep(min(wait, 0.005))
+                continue
+            out = self.session.sample(next_tick)
             if out is not None:
                 self.emit(out)
-            self.next_tick += 1.0 / self.rate
+            next_tick += 1.0 / self.rate
 
     def push(self, seq: int, time_s: float, values, received: float) -> None:
         if self.offset is None:
             self.offset = received - time_s
-            self.next_tick = time_s
         out = self.session.push(seq, time_s, values, received, stop=lambda: not self.frames.empty())
         if out is not None and not self.rate:
             self.emit(out)

@@ -227,86 +227,92 @@ def _to_world(matrix_world: np.ndarray, points: np.ndarray) -> np.ndarray:
     return points @ matrix_world[:3, :3].T + matrix_world[:3, 3]
 
 
-def sample_armature(obj: bpy.types.Object, frames: Iterable[float], *, scene=None) -> "SourceMotion":
-    """Sample an armature's posed bones into a SourceMotion (world space).
+class ArmatureReader:
+    """Reads an armature's posed bones as they are evaluated now: world heads and tails of the
+    body's bones and its root bone's world rotation. Bone lists and rest data are read once,
+    so a live source can be read every tick (Live Retarget) as well as frame by frame
+    (sample_armature). A rig whose deforming bones are the body and the rest machinery
+    (Rigify) is read as its deforming bones only (core.retarget.names.deform_skeleton)."""
 
-    For each frame: scene.frame_set, then every pose bone's head/tail in world
-    space and the root bone's (first bone without a parent) world rotation.
-    Rest data comes from the armature's bones (head_local/tail_local,
-    matrix_local) under the object's current world matrix. The scene's
-    current frame is restored afterwards. A rig whose deforming bones are the
-    body and the rest machinery (Rigify) is read as its deforming bones only
-    (core.retarget.names.deform_skeleton).
-    """
-    from ..core.motion.source import SourceMotion
-    from ..core.retarget.names import deform_skeleton
+    def __init__(self, obj: bpy.types.Object, depsgraph):
+        from ..core.retarget.names import deform_skeleton
 
-    if obj.type != 'ARMATURE':
-        raise TypeError(f"{obj.name!r} is not an armature")
-    scene = scene or (bpy.context.scene if obj.name in bpy.context.scene.objects else obj.users_scene[0])
-    frames = np.asarray(list(frames), dtype=np.float64).reshape(-1)
-
-    bones = obj.data.bones
-    all_names = [b.name for b in bones]
-    index = {n: i for i, n in enumerate(all_names)}
-    if not all_names:
-        raise ValueError(f"armature {obj.name!r} has no bones")
-    all_parents = [index[b.parent.name] if b.parent else -1 for b in bones]
-    # a rig whose deforming bones are the body (Rigify's DEF-) is read as those bones only
-    body = deform_skeleton(all_names, all_parents, [b.use_deform for b in bones])
-    kept, parents = body if body is not None else (list(range(len(all_names))), all_parents)
-    names = [all_names[i] for i in kept]
-    n_bones = len(names)
-    parents = np.asarray(parents, dtype=np.int64)
-    root = int(np.flatnonzero(parents < 0)[0])
-    pose_order = [pb.name for pb in obj.pose.bones]
-    pose_index = {n: i for i, n in enumerate(pose_order)}
-    perm = None if pose_order == names else np.array([pose_index[n] for n in names])
-
-    frame_before, subframe_before = scene.frame_current, scene.frame_subframe
-    heads = np.empty((frames.size, n_bones, 3))
-    tails = np.empty((frames.size, n_bones, 3))
-    root_rot = np.empty((frames.size, 3, 3))
-    buf = np.empty(len(pose_order) * 3, dtype=np.float32)
-    if scene == bpy.context.scene:
-        depsgraph = bpy.context.evaluated_depsgraph_get()  # also evaluates pending edits
-    else:
-        depsgraph = scene.view_layers[0].depsgraph
-    try:
+        if obj.type != 'ARMATURE':
+            raise TypeError(f"{obj.name!r} is not an armature")
+        bones = obj.data.bones
+        all_names = [b.name for b in bones]
+        index = {n: i for i, n in enumerate(all_names)}
+        if not all_names:
+            raise ValueError(f"armature {obj.name!r} has no bones")
+        all_parents = [index[b.parent.name] if b.parent else -1 for b in bones]
+        body = deform_skeleton(all_names, all_parents, [b.use_deform for b in bones])
+        kept, parents = body if body is not None else (list(range(len(all_names))), all_parents)
+        self.obj, self.names = obj, [all_names[i] for i in kept]
+        self.parents = np.asarray(parents, dtype=np.int64)
+        self.root = int(np.flatnonzero(self.parents < 0)[0])
+        pose_order = [pb.name for pb in obj.pose.bones]
+        pose_index = {n: i for i, n in enumerate(pose_order)}
+        self.perm = None if pose_order == self.names else np.array([pose_index[n] for n in self.names])
+        self.buf = np.empty(len(pose_order) * 3, dtype=np.float32)
         mw0 = np.array(obj.evaluated_get(depsgraph).matrix_world)
         rest_heads = np.empty(len(all_names) * 3, dtype=np.float32)
         rest_tails = np.empty(len(all_names) * 3, dtype=np.float32)
         bones.foreach_get("head_local", rest_heads)
         bones.foreach_get("tail_local", rest_tails)
-        rest_heads = _to_world(mw0, rest_heads.reshape(-1, 3).astype(np.float64)[kept])
-        rest_tails = _to_world(mw0, rest_tails.reshape(-1, 3).astype(np.float64)[kept])
-        rest_root = _orthonormalise(mw0[:3, :3] @ np.array(bones[names[root]].matrix_local)[:3, :3])
+        self.rest_heads = _to_world(mw0, rest_heads.reshape(-1, 3).astype(np.float64)[kept])
+        self.rest_tails = _to_world(mw0, rest_tails.reshape(-1, 3).astype(np.float64)[kept])
+        self.rest_root = _orthonormalise(mw0[:3, :3] @ np.array(bones[self.names[self.root]].matrix_local)[:3, :3])
 
+    def pose(self, depsgraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Heads (B, 3), tails (B, 3) and the root bone's world rotation (3, 3) as evaluated now."""
+        ev = self.obj.evaluated_get(depsgraph)
+        mw = np.array(ev.matrix_world)
+        pose_bones = ev.pose.bones
+        out = []
+        for attr in ("head", "tail"):
+            pose_bones.foreach_get(attr, self.buf)
+            pts = self.buf.reshape(-1, 3).astype(np.float64)
+            out.append(_to_world(mw, pts if self.perm is None else pts[self.perm]))
+        return out[0], out[1], mw[:3, :3] @ np.array(pose_bones[self.names[self.root]].matrix)[:3, :3]
+
+    def motion(self, heads: np.ndarray, tails: np.ndarray, root_rot: np.ndarray, fps: float) -> "SourceMotion":
+        """A SourceMotion of frames (F, B, 3), (F, B, 3), (F, 3, 3) on this armature's bones."""
+        from ..core.motion.source import SourceMotion
+
+        return SourceMotion(bone_names=self.names, parents=self.parents, heads=heads, tails=tails,
+                            root_rotation=_orthonormalise(root_rot), rest_heads=self.rest_heads,
+                            rest_tails=self.rest_tails, rest_root_rotation=self.rest_root, fps=fps,
+                            name=self.obj.name)
+
+
+def scene_depsgraph(scene):
+    """The scene's evaluated dependency graph (the context's, which also evaluates pending edits)."""
+    return bpy.context.evaluated_depsgraph_get() if scene == bpy.context.scene else scene.view_layers[0].depsgraph
+
+
+def sample_armature(obj: bpy.types.Object, frames: Iterable[float], *, scene=None) -> "SourceMotion":
+    """Sample an armature's posed bones into a SourceMotion (world space), frame by frame.
+
+    For each frame: scene.frame_set, then ArmatureReader.pose. Rest data comes from the
+    armature's bones under the object's current world matrix. The scene's current frame is
+    restored afterwards.
+    """
+    if obj.type != 'ARMATURE':
+        raise TypeError(f"{obj.name!r} is not an armature")
+    scene = scene or (bpy.context.scene if obj.name in bpy.context.scene.objects else obj.users_scene[0])
+    frames = np.asarray(list(frames), dtype=np.float64).reshape(-1)
+    frame_before, subframe_before = scene.frame_current, scene.frame_subframe
+    depsgraph = scene_depsgraph(scene)
+    reader = ArmatureReader(obj, depsgraph)
+    n_bones = len(reader.names)
+    heads = np.empty((frames.size, n_bones, 3))
+    tails = np.empty((frames.size, n_bones, 3))
+    root_rot = np.empty((frames.size, 3, 3))
+    try:
         for k, frame in enumerate(frames):
             whole = int(np.floor(frame))
             scene.frame_set(whole, subframe=float(frame - whole))
-            ev = obj.evaluated_get(depsgraph)
-            mw = np.array(ev.matrix_world)
-            pose_bones = ev.pose.bones
-            for attr, out in (("head", heads), ("tail", tails)):
-                pose_bones.foreach_get(attr, buf)
-                pts = buf.reshape(-1, 3).astype(np.float64)
-                if perm is not None:
-                    pts = pts[perm]
-                out[k] = _to_world(mw, pts)
-            root_rot[k] = mw[:3, :3] @ np.array(pose_bones[names[root]].matrix)[:3, :3]
+            heads[k], tails[k], root_rot[k] = reader.pose(depsgraph)
     finally:
         scene.frame_set(frame_before, subframe=subframe_before)
-
-    return SourceMotion(
-        bone_names=names,
-        parents=parents,
-        heads=heads,
-        tails=tails,
-        root_rotation=_orthonormalise(root_rot),
-        rest_heads=rest_heads,
-        rest_tails=rest_tails,
-        rest_root_rotation=rest_root,
-        fps=scene.render.fps / scene.render.fps_base,
-        name=obj.name,
-    )
+    return reader.motion(heads, tails, root_rot, scene.render.fps / scene.render.fps_base)

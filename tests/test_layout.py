@@ -27,6 +27,7 @@ CORE_LAYERS = {
     "waypoints": {"model"},
     "balance": {"model", "motion", "chains", "feet", "retarget"},
     "program": {"model", "motion"},
+    "stream": {"model", "motion", "chains", "feet", "retarget"},
 }
 # The Blender side, bottom to top: a part may import core and the parts before it.
 BLENDER_SIDE = ["registration", "props", "operators", "panels", "cli", ""]

@@ -8,6 +8,7 @@ but the frame and earlier ones is used.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,9 @@ class StreamRetargeter:
                                     self.settings.objective, rest=neutral)
         self.fks = [FrameKinematics(tree, p.kin) for p in self.plans]
         self.targets = [_FrameTargets(p) for p in self.plans]
+        self._feet = {p.mapping.side: (p, FrameKinematics(tree, p.kin), int(p.robot.paths[0].tip_local[0]))
+                      for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
+        self._feet_lock = threading.Lock()
         self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
                           None)
         self.neutral = neutral
@@ -151,20 +155,20 @@ class StreamRetargeter:
 
     def foot_links(self) -> dict[str, int]:
         """The link at the tip of each sided leg chain."""
-        return {p.mapping.side: int(p.robot.paths[0].tip_local[0]) for p in self.plans
-                if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
+        return {side: link for side, (_, _, link) in self._feet.items()}
 
     def foot_poses(self, q: np.ndarray, root: np.ndarray) -> dict[str, np.ndarray]:
-        """World pose (4, 4) of each foot link for q (n,) and root (4, 4), from the leg chains."""
+        """World pose (4, 4) of each foot link for q (n,) and root (4, 4), from the leg chains.
+
+        Its own chain kinematics behind a lock: a control-cycle thread may ask while a frame is
+        being solved."""
         out = {}
-        for plan, fk in zip(self.plans, self.fks):
-            if plan.mapping.role != "leg" or plan.mapping.side not in ("left", "right"):
-                continue
-            anchor = root if plan.robot.anchor <= 0 else self.tree.link_transform(q[None], plan.robot.anchor,
-                                                                               root[None])[0]
-            fk.evaluate(anchor, q, jacobian=False)
-            link = int(plan.robot.paths[0].tip_local[0])
-            out[plan.mapping.side] = fk.frames[fk.links.index(link) + 1].copy()
+        with self._feet_lock:
+            for side, (plan, fk, link) in self._feet.items():
+                anchor = root if plan.robot.anchor <= 0 else self.tree.link_transform(q[None], plan.robot.anchor,
+                                                                                   root[None])[0]
+                fk.evaluate(anchor, q, jacobian=False)
+                out[side] = fk.frames[fk.links.index(link) + 1].copy()
         return out
 
     def output_pose(self, q: np.ndarray, root: np.ndarray) -> RobotPose:

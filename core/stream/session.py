@@ -18,6 +18,7 @@ from ..chains.mapping import Mapping
 from ..model.kinematics import KinematicTree
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous, quat_to_matrix
 from ..motion.bvh import BVHClip
+from ..motion.source import SourceMotion
 from .feet import CausalFeet
 from .filters import CausalFilter
 from .predict import PredictSettings, make_predictor
@@ -54,17 +55,24 @@ class StreamOutput:
 
 
 class StreamSession:
-    """Retarget frames of `clip`'s hierarchy (its own MOTION lines are not used) onto `tree`."""
+    """Retarget a stream of frames onto `tree`: BVH channel values on `source`'s hierarchy (a
+    BVHClip, its own MOTION lines not used; push), or posed skeletons (a SourceMotion whose rest
+    is the skeleton, e.g. a live armature in Blender; push_frame)."""
 
-    def __init__(self, clip: BVHClip, tree: KinematicTree, mapping: Mapping, settings: StreamSettings | None = None,
-                 rate_hz: float | None = None, library: list[BVHClip] = ()):
+    def __init__(self, source: BVHClip | SourceMotion, tree: KinematicTree, mapping: Mapping,
+                 settings: StreamSettings | None = None, rate_hz: float | None = None,
+                 library: list[BVHClip | SourceMotion] = ()):
         self.settings = settings = settings or StreamSettings()
         if settings.placement not in PLACEMENTS:
             raise ValueError(f"unknown prediction placement {settings.placement!r} (use {', '.join(PLACEMENTS)})")
-        self.clip, self.tree = clip, tree
-        self.channels = sum(len(c) for c in clip.channels)
-        self.rate_hz = float(rate_hz or clip.fps)
-        skeleton = clip.to_source_motion(settings.scale, settings.up, rows=np.zeros((1, self.channels)))
+        self.tree = tree
+        if isinstance(source, BVHClip):
+            self.clip, self.channels = source, sum(len(c) for c in source.channels)
+            skeleton = source.to_source_motion(settings.scale, settings.up, rows=np.zeros((1, self.channels)))
+        else:
+            self.clip, self.channels, skeleton = None, 0, source
+        self.bones = list(skeleton.bone_names)
+        self.rate_hz = float(rate_hz or source.fps)
         self.retargeter = StreamRetargeter(skeleton, tree, mapping, evaluations=settings.evaluations)
         inner = self.retargeter.tree
         self.lower, self.upper, self.velocity = inner.lower, inner.upper, inner.velocity
@@ -83,6 +91,7 @@ class StreamSession:
         self.last_time: float | None = None
         self.filtered: np.ndarray | None = None  # the last filtered pose, before any forecast
         self.last_model: np.ndarray | None = None  # the last frame's model data (placement "model")
+        self.current: np.ndarray | None = None  # the latest frame's pose, unforecast (placement "output")
 
     # ------------------------------------------------------------------ frames in
 
@@ -105,10 +114,22 @@ class StreamSession:
 
         received_s: perf_counter() time of its receipt (now if None); stop(): a newer frame waits.
         """
+        if self.clip is None:
+            raise TypeError("this session takes posed skeletons (push_frame), not BVH channel values")
         received_s = time.perf_counter() if received_s is None else received_s
         if len(values) != self.channels:
             self.counts["bad"] += 1
             raise FrameError(f"frame {seq}: expected {self.channels} values, got {len(values)}")
+        frame = None
+        if np.all(np.isfinite(values)):
+            frame = self.clip.to_source_motion(self.settings.scale, self.settings.up, rows=values[None])
+        return self.push_frame(seq, time_s, frame, received_s, stop)
+
+    def push_frame(self, seq: int, time_s: float, frame: SourceMotion | None, received_s: float | None = None,
+                   stop=None) -> StreamOutput | None:
+        """push() for a posed skeleton (a one-frame SourceMotion on the session's bones); None or
+        NaN values: a frame that did not come through."""
+        received_s = time.perf_counter() if received_s is None else received_s
         if self.last_seq is not None and seq == self.last_seq:
             self.counts["duplicate"] += 1
             return None
@@ -117,11 +138,11 @@ class StreamSession:
             return None
         if self.last_seq is not None and seq > self.last_seq + 1:
             self.counts["missing"] += seq - self.last_seq - 1
-        if not np.all(np.isfinite(values)):
+        if frame is None or not (np.all(np.isfinite(frame.heads)) and np.all(np.isfinite(frame.root_rotation))):
             self.counts["nan"] += 1
             out = self._hold(seq, time_s)
         else:
-            out = self._process(seq, time_s, values, stop)
+            out = self._process(seq, time_s, frame, stop)
         self.last_seq, self.last_time = seq, time_s
         if out is not None:
             self.latencies.append(time.perf_counter() - received_s)
@@ -140,11 +161,10 @@ class StreamSession:
         measured = float(np.median(self.latencies[-200:])) if self.latencies else 0.0
         return measured + self.filter.lag_s
 
-    def _process(self, seq, time_s, values, stop) -> StreamOutput:
+    def _process(self, seq, time_s, frame, stop) -> StreamOutput:
         horizon = self.horizon_s() if self.settings.predict.predictor != "none" else 0.0
         dt = (time_s - self.last_time) if self.last_time is not None else 1.0 / self.rate_hz
         place = self.settings.placement
-        frame = self.clip.to_source_motion(self.settings.scale, self.settings.up, rows=values[None])
         if place == "model":
             model = _model_vector(frame, self.retargeter.marks)
             if self.last_model is not None:  # the same turn as the last frame's: yaw unwrapped, quaternion's sign
@@ -165,6 +185,7 @@ class StreamSession:
             q, root = _pose(vector, len(q))
             offset = self.feet.step(frame, self.retargeter.foot_poses(q, root), max(dt, 1e-6))
             vector[:3] += offset
+        self.current = vector  # the pose now, before any forecast of the output
         if place == "output":
             self.predictor.update(time_s, vector)
             vector = self._held(self.predictor.predict(horizon), dt) if horizon else vector
@@ -204,29 +225,35 @@ class StreamSession:
             vector = self._held(self.predictor.predict(ahead), time_s - self.last.input_time_s)
         return self._output(seq, time_s, horizon, self._above_ground(vector))
 
+    def pose_of(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q, root position, root rotation) in the URDF's own root for a pose vector."""
+        q, root = _pose(vector, len(self.lower))
+        pose = self.retargeter.output_pose(q, root)
+        return pose.q, pose.root_position, pose.root_rotation
+
     def _output(self, seq: int, input_time_s: float, horizon: float, vector: np.ndarray) -> StreamOutput:
         q, root = _pose(vector, len(self.lower))
         outside = (q < self.lower - 1e-9) | (q > self.upper + 1e-9)
         self.violations += int(outside.sum())
         return StreamOutput(seq, input_time_s + horizon, self.retargeter.output_pose(q, root), vector, input_time_s)
 
-    def _match_space(self, library: list[BVHClip], mapping: Mapping):
+    def _match_space(self, library: list, mapping: Mapping):
         """Weights and library series in the space the predictor works in (see make_predictor)."""
+        motions = [clip.to_source_motion(self.settings.scale, self.settings.up) if isinstance(clip, BVHClip)
+                   else clip for clip in library]
         if self.settings.placement == "model":
-            bones = len(self.clip.names)
+            bones = len(self.bones)
             series = []
-            for clip in library:
-                if clip.names != self.clip.names:
-                    raise ValueError(f"library clip {clip.path}: its hierarchy is not the stream's "
-                                     f"({len(clip.names)} bones, not {bones})")
-                motion = clip.to_source_motion(self.settings.scale, self.settings.up)
+            for clip, motion in zip(library, motions):
+                if motion.bone_names != self.bones:
+                    raise ValueError(f"library clip {_name(clip)}: its hierarchy is not the stream's "
+                                     f"({len(motion.bone_names)} bones, not {bones})")
                 series.append(_resampled(_model_vector(motion, self.retargeter.marks), clip.fps, self.rate_hz))
             return np.r_[np.zeros(4), np.ones(6 * bones), np.zeros(4)], series  # where the actor stands is not posture
         from ..retarget.pipeline import retarget  # only a library needs the offline retarget
         weights = np.r_[0.0, 0.0, 1.0, np.ones(4), np.ones(len(self.lower))]
         series = []
-        for clip in library:
-            motion = clip.to_source_motion(self.settings.scale, self.settings.up)
+        for clip, motion in zip(library, motions):
             baked = retarget(motion, self.tree, mapping, contacts="auto")
             rows = np.column_stack([baked.root_position, baked.root_quaternion, baked.q])
             series.append(_resampled(rows, clip.fps, self.rate_hz))
@@ -256,6 +283,10 @@ class StreamSession:
                 "predictor": self.settings.predict.predictor, "placement": self.settings.placement,
                 "filter": self.filter.method, "filter_lag_ms": 1000.0 * self.filter.lag_s,
                 "limit_violations": self.violations, "warnings": self.warnings}
+
+
+def _name(clip) -> str:
+    return str(clip.path) if isinstance(clip, BVHClip) else clip.name
 
 
 def _vector(q: np.ndarray, root: np.ndarray, last: np.ndarray | None) -> np.ndarray:
