@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Live retargeting figures (issue 14): per-frame processing of the walk onto G1 (all chains), the
+forecast 100 ms ahead against holding the pose, the effective lag with and without prediction,
+and (with --udp) the end-to-end loopback latency of `tools/robot-retarget stream`.
+
+    .venv/bin/python bench/bench_stream.py [--udp]
+
+Per-frame processing is the time from a frame's values to its output (BVH pose, body frame,
+chain solves, filter, feet, forecast), one core. The effective lag is the shift that best aligns
+what is output at each moment with the unfiltered, unpredicted retarget of the actor at that
+moment, outputs appearing `latency` after their frame: the filter's lag plus the processing,
+less the forecast.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = "1"
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from core.model.kinematics import KinematicTree  # noqa: E402
+from core.model.urdf import parse_urdf  # noqa: E402
+from core.motion.bvh import load_bvh  # noqa: E402
+from core.retarget import auto_map  # noqa: E402
+from core.stream.predict import PredictSettings  # noqa: E402
+from core.stream.session import StreamSession, StreamSettings  # noqa: E402
+
+WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
+HOP = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+
+
+def run(clip, tree, mapping, **settings) -> tuple[np.ndarray, np.ndarray]:
+    """Joint positions (F, n) output per frame, and each frame's processing time (F,) in seconds."""
+    session = StreamSession(clip, tree, mapping, StreamSettings(**settings))
+    q, took = [], []
+    for f, row in enumerate(clip.motion):
+        start = time.perf_counter()
+        out = session.push(f, f / clip.fps, row)
+        took.append(time.perf_counter() - start)
+        q.append(out.pose.q)
+    return np.array(q), np.array(took)
+
+
+def link_error_m(tree, a: np.ndarray, b: np.ndarray) -> float:
+    pa, pb = tree.forward(a), tree.forward(b)
+    return float(np.mean(np.linalg.norm(pa[:, :, :3, 3] - pb[:, :, :3, 3], axis=-1)))
+
+
+def effective_lag_ms(tree, output: np.ndarray, truth: np.ndarray, fps: float, latency_s: float) -> float:
+    """The shift (ms) of truth that output, shown latency_s after its frame, matches best."""
+    t = np.arange(len(truth)) / fps
+    shown = t + latency_s
+    links = tree.forward(output)[:, :, :3, 3]
+    best, best_err = 0.0, np.inf
+    for lag in np.arange(-0.05, 0.15, 0.00025):
+        at = shown - lag
+        keep = (at >= 0) & (at <= t[-1])
+        lo = np.clip(np.floor(at[keep] * fps).astype(int), 0, len(t) - 2)
+        w = (at[keep] * fps - lo)[:, None]
+        q = (1 - w) * truth[lo] + w * truth[lo + 1]
+        err = np.mean(np.linalg.norm(tree.forward(q)[:, :, :3, 3] - links[keep], axis=-1))
+        if err < best_err:
+            best, best_err = lag, err
+    return 1000.0 * best
+
+
+def udp_latency(frames: int = 600) -> dict:
+    """Send the walk at 120 Hz to `stream` on the loopback; send-to-receive latency per frame."""
+    clip = load_bvh(WALK)
+    lines = [f"{f} {f / clip.fps!r} " + " ".join(repr(float(v)) for v in row) for f, row in enumerate(clip.motion)]
+    lines = (lines * (frames // len(lines) + 1))[:frames]
+    lines = [f"{k} {k / clip.fps!r} " + line.split(" ", 2)[2] for k, line in enumerate(lines)]
+    ports = []
+    for _ in range(2):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", ports[1]))
+    receiver.settimeout(30)
+    env = {k: v for k, v in os.environ.items() if k != "BLENDER_USER_RESOURCES"}
+    proc = subprocess.Popen([str(ROOT / "tools" / "robot-retarget"), "stream", "--skeleton", str(WALK), "--robot",
+                             str(G1), "--input", f"udp://127.0.0.1:{ports[0]}", "--output",
+                             f"udp://127.0.0.1:{ports[1]}", "--predictor", "none"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    arrived: dict[int, float] = {}
+
+    def receive():
+        try:
+            while True:
+                data, _ = receiver.recvfrom(65535)
+                arrived.setdefault(json.loads(data)["seq"], time.perf_counter())
+        except (socket.timeout, OSError):
+            return
+
+    threading.Thread(target=receive, daemon=True).start()
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    while not arrived:  # wait for the command to start
+        sender.sendto(lines[0].encode(), ("127.0.0.1", ports[0]))
+        time.sleep(0.2)
+    sent: dict[int, float] = {}
+    start = time.perf_counter()
+    for k, line in enumerate(lines[1:], start=1):
+        time.sleep(max(0.0, start + k / clip.fps - time.perf_counter()))
+        sent[k] = time.perf_counter()
+        sender.sendto(line.encode(), ("127.0.0.1", ports[0]))
+    time.sleep(0.3)
+    sender.sendto(b"END", ("127.0.0.1", ports[0]))
+    proc.communicate(timeout=60)
+    receiver.close()
+    latency = np.array([arrived[k] - sent[k] for k in sent if k in arrived]) * 1000
+    return {"answered": f"{len(latency)}/{len(sent)}", "p50": np.percentile(latency, 50),
+            "p99": np.percentile(latency, 99), "max": latency.max()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--udp", action="store_true", help="also measure the loopback latency of the command")
+    args = parser.parse_args()
+    tree = KinematicTree(parse_urdf(G1))
+    for name, path in (("walk", WALK), ("hop", HOP)):
+        clip = load_bvh(path)
+        mapping = auto_map(clip.to_source_motion(), tree)
+        none = PredictSettings(predictor="none")
+        truth, took = run(clip, tree, mapping, predict=none, filter="none")
+        filtered, took_f = run(clip, tree, mapping, predict=none)
+        print(f"{name} onto G1, {clip.frames} frames at {clip.fps:.0f} Hz")
+        for label, times in (("retarget only (no filter, no forecast)", took), ("with filter and feet", took_f)):
+            ms = 1000 * times[1:]
+            print(f"  per frame, {label}: p50 {np.median(ms):.2f} ms, p99 {np.percentile(ms, 99):.2f} ms")
+        k = int(round(0.1 * clip.fps))
+        hold = link_error_m(tree, filtered[:-k], filtered[k:])
+        for predictor in ("extrapolate", "match", "auto"):
+            ahead, took_p = run(clip, tree, mapping, predict=PredictSettings(predictor=predictor), predict_ms=100.0)
+            err = link_error_m(tree, ahead[:-k], filtered[k:])
+            print(f"  100 ms ahead, {predictor}: link error {1000 * err:.1f} mm vs holding {1000 * hold:.1f} mm "
+                  f"({100 * (1 - err / hold):.0f} % lower); per frame p50 {1000 * np.median(took_p[1:]):.2f} ms")
+        latency = float(np.median(took_f[1:]))
+        lag_off = effective_lag_ms(tree, filtered, truth, clip.fps, latency)
+        session = StreamSession(clip, tree, mapping)
+        horizon = (latency + session.filter.lag_s) * 1000
+        predicted, _ = run(clip, tree, mapping, predict=PredictSettings(predictor="auto"), predict_ms=horizon)
+        lag_on = effective_lag_ms(tree, predicted, truth, clip.fps, latency)
+        print(f"  effective lag: {lag_off:.1f} ms without prediction (filter {1000 * session.filter.lag_s:.1f} ms + "
+              f"processing {1000 * latency:.1f} ms); {lag_on:.1f} ms predicting {horizon:.1f} ms")
+    if args.udp:
+        figures = udp_latency()
+        print(f"UDP loopback, `stream` without prediction: {figures['answered']} frames answered; send to receive "
+              f"p50 {figures['p50']:.2f} ms, p99 {figures['p99']:.2f} ms, max {figures['max']:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
