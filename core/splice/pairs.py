@@ -173,8 +173,8 @@ def _suggestions(table: PairTable, i: int, j: int) -> str:
         if needed <= high:
             offers.append(f"the {CRITERION_LABELS[criterion]} criterion at {max(needed, low):g} deg")
     if not offers:
-        return "no threshold the tool accepts would pass this pair; "
-    return "it would pass with " + " or ".join(offers) + "; "
+        return "No threshold the tool accepts would pass this pair; "
+    return "It would pass with " + " or ".join(offers) + "; "
 
 
 def describe_choice(table: PairTable, pick: Candidate, a: Clip, b: Clip, settings: SpliceSettings) -> str:

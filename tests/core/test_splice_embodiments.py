@@ -219,7 +219,7 @@ def test_warnings_suggest_only_thresholds_the_tool_accepts(shift_deg):
                 float(value)})).joins[0]
         assert passing.criteria_met  # the suggestion works
     if shift_deg == 170.0:  # 3 joints ~170 deg apart: over every criterion's highest threshold
-        assert not offers and "no threshold the tool accepts" in join.message
+        assert not offers and "No threshold the tool accepts" in join.message
     else:
         assert offers
 
