@@ -108,6 +108,10 @@ def settings_from_args(args: argparse.Namespace):
     """SpliceSettings from the flags, checked before any slow work."""
     from ..core.splice import DetectSettings, SpliceSettings
 
+    if args.threshold_deg is not None and args.criterion not in ("sum", "integrated"):
+        raise CommandError(f"--threshold-deg is the sum criterion's threshold; with --criterion {args.criterion} "
+                           f"give --{'mean' if args.criterion == 'mean' else 'max-joint'}-deg")
+
     detect = DetectSettings(method=args.detector, margin_s=args.margin_s, interval_s=args.interval_s,
                             change_percent=args.change_percent, average_percent=args.average_percent,
                             confirm=not args.no_confirm, accumulated_margin=args.accumulated_margin,
