@@ -115,7 +115,7 @@ def settings_from_args(args: argparse.Namespace):
     detect = DetectSettings(method=args.detector, margin_s=args.margin_s, interval_s=args.interval_s,
                             change_percent=args.change_percent, average_percent=args.average_percent,
                             confirm=not args.no_confirm, accumulated_margin=args.accumulated_margin,
-                            window_s=args.window_s)
+                            window_s=args.window_s, still_deg_s=args.still_deg_s)
     settings = SpliceSettings(
         threshold_deg=args.threshold_deg, criterion=args.criterion, mean_deg=args.mean_deg,
         max_joint_deg=args.max_joint_deg, policy=args.policy, match_direction=args.direction,

@@ -7,9 +7,10 @@ and its kept part becomes a new action (`<action>|played`), since a trimmed
 copy of the original strip could not play it. A reversed strip is refused.
 The result goes on a track "Splice" on top: the clips trimmed back to back
 with each transition as its own strip, or the whole result baked into one
-action. A second run replaces the track "Splice" of the earlier one (and
-the actions only that track used); the chosen pair of each join is marked on
-the timeline, which the NLA editor shows, and the earlier run's markers go.
+action. A second run replaces the track the earlier one made if it is still
+as that run left it (and the actions only it used); the chosen pair of each
+join is marked on the timeline, which the NLA editor shows, and the earlier
+run's markers go.
 Nothing of the user's is modified: original actions stay as they are, the
 original strips are only muted, and undo restores all.
 """
@@ -31,6 +32,7 @@ from .common import tree_from_rig
 
 REPORT_PROPERTY = "robot_retarget_splice"
 MARKER_PROPERTY = "robot_retarget_splice_markers"  # names of the timeline markers the last run made
+TRACK_PROPERTY = "robot_retarget_splice_track"  # the track the last run made and its strips' names
 TRACK_NAME = "Splice"
 MARKERS = (MAIN_START, MAIN_END)
 
@@ -269,18 +271,25 @@ def _track_of(obj, strip) -> bpy.types.NlaTrack | None:
     return next((t for t in obj.animation_data.nla_tracks if any(s == strip for s in t.strips)), None)
 
 
+def _made_by_splice(obj, track) -> bool:
+    """The track the earlier run made, as it left it: its name and the names of its strips.
+    A user's own track called "Splice", or the earlier track renamed or edited, is not it."""
+    made = json.loads(obj.get(TRACK_PROPERTY, "{}"))
+    return track.name == made.get("track") and [s.name for s in track.strips] == made.get("strips")
+
+
 def _refuse_own_strips(obj, strips: list) -> None:
     for strip in strips:
         track = _track_of(obj, strip)
-        if track is not None and track.name == TRACK_NAME:
-            raise SpliceError(f"strip {strip.name!r} is on the track {TRACK_NAME!r} an earlier splice made; select "
+        if track is not None and _made_by_splice(obj, track):
+            raise SpliceError(f"strip {strip.name!r} is on the track {track.name!r} an earlier splice made; select "
                               "the original strips (muted on their own track) to splice again")
 
 
 def _remove_previous(scene, obj) -> None:
     """Drop the earlier run's track "Splice", the actions only it used, and its timeline markers."""
     tracks = obj.animation_data.nla_tracks
-    for track in [t for t in tracks if t.name == TRACK_NAME]:
+    for track in [t for t in tracks if _made_by_splice(obj, t)]:
         made = {s.action for s in track.strips if s.action is not None and REPORT_PROPERTY in s.action}
         tracks.remove(track)
         for action in made:
@@ -337,6 +346,7 @@ def splice_strips(scene, obj: bpy.types.Object, strips: list, settings: SpliceSe
     else:
         _write_pieces(obj, layout, track, strips, clips, result, start, report, outcome)
     outcome.markers = _mark_joins(scene, obj, result, start)
+    obj[TRACK_PROPERTY] = json.dumps({"track": track.name, "strips": [s.name for s in track.strips]})
     _hand_over(obj, strips, outcome)
     obj[REPORT_PROPERTY] = report
     return outcome

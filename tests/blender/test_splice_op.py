@@ -214,6 +214,23 @@ def test_a_second_run_replaces_its_own_track(clean_scene, mods):
     names = sorted(m.name for m in clean_scene.timeline_markers)
     assert names == sorted([f"Splice 1: walk {second['a_time_s']:.2f} s", f"Splice 1: hop {second['b_time_s']:.2f} s"])
 
+    # A track of the user's that happens to be called Splice is not taken for an earlier run's.
+    rig.animation_data.nla_tracks["Splice"].name = "mine"
+    user = rig.animation_data.nla_tracks.new()
+    user.name = "Splice"
+    user.strips.new("pose", 500, bpy.data.actions["G1 walk"])
+    for track in rig.animation_data.nla_tracks:
+        for strip in track.strips:
+            strip.select = track.name == "takes"
+    for _ in range(2):  # the second time, the track the first of these runs made is replaced
+        assert bpy.ops.robot_retarget.splice_strips() == {'FINISHED'}
+        for track in rig.animation_data.nla_tracks:
+            for strip in track.strips:
+                strip.select = track.name == "takes"
+        tracks = rig.animation_data.nla_tracks
+        assert [t.name for t in tracks] == ["takes", "mine", "Splice", "Splice"]  # the user's, then ours
+        assert [s.name for s in tracks[2].strips] == ["pose"] and len(tracks[3].strips) == 3
+
 
 def test_pick_another_candidate_pair(clean_scene, mods):
     """The redo panel lists each join's candidates; picking the second one splices there."""
