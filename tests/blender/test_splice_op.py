@@ -147,6 +147,7 @@ def test_splice_strips_on_the_nla(clean_scene, mods):
     assert [t.name for t in rig.animation_data.nla_tracks] == ["takes"]
     assert not any(s.mute for s in rig.animation_data.nla_tracks["takes"].strips)
     assert f"{rig_name}|transition 1" not in bpy.data.actions and "G1 hop|spliced" not in bpy.data.actions
+    assert len(bpy.context.scene.timeline_markers) == 0  # the join markers go with it
 
 
 def test_bake_into_one_action(clean_scene, mods):
