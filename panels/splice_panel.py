@@ -29,13 +29,23 @@ class ROBOT_RETARGET_PT_splice(bpy.types.Panel):
         layout.use_property_split = True
         col = layout.column()
         col.prop(props, "criterion")
-        col.prop(props, "threshold_deg" if props.criterion == "integrated" else "max_joint_deg")
+        if props.criterion == "integrated":
+            col.prop(props, "auto_threshold")
+            if not props.auto_threshold:
+                col.prop(props, "threshold_deg")
+        else:
+            col.prop(props, "mean_deg" if props.criterion == "mean" else "max_joint_deg")
         col.prop(props, "policy")
         col.prop(props, "match_direction")
         col.prop(props, "match_speed")
+        if props.match_speed or props.policy == "speed":
+            col.prop(props, "speed_measure")
+        if props.match_speed:
+            col.prop(props, "speed_tolerance")
+        col.prop(props, "interval_s")
+        col.prop(props, "still_deg_s")
         col.separator()
-        col.prop(props, "detector")
-        col.prop(props, "margin_s" if props.detector == "reversal" else "change_percent")
+        _draw_detector(col, props)
         col.separator()
         col.prop(props, "use_speed")
         if props.use_speed:
@@ -43,6 +53,7 @@ class ROBOT_RETARGET_PT_splice(bpy.types.Panel):
         else:
             col.prop(props, "speed_source")
             col.prop(props, "speed_statistic")
+        col.prop(props, "linear")
         col.prop(props, "continue_root")
         col.prop(props, "bake")
         button = layout.column()
@@ -51,6 +62,22 @@ class ROBOT_RETARGET_PT_splice(bpy.types.Panel):
         robot = context.scene.robot_retarget.robot
         if robot is not None:
             _draw_markers(layout, context.scene, robot)
+
+
+def _draw_detector(col, props) -> None:
+    """The detector and only the settings it uses."""
+    col.prop(props, "detector")
+    if props.detector == "fixed":
+        col.prop(props, "window_s")
+        return
+    if props.detector == "accumulated":
+        col.prop(props, "change_percent")
+        col.prop(props, "confirm")
+        if props.confirm:
+            col.prop(props, "average_percent")
+        col.prop(props, "accumulated_margin")
+    if props.detector == "reversal" or props.accumulated_margin:
+        col.prop(props, "margin_s")
 
 
 def _draw_markers(layout, scene, robot) -> None:

@@ -16,6 +16,10 @@ otherwise one of two detectors reads them from the joint curves:
   more than `change_percent` (30 %, 5-50 %), confirmed when the average of
   the following steps differs from the average of the steps before by more
   than `average_percent` (10 %); the end is found the same way backwards.
+  The confirmation can be switched off (`confirm`), and the boundaries can
+  be moved out by the reversal rule's margin (`accumulated_margin`).
+- "fixed": preparatory windows of a fixed duration (`window_s`) from the
+  clip's start and end, for clips whose preparation is known to be that long.
 
 Markers may also sit inside a repeated main movement (a wave of five swings):
 the repetitions outside them then count as preparatory and a join may cut them.
@@ -31,7 +35,7 @@ from typing import Mapping
 import numpy as np
 
 MAIN_START, MAIN_END = "main_start", "main_end"
-DETECTORS = ("reversal", "accumulated")
+DETECTORS = ("reversal", "accumulated", "fixed")
 CONFIRM_STEPS = 5  # steps averaged to confirm a change (1 s at the default interval)
 
 
@@ -70,6 +74,9 @@ class DetectSettings:
     interval_s: float = 0.2       # drive direction from the change over this interval; posture spacing
     change_percent: float = 30.0  # accumulated: step change against the previous step (5-50)
     average_percent: float = 10.0  # accumulated: confirmation on the averages
+    confirm: bool = True          # accumulated: require that confirmation
+    accumulated_margin: bool = False  # accumulated: move the boundaries out by margin_s (or a key)
+    window_s: float = 0.5         # fixed: preparatory windows this long from each end
     still_deg_s: float = 2.0      # a joint slower than this is still
     stop_fraction: float = 0.1    # ...or slower than this fraction of its own peak speed
     min_range_deg: float = 2.0    # joints moving less than this over the clip are ignored
@@ -81,7 +88,7 @@ class DetectSettings:
             raise SpliceError(f"change_percent {self.change_percent:g} is outside 5-50 %")
         if not 0.0 < self.average_percent <= 50.0:
             raise SpliceError(f"average_percent {self.average_percent:g} is outside 0-50 %")
-        for name in ("margin_s", "still_deg_s", "stop_fraction", "min_range_deg"):
+        for name in ("margin_s", "still_deg_s", "stop_fraction", "min_range_deg", "window_s"):
             if not getattr(self, name) >= 0.0:
                 raise SpliceError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not self.interval_s > 0.0:
@@ -167,6 +174,8 @@ def _first_change(steps: np.ndarray, still: float, settings: DetectSettings) -> 
         previous = max(steps[k - 1], still)
         if abs(steps[k] - steps[k - 1]) <= settings.change_percent / 100.0 * previous:
             continue
+        if not settings.confirm:
+            return k
         before = max(steps[first:k].mean(), still)
         after = steps[k:k + CONFIRM_STEPS].mean()
         if abs(after - before) > settings.average_percent / 100.0 * before:
@@ -194,10 +203,32 @@ def detect_accumulated(q: np.ndarray, fps: float, settings: DetectSettings | Non
     mirrored = None if keys is None else (frames - 1 - np.asarray(keys, dtype=int))[::-1]
     start = _accumulated_start(q, fps, settings, keys)
     back = _accumulated_start(q[::-1], fps, settings, mirrored)
+    if settings.accumulated_margin:  # the reversal rule's margin (or the previous key), both ends
+        margin = int(round(settings.margin_s * fps))
+        if start is not None:
+            start = _keys_before(keys, start, max(start - margin, 0))
+        if back is not None:
+            back = _keys_before(mirrored, back, max(back - margin, 0))
     start = 0 if start is None else start
     end = frames - 1 if back is None else frames - 1 - back
     start, end = sorted((start, end))
     return Periods(start, end, "accumulated")
+
+
+def detect_fixed(q: np.ndarray, fps: float, settings: DetectSettings | None = None,
+                 keys: np.ndarray | None = None) -> Periods:
+    """Preparatory windows of `window_s` from the start and from the end; a clip shorter than both
+    windows is split at its middle frame (keys are not used: the windows are durations)."""
+    settings = settings or DetectSettings()
+    frames = q.shape[0]
+    window = int(round(settings.window_s * fps))
+    start, end = min(window, frames - 1), max(frames - 1 - window, 0)
+    if start > end:
+        start = end = (frames - 1) // 2
+    return Periods(start, end, "fixed")
+
+
+DETECT = {"reversal": detect_reversal, "accumulated": detect_accumulated, "fixed": detect_fixed}
 
 
 def periods_from_markers(markers: Mapping[str, float], frames: int, clip: str) -> tuple[int | None, int | None]:
@@ -227,8 +258,7 @@ def annotate(q: np.ndarray, fps: float, clip: str, markers: Mapping[str, float] 
     start, end = periods_from_markers(markers or {}, frames, clip)
     if start is not None and end is not None:
         return Periods(start, end, "markers")
-    detect = detect_reversal if settings.method == "reversal" else detect_accumulated
-    found = detect(q, fps, settings, keys)
+    found = DETECT[settings.method](q, fps, settings, keys)
     if start is None and end is None:
         return found
     if start is None:  # the marker wins over the detector
@@ -267,15 +297,14 @@ class Clip:
         return self.root_position is not None and self.root_quaternion is not None
 
 
-def _check_clip(clip: Clip, joints: int, fps: float, names: list[str], with_root: bool) -> None:
+def _check_clip(clip: Clip, joints: int, names: list[str], with_root: bool) -> None:
     q = np.asarray(clip.q, dtype=float)
     if q.ndim != 2 or q.shape[1] != joints:
         raise SpliceError(f"clip {clip.name!r} has joint array shape {q.shape}, expected (frames, {joints})")
     if q.shape[0] < 2:
         raise SpliceError(f"clip {clip.name!r} has {q.shape[0]} frame(s); at least 2 are needed")
-    if not abs(clip.fps - fps) <= 1e-3 * fps:
-        raise SpliceError(f"clip {clip.name!r} runs at {clip.fps:g} fps, the first clip at {fps:g}: "
-                          "resample to one frame rate first")
+    if not (np.isfinite(clip.fps) and clip.fps > 0):
+        raise SpliceError(f"clip {clip.name!r} has no valid frame rate ({clip.fps!r} fps)")
     bad = np.argwhere(~np.isfinite(q))
     if bad.size:
         raise SpliceError(f"clip {clip.name!r}: joint {names[bad[0, 1]]!r} is not finite at frame {bad[0, 0]}")
@@ -298,7 +327,7 @@ def check_clips(clips: list[Clip], joint_names: list[str] | None) -> list[str]:
     if len(names) != joints:
         raise SpliceError(f"{len(names)} joint names for {joints} joint columns of clip {clips[0].name!r}")
     for clip in clips:
-        _check_clip(clip, joints, clips[0].fps, names, clips[0].has_root)
+        _check_clip(clip, joints, names, clips[0].has_root)
     return names
 
 

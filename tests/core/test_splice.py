@@ -39,18 +39,18 @@ B_POSTURE = np.array([10.0, 20.0, -5.0])  # deg, B at 0.2 s
 A_END = np.array([[40.0, 23.0, 10.0], [22.0, 12.0, 6.0], [6.0, 4.0, -2.0], [1.5, 1.0, -0.5]])
 
 
-def worked_example() -> tuple[Clip, Clip]:
+def worked_example(b_step=(-3.0, -3.0, 3.0)) -> tuple[Clip, Clip]:
     """Postures every 0.2 s (5 fps), annotated with markers like an animator's.
 
     A: a main movement (0.2-1.8 s), then the approach to B's posture. Joints
     0 and 1 close in steadily (driving down); joint 2 overshoots at 2.2 s and
     comes back, so it drives down into 2.2 s and up into 2.4 s. B leaves its
-    0.2 s posture with joints 0, 1 driving down and joint 2 up; its 0 s
-    posture is far from all of A's.
+    0.2 s posture by `b_step` degrees per posture (by default joints 0, 1
+    driving down and joint 2 up); its 0 s posture is far from all of A's.
     """
     main = B_POSTURE + A_END[0] + 15.0 * np.sin(np.arange(9)[:, None] * np.pi / 2) * [1.0, -1.0, 0.5]
     a = np.vstack([main, B_POSTURE + A_END])
-    b_main = B_POSTURE + np.outer(np.arange(1, 10), [-3.0, -3.0, 3.0])
+    b_main = B_POSTURE + np.outer(np.arange(1, 10), b_step)
     b = np.vstack([B_POSTURE + 30.0, B_POSTURE, b_main])
     return (Clip("A", np.radians(a), 5.0, markers={"main_start": 1, "main_end": 9}),
             Clip("B", np.radians(b), 5.0, markers={"main_start": 1, "main_end": 8}))
@@ -130,8 +130,10 @@ def test_no_pair_falls_back_to_the_closest_and_says_how_to_fix_it():
 
 def test_bad_settings_and_clips_are_named():
     a, b = worked_example()
-    with pytest.raises(SpliceError, match="threshold_deg 40 is outside 5-30"):
-        splice([a, b], SpliceSettings(threshold_deg=40))
+    with pytest.raises(SpliceError, match="threshold_deg 400 is outside 5-300"):
+        splice([a, b], SpliceSettings(threshold_deg=400))
+    with pytest.raises(SpliceError, match="mean_deg 40 is outside 0.5-30"):
+        splice([a, b], SpliceSettings(criterion="mean", mean_deg=40))
     with pytest.raises(SpliceError, match="policy 'longest'"):
         splice([a, b], SpliceSettings(policy="longest"))
     with pytest.raises(SpliceError, match="change_percent 60 is outside 5-50"):
@@ -142,8 +144,10 @@ def test_bad_settings_and_clips_are_named():
     q[4, 2] = np.nan
     with pytest.raises(SpliceError, match="clip 'B': joint 'waist' is not finite at frame 4"):
         splice([a, dataclasses.replace(b, q=q)], joint_names=["hip", "knee", "waist"])
-    with pytest.raises(SpliceError, match="clip 'B' runs at 10 fps"):
-        splice([a, dataclasses.replace(b, fps=10.0)])
+    with pytest.raises(SpliceError, match="clip 'B' has no valid frame rate"):
+        splice([a, dataclasses.replace(b, fps=0.0)])
+    with pytest.raises(SpliceError, match="join 'A' -> 'B': candidate pair 9 picked, but there are 5"):
+        splice([a, b], picks=[8])
     with pytest.raises(SpliceError, match="clip 'B' has joint array shape"):
         splice([a, dataclasses.replace(b, q=b.q[:, :2])])
     with pytest.raises(SpliceError, match="clip 'A': marker 'main_start' .* comes after 'main_end'"):
@@ -350,25 +354,57 @@ def test_real_overlapping_takes_join_where_they_match(real, g1):
     result = splice([real["walk"], real["walk_overlap"]], lower=g1.lower, upper=g1.upper,
                     velocity=g1.velocity, joint_names=g1.joint_names)
     join = result.joins[0]
-    assert join.criteria_met, join.message
-    assert join.angle_difference_deg <= 15.0
+    assert join.criteria_met and not join.message
+    assert join.threshold_deg == 2.5 * 29  # the sum's default for a 29-joint robot
+    assert join.angle_difference_deg <= join.threshold_deg
     assert 1.49 <= join.a_time_s <= 2.0 and 0.0 <= join.b_time_s <= 0.5
     assert join.discarded_s > 0 and join.time_saved_s > 0
     _check_seams(result, g1)
 
 
+def _windows_hold(result, join_index: int) -> None:
+    """The chosen pair lies in A's end and B's start preparatory windows (seconds of each clip)."""
+    join = result.joins[join_index]
+    pa, pb = result.periods[join_index], result.periods[join_index + 1]
+    fps = result.fps
+    assert pa.main_end / fps - 1e-9 <= join.a_time_s and join.b_time_s <= pb.main_start / fps + 1e-9
+
+
 def test_real_walk_hop_walk(real, g1):
+    """Different gaits share no posture: each join must still be the closest pair inside the windows,
+    make the seams continuous, save time against a cut through the home pose, and say what to do."""
     clips = [real["walk"], real["hop"], real["walk_late"]]
-    result = splice(clips, SpliceSettings(threshold_deg=30.0), lower=g1.lower, upper=g1.upper,
-                    velocity=g1.velocity, joint_names=g1.joint_names)
+    result = splice(clips, lower=g1.lower, upper=g1.upper, velocity=g1.velocity, joint_names=g1.joint_names)
     assert len(result.joins) == 2
-    for join in result.joins:
-        assert JOIN_KEYS <= set(join.to_dict()) and join.worst_joint in g1.joint_names
-        assert join.discarded_s >= 0 and join.transition_s > 0
-        assert join.criteria_met or "no posture pair" in join.message
     _check_seams(result, g1)
+    duration = sum((c.frames - 1) / result.fps for c in clips)
+    for k, join in enumerate(result.joins):
+        _windows_hold(result, k)
+        table = pair_table(clips[k], result.periods[k], clips[k + 1], result.periods[k + 1], SpliceSettings())
+        assert not join.criteria_met and join.fallback == "closest"
+        assert join.angle_difference_deg == pytest.approx(table.integrated_deg.min())  # the closest pair
+        assert join.angle_difference_deg > join.threshold_deg == 72.5
+        assert join.time_saved_s > 0.5 and join.discarded_s > 0
+        assert "sum criterion" not in join.message  # its needed threshold is above what the tool accepts
+        assert "the mean criterion at" in join.message and "shared home posture" in join.message
+        duration += join.transition_s - join.discarded_s
+    assert (len(result.q) - 1) / result.fps == pytest.approx(duration, abs=1e-9)  # seconds add up
     # the root carries on: the hop starts where the walk stopped, not where it was recorded
     hop_piece = result.pieces[2]
     hop_start = result.root_position[hop_piece.out_first]
     transition_end = result.transitions[0].root_position[-1]
     np.testing.assert_allclose(hop_start, transition_end, atol=1e-9)
+
+
+def test_real_walk_hop_meets_the_mean_criterion_when_asked(real, g1):
+    """The message's suggestion works: the mean threshold it names lets the closest pair pass."""
+    clips = [real["walk"], real["hop"]]
+    first = splice(clips, joint_names=g1.joint_names).joins[0]
+    suggested = float(first.message.split("the mean criterion at ")[1].split(" deg")[0])
+    assert 0.5 <= suggested <= 30.0
+    again = splice(clips, SpliceSettings(criterion="mean", mean_deg=suggested), lower=g1.lower, upper=g1.upper,
+                   velocity=g1.velocity, joint_names=g1.joint_names)
+    join = again.joins[0]
+    assert join.criteria_met and join.fallback == "" and join.mean_difference_deg <= suggested
+    _windows_hold(again, 0)
+    _check_seams(again, g1)
