@@ -27,7 +27,9 @@ from mathutils import Euler, Matrix, Quaternion
 from ..core.waypoints import mechanism
 from ..core.model.rig import rig_layout
 from ..core.model.transforms import matrix_to_quat, quat_continuous
-from ..core.waypoints.orientations import euler_to_quat, quat_mul, waypoint_orientations
+from ..core.waypoints.optimum import waypoint_orientations
+from ..core.waypoints.orientations import euler_to_quat, quat_mul
+from ..core.waypoints.table import build_table
 from . import anim_io
 from .common import reports_errors, tree_from_rig
 
@@ -165,7 +167,7 @@ def _mechanism_options(settings: OrientSettings, tree, positions: np.ndarray, gr
         box = np.stack([positions.min(axis=0), positions.max(axis=0)]) + [[-0.05], [0.05]]
         tkey = key + (settings.objective, settings.table_resolution, tuple(np.round(box, 4).ravel()))
         if tkey not in _CHAINS:
-            _CHAINS[tkey] = mechanism.build_table(chain, settings.objective, settings.table_resolution, box)
+            _CHAINS[tkey] = build_table(chain, settings.objective, settings.table_resolution, box)
         options["table"] = _CHAINS[tkey]
     return options
 

@@ -11,24 +11,23 @@ with the best objective wins:
 - "gravity": the sum of squared gravity torques over the chain's joints,
   from the URDF <inertial> masses and centres of mass, smaller is better.
 
-A lookup table over the reachable workspace (OrientationTable) stores the
-winner at grid points once so animating many keys costs a trilinear lookup.
+A lookup table over the reachable workspace (table.OrientationTable) stores
+the winner at grid points once so animating many keys costs a lookup.
 numpy only; positions in metres in the robot's root-link frame, angles in
 radians, batch first.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
 
 from ..model.kinematics import FIXED, REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix, matrix_to_quat, quat_to_matrix
-from .orientations import quat_average, quat_between, quat_mul
+from .orientations import quat_between, quat_mul
 
-OBJECTIVES = ("manipulability", "gravity")
+OBJECTIVES = ("manipulability", "gravity", "torque")  # "torque" is "gravity": least gravity torque
 GRAVITY = (0.0, 0.0, -9.81)  # m/s^2, robot root frame with z up
 
 
@@ -62,9 +61,10 @@ class MechanismChain:
     gravity: np.ndarray = field(default_factory=lambda: np.array(GRAVITY))
     candidates: np.ndarray = field(default_factory=lambda: candidate_orientations())
     ik: IKSettings = field(default_factory=IKSettings)
+    base: int = 0           # tree link index the chain hangs from (its frame is the positions' frame)
 
     def optimal_orientations(self, positions, objective: str = "manipulability",
-                             table: "OrientationTable | None" = None, reference=None) -> np.ndarray:
+                             table=None, reference=None) -> np.ndarray:
         """Best orientation (V, 4) at each position: table lookup, else IK search.
 
         Positions the table does not cover are searched directly; positions the
@@ -74,7 +74,7 @@ class MechanismChain:
         positions = np.asarray(positions, float).reshape(-1, 3)
         out = np.full((positions.shape[0], 4), np.nan)
         if table is not None:
-            if table.objective != objective:
+            if not same_objective(table.objective, objective):
                 raise ValueError(f"the lookup table was built for {table.objective!r}, not {objective!r}")
             out = table.lookup(positions)
         missing = np.flatnonzero(np.isnan(out[:, 0]))
@@ -139,7 +139,7 @@ def make_chain(tree: KinematicTree, tip_link: str, base_link: str | None = None,
         seed=0.5 * (lo + hi) if seed is None else np.asarray(seed, float), mass=mass, com=com,
         gravity=np.asarray(gravity, float),
         candidates=candidate_orientations() if candidates is None else np.asarray(candidates, float),
-        ik=ik or IKSettings())
+        ik=ik or IKSettings(), base=tree.link_index(base_link or tree.link_names[0]))
 
 
 def _limits(tree: KinematicTree, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -161,6 +161,11 @@ def candidate_orientations(directions: int = 32, rolls: int = 6, axis=(0.0, 0.0,
 
 
 # ------------------------------------------------------------ kinematics ---
+
+def base_pose(chain: MechanismChain) -> np.ndarray:
+    """(4, 4) the base link in the root-link frame, the joints above it at rest."""
+    return chain.tree.forward(chain.rest_q[None])[0, chain.base]
+
 
 def chain_frames(chain: MechanismChain, qc: np.ndarray) -> np.ndarray:
     """World transforms (B, L, 4, 4) of every link for chain joint values qc (B, C)."""
@@ -257,11 +262,18 @@ def _check_objective(objective: str) -> None:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
 
 
+def same_objective(a: str, b: str) -> bool:
+    """The names "gravity" and "torque" are one objective (least squared gravity torques)."""
+    alias = {"torque": "gravity"}
+    return alias.get(a, a) == alias.get(b, b)
+
+
 def objective_scores(chain: MechanismChain, frames: np.ndarray, objective: str) -> np.ndarray:
     """(B,) larger is better: manipulability, or minus the summed squared gravity torques (N^2 m^2)."""
     _check_objective(objective)
     if objective == "manipulability":
         return manipulability(jacobian(chain, frames))
+    # "gravity" / "torque": least squared gravity torque
     return -np.sum(gravity_torques(chain, frames) ** 2, axis=-1)
 
 
@@ -404,68 +416,3 @@ def orientation_scores(chain: MechanismChain, positions, quats, objective: str =
                       np.tile(seeds, (count, 1)), objective)
     pick = np.arange(count) * s + np.argmax(result.score.reshape(count, s), axis=1)
     return IKResult(*(getattr(result, f)[pick] for f in ("q", "position_error", "rotation_error", "reached", "score")))
-
-
-# ----------------------------------------------------------------- table ---
-
-@dataclass
-class OrientationTable:
-    """The best orientation at grid points over (part of) the reachable workspace, for fast lookup."""
-
-    lower: np.ndarray    # (3,) m, the first grid point
-    spacing: np.ndarray  # (3,) m between grid points (any value on an axis with one point)
-    quats: np.ndarray    # (Nx, Ny, Nz, 4), NaN where the chain cannot reach
-    objective: str
-
-    def lookup(self, positions, min_weight: float = 0.5) -> np.ndarray:
-        """Trilinear mean (V, 4) of the 8 surrounding grid orientations; NaN where less than
-        `min_weight` of the weight falls on reachable grid points (search those directly)."""
-        positions = np.asarray(positions, float).reshape(-1, 3)
-        shape = np.array(self.quats.shape[:3])
-        x = (positions - self.lower) / np.where(self.spacing > 0, self.spacing, 1.0)
-        i0 = np.clip(np.floor(x), 0, np.maximum(shape - 2, 0)).astype(int)
-        frac = np.where(shape > 1, np.clip(x - i0, 0.0, 1.0), 0.0)
-        offsets = np.array([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
-        idx = np.minimum(i0[:, None] + offsets[None], shape - 1)  # (V, 8, 3)
-        weight = np.prod(np.where(offsets[None] == 1, frac[:, None], 1.0 - frac[:, None]), axis=-1)
-        q = self.quats[idx[..., 0], idx[..., 1], idx[..., 2]]
-        valid = ~np.isnan(q[..., 0])
-        weight = np.where(valid, weight, 0.0)
-        total = weight.sum(axis=1)
-        out = quat_average(np.where(valid[..., None], q, 0.0), weight / np.maximum(total, 1e-12)[:, None])
-        out[total < min_weight] = np.nan
-        return out
-
-    def save(self, path) -> None:
-        np.savez(Path(path), lower=self.lower, spacing=self.spacing, quats=self.quats,
-                 objective=np.array(self.objective))
-
-    @classmethod
-    def load(cls, path) -> "OrientationTable":
-        with np.load(Path(path)) as data:
-            return cls(data["lower"], data["spacing"], data["quats"], str(data["objective"]))
-
-
-def workspace_bounds(chain: MechanismChain, samples: int = 2000, rng_seed: int = 0) -> np.ndarray:
-    """(2, 3) m, the box around tip positions of random joint values inside the limits."""
-    lo, hi = _limits(chain.tree, chain.columns)
-    rng = np.random.default_rng(rng_seed)
-    tips = chain_frames(chain, rng.uniform(lo, hi, (samples, lo.size)))[:, chain.tip, :3, 3]
-    return np.stack([tips.min(axis=0), tips.max(axis=0)])
-
-
-def build_table(chain: MechanismChain, objective: str = "manipulability", resolution: int = 6,
-                bounds=None, refine: int = 1) -> OrientationTable:
-    """Search the best orientation at resolution^3 grid points once.
-
-    bounds (2, 3) m limits the grid to a region (e.g. around an animation's
-    keys) so a small grid is fine; by default the whole reachable workspace.
-    """
-    if resolution < 1:
-        raise ValueError(f"resolution must be >= 1, got {resolution}")
-    box = workspace_bounds(chain) if bounds is None else np.asarray(bounds, float).reshape(2, 3)
-    axes = [np.linspace(box[0, i], box[1, i], resolution) for i in range(3)]
-    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
-    found = search_orientations(chain, grid.reshape(-1, 3), objective, refine)
-    spacing = (box[1] - box[0]) / max(resolution - 1, 1)
-    return OrientationTable(box[0].copy(), spacing, found.quats.reshape(grid.shape[:3] + (4,)), objective)

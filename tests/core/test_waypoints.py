@@ -16,9 +16,10 @@ from core.waypoints.orientations import (
     interpolated_orientations,
     quat_slerp,
     quat_to_euler,
-    waypoint_orientations,
 )
 from core.waypoints import mechanism as mech
+from core.waypoints import table as tables
+from core.waypoints.optimum import waypoint_orientations
 
 PANDA = Path(__file__).resolve().parents[1] / "data" / "robots" / "franka_panda.urdf"
 Z = np.array([0.0, 0.0, 1.0])
@@ -253,12 +254,12 @@ def test_mechanism_mode_improves_on_the_interpolated_orientation(panda, objectiv
 
 def test_lookup_table_matches_its_grid_and_feeds_the_blend(panda, tmp_path):
     bounds = np.array([[0.35, -0.1, 0.35], [0.55, 0.1, 0.55]])
-    table = mech.build_table(panda, "manipulability", resolution=2, bounds=bounds, refine=0)
+    table = tables.build_table(panda, "manipulability", resolution=2, bounds=bounds, refine=0)
     assert table.quats.shape == (2, 2, 2, 4) and not np.any(np.isnan(table.quats))
     corner = table.lookup(bounds[:1])
     assert _angle(corner[0], table.quats[0, 0, 0]) < 1e-9
     table.save(tmp_path / "t.npz")
-    again = mech.OrientationTable.load(tmp_path / "t.npz")
+    again = tables.OrientationTable.load(tmp_path / "t.npz")
     assert again.objective == "manipulability" and np.array_equal(again.quats, table.quats)
     down = np.array([0.0, 1.0, 0.0, 0.0])
     out = waypoint_orientations([0.3, -0.2, 0.4], down, [0.6, 0.2, 0.4], down, [[0.45, 0.0, 0.45]],
