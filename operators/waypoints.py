@@ -43,7 +43,7 @@ _CHAINS: dict = {}  # (tree, tip, gravity[, table settings]) -> MechanismChain /
 class OrientSettings:
     """What the redo panel sets; defaults match the operator's."""
 
-    mode: str = "tangent"              # tangent | bisector | mechanism
+    mode: str = "tangent"              # tangent | bisector | mechanism | tangent_mechanism
     blend: str = "parabola"            # parabola | bspline | custom
     max_blend: float = 1.0
     approach_axis: str = "AUTO"        # AUTO (+Z objects, +Y bones) or a key of AXES
@@ -51,6 +51,7 @@ class OrientSettings:
     custom_curve: tuple = (0.4375, 0.75, 0.9375, 1.0, 0.9375, 0.75, 0.4375)
     robot: str = ""                    # mechanism: the robot rig object's name
     tip_link: str = ""                 # mechanism: URDF link that is the effector
+    base_link: str = ""                # mechanism: link the arm hangs from (empty: the root)
     objective: str = "manipulability"  # mechanism: manipulability | gravity
     tangent_share: float = 0.0         # mechanism: weight of the tangent optimum in the mix
     use_table: bool = True
@@ -156,10 +157,10 @@ def _mechanism_options(settings: OrientSettings, tree, positions: np.ndarray, gr
     if not settings.tip_link:
         raise ValueError("mechanism mode needs Tip Link: the URDF link that is the effector "
                          f"(one of {', '.join(tree.link_names[-4:])}, ...)")
-    key = (tree, settings.tip_link, tuple(np.round(gravity, 6)))  # the tree itself: its id is never reused
+    key = (tree, settings.tip_link, settings.base_link, tuple(np.round(gravity, 6)))  # the tree: its id is never reused
     chain = _CHAINS.get(key)
     if chain is None:
-        chain = mechanism.make_chain(tree, settings.tip_link, gravity=gravity)
+        chain = mechanism.make_chain(tree, settings.tip_link, settings.base_link or None, gravity=gravity)
         _CHAINS.clear()
         _CHAINS[key] = chain
     options = {"chain": chain, "objective": settings.objective}
@@ -181,7 +182,7 @@ def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mec
         options.update(euler_order=euler[0], start_euler=euler[1], end_euler=euler[2])
     mode = settings.mode
     turn = np.array([1.0, 0.0, 0.0, 0.0])
-    if mode == "mechanism":
+    if mode in ("mechanism", "tangent_mechanism"):
         for name in ("start_euler", "end_euler"):  # keyed Euler angles mean nothing in the robot's frame
             options.pop(name, None)
         matrix, tree, gravity = mechanism_frame
@@ -190,7 +191,7 @@ def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mec
         q_start, q_end = quat_mul(turn, q_start), quat_mul(turn, q_end)
         options.update(_mechanism_options(settings, tree, positions, gravity))
         share = settings.tangent_share
-        mode = {"mechanism": 1.0 - share, "tangent": share} if share > 0 else "mechanism"
+        mode = {settings.mode: 1.0 - share, "tangent": share} if share > 0 else settings.mode
     quats = waypoint_orientations(positions[0], q_start, positions[-1], q_end, positions[1:-1], mode=mode,
                                   blend=settings.blend, max_blend=settings.max_blend, approach_axis=axis,
                                   **options)
@@ -219,7 +220,7 @@ def orient_waypoints(obj: bpy.types.Object, bone: str | None = None,
         notes.append(f"{label} rotates by {mode.lower().replace('_', ' ')}: Euler interpolation uses XYZ angles")
     axis = AXES[settings.approach_axis] if settings.approach_axis != "AUTO" else ((0, 1, 0) if bone else (0, 0, 1))
     frame = None
-    if settings.mode == "mechanism":
+    if settings.mode in ("mechanism", "tangent_mechanism"):
         robot = bpy.data.objects.get(settings.robot)
         if robot is None or robot.type != 'ARMATURE':
             raise ValueError("mechanism mode needs Robot: a robot rig (File > Import > URDF Robot)")
@@ -253,6 +254,22 @@ def _continuous_euler(quats: np.ndarray, order: str, first: np.ndarray, last: np
 
 # ---------------------------------------------------------------- operator ---
 
+def rig_links(robot) -> list[str]:
+    """The URDF links a robot rig's bones stand for (each bone's link, then the fixed links merged into it)."""
+    names = []
+    for pb in robot.pose.bones if robot is not None and robot.pose is not None else ():
+        names += [pb.get("urdf_link", pb.name), *pb.get("urdf_merged_links", [])]
+    return names
+
+
+def link_items(self, context, edit_text):
+    """Search list of Tip Link / Base Link: the links of the picked robot rig (or the Robot tab's)."""
+    robot = bpy.data.objects.get(self.robot) if self.robot else None
+    if robot is None:
+        robot = getattr(context.scene.robot_retarget, "robot", None)
+    return [name for name in rig_links(robot) if edit_text.lower() in name.lower()]
+
+
 def _active_bone(context) -> str | None:
     bone = getattr(context, "active_pose_bone", None)
     return bone.name if context.mode == 'POSE' and bone is not None else None
@@ -272,6 +289,8 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
         ("TANGENT", "Tangent", "Approach axis along the path's tangent (a Bezier through the neighbours)"),
         ("BISECTOR", "Bisector", "Approach axis along the bisector of the incoming and outgoing directions"),
         ("MECHANISM", "Mechanism", "The orientation a robot chain holds best (manipulability or gravity)"),
+        ("TANGENT_MECHANISM", "Tangent + Mechanism",
+         "Approach axis along the tangent, the roll about it the robot chain holds best"),
     ], default="TANGENT")
     blend: EnumProperty(name="Blend", items=[
         ("PARABOLA", "Parabola", "u = 4 r (1 - r), r = share of the path done"),
@@ -291,7 +310,9 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
         ("EULER", "Euler", "Linear interpolation of the keyed Euler angles"),
     ], default="SLERP")
     robot: StringProperty(name="Robot", description="Robot rig (imported URDF) for mechanism mode")
-    tip_link: StringProperty(name="Tip Link", description="URDF link the keyed object stands for")
+    tip_link: StringProperty(name="Tip Link", search=link_items, description="URDF link the keyed object stands for")
+    base_link: StringProperty(name="Base Link", search=link_items,
+                              description="Link the chain hangs from (empty: the robot's root)")
     objective: EnumProperty(name="Objective", items=[
         ("MANIPULABILITY", "Manipulability", "Stay far from singularities (Yoshikawa's measure)"),
         ("GRAVITY", "Gravity Torques", "Least squared joint torques holding the arm against gravity"),
@@ -312,9 +333,9 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
             layout.prop(self, name)
         if self.blend == "CUSTOM":
             layout.prop(self, "custom_curve")
-        if self.mode == "MECHANISM":
+        if self.mode in ("MECHANISM", "TANGENT_MECHANISM"):
             layout.prop_search(self, "robot", bpy.data, "objects")
-            for name in ("tip_link", "objective", "tangent_share", "use_table", "table_resolution"):
+            for name in ("tip_link", "base_link", "objective", "tangent_share", "use_table", "table_resolution"):
                 layout.prop(self, name)
 
     def settings(self) -> OrientSettings:
@@ -322,7 +343,7 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
             mode=self.mode.lower(), blend=self.blend.lower(),
             max_blend=self.max_blend, approach_axis=self.approach_axis,
             interpolation=self.interpolation.lower(), custom_curve=tuple(self.custom_curve),
-            robot=self.robot, tip_link=self.tip_link, objective=self.objective.lower(),
+            robot=self.robot, tip_link=self.tip_link, base_link=self.base_link, objective=self.objective.lower(),
             tangent_share=self.tangent_share, use_table=self.use_table, table_resolution=self.table_resolution)
 
     @reports_errors
@@ -337,4 +358,18 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
         return {'FINISHED'}
 
 
+def _menu(self, context):
+    self.layout.separator()
+    self.layout.operator(ROBOT_RETARGET_OT_orient_waypoints.bl_idname)
+    self.layout.operator("robot_retarget.follow_path")
+
+
 classes = (ROBOT_RETARGET_OT_orient_waypoints,)
+
+
+def register():
+    bpy.types.VIEW3D_MT_object_animation.append(_menu)  # Object > Animation, and Pose > Animation
+
+
+def unregister():
+    bpy.types.VIEW3D_MT_object_animation.remove(_menu)

@@ -5,10 +5,11 @@ define register()/unregister() for anything else it sets up; register() here
 registers each module's classes, then calls its register(), in list order.
 """
 from ..registration import register_modules, unregister_modules
-from . import sidebar, export_panel, splice_panel, contacts_panel, balance_panel, balance_overlay, program_panel
+from . import (sidebar, export_panel, splice_panel, contacts_panel, balance_panel, balance_overlay, program_panel,
+               waypoints_panel)
 
 MODULES: list = [sidebar, export_panel, splice_panel, contacts_panel, balance_panel, balance_overlay,
-                 program_panel]
+                 program_panel, waypoints_panel]
 
 
 def register():

@@ -20,7 +20,7 @@ from . import mechanism as mech
 from .orientations import (BlendSpec, PathGeometry, _choice, _quat, _vec3, align_axis, bisector_directions,
                            blend_weights, canonical_quat, interpolated_orientations, path_geometry, quat_average,
                            quat_slerp)
-from .path_optimum import PathSearch, hold_scores, mechanism_search, seeds_for, start_solution, tangent_mechanism_search
+from .path_optimum import PathSearch, hold_scores, mechanism_search, seeds_for, tangent_mechanism_search
 
 MODES = ("tangent", "bisector", "mechanism", "tangent_mechanism")
 MECHANISM_MODES = ("mechanism", "tangent_mechanism")
@@ -56,10 +56,10 @@ def _mode_weights(mode) -> dict[str, float]:
 
 def optimal_orientations(mode, geometry: PathGeometry, via: np.ndarray, interpolated: np.ndarray,
                          approach_axis, chain=None, objective: str = "manipulability", table=None,
-                         start=None, search: PathSearch = PathSearch()) -> np.ndarray:
+                         ends=None, search: PathSearch = PathSearch()) -> np.ndarray:
     """The optimal orientation (V, 4) of each via point: one mode or a weighted mean of several.
 
-    start (position (3,), quaternion (4,)) is where the mechanism modes' continuity begins.
+    ends (start quaternion, end quaternion): the keyed orientations the mechanism modes stay continuous with.
     """
     weights = _mode_weights(mode)
     results, w = [], []
@@ -71,12 +71,12 @@ def optimal_orientations(mode, geometry: PathGeometry, via: np.ndarray, interpol
         else:
             if chain is None:
                 raise ValueError(f'mode "{name}" needs chain= (core.waypoints.mechanism.make_chain)')
-            previous, warm = (None, None) if start is None else (start[1], start_solution(chain, *start, objective, search))
+            previous, following = (None, None) if ends is None else ends
             if name == "tangent_mechanism":
                 q = tangent_mechanism_search(chain, via, geometry.tangent, interpolated, approach_axis, objective,
-                                             search, previous, warm).quats
+                                             search, previous, following).quats
             else:
-                q = mechanism_search(chain, via, interpolated, objective, search, previous, warm, table).quats
+                q = mechanism_search(chain, via, interpolated, objective, search, previous, following, table).quats
             q = np.where(np.isnan(q[:, :1]), interpolated, q)  # out of reach: the interpolated orientation
         results.append(q)
         w.append(weight)
@@ -149,7 +149,7 @@ def waypoint_orientations(start_pos, start_quat, end_pos, end_quat, via_position
         u = u + (1.0 - u) * risk * np.minimum(1.0, 8.0 * ratio * (1.0 - ratio))
     optimal = optimal_orientations(mode, geometry, via, interpolated, axis, chain,
                                    options.get("objective", "manipulability"), options.get("table"),
-                                   (_vec3(start_pos, "start_pos"), q0), search)
+                                   (q0, q1), search)
     result = quat_slerp(interpolated, optimal, u)
     return quat_continuous(np.vstack([canonical_quat(q0), result]))[1:]
 

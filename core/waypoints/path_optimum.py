@@ -1,24 +1,27 @@
-"""The mechanism's optimum along a path, picked continuously from one via point to the next.
+"""The mechanism's optimum along a path, picked continuously over the via points.
 
 Searching each via point on its own lets a redundant arm answer with a
 different IK branch and a far-turned orientation at every key (153 degree
-turns between neighbouring keys on a smooth Panda arc). Here the via points
-are taken in path order and each search
+turns between neighbouring keys on a smooth Panda arc). Here
 
-- solves IK warm-started from the previous via point's joint values (plus
-  the chain's seed and a few fixed random starts), so the arm's branch
-  carries over when it can;
-- scores a candidate by the objective normalised by the best reached score,
-  minus `continuity` x (turn from the previous key / pi)^2, so a small gain
-  never buys a large turn.
+- every candidate orientation is scored by the best objective the arm holds
+  it with over the same IK starts (the chain's seed and fixed random joint
+  values), so a score belongs to the orientation and not to the path's history;
+- scores are taken over their range among a via point's candidates (0 the
+  worst reached, 1 the best), and the via points' candidates are picked
+  together (dynamic programming, best_sequence) against continuity x
+  (turn / pi)^2 between neighbouring keys, the keyed start and end included,
+  so a small gain never buys a large turn, whatever the objective's units;
+- each pick is then refined against its chosen neighbours.
 
-Two families of candidates:
+The joint trajectory (trajectory.track) then follows one IK branch, warm-started
+sample to sample. Two families of candidates:
 
 - tangent_mechanism: the approach axis on the path tangent and a free roll
-  theta about it, searched on `rolls` evenly spaced angles, then refined by
-  halving steps; theta = 0 is the tangent mode's roll (from the interpolated
-  orientation), and no roll scoring below it is taken, so the result holds
-  the arm at least as well as tangent mode. Rolls are unwrapped along the path.
+  theta about it, on `rolls` evenly spaced angles refined by halving steps;
+  theta = 0 is the tangent mode's roll (from the interpolated orientation),
+  and no roll scoring below it is taken, so the result holds the arm at
+  least as well as tangent mode. Rolls are unwrapped along the path.
 - mechanism: orientations over SO(3) (the chain's candidates, or the lookup
   table's single-branch answer), refined by small turns about x, y, z.
 
@@ -44,7 +47,7 @@ class PathSearch:
 
     rolls: int = 24           # tangent_mechanism: coarse rolls about the tangent (15 degrees apart)
     refine: int = 3           # halving rounds around the winner
-    continuity: float = 1.0   # weight of (turn from the previous key / pi)^2 against the normalised objective
+    continuity: float = 3.0   # weight of (turn from the previous key / pi)^2 against the normalised objective
     restarts: int = 4         # random IK starts besides the warm start and the chain's seed
     rng_seed: int = 0
 
@@ -108,17 +111,23 @@ def turn_angles(a, b) -> np.ndarray:
 
 
 def _totals(score, turn, scale, continuity: float, floor=None) -> np.ndarray:
-    """Normalised objective minus the continuity cost; -inf where unreached or below `floor`."""
-    total = score / scale[..., None] - continuity * (turn / np.pi) ** 2
+    """Objective over its range among the candidates (0 worst, 1 best) minus the continuity cost;
+    -inf where unreached or below `floor`. scale (P, 2): the range's low end and width."""
+    total = (score - scale[..., :1]) / scale[..., 1:] - continuity * (turn / np.pi) ** 2
     valid = np.isfinite(score)
     if floor is not None:
-        valid &= ~(score < floor[..., None] - TOL_SCORE * scale[..., None])
+        valid &= ~(score < floor[..., None] - TOL_SCORE * np.abs(floor[..., None]))
     return np.where(valid, total, -np.inf)
 
 
 def _scale(score: np.ndarray) -> np.ndarray:
-    best = np.max(np.where(np.isfinite(score), np.abs(score), 0.0), axis=-1)
-    return np.maximum(best, 1e-12)
+    """(P, 2) the lowest reached score and the range's width (a tiny width when all are equal)."""
+    reached = np.isfinite(score)
+    low = np.min(np.where(reached, score, np.inf), axis=-1)
+    high = np.max(np.where(reached, score, -np.inf), axis=-1)
+    low = np.where(np.isfinite(low), low, 0.0)
+    width = np.where(np.isfinite(high), high - low, 0.0)
+    return np.stack([low, np.maximum(width, 1e-12 * np.maximum(np.abs(low), 1.0))], axis=-1)
 
 
 # ------------------------------------------------------------- choosing ---
@@ -168,79 +177,120 @@ def axis_turns(axes, angles) -> np.ndarray:
 
 # ------------------------------------------------------------- searches ---
 
-def tangent_mechanism_search(chain, via, tangents, reference, approach_axis, objective: str = "manipulability",
-                             search: PathSearch = PathSearch(), previous=None, warm=None) -> ViaOptimum:
-    """Approach axis on each tangent, roll chosen by the mechanism, via point by via point.
+def best_sequence(gain: np.ndarray, candidates: np.ndarray, previous, following, continuity: float) -> np.ndarray:
+    """(V,) candidate per via maximising the summed gain minus continuity x (turn / pi)^2 between
+    neighbours (the start key `previous` and the end key `following` included), by dynamic programming.
 
-    previous (4,) is the orientation before the first via (the start key), warm
-    (C,) the joint values holding it; both carry over from via to via.
+    gain (V, K) is -inf for a candidate that may not be taken; candidates (V, K, 4).
+    """
+    count = gain.shape[0]
+    cost = lambda a, b: continuity * (turn_angles(a[:, None], b[None]) / np.pi) ** 2  # noqa: E731
+    value = gain[0] - (0.0 if previous is None else cost(np.asarray(previous)[None], candidates[0])[0])
+    back = np.zeros(gain.shape, dtype=int)
+    for i in range(1, count):
+        step = value[:, None] - cost(candidates[i - 1], candidates[i])  # (K from, K to)
+        back[i] = np.argmax(step, axis=0)
+        value = step[back[i], np.arange(gain.shape[1])] + gain[i]
+    if following is not None:
+        value = value - cost(candidates[-1], np.asarray(following)[None])[:, 0]
+    pick = np.empty(count, dtype=int)
+    pick[-1] = int(np.argmax(value))
+    for i in range(count - 1, 0, -1):
+        pick[i - 1] = back[i, pick[i]]
+    return pick
+
+
+def _gains(score: np.ndarray, floor: np.ndarray | None = None) -> np.ndarray:
+    """(V, K) objective over its range per via (0 worst reached, 1 best); -inf unreached or below floor."""
+    return _totals(score, np.zeros(score.shape), _scale(score), 0.0, floor)
+
+
+def tangent_mechanism_search(chain, via, tangents, reference, approach_axis, objective: str = "manipulability",
+                             search: PathSearch = PathSearch(), previous=None, following=None) -> ViaOptimum:
+    """Approach axis on each tangent, the roll about it chosen by the mechanism, continuous along the path.
+
+    previous / following (4,) are the start and end keys' orientations; the
+    rolls are picked together (best_sequence), then refined one by one.
     """
     via = np.asarray(via, float).reshape(-1, 3)
+    count = via.shape[0]
     aligned = align_axis(reference, approach_axis, tangents)
     axes = quat_to_matrix(aligned) @ (np.asarray(approach_axis, float) / np.linalg.norm(approach_axis))
     thetas = 2.0 * np.pi * np.arange(search.rolls) / search.rolls  # thetas[0] = 0: tangent mode's roll
-    out = _empty(via.shape[0], chain)
-    for i in range(via.shape[0]):
-        candidates = quat_mul(axis_turns(np.broadcast_to(axes[i], (thetas.size, 3)), thetas), aligned[i])
-        prev = None if previous is None else np.asarray(previous, float)[None]
-        q, score = standard_scores(chain, via[i], candidates, warm, objective, search)
-        out.base_score[i] = score[0, 0]
-        if not np.any(np.isfinite(score)):
-            out.quats[i] = aligned[i]
-            continue
-        floor = score[:, 0] if np.isfinite(score[0, 0]) else None
-        turn = np.zeros(score.shape) if prev is None else turn_angles(candidates, prev)[None]
-        scale = _scale(score)
-        total = _totals(score, turn, scale, search.continuity, floor)
-        k = int(np.argmax(total[0]))
-        best = _Best(candidates[k][None].copy(), q[0, k][None].copy(), score[0, k][None].copy(), total[0, k][None])
-        theta, step = thetas[k], np.pi / search.rolls
-        for _ in range(search.refine):
-            trial_angles = theta + np.array([-step, step])
-            trials = quat_mul(axis_turns(np.broadcast_to(axes[i], (2, 3)), trial_angles), aligned[i])[None]
-            taken = improve(chain, via[i:i + 1], best, trials, objective, prev, search.continuity, scale, floor,
-                            seeds_for(chain, None, search)[None])
-            if taken[0] >= 0:
-                theta = trial_angles[taken[0]]
-            step *= 0.5
-        if i > 0 and np.isfinite(out.roll[i - 1]):  # unwrap: the representative nearest the last roll
-            theta = out.roll[i - 1] + (theta - out.roll[i - 1] + np.pi) % (2 * np.pi) - np.pi
-        out.quats[i], out.q[i], out.score[i], out.roll[i] = best.quats[0], best.q[0], best.score[0], theta
-        previous, warm = best.quats[0], best.q[0]
+    rolled = lambda i, angles: quat_mul(axis_turns(np.broadcast_to(axes[i], (len(angles), 3)), angles), aligned[i])  # noqa: E731
+    candidates = np.stack([rolled(i, thetas) for i in range(count)])  # (V, R, 4)
+    seeds = np.ascontiguousarray(np.broadcast_to(seeds_for(chain, None, search), (count,) + (search.restarts + 1, chain.columns.size)))
+    q, score = hold_scores(chain, via, candidates, seeds, objective)
+    base = score[:, 0]
+    floor = np.where(np.isfinite(base), base, -np.inf)
+    gain = _gains(score, floor)
+    out = _empty(count, chain)
+    out.base_score[:] = base
+    reached = np.any(np.isfinite(gain), axis=1)
+    out.quats[:] = aligned
+    if not np.any(reached):
+        return out
+    pick = best_sequence(np.where(reached[:, None], gain, 0.0), candidates, previous, following, search.continuity)
+    theta = thetas[pick]
+    rows = np.arange(count)
+    out.quats[reached], out.q[reached], out.score[reached] = (candidates[rows, pick][reached], q[rows, pick][reached],
+                                                              score[rows, pick][reached])
+    scale = _scale(score)
+    step = np.pi / search.rolls
+    for _ in range(search.refine):  # each via against its chosen neighbours
+        for i in np.flatnonzero(reached):
+            around = [out.quats[i - 1] if i > 0 else previous, out.quats[i + 1] if i + 1 < count else following]
+            trials = rolled(i, theta[i] + np.array([0.0, -step, step]))
+            tq, ts = hold_scores(chain, via[i:i + 1], trials[None], seeds[i:i + 1], objective)
+            turn = sum(turn_angles(trials, a) ** 2 for a in around if a is not None)
+            total = _totals(ts, np.sqrt(turn)[None], scale[i:i + 1], search.continuity, floor[i:i + 1])[0]
+            k = int(np.argmax(total))
+            if np.isfinite(total[k]):
+                theta[i], out.quats[i], out.q[i], out.score[i] = theta[i] + [0.0, -step, step][k], trials[k], tq[0, k], ts[0, k]
+        step *= 0.5
+    out.roll[:] = np.unwrap(theta)
     return out
 
 
 def mechanism_search(chain, via, reference, objective: str = "manipulability", search: PathSearch = PathSearch(),
-                     previous=None, warm=None, table=None) -> ViaOptimum:
-    """The orientation over SO(3) the arm holds best, via point by via point, kept continuous.
+                     previous=None, following=None, table=None) -> ViaOptimum:
+    """The orientation over SO(3) the arm holds best at each via point, continuous along the path.
 
-    With a lookup table its single-branch answer (plus the previous key's
-    orientation and the reference) replaces the full candidate set, and the
-    small-turn refinement polishes it.
+    Candidates per via: the chain's orientation set (or the lookup table's
+    single-branch answer) and the reference; picked together by best_sequence,
+    then refined by small turns about x, y, z against the chosen neighbours.
     """
     via = np.asarray(via, float).reshape(-1, 3)
+    count = via.shape[0]
     reference = np.asarray(reference, float).reshape(-1, 4)
-    looked = table.lookup(via) if table is not None else np.full((via.shape[0], 4), np.nan)
-    out = _empty(via.shape[0], chain)
-    for i in range(via.shape[0]):
-        extra = [reference[i]] + ([np.asarray(previous, float)] if previous is not None else [])
-        if np.isnan(looked[i, 0]):
-            candidates, restarts = np.vstack([*extra, chain.candidates]), 0
-        else:
-            candidates, restarts = np.vstack([*extra, looked[i]]), search.restarts
-        seeds = seeds_for(chain, warm, search, restarts)[None]
-        prev = None if previous is None else np.asarray(previous, float)[None]
-        best, scale, _ = choose(chain, via[i:i + 1], candidates[None], seeds, objective, prev, search.continuity)
-        out.base_score[i] = hold_scores(chain, via[i:i + 1], reference[i][None, None], seeds, objective)[1][0, 0]
-        if not np.isfinite(best.score[0]):
-            out.quats[i] = reference[i]
-            continue
-        for round_ in range(search.refine):
-            turns = axis_turns(np.vstack([np.eye(3), -np.eye(3)]), np.full(6, 0.2 * 0.5 ** round_))
-            improve(chain, via[i:i + 1], best, quat_mul(turns, best.quats[0])[None], objective, prev,
-                    search.continuity, scale)
-        out.quats[i], out.q[i], out.score[i] = best.quats[0], best.q[0], best.score[0]
-        previous, warm = best.quats[0], best.q[0]
+    looked = table.lookup(via) if table is not None else np.full((count, 4), np.nan)
+    pool = np.where(np.isnan(looked[:, None, :1]), chain.candidates[None], looked[:, None])  # (V, K, 4)
+    candidates = np.concatenate([reference[:, None], pool], axis=1)
+    seeds = np.ascontiguousarray(np.broadcast_to(seeds_for(chain, None, search, 1), (count, 2, chain.columns.size)))
+    q, score = hold_scores(chain, via, candidates, seeds, objective)
+    gain = _gains(score)
+    out = _empty(count, chain)
+    out.base_score[:] = score[:, 0]
+    out.quats[:] = reference
+    reached = np.any(np.isfinite(gain), axis=1)
+    if not np.any(reached):
+        return out
+    pick = best_sequence(np.where(reached[:, None], gain, 0.0), candidates, previous, following, search.continuity)
+    rows = np.arange(count)
+    out.quats[reached], out.q[reached], out.score[reached] = (candidates[rows, pick][reached], q[rows, pick][reached],
+                                                              score[rows, pick][reached])
+    scale = _scale(score)
+    for round_ in range(search.refine):
+        turns = axis_turns(np.vstack([np.eye(3), -np.eye(3)]), np.full(6, 0.2 * 0.5 ** round_))
+        for i in np.flatnonzero(reached):
+            around = [out.quats[i - 1] if i > 0 else previous, out.quats[i + 1] if i + 1 < count else following]
+            trials = np.vstack([out.quats[i][None], quat_mul(turns, out.quats[i])])
+            tq, ts = hold_scores(chain, via[i:i + 1], trials[None], np.vstack([out.q[i][None], seeds[i]])[None], objective)
+            turn = sum(turn_angles(trials, a) ** 2 for a in around if a is not None)
+            total = _totals(ts, np.sqrt(turn)[None], scale[i:i + 1], search.continuity)[0]
+            k = int(np.argmax(total))
+            if np.isfinite(total[k]):
+                out.quats[i], out.q[i], out.score[i] = trials[k], tq[0, k], ts[0, k]
     return out
 
 
@@ -257,5 +307,5 @@ def _empty(count: int, chain) -> ViaOptimum:
                       np.full(count, -np.inf), np.full(count, np.nan))
 
 
-__all__ = ["PathSearch", "ViaOptimum", "tangent_mechanism_search", "mechanism_search", "start_solution",
+__all__ = ["PathSearch", "ViaOptimum", "tangent_mechanism_search", "mechanism_search", "start_solution", "best_sequence",
            "hold_scores", "seeds_for", "turn_angles", "choose", "improve", "axis_turns"]

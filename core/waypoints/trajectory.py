@@ -29,7 +29,7 @@ from . import mechanism as mech
 from .curves import key_curve
 from .optimum import StateBlend, waypoint_orientations
 from .orientations import quat_mul, quat_slerp
-from .path_optimum import PathSearch, seeds_for, start_solution, turn_angles
+from .path_optimum import PathSearch, seeds_for, turn_angles
 
 PATH_FORMAT = "robot_retarget.path"
 POSITION_TOL = 1e-3      # m: a sample further from its target is unreachable
@@ -171,6 +171,30 @@ def slerp_keys(times: np.ndarray, key_times: np.ndarray, key_quats: np.ndarray) 
     return quat_slerp(key_quats[j], key_quats[j + 1], frac)
 
 
+def branch_start(chain, positions, quats, search: PathSearch = PathSearch(), coarse: int = 40,
+                 restarts: int = 12) -> np.ndarray | None:
+    """(C,) joint values at the first sample whose branch carries the arm along the whole path.
+
+    Every start the seed and restarts reach is tracked over `coarse` samples
+    of the path at once (a batch); the one reaching all of them with the
+    smallest largest joint step wins (a branch that runs into a limit has to
+    jump). None when the first sample is out of reach.
+    """
+    tight = dataclasses.replace(chain, ik=dataclasses.replace(chain.ik, **TRACKING))
+    seeds = seeds_for(chain, None, search, restarts)
+    first = mech.solve_ik(tight, np.repeat(positions[:1], len(seeds), 0), np.repeat(quats[:1], len(seeds), 0), seeds)
+    starts = first.q[first.reached]
+    if starts.size == 0:
+        return None
+    q, worst, ok = starts.copy(), np.zeros(len(starts)), np.ones(len(starts), bool)
+    for k in np.unique(np.linspace(0, len(positions) - 1, min(coarse, len(positions))).round().astype(int))[1:]:
+        step = mech.solve_ik(tight, np.repeat(positions[k:k + 1], len(q), 0), np.repeat(quats[k:k + 1], len(q), 0), q)
+        worst = np.maximum(worst, np.abs(step.q - q).max(axis=1))
+        ok &= step.reached
+        q = step.q
+    return starts[int(np.argmin(np.where(ok, worst, worst + 1e3)))]
+
+
 def track(chain, positions, quats, q_start, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """IK along the samples, each warm-started from the one before.
 
@@ -213,7 +237,7 @@ def follow_path(chain: mech.MechanismChain, keys: PathKeys, settings: FollowSett
     curve = key_curve(root_positions, keys.time_s, "spline" if settings.curve == "bezier" else settings.curve)
     positions = curve.position(keys.time_s[0] + times)
     quats = slerp_keys(keys.time_s[0] + times, keys.time_s, key_quats)
-    q_start = start_solution(chain, root_positions[0], key_quats[0], settings.objective, settings.search)
+    q_start = branch_start(chain, positions, quats, settings.search)
     warnings = []
     if q_start is None:
         warnings.append(f"{keys.label}: the first key (time {keys.time_s[0]:g} s) is out of the arm's reach")

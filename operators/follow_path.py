@@ -1,0 +1,160 @@
+"""Follow Path with Robot: a robot arm rig follows a keyed target (an empty or a bone) as a baked action.
+
+The target's location keys (and its rotation at the first and last key, or at
+every key with mode Keyed, e.g. after Orient Waypoints) are taken into the
+rig's armature space, where the rig's root link stands at its rest; the core
+(core.waypoints.trajectory.follow_path) samples the path at a rate and solves
+the arm's joints; the result is a new action on the rig (root bone at rest,
+one key per sample), with the report on the action and in the Info area.
+Existing actions are never modified.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+from bpy.props import EnumProperty, FloatProperty, StringProperty
+
+from ..core.waypoints.mechanism import base_pose, make_chain
+from ..core.waypoints.orientations import quat_mul
+from ..core.model.transforms import matrix_to_quat
+from ..core.waypoints.trajectory import FollowSettings, PathKeys, Trajectory, follow_path
+from .common import REPORT_PROPERTY, reports_errors, tree_from_rig
+from .export import scene_fps
+from .retarget import write_robot_action
+from .waypoints import AXES, _active_bone, _location_keys, _rotation_values, _target, _to_quat, link_items
+
+
+@dataclass
+class FollowOutcome:
+    action: bpy.types.Action
+    trajectory: Trajectory
+    frames: np.ndarray  # (N,) Blender frames of the keys (subframes where the rate asks)
+    keys: int
+
+
+def _armature_space(obj, owner, robot) -> np.ndarray:
+    """(4, 4) from the space the target's keys live in to the rig's armature space (scale removed)."""
+    basis = owner.matrix_basis.inverted_safe()
+    space = obj.matrix_world @ (owner.matrix @ basis if owner is not obj else basis)
+    out = np.array(robot.matrix_world.inverted_safe() @ space)
+    u, _, vt = np.linalg.svd(out[:3, :3])
+    out[:3, :3] = u @ vt
+    return out
+
+
+def follow_path_action(scene, obj, bone: str | None, robot, tip_link: str, base_link: str = "",
+                       settings: FollowSettings = FollowSettings(), keyed: bool = False,
+                       progress=None) -> FollowOutcome:
+    """Bake `robot` following the keys of `obj` (or its pose bone `bone`) into a new action.
+
+    keyed=True takes every key's rotation as keyed; else only the first and
+    last, the via orientations coming from settings.mode.
+    """
+    owner, prefix, label = _target(obj, bone)
+    frames, positions = _location_keys(obj, owner, prefix, label)
+    mode = owner.rotation_mode
+    quats = np.full((frames.size, 4), np.nan)
+    for i in (range(frames.size) if keyed else (0, frames.size - 1)):
+        quats[i] = _to_quat(_rotation_values(obj, owner, prefix, mode, frames[i]), mode)
+    tree = tree_from_rig(robot)
+    if not tip_link:
+        raise ValueError("Follow Path needs Tip Link: the robot link the target stands for")
+    chain = make_chain(tree, tip_link, base_link or None)
+    to_base = np.linalg.inv(base_pose(chain)) @ _armature_space(obj, owner, robot)
+    turn = matrix_to_quat(to_base[:3, :3])
+    fps = scene_fps(scene)
+    keys = PathKeys((frames - frames[0]) / fps, positions @ to_base[:3, :3].T + to_base[:3, 3],
+                    np.where(np.isnan(quats), np.nan, quat_mul(turn, np.nan_to_num(quats))), label)
+    result = follow_path(chain, keys, settings, progress)
+    count = len(result.time_s)
+    key_frames = frames[0] + result.time_s * fps
+    name = f"{robot.name}|{label.split(' ', 1)[1].strip(chr(39))}"
+    action, written = write_robot_action(robot, tree, name, key_frames, np.zeros((count, 3)),
+                                         np.broadcast_to(np.eye(3), (count, 3, 3)), result.q)
+    action[REPORT_PROPERTY] = json.dumps(result.report)
+    return FollowOutcome(action, result, key_frames, written)
+
+
+def follow_summary(report: dict) -> str:
+    """One line for the Info area: reach, errors, speed."""
+    text = (f"{report['samples']} samples at {report['rate_hz']:g} Hz; largest error "
+            f"{report['max_position_error_m'] * 1000:.2f} mm, {report['max_orientation_error_deg']:.2f} deg; "
+            f"fastest joint at {report['max_joint_speed_ratio']:.0%} of its limit")
+    if report["unreachable"]:
+        text += f"; {len(report['unreachable'])} samples out of reach from {report['unreachable'][0]:.2f} s"
+    return text
+
+
+class ROBOT_RETARGET_OT_follow_path(bpy.types.Operator):
+    """Bake a new action in which the robot arm's tip follows the keyed target (an empty or a bone)"""
+
+    bl_idname = "robot_retarget.follow_path"
+    bl_label = "Follow Path with Robot"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    bone: StringProperty(name="Bone", description="Pose bone of the target (empty: the active pose bone in "
+                         "Pose Mode, else the object)")
+    robot: StringProperty(name="Robot", description="Robot arm rig (empty: the Robot tab's robot)")
+    tip_link: StringProperty(name="Tip Link", search=link_items, description="Robot link the target stands for")
+    base_link: StringProperty(name="Base Link", search=link_items,
+                              description="Link the arm hangs from (empty: the robot's root)")
+    mode: EnumProperty(name="Via Orientation", items=[
+        ("KEYED", "Keyed", "The target's rotation at every key (e.g. after Orient Waypoints)"),
+        ("TANGENT", "Tangent", "Approach axis along the path, roll interpolated"),
+        ("TANGENT_MECHANISM", "Tangent + Mechanism", "Approach axis along the path, roll the arm holds best"),
+        ("MECHANISM", "Mechanism", "The orientation the arm holds best"),
+    ], default="KEYED")
+    objective: EnumProperty(name="Objective", items=[
+        ("MANIPULABILITY", "Manipulability", "Stay far from singularities"),
+        ("TORQUE", "Gravity Torque", "Least squared gravity torques"),
+    ], default="MANIPULABILITY")
+    max_blend: FloatProperty(name="Maximum", min=0.0, max=1.0, default=1.0, subtype='FACTOR')
+    approach_axis: EnumProperty(name="Approach Axis", items=[(k, k, f"Tip link's local {k} axis") for k in AXES],
+                                default="Z")
+    rate: FloatProperty(name="Rate", min=1.0, max=2000.0, default=100.0, description="Samples per second")
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None
+
+    def draw(self, context):
+        layout = self.layout
+        layout.prop(self, "bone")
+        layout.prop_search(self, "robot", bpy.data, "objects")
+        for name in ("tip_link", "base_link", "mode", "objective", "max_blend", "approach_axis", "rate"):
+            layout.prop(self, name)
+
+    def _robot(self, context):
+        robot = bpy.data.objects.get(self.robot) if self.robot else context.scene.robot_retarget.robot
+        if robot is None or robot.type != 'ARMATURE':
+            raise ValueError("Follow Path needs Robot: a robot rig (File > Import > URDF Robot), "
+                             "named here or picked in the Robot tab")
+        return robot
+
+    @reports_errors
+    def execute(self, context):
+        obj, robot = context.object, self._robot(context)
+        if obj == robot:
+            raise ValueError("select the keyed target (an empty or a bone), not the robot rig")
+        bone = self.bone or _active_bone(context)
+        mode = "tangent" if self.mode == "KEYED" else self.mode.lower()
+        settings = FollowSettings(rate_hz=self.rate, mode=mode, objective=self.objective.lower(),
+                                  max_blend=self.max_blend, approach_axis=AXES[self.approach_axis])
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        try:
+            outcome = follow_path_action(context.scene, obj, bone, robot, self.tip_link, self.base_link, settings,
+                                         self.mode == "KEYED", lambda f, m: wm.progress_update(int(100 * f)))
+        finally:
+            wm.progress_end()
+        report = outcome.trajectory.report
+        for warning in report["warnings"]:
+            self.report({'WARNING'}, warning)
+        self.report({'INFO'}, f"{follow_summary(report)} -> action {outcome.action.name!r}")
+        return {'FINISHED'}
+
+
+classes = (ROBOT_RETARGET_OT_follow_path,)

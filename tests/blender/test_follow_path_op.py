@@ -1,0 +1,94 @@
+"""operators/follow_path.py in the real bpy module: the Panda rig follows a keyed empty as a baked action,
+and the action's joints are the core's trajectory; the menu entries and the link search."""
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+ROOT = Path(__file__).resolve().parents[2]
+PANDA = ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"
+FPS = 24.0
+FRAMES = np.array([1.0, 13.0, 25.0, 37.0, 49.0])  # 0.5 s apart
+ANGLES = np.radians(np.linspace(-50, 50, 5))
+PATH = np.column_stack([0.5 * np.cos(ANGLES), 0.5 * np.sin(ANGLES), 0.35 + 0.1 * np.sin(np.linspace(0, np.pi, 5))])
+DOWN = np.array([0.0, 1.0, 0.0, 0.0])
+
+
+@pytest.fixture
+def mods(extension):
+    name = extension.__name__
+    return {n: importlib.import_module(f"{name}.{m}") for n, m in {
+        "anim_io": "operators.anim_io", "common": "operators.common", "rig": "core.model.rig",
+        "mech": "core.waypoints.mechanism", "traj": "core.waypoints.trajectory", "wp": "operators.waypoints",
+        "kin": "core.model.kinematics", "urdf": "core.model.urdf"}.items()}
+
+
+def _scene(clean_scene, mods):
+    clean_scene.render.fps, clean_scene.render.fps_base = int(FPS), 1.0
+    assert bpy.ops.robot_retarget.import_urdf(filepath=str(PANDA), import_meshes=False) == {'FINISHED'}
+    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+    target = bpy.data.objects.new("Target", None)
+    clean_scene.collection.objects.link(target)
+    target.rotation_mode = "QUATERNION"
+    action, slot = mods["anim_io"].new_action(target, "Path")
+    mods["anim_io"].write_channels(action, slot, [("location", i, "") for i in range(3)], FRAMES, PATH)
+    mods["anim_io"].write_channels(action, slot, [("rotation_quaternion", i, "") for i in range(4)],
+                                   FRAMES[[0, -1]], np.vstack([DOWN, DOWN]))
+    bpy.context.view_layer.objects.active = target
+    return rig, target
+
+
+def _baked_q(mods, rig, action):
+    tree = mods["common"].tree_from_rig(rig)
+    layout = mods["rig"].rig_layout(tree)
+    channels = [(f'pose.bones["{bone}"].{prop}', index) for bone, prop, index in layout.joint_channels]
+    slot = rig.animation_data.action_slot
+    frames, q = mods["anim_io"].read_channels(action, slot, channels)
+    return tree, frames, q
+
+
+def test_follow_path_bakes_the_core_trajectory(clean_scene, mods):
+    rig, target = _scene(clean_scene, mods)
+    bpy.ops.ed.undo_push(message="keyed path")
+    assert bpy.ops.robot_retarget.follow_path('EXEC_DEFAULT', True, robot=rig.name, tip_link="panda_hand_tcp",
+                                              mode='TANGENT', rate=48.0) == {'FINISHED'}
+    rig = bpy.data.objects[rig.name]
+    action = rig.animation_data.action
+    report = json.loads(action["robot_retarget_report"])
+    assert report["unreachable"] == [] and report["limit_violations"] == 0
+    tree, frames, q = _baked_q(mods, rig, action)
+    assert np.allclose(frames, 1.0 + np.arange(97) * FPS / 48.0)  # 2 s at 48 Hz: every half frame
+    chain = mods["mech"].make_chain(mods["kin"].KinematicTree(mods["urdf"].parse_urdf(PANDA)), "panda_hand_tcp")
+    quats = np.full((5, 4), np.nan)
+    quats[[0, -1]] = DOWN
+    core = mods["traj"].follow_path(chain, mods["traj"].PathKeys((FRAMES - 1) / FPS, PATH, quats),
+                                    mods["traj"].FollowSettings(rate_hz=48.0, mode="tangent"))
+    assert np.allclose(q, core.q, atol=1e-5)  # keys are float32
+    tips = tree.forward(q)[:, tree.link_index("panda_hand_tcp")]
+    at_keys = tips[::24, :3, 3]
+    assert np.max(np.linalg.norm(at_keys - PATH, axis=1)) < 1e-3
+    # the target's own keys and actions are untouched; undo removes the bake
+    assert target.animation_data.action.name == "Path"
+    name = rig.name
+    assert bpy.ops.ed.undo() == {'FINISHED'}
+    rig = bpy.data.objects[name]
+    assert rig.animation_data is None or rig.animation_data.action is None
+
+
+def test_menu_link_search_and_bad_input(clean_scene, mods):
+    rig, target = _scene(clean_scene, mods)
+    draw = bpy.types.VIEW3D_MT_object_animation._dyn_ui_initialize()
+    assert mods["wp"]._menu in draw
+    links = mods["wp"].rig_links(rig)
+    assert "panda_hand_tcp" in links and "panda_link0" in links
+    with pytest.raises(RuntimeError, match="needs Robot"):
+        bpy.ops.robot_retarget.follow_path(tip_link="panda_hand_tcp")
+    with pytest.raises(RuntimeError, match="no link 'hand'"):
+        bpy.ops.robot_retarget.follow_path(robot=rig.name, tip_link="hand")
+    assert rig.animation_data is None or rig.animation_data.action is None  # nothing half-written
