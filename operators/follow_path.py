@@ -98,8 +98,9 @@ class ROBOT_RETARGET_OT_follow_path(bpy.types.Operator):
     bone: StringProperty(name="Bone", description="Pose bone of the target (empty: the active pose bone in "
                          "Pose Mode, else the object)")
     robot: StringProperty(name="Robot", description="Robot arm rig (empty: the Robot tab's robot)")
-    tip_link: StringProperty(name="Tip Link", search=link_items, description="Robot link the target stands for")
-    base_link: StringProperty(name="Base Link", search=link_items,
+    tip_link: StringProperty(name="Tip Link", search=link_items, search_options={"SORT"},
+                             description="Robot link the target stands for")
+    base_link: StringProperty(name="Base Link", search=link_items, search_options={"SORT"},
                               description="Link the arm hangs from (empty: the robot's root)")
     mode: EnumProperty(name="Via Orientation", items=[
         ("KEYED", "Keyed", "The target's rotation at every key (e.g. after Orient Waypoints)"),

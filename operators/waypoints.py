@@ -310,8 +310,9 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
         ("EULER", "Euler", "Linear interpolation of the keyed Euler angles"),
     ], default="SLERP")
     robot: StringProperty(name="Robot", description="Robot rig (imported URDF) for mechanism mode")
-    tip_link: StringProperty(name="Tip Link", search=link_items, description="URDF link the keyed object stands for")
-    base_link: StringProperty(name="Base Link", search=link_items,
+    tip_link: StringProperty(name="Tip Link", search=link_items, search_options={"SORT"},
+                             description="URDF link the keyed object stands for")
+    base_link: StringProperty(name="Base Link", search=link_items, search_options={"SORT"},
                               description="Link the chain hangs from (empty: the robot's root)")
     objective: EnumProperty(name="Objective", items=[
         ("MANIPULABILITY", "Manipulability", "Stay far from singularities (Yoshikawa's measure)"),

@@ -4,10 +4,13 @@ The quadratic Bezier through a via point's neighbours (orientations.bezier_tange
 sees only three keys; a cubic through *all* keys gives tangents that agree with
 the path the tip really follows between keys, which is what a trajectory samples:
 
-- "spline": a C2 cubic spline at rest at both ends (clamped: zero first
-  derivative), so a path keyed by times starts and stops without a jerk;
+- "spline": the natural cubic spline (C2, no curvature at the ends);
 - "bspline": the interpolating cubic B-spline with not-a-knot ends (scipy's
-  make_interp_spline), which keeps the end segments' natural direction.
+  make_interp_spline): the first and last two segments are one cubic, which
+  follows a circle's keys closest (tangents within half a degree on uneven keys).
+
+A spline clamped to rest at the ends was tried and left out: it bends the
+path next to the ends (7 degree tangent errors on a circle).
 
 The parameter is the keys' times in seconds when given, else the chord length
 (cumulative straight-line distance) in metres. Positions in metres, keys first.
@@ -75,8 +78,8 @@ def key_curve(points, params=None, kind: str = "spline") -> KeyCurve:
         raise ValueError("the keys' times must increase strictly (one time per key)")
     if kind == "bspline" and points.shape[0] >= 4:
         curve = make_interp_spline(s, points, k=3)
-    else:  # a B-spline through 2 or 3 keys is not defined with not-a-knot ends: the clamped spline
-        curve = CubicSpline(s, points, axis=0, bc_type="clamped")
+    else:  # a not-a-knot B-spline needs 4 keys: fewer get the natural spline (a line through 2)
+        curve = CubicSpline(s, points, axis=0, bc_type="natural")
     return KeyCurve(s, kind, curve)
 
 

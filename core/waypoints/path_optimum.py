@@ -11,14 +11,17 @@ turns between neighbouring keys on a smooth Panda arc). Here
   worst reached, 1 the best), and the via points' candidates are picked
   together (dynamic programming, best_sequence) against continuity x
   (turn / pi)^2 between neighbouring keys, the keyed start and end included,
-  so a small gain never buys a large turn, whatever the objective's units;
+  with a soft ceiling at max_turn_deg (turn_cost), so a small gain never buys
+  a large turn, whatever the objective's units;
 - each pick is then refined against its chosen neighbours.
 
 The joint trajectory (trajectory.track) then follows one IK branch, warm-started
 sample to sample. Two families of candidates:
 
 - tangent_mechanism: the approach axis on the path tangent and a free roll
-  theta about it, on `rolls` evenly spaced angles refined by halving steps;
+  theta about it, within max_roll_deg of the tangent mode's roll (a wrist
+  has a limited range: rolls drifting further along the path would run it
+  into its limit), on evenly spaced angles refined by halving steps;
   theta = 0 is the tangent mode's roll (from the interpolated orientation),
   and no roll scoring below it is taken, so the result holds the arm at
   least as well as tangent mode. Rolls are unwrapped along the path.
@@ -38,6 +41,7 @@ from ..model.transforms import axis_angle_to_matrix, matrix_to_quat, quat_to_mat
 from . import mechanism as mech
 from .orientations import align_axis, quat_mul
 
+CEILING = 100.0  # how much more a turn beyond PathSearch.max_turn_deg costs
 TOL_SCORE = 1e-12  # relative: a roll scoring this close to the tangent mode's counts as no worse
 
 
@@ -45,9 +49,11 @@ TOL_SCORE = 1e-12  # relative: a roll scoring this close to the tangent mode's c
 class PathSearch:
     """How the via points' optima are searched along the path."""
 
-    rolls: int = 24           # tangent_mechanism: coarse rolls about the tangent (15 degrees apart)
+    rolls: int = 24           # tangent_mechanism: coarse rolls per full turn about the tangent (15 degrees apart)
+    max_roll_deg: float = 90.0  # tangent_mechanism: rolls searched within this of the tangent mode's
     refine: int = 3           # halving rounds around the winner
     continuity: float = 3.0   # weight of (turn from the previous key / pi)^2 against the normalised objective
+    max_turn_deg: float = 45.0  # soft ceiling: turns between neighbouring keys beyond it cost CEILING x more
     restarts: int = 4         # random IK starts besides the warm start and the chain's seed
     rng_seed: int = 0
 
@@ -110,10 +116,23 @@ def turn_angles(a, b) -> np.ndarray:
     return 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
 
 
-def _totals(score, turn, scale, continuity: float, floor=None) -> np.ndarray:
-    """Objective over its range among the candidates (0 worst, 1 best) minus the continuity cost;
+def turn_cost(turn, search: PathSearch, ceiling: bool = True) -> np.ndarray:
+    """The continuity cost of turning by `turn` (rad) between neighbouring keys.
+
+    continuity x ((turn / pi)^2 + CEILING x excess / pi), the excess over
+    max_turn_deg counted between via keys only (`ceiling`): a soft ceiling, so a
+    path whose own tangent turns further between keys still gets
+    orientations, the least turned ones. The turn from the keyed start (or to
+    the end) is mostly the blend's, not the mechanism's choice: no ceiling.
+    """
+    over = np.maximum(np.asarray(turn) - np.radians(search.max_turn_deg), 0.0) * ceiling
+    return search.continuity * ((np.asarray(turn) / np.pi) ** 2 + CEILING * over / np.pi)
+
+
+def _totals(score, cost, scale, floor=None) -> np.ndarray:
+    """Objective over its range among the candidates (0 worst, 1 best) minus the continuity `cost`;
     -inf where unreached or below `floor`. scale (P, 2): the range's low end and width."""
-    total = (score - scale[..., :1]) / scale[..., 1:] - continuity * (turn / np.pi) ** 2
+    total = (score - scale[..., :1]) / scale[..., 1:] - cost
     valid = np.isfinite(score)
     if floor is not None:
         valid &= ~(score < floor[..., None] - TOL_SCORE * np.abs(floor[..., None]))
@@ -140,19 +159,19 @@ class _Best:
     total: np.ndarray  # (P,)
 
 
-def choose(chain, positions, candidates, seeds, objective, previous, continuity, floor=None):
+def choose(chain, positions, candidates, seeds, objective, previous, search: PathSearch, floor=None):
     """The candidate (P, K, 4) of best total per position; previous (P, 4) or None (no turn cost)."""
     q, score = hold_scores(chain, positions, candidates, seeds, objective)
-    turn = np.zeros(score.shape) if previous is None else turn_angles(candidates, previous[:, None])
+    cost = 0.0 if previous is None else turn_cost(turn_angles(candidates, previous[:, None]), search)
     scale = _scale(score)
-    total = _totals(score, turn, scale, continuity, floor)
+    total = _totals(score, cost, scale, floor)
     pick = np.argmax(total, axis=1)
     rows = np.arange(score.shape[0])
     best = _Best(candidates[rows, pick].copy(), q[rows, pick].copy(), score[rows, pick].copy(), total[rows, pick])
     return best, scale, pick
 
 
-def improve(chain, positions, best: _Best, trials, objective, previous, continuity, scale, floor=None,
+def improve(chain, positions, best: _Best, trials, objective, previous, search: PathSearch, scale, floor=None,
             seeds=None) -> np.ndarray:
     """Replace each winner by a trial (P, T, 4) when its total is higher; IK from `seeds` (P, S, C),
     by default warm-started from the winner's joint values.
@@ -160,8 +179,8 @@ def improve(chain, positions, best: _Best, trials, objective, previous, continui
     Returns the (P,) index of the trial taken, -1 where the winner stayed.
     """
     q, score = hold_scores(chain, positions, trials, best.q[:, None] if seeds is None else seeds, objective)
-    turn = np.zeros(score.shape) if previous is None else turn_angles(trials, previous[:, None])
-    total = _totals(score, turn, scale, continuity, floor)
+    cost = 0.0 if previous is None else turn_cost(turn_angles(trials, previous[:, None]), search)
+    total = _totals(score, cost, scale, floor)
     pick = np.argmax(total, axis=1)
     rows = np.arange(score.shape[0])
     gain = total[rows, pick] > best.total
@@ -177,22 +196,22 @@ def axis_turns(axes, angles) -> np.ndarray:
 
 # ------------------------------------------------------------- searches ---
 
-def best_sequence(gain: np.ndarray, candidates: np.ndarray, previous, following, continuity: float) -> np.ndarray:
-    """(V,) candidate per via maximising the summed gain minus continuity x (turn / pi)^2 between
-    neighbours (the start key `previous` and the end key `following` included), by dynamic programming.
+def best_sequence(gain: np.ndarray, candidates: np.ndarray, previous, following, search: PathSearch) -> np.ndarray:
+    """(V,) candidate per via maximising the summed gain minus the turn_cost between neighbours
+    (the start key `previous` and the end key `following` included), by dynamic programming.
 
     gain (V, K) is -inf for a candidate that may not be taken; candidates (V, K, 4).
     """
     count = gain.shape[0]
-    cost = lambda a, b: continuity * (turn_angles(a[:, None], b[None]) / np.pi) ** 2  # noqa: E731
-    value = gain[0] - (0.0 if previous is None else cost(np.asarray(previous)[None], candidates[0])[0])
+    cost = lambda a, b, ceiling=True: turn_cost(turn_angles(a[:, None], b[None]), search, ceiling)  # noqa: E731
+    value = gain[0] - (0.0 if previous is None else cost(np.asarray(previous)[None], candidates[0], False)[0])
     back = np.zeros(gain.shape, dtype=int)
     for i in range(1, count):
         step = value[:, None] - cost(candidates[i - 1], candidates[i])  # (K from, K to)
         back[i] = np.argmax(step, axis=0)
         value = step[back[i], np.arange(gain.shape[1])] + gain[i]
     if following is not None:
-        value = value - cost(candidates[-1], np.asarray(following)[None])[:, 0]
+        value = value - cost(candidates[-1], np.asarray(following)[None], False)[:, 0]
     pick = np.empty(count, dtype=int)
     pick[-1] = int(np.argmax(value))
     for i in range(count - 1, 0, -1):
@@ -202,7 +221,7 @@ def best_sequence(gain: np.ndarray, candidates: np.ndarray, previous, following,
 
 def _gains(score: np.ndarray, floor: np.ndarray | None = None) -> np.ndarray:
     """(V, K) objective over its range per via (0 worst reached, 1 best); -inf unreached or below floor."""
-    return _totals(score, np.zeros(score.shape), _scale(score), 0.0, floor)
+    return _totals(score, 0.0, _scale(score), floor)
 
 
 def tangent_mechanism_search(chain, via, tangents, reference, approach_axis, objective: str = "manipulability",
@@ -216,7 +235,9 @@ def tangent_mechanism_search(chain, via, tangents, reference, approach_axis, obj
     count = via.shape[0]
     aligned = align_axis(reference, approach_axis, tangents)
     axes = quat_to_matrix(aligned) @ (np.asarray(approach_axis, float) / np.linalg.norm(approach_axis))
-    thetas = 2.0 * np.pi * np.arange(search.rolls) / search.rolls  # thetas[0] = 0: tangent mode's roll
+    step = 2.0 * np.pi / search.rolls
+    side = np.arange(1, int(np.floor(np.radians(min(search.max_roll_deg, 180.0)) / step + 1e-9)) + 1) * step
+    thetas = np.concatenate([[0.0], side, -side[side < np.pi - 1e-9]])  # thetas[0] = 0: tangent mode's roll
     rolled = lambda i, angles: quat_mul(axis_turns(np.broadcast_to(axes[i], (len(angles), 3)), angles), aligned[i])  # noqa: E731
     candidates = np.stack([rolled(i, thetas) for i in range(count)])  # (V, R, 4)
     seeds = np.ascontiguousarray(np.broadcast_to(seeds_for(chain, None, search), (count,) + (search.restarts + 1, chain.columns.size)))
@@ -230,23 +251,26 @@ def tangent_mechanism_search(chain, via, tangents, reference, approach_axis, obj
     out.quats[:] = aligned
     if not np.any(reached):
         return out
-    pick = best_sequence(np.where(reached[:, None], gain, 0.0), candidates, previous, following, search.continuity)
+    pick = best_sequence(np.where(reached[:, None], gain, 0.0), candidates, previous, following, search)
     theta = thetas[pick]
     rows = np.arange(count)
     out.quats[reached], out.q[reached], out.score[reached] = (candidates[rows, pick][reached], q[rows, pick][reached],
                                                               score[rows, pick][reached])
     scale = _scale(score)
     step = np.pi / search.rolls
+    limit = np.radians(search.max_roll_deg)
     for _ in range(search.refine):  # each via against its chosen neighbours
         for i in np.flatnonzero(reached):
-            around = [out.quats[i - 1] if i > 0 else previous, out.quats[i + 1] if i + 1 < count else following]
-            trials = rolled(i, theta[i] + np.array([0.0, -step, step]))
+            around = [(out.quats[i - 1], True) if i > 0 else (previous, False),
+                      (out.quats[i + 1], True) if i + 1 < count else (following, False)]
+            trials = rolled(i, np.clip(theta[i] + np.array([0.0, -step, step]), -limit, limit))
             tq, ts = hold_scores(chain, via[i:i + 1], trials[None], seeds[i:i + 1], objective)
-            turn = sum(turn_angles(trials, a) ** 2 for a in around if a is not None)
-            total = _totals(ts, np.sqrt(turn)[None], scale[i:i + 1], search.continuity, floor[i:i + 1])[0]
+            cost = sum(turn_cost(turn_angles(trials, a), search, via) for a, via in around if a is not None)
+            total = _totals(ts, cost, scale[i:i + 1], floor[i:i + 1])[0]
             k = int(np.argmax(total))
             if np.isfinite(total[k]):
-                theta[i], out.quats[i], out.q[i], out.score[i] = theta[i] + [0.0, -step, step][k], trials[k], tq[0, k], ts[0, k]
+                theta[i] = np.clip(theta[i] + [0.0, -step, step][k], -limit, limit)
+                out.quats[i], out.q[i], out.score[i] = trials[k], tq[0, k], ts[0, k]
         step *= 0.5
     out.roll[:] = np.unwrap(theta)
     return out
@@ -275,7 +299,7 @@ def mechanism_search(chain, via, reference, objective: str = "manipulability", s
     reached = np.any(np.isfinite(gain), axis=1)
     if not np.any(reached):
         return out
-    pick = best_sequence(np.where(reached[:, None], gain, 0.0), candidates, previous, following, search.continuity)
+    pick = best_sequence(np.where(reached[:, None], gain, 0.0), candidates, previous, following, search)
     rows = np.arange(count)
     out.quats[reached], out.q[reached], out.score[reached] = (candidates[rows, pick][reached], q[rows, pick][reached],
                                                               score[rows, pick][reached])
@@ -283,11 +307,12 @@ def mechanism_search(chain, via, reference, objective: str = "manipulability", s
     for round_ in range(search.refine):
         turns = axis_turns(np.vstack([np.eye(3), -np.eye(3)]), np.full(6, 0.2 * 0.5 ** round_))
         for i in np.flatnonzero(reached):
-            around = [out.quats[i - 1] if i > 0 else previous, out.quats[i + 1] if i + 1 < count else following]
+            around = [(out.quats[i - 1], True) if i > 0 else (previous, False),
+                      (out.quats[i + 1], True) if i + 1 < count else (following, False)]
             trials = np.vstack([out.quats[i][None], quat_mul(turns, out.quats[i])])
             tq, ts = hold_scores(chain, via[i:i + 1], trials[None], np.vstack([out.q[i][None], seeds[i]])[None], objective)
-            turn = sum(turn_angles(trials, a) ** 2 for a in around if a is not None)
-            total = _totals(ts, np.sqrt(turn)[None], scale[i:i + 1], search.continuity)[0]
+            cost = sum(turn_cost(turn_angles(trials, a), search, via) for a, via in around if a is not None)
+            total = _totals(ts, cost, scale[i:i + 1])[0]
             k = int(np.argmax(total))
             if np.isfinite(total[k]):
                 out.quats[i], out.q[i], out.score[i] = trials[k], tq[0, k], ts[0, k]
@@ -308,4 +333,4 @@ def _empty(count: int, chain) -> ViaOptimum:
 
 
 __all__ = ["PathSearch", "ViaOptimum", "tangent_mechanism_search", "mechanism_search", "start_solution", "best_sequence",
-           "hold_scores", "seeds_for", "turn_angles", "choose", "improve", "axis_turns"]
+           "hold_scores", "seeds_for", "turn_angles", "turn_cost", "choose", "improve", "axis_turns"]

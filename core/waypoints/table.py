@@ -96,11 +96,11 @@ def build_table(chain: MechanismChain, objective: str = "manipulability", resolu
         seeds = np.broadcast_to(seeds_for(chain, centre.q[0], search, 0), (count, 2, chain.columns.size))
         previous = np.broadcast_to(centre.quats[0], (count, 4))
         best, scale, _ = choose(chain, points, np.ascontiguousarray(candidates), np.ascontiguousarray(seeds),
-                                objective, previous, search.continuity)
+                                objective, previous, search)
         for round_ in range(refine):
             turns = axis_turns(np.vstack([np.eye(3), -np.eye(3)]), np.full(6, 0.2 * 0.5 ** round_))
             improve(chain, points, best, quat_mul(turns[None], best.quats[:, None]), objective, previous,
-                    search.continuity, scale)
+                    search, scale)
         quats = np.where(np.isfinite(best.score)[:, None], best.quats, np.nan)
     spacing = (box[1] - box[0]) / max(resolution - 1, 1)
     return OrientationTable(box[0].copy(), spacing, quats.reshape(grid.shape[:3] + (4,)), objective)

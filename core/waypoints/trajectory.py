@@ -3,9 +3,9 @@
 Keys give the tip's position at times (and its orientation at the first and
 last key, optionally at via keys); the via orientations come from
 waypoint_orientations. The path is sampled at a rate: positions on the cubic
-through the keys (curves.key_curve, parameterised by time, so the tip starts
-and stops at rest), orientations slerped between the keyed orientations by
-time. Every sample is solved by IK for position and orientation inside the
+through the keys (curves.key_curve, parameterised by time: the tangents the
+via orientations follow are the directions the tip really moves in),
+orientations slerped between the keyed orientations by time. Every sample is solved by IK for position and orientation inside the
 joint limits, warm-started from the sample before, so the arm stays on one
 branch and its joints move continuously. Nothing fails silently: samples
 the arm cannot reach are listed by time, joints too fast for their velocity
