@@ -123,7 +123,8 @@ def make_chain(tree: KinematicTree, tip_link: str, base_link: str | None = None,
     IK seed defaults to the middle of each joint's range.
     """
     path = tree.path(base_link or tree.link_names[0], tip_link)
-    links = np.array([i for i in path if tree.kind[i] != FIXED and tree.qindex[i] >= 0], dtype=int)
+    # the base's own joint is above it: the chain moves the joints below the base only
+    links = np.array([i for i in path[1:] if tree.kind[i] != FIXED and tree.qindex[i] >= 0], dtype=int)
     if links.size == 0:
         raise ValueError(f"no movable joint between {base_link or tree.link_names[0]!r} and {tip_link!r}")
     columns = np.unique(tree.qindex[links])

@@ -195,21 +195,28 @@ def branch_start(chain, positions, quats, search: PathSearch = PathSearch(), coa
     return starts[int(np.argmin(np.where(ok, worst, worst + 1e3)))]
 
 
+def _held(result: mech.IKResult) -> np.ndarray:
+    """(B,) the pose is held within the report's tolerances."""
+    return (result.position_error <= POSITION_TOL) & (np.degrees(result.rotation_error) <= ORIENTATION_TOL)
+
+
 def track(chain, positions, quats, q_start, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """IK along the samples, each warm-started from the one before.
 
     A sample the warm start cannot hold is tried from the seed and restarts
-    (taking the reached solution nearest the previous joints). Returns
+    (taking the reached solution nearest the previous joints), unless the
+    sample before was out of reach too (then the warm start leads back onto
+    the path where it comes within reach again). Returns
     q (N, C), position error (N,) m, orientation error (N,) rad.
     """
     tight = dataclasses.replace(chain, ik=dataclasses.replace(chain.ik, **TRACKING))
     count = positions.shape[0]
     q = np.empty((count, chain.columns.size))
     p_err, r_err = np.empty(count), np.empty(count)
-    previous = q_start
+    previous, lost = q_start, False
     for k in range(count):
         result = mech.solve_ik(tight, positions[k:k + 1], quats[k:k + 1], previous[None], None)
-        if not result.reached[0]:
+        if not _held(result)[0] and not lost:  # a stall just short of the tight tolerance keeps its branch
             seeds = seeds_for(chain, previous, PathSearch())
             others = mech.solve_ik(tight, np.repeat(positions[k:k + 1], len(seeds), 0),
                                    np.repeat(quats[k:k + 1], len(seeds), 0), seeds, None)
@@ -219,7 +226,7 @@ def track(chain, positions, quats, q_start, progress=None) -> tuple[np.ndarray, 
                 result = mech.IKResult(*(getattr(others, f)[pick:pick + 1] for f in
                                          ("q", "position_error", "rotation_error", "reached", "score")))
         q[k], p_err[k], r_err[k] = result.q[0], result.position_error[0], result.rotation_error[0]
-        previous = q[k]
+        previous, lost = q[k], not _held(result)[0]
         if progress is not None and k % 25 == 0:
             progress(k / count, f"solving sample {k} of {count}")
     return q, p_err, r_err
