@@ -92,3 +92,22 @@ def test_menu_link_search_and_bad_input(clean_scene, mods):
     with pytest.raises(RuntimeError, match="no link 'hand'"):
         bpy.ops.robot_retarget.follow_path(robot=rig.name, tip_link="hand")
     assert rig.animation_data is None or rig.animation_data.action is None  # nothing half-written
+
+
+def test_orient_then_follow_the_keyed_orientations(clean_scene, mods):
+    """Orient Waypoints (tangent + mechanism, from the rig) keys the target; Follow Path in Keyed mode holds them."""
+    rig, target = _scene(clean_scene, mods)
+    assert bpy.ops.robot_retarget.orient_waypoints(mode='TANGENT_MECHANISM', robot=rig.name,
+                                                   tip_link="panda_hand_tcp", use_table=False) == {'FINISHED'}
+    adt = target.animation_data
+    frames, keyed = mods["anim_io"].read_channels(adt.action, adt.action_slot,
+                                                  [("rotation_quaternion", i) for i in range(4)])
+    assert np.array_equal(frames, FRAMES)
+    assert bpy.ops.robot_retarget.follow_path(robot=rig.name, tip_link="panda_hand_tcp", mode='KEYED',
+                                              rate=24.0) == {'FINISHED'}
+    report = json.loads(rig.animation_data.action["robot_retarget_report"])
+    held = np.array([k["quaternion"] for k in report["keys"]])
+    dots = np.abs(np.sum(held * keyed / np.linalg.norm(keyed, axis=1, keepdims=True), axis=1))
+    assert np.all(dots > np.cos(np.radians(0.01) / 2))  # the keyed orientations, as keyed
+    assert max(k["orientation_error_deg"] for k in report["keys"]) < 0.5
+    assert report["unreachable"] == []
