@@ -15,16 +15,17 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from bpy.props import EnumProperty, FloatProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 
 from ..core.waypoints.mechanism import base_pose, make_chain
+from ..core.waypoints.optimum import StateBlend
 from ..core.waypoints.orientations import quat_mul
 from ..core.model.transforms import matrix_to_quat
 from ..core.waypoints.trajectory import FollowSettings, PathKeys, Trajectory, follow_path
 from .common import REPORT_PROPERTY, reports_errors, tree_from_rig
 from .export import scene_fps
 from .retarget import write_robot_action
-from .waypoints import AXES, _active_bone, _location_keys, _rotation_values, _target, _to_quat, link_items
+from .waypoints import AXES, CURVE_ITEMS, _active_bone, _location_keys, _rotation_values, _target, _to_quat, link_items
 
 
 @dataclass
@@ -80,7 +81,8 @@ def follow_path_action(scene, obj, bone: str | None, robot, tip_link: str, base_
 
 def follow_summary(report: dict) -> str:
     """One line for the Info area: reach, errors, speed."""
-    text = (f"{report['samples']} samples at {report['rate_hz']:g} Hz; largest error "
+    text = (f"{report['samples']} samples at {report['rate_hz']:g} Hz; keys up to {report['farthest_key_m']:.2f} m "
+            f"from the first joint, the arm reaches {report['reach_m']:.2f} m; largest error "
             f"{report['max_position_error_m'] * 1000:.2f} mm, {report['max_orientation_error_deg']:.2f} deg; "
             f"fastest joint at {report['max_joint_speed_ratio']:.0%} of its limit")
     if report["unreachable"]:
@@ -112,7 +114,16 @@ class ROBOT_RETARGET_OT_follow_path(bpy.types.Operator):
         ("MANIPULABILITY", "Manipulability", "Stay far from singularities"),
         ("TORQUE", "Gravity Torque", "Least squared gravity torques"),
     ], default="MANIPULABILITY")
+    blend: EnumProperty(name="Blend", items=[
+        ("PARABOLA", "Parabola", "u = 4 r (1 - r), r = share of the path done"),
+        ("BSPLINE", "B-Spline Bump", "A smooth cubic B-spline bump, flat at both ends"),
+    ], default="PARABOLA")
     max_blend: FloatProperty(name="Maximum", min=0.0, max=1.0, default=1.0, subtype='FACTOR')
+    curve: EnumProperty(name="Path Curve", items=CURVE_ITEMS[1:], default="SPLINE",
+                        description="The cubic through the keys the tip follows (and whose tangents the vias take)")
+    state_blend: BoolProperty(name="Blend by Robot State", default=False,
+                              description="Turn further toward the optimum where the interpolated orientation "
+                                          "brings the arm near a singularity or a joint limit")
     approach_axis: EnumProperty(name="Approach Axis", items=[(k, k, f"Tip link's local {k} axis") for k in AXES],
                                 default="Z")
     rate: FloatProperty(name="Rate", min=1.0, max=2000.0, default=100.0, description="Samples per second")
@@ -125,7 +136,8 @@ class ROBOT_RETARGET_OT_follow_path(bpy.types.Operator):
         layout = self.layout
         layout.prop(self, "bone")
         layout.prop_search(self, "robot", bpy.data, "objects")
-        for name in ("tip_link", "base_link", "mode", "objective", "max_blend", "approach_axis", "rate"):
+        for name in ("tip_link", "base_link", "mode", "objective", "blend", "max_blend", "curve", "state_blend",
+                     "approach_axis", "rate"):
             layout.prop(self, name)
 
     def _robot(self, context):
@@ -143,7 +155,9 @@ class ROBOT_RETARGET_OT_follow_path(bpy.types.Operator):
         bone = self.bone or _active_bone(context)
         mode = "tangent" if self.mode == "KEYED" else self.mode.lower()
         settings = FollowSettings(rate_hz=self.rate, mode=mode, objective=self.objective.lower(),
-                                  max_blend=self.max_blend, approach_axis=AXES[self.approach_axis])
+                                  blend=self.blend.lower(), max_blend=self.max_blend,
+                                  approach_axis=AXES[self.approach_axis], curve=self.curve.lower(),
+                                  state_blend=StateBlend() if self.state_blend else None)
         wm = context.window_manager
         wm.progress_begin(0, 100)
         try:

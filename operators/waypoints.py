@@ -27,12 +27,17 @@ from mathutils import Euler, Matrix, Quaternion
 from ..core.waypoints import mechanism
 from ..core.model.rig import rig_layout
 from ..core.model.transforms import matrix_to_quat, quat_continuous
-from ..core.waypoints.optimum import waypoint_orientations
+from ..core.waypoints.optimum import StateBlend, waypoint_orientations
 from ..core.waypoints.orientations import euler_to_quat, quat_mul
 from ..core.waypoints.table import build_table
 from . import anim_io
 from .common import reports_errors, tree_from_rig
 
+CURVE_ITEMS = [
+    ("BEZIER", "Bezier (Neighbours)", "Quadratic Bezier through the neighbouring keys, passing the key at r"),
+    ("SPLINE", "Spline (All Keys)", "Natural cubic spline through all keys, by their times"),
+    ("BSPLINE", "B-Spline (All Keys)", "Interpolating cubic B-spline through all keys, by their times"),
+]
 AXES = {"X": (1, 0, 0), "Y": (0, 1, 0), "Z": (0, 0, 1), "-X": (-1, 0, 0), "-Y": (0, -1, 0), "-Z": (0, 0, -1)}
 CUSTOM_SAMPLES = 7  # interior samples of the custom blend curve at r = 1/8 ... 7/8
 _ROTATION_PROPS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -56,6 +61,11 @@ class OrientSettings:
     tangent_share: float = 0.0         # mechanism: weight of the tangent optimum in the mix
     use_table: bool = True
     table_resolution: int = 4
+    curve: str = "bezier"              # tangents: bezier | spline | bspline (through all keys, by key times)
+    distances: str = "path"            # ratio r: path (polyline) | arc (along the curve) | straight
+    state_blend: bool = False          # mechanism: more of the optimum where the arm is at risk
+    min_manipulability: float = 0.05
+    limit_margin: float = 0.1
 
 
 @dataclass
@@ -173,9 +183,11 @@ def _mechanism_options(settings: OrientSettings, tree, positions: np.ndarray, gr
     return options
 
 
-def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mechanism_frame):
-    """Core call; in mechanism mode in the robot's frame (frame = (matrix (4,4), tree, gravity))."""
-    options = {"interpolation": settings.interpolation}
+def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mechanism_frame, frames, fps, notes):
+    """Core call; in mechanism mode in the robot's frame (frame = (matrix (4,4), tree, gravity)).
+    Via keys the robot cannot reach are named in `notes` with their frame."""
+    options = {"interpolation": settings.interpolation, "curve": settings.curve, "distances": settings.distances,
+               "times": (frames - frames[0]) / fps}
     if settings.blend == "custom":
         options["blend_curve"] = [0.0, *settings.custom_curve, 0.0]
     if euler is not None:
@@ -190,6 +202,12 @@ def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mec
         turn = matrix_to_quat(matrix[:3, :3])
         q_start, q_end = quat_mul(turn, q_start), quat_mul(turn, q_end)
         options.update(_mechanism_options(settings, tree, positions, gravity))
+        if settings.state_blend:
+            options["state_blend"] = StateBlend(settings.min_manipulability, settings.limit_margin)
+        out_of_reach = np.flatnonzero(~mechanism.reachable(options["chain"], positions[1:-1]))
+        notes += [f"key at frame {frames[i + 1]:g} is out of the robot's reach: it keeps the "
+                  f"{'tangent' if settings.mode == 'tangent_mechanism' else 'interpolated'} orientation"
+                  for i in out_of_reach]
         share = settings.tangent_share
         mode = {settings.mode: 1.0 - share, "tangent": share} if share > 0 else settings.mode
     quats = waypoint_orientations(positions[0], q_start, positions[-1], q_end, positions[1:-1], mode=mode,
@@ -227,7 +245,8 @@ def orient_waypoints(obj: bpy.types.Object, bone: str | None = None,
         tree = tree_from_rig(robot)
         matrix, gravity = _robot_frame(obj, owner, robot, tree)
         frame = (matrix, tree, gravity)
-    vias = _solve(settings, positions, q_start, q_end, axis, euler, frame)
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    vias = _solve(settings, positions, q_start, q_end, axis, euler, frame, frames, fps, notes)
     quats = quat_continuous(np.vstack([q_start, vias, q_end]))
     if mode == "AXIS_ANGLE":
         owner.rotation_mode = mode = "QUATERNION"
@@ -323,6 +342,19 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
     use_table: BoolProperty(name="Lookup Table", default=True,
                             description="Precompute the optimum on a grid around the keys, then interpolate")
     table_resolution: IntProperty(name="Grid", min=2, max=12, default=4, description="Grid points per axis")
+    curve: EnumProperty(name="Tangent Curve", items=CURVE_ITEMS, default="BEZIER")
+    distances: EnumProperty(name="Ratio", items=[
+        ("PATH", "Along the Keys", "r from distances along the straight lines between the keys"),
+        ("ARC", "Arc Length", "r from the arc length along the curve through all keys"),
+        ("STRAIGHT", "Straight to the Ends", "r from the straight distances to the first and last key"),
+    ], default="PATH")
+    state_blend: BoolProperty(name="Blend by Robot State", default=False,
+                              description="Turn further toward the optimum where the interpolated orientation "
+                                          "brings the arm near a singularity or a joint limit")
+    min_manipulability: FloatProperty(name="Singular Below", min=0.0, default=0.05,
+                                      description="Manipulability under which the arm counts as near a singularity")
+    limit_margin: FloatProperty(name="Limit Margin", min=0.0, max=0.5, default=0.1, subtype='FACTOR',
+                                description="Share of a joint's range near its limit that counts as at risk")
 
     @classmethod
     def poll(cls, context):
@@ -330,13 +362,14 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
 
     def draw(self, context):
         layout = self.layout
-        for name in ("bone", "mode", "blend", "max_blend", "approach_axis", "interpolation"):
+        for name in ("bone", "mode", "blend", "max_blend", "approach_axis", "interpolation", "curve", "distances"):
             layout.prop(self, name)
         if self.blend == "CUSTOM":
             layout.prop(self, "custom_curve")
         if self.mode in ("MECHANISM", "TANGENT_MECHANISM"):
             layout.prop_search(self, "robot", bpy.data, "objects")
-            for name in ("tip_link", "base_link", "objective", "tangent_share", "use_table", "table_resolution"):
+            for name in ("tip_link", "base_link", "objective", "tangent_share", "use_table", "table_resolution",
+                         "state_blend", "min_manipulability", "limit_margin"):
                 layout.prop(self, name)
 
     def settings(self) -> OrientSettings:
@@ -345,7 +378,9 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
             max_blend=self.max_blend, approach_axis=self.approach_axis,
             interpolation=self.interpolation.lower(), custom_curve=tuple(self.custom_curve),
             robot=self.robot, tip_link=self.tip_link, base_link=self.base_link, objective=self.objective.lower(),
-            tangent_share=self.tangent_share, use_table=self.use_table, table_resolution=self.table_resolution)
+            tangent_share=self.tangent_share, use_table=self.use_table, table_resolution=self.table_resolution,
+            curve=self.curve.lower(), distances=self.distances.lower(), state_blend=self.state_blend,
+            min_manipulability=self.min_manipulability, limit_margin=self.limit_margin)
 
     @reports_errors
     def execute(self, context):

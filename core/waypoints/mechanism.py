@@ -168,6 +168,16 @@ def base_pose(chain: MechanismChain) -> np.ndarray:
     return chain.tree.forward(chain.rest_q[None])[0, chain.base]
 
 
+def arm_reach(chain: MechanismChain, samples: int = 4000, rng_seed: int = 0) -> tuple[np.ndarray, float]:
+    """(origin (3,) m, reach m): the first moving joint's origin at rest and the farthest the tip gets
+    from it over random joint values inside the limits, to tell a user how far the arm reaches."""
+    lo, hi = _limits(chain.tree, chain.columns)
+    q = np.vstack([chain.seed, np.random.default_rng(rng_seed).uniform(lo, hi, (samples, lo.size))])
+    frames = chain_frames(chain, q)
+    origin = frames[0, chain.links[0], :3, 3]
+    return origin, float(np.linalg.norm(frames[:, chain.tip, :3, 3] - origin, axis=1).max())
+
+
 def chain_frames(chain: MechanismChain, qc: np.ndarray) -> np.ndarray:
     """World transforms (B, L, 4, 4) of every link for chain joint values qc (B, C)."""
     q = np.broadcast_to(chain.rest_q, (qc.shape[0], chain.tree.dof)).copy()

@@ -296,9 +296,12 @@ def trajectory_report(chain, keys: PathKeys, times, q, p_err, r_err, key_quats, 
             "orientation_error_deg": float(np.degrees(turn_angles(held[i], key_quats[i])))})
     lost = (p_err > POSITION_TOL) | (np.degrees(r_err) > ORIENTATION_TOL)
     key_lost = (solved.position_error > POSITION_TOL) | (np.degrees(solved.rotation_error) > ORIENTATION_TOL)
+    origin, reach = mech.arm_reach(chain)
+    distance = np.linalg.norm(key_positions - origin, axis=1)
     for i in np.flatnonzero(key_lost):
         warnings.append(f"{keys.label}, key {i} (time {keys.time_s[i]:g} s): the arm cannot hold it "
-                        f"({solved.position_error[i] * 1000:.1f} mm, {np.degrees(solved.rotation_error[i]):.1f} deg off)")
+                        f"({solved.position_error[i] * 1000:.1f} mm, {np.degrees(solved.rotation_error[i]):.1f} deg off; "
+                        f"it is {distance[i]:.2f} m from the first joint, the arm reaches {reach:.2f} m)")
     if np.any(lost):
         warnings.append(f"{int(lost.sum())} of {len(times)} samples out of reach, first at {times[lost][0]:.3f} s")
     speed = speed_report(chain, keys, times, q)
@@ -319,6 +322,7 @@ def trajectory_report(chain, keys: PathKeys, times, q, p_err, r_err, key_quats, 
         "mode": settings.mode if isinstance(settings.mode, str) else dict(settings.mode),
         "objective": settings.objective,
         "joints": [chain.tree.joint_names[c] for c in chain.columns],
+        "reach_m": reach, "farthest_key_m": float(distance.max()),
     }
 
 

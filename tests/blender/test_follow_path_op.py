@@ -111,3 +111,23 @@ def test_orient_then_follow_the_keyed_orientations(clean_scene, mods):
     assert np.all(dots > np.cos(np.radians(0.01) / 2))  # the keyed orientations, as keyed
     assert max(k["orientation_error_deg"] for k in report["keys"]) < 0.5
     assert report["unreachable"] == []
+
+
+def test_orient_options_curve_ratio_and_reach(clean_scene, mods):
+    """The redo panel's curve and ratio reach the core (by the keys' times); a via key out of reach is named."""
+    rig, target = _scene(clean_scene, mods)
+    assert bpy.ops.robot_retarget.orient_waypoints(mode='TANGENT', curve='BSPLINE', distances='ARC') == {'FINISHED'}
+    adt = target.animation_data
+    _, keyed = mods["anim_io"].read_channels(adt.action, adt.action_slot, [("rotation_quaternion", i) for i in range(4)])
+    opt = importlib.import_module(f"{mods['wp'].__name__.rsplit('.', 2)[0]}.core.waypoints.optimum")
+    core = opt.waypoint_orientations(PATH[0], DOWN, PATH[-1], DOWN, PATH[1:-1], curve="bspline", distances="arc",
+                                     times=(FRAMES - 1) / FPS)
+    dots = np.abs(np.sum(keyed[1:-1] / np.linalg.norm(keyed[1:-1], axis=1, keepdims=True) * core, axis=1))
+    assert np.all(dots > 1 - 1e-6)
+    far = PATH.copy()
+    far[2] = [1.6, 0.0, 0.4]
+    mods["anim_io"].write_channels(adt.action, adt.action_slot, [("location", i, "") for i in range(3)], FRAMES, far)
+    outcome = mods["wp"].orient_waypoints(target, None, mods["wp"].OrientSettings(
+        mode="tangent_mechanism", robot=rig.name, tip_link="panda_hand_tcp", use_table=False, state_blend=True))
+    assert any("frame 25 is out of the robot's reach" in note for note in outcome.notes)
+    assert sum("out of the robot's reach" in note for note in outcome.notes) == 1

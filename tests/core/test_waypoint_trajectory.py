@@ -107,6 +107,10 @@ def test_unreachable_keys_are_listed_with_their_time(panda):
     report = follow_path(panda, keys, FollowSettings(mode="tangent")).report
     assert report["unreachable"] and min(abs(t - keys.time_s[4]) for t in report["unreachable"]) < 1e-9
     assert any("key 4 (time 2 s)" in w and "cannot hold" in w for w in report["warnings"])
+    assert 0.9 < report["reach_m"] < 1.0  # the Panda: 0.855 m to the flange, 0.1 m more to the tool centre
+    shoulder = np.array([0.0, 0.0, 0.333])  # the first joint's origin, where the reach is measured from
+    assert report["farthest_key_m"] == pytest.approx(np.linalg.norm(keys.position[4] - shoulder))
+    assert any(f"the arm reaches {report['reach_m']:.2f} m" in w for w in report["warnings"])
     assert report["keys"][4]["position_error_m"] > 0.3
     assert report["limit_violations"] == 0  # out of reach, still inside the limits
 
