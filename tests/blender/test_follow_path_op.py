@@ -131,3 +131,14 @@ def test_orient_options_curve_ratio_and_reach(clean_scene, mods):
         mode="tangent_mechanism", robot=rig.name, tip_link="panda_hand_tcp", use_table=False, state_blend=True))
     assert any("frame 25 is out of the robot's reach" in note for note in outcome.notes)
     assert sum("out of the robot's reach" in note for note in outcome.notes) == 1
+
+
+def test_the_waypoints_panel_offers_both_operators(clean_scene, mods, extension):
+    from .test_panels import draw_panel
+
+    rig, _ = _scene(clean_scene, mods)
+    clean_scene.robot_retarget.robot = rig
+    panel = importlib.import_module(f"{extension.__name__}.panels.waypoints_panel").ROBOT_RETARGET_PT_waypoints
+    drawn = draw_panel(panel, bpy.context)
+    assert ("operator", "robot_retarget.orient_waypoints") in drawn
+    assert ("operator", "robot_retarget.follow_path") in drawn
