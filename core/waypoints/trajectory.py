@@ -246,6 +246,10 @@ def follow_path(chain: mech.MechanismChain, keys: PathKeys, settings: FollowSett
     quats = slerp_keys(keys.time_s[0] + times, keys.time_s, key_quats)
     q_start = branch_start(chain, positions, quats, settings.search)
     warnings = []
+    ticks = (keys.time_s - keys.time_s[0]) * settings.rate_hz
+    for i in np.flatnonzero(np.abs(ticks - np.round(ticks)) > 1e-6):
+        warnings.append(f"{keys.label}, key {i} (time {keys.time_s[i]:g} s) falls between two samples at "
+                        f"{settings.rate_hz:g} Hz: the rows pass it in between (its errors are solved at its time)")
     if q_start is None:
         warnings.append(f"{keys.label}: the first key (time {keys.time_s[0]:g} s) is out of the arm's reach")
         q_start = chain.seed

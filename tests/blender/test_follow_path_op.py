@@ -26,7 +26,7 @@ def mods(extension):
     return {n: importlib.import_module(f"{name}.{m}") for n, m in {
         "anim_io": "operators.anim_io", "common": "operators.common", "rig": "core.model.rig",
         "mech": "core.waypoints.mechanism", "traj": "core.waypoints.trajectory", "wp": "operators.waypoints",
-        "kin": "core.model.kinematics", "urdf": "core.model.urdf"}.items()}
+        "kin": "core.model.kinematics", "urdf": "core.model.urdf", "tf": "core.model.transforms"}.items()}
 
 
 def _scene(clean_scene, mods):
@@ -142,3 +142,47 @@ def test_the_waypoints_panel_offers_both_operators(clean_scene, mods, extension)
     drawn = draw_panel(panel, bpy.context)
     assert ("operator", "robot_retarget.orient_waypoints") in drawn
     assert ("operator", "robot_retarget.follow_path") in drawn
+
+
+def test_a_moved_rig_and_a_bone_target(clean_scene, mods):
+    """The path is taken into the rig's space: a rig moved and turned with its target bakes the same joints;
+    a pose bone of another armature works as the target."""
+    from mathutils import Euler, Vector
+
+    rig, target = _scene(clean_scene, mods)
+    bpy.ops.robot_retarget.follow_path(robot=rig.name, tip_link="panda_hand_tcp", mode='TANGENT', rate=24.0)
+    _, _, at_origin = _baked_q(mods, rig, rig.animation_data.action)
+    holder = bpy.data.objects.new("Holder", None)  # the rig and the target ride on one moved parent
+    clean_scene.collection.objects.link(holder)
+    holder.location, holder.rotation_euler = Vector((1.0, -2.0, 0.5)), Euler((0.3, -0.2, 1.1))
+    rig.parent = target.parent = holder
+    bpy.context.view_layer.update()
+    bpy.ops.robot_retarget.follow_path(robot=rig.name, tip_link="panda_hand_tcp", mode='TANGENT', rate=24.0)
+    _, _, moved = _baked_q(mods, rig, rig.animation_data.action)
+    assert np.allclose(moved, at_origin, atol=1e-5)
+    # a bone of an armature at the origin, keyed like the empty
+    arm = bpy.data.objects.new("Hand", bpy.data.armatures.new("Hand"))
+    clean_scene.collection.objects.link(arm)
+    rig.parent = None
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode='EDIT')
+    bone = arm.data.edit_bones.new("ik")
+    bone.tail = (0.0, 0.0, 0.1)  # the bone's Y axis along world +Z: its rest space is not the armature's
+    bpy.ops.object.mode_set(mode='POSE')
+    pose_bone = arm.pose.bones["ik"]
+    pose_bone.rotation_mode = "QUATERNION"
+    rest = np.array(arm.data.bones["ik"].matrix_local)
+    local = (PATH - rest[:3, 3]) @ rest[:3, :3]  # the path in the bone's rest space
+    prefix = 'pose.bones["ik"].'
+    action, slot = mods["anim_io"].new_action(arm, "HandPath")
+    mods["anim_io"].write_channels(action, slot, [(prefix + "location", i, "ik") for i in range(3)], FRAMES, local)
+    down_local = mods["tf"].matrix_to_quat(rest[:3, :3].T @ mods["tf"].quat_to_matrix(DOWN))
+    mods["anim_io"].write_channels(action, slot, [(prefix + "rotation_quaternion", i, "ik") for i in range(4)],
+                                   FRAMES[[0, -1]], np.vstack([down_local, down_local]))
+    rig.location = (0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    assert bpy.ops.robot_retarget.follow_path(bone="ik", robot=rig.name, tip_link="panda_hand_tcp", mode='TANGENT',
+                                              rate=24.0) == {'FINISHED'}
+    _, _, from_bone = _baked_q(mods, rig, rig.animation_data.action)
+    assert np.allclose(from_bone, at_origin, atol=1e-4)
+    bpy.ops.object.mode_set(mode='OBJECT')

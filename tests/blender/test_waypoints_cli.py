@@ -97,3 +97,18 @@ def test_bad_input_in_process(extension, clean_scene, capsys, tmp_path, case):
     code, stdout, stderr = _main(extension, capsys, *args)
     assert_one_line_error(subprocess.CompletedProcess(args, code, stdout, stderr), *words)
     assert (out.read_text(encoding="utf-8") == "keep\n") if case == "exists" else not out.exists()
+
+
+def test_a_base_link_in_process(extension, clean_scene, capsys, tmp_path):
+    """--base: positions in that link's frame, its pose in the root columns, the joint above it at rest."""
+    shifted = write_path(tmp_path)
+    data = json.loads(shifted.read_text(encoding="utf-8"))
+    for key in data["keys"]:
+        key["position"][2] -= 0.333  # panda_link1 sits 0.333 m above the root, turned the same way at rest
+    shifted.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "base.csv"
+    code, stdout, stderr = _main(extension, capsys, "waypoints", "--robot", PANDA, "--tip", "panda_hand_tcp",
+                                 "--base", "panda_link1", "--path", shifted, "--rate", RATE, "--out", out)
+    assert code == 0, stderr
+    _, rows = read_csv(out)
+    assert np.allclose(rows[:, 1:8], [0, 0, 0.333, 1, 0, 0, 0]) and np.all(rows[:, 8] == 0.0)

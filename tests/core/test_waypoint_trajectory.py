@@ -165,3 +165,12 @@ def test_path_files_and_their_errors(tmp_path):
     with pytest.raises(PathError, match="rate"):
         follow_path(mech.make_chain(KinematicTree(parse_urdf(PANDA)), "panda_hand_tcp"), keys,
                     FollowSettings(rate_hz=0.0))
+
+
+def test_keys_between_samples_are_named(panda):
+    keys = arc_keys()
+    shifted = PathKeys(keys.time_s + np.r_[0.0, 0.003, np.zeros(7)], keys.position, keys.quaternion)
+    report = follow_path(panda, shifted, FollowSettings(rate_hz=RATE)).report
+    between = [w for w in report["warnings"] if "falls between two samples" in w]
+    assert len(between) == 1 and "key 1 (time 0.503 s)" in between[0]
+    assert report["keys"][1]["position_error_m"] < 1e-3  # solved at its own time
