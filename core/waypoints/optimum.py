@@ -71,6 +71,7 @@ def optimal_orientations(mode, geometry: PathGeometry, via: np.ndarray, interpol
         else:
             if chain is None:
                 raise ValueError(f'mode "{name}" needs chain= (core.waypoints.mechanism.make_chain)')
+            mech.check_objective(objective)
             previous, following = (None, None) if ends is None else ends
             if name == "tangent_mechanism":
                 q = tangent_mechanism_search(chain, via, geometry.tangent, interpolated, approach_axis, objective,
@@ -93,7 +94,7 @@ def state_risk(chain, via, quats, state: StateBlend, search: PathSearch = PathSe
     q, score = hold_scores(chain, via, np.asarray(quats, float)[:, None], np.ascontiguousarray(seeds),
                            "manipulability")
     q, m = q[:, 0], score[:, 0]
-    lo, hi = mech._limits(chain.tree, chain.columns)
+    lo, hi = mech.joint_limits(chain.tree, chain.columns)
     margin = np.min(np.minimum(q - lo, hi - q) / (hi - lo), axis=1)
     risk = np.maximum(np.clip(1.0 - m / state.min_manipulability, 0.0, 1.0),
                       np.clip(1.0 - margin / state.limit_margin, 0.0, 1.0))

@@ -77,7 +77,7 @@ class ViaOptimum:
 
 def seeds_for(chain: mech.MechanismChain, warm, search: PathSearch, restarts: int | None = None) -> np.ndarray:
     """(S, C) IK starts: the warm start (if any), the chain's seed, then fixed random joint values."""
-    lo, hi = mech._limits(chain.tree, chain.columns)
+    lo, hi = mech.joint_limits(chain.tree, chain.columns)
     count = search.restarts if restarts is None else restarts
     rows = [np.asarray(warm, float)[None]] if warm is not None else []
     rows += [chain.seed[None], np.random.default_rng(search.rng_seed).uniform(lo, hi, (count, lo.size))]
@@ -284,6 +284,8 @@ def mechanism_search(chain, via, reference, objective: str = "manipulability", s
     single-branch answer) and the reference; picked together by best_sequence,
     then refined by small turns about x, y, z against the chosen neighbours.
     """
+    if table is not None and not mech.same_objective(table.objective, objective):
+        raise ValueError(f"the lookup table was built for {table.objective!r}, not {objective!r}")
     via = np.asarray(via, float).reshape(-1, 3)
     count = via.shape[0]
     reference = np.asarray(reference, float).reshape(-1, 4)
