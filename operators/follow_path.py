@@ -25,7 +25,8 @@ from ..core.waypoints.trajectory import FollowSettings, PathKeys, Trajectory, fo
 from .common import REPORT_PROPERTY, reports_errors, tree_from_rig
 from .export import scene_fps
 from .retarget import write_robot_action
-from .waypoints import AXES, CURVE_ITEMS, _active_bone, _location_keys, _rotation_values, _target, _to_quat, link_items
+from .waypoints import (AXES, CURVE_ITEMS, _active_bone, _location_keys, _rotation_values, _target, _to_quat,
+                        draw_links, fill_links, picked_robot)
 
 
 @dataclass
@@ -100,10 +101,8 @@ class ROBOT_RETARGET_OT_follow_path(bpy.types.Operator):
     bone: StringProperty(name="Bone", description="Pose bone of the target (empty: the active pose bone in "
                          "Pose Mode, else the object)")
     robot: StringProperty(name="Robot", description="Robot arm rig (empty: the Robot tab's robot)")
-    tip_link: StringProperty(name="Tip Link", search=link_items, search_options={"SORT"},
-                             description="Robot link the target stands for")
-    base_link: StringProperty(name="Base Link", search=link_items, search_options={"SORT"},
-                              description="Link the arm hangs from (empty: the robot's root)")
+    tip_link: StringProperty(name="Tip Link", description="Robot link the target stands for")
+    base_link: StringProperty(name="Base Link", description="Link the arm hangs from (empty: the robot's root)")
     mode: EnumProperty(name="Via Orientation", items=[
         ("KEYED", "Keyed", "The target's rotation at every key (e.g. after Orient Waypoints)"),
         ("TANGENT", "Tangent", "Approach axis along the path, roll interpolated"),
@@ -136,20 +135,26 @@ class ROBOT_RETARGET_OT_follow_path(bpy.types.Operator):
         layout = self.layout
         layout.prop(self, "bone")
         layout.prop_search(self, "robot", bpy.data, "objects")
-        for name in ("tip_link", "base_link", "mode", "objective", "blend", "max_blend", "curve", "state_blend",
+        draw_links(layout, self, context)
+        for name in ("mode", "objective", "blend", "max_blend", "curve", "state_blend",
                      "approach_axis", "rate"):
             layout.prop(self, name)
 
     def _robot(self, context):
-        robot = bpy.data.objects.get(self.robot) if self.robot else context.scene.robot_retarget.robot
+        robot = picked_robot(self, context)
         if robot is None or robot.type != 'ARMATURE':
             raise ValueError("Follow Path needs Robot: a robot rig (File > Import > URDF Robot), "
                              "named here or picked in the Robot tab")
         return robot
 
+    def invoke(self, context, event):
+        fill_links(context, picked_robot(self, context))  # before the redo panel draws
+        return self.execute(context)
+
     @reports_errors
     def execute(self, context):
         obj, robot = context.object, self._robot(context)
+        fill_links(context, robot)
         if obj == robot:
             raise ValueError("select the keyed target (an empty or a bone), not the robot rig")
         bone = self.bone or _active_bone(context)

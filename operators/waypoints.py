@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
 from bpy_extras.anim_utils import action_get_channelbag_for_slot
 from mathutils import Euler, Matrix, Quaternion
 
@@ -33,6 +33,7 @@ from ..core.waypoints.table import build_table
 from . import anim_io
 from .common import reports_errors, tree_from_rig
 
+LINKS = "robot_retarget_links"  # WindowManager list of the picked rig's links, for prop_search
 CURVE_ITEMS = [
     ("BEZIER", "Bezier (Neighbours)", "Quadratic Bezier through the neighbouring keys, passing the key at r"),
     ("SPLINE", "Spline (All Keys)", "Natural cubic spline through all keys, by their times"),
@@ -281,12 +282,27 @@ def rig_links(robot) -> list[str]:
     return names
 
 
-def link_items(self, context, edit_text):
-    """Search list of Tip Link / Base Link: the links of the picked robot rig (or the Robot tab's)."""
-    robot = bpy.data.objects.get(self.robot) if self.robot else None
-    if robot is None:
-        robot = getattr(context.scene.robot_retarget, "robot", None)
-    return [name for name in rig_links(robot) if edit_text.lower() in name.lower()]
+def picked_robot(operator, context):
+    """The rig named in the operator's Robot, else the Robot tab's (None when neither is set)."""
+    robot = bpy.data.objects.get(operator.robot) if operator.robot else None
+    return robot if robot is not None else getattr(context.scene.robot_retarget, "robot", None)
+
+
+def fill_links(context, robot) -> None:
+    """Put the rig's links into the window manager's list that Tip Link and Base Link are picked from
+    (prop_search cannot read a rig's custom properties, and draw() may not write)."""
+    items = getattr(context.window_manager, LINKS)
+    names = rig_links(robot)
+    if [item.name for item in items] != names:
+        items.clear()
+        for name in names:
+            items.add().name = name
+
+
+def draw_links(layout, operator, context) -> None:
+    """Tip Link and Base Link, picked from the rig's links."""
+    for name in ("tip_link", "base_link"):
+        layout.prop_search(operator, name, context.window_manager, LINKS, icon='BONE_DATA')
 
 
 def _active_bone(context) -> str | None:
@@ -328,11 +344,10 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
         ("SLERP", "Spherical", "Shortest-arc interpolation of the start and end orientations"),
         ("EULER", "Euler", "Linear interpolation of the keyed Euler angles"),
     ], default="SLERP")
-    robot: StringProperty(name="Robot", description="Robot rig (imported URDF) for mechanism mode")
-    tip_link: StringProperty(name="Tip Link", search=link_items, search_options={"SORT"},
-                             description="URDF link the keyed object stands for")
-    base_link: StringProperty(name="Base Link", search=link_items, search_options={"SORT"},
-                              description="Link the chain hangs from (empty: the robot's root)")
+    robot: StringProperty(name="Robot", description="Robot rig (imported URDF) for mechanism mode "
+                          "(empty: the Robot tab's robot)")
+    tip_link: StringProperty(name="Tip Link", description="URDF link the keyed object stands for")
+    base_link: StringProperty(name="Base Link", description="Link the chain hangs from (empty: the robot's root)")
     objective: EnumProperty(name="Objective", items=[
         ("MANIPULABILITY", "Manipulability", "Stay far from singularities (Yoshikawa's measure)"),
         ("GRAVITY", "Gravity Torques", "Least squared joint torques holding the arm against gravity"),
@@ -368,7 +383,8 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
             layout.prop(self, "custom_curve")
         if self.mode in ("MECHANISM", "TANGENT_MECHANISM"):
             layout.prop_search(self, "robot", bpy.data, "objects")
-            for name in ("tip_link", "base_link", "objective", "tangent_share", "use_table", "table_resolution",
+            draw_links(layout, self, context)
+            for name in ("objective", "tangent_share", "use_table", "table_resolution",
                          "state_blend", "min_manipulability", "limit_margin"):
                 layout.prop(self, name)
 
@@ -382,11 +398,20 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
             curve=self.curve.lower(), distances=self.distances.lower(), state_blend=self.state_blend,
             min_manipulability=self.min_manipulability, limit_margin=self.limit_margin)
 
+    def invoke(self, context, event):
+        fill_links(context, picked_robot(self, context))  # before the redo panel draws
+        return self.execute(context)
+
     @reports_errors
     def execute(self, context):
         obj = context.object
         bone = self.bone or _active_bone(context)
-        outcome = orient_waypoints(obj, bone, self.settings())
+        robot = picked_robot(self, context)
+        fill_links(context, robot)
+        settings = self.settings()
+        if not settings.robot and robot is not None:  # the Robot tab's rig
+            settings.robot = robot.name
+        outcome = orient_waypoints(obj, bone, settings)
         for note in outcome.notes:
             self.report({'INFO'}, note)
         label = f"bone {bone!r}" if bone else f"object {obj.name!r}"
@@ -404,8 +429,10 @@ classes = (ROBOT_RETARGET_OT_orient_waypoints,)
 
 
 def register():
+    setattr(bpy.types.WindowManager, LINKS, CollectionProperty(type=bpy.types.PropertyGroup))
     bpy.types.VIEW3D_MT_object_animation.append(_menu)  # Object > Animation, and Pose > Animation
 
 
 def unregister():
     bpy.types.VIEW3D_MT_object_animation.remove(_menu)
+    delattr(bpy.types.WindowManager, LINKS)

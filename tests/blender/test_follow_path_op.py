@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -86,7 +87,7 @@ def test_menu_link_search_and_bad_input(clean_scene, mods):
     draw = bpy.types.VIEW3D_MT_object_animation._dyn_ui_initialize()
     assert mods["wp"]._menu in draw
     links = mods["wp"].rig_links(rig)
-    assert "panda_hand_tcp" in links and "panda_link0" in links
+    assert "panda_hand_tcp" in links and "panda_link0" in links  # merged fixed links too
     with pytest.raises(RuntimeError, match="needs Robot"):
         bpy.ops.robot_retarget.follow_path(tip_link="panda_hand_tcp")
     with pytest.raises(RuntimeError, match="no link 'hand'"):
@@ -186,3 +187,33 @@ def test_a_moved_rig_and_a_bone_target(clean_scene, mods):
     _, _, from_bone = _baked_q(mods, rig, rig.animation_data.action)
     assert np.allclose(from_bone, at_origin, atol=1e-4)
     bpy.ops.object.mode_set(mode='OBJECT')
+
+
+def _redo_panel(operator_class, context, **values) -> list:
+    """Draw an operator's redo panel with the checking layout stand-in of test_panels."""
+    from .test_panels import RecordingLayout
+
+    module, _, name = operator_class.bl_idname.partition(".")
+    rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
+    props = {p.identifier: (tuple(p.default_array) if getattr(p, "is_array", False) else p.default)
+             for p in rna.properties if p.identifier != "rna_type"}
+    log: list = []
+    stand_in = SimpleNamespace(bl_rna=rna, layout=RecordingLayout(log, context), **{**props, **values})
+    operator_class.draw(stand_in, context)
+    return log
+
+
+def test_links_are_picked_from_the_rig(clean_scene, mods, extension):
+    rig, _ = _scene(clean_scene, mods)
+    assert bpy.ops.robot_retarget.follow_path('INVOKE_DEFAULT', robot=rig.name, tip_link="panda_hand_tcp",
+                                              mode='TANGENT', rate=10.0) == {'FINISHED'}
+    listed = [item.name for item in getattr(bpy.context.window_manager, mods["wp"].LINKS)]
+    assert listed == mods["wp"].rig_links(rig)
+    follow = importlib.import_module(f"{extension.__name__}.operators.follow_path").ROBOT_RETARGET_OT_follow_path
+    drawn = _redo_panel(follow, bpy.context)
+    assert ("prop_search", f"SimpleNamespace.tip_link in {mods['wp'].LINKS}") in drawn
+    assert ("prop_search", f"SimpleNamespace.base_link in {mods['wp'].LINKS}") in drawn
+    orient = mods["wp"].ROBOT_RETARGET_OT_orient_waypoints
+    drawn = _redo_panel(orient, bpy.context, mode="TANGENT_MECHANISM", blend="CUSTOM")
+    assert ("prop_search", f"SimpleNamespace.tip_link in {mods['wp'].LINKS}") in drawn
+    assert ("prop", "SimpleNamespace.state_blend") in drawn and ("prop", "SimpleNamespace.custom_curve") in drawn
