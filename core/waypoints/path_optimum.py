@@ -54,7 +54,7 @@ class PathSearch:
     refine: int = 3           # halving rounds around the winner
     continuity: float = 3.0   # weight of (turn from the previous key / pi)^2 against the normalised objective
     max_turn_deg: float = 45.0  # soft ceiling: turns between neighbouring keys beyond it cost CEILING x more
-    restarts: int = 4         # random IK starts besides the warm start and the chain's seed
+    restarts: int = 4         # fixed random IK starts besides the chain's seed (the same at every via)
     rng_seed: int = 0
 
 
@@ -63,7 +63,7 @@ class ViaOptimum:
     """The chosen orientation and IK solution at each via point."""
 
     quats: np.ndarray       # (V, 4)
-    q: np.ndarray           # (V, C) rad, the joint values holding it
+    q: np.ndarray           # (V, C) rad, the joint values holding it best (from any of the starts)
     score: np.ndarray       # (V,) objective, larger is better; -inf where no candidate was reached
     base_score: np.ndarray  # (V,) the objective at the reference (tangent mode's roll / the interpolated)
     roll: np.ndarray        # (V,) rad, unwrapped roll about the tangent (tangent_mechanism), else NaN
@@ -98,16 +98,6 @@ def hold_scores(chain: mech.MechanismChain, positions, quats, seeds, objective: 
     pick = np.argmax(score, axis=2)
     q = result.q.reshape(p, k, s, -1)
     return np.take_along_axis(q, pick[..., None, None], 2)[:, :, 0], np.take_along_axis(score, pick[..., None], 2)[..., 0]
-
-
-def standard_scores(chain, position, candidates, warm, objective: str, search: PathSearch):
-    """hold_scores from the chain's seed and the fixed restarts, the same starts for every via point,
-    so a candidate's score is the arm's own and not the path's history (mechanism.orientation_scores
-    with restarts=search.restarts gives the same); from the warm start when those hold nothing."""
-    q, score = hold_scores(chain, position[None], candidates[None], seeds_for(chain, None, search)[None], objective)
-    if warm is not None and not np.any(np.isfinite(score)):
-        q, score = hold_scores(chain, position[None], candidates[None], np.asarray(warm, float)[None, None], objective)
-    return q, score
 
 
 def turn_angles(a, b) -> np.ndarray:
@@ -259,20 +249,14 @@ def tangent_mechanism_search(chain, via, tangents, reference, approach_axis, obj
     scale = _scale(score)
     step = np.pi / search.rolls
     limit = np.radians(search.max_roll_deg)
-    for _ in range(search.refine):  # each via against its chosen neighbours
+    for _ in range(search.refine):
         for i in np.flatnonzero(reached):
-            around = [(out.quats[i - 1], True) if i > 0 else (previous, False),
-                      (out.quats[i + 1], True) if i + 1 < count else (following, False)]
-            trials = rolled(i, np.clip(theta[i] + np.array([0.0, -step, step]), -limit, limit))
-            tq, ts = hold_scores(chain, via[i:i + 1], trials[None], seeds[i:i + 1], objective)
-            cost = sum(turn_cost(turn_angles(trials, a), search, via) for a, via in around if a is not None)
-            total = _totals(ts, cost, scale[i:i + 1], floor[i:i + 1])[0]
-            k = int(np.argmax(total))
-            if np.isfinite(total[k]):
-                theta[i] = np.clip(theta[i] + [0.0, -step, step][k], -limit, limit)
-                out.quats[i], out.q[i], out.score[i] = trials[k], tq[0, k], ts[0, k]
+            angles = np.clip(theta[i] + np.array([0.0, -step, step]), -limit, limit)
+            k = _refine(chain, out, i, via, rolled(i, angles), seeds[i], objective, (previous, following), search,
+                        scale[i], floor[i])
+            theta[i] = angles[k]
         step *= 0.5
-    out.roll[:] = np.unwrap(theta)
+    out.roll[:] = np.unwrap(np.where(reached, theta, 0.0))
     return out
 
 
@@ -309,24 +293,28 @@ def mechanism_search(chain, via, reference, objective: str = "manipulability", s
     for round_ in range(search.refine):
         turns = axis_turns(np.vstack([np.eye(3), -np.eye(3)]), np.full(6, 0.2 * 0.5 ** round_))
         for i in np.flatnonzero(reached):
-            around = [(out.quats[i - 1], True) if i > 0 else (previous, False),
-                      (out.quats[i + 1], True) if i + 1 < count else (following, False)]
             trials = np.vstack([out.quats[i][None], quat_mul(turns, out.quats[i])])
-            tq, ts = hold_scores(chain, via[i:i + 1], trials[None], np.vstack([out.q[i][None], seeds[i]])[None], objective)
-            cost = sum(turn_cost(turn_angles(trials, a), search, via) for a, via in around if a is not None)
-            total = _totals(ts, cost, scale[i:i + 1])[0]
-            k = int(np.argmax(total))
-            if np.isfinite(total[k]):
-                out.quats[i], out.q[i], out.score[i] = trials[k], tq[0, k], ts[0, k]
+            _refine(chain, out, i, via, trials, np.vstack([out.q[i][None], seeds[i]]), objective,
+                    (previous, following), search, scale[i])
     return out
 
 
-def start_solution(chain, position, quat, objective: str = "manipulability",
-                   search: PathSearch = PathSearch()) -> np.ndarray | None:
-    """(C,) joint values holding the start key best over the seed and restarts, or None if unreachable."""
-    q, score = hold_scores(chain, np.asarray(position, float)[None], np.asarray(quat, float)[None, None],
-                           seeds_for(chain, None, search)[None], objective)
-    return q[0, 0] if np.isfinite(score[0, 0]) else None
+def _refine(chain, out: ViaOptimum, i: int, via, trials, seeds, objective: str, ends, search: PathSearch,
+            scale, floor=None) -> int:
+    """Take the trial (T, 4) at via i with the best objective less its turn costs to the chosen
+    neighbours (or the keyed ends); trial 0 is the current choice. Returns the index taken."""
+    count = out.quats.shape[0]
+    around = [(out.quats[i - 1], True) if i > 0 else (ends[0], False),
+              (out.quats[i + 1], True) if i + 1 < count else (ends[1], False)]
+    q, score = hold_scores(chain, via[i:i + 1], trials[None], seeds[None], objective)
+    cost = sum(turn_cost(turn_angles(trials, other), search, between_vias)
+               for other, between_vias in around if other is not None)
+    total = _totals(score, cost, scale[None], None if floor is None else np.atleast_1d(floor))[0]
+    k = int(np.argmax(total))
+    if not np.isfinite(total[k]):
+        return 0
+    out.quats[i], out.q[i], out.score[i] = trials[k], q[0, k], score[0, k]
+    return k
 
 
 def _empty(count: int, chain) -> ViaOptimum:
@@ -334,5 +322,5 @@ def _empty(count: int, chain) -> ViaOptimum:
                       np.full(count, -np.inf), np.full(count, np.nan))
 
 
-__all__ = ["PathSearch", "ViaOptimum", "tangent_mechanism_search", "mechanism_search", "start_solution", "best_sequence",
+__all__ = ["PathSearch", "ViaOptimum", "tangent_mechanism_search", "mechanism_search", "best_sequence",
            "hold_scores", "seeds_for", "turn_angles", "turn_cost", "choose", "improve", "axis_turns"]
