@@ -171,6 +171,11 @@ def slerp_keys(times: np.ndarray, key_times: np.ndarray, key_quats: np.ndarray) 
     return quat_slerp(key_quats[j], key_quats[j + 1], frac)
 
 
+def _held(result: mech.IKResult) -> np.ndarray:
+    """(B,) the pose is held within the report's tolerances."""
+    return (result.position_error <= POSITION_TOL) & (np.degrees(result.rotation_error) <= ORIENTATION_TOL)
+
+
 def branch_start(chain, positions, quats, search: PathSearch = PathSearch(), coarse: int = 40,
                  restarts: int = 12) -> np.ndarray | None:
     """(C,) joint values at the first sample whose branch carries the arm along the whole path.
@@ -183,21 +188,16 @@ def branch_start(chain, positions, quats, search: PathSearch = PathSearch(), coa
     tight = dataclasses.replace(chain, ik=dataclasses.replace(chain.ik, **TRACKING))
     seeds = seeds_for(chain, None, search, restarts)
     first = mech.solve_ik(tight, np.repeat(positions[:1], len(seeds), 0), np.repeat(quats[:1], len(seeds), 0), seeds)
-    starts = first.q[first.reached]
+    starts = first.q[_held(first)]
     if starts.size == 0:
         return None
     q, worst, ok = starts.copy(), np.zeros(len(starts)), np.ones(len(starts), bool)
     for k in np.unique(np.linspace(0, len(positions) - 1, min(coarse, len(positions))).round().astype(int))[1:]:
         step = mech.solve_ik(tight, np.repeat(positions[k:k + 1], len(q), 0), np.repeat(quats[k:k + 1], len(q), 0), q)
         worst = np.maximum(worst, np.abs(step.q - q).max(axis=1))
-        ok &= step.reached
+        ok &= _held(step)
         q = step.q
     return starts[int(np.argmin(np.where(ok, worst, worst + 1e3)))]
-
-
-def _held(result: mech.IKResult) -> np.ndarray:
-    """(B,) the pose is held within the report's tolerances."""
-    return (result.position_error <= POSITION_TOL) & (np.degrees(result.rotation_error) <= ORIENTATION_TOL)
 
 
 def track(chain, positions, quats, q_start, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -220,8 +220,8 @@ def track(chain, positions, quats, q_start, progress=None) -> tuple[np.ndarray, 
             seeds = seeds_for(chain, previous, PathSearch())
             others = mech.solve_ik(tight, np.repeat(positions[k:k + 1], len(seeds), 0),
                                    np.repeat(quats[k:k + 1], len(seeds), 0), seeds, None)
-            if np.any(others.reached):
-                near = np.where(others.reached, np.linalg.norm(others.q - previous, axis=1), np.inf)
+            if np.any(_held(others)):
+                near = np.where(_held(others), np.linalg.norm(others.q - previous, axis=1), np.inf)
                 pick = int(np.argmin(near))
                 result = mech.IKResult(*(getattr(others, f)[pick:pick + 1] for f in
                                          ("q", "position_error", "rotation_error", "reached", "score")))
