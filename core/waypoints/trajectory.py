@@ -177,7 +177,7 @@ def _held(result: mech.IKResult) -> np.ndarray:
 
 
 def branch_start(chain, positions, quats, search: PathSearch = PathSearch(), coarse: int = 40,
-                 restarts: int = 12) -> np.ndarray | None:
+                 restarts: int = 40) -> np.ndarray | None:
     """(C,) joint values at the first sample whose branch carries the arm along the whole path.
 
     Every start the seed and restarts reach is tracked over `coarse` samples
