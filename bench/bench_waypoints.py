@@ -5,8 +5,8 @@
 The seven-via arc of the tests (9 keys, 0.5 s apart, 4 s at 100 Hz = 401 samples) per via
 mode: median wall seconds of three follow_path calls (via orientations, branch choice,
 tracking IK, report), samples per second, and from the report the largest turn between
-consecutive via keys, the mean manipulability at the via keys and the fastest joint over its
-limit. Also the via orientations alone (waypoint_orientations) for the mechanism modes.
+consecutive via keys, the mean manipulability and torque cost (N^2 m^2) at the via keys and the
+fastest joint over its limit. Also the via orientations alone (waypoint_orientations) for the mechanism modes.
 
     .venv/bin/python bench/bench_waypoints.py
 """
@@ -56,7 +56,7 @@ def timed(call):
 def main() -> None:
     chain = mech.make_chain(KinematicTree(parse_urdf(PANDA)), "panda_hand_tcp")
     keys = arc()
-    print(f"{'mode':<34} {'seconds':>8} {'samples/s':>10} {'max turn':>9} {'manip':>7} {'speed':>6}")
+    print(f"{'mode':<34} {'seconds':>8} {'samples/s':>10} {'max turn':>9} {'manip':>7} {'torque':>7} {'speed':>6}")
     for mode, objective in (("tangent", "manipulability"), ("bisector", "manipulability"),
                             ("mechanism", "manipulability"), ("tangent_mechanism", "manipulability"),
                             ("tangent_mechanism", "torque")):
@@ -65,8 +65,9 @@ def main() -> None:
         vias = np.array([k["quaternion"] for k in report["keys"][1:-1]])
         turn = np.degrees(turn_angles(vias[1:], vias[:-1])).max()
         manip = np.mean([k["manipulability"] for k in report["keys"][1:-1]])
+        torque = np.mean([k["torque_cost"] for k in report["keys"][1:-1]])
         print(f"{mode + ' (' + objective + ')':<34} {seconds:8.2f} {report['samples'] / seconds:10.0f} "
-              f"{turn:8.1f}° {manip:7.3f} {report['max_joint_speed_ratio']:6.0%}")
+              f"{turn:8.1f}° {manip:7.3f} {torque:7.0f} {report['max_joint_speed_ratio']:6.0%}")
     for mode in ("mechanism", "tangent_mechanism"):
         seconds, _ = timed(lambda: waypoint_orientations(keys.position[0], keys.quaternion[0], keys.position[-1],
                                                          keys.quaternion[-1], keys.position[1:-1], mode=mode,

@@ -176,14 +176,16 @@ def _held(result: mech.IKResult) -> np.ndarray:
     return (result.position_error <= POSITION_TOL) & (np.degrees(result.rotation_error) <= ORIENTATION_TOL)
 
 
-def branch_start(chain, positions, quats, search: PathSearch = PathSearch(), coarse: int = 40,
-                 restarts: int = 40) -> np.ndarray | None:
+def branch_start(chain, positions, quats, objective: str = "manipulability", search: PathSearch = PathSearch(),
+                 coarse: int = 40, restarts: int = 40) -> np.ndarray | None:
     """(C,) joint values at the first sample whose branch carries the arm along the whole path.
 
     Every start the seed and restarts reach is tracked over `coarse` samples
-    of the path at once (a batch); the one reaching all of them with the
-    smallest largest joint step wins (a branch that runs into a limit has to
-    jump). None when the first sample is out of reach.
+    of the path at once (a batch). The branches that hold all of them with a
+    largest joint step within twice the smoothest one's (and under 0.2 rad)
+    are smooth enough; of those the one with the best mean objective along
+    the way wins, so a redundant arm also holds the path well (a branch that
+    runs into a limit has to jump). None when the first sample is out of reach.
     """
     tight = dataclasses.replace(chain, ik=dataclasses.replace(chain.ik, **TRACKING))
     seeds = seeds_for(chain, None, search, restarts)
@@ -192,12 +194,17 @@ def branch_start(chain, positions, quats, search: PathSearch = PathSearch(), coa
     if starts.size == 0:
         return None
     q, worst, ok = starts.copy(), np.zeros(len(starts)), np.ones(len(starts), bool)
-    for k in np.unique(np.linspace(0, len(positions) - 1, min(coarse, len(positions))).round().astype(int))[1:]:
+    merit = mech.objective_scores(chain, mech.chain_frames(chain, q), objective)
+    steps = np.unique(np.linspace(0, len(positions) - 1, min(coarse, len(positions))).round().astype(int))[1:]
+    for k in steps:
         step = mech.solve_ik(tight, np.repeat(positions[k:k + 1], len(q), 0), np.repeat(quats[k:k + 1], len(q), 0), q)
         worst = np.maximum(worst, np.abs(step.q - q).max(axis=1))
         ok &= _held(step)
         q = step.q
-    return starts[int(np.argmin(np.where(ok, worst, worst + 1e3)))]
+        merit += mech.objective_scores(chain, mech.chain_frames(chain, q), objective)
+    worst = np.where(ok, worst, worst + 1e3)
+    smooth = worst <= max(2.0 * worst.min(), 0.2)
+    return starts[int(np.argmax(np.where(smooth, merit, -np.inf)))] if np.any(smooth) else starts[int(np.argmin(worst))]
 
 
 def track(chain, positions, quats, q_start, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -244,7 +251,7 @@ def follow_path(chain: mech.MechanismChain, keys: PathKeys, settings: FollowSett
     curve = key_curve(root_positions, keys.time_s, "spline" if settings.curve == "bezier" else settings.curve)
     positions = curve.position(keys.time_s[0] + times)
     quats = slerp_keys(keys.time_s[0] + times, keys.time_s, key_quats)
-    q_start = branch_start(chain, positions, quats, settings.search)
+    q_start = branch_start(chain, positions, quats, settings.objective, settings.search)
     warnings = []
     ticks = (keys.time_s - keys.time_s[0]) * settings.rate_hz
     for i in np.flatnonzero(np.abs(ticks - np.round(ticks)) > 1e-6):
