@@ -26,7 +26,7 @@ from .common import REPORT_PROPERTY, reports_errors, tree_from_rig
 from .export import scene_fps
 from .retarget import write_robot_action
 from .waypoints import (AXES, CURVE_ITEMS, _active_bone, _location_keys, _rotation_values, _target, _to_quat,
-                        draw_links, fill_links, picked_robot)
+                        draw_links, fill_links, keys_space, picked_robot, rigid)
 
 
 @dataclass
@@ -35,16 +35,6 @@ class FollowOutcome:
     trajectory: Trajectory
     frames: np.ndarray  # (N,) Blender frames of the keys (subframes where the rate asks)
     keys: int
-
-
-def _armature_space(obj, owner, robot) -> np.ndarray:
-    """(4, 4) from the space the target's keys live in to the rig's armature space (scale removed)."""
-    basis = owner.matrix_basis.inverted_safe()
-    space = obj.matrix_world @ (owner.matrix @ basis if owner is not obj else basis)
-    out = np.array(robot.matrix_world.inverted_safe() @ space)
-    u, _, vt = np.linalg.svd(out[:3, :3])
-    out[:3, :3] = u @ vt
-    return out
 
 
 def follow_path_action(scene, obj, bone: str | None, robot, tip_link: str, base_link: str = "",
@@ -65,7 +55,8 @@ def follow_path_action(scene, obj, bone: str | None, robot, tip_link: str, base_
     if not tip_link:
         raise ValueError("Follow Path needs Tip Link: the robot link the target stands for")
     chain = make_chain(tree, tip_link, base_link or None)
-    to_base = np.linalg.inv(base_pose(chain)) @ _armature_space(obj, owner, robot)
+    # the rig's root link stands at its rest: the armature space is its frame
+    to_base = np.linalg.inv(base_pose(chain)) @ rigid(robot.matrix_world.inverted_safe() @ keys_space(obj, owner))
     turn = matrix_to_quat(to_base[:3, :3])
     fps = scene_fps(scene)
     keys = PathKeys((frames - frames[0]) / fps, positions @ to_base[:3, :3].T + to_base[:3, 3],

@@ -147,20 +147,29 @@ def _to_quat(values: np.ndarray, mode: str) -> np.ndarray:
 
 # --------------------------------------------------------------- mechanism ---
 
+def keys_space(obj, owner):
+    """World matrix (mathutils) of the space the location keys of an object (its parent space) or a pose
+    bone (its rest space) live in."""
+    basis = owner.matrix_basis.inverted_safe()
+    return obj.matrix_world @ (owner.matrix @ basis if owner is not obj else basis)
+
+
+def rigid(matrix) -> np.ndarray:
+    """(4, 4) array of a mathutils matrix with its scale removed (the nearest rotation)."""
+    out = np.array(matrix)
+    u, _, vt = np.linalg.svd(out[:3, :3])
+    out[:3, :3] = u @ vt
+    return out
+
+
 def _robot_frame(obj, owner, robot: bpy.types.Object, tree) -> tuple[np.ndarray, np.ndarray]:
     """(4, 4) from the keys' space to the robot's root-link frame (scale removed, at the
     current frame) and world gravity (3,) m/s^2 in that root-link frame."""
-    basis = owner.matrix_basis.inverted_safe()
-    space = obj.matrix_world @ (owner.matrix @ basis if owner is not obj else basis)
     layout_root = rig_layout(tree).root
     root = robot.pose.bones.get(layout_root.name) if robot.pose else None
     b0 = Matrix(layout_root.axis_change.tolist()).to_4x4()
     base = robot.matrix_world @ (root.matrix @ b0.transposed() if root is not None else Matrix())
-    out = np.array(base.inverted_safe() @ space)
-    u, _, vt = np.linalg.svd(out[:3, :3])
-    out[:3, :3] = u @ vt
-    u, _, vt = np.linalg.svd(np.array(base.to_3x3()))
-    return out, (u @ vt).T @ np.array(mechanism.GRAVITY)
+    return rigid(base.inverted_safe() @ keys_space(obj, owner)), rigid(base)[:3, :3].T @ np.array(mechanism.GRAVITY)
 
 
 def _mechanism_options(settings: OrientSettings, tree, positions: np.ndarray, gravity: np.ndarray) -> dict:
