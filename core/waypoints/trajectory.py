@@ -63,6 +63,11 @@ class PathKeys:
         for i in (0, t.size - 1):
             if not np.all(np.isfinite(q[i])):
                 raise PathError(f"{self.label}, key {i}: the {'first' if i == 0 else 'last'} key needs a quaternion")
+        norm = np.linalg.norm(q, axis=1, keepdims=True)
+        bad = np.flatnonzero(norm[:, 0] < 1e-9)
+        if bad.size:
+            raise PathError(f"{self.label}, key {bad[0]}: quaternion must not be all zero")
+        object.__setattr__(self, "quaternion", q / norm)  # unit quaternions (NaN rows stay NaN)
 
 
 def path_keys(data: dict, label: str = "path") -> PathKeys:

@@ -174,3 +174,16 @@ def test_keys_between_samples_are_named(panda):
     between = [w for w in report["warnings"] if "falls between two samples" in w]
     assert len(between) == 1 and "key 1 (time 0.503 s)" in between[0]
     assert report["keys"][1]["position_error_m"] < 1e-3  # solved at its own time
+
+
+def test_a_keyed_via_orientation_is_held_as_keyed(tree, panda):
+    keys = arc_keys()
+    quats = keys.quaternion.copy()
+    quats[4] = [0.0, 2.0, 0.3, 0.0]  # not unit: read as its direction
+    result = follow_path(panda, PathKeys(keys.time_s, keys.position, quats), FollowSettings(mode="mechanism"))
+    unit = quats[4] / np.linalg.norm(quats[4])
+    assert np.degrees(turn_angles(result.key_quaternion[4], unit)) < 1e-9
+    _, held = _tip(tree, result.q[[int(round(keys.time_s[4] * RATE))]])
+    assert np.degrees(turn_angles(held[0], unit)) < 0.5
+    with pytest.raises(PathError, match="key 4: quaternion must not be all zero"):
+        PathKeys(keys.time_s, keys.position, np.where(np.arange(9)[:, None] == 4, 0.0, keys.quaternion))
