@@ -1,6 +1,6 @@
 """Command line of Robot Retarget: `blender -b -c robot_retarget SUBCOMMAND ...`.
 
-One module per subcommand (bake, export, batch, splice, balance, gait, program, stream), the shared pieces in
+One module per subcommand (bake, export, batch, splice, balance, gait, program, stream, waypoints), the shared pieces in
 cli.common. main(argv) is also what tools/robot-retarget calls inside
 bpy-as-a-module, so everything here must work without a window. Subcommands
 print their results to stdout and return a process exit code.
@@ -12,7 +12,7 @@ import sys
 
 import bpy
 
-from . import balance, bake, batch, export, gait, program, splice, stream
+from . import balance, bake, batch, export, gait, program, splice, stream, waypoints
 from ..operators.common import user_message
 from .common import COMMAND_ID, INPUT_ERRORS
 
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("version", help="print the extension's version")
     p.set_defaults(func=_cmd_version)
-    for command in (bake, export, batch, splice, balance, gait, program, stream):
+    for command in (bake, export, batch, splice, balance, gait, program, stream, waypoints):
         command.add_parser(sub)
     return parser
 

@@ -6,9 +6,9 @@ registers each module's classes, then calls its register(), in list order.
 Shared bpy helpers (animation I/O) live in operators/anim_io.py.
 """
 from ..registration import register_modules, unregister_modules
-from . import import_urdf, retarget, waypoints, export, splice, contacts, balance, gait, program, live
+from . import import_urdf, retarget, waypoints, export, splice, contacts, balance, gait, program, live, follow_path
 
-MODULES: list = [import_urdf, retarget, waypoints, export, splice, contacts, balance, gait, program, live]
+MODULES: list = [import_urdf, retarget, waypoints, export, splice, contacts, balance, gait, program, live, follow_path]
 
 
 def register():

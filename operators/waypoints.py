@@ -20,17 +20,25 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
 from bpy_extras.anim_utils import action_get_channelbag_for_slot
 from mathutils import Euler, Matrix, Quaternion
 
 from ..core.waypoints import mechanism
 from ..core.model.rig import rig_layout
 from ..core.model.transforms import matrix_to_quat, quat_continuous
-from ..core.waypoints.orientations import euler_to_quat, quat_mul, waypoint_orientations
+from ..core.waypoints.optimum import StateBlend, waypoint_orientations
+from ..core.waypoints.orientations import euler_to_quat, quat_mul
+from ..core.waypoints.table import build_table
 from . import anim_io
 from .common import reports_errors, tree_from_rig
 
+LINKS = "robot_retarget_links"  # WindowManager list of the picked rig's links, for prop_search
+CURVE_ITEMS = [
+    ("BEZIER", "Bezier (Neighbours)", "Quadratic Bezier through the neighbouring keys, passing the key at r"),
+    ("SPLINE", "Spline (All Keys)", "Natural cubic spline through all keys, by their times"),
+    ("BSPLINE", "B-Spline (All Keys)", "Interpolating cubic B-spline through all keys, by their times"),
+]
 AXES = {"X": (1, 0, 0), "Y": (0, 1, 0), "Z": (0, 0, 1), "-X": (-1, 0, 0), "-Y": (0, -1, 0), "-Z": (0, 0, -1)}
 CUSTOM_SAMPLES = 7  # interior samples of the custom blend curve at r = 1/8 ... 7/8
 _ROTATION_PROPS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -41,7 +49,7 @@ _CHAINS: dict = {}  # (tree, tip, gravity[, table settings]) -> MechanismChain /
 class OrientSettings:
     """What the redo panel sets; defaults match the operator's."""
 
-    mode: str = "tangent"              # tangent | bisector | mechanism
+    mode: str = "tangent"              # tangent | bisector | mechanism | tangent_mechanism
     blend: str = "parabola"            # parabola | bspline | custom
     max_blend: float = 1.0
     approach_axis: str = "AUTO"        # AUTO (+Z objects, +Y bones) or a key of AXES
@@ -49,10 +57,16 @@ class OrientSettings:
     custom_curve: tuple = (0.4375, 0.75, 0.9375, 1.0, 0.9375, 0.75, 0.4375)
     robot: str = ""                    # mechanism: the robot rig object's name
     tip_link: str = ""                 # mechanism: URDF link that is the effector
+    base_link: str = ""                # mechanism: link the arm hangs from (empty: the root)
     objective: str = "manipulability"  # mechanism: manipulability | gravity
     tangent_share: float = 0.0         # mechanism: weight of the tangent optimum in the mix
     use_table: bool = True
     table_resolution: int = 4
+    curve: str = "bezier"              # tangents: bezier | spline | bspline (through all keys, by key times)
+    distances: str = "path"            # ratio r: path (polyline) | arc (along the curve) | straight
+    state_blend: bool = False          # mechanism: more of the optimum where the arm is at risk
+    min_manipulability: float = 0.05
+    limit_margin: float = 0.1
 
 
 @dataclass
@@ -133,20 +147,29 @@ def _to_quat(values: np.ndarray, mode: str) -> np.ndarray:
 
 # --------------------------------------------------------------- mechanism ---
 
+def keys_space(obj, owner):
+    """World matrix (mathutils) of the space the location keys of an object (its parent space) or a pose
+    bone (its rest space) live in."""
+    basis = owner.matrix_basis.inverted_safe()
+    return obj.matrix_world @ (owner.matrix @ basis if owner is not obj else basis)
+
+
+def rigid(matrix) -> np.ndarray:
+    """(4, 4) array of a mathutils matrix with its scale removed (the nearest rotation)."""
+    out = np.array(matrix)
+    u, _, vt = np.linalg.svd(out[:3, :3])
+    out[:3, :3] = u @ vt
+    return out
+
+
 def _robot_frame(obj, owner, robot: bpy.types.Object, tree) -> tuple[np.ndarray, np.ndarray]:
     """(4, 4) from the keys' space to the robot's root-link frame (scale removed, at the
     current frame) and world gravity (3,) m/s^2 in that root-link frame."""
-    basis = owner.matrix_basis.inverted_safe()
-    space = obj.matrix_world @ (owner.matrix @ basis if owner is not obj else basis)
     layout_root = rig_layout(tree).root
     root = robot.pose.bones.get(layout_root.name) if robot.pose else None
     b0 = Matrix(layout_root.axis_change.tolist()).to_4x4()
     base = robot.matrix_world @ (root.matrix @ b0.transposed() if root is not None else Matrix())
-    out = np.array(base.inverted_safe() @ space)
-    u, _, vt = np.linalg.svd(out[:3, :3])
-    out[:3, :3] = u @ vt
-    u, _, vt = np.linalg.svd(np.array(base.to_3x3()))
-    return out, (u @ vt).T @ np.array(mechanism.GRAVITY)
+    return rigid(base.inverted_safe() @ keys_space(obj, owner)), rigid(base)[:3, :3].T @ np.array(mechanism.GRAVITY)
 
 
 def _mechanism_options(settings: OrientSettings, tree, positions: np.ndarray, gravity: np.ndarray) -> dict:
@@ -154,10 +177,10 @@ def _mechanism_options(settings: OrientSettings, tree, positions: np.ndarray, gr
     if not settings.tip_link:
         raise ValueError("mechanism mode needs Tip Link: the URDF link that is the effector "
                          f"(one of {', '.join(tree.link_names[-4:])}, ...)")
-    key = (tree, settings.tip_link, tuple(np.round(gravity, 6)))  # the tree itself: its id is never reused
+    key = (tree, settings.tip_link, settings.base_link, tuple(np.round(gravity, 6)))  # the tree: its id is never reused
     chain = _CHAINS.get(key)
     if chain is None:
-        chain = mechanism.make_chain(tree, settings.tip_link, gravity=gravity)
+        chain = mechanism.make_chain(tree, settings.tip_link, settings.base_link or None, gravity=gravity)
         _CHAINS.clear()
         _CHAINS[key] = chain
     options = {"chain": chain, "objective": settings.objective}
@@ -165,21 +188,23 @@ def _mechanism_options(settings: OrientSettings, tree, positions: np.ndarray, gr
         box = np.stack([positions.min(axis=0), positions.max(axis=0)]) + [[-0.05], [0.05]]
         tkey = key + (settings.objective, settings.table_resolution, tuple(np.round(box, 4).ravel()))
         if tkey not in _CHAINS:
-            _CHAINS[tkey] = mechanism.build_table(chain, settings.objective, settings.table_resolution, box)
+            _CHAINS[tkey] = build_table(chain, settings.objective, settings.table_resolution, box)
         options["table"] = _CHAINS[tkey]
     return options
 
 
-def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mechanism_frame):
-    """Core call; in mechanism mode in the robot's frame (frame = (matrix (4,4), tree, gravity))."""
-    options = {"interpolation": settings.interpolation}
+def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mechanism_frame, frames, fps, notes):
+    """Core call; in mechanism mode in the robot's frame (frame = (matrix (4,4), tree, gravity)).
+    Via keys the robot cannot reach are named in `notes` with their frame."""
+    options = {"interpolation": settings.interpolation, "curve": settings.curve, "distances": settings.distances,
+               "times": (frames - frames[0]) / fps}
     if settings.blend == "custom":
         options["blend_curve"] = [0.0, *settings.custom_curve, 0.0]
     if euler is not None:
         options.update(euler_order=euler[0], start_euler=euler[1], end_euler=euler[2])
     mode = settings.mode
     turn = np.array([1.0, 0.0, 0.0, 0.0])
-    if mode == "mechanism":
+    if mode in ("mechanism", "tangent_mechanism"):
         for name in ("start_euler", "end_euler"):  # keyed Euler angles mean nothing in the robot's frame
             options.pop(name, None)
         matrix, tree, gravity = mechanism_frame
@@ -187,8 +212,14 @@ def _solve(settings: OrientSettings, positions, q_start, q_end, axis, euler, mec
         turn = matrix_to_quat(matrix[:3, :3])
         q_start, q_end = quat_mul(turn, q_start), quat_mul(turn, q_end)
         options.update(_mechanism_options(settings, tree, positions, gravity))
+        if settings.state_blend:
+            options["state_blend"] = StateBlend(settings.min_manipulability, settings.limit_margin)
+        out_of_reach = np.flatnonzero(~mechanism.reachable(options["chain"], positions[1:-1]))
+        notes += [f"key at frame {frames[i + 1]:g} is out of the robot's reach: it keeps the "
+                  f"{'tangent' if settings.mode == 'tangent_mechanism' else 'interpolated'} orientation"
+                  for i in out_of_reach]
         share = settings.tangent_share
-        mode = {"mechanism": 1.0 - share, "tangent": share} if share > 0 else "mechanism"
+        mode = {settings.mode: 1.0 - share, "tangent": share} if share > 0 else settings.mode
     quats = waypoint_orientations(positions[0], q_start, positions[-1], q_end, positions[1:-1], mode=mode,
                                   blend=settings.blend, max_blend=settings.max_blend, approach_axis=axis,
                                   **options)
@@ -217,14 +248,15 @@ def orient_waypoints(obj: bpy.types.Object, bone: str | None = None,
         notes.append(f"{label} rotates by {mode.lower().replace('_', ' ')}: Euler interpolation uses XYZ angles")
     axis = AXES[settings.approach_axis] if settings.approach_axis != "AUTO" else ((0, 1, 0) if bone else (0, 0, 1))
     frame = None
-    if settings.mode == "mechanism":
+    if settings.mode in ("mechanism", "tangent_mechanism"):
         robot = bpy.data.objects.get(settings.robot)
         if robot is None or robot.type != 'ARMATURE':
             raise ValueError("mechanism mode needs Robot: a robot rig (File > Import > URDF Robot)")
         tree = tree_from_rig(robot)
         matrix, gravity = _robot_frame(obj, owner, robot, tree)
         frame = (matrix, tree, gravity)
-    vias = _solve(settings, positions, q_start, q_end, axis, euler, frame)
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    vias = _solve(settings, positions, q_start, q_end, axis, euler, frame, frames, fps, notes)
     quats = quat_continuous(np.vstack([q_start, vias, q_end]))
     if mode == "AXIS_ANGLE":
         owner.rotation_mode = mode = "QUATERNION"
@@ -251,6 +283,37 @@ def _continuous_euler(quats: np.ndarray, order: str, first: np.ndarray, last: np
 
 # ---------------------------------------------------------------- operator ---
 
+def rig_links(robot) -> list[str]:
+    """The URDF links a robot rig's bones stand for (each bone's link, then the fixed links merged into it)."""
+    names = []
+    for pb in robot.pose.bones if robot is not None and robot.pose is not None else ():
+        names += [pb.get("urdf_link", pb.name), *pb.get("urdf_merged_links", [])]
+    return names
+
+
+def picked_robot(operator, context):
+    """The rig named in the operator's Robot, else the Robot tab's (None when neither is set)."""
+    robot = bpy.data.objects.get(operator.robot) if operator.robot else None
+    return robot if robot is not None else getattr(context.scene.robot_retarget, "robot", None)
+
+
+def fill_links(context, robot) -> None:
+    """Put the rig's links into the window manager's list that Tip Link and Base Link are picked from
+    (prop_search cannot read a rig's custom properties, and draw() may not write)."""
+    items = getattr(context.window_manager, LINKS)
+    names = rig_links(robot)
+    if [item.name for item in items] != names:
+        items.clear()
+        for name in names:
+            items.add().name = name
+
+
+def draw_links(layout, operator, context) -> None:
+    """Tip Link and Base Link, picked from the rig's links."""
+    for name in ("tip_link", "base_link"):
+        layout.prop_search(operator, name, context.window_manager, LINKS, icon='BONE_DATA')
+
+
 def _active_bone(context) -> str | None:
     bone = getattr(context, "active_pose_bone", None)
     return bone.name if context.mode == 'POSE' and bone is not None else None
@@ -270,6 +333,8 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
         ("TANGENT", "Tangent", "Approach axis along the path's tangent (a Bezier through the neighbours)"),
         ("BISECTOR", "Bisector", "Approach axis along the bisector of the incoming and outgoing directions"),
         ("MECHANISM", "Mechanism", "The orientation a robot chain holds best (manipulability or gravity)"),
+        ("TANGENT_MECHANISM", "Tangent + Mechanism",
+         "Approach axis along the tangent, the roll about it the robot chain holds best"),
     ], default="TANGENT")
     blend: EnumProperty(name="Blend", items=[
         ("PARABOLA", "Parabola", "u = 4 r (1 - r), r = share of the path done"),
@@ -288,8 +353,10 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
         ("SLERP", "Spherical", "Shortest-arc interpolation of the start and end orientations"),
         ("EULER", "Euler", "Linear interpolation of the keyed Euler angles"),
     ], default="SLERP")
-    robot: StringProperty(name="Robot", description="Robot rig (imported URDF) for mechanism mode")
+    robot: StringProperty(name="Robot", description="Robot rig (imported URDF) for mechanism mode "
+                          "(empty: the Robot tab's robot)")
     tip_link: StringProperty(name="Tip Link", description="URDF link the keyed object stands for")
+    base_link: StringProperty(name="Base Link", description="Link the chain hangs from (empty: the robot's root)")
     objective: EnumProperty(name="Objective", items=[
         ("MANIPULABILITY", "Manipulability", "Stay far from singularities (Yoshikawa's measure)"),
         ("GRAVITY", "Gravity Torques", "Least squared joint torques holding the arm against gravity"),
@@ -299,6 +366,19 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
     use_table: BoolProperty(name="Lookup Table", default=True,
                             description="Precompute the optimum on a grid around the keys, then interpolate")
     table_resolution: IntProperty(name="Grid", min=2, max=12, default=4, description="Grid points per axis")
+    curve: EnumProperty(name="Tangent Curve", items=CURVE_ITEMS, default="BEZIER")
+    distances: EnumProperty(name="Ratio", items=[
+        ("PATH", "Along the Keys", "r from distances along the straight lines between the keys"),
+        ("ARC", "Arc Length", "r from the arc length along the curve through all keys"),
+        ("STRAIGHT", "Straight to the Ends", "r from the straight distances to the first and last key"),
+    ], default="PATH")
+    state_blend: BoolProperty(name="Blend by Robot State", default=False,
+                              description="Turn further toward the optimum where the interpolated orientation "
+                                          "brings the arm near a singularity or a joint limit")
+    min_manipulability: FloatProperty(name="Singular Below", min=0.0, default=0.05,
+                                      description="Manipulability under which the arm counts as near a singularity")
+    limit_margin: FloatProperty(name="Limit Margin", min=0.0, max=0.5, default=0.1, subtype='FACTOR',
+                                description="Share of a joint's range near its limit that counts as at risk")
 
     @classmethod
     def poll(cls, context):
@@ -306,13 +386,15 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
 
     def draw(self, context):
         layout = self.layout
-        for name in ("bone", "mode", "blend", "max_blend", "approach_axis", "interpolation"):
+        for name in ("bone", "mode", "blend", "max_blend", "approach_axis", "interpolation", "curve", "distances"):
             layout.prop(self, name)
         if self.blend == "CUSTOM":
             layout.prop(self, "custom_curve")
-        if self.mode == "MECHANISM":
+        if self.mode in ("MECHANISM", "TANGENT_MECHANISM"):
             layout.prop_search(self, "robot", bpy.data, "objects")
-            for name in ("tip_link", "objective", "tangent_share", "use_table", "table_resolution"):
+            draw_links(layout, self, context)
+            for name in ("objective", "tangent_share", "use_table", "table_resolution",
+                         "state_blend", "min_manipulability", "limit_margin"):
                 layout.prop(self, name)
 
     def settings(self) -> OrientSettings:
@@ -320,14 +402,25 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
             mode=self.mode.lower(), blend=self.blend.lower(),
             max_blend=self.max_blend, approach_axis=self.approach_axis,
             interpolation=self.interpolation.lower(), custom_curve=tuple(self.custom_curve),
-            robot=self.robot, tip_link=self.tip_link, objective=self.objective.lower(),
-            tangent_share=self.tangent_share, use_table=self.use_table, table_resolution=self.table_resolution)
+            robot=self.robot, tip_link=self.tip_link, base_link=self.base_link, objective=self.objective.lower(),
+            tangent_share=self.tangent_share, use_table=self.use_table, table_resolution=self.table_resolution,
+            curve=self.curve.lower(), distances=self.distances.lower(), state_blend=self.state_blend,
+            min_manipulability=self.min_manipulability, limit_margin=self.limit_margin)
+
+    def invoke(self, context, event):
+        fill_links(context, picked_robot(self, context))  # before the redo panel draws
+        return self.execute(context)
 
     @reports_errors
     def execute(self, context):
         obj = context.object
         bone = self.bone or _active_bone(context)
-        outcome = orient_waypoints(obj, bone, self.settings())
+        robot = picked_robot(self, context)
+        fill_links(context, robot)
+        settings = self.settings()
+        if not settings.robot and robot is not None:  # the Robot tab's rig
+            settings.robot = robot.name
+        outcome = orient_waypoints(obj, bone, settings)
         for note in outcome.notes:
             self.report({'INFO'}, note)
         label = f"bone {bone!r}" if bone else f"object {obj.name!r}"
@@ -335,4 +428,20 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
         return {'FINISHED'}
 
 
+def _menu(self, context):
+    self.layout.separator()
+    self.layout.operator(ROBOT_RETARGET_OT_orient_waypoints.bl_idname)
+    self.layout.operator("robot_retarget.follow_path")
+
+
 classes = (ROBOT_RETARGET_OT_orient_waypoints,)
+
+
+def register():
+    setattr(bpy.types.WindowManager, LINKS, CollectionProperty(type=bpy.types.PropertyGroup))
+    bpy.types.VIEW3D_MT_object_animation.append(_menu)  # Object > Animation, and Pose > Animation
+
+
+def unregister():
+    bpy.types.VIEW3D_MT_object_animation.remove(_menu)
+    delattr(bpy.types.WindowManager, LINKS)

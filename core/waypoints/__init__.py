@@ -1,8 +1,10 @@
-"""Orientations at position-only waypoints of an end effector: interpolated, tangent, bisector
-(orientations) and the mechanism's optimum by IK over candidate orientations (mechanism).
+"""Orientations at position-only waypoints of an end effector and the joint trajectory that follows them:
+the pieces (orientations), the curve through the keys (curves), the mechanism's measures and IK
+(mechanism), its optimum picked continuously along the path (path_optimum) or precomputed on a grid
+(table), the modes put together (optimum) and the path as a joint trajectory (trajectory).
 
 `core.waypoints.waypoint_orientations(...)` is the entry point. May import: core.model.
 """
-from .orientations import waypoint_orientations
+from .optimum import waypoint_orientations
 
 __all__ = ["waypoint_orientations"]

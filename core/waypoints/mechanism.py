@@ -1,34 +1,34 @@
-"""Mechanism mode of waypoint orientation: the orientation a robot arm holds best.
+"""The mechanism's side of waypoint orientation: how well a robot arm holds a pose.
 
 At a via position the effector can be turned many ways; some leave the arm
 near a singularity (little manipulability) or holding its links far out
-against gravity. For each position, candidate orientations are solved by a
-batched damped-least-squares IK over the chain's joints; the reachable one
-with the best objective wins:
+against gravity. This module holds the chain (base link to tip link, with
+the URDF's link masses), its kinematics, a batched damped-least-squares IK
+inside the joint limits, and the objectives:
 
 - "manipulability": Yoshikawa's measure sqrt(det(J J^T)) of the 6 x n
   geometric Jacobian J at the tip, larger is better;
-- "gravity": the sum of squared gravity torques over the chain's joints,
-  from the URDF <inertial> masses and centres of mass, smaller is better.
+- "torque" (also "gravity"): the sum of squared gravity torques over the
+  chain's joints, from the URDF <inertial> masses and centres of mass,
+  smaller is better.
 
-A lookup table over the reachable workspace (OrientationTable) stores the
-winner at grid points once so animating many keys costs a trilinear lookup.
-numpy only; positions in metres in the robot's root-link frame, angles in
-radians, batch first.
+Which candidate orientation wins at each via point is path_optimum's
+choice; the lookup table over the workspace is table's. numpy only;
+positions in metres in the robot's root-link frame, angles in radians,
+batch first.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
 
 from ..model.kinematics import FIXED, REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix, matrix_to_quat, quat_to_matrix
-from .orientations import quat_average, quat_between, quat_mul
+from .orientations import quat_between, quat_mul
 
-OBJECTIVES = ("manipulability", "gravity")
+OBJECTIVES = ("manipulability", "gravity", "torque")  # "torque" is "gravity": least gravity torque
 GRAVITY = (0.0, 0.0, -9.81)  # m/s^2, robot root frame with z up
 
 
@@ -62,30 +62,7 @@ class MechanismChain:
     gravity: np.ndarray = field(default_factory=lambda: np.array(GRAVITY))
     candidates: np.ndarray = field(default_factory=lambda: candidate_orientations())
     ik: IKSettings = field(default_factory=IKSettings)
-
-    def optimal_orientations(self, positions, objective: str = "manipulability",
-                             table: "OrientationTable | None" = None, reference=None) -> np.ndarray:
-        """Best orientation (V, 4) at each position: table lookup, else IK search.
-
-        Positions the table does not cover are searched directly; positions the
-        chain cannot reach keep `reference` (e.g. the interpolated orientation).
-        """
-        _check_objective(objective)
-        positions = np.asarray(positions, float).reshape(-1, 3)
-        out = np.full((positions.shape[0], 4), np.nan)
-        if table is not None:
-            if table.objective != objective:
-                raise ValueError(f"the lookup table was built for {table.objective!r}, not {objective!r}")
-            out = table.lookup(positions)
-        missing = np.flatnonzero(np.isnan(out[:, 0]))
-        if missing.size:
-            out[missing] = search_orientations(self, positions[missing], objective).quats
-        unreached = np.isnan(out[:, 0])
-        if np.any(unreached):
-            if reference is None:
-                raise ValueError(f"the chain cannot reach {int(unreached.sum())} of the positions")
-            out[unreached] = np.asarray(reference, float).reshape(-1, 4)[unreached]
-        return out
+    base: int = 0           # tree link index the chain hangs from (its frame is the positions' frame)
 
 
 # -------------------------------------------------------------- building ---
@@ -123,7 +100,8 @@ def make_chain(tree: KinematicTree, tip_link: str, base_link: str | None = None,
     IK seed defaults to the middle of each joint's range.
     """
     path = tree.path(base_link or tree.link_names[0], tip_link)
-    links = np.array([i for i in path if tree.kind[i] != FIXED and tree.qindex[i] >= 0], dtype=int)
+    # the base's own joint is above it: the chain moves the joints below the base only
+    links = np.array([i for i in path[1:] if tree.kind[i] != FIXED and tree.qindex[i] >= 0], dtype=int)
     if links.size == 0:
         raise ValueError(f"no movable joint between {base_link or tree.link_names[0]!r} and {tip_link!r}")
     columns = np.unique(tree.qindex[links])
@@ -132,17 +110,18 @@ def make_chain(tree: KinematicTree, tip_link: str, base_link: str | None = None,
         inertials = read_inertials(source) if source else {}
     mass = np.array([inertials.get(n, (0.0, None))[0] for n in tree.link_names])
     com = np.array([inertials[n][1] if n in inertials else np.zeros(3) for n in tree.link_names])
-    lo, hi = _limits(tree, columns)
+    lo, hi = joint_limits(tree, columns)
     rest = np.clip(np.zeros(tree.dof), tree.lower, tree.upper) if rest_q is None else np.asarray(rest_q, float)
     return MechanismChain(
         tree=tree, tip=tree.link_index(tip_link), links=links, columns=columns, rest_q=rest,
         seed=0.5 * (lo + hi) if seed is None else np.asarray(seed, float), mass=mass, com=com,
         gravity=np.asarray(gravity, float),
         candidates=candidate_orientations() if candidates is None else np.asarray(candidates, float),
-        ik=ik or IKSettings())
+        ik=ik or IKSettings(), base=tree.link_index(base_link or tree.link_names[0]))
 
 
-def _limits(tree: KinematicTree, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def joint_limits(tree: KinematicTree, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(C,) lower and upper limits in rad of the q columns; a joint without limits searches one turn."""
     lo, hi = tree.lower[columns], tree.upper[columns]
     return np.where(np.isfinite(lo), lo, -np.pi), np.where(np.isfinite(hi), hi, np.pi)
 
@@ -161,6 +140,21 @@ def candidate_orientations(directions: int = 32, rolls: int = 6, axis=(0.0, 0.0,
 
 
 # ------------------------------------------------------------ kinematics ---
+
+def base_pose(chain: MechanismChain) -> np.ndarray:
+    """(4, 4) the base link in the root-link frame, the joints above it at rest."""
+    return chain.tree.forward(chain.rest_q[None])[0, chain.base]
+
+
+def arm_reach(chain: MechanismChain, samples: int = 4000, rng_seed: int = 0) -> tuple[np.ndarray, float]:
+    """(origin (3,) m, reach m): the first moving joint's origin at rest and the farthest the tip gets
+    from it over random joint values inside the limits, to tell a user how far the arm reaches."""
+    lo, hi = joint_limits(chain.tree, chain.columns)
+    q = np.vstack([chain.seed, np.random.default_rng(rng_seed).uniform(lo, hi, (samples, lo.size))])
+    frames = chain_frames(chain, q)
+    origin = frames[0, chain.links[0], :3, 3]
+    return origin, float(np.linalg.norm(frames[:, chain.tip, :3, 3] - origin, axis=1).max())
+
 
 def chain_frames(chain: MechanismChain, qc: np.ndarray) -> np.ndarray:
     """World transforms (B, L, 4, 4) of every link for chain joint values qc (B, C)."""
@@ -252,16 +246,23 @@ def rotation_vectors(r: np.ndarray) -> np.ndarray:
     return np.where(s > 1e-12, 2.0 * np.arctan2(s, q[..., :1]) / np.where(s > 0, s, 1.0), 2.0) * v
 
 
-def _check_objective(objective: str) -> None:
+def check_objective(objective: str) -> None:
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
 
 
+def same_objective(a: str, b: str) -> bool:
+    """The names "gravity" and "torque" are one objective (least squared gravity torques)."""
+    alias = {"torque": "gravity"}
+    return alias.get(a, a) == alias.get(b, b)
+
+
 def objective_scores(chain: MechanismChain, frames: np.ndarray, objective: str) -> np.ndarray:
     """(B,) larger is better: manipulability, or minus the summed squared gravity torques (N^2 m^2)."""
-    _check_objective(objective)
+    check_objective(objective)
     if objective == "manipulability":
         return manipulability(jacobian(chain, frames))
+    # "gravity" / "torque": least squared gravity torque
     return -np.sum(gravity_torques(chain, frames) ** 2, axis=-1)
 
 
@@ -286,7 +287,7 @@ def _solve_chunk(chain: MechanismChain, target_p: np.ndarray, target_r: np.ndarr
     target_r None solves for the position only (rotation rows weigh nothing).
     """
     s = chain.ik
-    lo, hi = _limits(chain.tree, chain.columns)
+    lo, hi = joint_limits(chain.tree, chain.columns)
     w_rot = 0.0 if target_r is None else s.rotation_weight
     weight = np.array([1.0, 1.0, 1.0, w_rot, w_rot, w_rot])
     count = q.shape[0]
@@ -327,66 +328,7 @@ def reachable(chain: MechanismChain, positions) -> np.ndarray:
     return _solve_chunk(chain, positions, None, q, None).reached
 
 
-# ---------------------------------------------------------------- search ---
-
-@dataclass
-class SearchResult:
-    """Best orientation per position; NaN quaternion and -inf score where unreachable."""
-
-    quats: np.ndarray  # (V, 4)
-    score: np.ndarray  # (V,)
-    q: np.ndarray      # (V, C) rad, the IK solution holding it
-
-
-def search_orientations(chain: MechanismChain, positions, objective: str = "manipulability",
-                        refine: int = 3) -> SearchResult:
-    """Try every candidate orientation at each position by IK; keep the best reached one.
-
-    `refine` rounds then try small turns (about world x, y, z, halving the
-    angle each round) around the winner, warm-started from its joint values,
-    so the answer is not limited to the candidate grid.
-    """
-    _check_objective(objective)
-    positions = np.asarray(positions, float).reshape(-1, 3)
-    count, cand = positions.shape[0], chain.candidates
-    out = SearchResult(np.full((count, 4), np.nan), np.full(count, -np.inf),
-                       np.broadcast_to(chain.seed, (count, chain.columns.size)).copy())
-    ok = np.flatnonzero(reachable(chain, positions))  # out of reach: skip every candidate
-    if ok.size == 0:
-        return out
-    k = cand.shape[0]
-    result = solve_ik(chain, np.repeat(positions[ok], k, axis=0), np.tile(cand, (ok.size, 1)),
-                      objective=objective)
-    scores = result.score.reshape(ok.size, k)
-    best = np.argmax(scores, axis=1)
-    rows = np.arange(ok.size)
-    out.quats[ok], out.score[ok] = cand[best], scores[rows, best]
-    out.q[ok] = result.q.reshape(ok.size, k, -1)[rows, best]
-    for round_ in range(refine):
-        _improve(chain, positions, out, 0.2 * 0.5 ** round_, objective)
-    out.quats[~np.isfinite(out.score)] = np.nan
-    return out
-
-
-def _improve(chain: MechanismChain, positions: np.ndarray, best: SearchResult, angle: float,
-             objective: str) -> None:
-    """One hill-climbing round: replace the winner by a turned copy (six turns by `angle`) that scores higher."""
-    live = np.flatnonzero(np.isfinite(best.score))
-    if live.size == 0:
-        return
-    axes = np.vstack([np.eye(3), -np.eye(3)])
-    turns = matrix_to_quat(axis_angle_to_matrix(axes, np.full(6, angle)))  # (6, 4)
-    trial = quat_mul(turns[None], best.quats[live][:, None]).reshape(-1, 4)
-    result = solve_ik(chain, np.repeat(positions[live], 6, axis=0), trial,
-                      np.repeat(best.q[live], 6, axis=0), objective)
-    scores = result.score.reshape(live.size, 6)
-    pick = np.argmax(scores, axis=1)
-    gain = scores[np.arange(live.size), pick] > best.score[live]
-    won, choice = live[gain], (np.arange(live.size) * 6 + pick)[gain]
-    best.quats[won] = trial[choice]
-    best.score[won] = result.score[choice]
-    best.q[won] = result.q[choice]
-
+# ---------------------------------------------------------------- scores ---
 
 def orientation_scores(chain: MechanismChain, positions, quats, objective: str = "manipulability",
                        restarts: int = 8, rng_seed: int = 0) -> IKResult:
@@ -397,75 +339,10 @@ def orientation_scores(chain: MechanismChain, positions, quats, objective: str =
     """
     positions = np.asarray(positions, float).reshape(-1, 3)
     quats = np.asarray(quats, float).reshape(-1, 4)
-    lo, hi = _limits(chain.tree, chain.columns)
+    lo, hi = joint_limits(chain.tree, chain.columns)
     seeds = np.vstack([chain.seed, np.random.default_rng(rng_seed).uniform(lo, hi, (restarts, lo.size))])
     count, s = positions.shape[0], seeds.shape[0]
     result = solve_ik(chain, np.repeat(positions, s, axis=0), np.repeat(quats, s, axis=0),
                       np.tile(seeds, (count, 1)), objective)
     pick = np.arange(count) * s + np.argmax(result.score.reshape(count, s), axis=1)
     return IKResult(*(getattr(result, f)[pick] for f in ("q", "position_error", "rotation_error", "reached", "score")))
-
-
-# ----------------------------------------------------------------- table ---
-
-@dataclass
-class OrientationTable:
-    """The best orientation at grid points over (part of) the reachable workspace, for fast lookup."""
-
-    lower: np.ndarray    # (3,) m, the first grid point
-    spacing: np.ndarray  # (3,) m between grid points (any value on an axis with one point)
-    quats: np.ndarray    # (Nx, Ny, Nz, 4), NaN where the chain cannot reach
-    objective: str
-
-    def lookup(self, positions, min_weight: float = 0.5) -> np.ndarray:
-        """Trilinear mean (V, 4) of the 8 surrounding grid orientations; NaN where less than
-        `min_weight` of the weight falls on reachable grid points (search those directly)."""
-        positions = np.asarray(positions, float).reshape(-1, 3)
-        shape = np.array(self.quats.shape[:3])
-        x = (positions - self.lower) / np.where(self.spacing > 0, self.spacing, 1.0)
-        i0 = np.clip(np.floor(x), 0, np.maximum(shape - 2, 0)).astype(int)
-        frac = np.where(shape > 1, np.clip(x - i0, 0.0, 1.0), 0.0)
-        offsets = np.array([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
-        idx = np.minimum(i0[:, None] + offsets[None], shape - 1)  # (V, 8, 3)
-        weight = np.prod(np.where(offsets[None] == 1, frac[:, None], 1.0 - frac[:, None]), axis=-1)
-        q = self.quats[idx[..., 0], idx[..., 1], idx[..., 2]]
-        valid = ~np.isnan(q[..., 0])
-        weight = np.where(valid, weight, 0.0)
-        total = weight.sum(axis=1)
-        out = quat_average(np.where(valid[..., None], q, 0.0), weight / np.maximum(total, 1e-12)[:, None])
-        out[total < min_weight] = np.nan
-        return out
-
-    def save(self, path) -> None:
-        np.savez(Path(path), lower=self.lower, spacing=self.spacing, quats=self.quats,
-                 objective=np.array(self.objective))
-
-    @classmethod
-    def load(cls, path) -> "OrientationTable":
-        with np.load(Path(path)) as data:
-            return cls(data["lower"], data["spacing"], data["quats"], str(data["objective"]))
-
-
-def workspace_bounds(chain: MechanismChain, samples: int = 2000, rng_seed: int = 0) -> np.ndarray:
-    """(2, 3) m, the box around tip positions of random joint values inside the limits."""
-    lo, hi = _limits(chain.tree, chain.columns)
-    rng = np.random.default_rng(rng_seed)
-    tips = chain_frames(chain, rng.uniform(lo, hi, (samples, lo.size)))[:, chain.tip, :3, 3]
-    return np.stack([tips.min(axis=0), tips.max(axis=0)])
-
-
-def build_table(chain: MechanismChain, objective: str = "manipulability", resolution: int = 6,
-                bounds=None, refine: int = 1) -> OrientationTable:
-    """Search the best orientation at resolution^3 grid points once.
-
-    bounds (2, 3) m limits the grid to a region (e.g. around an animation's
-    keys) so a small grid is fine; by default the whole reachable workspace.
-    """
-    if resolution < 1:
-        raise ValueError(f"resolution must be >= 1, got {resolution}")
-    box = workspace_bounds(chain) if bounds is None else np.asarray(bounds, float).reshape(2, 3)
-    axes = [np.linspace(box[0, i], box[1, i], resolution) for i in range(3)]
-    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
-    found = search_orientations(chain, grid.reshape(-1, 3), objective, refine)
-    spacing = (box[1] - box[0]) / max(resolution - 1, 1)
-    return OrientationTable(box[0].copy(), spacing, found.quats.reshape(grid.shape[:3] + (4,)), objective)

@@ -8,6 +8,10 @@ orientation is reached by a fraction u = max_blend * f(r) of the way from the
 interpolated one, r = d_s / (d_s + d_e), with f = 0 at both ends so the keyed
 start and end orientations are met continuously.
 
+This module holds the pieces (quaternions, the path's geometry, the blend,
+the interpolated orientation); optimum.waypoint_orientations puts them
+together with the modes' optima.
+
 Quaternions are (w, x, y, z); positions are metres in one common frame; via
 points come first on every batched array (V, ...). Euler orders use Blender's
 naming: "XYZ" means X is applied first (R = Rz Ry Rx), angles stored (x, y, z).
@@ -19,12 +23,12 @@ from typing import Callable, Sequence, Union
 
 import numpy as np
 
-from ..model.transforms import euler_to_matrix, matrix_to_quat, quat_continuous, quat_to_matrix
+from ..model.transforms import euler_to_matrix, matrix_to_quat, quat_to_matrix
+from .curves import CURVES, key_curve
 
-MODES = ("tangent", "bisector", "mechanism")
 BLENDS = ("parabola", "bspline", "custom")
 INTERPOLATIONS = ("slerp", "euler")
-DISTANCES = ("path", "straight")
+DISTANCES = ("path", "straight", "arc")
 SPANS = ("neighbours", "ends")
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 LENGTH_TOL = 1e-9  # m: positions closer than this coincide
@@ -135,6 +139,7 @@ class PathGeometry:
     d_end: np.ndarray    # (V,) m to the end
     before: np.ndarray   # (V, 3) m, the point the tangent's Bezier starts from
     after: np.ndarray    # (V, 3) m, the point it ends at
+    tangent: np.ndarray  # (V, 3) unit direction of travel (zero at a cusp)
 
     @property
     def ratio(self) -> np.ndarray:
@@ -143,25 +148,36 @@ class PathGeometry:
 
 
 def path_geometry(start_pos, end_pos, via_positions, distances: str = "path",
-                  tangent_span: str = "neighbours") -> PathGeometry:
-    """Distances and Bezier end points of every via point.
+                  tangent_span: str = "neighbours", curve: str = "bezier", times=None) -> PathGeometry:
+    """Distances, Bezier end points and tangents of every via point.
 
     distances="path" measures along the polyline start, via..., end, so each
     via point gets its own place along the path; "straight" uses the direct
-    distances to start and end. tangent_span="neighbours" fits each tangent's
-    Bezier through the nearest distinct points before and after (the local
-    direction of travel); "ends" fits it from start to end as for one via.
+    distances to start and end; "arc" the arc length along the curve through
+    all keys (curves.key_curve; the "spline" one when curve="bezier").
+    tangent_span="neighbours" fits each tangent's Bezier through the nearest
+    distinct points before and after (the local direction of travel); "ends"
+    fits it from start to end as for one via. curve="spline" or "bspline"
+    takes the tangent from the cubic through all keys instead, parameterised
+    by `times` (s, one per key) when given, else by chord length.
     """
     _choice("distances", distances, DISTANCES)
     _choice("tangent_span", tangent_span, SPANS)
+    _choice("curve", curve, CURVES)
     start, end = _vec3(start_pos, "start_pos"), _vec3(end_pos, "end_pos")
     via = np.asarray(via_positions, float).reshape(-1, 3)
     if via.shape[0] == 0 or not np.all(np.isfinite(via)):
         raise ValueError("via_positions must hold one or more finite (x, y, z) points")
     points = np.vstack([start, via, end])
     cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))])
+    through = None
+    if curve != "bezier" or distances == "arc":
+        through = key_curve(points, times, "spline" if curve == "bezier" else curve)
     if distances == "path":
         d_s, d_e = cum[1:-1], cum[-1] - cum[1:-1]
+    elif distances == "arc":
+        arc = through.key_arc_lengths()
+        d_s, d_e = arc[1:-1], arc[-1] - arc[1:-1]
     else:
         d_s, d_e = np.linalg.norm(via - start, axis=1), np.linalg.norm(end - via, axis=1)
     bad = np.flatnonzero(d_s + d_e <= LENGTH_TOL)
@@ -170,13 +186,17 @@ def path_geometry(start_pos, end_pos, via_positions, distances: str = "path",
                          "its place on the path d_s / (d_s + d_e) is undefined")
     if tangent_span == "ends":
         count = via.shape[0]
-        return PathGeometry(d_s, d_e, np.tile(start, (count, 1)), np.tile(end, (count, 1)))
-    # nearest points whose distance along the path differs: held (repeated) keys are skipped
-    i_before = np.searchsorted(cum, cum[1:-1] - LENGTH_TOL, side="left") - 1
-    i_after = np.searchsorted(cum, cum[1:-1] + LENGTH_TOL, side="right")
-    before = np.where((i_before >= 0)[:, None], points[np.clip(i_before, 0, None)], via)
-    after = np.where((i_after < len(points))[:, None], points[np.clip(i_after, None, len(points) - 1)], via)
-    return PathGeometry(d_s, d_e, before, after)
+        before, after = np.tile(start, (count, 1)), np.tile(end, (count, 1))
+    else:  # nearest points whose distance along the path differs: held (repeated) keys are skipped
+        i_before = np.searchsorted(cum, cum[1:-1] - LENGTH_TOL, side="left") - 1
+        i_after = np.searchsorted(cum, cum[1:-1] + LENGTH_TOL, side="right")
+        before = np.where((i_before >= 0)[:, None], points[np.clip(i_before, 0, None)], via)
+        after = np.where((i_after < len(points))[:, None], points[np.clip(i_after, None, len(points) - 1)], via)
+    if curve == "bezier":
+        tangent = bezier_tangents(before, via, after)
+    else:
+        tangent = through.tangent(through.params[1:-1])
+    return PathGeometry(d_s, d_e, before, after, tangent)
 
 
 def bezier_tangents(before, via, after) -> np.ndarray:
@@ -285,80 +305,6 @@ def interpolated_orientations(start_quat, end_quat, ratio, interpolation: str = 
     return euler_to_quat(e0 + ratio[:, None] * (e1 - e0), euler_order)
 
 
-def _mode_weights(mode) -> dict[str, float]:
-    """{"tangent": 1} from a mode name, or a validated weighted mapping of modes."""
-    weights = {mode: 1.0} if isinstance(mode, str) else dict(mode)
-    for name, weight in weights.items():
-        _choice("mode", name, MODES)
-        if not (np.isfinite(weight) and weight >= 0):
-            raise ValueError(f"mode weight for {name!r} must be finite and >= 0, got {weight}")
-    if not weights or sum(weights.values()) <= 0:
-        raise ValueError("mode weights must include a positive weight")
-    return {name: float(w) for name, w in weights.items() if w > 0}
-
-
-def optimal_orientations(mode, geometry: PathGeometry, via: np.ndarray, interpolated: np.ndarray,
-                         approach_axis, chain=None, objective: str = "manipulability",
-                         table=None) -> np.ndarray:
-    """The optimal orientation (V, 4) of each via point: one mode or a weighted mean of several."""
-    weights = _mode_weights(mode)
-    results, w = [], []
-    for name, weight in weights.items():
-        if name == "tangent":
-            q = align_axis(interpolated, approach_axis, bezier_tangents(geometry.before, via, geometry.after))
-        elif name == "bisector":
-            q = align_axis(interpolated, approach_axis, bisector_directions(geometry.before, via, geometry.after))
-        else:
-            if chain is None:
-                raise ValueError('mode "mechanism" needs chain= (core.waypoints.mechanism.make_chain)')
-            q = chain.optimal_orientations(via, objective=objective, table=table, reference=interpolated)
-        results.append(q)
-        w.append(weight)
-    if len(results) == 1:
-        return results[0]
-    stacked = np.stack(results, axis=1)  # (V, M, 4)
-    return quat_average(stacked, np.broadcast_to(np.asarray(w), stacked.shape[:2]))
-
-
-def waypoint_orientations(start_pos, start_quat, end_pos, end_quat, via_positions,
-                          mode="tangent", blend: BlendSpec = "parabola", max_blend: float = 1.0,
-                          approach_axis=(0, 0, 1), **options) -> np.ndarray:
-    """One unit quaternion (w, x, y, z) per via point, shape (V, 4).
-
-    mode: "tangent", "bisector", "mechanism", or a mapping of modes to weights
-    (e.g. {"tangent": 1, "mechanism": 2}) for a weighted mean of optima.
-    blend: "parabola", "bspline", "custom" (with blend_curve) or a callable f(r).
-    approach_axis: the effector's local axis aligned with the path direction.
-    options: interpolation ("slerp" | "euler"), euler_order, start_euler,
-    end_euler, blend_curve, distances ("path" | "straight"), tangent_span
-    ("neighbours" | "ends"), and for mechanism mode chain, objective
-    ("manipulability" | "gravity") and table (an OrientationTable).
-    The result stays in one hemisphere, starting from that of start_quat with
-    w >= 0, so q and -q inputs give identical output and keys stay smooth.
-    """
-    known = {"interpolation", "euler_order", "start_euler", "end_euler", "blend_curve",
-             "distances", "tangent_span", "chain", "objective", "table"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise TypeError(f"unknown option(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}")
-    q0, q1 = _quat(start_quat, "start_quat"), _quat(end_quat, "end_quat")
-    axis = _vec3(approach_axis, "approach_axis")
-    if np.linalg.norm(axis) < 1e-12:
-        raise ValueError("approach_axis must be a non-zero vector")
-    geometry = path_geometry(start_pos, end_pos, via_positions, options.get("distances", "path"),
-                             options.get("tangent_span", "neighbours"))
-    via = np.asarray(via_positions, float).reshape(-1, 3)
-    ratio = geometry.ratio
-    interpolated = interpolated_orientations(
-        q0, q1, ratio, options.get("interpolation", "slerp"), options.get("euler_order", "XYZ"),
-        options.get("start_euler"), options.get("end_euler"))
-    u = blend_weights(ratio, blend, max_blend, options.get("blend_curve"))
-    optimal = optimal_orientations(mode, geometry, via, interpolated, axis, options.get("chain"),
-                                   options.get("objective", "manipulability"), options.get("table"))
-    result = quat_slerp(interpolated, optimal, u)
-    return quat_continuous(np.vstack([canonical_quat(q0), result]))[1:]
-
-
 # ---------------------------------------------------------------- helpers ---
 
 def _choice(name: str, value, allowed: Sequence[str]) -> None:
@@ -380,7 +326,6 @@ def _quat(value, name: str) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
-__all__ = ["waypoint_orientations", "interpolated_orientations", "optimal_orientations",
-           "blend_weights", "path_geometry", "PathGeometry", "bezier_tangents", "bisector_directions",
+__all__ = ["interpolated_orientations", "blend_weights", "path_geometry", "PathGeometry", "bezier_tangents", "bisector_directions",
            "align_axis", "quat_slerp", "quat_mul", "quat_between", "quat_average", "canonical_quat",
            "euler_to_quat", "quat_to_euler"]

@@ -33,6 +33,7 @@ def mods(extension):
         "op": importlib.import_module(f"{name}.operators.waypoints"),
         "anim_io": importlib.import_module(f"{name}.operators.anim_io"),
         "wp": importlib.import_module(f"{name}.core.waypoints.orientations"),
+        "opt": importlib.import_module(f"{name}.core.waypoints.optimum"),
         "mech": importlib.import_module(f"{name}.core.waypoints.mechanism"),
         "kin": importlib.import_module(f"{name}.core.model.kinematics"),
         "urdf": importlib.import_module(f"{name}.core.model.urdf"),
@@ -74,7 +75,7 @@ def test_rotation_keys_at_location_keys_equal_the_core(clean_scene, mods):
     assert bpy.ops.robot_retarget.orient_waypoints(mode='TANGENT', blend='BSPLINE', max_blend=0.8) == {'FINISHED'}
     frames, quats = _read(mods, obj, "rotation_quaternion", 4)
     assert np.array_equal(frames, FRAMES)
-    core = mods["wp"].waypoint_orientations(PATH[0], Q_START, PATH[-1], Q_END, PATH[1:-1], mode="tangent",
+    core = mods["opt"].waypoint_orientations(PATH[0], Q_START, PATH[-1], Q_END, PATH[1:-1], mode="tangent",
                                             blend="bspline", max_blend=0.8, approach_axis=(0, 0, 1))
     assert _same_orientation(quats[1:-1], core)
     assert np.allclose(quats[0], Q_START, atol=TOL) and _same_orientation(quats[-1], Q_END)
@@ -91,7 +92,7 @@ def test_euler_object_keeps_its_rotation_mode(clean_scene, mods):
     assert np.array_equal(frames, FRAMES) and outcome.keys == 15
     assert np.allclose(euler[0], e0, atol=TOL) and np.allclose(euler[-1], e1, atol=1e-5)
     wp = mods["wp"]
-    core = wp.waypoint_orientations(PATH[0], wp.euler_to_quat(e0, "ZXY"), PATH[-1], wp.euler_to_quat(e1, "ZXY"),
+    core = mods["opt"].waypoint_orientations(PATH[0], wp.euler_to_quat(e0, "ZXY"), PATH[-1], wp.euler_to_quat(e1, "ZXY"),
                                     PATH[1:-1], mode="bisector", approach_axis=(-1, 0, 0),
                                     interpolation="euler", euler_order="ZXY", start_euler=e0, end_euler=e1)
     assert _same_orientation(wp.euler_to_quat(euler[1:-1], "ZXY"), core, 1e-5)
@@ -115,7 +116,7 @@ def test_pose_bone_and_axis_angle_switch(clean_scene, mods):
     assert obj.pose.bones["ik.target"].rotation_mode == "QUATERNION"
     frames, quats = _read(mods, obj, prefix + "rotation_quaternion", 4)
     assert np.array_equal(frames, FRAMES)
-    core = mods["wp"].waypoint_orientations(PATH[0], Q_START, PATH[-1], Q_START, PATH[1:-1],
+    core = mods["opt"].waypoint_orientations(PATH[0], Q_START, PATH[-1], Q_START, PATH[1:-1],
                                             approach_axis=(0, 1, 0))  # bones: +Y by default
     assert _same_orientation(quats[1:-1], core)
     adt = obj.animation_data
@@ -168,6 +169,6 @@ def test_mechanism_mode_on_the_panda_rig(clean_scene, mods):
                                             use_table=False)
     _, quats = _read(mods, obj, "rotation_quaternion", 4)
     chain = mods["mech"].make_chain(mods["kin"].KinematicTree(mods["urdf"].parse_urdf(PANDA)), "panda_hand_tcp")
-    core = mods["wp"].waypoint_orientations(path[0], down, path[-1], down, path[1:2], mode="mechanism",
+    core = mods["opt"].waypoint_orientations(path[0], down, path[-1], down, path[1:2], mode="mechanism",
                                             chain=chain)
     assert _same_orientation(quats[1:2], core, 1e-5)

@@ -16,9 +16,10 @@ from core.waypoints.orientations import (
     interpolated_orientations,
     quat_slerp,
     quat_to_euler,
-    waypoint_orientations,
 )
 from core.waypoints import mechanism as mech
+from core.waypoints import table as tables
+from core.waypoints.optimum import waypoint_orientations
 
 PANDA = Path(__file__).resolve().parents[1] / "data" / "robots" / "franka_panda.urdf"
 Z = np.array([0.0, 0.0, 1.0])
@@ -248,30 +249,34 @@ def test_mechanism_mode_improves_on_the_interpolated_orientation(panda, objectiv
     best = mech.orientation_scores(panda, via, out, objective)
     base = mech.orientation_scores(panda, via, interp, objective)
     assert best.reached[0] and base.reached[0]
-    assert best.score[0] > base.score[0] * (1.05 if objective == "manipulability" else 0.95)
+    # kept continuous with the keyed ends (path_optimum), the optimum gives up a little: 0.091 -> 0.095
+    assert best.score[0] > base.score[0] * (1.03 if objective == "manipulability" else 0.95)
 
 
 def test_lookup_table_matches_its_grid_and_feeds_the_blend(panda, tmp_path):
     bounds = np.array([[0.35, -0.1, 0.35], [0.55, 0.1, 0.55]])
-    table = mech.build_table(panda, "manipulability", resolution=2, bounds=bounds, refine=0)
+    table = tables.build_table(panda, "manipulability", resolution=2, bounds=bounds, refine=0)
     assert table.quats.shape == (2, 2, 2, 4) and not np.any(np.isnan(table.quats))
     corner = table.lookup(bounds[:1])
     assert _angle(corner[0], table.quats[0, 0, 0]) < 1e-9
     table.save(tmp_path / "t.npz")
-    again = mech.OrientationTable.load(tmp_path / "t.npz")
+    again = tables.OrientationTable.load(tmp_path / "t.npz")
     assert again.objective == "manipulability" and np.array_equal(again.quats, table.quats)
     down = np.array([0.0, 1.0, 0.0, 0.0])
     out = waypoint_orientations([0.3, -0.2, 0.4], down, [0.6, 0.2, 0.4], down, [[0.45, 0.0, 0.45]],
                                 mode={"tangent": 1.0, "mechanism": 1.0}, chain=panda, table=table)
     assert np.allclose(np.linalg.norm(out, axis=1), 1.0)
     with pytest.raises(ValueError, match="built for"):
-        panda.optimal_orientations(bounds[:1], objective="gravity", table=table)
+        waypoint_orientations([0.3, -0.2, 0.4], down, [0.6, 0.2, 0.4], down, [[0.45, 0.0, 0.45]],
+                              mode="mechanism", chain=panda, table=table, objective="torque")
 
 
-def test_unreachable_positions_keep_the_reference(panda):
+def test_unreachable_positions_keep_the_interpolated_orientation(panda):
     far = np.array([[3.0, 0.0, 0.0]])
-    ref = np.array([[1.0, 0.0, 0.0, 0.0]])
     assert not mech.reachable(panda, far)[0]
-    assert np.allclose(panda.optimal_orientations(far, reference=ref), ref)
+    p0, p1, down = np.array([0.5, -0.3, 0.3]), np.array([0.5, 0.3, 0.3]), np.array([0.0, 1.0, 0.0, 0.0])
+    out = waypoint_orientations(p0, down, p1, down, far, mode="mechanism", chain=panda, blend="custom",
+                                blend_curve=FULL)
+    assert _angle(out[0], waypoint_orientations(p0, down, p1, down, far, max_blend=0.0)[0]) < 1e-9
     with pytest.raises(ValueError, match="objective must be one of"):
-        panda.optimal_orientations(far, objective="comfort", reference=ref)
+        waypoint_orientations(p0, down, p1, down, far, mode="mechanism", chain=panda, objective="comfort")
