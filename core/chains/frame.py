@@ -142,29 +142,33 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
     sw = np.sqrt(weights)[:, None]
     rest = np.clip(0.0 if options.rest is None else options.rest[cols], lower, upper)
     smooth, prior = options.smoothness, options.rest_prior
-    eye = np.eye(len(cols))
+    diagonal = np.arange(len(cols)) * (len(cols) + 1)  # flat indices of a (V, V) matrix's diagonal
     x = np.clip(q[cols], lower, upper)
-    best_x, best_cost, best_frames, lam = x, np.inf, None, 1e-3
+    best_x, best_cost, lam, best_is_last = x, np.inf, 1e-3, True
     step_x, used, stopped = x, 0, False
     for used in range(1, evaluations + 1):
         q[cols] = step_x
         points, jac = fk.evaluate(anchor, q)
-        res = (points - targets) * sw
-        cost = float((res * res).sum() + smooth * ((step_x - previous) ** 2).sum() + prior * ((step_x - rest) ** 2).sum())
-        if cost <= best_cost:
-            best_x, best_cost, best_frames, lam = step_x, cost, fk.frames.copy(), max(lam * 0.3, 1e-7)
+        res = ((points - targets) * sw).ravel()
+        to_prev, to_rest = step_x - previous, step_x - rest
+        cost = float(res @ res + smooth * (to_prev @ to_prev) + prior * (to_rest @ to_rest))
+        best_is_last = cost <= best_cost
+        if best_is_last:
+            best_x, best_cost, lam = step_x, cost, max(lam * 0.3, 1e-7)
             jw = (jac * sw[:, :, None]).reshape(-1, len(cols))
-            grad = jw.T @ res.ravel() + smooth * (best_x - previous) + prior * (best_x - rest)
+            grad = jw.T @ res + smooth * to_prev + prior * to_rest
             hess = jw.T @ jw
         else:
             lam = min(lam * 10.0, 1e7)
         if used == evaluations or (stop is not None and stop()):
             stopped = used < evaluations
             break
-        system = hess + (smooth + prior) * eye + lam * (np.diag(np.diag(hess)) + 1e-6 * eye)
+        system = hess.copy()
+        system.flat[diagonal] += (smooth + prior + 1e-6 * lam) + lam * hess.flat[diagonal]
         step_x = np.clip(best_x - _solve_spd(system, grad), lower, upper)
         if np.abs(step_x - best_x).max() < 1e-5:
             break
     q[cols] = best_x
-    fk.frames[:] = best_frames
+    if not best_is_last:  # fk.frames hold the rejected trial: evaluate the kept point again
+        fk.evaluate(anchor, q, jacobian=False)
     return FrameSolve(best_cost, used, stopped)

@@ -6,14 +6,16 @@ on running statistics that settle within a few frames and never look ahead.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..retarget.body_frame import (PELVIS_OFF_LINE_M, PELVIS_RIGID_M, RIGID_DEG, WORLD_UP, orthonormal_frame)
+from ..retarget.body_frame import PELVIS_OFF_LINE_M, PELVIS_RIGID_M, RIGID_DEG, WORLD_UP
 from ..retarget.pipeline import BodyLandmarks
 
 
 class _Running:
-    """Running mean and variance (Welford) of a value of any shape."""
+    """Running mean and variance (Welford) of a number or a small vector."""
 
     def __init__(self):
         self.count, self.mean, self.m2 = 0, 0.0, 0.0
@@ -25,8 +27,27 @@ class _Running:
         self.m2 = self.m2 + delta * (value - self.mean)
 
     @property
-    def std(self):
-        return np.sqrt(self.m2 / self.count) if self.count else 0.0
+    def std(self) -> float:
+        return math.sqrt(self.m2 / self.count) if self.count else 0.0
+
+
+def frame_of(left, up) -> np.ndarray:
+    """core.retarget.body_frame.orthonormal_frame for one frame, in plain floats (a live frame
+    cannot spend tens of microseconds on three small vectors): y along `left`, z the part of
+    `up` across it, x = y cross z."""
+    lx, ly, lz = (float(v) for v in left)
+    n = math.sqrt(lx * lx + ly * ly + lz * lz)
+    if n < 1e-9:
+        raise ValueError("left and right landmarks coincide; cannot find the body's sideways axis")
+    yx, yy, yz = lx / n, ly / n, lz / n
+    ux, uy, uz = (float(v) for v in up)
+    d = ux * yx + uy * yy + uz * yz
+    zx, zy, zz = ux - d * yx, uy - d * yy, uz - d * yz
+    m = math.sqrt(zx * zx + zy * zy + zz * zz)
+    if m < 1e-9:
+        raise ValueError("the spine is parallel to the hip line; cannot find the body's up axis")
+    zx, zy, zz = zx / m, zy / m, zz / m
+    return np.array([[yy * zz - yz * zy, yx, zx], [yz * zx - yx * zz, yy, zy], [yx * zy - yy * zx, yz, zz]])
 
 
 class CausalBodyFrame:
@@ -51,13 +72,13 @@ class CausalBodyFrame:
         local = carrier.T @ left
         local = local / max(float(np.linalg.norm(local)), 1e-12)
         self.local_left.add(local)
-        self.local_up.add(carrier.T @ WORLD_UP)
+        self.local_up.add(carrier[2])  # the world's up in the carrier's frame: carrier.T @ (0, 0, 1)
         mean = self.local_left.mean / max(float(np.linalg.norm(self.local_left.mean)), 1e-12)
-        self.spread.add(float(np.degrees(np.arccos(np.clip(local @ mean, -1.0, 1.0)))))
+        self.spread.add(math.degrees(math.acos(min(1.0, max(-1.0, float(local @ mean))))))
         if self.spread.mean > RIGID_DEG:  # the carrier does not carry the hips: the world's up
-            return orthonormal_frame(left, WORLD_UP)
-        local_up = orthonormal_frame(self.local_left.mean, self.local_up.mean)[:, 2]
-        return orthonormal_frame(left, carrier @ local_up)
+            return frame_of(left, WORLD_UP)
+        local_up = frame_of(self.local_left.mean, self.local_up.mean)[:, 2]
+        return frame_of(left, carrier @ local_up)
 
     def _pelvis(self, left_hip, right_hip, points, fallback) -> np.ndarray:
         """core.retarget.body_frame.pelvis_frames on running statistics."""
@@ -70,4 +91,4 @@ class CausalBodyFrame:
             offset_stat.add(float(np.linalg.norm(offset)))
             if chosen is None and across_stat.mean >= PELVIS_OFF_LINE_M and offset_stat.std <= PELVIS_RIGID_M:
                 chosen = across
-        return fallback if chosen is None else orthonormal_frame(left, chosen)
+        return fallback if chosen is None else frame_of(left, chosen)

@@ -42,29 +42,54 @@ class RobotPose:
 
 
 class _FrameTargets:
-    """core.retarget.pipeline.chain_targets for one frame of one chain, with its bone indices,
-    fractions and robot lengths read once: the same normalised shape turned into the robot."""
+    """core.retarget.pipeline.chain_targets for one frame of every chain at once: all paths'
+    polylines in one array, sampled at their fractions by one search over a running length
+    that never falls back between paths, then scaled and turned into the robot in one product."""
 
-    def __init__(self, plan):
-        self.paths = [(np.asarray(path), np.asarray(frac, dtype=float), float(rpath.length))
-                      for path, frac, rpath in zip(plan.source.paths, plan.source_fractions, plan.robot.paths)]
-        self.tail = plan.source.tail
-        self.weights = np.concatenate([w / rpath.length ** 2 for w, rpath in zip(plan.weights, plan.robot.paths)])
+    def __init__(self, plans, bones: int):
+        points, starts, samples, paths, scales = [], [], [], [], []
+        self.slices, row = [], 0
+        for plan in plans:
+            first = row
+            for path, frac, rpath in zip(plan.source.paths, plan.source_fractions, plan.robot.paths):
+                idx = list(path) + ([bones + path[-1]] if plan.source.tail else [])  # tails follow heads
+                starts.append(len(points))
+                points += idx
+                samples.append(np.asarray(frac, dtype=float))
+                paths.append(len(starts) - 1)
+                scales.append(float(rpath.length))
+                row += len(frac)
+            self.slices.append(slice(first, row))
+        self.points = np.array(points)
+        self.starts = np.array(starts)
+        self.ends = np.append(self.starts[1:], len(points)) - 1  # each path's last point
+        count = np.array([len(f) for f in samples])
+        self.sample_path = np.repeat(np.arange(len(samples)), count)
+        self.fractions = np.concatenate(samples)
+        self.lengths = np.array(scales)
+        inner = np.ones(len(points) - 1, dtype=bool)
+        inner[self.starts[1:] - 1] = False  # no segment joins one path to the next
+        self.inner = inner.astype(float)
+        self.weights = [np.concatenate([w / rp.length ** 2 for w, rp in zip(plan.weights, plan.robot.paths)])
+                        for plan in plans]
 
-    def __call__(self, heads: np.ndarray, tails: np.ndarray, to_robot: np.ndarray) -> np.ndarray:
-        """Targets (M, 3) relative to the robot chain's origin; heads, tails (B, 3); to_robot (3, 3)."""
-        out = []
-        for path, frac, length in self.paths:
-            points = np.concatenate([heads[path], tails[path[-1:]]]) if self.tail else heads[path]
-            cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))])
-            total = max(cum[-1], 1e-9)
-            at = frac * cum[-1]
-            seg = np.clip(np.searchsorted(cum, at, side="left") - 1, 0, len(points) - 2)
-            span = cum[seg + 1] - cum[seg]
-            alpha = np.where(span > 0, (at - cum[seg]) / np.where(span > 0, span, 1.0), 0.0)
-            shape = points[seg] + alpha[:, None] * (points[seg + 1] - points[seg]) - points[0]
-            out.append((length / total) * shape @ to_robot.T)
-        return np.concatenate(out) if len(out) > 1 else out[0]
+    def __call__(self, heads: np.ndarray, tails: np.ndarray, to_robot: np.ndarray) -> list[np.ndarray]:
+        """Per chain, targets (M, 3) relative to its robot origin; heads, tails (B, 3); to_robot (3, 3)."""
+        pts = np.concatenate([heads, tails])[self.points]  # (P, 3)
+        step = pts[1:] - pts[:-1]
+        seg = np.sqrt((step * step).sum(axis=1)) * self.inner
+        cum = np.concatenate([[0.0], np.cumsum(seg)])  # running length, flat across path joins
+        base = cum[self.starts]
+        total = cum[self.ends] - base
+        path = self.sample_path
+        at = base[path] + self.fractions * total[path]
+        k = np.clip(np.searchsorted(cum, at, side="left") - 1, self.starts[path], self.ends[path] - 1)
+        span = cum[k + 1] - cum[k]
+        alpha = np.where(span > 0, (at - cum[k]) / np.where(span > 0, span, 1.0), 0.0)
+        shape = pts[k] + alpha[:, None] * (pts[k + 1] - pts[k]) - pts[self.starts[path]]
+        scale = (self.lengths / np.maximum(total, 1e-9))[path]
+        out = (scale[:, None] * shape) @ to_robot.T
+        return [out[s] for s in self.slices]
 
 
 class StreamRetargeter:
@@ -89,7 +114,7 @@ class StreamRetargeter:
         self.options = SolveOptions(self.settings.iterations, self.settings.smoothness, self.settings.rest_prior,
                                     self.settings.objective, rest=neutral)
         self.fks = [FrameKinematics(tree, p.kin) for p in self.plans]
-        self.targets = [_FrameTargets(p) for p in self.plans]
+        self.targets = _FrameTargets(self.plans, len(skeleton.bone_names))
         self._feet = {p.mapping.side: (p, FrameKinematics(tree, p.kin), int(p.robot.paths[0].tip_local[0]))
                       for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
         self._feet_lock = threading.Lock()
@@ -128,8 +153,8 @@ class StreamRetargeter:
         stopped = False
         to_robot = body_rob[0] @ body_src[0].T  # source world -> robot world directions
         heads, tails = frame.heads[0], frame.tails[0]
-        for k, (plan, fk, aim) in enumerate(zip(self.plans, self.fks, self.targets)):
-            targets, weights = aim(heads, tails, to_robot), aim.weights
+        all_targets = self.targets(heads, tails, to_robot)
+        for k, (plan, fk, targets, weights) in enumerate(zip(self.plans, self.fks, all_targets, self.targets.weights)):
             if k == self.spine:
                 targets = self._spine_targets(frame, plan, to_robot[None], root_rot, targets[None])[0]
             anchor = root if plan.robot.anchor <= 0 else solved.get(plan.robot.anchor)

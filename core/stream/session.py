@@ -189,7 +189,7 @@ class StreamSession:
         if place == "output":
             self.predictor.update(time_s, vector)
             vector = self._held(self.predictor.predict(horizon), dt) if horizon else vector
-        return self._output(seq, time_s, horizon, self._above_ground(vector))
+        return self._output(seq, time_s, horizon, self._above_ground(vector) if horizon else vector)
 
     def _above_ground(self, vector: np.ndarray) -> np.ndarray:
         """A forecast raised where it would put a foot into the ground."""

@@ -91,13 +91,15 @@ def test_frame_kinematics_equal_the_batched_chain_kinematics(urdf):
 def test_frame_targets_equal_the_offline_targets(g1):
     motion = load_bvh(WALK).to_source_motion()
     turn, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))
-    for plan in plan_chains(motion, g1, auto_map(motion, g1), []):
+    plans = plan_chains(motion, g1, auto_map(motion, g1), [])
+    frame = _FrameTargets(plans, len(motion.bone_names))
+    mine = {f: frame(motion.heads[f], motion.tails[f], turn) for f in (0, 400, motion.frames - 1)}
+    for k, plan in enumerate(plans):
         targets, weights = chain_targets(motion, plan, np.repeat(np.eye(3)[None], motion.frames, 0),
                                          np.repeat(turn[None], motion.frames, 0))
-        frame = _FrameTargets(plan)
-        for f in (0, 400, motion.frames - 1):
-            np.testing.assert_allclose(frame(motion.heads[f], motion.tails[f], turn), targets[f], atol=1e-12)
-        np.testing.assert_allclose(frame.weights, weights)
+        for f, per_chain in mine.items():
+            np.testing.assert_allclose(per_chain[k], targets[f], atol=1e-12, err_msg=plan.mapping.name)
+        np.testing.assert_allclose(frame.weights[k], weights)
 
 
 # ------------------------------------------------------------------ causality and the offline bake
@@ -292,3 +294,13 @@ def test_control_rate_samples_between_frames(g1):
     last, previous = session.last.pose.q, session.previous.pose.q
     np.testing.assert_allclose(tick.pose.q, np.clip(last + 0.5 * (last - previous), g1.lower, g1.upper), atol=1e-9)
     assert tick.time_s == pytest.approx(59.5 / clip.fps)
+
+
+def test_the_one_frame_body_frame_is_the_batched_one():
+    from core.retarget.body_frame import orthonormal_frame
+    from core.stream.body import frame_of
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        left, up = rng.normal(size=3), rng.normal(size=3)
+        np.testing.assert_allclose(frame_of(left, up), orthonormal_frame(left, up), atol=1e-12)
