@@ -304,3 +304,22 @@ def test_the_one_frame_body_frame_is_the_batched_one():
     for _ in range(20):
         left, up = rng.normal(size=3), rng.normal(size=3)
         np.testing.assert_allclose(frame_of(left, up), orthonormal_frame(left, up), atol=1e-12)
+
+
+@pytest.mark.parametrize("placement", ["solution", "model"])
+def test_forecasts_before_the_filter_stay_inside_the_limits(g1, placement):
+    """Forecasting the robot's solution (after mapping) or the source's bones (before it): the
+    output is for the input time plus the horizon, inside the limits, and better than holding
+    the pose where the forecast is after mapping (README: the model forecast is the weakest)."""
+    clip = load_bvh(WALK)
+    mapping = auto_map(clip.to_source_motion(), g1)
+    k = int(round(AHEAD_S * clip.fps))
+    _, truth = _stream(clip, g1, mapping, predict=NO_PREDICTION)
+    session, ahead = _stream(clip, g1, mapping, predict_ms=1000 * AHEAD_S, placement=placement)
+    q = _arrays(ahead)[0]
+    assert all(abs(o.time_s - (o.input_time_s + AHEAD_S)) < 1e-12 for o in ahead)
+    assert np.all(q >= g1.lower - 1e-9) and np.all(q <= g1.upper + 1e-9) and session.violations == 0
+    assert (np.abs(np.diff(q, axis=0)) * clip.fps / g1.velocity).max() <= 1.0 + 1e-6
+    truth_q = _arrays(truth)[0]
+    if placement == "solution":
+        assert _pose_error_m(g1, q[:-k], truth_q[k:]) <= 0.8 * _pose_error_m(g1, truth_q[:-k], truth_q[k:])
