@@ -148,17 +148,18 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
     step_x, used, stopped = x, 0, False
     for used in range(1, evaluations + 1):
         q[cols] = step_x
-        points, jac = fk.evaluate(anchor, q)
+        points, jac = fk.evaluate(anchor, q, jacobian=used < evaluations)  # the last one only checks a step
         res = ((points - targets) * sw).ravel()
         to_prev, to_rest = step_x - previous, step_x - rest
         cost = float(res @ res + smooth * (to_prev @ to_prev) + prior * (to_rest @ to_rest))
         best_is_last = cost <= best_cost
         if best_is_last:
             best_x, best_cost, lam = step_x, cost, max(lam * 0.3, 1e-7)
+        if best_is_last and jac is not None:
             jw = (jac * sw[:, :, None]).reshape(-1, len(cols))
             grad = jw.T @ res + smooth * to_prev + prior * to_rest
             hess = jw.T @ jw
-        else:
+        elif not best_is_last:
             lam = min(lam * 10.0, 1e7)
         if used == evaluations or (stop is not None and stop()):
             stopped = used < evaluations

@@ -24,8 +24,9 @@ class PredictSettings:
     match_samples: int = 6  # the latest samples a match compares
     degree: int = 1  # of the extrapolating polynomial (1 or 2)
     threshold: float = 0.5  # similarity (0-1] a match must reach, else extrapolation
-    history_s: float = 30.0  # of the stream kept for matching
+    history_s: float = 20.0  # of the stream kept for matching
     neighbours: int = 5  # nearest windows whose continuations are averaged
+    stride: int = 4  # windows first compared every stride-th sample, then around the nearest
     damping: float = 0.8  # share of an extrapolated change kept: a straight line overshoots every turn
 
 
@@ -140,9 +141,19 @@ class PatternMatcher:
             if usable <= 0:
                 continue
             windows = sliding_window_view(series[:usable + k - 1], k, axis=0)  # (N, D, K)
-            distance = self._distance(windows, query, weights)
-            for j in np.argsort(distance)[:self.settings.neighbours]:
-                found.append((float(distance[j]), series, int(j) + k - 1))
+            stride = max(1, self.settings.stride)
+            coarse = np.arange(0, usable, stride)  # every stride-th window, then around the nearest
+            distance = self._distance(windows[coarse], query, weights)
+            best = coarse[np.argsort(distance)[:3 * self.settings.neighbours]]
+            near = np.unique(np.clip(best[:, None] + np.arange(-stride + 1, stride), 0, usable - 1))
+            distance = self._distance(windows[near], query, weights)
+            taken: list[int] = []  # one window per place: the nearest few distinct stretches
+            for j in np.argsort(distance):
+                if len(taken) == self.settings.neighbours:
+                    break
+                if all(abs(int(near[j]) - t) >= stride for t in taken):
+                    taken.append(int(near[j]))
+                    found.append((float(distance[j]), series, int(near[j]) + k - 1))
         found.sort(key=lambda item: item[0])
         self.last_similarity = 1.0 / (1.0 + found[0][0] / SIMILAR_M) if found else 0.0
         return found[:self.settings.neighbours] if self.last_similarity >= self.settings.threshold else []
