@@ -6,6 +6,8 @@ arrays put frames (or any batch) on the leading axes.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -90,6 +92,8 @@ def quat_to_matrix(q) -> np.ndarray:
 def matrix_to_quat(m) -> np.ndarray:
     """Rotation matrices (..., 3, 3) -> unit quaternions (..., 4) wxyz with w >= 0."""
     m = np.asarray(m, dtype=float)
+    if m.shape == (3, 3):
+        return _matrix_to_quat_one(m)
     tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
     # Four candidate formulas; pick the numerically largest per element.
     cand = np.stack([
@@ -115,6 +119,19 @@ def matrix_to_quat(m) -> np.ndarray:
     q = np.choose(k[..., None], rows)
     q = q / np.linalg.norm(q, axis=-1, keepdims=True)
     return q * np.where(q[..., :1] < 0, -1.0, 1.0)
+
+
+def _matrix_to_quat_one(m: np.ndarray) -> np.ndarray:
+    """matrix_to_quat of one matrix in plain floats: the same formulas, a live frame's budget."""
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = m.tolist()
+    tr = m00 + m11 + m22
+    k = max(range(4), key=(tr, m00, m11, m22).__getitem__)
+    a, b, c = m21 - m12, m02 - m20, m10 - m01
+    d, e, f = m01 + m10, m02 + m20, m12 + m21
+    q = [(1 + tr, a, b, c), (a, 1 + m00 - m11 - m22, d, e), (b, d, 1 - m00 + m11 - m22, f),
+         (c, e, f, 1 - m00 - m11 + m22)][k]
+    n = math.sqrt(sum(v * v for v in q)) * (-1.0 if q[0] < 0 else 1.0)
+    return np.array([v / n for v in q])
 
 
 def make_transform(rotation=None, translation=None) -> np.ndarray:

@@ -39,23 +39,32 @@ def chest_links(tree: KinematicTree, chains) -> list[int]:
     return [tree.link_index(marks[k][1]) for k in CHEST]
 
 
+class SpineShape:
+    """The spine chain's zero-pose reference points, read once: spine_targets turns them."""
+
+    def __init__(self, tree: KinematicTree, kin: ChainKinematics, chains):
+        zero = tree.zero_pose()
+        self.zero_chest = robot_chest(tree, chains, {i: zero[i][None] for i in chest_links(tree, chains)})[0]
+        link, local = kin.chain.origin
+        origin = zero[link, :3, :3] @ local + zero[link, :3, 3]
+        points = np.einsum("mij,mj->mi", zero[kin.point_link, :3, :3], kin.point_local) + zero[kin.point_link, :3, 3]
+        waist = zero[kin.chain.variables[0], :3, 3] if kin.chain.variables else origin
+        self.moved = kin.mask.any(axis=1)  # points the waist joints carry; the rest ride on the pelvis
+        self.rel = np.where(self.moved[:, None], points - waist, points - origin)
+        self.waist_offset = waist - origin
+
+    def __call__(self, chest_target: np.ndarray, root_rot: np.ndarray) -> np.ndarray:
+        turn = chest_target @ (root_rot @ self.zero_chest).swapaxes(1, 2)  # world rotation of the torso from zero
+        world = np.einsum("fij,mj->fmi", root_rot, self.rel)
+        turned = np.einsum("fij,fmj->fmi", turn, world)
+        return np.where(self.moved[None, :, None], turned + (root_rot @ self.waist_offset)[:, None], world)
+
+
 def spine_targets(tree: KinematicTree, kin: ChainKinematics, chains, chest_target: np.ndarray,
                   root_rot: np.ndarray) -> np.ndarray:
     """Targets (F, M, 3) of the spine chain's reference points, relative to its origin: the
     zero-pose points turned with the torso so its chest frame is `chest_target` (F, 3, 3, world)."""
-    zero = tree.zero_pose()
-    zero_chest = robot_chest(tree, chains, {i: zero[i][None] for i in chest_links(tree, chains)})[0]
-    turn = chest_target @ (root_rot @ zero_chest).swapaxes(1, 2)  # world rotation of the torso from zero
-    link, local = kin.chain.origin
-    origin = zero[link, :3, :3] @ local + zero[link, :3, 3]
-    points = np.einsum("mij,mj->mi", zero[kin.point_link, :3, :3], kin.point_local) + zero[kin.point_link, :3, 3]
-    waist = zero[kin.chain.variables[0], :3, 3] if kin.chain.variables else origin
-    moved = kin.mask.any(axis=1)  # points the waist joints carry; the rest ride on the pelvis
-    rel = np.where(moved[:, None], points - waist, points - origin)
-    world = np.einsum("fij,mj->fmi", root_rot, rel)
-    turned = np.einsum("fij,fmj->fmi", turn, world)
-    out = np.where(moved[None, :, None], turned + (root_rot @ (waist - origin))[:, None], world)
-    return out
+    return SpineShape(tree, kin, chains)(chest_target, root_rot)
 
 
 def refined_spine_targets(tree: KinematicTree, kin: ChainKinematics, chains, chest_target: np.ndarray,

@@ -48,8 +48,12 @@ class CausalFilter:
         if self.method == "butterworth":
             if self.state is None:  # start at rest on the first sample: no transient from zero
                 self.state = signal.sosfilt_zi(self.sos)[:, :, None] * x[None, None, :]
-            out, self.state = signal.sosfilt(self.sos, x[None], axis=0, zi=self.state)
-            out = out[0]
+            out = x
+            for (b0, b1, b2, _, a1, a2), z in zip(self.sos, self.state):  # direct form II transposed
+                y = b0 * out + z[0]
+                z[0] = b1 * out - a1 * y + z[1]
+                z[1] = b2 * out - a2 * y
+                out = y
         elif self.method == "moving_average":
             self.recent.append(x)
             out = np.mean(self.recent, axis=0)

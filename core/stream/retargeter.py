@@ -23,7 +23,7 @@ from ..motion.source import SourceMotion
 from ..retarget.neutral import neutral_posture
 from ..retarget.pipeline import (MAX_STEP_RAD, RetargetError, RootPlan, body_landmarks_of, chain_targets,
                                  plan_chains)
-from ..retarget.torso import TorsoAim, chest_target
+from ..retarget.torso import SpineShape, chest_target
 from .body import CausalBodyFrame
 
 EVALUATIONS = 2  # per chain and frame: from the last output one step lands (walk onto G1: limbs 0.71 deg, 0.65 with 3)
@@ -121,6 +121,7 @@ class StreamRetargeter:
         self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
                           None)
         self.neutral = neutral
+        self._spine_shape = None
         self.reset()
 
     def reset(self) -> None:
@@ -176,7 +177,9 @@ class StreamRetargeter:
         chest = chest_target(frame, self.mapping.chains, to_robot)
         if chest is None:
             return targets
-        return TorsoAim(self.tree, self.mapping.chains, plan.kin, chest, self.floating).first_targets(root_rot)
+        if self._spine_shape is None:
+            self._spine_shape = SpineShape(self.tree, plan.kin, self.mapping.chains)
+        return self._spine_shape(chest, root_rot)
 
     def foot_links(self) -> dict[str, int]:
         """The link at the tip of each sided leg chain."""

@@ -323,3 +323,16 @@ def test_forecasts_before_the_filter_stay_inside_the_limits(g1, placement):
     truth_q = _arrays(truth)[0]
     if placement == "solution":
         assert _pose_error_m(g1, q[:-k], truth_q[k:]) <= 0.8 * _pose_error_m(g1, truth_q[:-k], truth_q[k:])
+
+
+def test_the_causal_filter_is_scipys_sosfilt():
+    from scipy import signal
+
+    from core.stream.filters import CausalFilter
+
+    x = np.random.default_rng(2).normal(size=(200, 5)).cumsum(axis=0)
+    live = CausalFilter("butterworth", 120.0, 7.0)
+    out = np.array([live(row) for row in x])
+    zi = signal.sosfilt_zi(live.sos)[:, :, None] * x[0][None, None, :]
+    expected, _ = signal.sosfilt(live.sos, x, axis=0, zi=zi)
+    np.testing.assert_allclose(out, expected, atol=1e-10)
