@@ -32,16 +32,19 @@ class CausalFilter:
         self.sos = np.array(butter_sos(FILTER_ORDER, float(cutoff_hz), float(rate_hz))) if key == "butterworth" else None
         self.state: np.ndarray | None = None
         self.recent: deque = deque(maxlen=self.window)
+        self._lag: float | None = None
 
     @property
     def lag_s(self) -> float:
         """Delay of a slow signal through the filter, seconds (its group delay near 0 Hz)."""
-        if self.method == "moving_average":
-            return (self.window - 1) / 2.0 / self.rate_hz
-        if self.method == "butterworth":
-            w, delay = signal.group_delay((*signal.sos2tf(self.sos),), w=[1e-3], fs=self.rate_hz)
-            return float(delay[0]) / self.rate_hz
-        return 0.0
+        if self._lag is None:
+            self._lag = 0.0
+            if self.method == "moving_average":
+                self._lag = (self.window - 1) / 2.0 / self.rate_hz
+            elif self.method == "butterworth":
+                _, delay = signal.group_delay((*signal.sos2tf(self.sos),), w=[1e-3], fs=self.rate_hz)
+                self._lag = float(delay[0]) / self.rate_hz
+        return self._lag
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=float)

@@ -27,6 +27,7 @@ class PredictSettings:
     history_s: float = 20.0  # of the stream kept for matching
     neighbours: int = 5  # nearest windows whose continuations are averaged
     stride: int = 4  # windows first compared every stride-th sample, then around the nearest
+    refresh: int = 6  # samples between full searches (the places found are followed in between)
     damping: float = 0.8  # share of an extrapolated change kept: a straight line overshoots every turn
 
 
@@ -54,17 +55,19 @@ class Extrapolator:
             return self.values[-1].copy()
         t = np.asarray(self.times) - self.times[-1]
         scale = max(-t[0], 1e-9)  # well-conditioned powers
-        basis = np.vander(t / scale, degree + 1, increasing=True)
-        coef, *_ = np.linalg.lstsq(basis, np.asarray(self.values), rcond=None)
+        basis = np.vander(t / scale, degree + 1, increasing=True)  # (K, d + 1)
         ahead = (horizon_s / scale) ** np.arange(degree + 1)
-        return self.values[-1] + self.damping * (ahead @ coef - self.values[-1])
+        # the least-squares fit evaluated ahead is a weighted sum of the samples: weights (K,)
+        weights = basis @ np.linalg.solve(basis.T @ basis, ahead)
+        last = self.values[-1]
+        return last + self.damping * (weights @ np.asarray(self.values) - last)
 
 
 class _Series:
     """The latest `capacity` samples (T, D) as one array, appended in amortised O(D)."""
 
     def __init__(self, capacity: int):
-        self.capacity, self.data, self.end = capacity, None, 0
+        self.capacity, self.data, self.end, self.appended = capacity, None, 0, 0
 
     def append(self, x: np.ndarray) -> None:
         if self.data is None:
@@ -75,6 +78,7 @@ class _Series:
             self.end = keep
         self.data[self.end] = x
         self.end += 1
+        self.appended += 1
 
     def __len__(self) -> int:
         return min(self.end, self.capacity)
@@ -87,9 +91,9 @@ class PatternMatcher:
     """Find where the stream (or a library clip) was most like its latest samples, and
     continue from there; below the similarity threshold, extrapolate instead.
 
-    Similarity is 1 / (1 + d / SIMILAR_M), d the RMS distance of the whole window with every
-    channel weighted into metres (weights: how far a unit of the channel moves the body; 0 for
-    channels that are not posture, such as where the root is on the floor). "What followed" is
+    Similarity is 1 / (1 + d / SIMILAR_M), d the RMS distance between the paths of the whole
+    window, every channel weighted (0 for channels that are not posture, such as where the root
+    is on the floor; bone positions in metres, joint angles in radians). "What followed" is
     added as a change to the latest sample, so a match in another place still continues here.
     """
 
@@ -105,6 +109,8 @@ class PatternMatcher:
         self.fallback = Extrapolator(settings.samples, settings.degree, settings.damping)
         self.last_similarity = 0.0
         self.matched = 0  # forecasts that came from a match
+        self.tracked: list[tuple[int, int]] = []  # (library clip, or len(library) for the history; sample)
+        self.since = 0  # samples since the last full search
 
     def update(self, time_s: float, x: np.ndarray) -> None:
         self.history.append(np.asarray(x, dtype=float))
@@ -117,7 +123,7 @@ class PatternMatcher:
             return self.fallback.predict(horizon_s)
         whole, part = int(np.floor(ahead)), ahead - np.floor(ahead)
         change, total = 0.0, 0.0
-        for distance, series, end in found:  # the nearest few, closer ones counting more
+        for distance, series, end, _ in found:  # the nearest few, closer ones counting more
             later = (1 - part) * series[end + whole] + part * series[min(end + whole + 1, len(series) - 1)]
             weight = 1.0 / (distance + 1e-3 * SIMILAR_M)
             change, total = change + weight * (later - series[end]), total + weight
@@ -126,7 +132,11 @@ class PatternMatcher:
 
     def _nearest(self, ahead: float) -> list:
         """[(distance, series, index of its sample matching the latest)] of the `neighbours`
-        nearest windows, or [] when the nearest is below the similarity threshold."""
+        nearest windows, or [] when the nearest is below the similarity threshold.
+
+        A full search runs every `refresh` samples; in between, the places found last move on
+        by one sample each (a match keeps matching as both go on), and a full search runs again
+        as soon as one of them falls below the threshold."""
         k, need = self.samples, int(np.ceil(ahead)) + 1
         history = self.history.view()
         query = history[-k:]  # (K, D)
@@ -135,8 +145,43 @@ class PatternMatcher:
         past = history[:-k - need]  # its continuation must be known
         if len(past) > k + need:
             candidates.append(past)
+        first = self.history.appended - len(history)  # sample number of history[0]
+        if self.since < self.settings.refresh and self.tracked:
+            self.since += 1
+            found = self._follow(candidates[-1] if len(candidates) > len(self.library) else None, first, query,
+                                 weights, k, need)
+            if found is not None:
+                return found
+        self.since = 0
+        found = self._search(candidates, query, weights, k, need)
+        # where each place is, as (library clip or -1 for the history, sample number) to follow it
+        self.tracked = [(which, index + first if which < 0 else index) for _, _, index, which in found]
+        return self._passing(found)
+
+    def _follow(self, past, first: int, query, weights, k: int, need: int) -> list | None:
+        """The tracked places one sample on, or None when one has run out or stopped matching."""
+        found, tracked = [], []
+        for which, at in self.tracked:
+            at += 1
+            series, index = (past, at - first) if which < 0 else (self.library[which], at)
+            if series is None or not k - 1 <= index <= len(series) - need - 1:  # its continuation is known
+                return None
+            window = series[index - k + 1:index + 1].T[None]  # (1, D, K)
+            found.append((float(self._distance(window, query, weights)[0]), series, index, which))
+            tracked.append((which, at))
+        self.tracked = tracked
+        found.sort(key=lambda item: item[0])
+        return self._passing(found) or None
+
+    def _passing(self, found: list) -> list:
+        self.last_similarity = 1.0 / (1.0 + found[0][0] / SIMILAR_M) if found else 0.0
+        return found[:self.settings.neighbours] if self.last_similarity >= self.settings.threshold else []
+
+    def _search(self, candidates, query, weights, k: int, need: int) -> list:
+        """The nearest few distinct windows over every candidate series."""
         found = []
-        for series in candidates:
+        for which, series in enumerate(candidates):
+            which = which if which < len(self.library) else -1
             usable = len(series) - need - k + 1
             if usable <= 0:
                 continue
@@ -153,10 +198,9 @@ class PatternMatcher:
                     break
                 if all(abs(int(near[j]) - t) >= stride for t in taken):
                     taken.append(int(near[j]))
-                    found.append((float(distance[j]), series, int(near[j]) + k - 1))
+                    found.append((float(distance[j]), series, int(near[j]) + k - 1, which))
         found.sort(key=lambda item: item[0])
-        self.last_similarity = 1.0 / (1.0 + found[0][0] / SIMILAR_M) if found else 0.0
-        return found[:self.settings.neighbours] if self.last_similarity >= self.settings.threshold else []
+        return found[:self.settings.neighbours]
 
     @staticmethod
     def _distance(windows: np.ndarray, query: np.ndarray, weights: np.ndarray) -> np.ndarray:
