@@ -224,6 +224,7 @@ class AutoPredictor:
     def __init__(self, rate_hz: float, settings: PredictSettings, weights=None, library=()):
         self.members = [Extrapolator(settings.samples, settings.degree, settings.damping),
                         Extrapolator(settings.samples + 1, 2, 1.0),
+                        Extrapolator(settings.samples, 2, 0.6),
                         PatternMatcher(rate_hz, settings, weights, library)]
         self.error = np.zeros(len(self.members))  # running mean squared error per member
         self.pending: deque = deque()  # (due time, forecasts)

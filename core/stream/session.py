@@ -2,10 +2,12 @@
 
 Per frame: check it (bad, late, repeated or NaN frames are counted and held or predicted,
 never interpolated from the future), retarget it causally (StreamRetargeter), smooth it
-(CausalFilter), keep the feet planted (CausalFeet), and forecast it `horizon` ahead at the
-chosen placement: the source's channel values before mapping ("model"), the robot's solution
-after mapping ("solution") or the filtered output ("output"). Forecasts after mapping are held
-inside the joint and velocity limits. sample() resamples the latest output to a control cycle.
+(CausalFilter), keep the feet planted (CausalFeet), and forecast it at the chosen placement:
+the source's bones before mapping ("model"), the robot's solution after mapping ("solution") or
+the filtered output ("output"). An output is for its frame's time plus the horizon; the
+forecast reaches the filter's lag further, since the filtered pose is that far behind. Forecasts
+after mapping are held inside the joint and velocity limits. sample() resamples the latest
+output to a control cycle.
 """
 from __future__ import annotations
 
@@ -156,13 +158,17 @@ class StreamSession:
     # ------------------------------------------------------------------ the pipeline
 
     def horizon_s(self) -> float:
+        """How far ahead of its frame an output is for: --predict-ms, else the measured
+        processing latency (from a frame's receipt to its pose). The forecast reaches the
+        filter's lag further: the filtered pose is that much behind its frame."""
         if self.settings.predict_ms is not None:
             return self.settings.predict_ms / 1000.0
-        measured = float(np.median(self.latencies[-200:])) if self.latencies else 0.0
-        return measured + self.filter.lag_s
+        return float(np.median(self.latencies[-200:])) if self.latencies else 0.0
 
     def _process(self, seq, time_s, frame, stop) -> StreamOutput:
-        horizon = self.horizon_s() if self.settings.predict.predictor != "none" else 0.0
+        forecast = self.settings.predict.predictor != "none"
+        horizon = self.horizon_s() if forecast else 0.0
+        ahead = horizon + self.filter.lag_s  # from a sample that will come out of (or has been through) the filter
         dt = (time_s - self.last_time) if self.last_time is not None else 1.0 / self.rate_hz
         place = self.settings.placement
         if place == "model":
@@ -172,13 +178,13 @@ class StreamSession:
                 model[-4:] *= -1.0 if model[-4:] @ self.last_model[-4:] < 0 else 1.0
             self.last_model = model
             self.predictor.update(time_s, model)
-            if horizon:
-                frame = _model_frame(frame, self.predictor.predict(horizon))
+            if forecast:
+                frame = _model_frame(frame, self.predictor.predict(ahead))
         q, root = self.retargeter.step(frame, time_s, stop)
         vector = _vector(q, root, None if self.last is None else self.last.vector)
         if place == "solution":
             self.predictor.update(time_s, vector)
-            vector = self._held(self.predictor.predict(horizon), dt) if horizon else vector
+            vector = self._held(self.predictor.predict(ahead), dt) if forecast else vector
         vector = self._held(self.filter(vector), dt, self.filtered)  # a low-pass may overshoot a limit or a speed
         self.filtered = vector
         if self.feet is not None:
@@ -188,8 +194,8 @@ class StreamSession:
         self.current = vector  # the pose now, before any forecast of the output
         if place == "output":
             self.predictor.update(time_s, vector)
-            vector = self._held(self.predictor.predict(horizon), dt) if horizon else vector
-        return self._output(seq, time_s, horizon, self._above_ground(vector) if horizon else vector)
+            vector = self._held(self.predictor.predict(ahead), dt) if forecast else vector
+        return self._output(seq, time_s, horizon, self._above_ground(vector) if forecast else vector)
 
     def _above_ground(self, vector: np.ndarray) -> np.ndarray:
         """A forecast raised where it would put a foot into the ground."""
@@ -221,7 +227,7 @@ class StreamSession:
         horizon = self.last.time_s - self.last.input_time_s
         vector = self.last.vector
         if self.settings.predict.predictor != "none" and self.settings.placement != "model":
-            ahead = time_s + horizon - self.last.input_time_s
+            ahead = time_s + horizon + self.filter.lag_s - self.last.input_time_s
             vector = self._held(self.predictor.predict(ahead), time_s - self.last.input_time_s)
         return self._output(seq, time_s, horizon, self._above_ground(vector))
 
@@ -280,6 +286,8 @@ class StreamSession:
                 "latency_ms": {k: float(np.percentile(lat, p)) for k, p in
                                (("p50", 50), ("p95", 95), ("p99", 99), ("max", 100))},
                 "predict_ms": 1000.0 * self.horizon_s() if self.settings.predict.predictor != "none" else 0.0,
+                "forecast_ms": 1000.0 * (self.horizon_s() + self.filter.lag_s)
+                if self.settings.predict.predictor != "none" else 0.0,
                 "predictor": self.settings.predict.predictor, "placement": self.settings.placement,
                 "filter": self.filter.method, "filter_lag_ms": 1000.0 * self.filter.lag_s,
                 "limit_violations": self.violations, "warnings": self.warnings}
