@@ -27,6 +27,7 @@ CORE_LAYERS = {
     "waypoints": {"model"},
     "balance": {"model", "motion", "chains", "feet", "retarget"},
     "program": {"model", "motion"},
+    "library": {"model", "motion", "chains", "feet", "retarget", "playback"},
 }
 # The Blender side, bottom to top: a part may import core and the parts before it.
 BLENDER_SIDE = ["registration", "props", "operators", "panels", "cli", ""]
