@@ -2,7 +2,8 @@
 command line and `robot-retarget-core` share for BVH/URDF inputs, so their files are the same bytes.
 
 Frames are 0-based clip frames, the clip's rate is the BVH's Frame Time, and the world is Blender's
-(core.motion.bvh reads a clip the way Blender's importer shows it).
+(core.motion.bvh reads a clip the way Blender's importer shows it). The math runs on one BLAS
+thread (core.library.blas): the same bytes in Blender, in a worker and in a plain Python.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from ..retarget import RetargetResult, auto_map, retarget
 from ..retarget.automap import automap_frames
 from ..retarget.summary import report_summary
 from .arguments import CommandError, clip_range
+from .blas import one_blas_thread
 
 NEEDS_BLENDER = (".fbx", ".blend")
 
@@ -95,9 +97,11 @@ def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contact
     mapping = robot.mapping
     if mapping is None:
         spread = automap_frames(0, motion.frames - 1).astype(int)
-        mapping = auto_map(motion_frames(motion, spread), robot.tree)
+        with one_blas_thread():
+            mapping = auto_map(motion_frames(motion, spread), robot.tree)
     planted = contacts_option(contacts, motion.frames, start, end, motion.fps)
-    result = retarget(motion_frames(motion, slice(start, end)), robot.tree, mapping, contacts=planted)
+    with one_blas_thread():
+        result = retarget(motion_frames(motion, slice(start, end)), robot.tree, mapping, contacts=planted)
     return ClipBake(result, mapping, bake_table(result), f"{robot.name}|{Path(source).stem}", start)
 
 
@@ -119,7 +123,8 @@ def export_bake(bake: ClipBake, robot: RobotModel, out: Path, settings: ExportSe
 
     Returns REPORT.json of `export` and its summary lines (bake, then export)."""
     limits = JointLimits.from_tree(robot.tree, settings.acceleration_limit, settings.joint_acceleration_limits)
-    result = prepare_playback(bake.table, limits, settings)
+    with one_blas_thread():
+        result = prepare_playback(bake.table, limits, settings)
     require_within_limits(result, settings.allow_violations)
     source = str(Path(source).absolute())
     meta = PlaybackMeta(robot=robot.name, source=source, limits=limits, violations=result.violations,

@@ -25,6 +25,9 @@ from .batch import BatchOptions, ClipJob, RobotJob, clip_status, run_clip
 
 RESULT = "robot-retarget-result: "  # the prefix of a worker's answer line on its stdout
 DIED_RETRIES = 1  # a clip whose worker died is tried once more before it fails
+# Worker processes run one BLAS thread each: N processes already use the cores (core.library.blas
+# pins the bake to one thread anyway, where it can).
+BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def run_in_process(jobs: list[ClipJob], options: BatchOptions) -> Iterator[dict]:
@@ -96,6 +99,8 @@ def core_worker_command() -> tuple[list[str], dict]:
     """A Python that imports this very core package (no Blender): the command and its environment."""
     package = __package__.rpartition(".")[0]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    for var in BLAS_THREADS:  # one BLAS thread per worker process, as Dask's nanny sets for its workers
+        env.setdefault(var, "1")
     return [sys.executable, "-m", f"{package}.library.worker"], env
 
 

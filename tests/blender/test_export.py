@@ -286,23 +286,20 @@ def test_cli_batch_continues_past_a_corrupt_clip(batch_folder, preset, mods, tmp
 
 
 def test_a_worker_that_dies_fails_its_clip_and_is_replaced(extension, tmp_path):
-    """--workers N: a crashed worker process costs its clip only; the next clip gets a new worker."""
+    """--workers N: a crashed worker process is replaced and its clip tried once more; a clip that
+    kills its worker again fails alone (core.library.engines.run_worker_pool, Blender workers too)."""
     import importlib
-    import queue
     import sys
 
     starts = tmp_path / "starts.log"
     crash = ("import sys; open(sys.argv[1], 'a').write('start\\n'); "
              "sys.stderr.write('Segmentation fault\\n'); sys.exit(139)")
-    pending, done = queue.Queue(), queue.Queue()
-    for name in ("a", "b"):
-        pending.put((tmp_path / f"{name}.bvh", tmp_path / f"{name}.csv"))
-    cli_batch = importlib.import_module(extension.__name__ + ".cli.batch")
-    cli_batch._feed_worker([sys.executable, "-c", crash, str(starts)], pending, done)
-    results = [done.get_nowait() for _ in range(2)]
-    assert [r["status"] for r in results] == ["failed", "failed"]
-    assert all("worker process died (exit code 139) Segmentation fault" in r["error"] for r in results)
-    assert starts.read_text(encoding="utf-8").count("start") == 2 and pending.empty()
+    engines = importlib.import_module(extension.__name__ + ".core.library.engines")
+    results = list(engines.run_worker_pool([sys.executable, "-c", crash, str(starts)], [{"clip": "a"}, {"clip": "b"}],
+                                           1, lambda i, why: {"status": "failed", "index": i, "error": why}))
+    assert sorted(r["index"] for r in results) == [0, 1] and all(r["status"] == "failed" for r in results)
+    assert all("worker process died (exit code 139, tried 2 times) Segmentation fault" in r["error"] for r in results)
+    assert starts.read_text(encoding="utf-8").count("start") == 4  # each clip: its worker, then a new one
 
 
 # -------------------------------------------------------- in-process errors ---
