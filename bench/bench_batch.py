@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Throughput of `robot-retarget-core batch` over a library of short clips, per engine.
+
+    .venv/bin/python bench/bench_batch.py [--clips 200] [--seconds 5] [--skip-dask]
+
+The library: the bundled walk and hop cut into SECONDS pieces (tests/library_clips.py), CLIPS
+files. Each run is the real command in a fresh process, timed from start to exit:
+  python -m core.library.cli batch --robot G1.urdf --inputs LIB/ --format npz --rate 50
+      --allow-violations --overwrite --out-dir OUT/ --engine E --workers N
+(auto-map per clip; --allow-violations: some pieces break a wrist velocity limit at 50 Hz, and
+a failed clip would skip its export). Printed: clips/s and frames/s for local 1, local 2 and
+dask on a local cluster of 2; the speed-up of 2 workers; dask against local 2; and the per-clip
+overhead of local 1: its wall time per clip minus the mean bake + export of one clip in a warm
+process (run_clip, the worker's own function, after one warm-up clip).
+Not a test: it prints figures, one a line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from library_clips import make_library  # noqa: E402
+
+from core.library.batch import BatchOptions, ClipJob, RobotJob, run_clip  # noqa: E402
+from core.playback import ExportSettings  # noqa: E402
+
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+
+
+def run_batch(library: Path, out: Path, engine: str, workers: int) -> tuple[float, dict]:
+    """(wall seconds, summary report) of one batch command."""
+    report = out / "summary.json"
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "core.library.cli", "batch", "--robot", str(G1), "--inputs",
+                           str(library), "--format", "npz", "--rate", "50", "--allow-violations", "--overwrite",
+                           "--out-dir", str(out), "--engine", engine, "--workers", str(workers),
+                           "--report", str(report)], cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"batch --engine {engine} --workers {workers} failed:\n{proc.stderr[-2000:]}")
+    return wall, json.loads(report.read_text(encoding="utf-8"))
+
+
+def warm_clip_seconds(clips: list[Path], out: Path, count: int = 10) -> float:
+    """Mean bake + export of one clip in a warm process (robot parsed and meshes read)."""
+    options = BatchOptions(ExportSettings(format="npz", period_s=0.02, allow_violations=True, overwrite=True))
+    robot = RobotJob("g1", str(G1))
+    run_clip(ClipJob(str(clips[0]), str(out / "warm.npz"), robot), options)
+    times = []
+    for clip in clips[1:count + 1]:
+        started = time.perf_counter()
+        status = run_clip(ClipJob(str(clip), str(out / f"{clip.stem}.npz"), robot), options)
+        times.append(time.perf_counter() - started)
+        assert status["status"] == "ok", status
+    return statistics.mean(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clips", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--skip-dask", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_batch_") as tmp:
+        tmp = Path(tmp)
+        clips = make_library(tmp / "library", args.clips, args.seconds)
+        runs = {}
+        for engine, workers in [("local", 1), ("local", 2)] + ([] if args.skip_dask else [("dask", 2)]):
+            out = tmp / f"out_{engine}_{workers}"
+            out.mkdir()
+            wall, summary = run_batch(tmp / "library", out, engine, workers)
+            frames = sum(c["frames"] for c in summary["clips"])
+            runs[(engine, workers)] = wall
+            print(f"{engine} --workers {workers}: {args.clips} clips ({frames} frames) in {wall:.1f} s: "
+                  f"{args.clips / wall:.2f} clips/s, {frames / wall:.0f} frames/s", flush=True)
+        print(f"speed-up of local 2 workers over 1: {runs[('local', 1)] / runs[('local', 2)]:.2f}x")
+        if not args.skip_dask:
+            print(f"dask 2 workers against local 2: {runs[('dask', 2)] / runs[('local', 2)] - 1:+.1%} time")
+        warm = tmp / "warm"
+        warm.mkdir()
+        clip_seconds = warm_clip_seconds(clips, warm)
+        overhead = runs[("local", 1)] / args.clips - clip_seconds
+        print(f"one clip in a warm process {clip_seconds:.3f} s; per-clip overhead of local 1 {overhead:.3f} s")
+
+
+if __name__ == "__main__":
+    main()
