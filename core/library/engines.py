@@ -155,7 +155,7 @@ def run_dask(jobs: list[ClipJob], options: BatchOptions, workers: int, scheduler
     cluster = None
     try:
         if scheduler:
-            client = distributed.Client(scheduler, timeout="30s")
+            client = distributed.Client(scheduler, timeout="10s")
         else:
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                dashboard_address=None, silence_logs=logging.ERROR)

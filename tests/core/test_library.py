@@ -179,3 +179,26 @@ def test_bad_batch_input_is_one_line(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "robot-retarget-core: error: 2 --robot but 1 --mapping: give one mapping per robot (in the same order) "
         "or none (auto-map every clip)"]
+
+
+def test_dask_engine_on_a_running_cluster_by_its_scheduler_address(tmp_path):
+    """--scheduler ADDRESS: the clips go to a cluster that was there before the command (started
+    here, its workers import this tree's core), and the cluster is left running."""
+    distributed = pytest.importorskip("distributed")
+    clips, bad = library(tmp_path, 3)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        proc = subprocess.run(command("batch", "--robot", G1, "--inputs", clips, *EXPORT, "--out-dir", out_dir,
+                                      "--engine", "dask", "--scheduler", cluster.scheduler_address,
+                                      "--report", tmp_path / "summary.json"),
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        assert len(cluster.scheduler_info["workers"]) == 1  # still there
+    check_summary(tmp_path / "summary.json", [out_dir / f"{c.stem}.npz" for c in sorted(clips.glob("0*.bvh"))], bad)
+    unreachable = subprocess.run(command("batch", "--robot", G1, "--inputs", clips, "--out-dir", out_dir,
+                                         "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"),
+                                 cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.strip().splitlines()[-1].startswith(
+        "robot-retarget-core: error: --scheduler tcp://127.0.0.1:9: cannot reach the Dask scheduler")
