@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..motion.bake_csv import write_bake_csv
+from ..playback.formats import output_paths
 from ..retarget.summary import report_summary
 from .arguments import (CommandError, add_bake_parser, add_batch_parser, add_export_parser, check_output,
                         export_settings, print_warnings, run_command, write_report)
@@ -80,8 +81,6 @@ def run_bake(args: argparse.Namespace) -> int:
 
 def export_outputs(args: argparse.Namespace):
     """`export`'s checks before the slow work: (settings, playback file path)."""
-    from ..playback.formats import output_paths
-
     settings = export_settings(args)
     out = Path(args.out).absolute()
     for path in output_paths(out, settings.format):
@@ -136,7 +135,7 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
     summary = Summary(robots, settings, args.engine, args.workers)
     todo = []
     for job in jobs:
-        if settings.overwrite or not any(Path(p).exists() for p in _outputs(job, settings.format)):
+        if settings.overwrite or not any(p.exists() for p in output_paths(Path(job.out), settings.format)):
             todo.append(job)
         elif complete_outputs(job.out, settings.format):
             summary.clips.append(skipped_status(job))
@@ -157,12 +156,6 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
           + (f", {result['skipped']} skipped (complete)" if result["skipped"] else "")
           + f" ({result['seconds']:.1f} s)" + (f"; wrote {report_path}" if report_path else ""))
     return 1 if result["failed"] else 0
-
-
-def _outputs(job: ClipJob, fmt: str) -> list[Path]:
-    from ..playback.formats import output_paths
-
-    return output_paths(Path(job.out), fmt)
 
 
 def _report_progress(summary: Summary, stream: Iterator[dict], total: int, more: Iterator[dict]) -> None:
