@@ -11,13 +11,16 @@ files. Each run is the real command in a fresh process, timed from start to exit
 a failed clip would skip its export). Printed: clips/s and frames/s for local 1, local 2 and
 dask on a local cluster of 2; the speed-up of 2 workers; dask against local 2; and the per-clip
 overhead of local 1: its wall time per clip minus the mean bake + export of one clip in a warm
-process (run_clip, the worker's own function, after one warm-up clip).
+process (run_clip, the worker's own function, after one warm-up clip). CPU seconds (the command
+and every process it started) show what a run cost apart from what other processes took.
 Not a test: it prints figures, one a line.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,18 +39,21 @@ from core.playback import ExportSettings  # noqa: E402
 G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
 
 
-def run_batch(library: Path, out: Path, engine: str, workers: int) -> tuple[float, dict]:
-    """(wall seconds, summary report) of one batch command."""
+def run_batch(library: Path, out: Path, engine: str, workers: int) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds of the command and all its processes, summary report) of one batch."""
     report = out / "summary.json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "core.library.cli", "batch", "--robot", str(G1), "--inputs",
                            str(library), "--format", "npz", "--rate", "50", "--allow-violations", "--overwrite",
                            "--out-dir", str(out), "--engine", engine, "--workers", str(workers),
                            "--report", str(report)], cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"batch --engine {engine} --workers {workers} failed:\n{proc.stderr[-2000:]}")
-    return wall, json.loads(report.read_text(encoding="utf-8"))
+    return wall, cpu, json.loads(report.read_text(encoding="utf-8"))
 
 
 def warm_clip_seconds(clips: list[Path], out: Path, count: int = 10) -> float:
@@ -77,11 +83,12 @@ def main() -> None:
         for engine, workers in [("local", 1), ("local", 2)] + ([] if args.skip_dask else [("dask", 2)]):
             out = tmp / f"out_{engine}_{workers}"
             out.mkdir()
-            wall, summary = run_batch(tmp / "library", out, engine, workers)
+            wall, cpu, summary = run_batch(tmp / "library", out, engine, workers)
             frames = sum(c["frames"] for c in summary["clips"])
             runs[(engine, workers)] = wall
             print(f"{engine} --workers {workers}: {args.clips} clips ({frames} frames) in {wall:.1f} s: "
-                  f"{args.clips / wall:.2f} clips/s, {frames / wall:.0f} frames/s", flush=True)
+                  f"{args.clips / wall:.2f} clips/s, {frames / wall:.0f} frames/s; CPU {cpu / args.clips:.3f} s "
+                  f"per clip, {cpu / wall:.2f} cores busy on average", flush=True)
         print(f"speed-up of local 2 workers over 1: {runs[('local', 1)] / runs[('local', 2)]:.2f}x")
         if not args.skip_dask:
             print(f"dask 2 workers against local 2: {runs[('dask', 2)] / runs[('local', 2)] - 1:+.1%} time")
@@ -90,6 +97,7 @@ def main() -> None:
         clip_seconds = warm_clip_seconds(clips, warm)
         overhead = runs[("local", 1)] / args.clips - clip_seconds
         print(f"one clip in a warm process {clip_seconds:.3f} s; per-clip overhead of local 1 {overhead:.3f} s")
+        print(f"load average at the end (other processes on this machine): {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

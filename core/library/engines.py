@@ -155,10 +155,13 @@ def run_dask(jobs: list[ClipJob], options: BatchOptions, workers: int, scheduler
     import dask
 
     cluster = None
-    # A local cluster's workers: no profiler sampling every task's stack, and glibc's own malloc trim
-    # threshold (Dask's 64 KiB returns each freed array to the system: ~40 % more CPU per bake).
-    dask.config.set({"distributed.worker.profile.enabled": False,
-                     "distributed.nanny.pre-spawn-environ": {var: 1 for var in BLAS_THREADS}})
+    # A local cluster's workers: glibc's own malloc trim threshold (Dask's 64 KiB returns each freed
+    # array to the system: ~40 % more CPU per bake), no profiler sampling every task's stack, and
+    # health checks every second rather than every 20-500 ms (CPU the bakes want on a small machine).
+    dask.config.set({"distributed.nanny.pre-spawn-environ": {var: 1 for var in BLAS_THREADS},
+                     "distributed.worker.profile.enabled": False,
+                     "distributed.admin.tick.interval": "1s", "distributed.admin.system-monitor.interval": "5s",
+                     "distributed.worker.memory.monitor-interval": "1s"})
     try:
         if scheduler:
             client = distributed.Client(scheduler, timeout="10s")
