@@ -1,6 +1,6 @@
 """The core as a package: `pip install` into a fresh virtual environment without Blender, then the
-console command bakes and exports the bundled walk to the same bytes as this tree's command line
-(which is the extension's path for BVH clips: tests/blender/test_cli_core.py).
+console command bakes and exports the bundled walk to the same bytes as the extension's command
+line (tools/robot-retarget: Blender as a module, the extension installed) and this tree's.
 
 Slow (a venv and a pip install, ~30-60 s, PyPI for setuptools and the wheels), but run: it is the only test of
 the package as users get it. The source is installed from a temporary copy of the files the
@@ -8,6 +8,7 @@ package is built from, so the build leaves nothing in the work tree.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -61,17 +62,21 @@ def test_fresh_venv_installs_and_bakes_the_walk_like_this_tree(tmp_path):
     assert no_bpy.returncode != 0 and "No module named 'bpy'" in no_bpy.stderr
 
     runs = {}
-    for who, argv0 in (("installed", [str(command)]), ("tree", [sys.executable, "-m", "core.library.cli"])):
+    launcher_env = {k: v for k, v in os.environ.items() if k != "BLENDER_USER_RESOURCES"}
+    for who, argv0 in (("installed", [str(command)]), ("tree", [sys.executable, "-m", "core.library.cli"]),
+                       ("extension", [str(ROOT / "tools" / "robot-retarget")])):
         out = tmp_path / who
         out.mkdir()
         for args in (["bake", "--out", out / "walk.csv"],
                      ["export", "--format", "npz", "--rate", "50", "--allow-violations", "--out", out / "walk.npz"]):
             proc = subprocess.run([*argv0, args[0], "--source", WALK, "--robot", G1, "--frames", "0:240",
-                                   *map(str, args[1:])], cwd=ROOT if who == "tree" else tmp_path,
-                                  capture_output=True, text=True, timeout=300)
+                                   *map(str, args[1:])], cwd=tmp_path if who == "installed" else ROOT,
+                                  env=launcher_env if who == "extension" else None,
+                                  capture_output=True, text=True, timeout=900)
             assert proc.returncode == 0, proc.stderr
         runs[who] = out
     for name in ("walk.csv", "walk.npz"):
-        installed, tree = (runs[w] / name for w in ("installed", "tree"))
-        assert installed.read_bytes() == tree.read_bytes(), name
+        installed = (runs["installed"] / name).read_bytes()
+        assert installed == (runs["extension"] / name).read_bytes(), name  # the extension's command line
+        assert installed == (runs["tree"] / name).read_bytes(), name
     assert (runs["installed"] / "walk.csv").read_text(encoding="utf-8").count("\n") == 241
