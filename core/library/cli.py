@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -117,7 +118,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def _needs_blender(jobs: list[ClipJob]) -> Iterator[dict]:
     for job in jobs:
-        yield clip_status(job, 0.0, error=f"{job.source}: {Path(job.source).suffix.lower()} files need Blender: "
+        yield clip_status(job, time.monotonic(), error=f"{job.source}: {Path(job.source).suffix.lower()} files need Blender: "
                                           "batch them with the extension's command (blender -b -c robot_retarget batch)")
 
 
