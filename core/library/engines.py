@@ -93,6 +93,8 @@ def run_worker_pool(command: list[str], requests: list[dict], workers: int, fail
         thread.start()
     for _ in requests:
         yield done.get()
+    for thread in threads:  # each closes its worker's stdin and reaps it: no worker outlives the batch
+        thread.join()
 
 
 def core_worker_command() -> tuple[list[str], dict]:
