@@ -12,8 +12,8 @@ a failed clip would skip its export). Printed: clips/s and frames/s for local 1,
 dask on a local cluster of 2; the speed-up of 2 workers, next to what the machine allows at that
 moment (two independent --workers 1 batches over the two halves, side by side); dask against
 local 2; and the per-clip
-overhead of local 1: its wall time per clip minus the mean bake + export of one clip in a warm
-process (run_clip, the worker's own function, after one warm-up clip). CPU seconds (the command
+overhead of local 1: its wall time minus the time its clips spent inside run_clip (bake and
+export, as the summary report times each clip), per clip. CPU seconds (the command
 and every process it started) show what a run cost apart from what other processes took.
 Not a test: it prints figures, one a line.
 """
@@ -24,7 +24,6 @@ import json
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,8 +35,6 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from library_clips import make_library  # noqa: E402
 
-from core.library.batch import BatchOptions, ClipJob, RobotJob, run_clip  # noqa: E402
-from core.playback import ExportSettings  # noqa: E402
 
 G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
 
@@ -78,20 +75,6 @@ def side_by_side(tmp: Path, clips: list[Path]) -> float:
     return time.perf_counter() - started
 
 
-def warm_clip_seconds(clips: list[Path], out: Path, count: int = 10) -> float:
-    """Mean bake + export of one clip in a warm process (robot parsed and meshes read)."""
-    options = BatchOptions(ExportSettings(format="npz", period_s=0.02, allow_violations=True, overwrite=True))
-    robot = RobotJob("g1", str(G1))
-    run_clip(ClipJob(str(clips[0]), str(out / "warm.npz"), robot), options)
-    times = []
-    for clip in clips[1:count + 1]:
-        started = time.perf_counter()
-        status = run_clip(ClipJob(str(clip), str(out / f"{clip.stem}.npz"), robot), options)
-        times.append(time.perf_counter() - started)
-        assert status["status"] == "ok", status
-    return statistics.mean(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clips", type=int, default=200)
@@ -101,13 +84,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_batch_") as tmp:
         tmp = Path(tmp)
         clips = make_library(tmp / "library", args.clips, args.seconds)
-        runs = {}
+        runs, summaries = {}, {}
         for engine, workers in [("local", 1), ("local", 2)] + ([] if args.skip_dask else [("dask", 2)]):
             out = tmp / f"out_{engine}_{workers}"
             out.mkdir()
             wall, cpu, summary = run_batch(tmp / "library", out, engine, workers)
             frames = sum(c["frames"] for c in summary["clips"])
-            runs[(engine, workers)] = wall
+            runs[(engine, workers)], summaries[(engine, workers)] = wall, summary
             print(f"{engine} --workers {workers}: {args.clips} clips ({frames} frames) in {wall:.1f} s: "
                   f"{args.clips / wall:.2f} clips/s, {frames / wall:.0f} frames/s; CPU {cpu / args.clips:.3f} s "
                   f"per clip, {cpu / wall:.2f} cores busy on average", flush=True)
@@ -116,11 +99,10 @@ def main() -> None:
               f"machine allows now: {ceiling:.2f}x (two --workers 1 batches of half the clips side by side)")
         if not args.skip_dask:
             print(f"dask 2 workers against local 2: {runs[('dask', 2)] / runs[('local', 2)] - 1:+.1%} time")
-        warm = tmp / "warm"
-        warm.mkdir()
-        clip_seconds = warm_clip_seconds(clips, warm)
-        overhead = runs[("local", 1)] / args.clips - clip_seconds
-        print(f"one clip in a warm process {clip_seconds:.3f} s; per-clip overhead of local 1 {overhead:.3f} s")
+        inside = sum(c["seconds"] for c in summaries[("local", 1)]["clips"])
+        overhead = (runs[("local", 1)] - inside) / args.clips
+        print(f"local --workers 1: {inside / args.clips:.3f} s per clip inside run_clip (bake + export), "
+              f"per-clip overhead {overhead:.3f} s (start-up, reading clips, progress, summary)")
         print(f"load average at the end (other processes on this machine): {os.getloadavg()[0]:.1f}")
 
 
