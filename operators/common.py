@@ -12,7 +12,6 @@ import tomllib
 from pathlib import Path
 
 import bpy
-import numpy as np
 
 from ..core.model.kinematics import KinematicTree
 from ..core.model.urdf import URDFError, parse_urdf
