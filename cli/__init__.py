@@ -8,7 +8,6 @@ print their results to stdout and return a process exit code.
 from __future__ import annotations
 
 import argparse
-import sys
 
 import bpy
 
@@ -40,19 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as ex:  # --help or a usage error: argparse already printed
-        return ex.code if isinstance(ex.code, int) else 1
-    if getattr(args, "func", None) is None:
-        parser.print_help(sys.stderr)
-        return 2
-    try:
-        return int(args.func(args))
-    except INPUT_ERRORS as ex:  # one line, not a traceback, for bad input
-        print(f"robot-retarget: error: {user_message(ex)}", file=sys.stderr)
-        return 1
+    from ..core.library.arguments import run_command
+
+    return run_command(build_parser(), argv, "robot-retarget", INPUT_ERRORS, user_message)
 
 
 def _execute(argv: list[str]) -> int:

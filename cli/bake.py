@@ -1,45 +1,51 @@
-"""`bake`: retarget one clip onto a robot and write the bake CSV (and the report)."""
+"""`bake`: retarget one clip onto a robot and write the bake CSV (and the report).
+
+A BVH clip is read and baked by core.library (the same code as `robot-retarget-core bake`, so
+both write the same bytes); the new action is then keyed on the imported robot rig, so an
+in-process caller finds it in Blender. FBX clips go through Blender's importer.
+"""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import numpy as np
 
-from .common import (CommandError, add_clip_arguments, add_outputs, add_source_up, bake_clip, check_output,
-                     print_warnings, write_report)
+from ..core.library.arguments import add_bake_parser
+from .common import bake_clip, load_robot
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("bake", help="retarget a clip onto a robot and write the bake CSV",
-                       description="Retarget a BVH/FBX clip onto a URDF robot; write one CSV row per "
-                                   "source frame (time_s, root pose, joints in URDF order; radians, metres).")
-    add_clip_arguments(p)
-    p.add_argument("--contacts", default="auto", metavar="auto|off|FILE.json",
-                   help="feet to keep planted: contacts detected from the clip (auto, the default), none "
-                        "(off), or a contacts file in 0-based clip frames")
-    add_outputs(p, "CSV file to write")
-    add_source_up(p)
-    p.set_defaults(func=run)
+    add_bake_parser(sub, run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.motion.bake_csv import BakeTable, write_bake_csv
-    from ..operators.retarget import report_summary
+    if Path(args.source).suffix.lower() == ".bvh":
+        return _run_core(args)
+    from ..core.library import cli as core_cli
+    from ..core.library.clip import ClipBake, RobotModel, bake_table
+    from ..operators.common import tree_from_rig
 
-    out = check_output(Path(args.out).absolute(), args.overwrite)
-    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
-    if args.contacts not in ("auto", "off") and not Path(args.contacts).is_file():
-        raise CommandError(f"{args.contacts}: contacts file not found")
-    outcome, robot_path, _ = bake_clip(args)
-    result = outcome.result
-    table = BakeTable(result.joint_names, np.arange(len(result.q)) / result.fps, result.root_position,
-                      result.root_quaternion, result.q)
-    write_bake_csv(out, table, overwrite=args.overwrite)
-    report = dict(result.report, source_file=str(Path(args.source).absolute()),
-                  robot_file=str(robot_path.absolute()), out=str(out), action=outcome.action.name)
-    write_report(report_path, report, args.overwrite)
-    print_warnings(result.report.get("warnings", []))
-    print(report_summary(result.report))
-    print(f"wrote {out}" + (f" and {report_path}" if report_path else ""))
-    return 0
+    out, report_path = core_cli.bake_outputs(args)
+    outcome, robot_path, rig = bake_clip(args)
+    bake = ClipBake(outcome.result, None, bake_table(outcome.result), outcome.action.name)
+    robot = RobotModel(robot_path.absolute(), tree_from_rig(rig))
+    return core_cli.write_bake_files(args, bake, robot, out, report_path)
+
+
+def _run_core(args: argparse.Namespace) -> int:
+    """Bake headless in core, then key the result on the robot rig (clip frame k is Blender frame k + 1,
+    as Blender's BVH importer starts at frame 1)."""
+    from ..core.library import cli as core_cli
+    from ..operators.common import REPORT_PROPERTY, tree_from_rig
+    from ..operators.retarget import write_robot_action
+
+    bake, robot, out, report_path = core_cli.bake_files(args)
+    rig = load_robot(args.robot)
+    result = bake.result
+    frames = bake.start + 1.0 + np.arange(len(result.q))
+    action, _ = write_robot_action(rig, tree_from_rig(rig), bake.name, frames, result.root_position,
+                                   result.root_rotation, result.q)
+    action[REPORT_PROPERTY] = json.dumps(result.report)
+    return core_cli.write_bake_files(args, bake, robot, out, report_path, action=action.name)

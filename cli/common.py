@@ -9,47 +9,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import bpy
 
+from ..core.library.arguments import (CommandError, add_clip_arguments, add_outputs,
+                                      add_source_up, check_output, clip_range, print_warnings, write_report)
 from ..operators.common import USER_ERRORS
 
 COMMAND_ID = "robot_retarget"
-
-
-class CommandError(Exception):
-    """A problem with the user's input: printed as one line, exit code 1."""
+# The flags and output checks live in core.library.arguments (robot-retarget-core has the same).
+__all__ = ["CommandError", "INPUT_ERRORS", "add_clip_arguments", "add_outputs", "add_source_up", "check_output",
+           "print_warnings", "write_report", "import_clip", "parse_frames", "load_robot", "ClipInputs",
+           "clip_inputs", "bake_clip", "COMMAND_ID"]
 
 
 # Everything a subcommand may raise for bad input: printed as one line, never a traceback.
 INPUT_ERRORS = (CommandError, *USER_ERRORS)
-
-
-def add_clip_arguments(p: argparse.ArgumentParser, robot_help: str = "robot description (.urdf)") -> None:
-    """--source, --robot, --mapping, --frames: one clip onto one robot (bake, gait)."""
-    p.add_argument("--source", required=True, help="motion clip (.bvh or .fbx)")
-    p.add_argument("--robot", required=True, help=robot_help)
-    p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
-    p.add_argument("--frames", help="START:END clip frames, 0-based, END exclusive (default: all)")
-
-
-def add_outputs(p: argparse.ArgumentParser, out_help: str) -> None:
-    """--out, --report, --overwrite."""
-    p.add_argument("--out", required=True, help=out_help)
-    p.add_argument("--report", help="JSON report to write")
-    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
-
-
-def add_source_up(p: argparse.ArgumentParser) -> None:
-    """--source-up: the BVH file's up axis (Blender's importer's axis_up; FBX files say their own)."""
-    p.add_argument("--source-up", choices=["Y", "Z"], default="Y",
-                   help="up axis of a BVH clip: Y (the BVH convention, default) or Z (written by some "
-                        "exporters; read as Y the actor lies on its back)")
 
 
 def import_clip(path: Path, up: str = "Y") -> bpy.types.Object:
@@ -77,43 +55,8 @@ def import_clip(path: Path, up: str = "Y") -> bpy.types.Object:
 
 def parse_frames(text: str | None, first: int, last: int) -> tuple[int, int]:
     """START:END in 0-based clip frames, END exclusive (Python slice), to Blender frames."""
-    count = last - first + 1
-    if not text:
-        return first, last
-    try:
-        start_text, end_text = text.split(":")
-        start = int(start_text) if start_text.strip() else 0
-        end = int(end_text) if end_text.strip() else count
-    except ValueError:
-        raise CommandError(f"--frames {text!r}: expected START:END, e.g. 0:240") from None
-    start, end = max(start, 0), min(end, count)
-    if end <= start:
-        raise CommandError(f"--frames {text!r}: no frames in range (the clip has {count})")
+    start, end = clip_range(text, last - first + 1)
     return first + start, first + end - 1
-
-
-def check_output(path: Path, overwrite: bool) -> Path:
-    """Fail before the slow work if the result could not be written."""
-    if path.exists() and not overwrite:
-        raise CommandError(f"{path}: file exists (pass --overwrite to replace it)")
-    if not path.parent.is_dir():
-        raise CommandError(f"{path}: folder {path.parent} does not exist")
-    if not os.access(path.parent, os.W_OK):
-        raise CommandError(f"{path}: folder {path.parent} is not writable")
-    return path
-
-
-def write_report(path: Path | None, report: dict, overwrite: bool) -> None:
-    """REPORT.json, atomically (nothing half-written)."""
-    from ..core.motion.fileio import write_text_atomic
-
-    if path is not None:
-        write_text_atomic(path, json.dumps(report, indent=2) + "\n", overwrite=overwrite)
-
-
-def print_warnings(warnings, prefix: str = "") -> None:
-    for warning in warnings:
-        print(f"warning: {prefix}{warning}", file=sys.stderr)
 
 
 def load_robot(path_text: str):

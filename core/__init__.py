@@ -10,4 +10,5 @@ operators, the CLI and the benchmarks alike. Dependencies point one way
     feet                     contacts and planted feet
     retarget                 auto-map, body frames, the bake pipeline
     playback, splice, waypoints                                     (capabilities)
+    library                  whole clip files and batches, the `robot-retarget-core` command (top)
 """

@@ -12,11 +12,10 @@ import tomllib
 from pathlib import Path
 
 import bpy
-import numpy as np
 
 from ..core.model.kinematics import KinematicTree
 from ..core.model.urdf import URDFError, parse_urdf
-from ..core.retarget.automap import auto_map
+from ..core.retarget.automap import auto_map, automap_frames
 from ..core.chains.mapping import Mapping
 from . import anim_io
 
@@ -125,16 +124,13 @@ def tree_from_rig(obj) -> KinematicTree:
     return tree
 
 
-AUTO_MAP_FRAMES = 120  # frames of the source's action auto-map looks at (evenly spread)
-
-
 def auto_map_objects(source: bpy.types.Object, robot: bpy.types.Object, scene) -> Mapping:
     """Automatic chain mapping from the source's animation (up to AUTO_MAP_FRAMES frames spread
     over its action, else the current frame) and the robot's URDF: auto-map reads the body from
     the motion, not from one pose."""
     try:
         start, end = action_frame_range(source)
-        frames = np.unique(np.round(np.linspace(start, end, min(AUTO_MAP_FRAMES, end - start + 1))))
+        frames = automap_frames(start, end)
     except ValueError:  # no action: the pose on screen
         frames = [scene.frame_current]
     motion = anim_io.sample_armature(source, frames, scene=scene)

@@ -10,14 +10,13 @@ the clip; the Bake uses what is there when *Plant Feet* is on.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty
 from bpy_extras.anim_utils import action_get_channelbag_for_slot
 
-from ..core.feet.contacts import SIDES, Contacts, ContactsError, detect_contacts, flags_to_intervals
+from ..core.feet.contacts import SIDES, Contacts, contacts_option, detect_contacts, flags_to_intervals
 from ..core.chains.mapping import Mapping
 from ..props import mapping_from_settings
 from . import anim_io
@@ -102,13 +101,8 @@ def bake_contacts(plant: bool, source: bpy.types.Object, frames: np.ndarray, fps
 def cli_contacts(value: str | None, clip: tuple[int, int], start: int, end: int, fps: float):
     """`--contacts auto|off|FILE.json` for Blender frames start..end of a clip spanning `clip`
     (first, last). A file holds 0-based clip frames; the baked ones are cut out of it."""
-    if value in (None, "off", "auto"):
-        return value or "off"
     first, last = clip
-    contacts = Contacts.load(Path(value), frames=last - first + 1)
-    if abs(contacts.fps - fps) > 1e-3 * fps:
-        raise ContactsError(f"{value}: contacts at {contacts.fps:g} fps, but the clip runs at {fps:g} fps")
-    return contacts.sliced(start - first, end - first + 1)
+    return contacts_option(value, last - first + 1, start - first, end - first + 1, fps)
 
 
 def detect_for_source(scene, source: bpy.types.Object, mapping: Mapping, start: int, end: int) -> Contacts:

@@ -25,6 +25,7 @@ from ..core.motion.bake_csv import BakeTable
 from ..core.playback import (ExportSettings, JointLimits, PlaybackResult, prepare_playback,
                              require_within_limits, violation_summary)
 from ..core.playback.formats import FORMATS, PlaybackMeta, write_playback
+from ..core.playback.report import export_report, playback_summary
 from ..core.model.rig import bone_to_root_pose, rig_layout
 from ..core.model.transforms import matrix_to_quat, quat_continuous
 from . import anim_io
@@ -144,25 +145,8 @@ def export_playback(robot, path, settings: ExportSettings, *, scene=None, source
     return ExportOutcome(paths, result, action.name, export_report(bake_report, result, settings, paths))
 
 
-def export_report(bake_report: dict, result: PlaybackResult, settings: ExportSettings,
-                  paths: list[Path]) -> dict:
-    """The bake report's keys plus what the export did (REPORT.json of `export`)."""
-    track = result.track
-    return dict(bake_report, format=settings.format, rate_hz=track.rate_hz, period_s=track.period_s,
-                samples=track.samples, duration_s=track.duration_s, source_duration_s=result.source_duration_s,
-                units=settings.units, violations=[v.to_dict() for v in result.violations],
-                retimed_seconds_added=result.retimed_seconds_added,
-                warnings=list(bake_report.get("warnings", [])) + result.warnings,
-                files=[str(p) for p in paths])
-
-
 def export_summary(outcome: ExportOutcome) -> str:
-    track, result = outcome.result.track, outcome.result
-    text = (f"Exported {track.samples} samples at {track.rate_hz:g} Hz ({track.duration_s:.3f} s) "
-            f"of {outcome.action_name!r}; {violation_summary(result.violations)}")
-    if result.retimed_seconds_added:
-        text += f"; retime added {result.retimed_seconds_added:.4g} s"
-    return text
+    return playback_summary(outcome.result, outcome.action_name)
 
 
 # -------------------------------------------------------------- operator ---

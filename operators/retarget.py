@@ -17,6 +17,7 @@ from . import anim_io
 from .common import (REPORT_PROPERTY, auto_map_objects, bake_frame_range, check_objects, reports_errors,
                      tree_from_rig)
 from .contacts import bake_contacts, feet_summary
+from ..core.retarget.summary import report_summary  # noqa: F401  (the CLI prints it too)
 
 
 @dataclass
@@ -70,24 +71,6 @@ def write_robot_action(robot: bpy.types.Object, tree, name: str, frames: np.ndar
     keys = anim_io.write_channels(action, slot, channels, frames, values)
     action.use_fake_user = True
     return action, keys
-
-
-def report_summary(report: dict) -> str:
-    """One line for the status bar and the CLI: speed, limits, and what a viewer sees."""
-    text = (f"Baked {report['frames']} frames at {report['frames_per_second']:.0f} frames/s; "
-            f"{report['limit_violations']} samples outside joint limits")
-    by_limb = report.get("limb_direction_error_by_limb") or {}
-    if by_limb:
-        worst = max(by_limb, key=by_limb.get)
-        text += (f"; limbs {report['limb_direction_error_deg']:.1f}° from the actor's "
-                 f"(worst {worst} {by_limb[worst]:.1f}°)")
-    if report.get("torso_orientation_error_deg") is not None:
-        text += f", torso {report['torso_orientation_error_deg']:.1f}°"
-    limbs = [c for c in report["chains"] if c["name"] != "spine"]
-    if limbs and not by_limb:  # a one-chain robot (an arm): its chain fit
-        worst_chain = max(limbs, key=lambda c: c["tip_direction_error_deg"])
-        text += f"; largest tip-direction error {worst_chain['tip_direction_error_deg']:.1f}° ({worst_chain['name']})"
-    return text
 
 
 def _settings(context):

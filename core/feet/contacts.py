@@ -114,6 +114,17 @@ class Contacts:
         return cls.from_dict(data, frames, str(path))
 
 
+def contacts_option(value: str | None, clip_frames: int, start: int, end: int, fps: float):
+    """`--contacts auto|off|FILE.json` for 0-based frames [start, end) of a clip of `clip_frames`
+    frames at `fps`: "auto", "off", or the file's Contacts cut to the baked frames."""
+    if value in (None, "off", "auto"):
+        return value or "off"
+    contacts = Contacts.load(Path(value), frames=clip_frames)
+    if abs(contacts.fps - fps) > 1e-3 * fps:
+        raise ContactsError(f"{value}: contacts at {contacts.fps:g} fps, but the clip runs at {fps:g} fps")
+    return contacts.sliced(start, end)
+
+
 def flags_to_intervals(flags: np.ndarray) -> list[tuple[int, int]]:
     """Runs of True in a bool array (F,) as [(start, end), ...], end exclusive."""
     padded = np.concatenate([[False], np.asarray(flags, bool), [False]])

@@ -23,6 +23,7 @@ import math
 import pickle
 import re
 import xml.etree.ElementTree as ET
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -207,11 +208,22 @@ def _write_unitree(track: PlaybackTrack, info: dict, degrees: bool) -> list[byte
 
 
 def _write_npz(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
+    arrays = dict(fps=np.float64(track.rate_hz), root_pos=track.root_position,
+                  root_rot=_xyzw(track.root_quaternion), dof_pos=_joints_out(track, degrees),
+                  joint_names=np.array(track.joint_names, dtype=str), metadata=np.array(json.dumps(info)))
+    return [_npz_bytes(arrays)]
+
+
+def _npz_bytes(arrays: dict) -> bytes:
+    """What np.savez writes, but with a fixed time stamp on every member: the same motion gives the
+    same bytes whenever (and by whichever command) it is written."""
     out = io.BytesIO()
-    np.savez(out, fps=np.float64(track.rate_hz), root_pos=track.root_position,
-             root_rot=_xyzw(track.root_quaternion), dof_pos=_joints_out(track, degrees),
-             joint_names=np.array(track.joint_names, dtype=str), metadata=np.array(json.dumps(info)))
-    return [out.getvalue()]
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for name, value in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
+            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), member.getvalue())
+    return out.getvalue()
 
 
 def _gmr_fps(rate_hz: float) -> float | int:

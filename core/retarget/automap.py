@@ -147,6 +147,15 @@ def foot_tip_offset(tree: KinematicTree, ankle: int) -> tuple[int, list[float]] 
     return foot, [float(v) for v in local]
 
 
+AUTO_MAP_FRAMES = 120  # frames of a clip auto-map looks at (evenly spread)
+
+
+def automap_frames(first: int, last: int, count: int = AUTO_MAP_FRAMES) -> np.ndarray:
+    """Up to `count` whole frames spread evenly over first..last: auto-map reads the body from
+    the motion, not from one pose (the same frames in Blender and headless)."""
+    return np.unique(np.round(np.linspace(first, last, min(count, last - first + 1))))
+
+
 def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
     """A mapping from the clip's skeleton to the robot: spine, legs, feet, arms, hands, head.
 

@@ -285,24 +285,47 @@ def test_cli_batch_continues_past_a_corrupt_clip(batch_folder, preset, mods, tmp
         assert track.duration_s >= (frames - 1) / 120.01 - 0.005
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_cli_batch_of_clips_and_a_saved_scene(clean_scene, mods, tmp_path, walk_on_g1, workers):
+    """A .blend in the folder goes to Blender (this process or a Blender worker), the BVH clips to
+    core workers; one summary, each output where it belongs."""
+    rig = bake_walk(walk_on_g1, frames=(1, 60))
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    bpy.ops.wm.save_as_mainfile(filepath=str(folder / "scene.blend"), copy=True)
+    walk_slice(folder, "walk_a.bvh", 0, 60)
+    walk_slice(folder, "walk_b.bvh", 300, 60)
+    out_dir, report_path = tmp_path / "out", tmp_path / "batch.json"
+    out_dir.mkdir()
+    proc = launcher("batch", "--robot", G1, "--inputs", folder, "--format", "npz", "--rate", "50",
+                    "--allow-violations", "--out-dir", out_dir, "--workers", workers, "--report", report_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out_dir.iterdir()) == ["scene.npz", "walk_a.npz", "walk_b.npz"]
+    summary = json.loads(report_path.read_text(encoding="utf-8"))
+    assert summary["succeeded"] == 3 and summary["workers"] == workers
+    read = mods["core.playback.formats"].read_playback
+    scene = read(out_dir / "scene.npz").track
+    assert scene.joint_names == mods["operators.common"].tree_from_rig(rig).joint_names
+    assert scene.duration_s == pytest.approx(59 / 120.0048, abs=0.02)
+    for name in ("walk_a", "walk_b"):
+        assert read(out_dir / f"{name}.npz").track.samples == scene.samples
+
+
 def test_a_worker_that_dies_fails_its_clip_and_is_replaced(extension, tmp_path):
-    """--workers N: a crashed worker process costs its clip only; the next clip gets a new worker."""
+    """--workers N: a crashed worker process is replaced and its clip tried once more; a clip that
+    kills its worker again fails alone (core.library.engines.run_worker_pool, Blender workers too)."""
     import importlib
-    import queue
     import sys
 
     starts = tmp_path / "starts.log"
     crash = ("import sys; open(sys.argv[1], 'a').write('start\\n'); "
              "sys.stderr.write('Segmentation fault\\n'); sys.exit(139)")
-    pending, done = queue.Queue(), queue.Queue()
-    for name in ("a", "b"):
-        pending.put((tmp_path / f"{name}.bvh", tmp_path / f"{name}.csv"))
-    cli_batch = importlib.import_module(extension.__name__ + ".cli.batch")
-    cli_batch._feed_worker([sys.executable, "-c", crash, str(starts)], pending, done)
-    results = [done.get_nowait() for _ in range(2)]
-    assert [r["status"] for r in results] == ["failed", "failed"]
-    assert all("worker process died (exit code 139) Segmentation fault" in r["error"] for r in results)
-    assert starts.read_text(encoding="utf-8").count("start") == 2 and pending.empty()
+    engines = importlib.import_module(extension.__name__ + ".core.library.engines")
+    results = list(engines.run_worker_pool([sys.executable, "-c", crash, str(starts)], [{"clip": "a"}, {"clip": "b"}],
+                                           1, lambda i, why: {"status": "failed", "index": i, "error": why}))
+    assert sorted(r["index"] for r in results) == [0, 1] and all(r["status"] == "failed" for r in results)
+    assert all("worker process died (exit code 139, tried 2 times) Segmentation fault" in r["error"] for r in results)
+    assert starts.read_text(encoding="utf-8").count("start") == 4  # each clip: its worker, then a new one
 
 
 # -------------------------------------------------------- in-process errors ---

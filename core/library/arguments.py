@@ -1,0 +1,193 @@
+"""The command line's flags, defined once for the extension's `robot-retarget` and the package's
+`robot-retarget-core`, so both accept exactly the same options; plus the checks on them that
+need no Blender (frame ranges, output paths, export settings)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..motion.fileio import write_text_atomic
+from ..playback import ExportSettings
+from ..playback.formats import FORMATS
+
+
+class CommandError(ValueError):
+    """A problem with the user's input: printed as one line, exit code 1."""
+
+
+def add_clip_arguments(p: argparse.ArgumentParser, robot_help: str = "robot description (.urdf)") -> None:
+    """--source, --robot, --mapping, --frames: one clip onto one robot (bake, gait)."""
+    p.add_argument("--source", required=True, help="motion clip (.bvh or .fbx)")
+    p.add_argument("--robot", required=True, help=robot_help)
+    p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
+    p.add_argument("--frames", help="START:END clip frames, 0-based, END exclusive (default: all)")
+
+
+def add_outputs(p: argparse.ArgumentParser, out_help: str) -> None:
+    """--out, --report, --overwrite."""
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--report", help="JSON report to write")
+    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+
+
+def add_source_up(p: argparse.ArgumentParser) -> None:
+    """--source-up: the BVH file's up axis (Blender's importer's axis_up; FBX files say their own)."""
+    p.add_argument("--source-up", choices=["Y", "Z"], default="Y",
+                   help="up axis of a BVH clip: Y (the BVH convention, default) or Z (written by some "
+                        "exporters; read as Y the actor lies on its back)")
+
+
+def add_bake_parser(sub, func) -> argparse.ArgumentParser:
+    """The `bake` subcommand's flags."""
+    p = sub.add_parser("bake", help="retarget a clip onto a robot and write the bake CSV",
+                       description="Retarget a BVH/FBX clip onto a URDF robot; write one CSV row per "
+                                   "source frame (time_s, root pose, joints in URDF order; radians, metres).")
+    add_clip_arguments(p)
+    p.add_argument("--contacts", default="auto", metavar="auto|off|FILE.json",
+                   help="feet to keep planted: contacts detected from the clip (auto, the default), none "
+                        "(off), or a contacts file in 0-based clip frames")
+    add_outputs(p, "CSV file to write")
+    add_source_up(p)
+    p.set_defaults(func=func)
+    return p
+
+
+def add_export_parser(sub, func) -> argparse.ArgumentParser:
+    """The `export` subcommand's flags."""
+    p = sub.add_parser("export", help="bake a clip (or open a .blend) and write a robot playback file",
+                       description="Write the robot's action at the control cycle (t_k = k * period) as a "
+                                   "playback file, checked against position, velocity and acceleration limits.")
+    p.add_argument("--source", required=True, help="motion clip (.bvh, .fbx) or scene (.blend) with a baked robot")
+    p.add_argument("--robot", help="robot description (.urdf); required for clips; replaces a .blend rig's URDF path")
+    p.add_argument("--object", help="robot rig in the .blend (default: the Robot tab's, the active or the only rig)")
+    p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
+    p.add_argument("--frames", help="START:END frames, 0-based, END exclusive (default: all)")
+    playback_options(p)
+    p.add_argument("--out", required=True, help="playback file to write")
+    p.add_argument("--report", help="JSON report to write")
+    add_source_up(p)
+    p.set_defaults(func=func)
+    return p
+
+
+def add_batch_parser(sub, func) -> argparse.ArgumentParser:
+    """The `batch` subcommand's flags: several --robot, each with its --mapping (or none: auto-map)."""
+    p = sub.add_parser("batch", help="export every clip of a folder or glob, in parallel processes",
+                       description="Bake and export every clip (.bvh, .fbx, .blend) onto one or more robots; "
+                                   "a failing clip is reported and the batch goes on; exit 1 if any failed. "
+                                   "A re-run skips clips whose outputs are complete unless --overwrite.")
+    p.add_argument("--robot", required=True, action="append", metavar="ROBOT.urdf",
+                   help="robot description (.urdf); repeat for several robots (outputs then go to "
+                        "DIR/<robot>/<clip>.<ext>)")
+    p.add_argument("--mapping", action="append", metavar="PRESET.json",
+                   help="chain mapping preset (.json) saved from the UI, one per --robot in the same order; "
+                        "default: each clip auto-mapped (the mapping goes into its summary entry)")
+    p.add_argument("--inputs", required=True, metavar="DIR_OR_GLOB", help="folder of clips, or a glob (quote it: 'clips/*.bvh')")
+    playback_options(p)
+    p.add_argument("--out-dir", required=True, metavar="DIR", help="folder for the playback files (<clip name>.<ext>)")
+    p.add_argument("--engine", choices=["local", "dask"], default="local",
+                   help="local: worker processes on this machine (default); dask: one task per clip on a "
+                        "Dask distributed cluster (pip install robot-retarget-core[dask])")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786); default: "
+                                                          "a local cluster of --workers processes")
+    p.add_argument("--workers", type=int, default=1, metavar="N", help="clips exported at the same time (processes)")
+    p.add_argument("--report", help="JSON summary report to write")
+    add_source_up(p)
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # a Blender worker of the extension
+    p.set_defaults(func=func)
+    return p
+
+
+def playback_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--settings", metavar="EXPORT.json", help="export settings (.json): format, rate_hz, units, limits, retime, ...")
+    p.add_argument("--format", choices=list(FORMATS), help="playback format (default: csv)")
+    cycle = p.add_mutually_exclusive_group()
+    cycle.add_argument("--rate", type=float, metavar="HZ", help="control rate in Hz (default: 100, i.e. a 10 ms period)")
+    cycle.add_argument("--period", type=float, metavar="SECONDS", help="control period in seconds (instead of --rate)")
+    p.add_argument("--units", choices=["rad", "deg"], help="revolute joint units (default: rad; deg: csv, npz)")
+    p.add_argument("--accel-limit", dest="acceleration_limit", type=float, metavar="A",
+                   help="acceleration limit for every joint, rad/s^2 (m/s^2 for prismatic joints)")
+    p.add_argument("--retime", action="store_true", help="slow down the segments that break velocity or "
+                                                         "acceleration limits")
+    p.add_argument("--allow-violations", action="store_true", help="write even if limits are broken")
+    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+
+
+def export_settings(args: argparse.Namespace) -> ExportSettings:
+    """ExportSettings from --settings (JSON), then the flags given on the command line."""
+    settings = ExportSettings.load(args.settings) if args.settings else ExportSettings()
+    changes: dict = {}
+    if args.rate is not None:
+        if not args.rate > 0:
+            raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz")
+        changes["period_s"] = 1.0 / args.rate
+    if args.period is not None:
+        if not args.period > 0:
+            raise CommandError(f"--period {args.period:g}: expected a positive number of seconds")
+        changes["period_s"] = args.period
+    for flag in ("format", "units", "acceleration_limit"):
+        if getattr(args, flag) is not None:
+            changes[flag] = getattr(args, flag)
+    for flag in ("retime", "allow_violations", "overwrite"):
+        if getattr(args, flag):
+            changes[flag] = True
+    return dataclasses.replace(settings, **changes).validate()
+
+
+def clip_range(text: str | None, count: int) -> tuple[int, int]:
+    """--frames START:END (0-based, END exclusive, a Python slice) within a clip of `count` frames."""
+    if not text:
+        return 0, count
+    try:
+        start_text, end_text = text.split(":")
+        start = int(start_text) if start_text.strip() else 0
+        end = int(end_text) if end_text.strip() else count
+    except ValueError:
+        raise CommandError(f"--frames {text!r}: expected START:END, e.g. 0:240") from None
+    start, end = max(start, 0), min(end, count)
+    if end <= start:
+        raise CommandError(f"--frames {text!r}: no frames in range (the clip has {count})")
+    return start, end
+
+
+def check_output(path: Path, overwrite: bool) -> Path:
+    """Fail before the slow work if the result could not be written."""
+    if path.exists() and not overwrite:
+        raise CommandError(f"{path}: file exists (pass --overwrite to replace it)")
+    if not path.parent.is_dir():
+        raise CommandError(f"{path}: folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK):
+        raise CommandError(f"{path}: folder {path.parent} is not writable")
+    return path
+
+
+def write_report(path: Path | None, report: dict, overwrite: bool) -> None:
+    """REPORT.json, atomically (nothing half-written)."""
+    if path is not None:
+        write_text_atomic(path, json.dumps(report, indent=2) + "\n", overwrite=overwrite)
+
+
+def print_warnings(warnings, prefix: str = "") -> None:
+    for warning in warnings:
+        print(f"warning: {prefix}{warning}", file=sys.stderr)
+
+
+def run_command(parser: argparse.ArgumentParser, argv: list[str], prog: str, errors: tuple,
+                message=str) -> int:
+    """Parse and run a subcommand; bad input (`errors`) is one line on stderr and exit code 1."""
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as ex:  # --help or a usage error: argparse already printed
+        return ex.code if isinstance(ex.code, int) else 1
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args))
+    except errors as ex:  # one line, not a traceback, for bad input
+        print(f"{prog}: error: {message(ex)}", file=sys.stderr)
+        return 1

@@ -1,0 +1,196 @@
+"""`robot-retarget-core`: bake, export and batch for BVH clips and URDF robots, without Blender.
+
+The flags are the extension's (core.library.arguments), the files come from the same functions
+(core.library.clip), so a pipeline can switch between `blender -b -c robot_retarget ...` and this
+command and get the same bytes. .fbx and .blend inputs need Blender: such a clip fails with a
+line saying so.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+import tomllib
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..motion.bake_csv import write_bake_csv
+from ..playback.formats import output_paths
+from ..retarget.summary import report_summary
+from .arguments import (CommandError, add_bake_parser, add_batch_parser, add_export_parser, check_output,
+                        export_settings, print_warnings, run_command, write_report)
+from .batch import (BatchOptions, ClipJob, Progress, Summary, batch_inputs, batch_robots, clip_status,
+                    complete_outputs, plan_batch, skipped_status, status_line)
+from .clip import NEEDS_BLENDER, bake_clip_file, bake_report, export_bake, load_robot
+from .engines import run_dask, run_local
+
+PROG = "robot-retarget-core"
+GENERATOR = "robot_retarget"
+USER_ERRORS = (ValueError, KeyError, OSError)
+
+
+def package_version() -> str:
+    """The extension's manifest version next to this tree, else the installed package's."""
+    manifest = Path(__file__).resolve().parents[2] / "blender_manifest.toml"
+    try:
+        with open(manifest, "rb") as fh:
+            return str(tomllib.load(fh)["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        pass
+    try:
+        return metadata.version(PROG)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def bake_outputs(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """`bake`'s checks before the slow work: (CSV path, report path or None)."""
+    out = check_output(Path(args.out).absolute(), args.overwrite)
+    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    if args.contacts not in ("auto", "off") and not Path(args.contacts).is_file():
+        raise CommandError(f"{args.contacts}: contacts file not found")
+    return out, report_path
+
+
+def bake_files(args: argparse.Namespace):
+    """`bake` up to the files: checks the outputs first, bakes. (bake, robot, out, report path)."""
+    out, report_path = bake_outputs(args)
+    robot = load_robot(args.robot, args.mapping)
+    bake = bake_clip_file(args.source, robot, args.frames, args.contacts, args.source_up)
+    return bake, robot, out, report_path
+
+
+def write_bake_files(args: argparse.Namespace, bake, robot, out: Path, report_path: Path | None,
+                     action: str | None = None) -> int:
+    """The bake CSV and REPORT.json; the lines on stdout."""
+    write_bake_csv(out, bake.table, overwrite=args.overwrite)
+    report = bake_report(bake, args.source, robot, out)
+    if action is not None:
+        report["action"] = action
+    write_report(report_path, report, args.overwrite)
+    print_warnings(bake.result.report.get("warnings", []))
+    print(report_summary(bake.result.report))
+    print(f"wrote {out}" + (f" and {report_path}" if report_path else ""))
+    return 0
+
+
+def run_bake(args: argparse.Namespace) -> int:
+    return write_bake_files(args, *bake_files(args))
+
+
+def export_outputs(args: argparse.Namespace):
+    """`export`'s checks before the slow work: (settings, playback file path)."""
+    settings = export_settings(args)
+    out = Path(args.out).absolute()
+    for path in output_paths(out, settings.format):
+        check_output(path, settings.overwrite)
+    if args.report:
+        check_output(Path(args.report).absolute(), settings.overwrite)
+    return settings, out
+
+
+def export_files(args: argparse.Namespace, generator: str) -> tuple[dict, str]:
+    """`export` of a BVH clip: checks, bake (without planted feet, as `export` always did), write."""
+    settings, out = export_outputs(args)
+    if not args.robot:
+        raise CommandError(f"{Path(args.source).absolute()}: --robot ROBOT.urdf is required to bake a clip")
+    robot = load_robot(args.robot, args.mapping)
+    bake = bake_clip_file(args.source, robot, args.frames, None, args.source_up)
+    return export_bake(bake, robot, out, settings, args.source, generator)
+
+
+def finish_export(args: argparse.Namespace, report: dict, summary: str) -> int:
+    report_path = Path(args.report).absolute() if args.report else None
+    write_report(report_path, report, export_settings(args).overwrite)
+    print_warnings(report.get("warnings", []))
+    print(summary)
+    print(f"wrote {' and '.join(report['files'] + ([str(report_path)] if report_path else []))}")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    return finish_export(args, *export_files(args, f"{GENERATOR} {package_version()}"))
+
+
+# ------------------------------------------------------------------ batch ---
+
+def _needs_blender(jobs: list[ClipJob]) -> Iterator[dict]:
+    for job in jobs:
+        yield clip_status(job, time.monotonic(), error=f"{job.source}: {Path(job.source).suffix.lower()} files need Blender: "
+                                          "batch them with the extension's command (blender -b -c robot_retarget batch)")
+
+
+def run_batch(args: argparse.Namespace, generator: str | None = None,
+              blender_runner: Callable[[list[ClipJob]], Iterator[dict]] | None = None) -> int:
+    """Every clip onto every robot; BVH clips on the chosen engine, the rest through `blender_runner`."""
+    settings = export_settings(args)
+    if args.workers < 1:
+        raise CommandError(f"--workers {args.workers}: expected 1 or more")
+    if args.scheduler and args.engine != "dask":
+        raise CommandError("--scheduler is the address of a Dask scheduler: use it with --engine dask")
+    robots = batch_robots(args.robot, args.mapping)
+    jobs = plan_batch(batch_inputs(args.inputs), robots, Path(args.out_dir), settings.format)
+    report_path = check_output(Path(args.report).absolute(), settings.overwrite) if args.report else None
+    summary = Summary(robots, settings, args.engine, args.workers)
+    todo = []
+    for job in jobs:
+        if settings.overwrite or not any(p.exists() for p in output_paths(Path(job.out), settings.format)):
+            todo.append(job)
+        elif complete_outputs(job.out, settings.format):
+            summary.clips.append(skipped_status(job))
+            print(status_line(summary.clips[-1]), flush=True)
+        else:  # an output that does not read back: not a result, write it again
+            todo.append(dataclasses.replace(job, overwrite=True))
+    options = BatchOptions(settings, args.source_up, generator or f"{GENERATOR} {package_version()}")
+    core_jobs = [j for j in todo if Path(j.source).suffix.lower() not in NEEDS_BLENDER]
+    blender_jobs = [j for j in todo if Path(j.source).suffix.lower() in NEEDS_BLENDER]
+    if args.engine == "dask":
+        stream = run_dask(core_jobs, options, args.workers, args.scheduler) if core_jobs else iter(())
+    else:
+        stream = run_local(core_jobs, options, args.workers)
+    _report_progress(summary, stream, len(todo), (blender_runner or _needs_blender)(blender_jobs))
+    result = summary.to_dict(jobs)
+    write_report(report_path, result, settings.overwrite)
+    print(f"batch: {result['succeeded']} of {len(jobs)} clips exported, {result['failed']} failed"
+          + (f", {result['skipped']} skipped (complete)" if result["skipped"] else "")
+          + f" ({result['seconds']:.1f} s)" + (f"; wrote {report_path}" if report_path else ""))
+    return 1 if result["failed"] else 0
+
+
+def _report_progress(summary: Summary, stream: Iterator[dict], total: int, more: Iterator[dict]) -> None:
+    progress, done, failed = Progress(total), 0, 0
+    progress.update(0, 0)
+    for source in (stream, more):
+        for status in source:
+            summary.clips.append(status)
+            done += 1
+            failed += status["status"] != "ok"
+            progress.clear()
+            print(status_line(status), flush=True)
+            progress.update(done, failed)
+    progress.close()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Retarget BVH clips onto URDF robots and "
+                                                            "export playback files, without Blender.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_bake_parser(sub, run_bake)
+    add_export_parser(sub, run_export)
+    add_batch_parser(sub, run_batch)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(build_parser(), sys.argv[1:] if argv is None else argv, PROG, USER_ERRORS, _message)
+
+
+def _message(exc: BaseException) -> str:
+    """A KeyError's bare argument (a missing bone or joint), not its repr."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

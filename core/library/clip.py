@@ -1,0 +1,136 @@
+"""One BVH clip file baked onto one URDF robot, and exported: the one code path the extension's
+command line and `robot-retarget-core` share for BVH/URDF inputs, so their files are the same bytes.
+
+Frames are 0-based clip frames, the clip's rate is the BVH's Frame Time, and the world is Blender's
+(core.motion.bvh reads a clip the way Blender's importer shows it). The math runs on one BLAS
+thread (core.library.blas): the same bytes in Blender, in a worker and in a plain Python.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..chains.mapping import Mapping
+from ..feet.contacts import contacts_option
+from ..model.kinematics import KinematicTree
+from ..model.urdf import parse_urdf
+from ..motion.bake_csv import BakeTable
+from ..motion.bvh import load_bvh
+from ..motion.source import SourceMotion
+from ..playback import ExportSettings, JointLimits, PlaybackMeta, prepare_playback, require_within_limits
+from ..playback.formats import write_playback
+from ..playback.report import export_report, playback_summary
+from ..retarget import RetargetResult, auto_map, retarget
+from ..retarget.automap import automap_frames
+from ..retarget.summary import report_summary
+from .arguments import CommandError, clip_range
+from .blas import one_blas_thread
+
+NEEDS_BLENDER = (".fbx", ".blend")
+
+
+@dataclass
+class RobotModel:
+    """A robot read once (per process or worker) and the mapping preset to use on it (None: auto-map)."""
+
+    path: Path
+    tree: KinematicTree
+    mapping: Mapping | None = None
+
+    @property
+    def name(self) -> str:
+        return self.tree.robot.name
+
+
+def load_robot(path, mapping_path=None) -> RobotModel:
+    """Parse the URDF (and the mapping preset); errors name the file."""
+    path = Path(path).absolute()
+    if not path.is_file():
+        raise CommandError(f"{path}: robot URDF not found")
+    if mapping_path is not None and not Path(mapping_path).is_file():
+        raise CommandError(f"{mapping_path}: mapping preset not found")
+    mapping = Mapping.load(mapping_path) if mapping_path is not None else None
+    return RobotModel(path, KinematicTree(parse_urdf(path)), mapping)
+
+
+def read_clip(path, up: str = "Y") -> SourceMotion:
+    """A BVH clip as source motion; other clip types need Blender's importers."""
+    path = Path(path).absolute()
+    suffix = path.suffix.lower()
+    if suffix in NEEDS_BLENDER:
+        raise CommandError(f"{path}: {suffix} files need Blender: use the extension's command "
+                           "(blender -b -c robot_retarget ...)")
+    if suffix != ".bvh":
+        raise CommandError(f"{path}: unsupported clip type {suffix!r} (use .bvh or .fbx)")
+    if not path.is_file():
+        raise CommandError(f"{path}: source clip not found")
+    return load_bvh(path).to_source_motion(up=up)
+
+
+def motion_frames(motion: SourceMotion, frames) -> SourceMotion:
+    """The clip at some of its frames (a slice or an index array over the first axis)."""
+    return dataclasses.replace(motion, heads=motion.heads[frames], tails=motion.tails[frames],
+                               root_rotation=motion.root_rotation[frames])
+
+
+@dataclass
+class ClipBake:
+    """A clip baked: the retarget result, the mapping used, the keyed samples, the action's name
+    and the first baked frame (0-based in the clip)."""
+
+    result: RetargetResult
+    mapping: Mapping
+    table: BakeTable
+    name: str
+    start: int = 0
+
+
+def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contacts: str | None = None,
+                   up: str = "Y") -> ClipBake:
+    """Read a BVH clip, map it (the robot's preset, else auto-map over its whole motion), bake
+    `frames` (START:END, 0-based) with `contacts` (auto, off or a file; None: off)."""
+    motion = read_clip(source, up)
+    start, end = clip_range(frames, motion.frames)
+    mapping = robot.mapping
+    if mapping is None:
+        spread = automap_frames(0, motion.frames - 1).astype(int)
+        with one_blas_thread():
+            mapping = auto_map(motion_frames(motion, spread), robot.tree)
+    planted = contacts_option(contacts, motion.frames, start, end, motion.fps)
+    with one_blas_thread():
+        result = retarget(motion_frames(motion, slice(start, end)), robot.tree, mapping, contacts=planted)
+    return ClipBake(result, mapping, bake_table(result), f"{robot.name}|{Path(source).stem}", start)
+
+
+def bake_table(result: RetargetResult) -> BakeTable:
+    """The bake CSV's rows: time from 0 s at the clip's rate, root pose, joints."""
+    return BakeTable(result.joint_names, np.arange(len(result.q)) / result.fps, result.root_position,
+                     result.root_quaternion, result.q)
+
+
+def bake_report(bake: ClipBake, source, robot: RobotModel, out: Path) -> dict:
+    """REPORT.json of `bake`: the retarget report plus the files involved and the action's name."""
+    return dict(bake.result.report, source_file=str(Path(source).absolute()), robot_file=str(robot.path),
+                out=str(out), action=bake.name)
+
+
+def export_bake(bake: ClipBake, robot: RobotModel, out: Path, settings: ExportSettings, source,
+                generator: str) -> tuple[dict, str]:
+    """Resample the bake at the control cycle, check the limits, write `out` atomically.
+
+    Returns REPORT.json of `export` and its summary lines (bake, then export)."""
+    limits = JointLimits.from_tree(robot.tree, settings.acceleration_limit, settings.joint_acceleration_limits)
+    with one_blas_thread():
+        result = prepare_playback(bake.table, limits, settings)
+    require_within_limits(result, settings.allow_violations)
+    source = str(Path(source).absolute())
+    meta = PlaybackMeta(robot=robot.name, source=source, limits=limits, violations=result.violations,
+                        retimed_seconds_added=result.retimed_seconds_added, generator=generator)
+    paths = write_playback(out, result.track, settings.format, meta, degrees=settings.units == "deg",
+                           overwrite=settings.overwrite)
+    report = dict(export_report(bake.result.report, result, settings, paths), source_file=source,
+                  out=str(out), action=bake.name, robot_file=str(robot.path))
+    return report, "\n".join([report_summary(bake.result.report), playback_summary(result, bake.name)])

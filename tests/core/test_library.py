@@ -1,0 +1,204 @@
+"""`robot-retarget-core batch` as a pipeline runs it: a subprocess over a folder of real clips.
+
+The clips are the bundled walk and hop cut into pieces (tests/library_clips.py), one file is
+corrupt. Workers are killed for real (SIGKILL) while they bake, and a batch is interrupted and
+run again: what must hold is on disk (every good clip's file reads back, nothing half-written)
+and in the summary report.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from library_clips import make_library  # noqa: E402
+
+from core.chains.mapping import Mapping  # noqa: E402
+from core.playback import read_playback  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+EXPORT = ["--format", "npz", "--rate", "50", "--allow-violations"]
+
+
+def command(*args) -> list[str]:
+    return [sys.executable, "-m", "core.library.cli", *map(str, args)]
+
+
+def library(tmp_path: Path, count: int, seconds: float = 2.0) -> tuple[Path, Path]:
+    """`count` good clips and one corrupt one; (clip folder, the corrupt file)."""
+    folder = tmp_path / "clips"
+    make_library(folder, count, seconds)
+    bad = folder / "9999_corrupt.bvh"
+    bad.write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0\n", encoding="utf-8")
+    return folder, bad
+
+
+def start(*args) -> subprocess.Popen:
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    return subprocess.Popen(command(*args), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def kill_a_worker_after_first_clip(proc: subprocess.Popen, is_worker) -> tuple[list[str], int]:
+    """Read status lines; after the first `ok` SIGKILL one worker process (a child matching
+    `is_worker`). Returns (stdout lines, pid killed)."""
+    import psutil
+
+    lines, killed = [], 0
+    for line in proc.stdout:
+        lines.append(line.rstrip("\n"))
+        if not killed and line.startswith("ok "):
+            deadline = time.monotonic() + 10
+            while not killed and time.monotonic() < deadline:
+                workers = [c for c in psutil.Process(proc.pid).children(recursive=True) if is_worker(c)]
+                if workers:
+                    killed = workers[0].pid
+                    os.kill(killed, signal.SIGKILL)
+                time.sleep(0.05)
+    proc.wait(timeout=300)
+    return lines, killed
+
+
+def check_summary(report: Path, outputs: list[Path], bad: Path) -> dict:
+    summary = json.loads(report.read_text(encoding="utf-8"))
+    by_source = {}
+    for clip in summary["clips"]:
+        by_source.setdefault(Path(clip["source"]).name, []).append(clip)
+    assert [c["status"] for c in by_source.pop(bad.name)] == ["failed"] * len(summary["robots"])
+    assert all(c["status"] == "ok" for entries in by_source.values() for c in entries), summary["clips"]
+    assert summary["failed"] == len(summary["robots"]) and summary["succeeded"] == len(outputs)
+    for out in outputs:
+        track = read_playback(out).track
+        assert track.rate_hz == pytest.approx(50.0) and track.samples > 10 and np.isfinite(track.q).all()
+    return summary
+
+
+def no_leftovers(folder: Path) -> None:
+    assert not [p for p in folder.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
+
+
+def test_local_engine_two_robots_a_corrupt_clip_and_a_killed_worker(tmp_path):
+    """Two robots auto-mapped per clip, two worker processes, one killed mid-run: every good clip
+    is written under DIR/<robot>/, the corrupt one is reported with its line, exit 1."""
+    clips, bad = library(tmp_path, 8)
+    out_dir, report = tmp_path / "out", tmp_path / "summary.json"
+    out_dir.mkdir()
+    proc = start("batch", "--robot", G1, "--robot", H1, "--inputs", clips, *EXPORT, "--out-dir", out_dir,
+                 "--workers", 2, "--report", report)
+    lines, killed = kill_a_worker_after_first_clip(proc, lambda p: "core.library.worker" in " ".join(p.cmdline()))
+    stderr = proc.stderr.read()
+    assert killed and proc.returncode == 1, stderr
+    assert sum(line.startswith("FAILED  9999_corrupt.bvh: ") and f"{bad}, line" in line for line in lines) == 2
+    assert "left" in stderr and "elapsed" in stderr  # progress with the time left, on stderr
+    good = sorted(clips.glob("0*.bvh"))
+    outputs = [out_dir / robot / f"{clip.stem}.npz" for robot in ("unitree_g1_29dof", "unitree_h1_19dof")
+               for clip in good]
+    summary = check_summary(report, outputs, bad)
+    assert summary["engine"] == "local" and summary["mapping_file"] is None
+    for clip in (c for c in summary["clips"] if c["status"] == "ok"):
+        mapping = Mapping.from_dict(clip["mapping"])  # each clip's own auto-map, a loadable preset
+        assert {c.name for c in mapping.chains} >= {"left_leg", "right_leg", "left_arm", "right_arm"}
+    no_leftovers(out_dir)
+
+
+def test_dask_engine_local_cluster_survives_a_killed_worker(tmp_path):
+    """`--engine dask` on a local cluster of 2 workers: one worker killed mid-run, the batch completes."""
+    pytest.importorskip("distributed")
+    clips, bad = library(tmp_path, 10)
+    out_dir, report = tmp_path / "out", tmp_path / "summary.json"
+    out_dir.mkdir()
+    proc = start("batch", "--robot", G1, "--inputs", clips, *EXPORT, "--out-dir", out_dir, "--engine", "dask",
+                 "--workers", 2, "--report", report)
+    lines, killed = kill_a_worker_after_first_clip(proc, lambda p: "spawn_main" in " ".join(p.cmdline()))
+    stderr = proc.stderr.read()
+    assert killed and proc.returncode == 1, stderr
+    assert [line for line in lines if line.startswith("FAILED")] == [
+        next(line for line in lines if line.startswith("FAILED  9999_corrupt.bvh: "))]
+    summary = check_summary(report, [out_dir / f"{c.stem}.npz" for c in sorted(clips.glob("0*.bvh"))], bad)
+    assert summary["engine"] == "dask" and summary["workers"] == 2
+    no_leftovers(out_dir)
+
+
+def test_resume_writes_only_the_missing_outputs(tmp_path):
+    """A batch killed after a few clips leaves only complete files; the re-run skips those, writes
+    the rest, and leaves the first run's files untouched."""
+    clips, bad = library(tmp_path, 6)
+    bad.unlink()
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    args = ("batch", "--robot", G1, "--inputs", clips, *EXPORT, "--out-dir", out_dir)
+    proc = start(*args)
+    for line in proc.stdout:
+        if line.startswith("ok ") and len(list(out_dir.glob("*.npz"))) >= 2:
+            proc.send_signal(signal.SIGKILL)  # interrupted: no chance to clean up
+            break
+    proc.wait(timeout=60)
+    first = {p.name: p.stat().st_mtime_ns for p in out_dir.glob("*.npz")}
+    assert 2 <= len(first) < 6
+    for name in first:
+        read_playback(out_dir / name)  # complete, not half-written
+    leftover = [p for p in out_dir.iterdir() if p.suffix != ".npz"]
+    for p in leftover:  # a temporary file a kill may leave: never taken for an output
+        assert p.name.startswith(".") and p.suffix == ".tmp"
+
+    rerun = subprocess.run(command(*args, "--report", tmp_path / "again.json"), cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    skipped = [line for line in rerun.stdout.splitlines() if line.startswith("skipped ")]
+    written = [line for line in rerun.stdout.splitlines() if line.startswith("ok ")]
+    assert len(skipped) == len(first) and len(written) == 6 - len(first)
+    assert {p.name: p.stat().st_mtime_ns for p in out_dir.glob("*.npz") if p.name in first} == first
+    summary = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert summary["skipped"] == len(first) and summary["succeeded"] == 6 - len(first)
+
+    # an output that does not read back is not a result: the next run writes it again
+    broken = out_dir / sorted(first)[0]
+    broken.write_bytes(broken.read_bytes()[:100])
+    third = subprocess.run(command(*args), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stderr
+    assert sum(line.startswith("ok ") for line in third.stdout.splitlines()) == 1
+    read_playback(broken)
+
+
+def test_bad_batch_input_is_one_line(tmp_path):
+    clips, _ = library(tmp_path, 1)
+    proc = subprocess.run(command("batch", "--robot", G1, "--robot", H1, "--mapping", tmp_path / "m.json",
+                                  "--inputs", clips, "--out-dir", tmp_path), cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "robot-retarget-core: error: 2 --robot but 1 --mapping: give one mapping per robot (in the same order) "
+        "or none (auto-map every clip)"]
+
+
+def test_dask_engine_on_a_running_cluster_by_its_scheduler_address(tmp_path):
+    """--scheduler ADDRESS: the clips go to a cluster that was there before the command (started
+    here, its workers import this tree's core), and the cluster is left running."""
+    distributed = pytest.importorskip("distributed")
+    clips, bad = library(tmp_path, 3)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        proc = subprocess.run(command("batch", "--robot", G1, "--inputs", clips, *EXPORT, "--out-dir", out_dir,
+                                      "--engine", "dask", "--scheduler", cluster.scheduler_address,
+                                      "--report", tmp_path / "summary.json"),
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        assert len(cluster.scheduler_info["workers"]) == 1  # still there
+    check_summary(tmp_path / "summary.json", [out_dir / f"{c.stem}.npz" for c in sorted(clips.glob("0*.bvh"))], bad)
+    unreachable = subprocess.run(command("batch", "--robot", G1, "--inputs", clips, "--out-dir", out_dir,
+                                         "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"),
+                                 cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.strip().splitlines()[-1].startswith(
+        "robot-retarget-core: error: --scheduler tcp://127.0.0.1:9: cannot reach the Dask scheduler")
