@@ -15,7 +15,7 @@ from core.model.transforms import axis_angle_to_matrix
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
-from core.retarget.pipeline import _plan
+from core.retarget.pipeline import plan_chains
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
@@ -31,7 +31,7 @@ def walk():
 @pytest.fixture(scope="module", params=list(ROBOTS))
 def robot(request, walk):
     tree = KinematicTree(parse_urdf(ROBOTS[request.param]))
-    return tree, _plan(walk, tree, auto_map(walk, tree), [])
+    return tree, plan_chains(walk, tree, auto_map(walk, tree), [])
 
 
 def _pose(tree, frames=40, seed=0):
