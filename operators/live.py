@@ -187,7 +187,11 @@ class ROBOT_RETARGET_OT_live(bpy.types.Operator):
         if event.type == 'ESC':
             return self._stop(context)
         if event.type == 'TIMER':
-            self._rig.tick(time.perf_counter() - self._start)
+            try:
+                self._rig.tick(time.perf_counter() - self._start)
+            except (ReferenceError, KeyError, ValueError) as exc:  # the source or the rig was deleted or changed
+                self.report({'ERROR'}, f"Live Retarget stopped: {exc}")
+                return self._stop(context)
             report = self._rig.session.report()
             context.workspace.status_text_set(
                 f"Live Retarget: {report['frames']} frames, latency p50 {report['latency_ms']['p50']:.1f} ms, "
