@@ -45,7 +45,7 @@ class RobotRetargetLiveSettings(bpy.types.PropertyGroup):
     auto_horizon: BoolProperty(name="Measured Latency", default=True,
                                description="Forecast as far ahead as the measured processing latency (the "
                                            "forecast also covers the filter's lag)")
-    predict_ms: FloatProperty(name="Ahead", default=50.0, min=0.0, max=1000.0, unit='TIME_ABSOLUTE',
+    predict_ms: FloatProperty(name="Ahead (ms)", default=50.0, min=0.0, max=1000.0,
                               description="How far ahead to forecast, milliseconds (when not measured)")
     filter_hz: FloatProperty(name="Filter", default=7.0, min=0.0, max=100.0, subtype='FREQUENCY',
                              description="Causal low-pass cutoff (0: no filter)")
