@@ -233,7 +233,7 @@ class SolveOptions:
 
 def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
                 targets: np.ndarray, weights: np.ndarray, options: SolveOptions | None = None,
-                max_step: np.ndarray | None = None) -> None:
+                max_step: np.ndarray | None = None, separation=None) -> None:
     """Move the chain's joint columns of q (F, n) so its points reach targets (F, M, 3).
 
     weights (M,) already include the 1/length normalisation. Joint limits are
@@ -241,6 +241,10 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
     current q; then frames that jump further than `max_step` (V,) from their
     predecessor are solved again starting from it, so a motion that reaches a
     limit stays on one branch instead of flipping between two equally good ones.
+
+    separation: None, or rows keeping the robot's bodies apart (core.collision.avoid's
+    SeparationTerm: margin, distance(q), residuals(q, root), root): frames where a pair comes
+    closer than the margin are solved again with them.
     """
     options = options or SolveOptions()
     cols = kin.columns
@@ -251,7 +255,24 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
     if max_step is not None:
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
+    if separation is not None:
+        x = _separate(problem, separation, x)
     q[:, cols] = x
+
+
+def _separate(problem: "_Problem", separation, x: np.ndarray, iterations: int = 12) -> np.ndarray:
+    """x with the frames where bodies come closer than the margin solved again, the separation
+    rows added to the chain shape, each from its own pose and pulled toward the frame before."""
+    q = problem.q.copy()
+    q[:, problem.kin.columns] = x
+    close = np.flatnonzero(separation.distance(q).min(axis=1, initial=np.inf) < separation.margin)
+    if len(close) == 0:
+        return x
+    guarded = _Problem(problem.tree, problem.kin, problem.anchor, problem.q, problem.targets, problem.weights,
+                       problem.options, separation.near(q, close))
+    out = x.copy()
+    out[close], _ = guarded.solve(x[close], x[np.maximum(close - 1, 0)], close, iterations=iterations)
+    return out
 
 
 def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
@@ -339,8 +360,9 @@ def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step
 class _Problem:
     """One chain's weighted least-squares problem over frames, with LM iterations."""
 
-    def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions):
+    def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions, separation=None):
         self.tree, self.kin, self.anchor, self.q = tree, kin, anchor, q
+        self.separation = separation  # extra hinge rows (see solve_chain), or None
         self.targets, self.weights, self.options = targets, weights, options
         cols = kin.columns
         self.lower, self.upper = tree.lower[cols], tree.upper[cols]
@@ -356,6 +378,8 @@ class _Problem:
         opts, cols = self.options, self.kin.columns
         sel = slice(None) if frames is None else frames
         anchor, targets = self.anchor[sel], self.targets[sel]
+        apart = self.separation
+        apart_root = apart.root[sel] if apart is not None else None
         q = self.q[sel].copy()
         x = x.copy()
         nframes, nvar = x.shape
@@ -378,10 +402,13 @@ class _Problem:
             res = (pts - targets[rows]) * sw[..., None]
             cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(rows)) ** 2).sum(1)
                     + prior * ((xv - self.rest) ** 2).sum(1))
-            return pts, jac, res, cost
+            if apart is None:
+                return pts, jac, res, cost, None
+            hinge = apart.residuals(qr, apart_root[rows])
+            return pts, jac, res, cost + (hinge[0] ** 2).sum(1), hinge
 
         sw = np.sqrt(weights)
-        pts, jac, res, cost = evaluate(x, slice(None), sw)
+        pts, jac, res, cost, hinge = evaluate(x, slice(None), sw)
         active = np.arange(nframes)
         for _ in range(opts.iterations if iterations is None else iterations):
             if len(active) == 0:
@@ -398,23 +425,31 @@ class _Problem:
                 cost[active] = ((res[active] ** 2).sum((1, 2))
                                 + smooth * ((xa - reference(active)) ** 2).sum(1)
                                 + prior * ((xa - self.rest) ** 2).sum(1))
+                if hinge is not None:
+                    cost[active] += (hinge[0][active] ** 2).sum(1)
             count = len(xa)
             jw = (jac[active] * sw_a[..., None, None]).reshape(count, -1, nvar)
             jwt = jw.transpose(0, 2, 1)
             hess = jwt @ jw
             grad = ((jwt @ res[active].reshape(count, -1, 1))[..., 0]
                     + smooth * (xa - reference(active)) + prior * (xa - self.rest))
+            if hinge is not None:
+                h_res, h_jac = hinge[0][active], hinge[1][active]
+                hess = hess + h_jac.transpose(0, 2, 1) @ h_jac
+                grad = grad + np.einsum("fqv,fq->fv", h_jac, h_res)
             diag = np.einsum("fii->fi", hess)
             system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
             step = -np.linalg.solve(system, grad[..., None])[..., 0]
             trial = np.clip(xa + step, self.lower, self.upper)
-            t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
+            t_pts, t_jac, t_res, t_cost, t_hinge = evaluate(trial, active, sw_a)
             better = t_cost <= cost[active]
             gain = cost[active] - t_cost
             rows = np.arange(nframes) if isinstance(active, slice) else active
             won = rows[better]
             x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
             res[won], cost[won] = t_res[better], t_cost[better]
+            if hinge is not None:
+                hinge[0][won], hinge[1][won] = t_hinge[0][better], t_hinge[1][better]
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))
             # a frame is done when its step is tiny or no longer buys a relative gain
             moving = (np.abs(trial - xa).max(axis=1) >= tolerance) & (gain > 1e-3 * t_cost + 1e-12)

@@ -1,0 +1,126 @@
+"""Which bodies are checked against which: the allowed-collision matrix, computed once per robot.
+
+Checked: every pair of bodies that are not parent and child, minus pairs whose
+proxies already overlap in the zero pose (built that way: a hip motor inside
+the pelvis shell) and pairs no posture within the joint limits brings within
+REACH_M (sampled). A mapping preset may allow more pairs to touch (a hand
+clapping the other) or check pairs the matrix leaves out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.kinematics import FIXED, KinematicTree
+from .distance import capsule_distance
+from .proxies import CollisionModel, collision_model
+
+REACH_M = 0.03  # a pair is worth checking when some sampled posture brings it this close
+SAMPLES = 1500  # random postures within the joint limits
+SEED = 17
+
+
+@dataclass
+class CollisionPairs:
+    """Checked body pairs (P, 2) and their capsule pairs (Q, 2), grouped by body pair."""
+
+    model: CollisionModel
+    bodies: np.ndarray  # (P, 2) body indices, checked
+    capsules: np.ndarray  # (Q, 2) capsule indices, sorted by their body pair
+    owner: np.ndarray  # (Q,) row of `bodies` each capsule pair belongs to
+    starts: np.ndarray  # (P,) first capsule pair of each body pair
+
+    def names(self, pair: int) -> tuple[str, str]:
+        a, b = self.bodies[pair]
+        return self.model.body_names[a], self.model.body_names[b]
+
+    def body_distance(self, capsule_distance: np.ndarray) -> np.ndarray:
+        """Signed distance (F, P) of each body pair: the least over its capsule pairs (F, Q)."""
+        if len(self.bodies) == 0:
+            return np.zeros(capsule_distance.shape[:-1] + (0,))
+        return np.minimum.reduceat(capsule_distance, self.starts, axis=-1)
+
+    def subset(self, keep: np.ndarray) -> "CollisionPairs":
+        """Only the body pairs in `keep` (bool (P,) or indices)."""
+        return _pairs(self.model, self.bodies[keep])
+
+
+def collision_pairs(tree: KinematicTree, allow: list | None = None, check: list | None = None) -> CollisionPairs:
+    """The robot's checked pairs (computed once per robot), with a preset's overrides:
+    allow: [[link, link], ...] pairs that may touch; check: pairs checked whatever the matrix says.
+    A link name that is no body's raises KeyError naming it."""
+    base = getattr(tree, "_collision_pairs", None)
+    if base is None:
+        base = tree._collision_pairs = default_pairs(tree)
+    if not allow and not check:
+        return base
+    model = base.model
+    wanted = {tuple(sorted(p)) for p in base.bodies.tolist()}
+    for link_a, link_b in check or []:
+        wanted.add(tuple(sorted((model.body_index(link_a), model.body_index(link_b)))))
+    for link_a, link_b in allow or []:
+        wanted.discard(tuple(sorted((model.body_index(link_a), model.body_index(link_b)))))
+    return _pairs(model, np.array(sorted(wanted), dtype=int).reshape(-1, 2))
+
+
+def default_pairs(tree: KinematicTree) -> CollisionPairs:
+    """Non-adjacent body pairs, minus those overlapping in the zero pose or never brought close."""
+    model = collision_model(tree)
+    body_of = _body_of_link(tree, model)
+    count = len(model.body_links)
+    candidates = []
+    for a in range(count):
+        for b in range(a + 1, count):
+            la, lb = model.body_links[a], model.body_links[b]
+            if body_of.get(int(tree.parent[la])) == b or body_of.get(int(tree.parent[lb])) == a:
+                continue  # parent and child: their joint holds them together
+            candidates.append((a, b))
+    pairs = _pairs(model, np.array(candidates, dtype=int).reshape(-1, 2))
+    zero = np.zeros((1, tree.dof))
+    rng = np.random.default_rng(SEED)
+    lower = np.where(np.isfinite(tree.lower), tree.lower, -np.pi)
+    upper = np.where(np.isfinite(tree.upper), tree.upper, np.pi)
+    sampled = lower + rng.random((SAMPLES, tree.dof)) * (upper - lower)
+    at_zero = pairs.body_distance(pair_distances(tree, pairs, zero, None))[0]
+    closest = pairs.body_distance(pair_distances(tree, pairs, sampled, None)).min(axis=0)
+    return pairs.subset((at_zero > 0.0) & (closest < REACH_M))
+
+
+def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
+                   capsule_rows: np.ndarray | None = None) -> np.ndarray:
+    """Signed capsule-pair distances (F, Q) for joint positions q (F, n) and root poses (F, 4, 4)."""
+    model = pairs.model
+    links = [int(link) for link in np.unique(model.capsule_link)]
+    ends = model.world_ends(tree.poses(q, root, links))  # (F, C, 2, 3)
+    caps = pairs.capsules if capsule_rows is None else pairs.capsules[capsule_rows]
+    e1, e2 = ends[:, caps[:, 0]], ends[:, caps[:, 1]]
+    dist, _, _ = capsule_distance(e1[..., 0, :], e1[..., 1, :], model.radius[caps[:, 0]],
+                                  e2[..., 0, :], e2[..., 1, :], model.radius[caps[:, 1]])
+    return dist
+
+
+def _pairs(model: CollisionModel, bodies: np.ndarray) -> CollisionPairs:
+    capsules, owner, starts = [], [], []
+    by_body = [np.flatnonzero(model.capsule_body == b) for b in range(len(model.body_links))]
+    for row, (a, b) in enumerate(bodies.tolist()):
+        starts.append(len(capsules))
+        for ca in by_body[a]:
+            for cb in by_body[b]:
+                capsules.append((ca, cb))
+                owner.append(row)
+    return CollisionPairs(model, bodies.reshape(-1, 2), np.array(capsules, dtype=int).reshape(-1, 2),
+                          np.array(owner, dtype=int), np.array(starts, dtype=int))
+
+
+def _body_of_link(tree: KinematicTree, model: CollisionModel) -> dict[int, int]:
+    """Body index of every link (a fixed link belongs to its movable ancestor's body)."""
+    index = {link: i for i, link in enumerate(model.body_links)}
+    out = {}
+    for link in range(len(tree.link_names)):
+        carrier = link
+        while carrier > 0 and tree.kind[carrier] == FIXED:
+            carrier = int(tree.parent[carrier])
+        if carrier in index:
+            out[link] = index[carrier]
+    return out

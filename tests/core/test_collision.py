@@ -1,0 +1,153 @@
+"""Self-collision: capsule distances against exact geometry, proxies that contain G1's meshes,
+the allowed-collision matrix of G1 and H1, and the report's figures on a bake."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.collision import collision_model, collision_pairs
+from core.collision.distance import capsule_distance, segment_closest
+from core.collision.pairs import pair_distances
+from core.collision.proxies import fit_capsules
+from core.model.kinematics import KinematicTree
+from core.model.meshes import load_mesh
+from core.model.urdf import parse_urdf, resolve_mesh_path
+
+ROOT = Path(__file__).resolve().parents[2]
+G1 = ROOT / "data/robots/g1/unitree_g1_29dof.urdf"
+H1 = ROOT / "tests/data/robots/unitree_h1_19dof.urdf"
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return KinematicTree(parse_urdf(G1))
+
+
+@pytest.fixture(scope="module")
+def h1():
+    return KinematicTree(parse_urdf(H1))
+
+
+def test_sphere_and_capsule_distances_are_exact():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(200, 3)), rng.normal(size=(200, 3))
+    ra, rb = rng.random(200) * 0.3, rng.random(200) * 0.3
+    dist, _, _ = capsule_distance(a, a, ra, b, b, rb)  # zero-length capsules are spheres
+    np.testing.assert_allclose(dist, np.linalg.norm(a - b, axis=1) - ra - rb, atol=1e-12)
+    # capsule against capsule: brute force over fine samples of both axes
+    p1, q1, p2, q2 = (rng.normal(size=(50, 3)) for _ in range(4))
+    c1, c2 = segment_closest(p1, q1, p2, q2)
+    s = np.linspace(0, 1, 401)
+    on1 = p1[:, None] + s[None, :, None] * (q1 - p1)[:, None]
+    on2 = p2[:, None] + s[None, :, None] * (q2 - p2)[:, None]
+    brute = np.linalg.norm(on1[:, :, None] - on2[:, None], axis=-1).min(axis=(1, 2))
+    exact = np.linalg.norm(c1 - c2, axis=1)
+    assert np.all(exact <= brute + 1e-12) and np.all(brute - exact < 5e-3)
+    # parallel and crossing axes
+    d, _, _ = capsule_distance(np.zeros(3), np.array([1.0, 0, 0]), 0.1, np.array([0.5, 0.3, 0]),
+                               np.array([2.0, 0.3, 0]), 0.05)
+    assert d == pytest.approx(0.15)
+    d, _, _ = capsule_distance(np.array([-1.0, 0, 0]), np.array([1.0, 0, 0]), 0.1, np.array([0, -1.0, 0.05]),
+                               np.array([0, 1.0, 0.05]), 0.1)
+    assert d == pytest.approx(-0.15)
+
+
+def test_capsules_fitted_to_a_box_contain_it_and_hug_it():
+    half = np.array([0.05, 0.08, 0.3])
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float) * half
+    capsules = fit_capsules(corners, np.zeros(8))
+    samples = np.random.default_rng(2).uniform(-1, 1, (5000, 3)) * half  # inside the box
+    surface = samples.copy()
+    surface[:, 2] = np.sign(surface[:, 2]) * half[2]  # on its end faces
+    for pts in (samples, surface, corners):
+        inside = np.zeros(len(pts), bool)
+        for a, b, r in capsules:
+            c, _ = segment_closest(np.broadcast_to(a, pts.shape), np.broadcast_to(b, pts.shape), pts, pts)
+            inside |= np.linalg.norm(pts - c, axis=1) <= r + 1e-9
+        assert inside.all()
+    # a point 5 cm off the long face is outside by about what the box's half diagonal allows
+    radius = max(r for _, _, r in capsules)
+    assert radius == pytest.approx(np.hypot(half[0], half[1]), rel=0.02)
+
+
+def _body_mesh_points(tree, model, body):
+    """Every vertex of the body's meshes (collision, else visual per link) in the body link's frame."""
+    from core.feet.geometry import rigid_links
+
+    link = model.body_links[body]
+    zero = tree.zero_pose()
+    out = []
+    for i in rigid_links(tree, link):
+        urdf = tree.robot.links[tree.link_names[i]]
+        for geom in urdf.collisions or urdf.visuals:
+            if geom.kind != "mesh":
+                continue
+            verts, _ = load_mesh(resolve_mesh_path(geom.filename, tree.robot.source_path))
+            local = (verts * np.asarray(geom.scale)) @ geom.origin[:3, :3].T + geom.origin[:3, 3]
+            offset = np.linalg.inv(zero[link]) @ zero[i]
+            out.append(local @ offset[:3, :3].T + offset[:3, 3])
+    return np.concatenate(out) if out else np.zeros((0, 3))
+
+
+def test_g1_proxies_contain_every_mesh_vertex(g1):
+    """Conservative: a vertex outside its body's capsules could let meshes overlap unseen."""
+    model = collision_model(g1)
+    for body in range(len(model.body_links)):
+        pts = _body_mesh_points(g1, model, body)
+        if not len(pts):
+            continue
+        outside = np.full(len(pts), np.inf)
+        for c in np.flatnonzero(model.capsule_body == body):
+            a, b = model.ends[c]
+            near, _ = segment_closest(np.broadcast_to(a, pts.shape), np.broadcast_to(b, pts.shape), pts, pts)
+            outside = np.minimum(outside, np.linalg.norm(pts - near, axis=1) - model.radius[c])
+        assert outside.max() <= 2e-3, (model.body_names[body], outside.max())
+
+
+def test_g1_proxy_distance_never_above_the_brute_force_mesh_distance(g1):
+    """Random postures: wherever the meshes come within 2 cm (vertex to vertex), the proxies say no
+    more than that, within 2 mm (proxies conservative)."""
+    pairs = collision_pairs(g1)
+    model = pairs.model
+    rng = np.random.default_rng(5)
+    q = g1.lower + rng.random((12, g1.dof)) * (g1.upper - g1.lower)
+    proxy = pairs.body_distance(pair_distances(g1, pairs, q, None))
+    meshes = {b: _body_mesh_points(g1, model, b)[::7] for b in range(len(model.body_links))}
+    checked = 0
+    for f in range(len(q)):
+        poses = g1.forward(q[f:f + 1])[0]
+        for p, (a, b) in enumerate(pairs.bodies):
+            if proxy[f, p] > 0.05 or not len(meshes[a]) or not len(meshes[b]):
+                continue
+            wa = meshes[a] @ poses[model.body_links[a], :3, :3].T + poses[model.body_links[a], :3, 3]
+            wb = meshes[b] @ poses[model.body_links[b], :3, :3].T + poses[model.body_links[b], :3, 3]
+            brute = np.sqrt(((wa[:, None] - wb[None]) ** 2).sum(-1).min())
+            assert proxy[f, p] <= brute + 2e-3
+            checked += 1
+    assert checked > 10
+
+
+@pytest.mark.parametrize("robot", ["g1", "h1"])
+def test_allowed_collision_matrix(robot, request):
+    tree = request.getfixturevalue(robot)
+    pairs = collision_pairs(tree)
+    model = pairs.model
+    names = {tuple(sorted(pairs.names(p))) for p in range(len(pairs.bodies))}
+    # parent-child bodies are never checked
+    for a, b in pairs.bodies:
+        la, lb = model.body_links[a], model.body_links[b]
+        assert tree.parent[la] != lb and tree.parent[lb] != la
+    # pairs overlapping in the zero pose are excluded: the zero pose is clear of every checked pair
+    zero = pairs.body_distance(pair_distances(tree, pairs, np.zeros((1, tree.dof)), None))[0]
+    assert zero.min() > 0.0
+    # and a hand against the other thigh, or a foot against the other shin, stays checked
+    hand = "left_wrist_yaw_link" if robot == "g1" else "left_elbow_link"
+    assert tuple(sorted((hand, "right_hip_pitch_link" if robot == "h1" else "torso_link"))) in names
+    assert tuple(sorted(("left_knee_link", "right_knee_link"))) in names
+    # a preset can allow a pair to touch, or check it again
+    allowed = collision_pairs(tree, allow=[["left_knee_link", "right_knee_link"]])
+    assert len(allowed.bodies) == len(pairs.bodies) - 1
+    with pytest.raises(KeyError, match="no_such_link"):
+        collision_pairs(tree, allow=[["no_such_link", "left_knee_link"]])
