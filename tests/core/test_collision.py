@@ -151,3 +151,66 @@ def test_allowed_collision_matrix(robot, request):
     assert len(allowed.bodies) == len(pairs.bodies) - 1
     with pytest.raises(KeyError, match="no_such_link"):
         collision_pairs(tree, allow=[["no_such_link", "left_knee_link"]])
+
+
+WALK = ROOT / "data/motion/cmu_131_01_walk_m.bvh"
+
+
+def hand_on_belly(motion):
+    """The walk with the actor's left forearm bent across the body, wrist and hand on the belly."""
+    from core.motion.source import SourceMotion
+
+    i = {n: k for k, n in enumerate(motion.bone_names)}
+    heads, tails = motion.heads.copy(), motion.tails.copy()
+    hips, chest = heads[:, i["Hips"]], heads[:, i["Chest"]]
+    left = heads[:, i["LeftHip"]] - heads[:, i["RightHip"]]
+    up = np.array([0.0, 0.0, 1.0])
+    forward = np.cross(left, up)
+    forward /= np.linalg.norm(forward, axis=1, keepdims=True)
+    elbow = heads[:, i["LeftElbow"]]
+    wrist = 0.5 * (hips + chest) + 0.9 * np.linalg.norm(left, axis=1, keepdims=True) * forward
+    tails[:, i["LeftElbow"]] = elbow
+    heads[:, i["LeftWrist"]], tails[:, i["LeftWrist"]] = elbow, wrist
+    for bone in ("lhand", "LFingers", "LThumb"):
+        heads[:, i[bone]], tails[:, i[bone]] = wrist, wrist - 0.8 * left
+    return SourceMotion(motion.bone_names, motion.parents, heads, tails, motion.root_rotation, motion.rest_heads,
+                        motion.rest_tails, motion.rest_root_rotation, motion.fps, motion.name + " hand on belly")
+
+
+@pytest.fixture(scope="module")
+def belly():
+    from core.motion.bvh import load_bvh
+
+    motion = load_bvh(WALK).to_source_motion()
+    assert motion.heads[0, motion.index("Head"), 2] > motion.heads[0, 0, 2]  # z up, as hand_on_belly assumes
+    return hand_on_belly(motion)
+
+
+def _bake(motion, tree, avoid):
+    from dataclasses import replace
+
+    from core.retarget import auto_map, retarget
+
+    mapping = auto_map(motion, tree)
+    mapping.settings = replace(mapping.settings, avoid_self_collision=avoid)
+    return retarget(motion, tree, mapping, contacts="auto").report
+
+
+def test_hand_on_belly_is_reported_without_avoidance_and_pushed_out_with_it_h1(belly, h1):
+    """H1: reported without avoidance; with it, fewer frames and shallower (not yet none: see README)."""
+    off = _bake(belly, h1, False)
+    assert off["self_collision_pct"] > 1.0 and off["self_collision_worst"]["depth_m"] > 0.02
+    assert off["self_collision_frames"] and off["self_collision_pairs"][0]["frames"] > 5
+    on = _bake(belly, h1, True)
+    assert on["self_collision_pct"] < off["self_collision_pct"]
+    assert on["self_collision_worst"]["depth_m"] < off["self_collision_worst"]["depth_m"]
+    assert on["self_collision_avoided"] and not off["self_collision_avoided"]
+
+
+def test_avoidance_cuts_g1_contacts_of_the_hand_on_belly(belly, g1):
+    """G1: most frames collide without avoidance; with it, far fewer (not yet none: see README)."""
+    off, on = _bake(belly, g1, False), _bake(belly, g1, True)
+    assert off["self_collision_pct"] > 80.0
+    assert on["self_collision_pct"] < 0.5 * off["self_collision_pct"]
+    pair = {"pair", "frames"}
+    assert all(set(p) == pair for p in on["self_collision_pairs"])
