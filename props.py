@@ -87,6 +87,9 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
                                                    "(their collision proxies)")
     collision_margin: FloatProperty(name="Margin", default=RetargetSettings.collision_margin, min=0.0, max=0.2,
                                     unit="LENGTH", description="Least distance kept between checked links")
+    show_collisions: BoolProperty(name="Show Collisions", default=False,
+                                  description="Highlight in red the robot's links that overlap another at "
+                                              "the current frame (its active action)")
     use_scene_range: BoolProperty(name="Use Scene Range", default=False,
                                   description="Bake the scene's frame range instead of the source action's")
     action_name: StringProperty(name="Action", description="Name of the new robot action (empty: from the source)")

@@ -142,6 +142,7 @@ class ROBOT_RETARGET_PT_settings(_RobotPanel, bpy.types.Panel):
         row = layout.row()
         row.active = settings.avoid_self_collision
         row.prop(settings, "collision_margin")
+        layout.prop(settings, "show_collisions", icon='OVERLAY')
         layout.separator()
         layout.prop(settings, "filter")
         if settings.filter == "butterworth":

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.ndimage import maximum_filter1d
 
 from ..motion.frames import BLOCK_FRAMES, frame_blocks
 from .points import RobotChain, RobotPath
@@ -256,22 +257,44 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
     if separation is not None:
-        x = _separate(problem, separation, x)
+        for _ in range(SEPARATION_PASSES):  # the rate limit smears a change of branch: make room again after it
+            x = _separate(problem, separation, x)
+            x = x if max_step is None else rate_limit(x, max_step)
     q[:, cols] = x
+
+
+SEPARATION_PASSES = 3
+SEPARATION_PAD = 4  # frames solved with the separation rows before and after a close approach
+MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
 
 
 def _separate(problem: "_Problem", separation, x: np.ndarray, iterations: int = 12) -> np.ndarray:
     """x with the frames where bodies come closer than the margin solved again, the separation
-    rows added to the chain shape, each from its own pose and pulled toward the frame before."""
+    rows added to the chain shape, each from its own pose and pulled toward the frame before,
+    within MAX_SEPARATION_RAD of it: a limb deep inside the body gives way, it does not swing
+    round the other side."""
     q = problem.q.copy()
     q[:, problem.kin.columns] = x
-    close = np.flatnonzero(separation.distance(q).min(axis=1, initial=np.inf) < separation.margin)
-    if len(close) == 0:
+    near = separation.distance(q).min(axis=1, initial=np.inf) < separation.margin
+    if not near.any():
         return x
+    near = maximum_filter1d(near, 2 * SEPARATION_PAD + 1)  # a few frames either side: room made gradually
+    close = np.flatnonzero(near)
     guarded = _Problem(problem.tree, problem.kin, problem.anchor, problem.q, problem.targets, problem.weights,
                        problem.options, separation.near(q, close))
+    before = np.clip(problem.q[:, problem.kin.columns], problem.lower, problem.upper)  # the chain not yet moved
+    guarded.box = (np.maximum(problem.lower, np.minimum(x, before) - MAX_SEPARATION_RAD),
+                   np.minimum(problem.upper, np.maximum(x, before) + MAX_SEPARATION_RAD))
     out = x.copy()
-    out[close], _ = guarded.solve(x[close], x[np.maximum(close - 1, 0)], close, iterations=iterations)
+    ref = x[np.maximum(close - 1, 0)]
+    out[close], cost = guarded.solve(x[close], ref, close, iterations=iterations)
+    # from where the chain was before its solve (the limbs before it made room there): a wrist
+    # that turned the hand into the hip starts again from the hand held clear
+    again, cost_again = guarded.solve(before[close], ref, close, iterations=iterations)
+    # one start per run of frames, so neighbours stay on one branch (no jumps for the rate limit to smear)
+    runs = np.cumsum(np.diff(close, prepend=close[0] - 2) > 1) - 1
+    better = (np.bincount(runs, cost_again) < np.bincount(runs, cost))[runs]
+    out[close[better]] = again[better]
     return out
 
 
@@ -363,6 +386,7 @@ class _Problem:
     def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions, separation=None):
         self.tree, self.kin, self.anchor, self.q = tree, kin, anchor, q
         self.separation = separation  # extra hinge rows (see solve_chain), or None
+        self.box = None  # per-frame bounds (lower (F, V), upper (F, V)) inside the limits, or None
         self.targets, self.weights, self.options = targets, weights, options
         cols = kin.columns
         self.lower, self.upper = tree.lower[cols], tree.upper[cols]
@@ -380,6 +404,7 @@ class _Problem:
         anchor, targets = self.anchor[sel], self.targets[sel]
         apart = self.separation
         apart_root = apart.root[sel] if apart is not None else None
+        box = (self.box[0][sel], self.box[1][sel]) if self.box is not None else None
         q = self.q[sel].copy()
         x = x.copy()
         nframes, nvar = x.shape
@@ -441,6 +466,8 @@ class _Problem:
             system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
             step = -np.linalg.solve(system, grad[..., None])[..., 0]
             trial = np.clip(xa + step, self.lower, self.upper)
+            if box is not None:
+                trial = np.clip(trial, box[0][active], box[1][active])
             t_pts, t_jac, t_res, t_cost, t_hinge = evaluate(trial, active, sw_a)
             better = t_cost <= cost[active]
             gain = cost[active] - t_cost

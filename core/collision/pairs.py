@@ -1,9 +1,11 @@
 """Which bodies are checked against which: the allowed-collision matrix, computed once per robot.
 
-Checked: every pair of bodies that are not parent and child, minus pairs whose
-proxies already overlap in the zero pose (built that way: a hip motor inside
-the pelvis shell) and pairs no posture within the joint limits brings within
-REACH_M (sampled). A mapping preset may allow more pairs to touch (a hand
+Checked: every pair of bodies that are not parent and child, nor ancestor and
+descendant within FOLD_JOINTS joints (a wrist or hip of stacked joints: the hand
+turns on a point a few centimetres past the forearm, and their proxies meet
+whenever it bends), minus pairs whose proxies already overlap or touch in the
+zero pose (built that way: a hip motor inside the pelvis shell) and pairs no
+posture within the joint limits brings within REACH_M (sampled). A mapping preset may allow more pairs to touch (a hand
 clapping the other) or check pairs the matrix leaves out.
 """
 from __future__ import annotations
@@ -16,6 +18,8 @@ from ..model.kinematics import FIXED, KinematicTree
 from .distance import capsule_distance
 from .proxies import CollisionModel, collision_model
 
+FOLD_JOINTS = 3  # a body and its descendants this many joints down are not checked
+ZERO_CLEARANCE_M = 0.005  # pairs closer than this in the zero pose touch by design
 REACH_M = 0.03  # a pair is worth checking when some sampled posture brings it this close
 SAMPLES = 1500  # random postures within the joint limits
 SEED = 17
@@ -67,14 +71,12 @@ def collision_pairs(tree: KinematicTree, allow: list | None = None, check: list 
 def default_pairs(tree: KinematicTree) -> CollisionPairs:
     """Non-adjacent body pairs, minus those overlapping in the zero pose or never brought close."""
     model = collision_model(tree)
-    body_of = _body_of_link(tree, model)
     count = len(model.body_links)
     candidates = []
     for a in range(count):
         for b in range(a + 1, count):
-            la, lb = model.body_links[a], model.body_links[b]
-            if body_of.get(int(tree.parent[la])) == b or body_of.get(int(tree.parent[lb])) == a:
-                continue  # parent and child: their joint holds them together
+            if _joints_between(tree, model.body_links[a], model.body_links[b]) <= FOLD_JOINTS:
+                continue  # parent and child, or a short fold of stacked joints
             candidates.append((a, b))
     pairs = _pairs(model, np.array(candidates, dtype=int).reshape(-1, 2))
     zero = np.zeros((1, tree.dof))
@@ -84,7 +86,7 @@ def default_pairs(tree: KinematicTree) -> CollisionPairs:
     sampled = lower + rng.random((SAMPLES, tree.dof)) * (upper - lower)
     at_zero = pairs.body_distance(pair_distances(tree, pairs, zero, None))[0]
     closest = pairs.body_distance(pair_distances(tree, pairs, sampled, None)).min(axis=0)
-    return pairs.subset((at_zero > 0.0) & (closest < REACH_M))
+    return pairs.subset((at_zero > ZERO_CLEARANCE_M) & (closest < REACH_M))
 
 
 def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
@@ -113,14 +115,13 @@ def _pairs(model: CollisionModel, bodies: np.ndarray) -> CollisionPairs:
                           np.array(owner, dtype=int), np.array(starts, dtype=int))
 
 
-def _body_of_link(tree: KinematicTree, model: CollisionModel) -> dict[int, int]:
-    """Body index of every link (a fixed link belongs to its movable ancestor's body)."""
-    index = {link: i for i, link in enumerate(model.body_links)}
-    out = {}
-    for link in range(len(tree.link_names)):
-        carrier = link
-        while carrier > 0 and tree.kind[carrier] == FIXED:
-            carrier = int(tree.parent[carrier])
-        if carrier in index:
-            out[link] = index[carrier]
-    return out
+def _joints_between(tree: KinematicTree, a: int, b: int) -> int:
+    """Movable joints from one link down to the other when one descends from the other, else a large number."""
+    for top, low in ((a, b), (b, a)):
+        count, link = 0, low
+        while link > top:
+            count += int(tree.kind[link] != FIXED)
+            link = int(tree.parent[link])
+        if link == top:
+            return count
+    return 1 << 30
