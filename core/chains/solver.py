@@ -263,12 +263,12 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
     q[:, cols] = x
 
 
-SEPARATION_PASSES = 3
+SEPARATION_PASSES = 2
 SEPARATION_PAD = 4  # frames solved with the separation rows before and after a close approach
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
 
 
-def _separate(problem: "_Problem", separation, x: np.ndarray, iterations: int = 12) -> np.ndarray:
+def _separate(problem: "_Problem", separation, x: np.ndarray, iterations: int = 8) -> np.ndarray:
     """x with the frames where bodies come closer than the margin solved again, the separation
     rows added to the chain shape, each from its own pose and pulled toward the frame before,
     within MAX_SEPARATION_RAD of it: a limb deep inside the body gives way, it does not swing
@@ -288,13 +288,18 @@ def _separate(problem: "_Problem", separation, x: np.ndarray, iterations: int = 
     out = x.copy()
     ref = x[np.maximum(close - 1, 0)]
     out[close], cost = guarded.solve(x[close], ref, close, iterations=iterations)
-    # from where the chain was before its solve (the limbs before it made room there): a wrist
-    # that turned the hand into the hip starts again from the hand held clear
-    again, cost_again = guarded.solve(before[close], ref, close, iterations=iterations)
-    # one start per run of frames, so neighbours stay on one branch (no jumps for the rate limit to smear)
+    # runs of frames where the limb is still inside: again from where the chain was before its
+    # solve (the limbs before it made room there; a wrist that turned the hand into the hip
+    # starts from the hand held clear), one start per run so neighbours stay on one branch
     runs = np.cumsum(np.diff(close, prepend=close[0] - 2) > 1) - 1
-    better = (np.bincount(runs, cost_again) < np.bincount(runs, cost))[runs]
-    out[close[better]] = again[better]
+    q[close[:, None], problem.kin.columns] = out[close]
+    stuck = separation.distance(q[close], separation.root[close]).min(axis=1) < 0.0
+    retry = np.isin(runs, runs[stuck])
+    if retry.any():
+        rows, their = close[retry], runs[retry]
+        again, cost_again = guarded.solve(before[rows], ref[retry], rows, iterations=iterations)
+        better = (np.bincount(their, cost_again, runs[-1] + 1) < np.bincount(their, cost[retry], runs[-1] + 1))[their]
+        out[rows[better]] = again[better]
     return out
 
 

@@ -138,7 +138,7 @@ def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray,
     which = np.zeros(frames, dtype=int)
     deep = np.zeros((frames, len(pairs.bodies)), dtype=bool)
     for block in frame_blocks(frames):
-        dist = pairs.body_distance(pair_distances(tree, pairs, q[block], root[block]))
+        dist = pairs.body_distance(pair_distances(tree, pairs, q[block], root[block], exact_below=NEAR_M))
         if dist.shape[1] == 0:
             break
         which[block], closest[block] = dist.argmin(axis=1), dist.min(axis=1)

@@ -90,15 +90,25 @@ def default_pairs(tree: KinematicTree) -> CollisionPairs:
 
 
 def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
-                   capsule_rows: np.ndarray | None = None) -> np.ndarray:
-    """Signed capsule-pair distances (F, Q) for joint positions q (F, n) and root poses (F, 4, 4)."""
+                   exact_below: float | None = None) -> np.ndarray:
+    """Signed capsule-pair distances (F, Q) for joint positions q (F, n) and root poses (F, 4, 4).
+
+    exact_below: exact only where a pair may be closer than this; elsewhere the distance between
+    the capsules' bounding spheres, a lower bound above it (most pairs of most frames are far apart).
+    """
     model = pairs.model
     links = [int(link) for link in np.unique(model.capsule_link)]
     ends = model.world_ends(tree.poses(q, root, links))  # (F, C, 2, 3)
-    caps = pairs.capsules if capsule_rows is None else pairs.capsules[capsule_rows]
-    e1, e2 = ends[:, caps[:, 0]], ends[:, caps[:, 1]]
-    dist, _, _ = capsule_distance(e1[..., 0, :], e1[..., 1, :], model.radius[caps[:, 0]],
-                                  e2[..., 0, :], e2[..., 1, :], model.radius[caps[:, 1]])
+    a, b = pairs.capsules[:, 0], pairs.capsules[:, 1]
+    r1, r2 = model.radius[a], model.radius[b]
+    if exact_below is None:
+        return capsule_distance(ends[:, a, 0], ends[:, a, 1], r1, ends[:, b, 0], ends[:, b, 1], r2)[0]
+    half = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1)
+    centre = ends.mean(axis=2)  # (F, C, 3)
+    dist = np.linalg.norm(centre[:, a] - centre[:, b], axis=-1) - (r1 + r2 + half[a] + half[b])
+    f, p = np.nonzero(dist < exact_below)
+    dist[f, p] = capsule_distance(ends[f, a[p], 0], ends[f, a[p], 1], r1[p], ends[f, b[p], 0], ends[f, b[p], 1],
+                                  r2[p])[0]
     return dist
 
 

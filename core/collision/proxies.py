@@ -87,11 +87,14 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
 
 
 def body_geometry(tree: KinematicTree, link: int) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
-    """Points (K, 3) and radii (K,) of a body in its link's frame: each of its links' collision
-    shapes, else that link's visual ones (None, None without any), and whether some link's
-    shapes could not be read (mesh files missing)."""
+    """Points (K, 3) and radii (K,) of a body in its link's frame: its links' collision shapes,
+    or their visual ones where the body has no collision shape at all (a URDF that models the
+    pelvis by a contour link means the shell, not the casing's visual mesh); (None, None)
+    without any, and whether some link's shapes could not be read (mesh files missing)."""
     points, radii, missing = [], [], False
-    for i in rigid_links(tree, link):
+    group = rigid_links(tree, link)
+    colliding = [i for i in group if tree.robot.links[tree.link_names[i]].collisions]
+    for i in colliding or group:
         urdf_link = tree.robot.links[tree.link_names[i]]
         if not (urdf_link.collisions or urdf_link.visuals):
             continue
@@ -139,16 +142,18 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
     centred = points - points.mean(axis=0)
     _, _, axes = np.linalg.svd(centred, full_matrices=False) if len(points) > 1 else (None, None, np.eye(3))
     axes = np.vstack([axes, np.eye(3)])[:3] if len(axes) < 3 else axes
-    best, best_cost = None, np.inf
-    for axis in axes:
-        along = points @ axis
-        for count in range(1, most + 1):
-            cuts = np.linspace(along.min(), along.max(), count + 1)
-            capsules = [_fit_on_axis(*_slab(points, radii, edges, along, lo, hi), axis)
-                        for lo, hi in zip(cuts[:-1], cuts[1:])]
-            cost = sum(_volume(r, np.linalg.norm(b - a)) for a, b, r in capsules) * (1 + EXTRA_CAPSULE_COST * (count - 1))
-            if cost < best_cost:
-                best, best_cost = capsules, cost
+    singles = [[_fit_on_axis(points, radii, axis)] for axis in axes]
+    costs = [_volume(*_capsule_size(fit[0])) for fit in singles]
+    k = int(np.argmin(costs))
+    best, best_cost, axis = singles[k], costs[k], axes[k]  # the best one-capsule axis is cut further
+    along = points @ axis
+    for count in range(2, most + 1):
+        cuts = np.linspace(along.min(), along.max(), count + 1)
+        capsules = [_fit_on_axis(*_slab(points, radii, edges, along, lo, hi), axis)
+                    for lo, hi in zip(cuts[:-1], cuts[1:])]
+        cost = sum(_volume(*_capsule_size(c)) for c in capsules) * (1 + EXTRA_CAPSULE_COST * (count - 1))
+        if cost < best_cost:
+            best, best_cost = capsules, cost
     return best
 
 
@@ -190,7 +195,7 @@ def _fit_on_axis(points: np.ndarray, radii: np.ndarray, axis: np.ndarray) -> tup
     flat = points @ side.T  # (K, 2)
     rim = _outline(flat, radii)
     centre = flat[rim].mean(axis=0)
-    for step in range(1, 120):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
+    for step in range(1, 80):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
         far = rim[np.argmax(np.hypot(*(flat[rim] - centre).T) + radii[rim])]
         centre = centre + (flat[far] - centre) / (step + 1)
     across = np.linalg.norm(flat - centre, axis=1)
@@ -214,6 +219,11 @@ def _outline(flat: np.ndarray, radii: np.ndarray) -> np.ndarray:
     except QhullError:
         return np.arange(len(flat))
     return np.union1d(rim, np.flatnonzero(radii > 0))
+
+
+def _capsule_size(capsule: tuple) -> tuple[float, float]:
+    a, b, radius = capsule
+    return radius, float(np.linalg.norm(b - a))
 
 
 def _volume(radius: float, length: float) -> float:

@@ -69,19 +69,20 @@ def test_capsules_fitted_to_a_box_contain_it_and_hug_it():
         assert inside.all()
     # a point 5 cm off the long face is outside by about what the box's half diagonal allows
     radius = max(r for _, _, r in capsules)
-    assert radius == pytest.approx(np.hypot(half[0], half[1]), rel=0.02)
+    assert radius == pytest.approx(np.hypot(half[0], half[1]), rel=0.03)
 
 
 def _body_mesh_points(tree, model, body):
-    """Every vertex of the body's meshes (collision, else visual per link) in the body link's frame."""
+    """Every vertex of the body's meshes (its collision meshes, else its visual ones) in the body link's frame."""
     from core.feet.geometry import rigid_links
 
     link = model.body_links[body]
     zero = tree.zero_pose()
     out = []
-    for i in rigid_links(tree, link):
-        urdf = tree.robot.links[tree.link_names[i]]
-        for geom in urdf.collisions or urdf.visuals:
+    group = rigid_links(tree, link)
+    kind = "collisions" if any(tree.robot.links[tree.link_names[i]].collisions for i in group) else "visuals"
+    for i in group:
+        for geom in getattr(tree.robot.links[tree.link_names[i]], kind):
             if geom.kind != "mesh":
                 continue
             verts, _ = load_mesh(resolve_mesh_path(geom.filename, tree.robot.source_path))
@@ -214,3 +215,41 @@ def test_avoidance_cuts_g1_contacts_of_the_hand_on_belly(belly, g1):
     assert on["self_collision_pct"] < 0.5 * off["self_collision_pct"]
     pair = {"pair", "frames"}
     assert all(set(p) == pair for p in on["self_collision_pairs"])
+
+
+def test_preset_collision_overrides_round_trip_and_old_presets_load(tmp_path):
+    import json
+
+    from core.chains.mapping import Mapping, MappingError, RetargetSettings
+
+    mapping = Mapping(allow_collision=[["left_rubber_hand", "right_rubber_hand"]],
+                      check_collision=[["left_knee_link", "right_knee_link"]],
+                      settings=RetargetSettings(avoid_self_collision=False, collision_margin=0.02))
+    loaded = Mapping.load(mapping.save(tmp_path / "p.json"))
+    assert loaded.allow_collision == [["left_rubber_hand", "right_rubber_hand"]]
+    assert loaded.check_collision == [["left_knee_link", "right_knee_link"]]
+    assert loaded.settings.avoid_self_collision is False and loaded.settings.collision_margin == 0.02
+    old = json.loads((tmp_path / "p.json").read_text())
+    for key in ("allow_collision", "check_collision"):
+        old.pop(key)
+    for key in ("avoid_self_collision", "collision_margin"):
+        old["settings"].pop(key)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    again = Mapping.load(tmp_path / "old.json")
+    assert again.allow_collision == [] and again.settings.avoid_self_collision is False  # the default
+    old["allow_collision"] = [["only_one_link"]]
+    (tmp_path / "bad.json").write_text(json.dumps(old))
+    with pytest.raises(MappingError, match="allow_collision"):
+        Mapping.load(tmp_path / "bad.json")
+
+
+def test_a_preset_naming_an_unknown_link_in_its_pairs_stops_the_bake_naming_it(h1):
+    from core.motion.bvh import load_bvh
+    from core.retarget import auto_map, retarget
+    from core.retarget.pipeline import RetargetError
+
+    motion = load_bvh(WALK).to_source_motion()
+    mapping = auto_map(motion, h1)
+    mapping.allow_collision = [["left_elbow_link", "no_such_link"]]
+    with pytest.raises(RetargetError, match="no_such_link"):
+        retarget(motion, h1, mapping)
