@@ -257,9 +257,11 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
     if separation is not None:
-        for _ in range(SEPARATION_PASSES):  # the rate limit smears a change of branch: make room again after it
+        shape = x
+        for done in range(1, SEPARATION_PASSES + 1):
             x = _separate(problem, separation, x)
-            x = x if max_step is None else rate_limit(x, max_step)
+            if max_step is not None and done < SEPARATION_PASSES:  # room made in time: the change starts
+                x = rate_limit(shape + ramped(x - shape, max_step), max_step)  # early enough for the joints' speed
     q[:, cols] = x
 
 
@@ -301,6 +303,22 @@ def _separate(problem: "_Problem", separation, x: np.ndarray, iterations: int = 
         better = (np.bincount(their, cost_again, runs[-1] + 1) < np.bincount(their, cost[retry], runs[-1] + 1))[their]
         out[rows[better]] = again[better]
     return out
+
+
+def ramped(change: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+    """A change of joint positions (F, V) spread over neighbouring frames at no more than
+    max_step (V,) per frame, never smaller than asked anywhere: the largest cone-shaped
+    envelope of its positive and of its negative part (a limb that must give way starts
+    moving before the frame that needs it, and returns after)."""
+    out = []
+    for part in (np.clip(change, 0.0, None), np.clip(-change, 0.0, None)):
+        env = part.copy()
+        for f in range(1, len(env)):
+            np.maximum(env[f], env[f - 1] - max_step, out=env[f])
+        for f in range(len(env) - 2, -1, -1):
+            np.maximum(env[f], env[f + 1] - max_step, out=env[f])
+        out.append(env)
+    return out[0] - out[1]
 
 
 def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:

@@ -87,14 +87,12 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
 
 
 def body_geometry(tree: KinematicTree, link: int) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
-    """Points (K, 3) and radii (K,) of a body in its link's frame: its links' collision shapes,
-    or their visual ones where the body has no collision shape at all (a URDF that models the
-    pelvis by a contour link means the shell, not the casing's visual mesh); (None, None)
-    without any, and whether some link's shapes could not be read (mesh files missing)."""
+    """Points (K, 3) and radii (K,) of a body in its link's frame: each of its links' collision
+    shapes, else that link's visual ones (G1's rubber hands have no collision shape, and are
+    what touches the belly); (None, None) without any, and whether some link's shapes could
+    not be read (mesh files missing)."""
     points, radii, missing = [], [], False
-    group = rigid_links(tree, link)
-    colliding = [i for i in group if tree.robot.links[tree.link_names[i]].collisions]
-    for i in colliding or group:
+    for i in rigid_links(tree, link):
         urdf_link = tree.robot.links[tree.link_names[i]]
         if not (urdf_link.collisions or urdf_link.visuals):
             continue
@@ -137,7 +135,9 @@ def bone_capsules(tree: KinematicTree, link: int) -> list[tuple]:
 
 def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES) -> list[tuple]:
     """[(end a (3,), end b (3,), radius)] covering the convex hull of the points (spheres of
-    `radii` around them), the set of 1 to `most` capsules of smallest volume over the principal axes."""
+    `radii` around them): the set of 1 to `most` capsules of smallest volume (a further capsule
+    must save EXTRA_CAPSULE_COST of it), along the principal axis one capsule fits best, the
+    hull cut into slabs along any principal axis."""
     edges = _hull_edges(points)
     centred = points - points.mean(axis=0)
     _, _, axes = np.linalg.svd(centred, full_matrices=False) if len(points) > 1 else (None, None, np.eye(3))
@@ -145,15 +145,18 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
     singles = [[_fit_on_axis(points, radii, axis)] for axis in axes]
     costs = [_volume(*_capsule_size(fit[0])) for fit in singles]
     k = int(np.argmin(costs))
-    best, best_cost, axis = singles[k], costs[k], axes[k]  # the best one-capsule axis is cut further
-    along = points @ axis
-    for count in range(2, most + 1):
-        cuts = np.linspace(along.min(), along.max(), count + 1)
-        capsules = [_fit_on_axis(*_slab(points, radii, edges, along, lo, hi), axis)
-                    for lo, hi in zip(cuts[:-1], cuts[1:])]
-        cost = sum(_volume(*_capsule_size(c)) for c in capsules) * (1 + EXTRA_CAPSULE_COST * (count - 1))
-        if cost < best_cost:
-            best, best_cost = capsules, cost
+    best, best_cost, axis = singles[k], costs[k], axes[k]
+    # capsules along the best one-capsule axis, cut along it (a limb's segments) or across it
+    # (strips side by side: a flat hand or a wide hip motor is thinner in two or three)
+    for cut in axes:
+        along = points @ cut
+        for count in range(2, most + 1):
+            cuts = np.linspace(along.min(), along.max(), count + 1)
+            capsules = [_fit_on_axis(*_slab(points, radii, edges, along, lo, hi), axis)
+                        for lo, hi in zip(cuts[:-1], cuts[1:])]
+            cost = sum(_volume(*_capsule_size(c)) for c in capsules) * (1 + EXTRA_CAPSULE_COST * (count - 1))
+            if cost < best_cost:
+                best, best_cost = capsules, cost
     return best
 
 

@@ -73,16 +73,15 @@ def test_capsules_fitted_to_a_box_contain_it_and_hug_it():
 
 
 def _body_mesh_points(tree, model, body):
-    """Every vertex of the body's meshes (its collision meshes, else its visual ones) in the body link's frame."""
+    """Every vertex of the body's meshes (collision, else visual per link) in the body link's frame."""
     from core.feet.geometry import rigid_links
 
     link = model.body_links[body]
     zero = tree.zero_pose()
     out = []
-    group = rigid_links(tree, link)
-    kind = "collisions" if any(tree.robot.links[tree.link_names[i]].collisions for i in group) else "visuals"
-    for i in group:
-        for geom in getattr(tree.robot.links[tree.link_names[i]], kind):
+    for i in rigid_links(tree, link):
+        urdf = tree.robot.links[tree.link_names[i]]
+        for geom in urdf.collisions or urdf.visuals:
             if geom.kind != "mesh":
                 continue
             verts, _ = load_mesh(resolve_mesh_path(geom.filename, tree.robot.source_path))
