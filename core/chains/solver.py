@@ -232,6 +232,11 @@ class SolveOptions:
     rest: np.ndarray | None = None  # (n,) posture the prior leans toward; None: the zero pose (clipped)
 
 
+SEPARATION_PASSES = 2  # separation passes, each followed by the ramp and the rate limit
+SEPARATION_PAD = 4  # frames solved with the separation rows before and after a close approach
+MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
+
+
 def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
                 targets: np.ndarray, weights: np.ndarray, options: SolveOptions | None = None,
                 max_step: np.ndarray | None = None, separation=None) -> None:
@@ -257,17 +262,34 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
     if separation is not None:
-        shape = x
-        for done in range(1, SEPARATION_PASSES + 1):
-            x = _separate(problem, separation, x)
-            if max_step is not None and done < SEPARATION_PASSES:  # room made in time: the change starts
-                x = rate_limit(shape + ramped(x - shape, max_step), max_step)  # early enough for the joints' speed
+        x = _keep_apart(problem, separation, x, max_step)
     q[:, cols] = x
 
 
-SEPARATION_PASSES = 2
-SEPARATION_PAD = 4  # frames solved with the separation rows before and after a close approach
-MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
+def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
+                   targets: np.ndarray, weights: np.ndarray, separation, options: SolveOptions | None = None,
+                   max_step: np.ndarray | None = None) -> None:
+    """Only the separation of solve_chain, from the chain's current columns of q (in place): a
+    bake's last word after filtering and planting have moved its limbs by a few centimetres."""
+    if len(kin.columns) == 0 or separation is None:
+        return
+    problem = _Problem(tree, kin, anchor, q, targets, weights, options or SolveOptions())
+    q[:, kin.columns] = _keep_apart(problem, separation, np.clip(q[:, kin.columns], problem.lower, problem.upper),
+                                    max_step)
+
+
+def _keep_apart(problem: "_Problem", separation, x: np.ndarray, max_step: np.ndarray | None,
+                passes: int = SEPARATION_PASSES) -> np.ndarray:
+    """x after `passes` of _separate, the room made after each ramped in time (it starts
+    early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not."""
+    shape = x
+    for _ in range(passes):
+        x = _separate(problem, separation, x)
+        if max_step is not None:
+            x = rate_limit(shape + ramped(x - shape, max_step), max_step)
+    return x
+
+
 
 
 def _separate(problem: "_Problem", separation, x: np.ndarray, iterations: int = 8) -> np.ndarray:

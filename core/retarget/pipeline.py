@@ -27,7 +27,7 @@ from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
-from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
+from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, separate_chain, solve_chain
 from ..collision import collision_pairs
 from ..collision.avoid import Separation, collision_figures
 from ..motion.source import SourceMotion
@@ -128,6 +128,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         q, root_pos = (planted.q, planted.root_position) if planted else (
             q, _ground(tree, plans, q, root_rot, root_pos, settings))
         root = pose_matrices(root_rot, root_pos)
+    if apart is not None:
+        with stages("separate"):
+            keep_apart(tree, plans, q, root, targets, settings, apart, motion.fps)
     with stages("report"):
         report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings)
         measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
@@ -446,6 +449,19 @@ def _foot_heights(tree, plans, q, root) -> np.ndarray | None:
         pose = tree.link_transform(q, link, root)
         heights.append(np.einsum("fj,j->f", pose[:, 2, :3], local) + pose[:, 2, 3])
     return np.min(heights, axis=0)
+
+
+def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: float) -> None:
+    """Filtering and planting move limbs by centimetres after their solve: every chain but the
+    legs and feet (which keep their planted soles) makes room once more, in place, in tree order."""
+    options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
+    for plan in plans:
+        if plan.mapping.role in ("leg", "foot"):
+            continue
+        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
+        max_step = np.minimum(tree.velocity[plan.kin.columns] / fps, MAX_STEP_RAD)
+        separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)], apart.term(plan.kin.chain.variables, root),
+                       options, max_step)
 
 
 def checked_pairs(tree, mapping: Mapping):
