@@ -79,6 +79,8 @@ def default_pairs(tree: KinematicTree) -> CollisionPairs:
                 continue  # parent and child, or a short fold of stacked joints
             candidates.append((a, b))
     pairs = _pairs(model, np.array(candidates, dtype=int).reshape(-1, 2))
+    if len(pairs.bodies) == 0:  # a robot without geometry, or one body: nothing to check
+        return pairs
     zero = np.zeros((1, tree.dof))
     rng = np.random.default_rng(SEED)
     lower = np.where(np.isfinite(tree.lower), tree.lower, -np.pi)
@@ -97,6 +99,8 @@ def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, ro
     the capsules' bounding spheres, a lower bound above it (most pairs of most frames are far apart).
     """
     model = pairs.model
+    if len(pairs.capsules) == 0:
+        return np.zeros((len(q), 0))
     links = [int(link) for link in np.unique(model.capsule_link)]
     ends = model.world_ends(tree.poses(q, root, links))  # (F, C, 2, 3)
     a, b = pairs.capsules[:, 0], pairs.capsules[:, 1]
