@@ -109,7 +109,10 @@ def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, ro
         return capsule_distance(ends[:, a, 0], ends[:, a, 1], r1, ends[:, b, 0], ends[:, b, 1], r2)[0]
     half = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1)
     centre = ends.mean(axis=2)  # (F, C, 3)
-    dist = np.linalg.norm(centre[:, a] - centre[:, b], axis=-1) - (r1 + r2 + half[a] + half[b])
+    gram = centre @ centre.transpose(0, 2, 1)  # (F, C, C): every centre distance from one product
+    square = np.einsum("fcc->fc", gram)
+    apart = np.sqrt(np.clip(square[:, a] + square[:, b] - 2.0 * gram[:, a, b], 0.0, None))
+    dist = apart - (r1 + r2 + half[a] + half[b])
     f, p = np.nonzero(dist < exact_below)
     dist[f, p] = capsule_distance(ends[f, a[p], 0], ends[f, a[p], 1], r1[p], ends[f, b[p], 0], ends[f, b[p], 1],
                                   r2[p])[0]
