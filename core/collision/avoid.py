@@ -65,6 +65,8 @@ class SeparationTerm:
         self._links = sorted({int(link) for link in model.capsule_link[self._used]} | {int(v) for v in variables})
         self._prismatic = np.array([tree.kind[v] == PRISMATIC for v in variables])
         self._scale = tree.qscale[variables]
+        half = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1) + model.radius
+        self._reach = half[self.capsules[:, 0]] + half[self.capsules[:, 1]]  # bounding spheres' radii
 
     def _closest(self, q: np.ndarray, root: np.ndarray):
         poses = self.tree.poses(q, root, self._links)
@@ -76,8 +78,17 @@ class SeparationTerm:
         return poses, ends, dist, ca, cb
 
     def distance(self, q: np.ndarray, root: np.ndarray | None = None) -> np.ndarray:
-        """Signed distances (F, Q) of the term's capsule pairs."""
-        return self._closest(q, self.root if root is None else root)[2]
+        """Signed distances (F, Q) of the term's capsule pairs, exact up to margin + NEAR_M; beyond,
+        the distance of their bounding spheres (a lower bound: far pairs cost a subtraction)."""
+        root = self.root if root is None else root
+        ends = self.model.world_ends(self.tree.poses(q, root, self._links), self._used)  # (F, U, 2, 3)
+        a, b = self._local[:, 0], self._local[:, 1]
+        dist = np.linalg.norm(ends[:, a].mean(axis=2) - ends[:, b].mean(axis=2), axis=-1) - self._reach
+        f, p = np.nonzero(dist < self.margin + NEAR_M)
+        radius = self.model.radius
+        dist[f, p] = capsule_distance(ends[f, a[p], 0], ends[f, a[p], 1], radius[self.capsules[p, 0]],
+                                      ends[f, b[p], 0], ends[f, b[p], 1], radius[self.capsules[p, 1]])[0]
+        return dist
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M) -> "SeparationTerm":
