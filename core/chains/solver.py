@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.ndimage import maximum_filter1d
 
 from ..motion.frames import BLOCK_FRAMES, frame_blocks
 from .points import RobotChain, RobotPath
@@ -232,14 +231,9 @@ class SolveOptions:
     rest: np.ndarray | None = None  # (n,) posture the prior leans toward; None: the zero pose (clipped)
 
 
-SEPARATION_PASSES = 2  # separation passes, each followed by the ramp and the rate limit
-SEPARATION_PAD = 4  # frames solved with the separation rows before and after a close approach
-MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
-
-
 def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
                 targets: np.ndarray, weights: np.ndarray, options: SolveOptions | None = None,
-                max_step: np.ndarray | None = None, separation=None) -> None:
+                max_step: np.ndarray | None = None) -> None:
     """Move the chain's joint columns of q (F, n) so its points reach targets (F, M, 3).
 
     weights (M,) already include the 1/length normalisation. Joint limits are
@@ -248,9 +242,7 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
     predecessor are solved again starting from it, so a motion that reaches a
     limit stays on one branch instead of flipping between two equally good ones.
 
-    separation: None, or rows keeping the robot's bodies apart (core.collision.avoid's
-    SeparationTerm: margin, distance(q), residuals(q, root), root): frames where a pair comes
-    closer than the margin are solved again with them.
+    Bodies kept apart: core.chains.separation.separate_chain after this solve.
     """
     options = options or SolveOptions()
     cols = kin.columns
@@ -261,86 +253,7 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
     if max_step is not None:
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
-    if separation is not None:
-        x = _keep_apart(problem, separation, x, max_step)
     q[:, cols] = x
-
-
-def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
-                   targets: np.ndarray, weights: np.ndarray, separation, options: SolveOptions | None = None,
-                   max_step: np.ndarray | None = None) -> None:
-    """Only the separation of solve_chain, from the chain's current columns of q (in place): a
-    bake's last word after filtering and planting have moved its limbs by a few centimetres."""
-    if len(kin.columns) == 0 or separation is None:
-        return
-    problem = _Problem(tree, kin, anchor, q, targets, weights, options or SolveOptions())
-    q[:, kin.columns] = _keep_apart(problem, separation, np.clip(q[:, kin.columns], problem.lower, problem.upper),
-                                    max_step)
-
-
-def _keep_apart(problem: "_Problem", separation, x: np.ndarray, max_step: np.ndarray | None,
-                passes: int = SEPARATION_PASSES) -> np.ndarray:
-    """x after `passes` of _separate, the room made after each ramped in time (it starts
-    early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not."""
-    shape = x
-    for _ in range(passes):
-        x = _separate(problem, separation, x)
-        if max_step is not None:
-            x = rate_limit(shape + ramped(x - shape, max_step), max_step)
-    return x
-
-
-
-
-def _separate(problem: "_Problem", separation, x: np.ndarray, iterations: int = 8) -> np.ndarray:
-    """x with the frames where bodies come closer than the margin solved again, the separation
-    rows added to the chain shape, each from its own pose and pulled toward the frame before,
-    within MAX_SEPARATION_RAD of it: a limb deep inside the body gives way, it does not swing
-    round the other side."""
-    q = problem.q.copy()
-    q[:, problem.kin.columns] = x
-    near = separation.distance(q).min(axis=1, initial=np.inf) < separation.margin
-    if not near.any():
-        return x
-    near = maximum_filter1d(near, 2 * SEPARATION_PAD + 1)  # a few frames either side: room made gradually
-    close = np.flatnonzero(near)
-    guarded = _Problem(problem.tree, problem.kin, problem.anchor, problem.q, problem.targets, problem.weights,
-                       problem.options, separation.near(q, close))
-    before = np.clip(problem.q[:, problem.kin.columns], problem.lower, problem.upper)  # the chain not yet moved
-    guarded.box = (np.maximum(problem.lower, np.minimum(x, before) - MAX_SEPARATION_RAD),
-                   np.minimum(problem.upper, np.maximum(x, before) + MAX_SEPARATION_RAD))
-    out = x.copy()
-    ref = x[np.maximum(close - 1, 0)]
-    out[close], cost = guarded.solve(x[close], ref, close, iterations=iterations)
-    # runs of frames where the limb is still inside: again from where the chain was before its
-    # solve (the limbs before it made room there; a wrist that turned the hand into the hip
-    # starts from the hand held clear), one start per run so neighbours stay on one branch
-    runs = np.cumsum(np.diff(close, prepend=close[0] - 2) > 1) - 1
-    q[close[:, None], problem.kin.columns] = out[close]
-    stuck = separation.distance(q[close], separation.root[close]).min(axis=1) < 0.0
-    retry = np.isin(runs, runs[stuck])
-    if retry.any():
-        rows, their = close[retry], runs[retry]
-        again, cost_again = guarded.solve(before[rows], ref[retry], rows, iterations=iterations)
-        better = (np.bincount(their, cost_again, runs[-1] + 1) < np.bincount(their, cost[retry], runs[-1] + 1))[their]
-        out[rows[better]] = again[better]
-    return out
-
-
-def ramped(change: np.ndarray, max_step: np.ndarray) -> np.ndarray:
-    """A change of joint positions (F, V) spread over neighbouring frames at no more than
-    max_step (V,) per frame, never smaller than asked anywhere: the largest cone-shaped
-    envelope of its positive and of its negative part (a limb that must give way starts
-    moving before the frame that needs it, and returns after)."""
-    out = []
-    for part in (np.clip(change, 0.0, None), np.clip(-change, 0.0, None)):
-        env = part.copy()
-        for f in range(1, len(env)):
-            np.maximum(env[f], env[f - 1] - max_step, out=env[f])
-        for f in range(len(env) - 2, -1, -1):
-            np.maximum(env[f], env[f + 1] - max_step, out=env[f])
-        out.append(env)
-    return out[0] - out[1]
 
 
 def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
@@ -430,7 +343,7 @@ class _Problem:
 
     def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions, separation=None):
         self.tree, self.kin, self.anchor, self.q = tree, kin, anchor, q
-        self.separation = separation  # extra hinge rows (see solve_chain), or None
+        self.separation = separation  # hinge rows keeping bodies apart (core.chains.separation), or None
         self.box = None  # per-frame bounds (lower (F, V), upper (F, V)) inside the limits, or None
         self.targets, self.weights, self.options = targets, weights, options
         cols = kin.columns
@@ -527,3 +440,6 @@ class _Problem:
             moving = (np.abs(trial - xa).max(axis=1) >= tolerance) & (gain > 1e-3 * t_cost + 1e-12)
             active = rows[(moving | ~better) & (lam[rows] < 1e6)]
         return x, cost
+
+
+ChainProblem = _Problem  # one chain's problem, for the separation solve (core.chains.separation)

@@ -27,7 +27,8 @@ from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
-from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, separate_chain, solve_chain
+from ..chains.separation import separate_chain
+from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
 from ..collision import collision_pairs
 from ..collision.avoid import Separation, collision_figures
 from ..motion.source import SourceMotion
@@ -190,8 +191,10 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
         step = options
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-            term = apart.term(plan.kin.chain.variables, root) if apart is not None else None
-            solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step, term)
+            solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step)
+            if apart is not None:
+                separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)],
+                               apart.term(plan.kin.chain.variables, root), step, max_step)
             turned = aim[1].next_targets(q, root) if aim is not None and plan is aim[0] else None
             if turned is None:
                 break
