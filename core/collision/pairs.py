@@ -16,13 +16,14 @@ import numpy as np
 
 from ..model.kinematics import FIXED, KinematicTree
 from .distance import capsule_distance
-from .proxies import CollisionModel, collision_model
+from .proxies import CollisionModel, collision_model, remember, robot_key
 
 FOLD_JOINTS = 3  # a body and its descendants this many joints down are not checked
 ZERO_CLEARANCE_M = 0.005  # pairs closer than this in the zero pose touch by design
 REACH_M = 0.03  # a pair is worth checking when some sampled posture brings it this close
 SAMPLES = 1500  # random postures within the joint limits
 SEED = 17
+_PAIRS: dict = {}  # per robot file, for the process (core.collision.proxies.robot_key)
 
 
 @dataclass
@@ -51,12 +52,17 @@ class CollisionPairs:
 
 
 def collision_pairs(tree: KinematicTree, allow: list | None = None, check: list | None = None) -> CollisionPairs:
-    """The robot's checked pairs (computed once per robot), with a preset's overrides:
+    """The robot's checked pairs (computed once per robot file and process), with a preset's overrides:
     allow: [[link, link], ...] pairs that may touch; check: pairs checked whatever the matrix says.
     A link name that is no body's raises KeyError naming it."""
     base = getattr(tree, "_collision_pairs", None)
     if base is None:
-        base = tree._collision_pairs = default_pairs(tree)
+        key = robot_key(tree)
+        base = _PAIRS.get(key) if key is not None else None
+        if base is None:
+            base = default_pairs(tree)
+            remember(_PAIRS, key, base)
+        tree._collision_pairs = base
     if not allow and not check:
         return base
     model = base.model
@@ -87,7 +93,7 @@ def default_pairs(tree: KinematicTree) -> CollisionPairs:
     upper = np.where(np.isfinite(tree.upper), tree.upper, np.pi)
     sampled = lower + rng.random((SAMPLES, tree.dof)) * (upper - lower)
     at_zero = pairs.body_distance(pair_distances(tree, pairs, zero, None))[0]
-    closest = pairs.body_distance(pair_distances(tree, pairs, sampled, None)).min(axis=0)
+    closest = pairs.body_distance(pair_distances(tree, pairs, sampled, None, exact_below=REACH_M)).min(axis=0)
     return pairs.subset((at_zero > ZERO_CLEARANCE_M) & (closest < REACH_M))
 
 

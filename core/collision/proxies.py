@@ -11,6 +11,7 @@ proxies is never more than between the meshes (conservative).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -59,11 +60,50 @@ class CollisionModel:
 
 
 def collision_model(tree: KinematicTree) -> CollisionModel:
-    """The robot's capsules, fitted on first use and kept with the tree (meshes are read once)."""
+    """The robot's capsules, fitted on first use and kept with the tree, and for the process per
+    robot file (a batch reads the robot again for every clip; its meshes are read once)."""
     model = getattr(tree, "_collision_model", None)
     if model is None:
-        model = tree._collision_model = fit_model(tree)
+        key = robot_key(tree)
+        model = _MODELS.get(key) if key is not None else None
+        if model is None:
+            model = fit_model(tree)
+            remember(_MODELS, key, model)
+        tree._collision_model = model
     return model
+
+
+_MODELS: dict = {}
+KEEP_ROBOTS = 4  # robots whose capsules and pairs a process keeps
+
+
+def robot_key(tree: KinematicTree) -> tuple | None:
+    """What identifies a robot for the process caches: its file (path, modification time) and its
+    tree's shape; None for a robot built in memory (cached with its tree only)."""
+    path = tree.robot.source_path
+    try:
+        stamp = os.stat(path).st_mtime_ns if path is not None else None
+    except OSError:
+        return None
+    if stamp is None:
+        return None
+    shapes = tuple((name, tuple(_shape_key(g) for g in link.collisions), tuple(_shape_key(g) for g in link.visuals))
+                   for name, link in tree.robot.links.items())
+    numbers = b"".join(a.tobytes() for a in (tree.parent, tree.origins, tree.axes, tree.lower, tree.upper))
+    return str(path), stamp, tuple(tree.link_names), numbers, hash(shapes)  # a robot re-described in memory differs
+
+
+def _shape_key(geom) -> tuple:
+    return (geom.kind, geom.filename, geom.radius, geom.length, tuple(np.ravel(geom.size if geom.size is not None else ())),
+            tuple(np.ravel(geom.scale)), np.asarray(geom.origin).tobytes())
+
+
+def remember(cache: dict, key, value) -> None:
+    if key is None:
+        return
+    while len(cache) >= KEEP_ROBOTS:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
 
 
 def fit_model(tree: KinematicTree) -> CollisionModel:
@@ -197,8 +237,8 @@ def _fit_on_axis(points: np.ndarray, radii: np.ndarray, axis: np.ndarray) -> tup
     side = np.linalg.svd(axis[None])[2][1:]  # two unit vectors across the axis
     flat = points @ side.T  # (K, 2)
     rim = _outline(flat, radii)
-    centre = flat[rim].mean(axis=0)
-    for step in range(1, 80):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
+    centre = 0.5 * (flat[rim].min(axis=0) + flat[rim].max(axis=0))
+    for step in range(1, 40):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
         far = rim[np.argmax(np.hypot(*(flat[rim] - centre).T) + radii[rim])]
         centre = centre + (flat[far] - centre) / (step + 1)
     across = np.linalg.norm(flat - centre, axis=1)
