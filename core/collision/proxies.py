@@ -21,7 +21,7 @@ from scipy.spatial import ConvexHull, QhullError
 from ..feet.geometry import body_points, rigid_links
 from ..model.kinematics import FIXED, KinematicTree
 
-MAX_CAPSULES = 3  # per body
+MAX_CAPSULES = 2  # per body
 EXTRA_CAPSULE_COST = 0.15  # a further capsule must save this share of volume to be worth its distances
 
 
@@ -238,7 +238,7 @@ def _fit_on_axis(points: np.ndarray, radii: np.ndarray, axis: np.ndarray) -> tup
     flat = points @ side.T  # (K, 2)
     rim = _outline(flat, radii)
     centre = 0.5 * (flat[rim].min(axis=0) + flat[rim].max(axis=0))
-    for step in range(1, 40):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
+    for step in range(1, 28):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
         far = rim[np.argmax(np.hypot(*(flat[rim] - centre).T) + radii[rim])]
         centre = centre + (flat[far] - centre) / (step + 1)
     across = np.linalg.norm(flat - centre, axis=1)
