@@ -82,6 +82,14 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
                              description="Low-pass cutoff frequency in Hz")
     window: IntProperty(name="Window", default=RetargetSettings.window, min=1, max=99,
                         description="Moving-average window in frames")
+    avoid_self_collision: BoolProperty(name="Avoid Self-Collision", default=RetargetSettings.avoid_self_collision,
+                                       description="Keep the robot's links a margin apart in the solve "
+                                                   "(their collision proxies)")
+    collision_margin: FloatProperty(name="Margin", default=RetargetSettings.collision_margin, min=0.0, max=0.2,
+                                    unit="LENGTH", description="Least distance kept between checked links")
+    show_collisions: BoolProperty(name="Show Collisions", default=False,
+                                  description="Highlight in red the robot's links that overlap another at "
+                                              "the current frame (its active action)")
     use_scene_range: BoolProperty(name="Use Scene Range", default=False,
                                   description="Bake the scene's frame range instead of the source action's")
     action_name: StringProperty(name="Action", description="Name of the new robot action (empty: from the source)")

@@ -18,6 +18,7 @@ from .common import (REPORT_PROPERTY, auto_map_objects, bake_frame_range, check_
                      tree_from_rig)
 from .contacts import bake_contacts, feet_summary
 from ..core.retarget.summary import report_summary  # noqa: F401  (the CLI prints it too)
+from .collision import collision_summary
 
 
 @dataclass
@@ -132,6 +133,8 @@ class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
         self.report({'INFO'}, f"{report_summary(outcome.result.report)} -> action {outcome.action.name!r}")
         if feet_summary(outcome.result.report):
             self.report({'INFO'}, feet_summary(outcome.result.report))
+        if collision_summary(outcome.result.report, int(start)):
+            self.report({'INFO'}, collision_summary(outcome.result.report, int(start)))
         return {'FINISHED'}
 
 

@@ -6,10 +6,10 @@ registers each module's classes, then calls its register(), in list order.
 """
 from ..registration import register_modules, unregister_modules
 from . import (sidebar, export_panel, splice_panel, contacts_panel, balance_panel, balance_overlay, program_panel,
-               live_panel, waypoints_panel)
+               live_panel, waypoints_panel, collision_overlay)
 
 MODULES: list = [sidebar, export_panel, splice_panel, contacts_panel, balance_panel, balance_overlay,
-                 program_panel, live_panel, waypoints_panel]
+                 program_panel, live_panel, waypoints_panel, collision_overlay]
 
 
 def register():

@@ -138,6 +138,12 @@ class ROBOT_RETARGET_PT_settings(_RobotPanel, bpy.types.Panel):
         layout.prop(settings, "root_mode")
         layout.prop(settings, "ground")
         layout.separator()
+        layout.prop(settings, "avoid_self_collision")
+        row = layout.row()
+        row.active = settings.avoid_self_collision
+        row.prop(settings, "collision_margin")
+        layout.prop(settings, "show_collisions", icon='OVERLAY')
+        layout.separator()
         layout.prop(settings, "filter")
         if settings.filter == "butterworth":
             layout.prop(settings, "cutoff_hz")

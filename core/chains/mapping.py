@@ -71,6 +71,8 @@ class RetargetSettings:
     filter: str = "butterworth"  # "butterworth", "moving_average" or "none"
     cutoff_hz: float = 7.0
     window: int = 5
+    avoid_self_collision: bool = False  # keep checked link pairs apart in the chain and planted-leg solves
+    collision_margin: float = 0.01  # metres between checked links' collision proxies
 
 
 @dataclass
@@ -84,6 +86,8 @@ class Mapping:
     robot_root: str = ""
     settings: RetargetSettings = field(default_factory=RetargetSettings)
     notes: list[str] = field(default_factory=list, compare=False)
+    allow_collision: list[list[str]] = field(default_factory=list)  # [link, link] pairs that may touch
+    check_collision: list[list[str]] = field(default_factory=list)  # pairs checked whatever the robot's matrix says
 
     def enabled_chains(self) -> list[ChainMapping]:
         return [c for c in self.chains if c.enabled]
@@ -100,7 +104,8 @@ class Mapping:
         version = data.get("version", 0)
         if not isinstance(version, int) or version > PRESET_VERSION:
             raise MappingError(f"{origin}: preset version {version!r} is not one this add-on reads")
-        unknown = set(data) - {"format", "version", "chains", "source_root", "robot_root", "settings"}
+        unknown = set(data) - {"format", "version", "chains", "source_root", "robot_root", "settings",
+                               "allow_collision", "check_collision"}
         if unknown:
             raise MappingError(f"{origin}: unknown field(s) {sorted(unknown)}")
         if not isinstance(data.get("chains", []), list):
@@ -109,7 +114,8 @@ class Mapping:
         settings = _build(RetargetSettings, data.get("settings", {}), f"{origin}: settings")
         for key in ("source_root", "robot_root"):
             _check_value(data.get(key, ""), "str", f"{origin}: {key}")
-        mapping = cls(chains, data.get("source_root", ""), data.get("robot_root", ""), settings)
+        pairs = {key: _link_pairs(data.get(key, []), f"{origin}: {key}") for key in ("allow_collision", "check_collision")}
+        mapping = cls(chains, data.get("source_root", ""), data.get("robot_root", ""), settings, **pairs)
         for i, c in enumerate(chains):
             if c.role not in ROLES:
                 raise MappingError(f"{origin}: chains[{i}] ({c.name!r}).role: unknown role {c.role!r} (one of {', '.join(ROLES)})")
@@ -125,6 +131,14 @@ class Mapping:
     @classmethod
     def load(cls, path) -> "Mapping":
         return cls.from_dict(read_json(path, MappingError, "mapping preset"), str(path))
+
+
+def _link_pairs(value, where: str) -> list[list[str]]:
+    """[[link, link], ...]: robot link pairs of the collision overrides."""
+    if not isinstance(value, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p)
+                                              for p in value):
+        raise MappingError(f"{where}: expected a list of [link, link] pairs")
+    return [list(p) for p in value]
 
 
 def _build(kind, data, origin: str):

@@ -116,8 +116,11 @@ class PlantResult:
 
 def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np.ndarray,
                root_pos: np.ndarray, contacts: Contacts, fps: float,
-               settings: PlantSettings | None = None) -> PlantResult | None:
-    """Solve root and legs so that feet in contact stay put; None when no leg has a contact."""
+               settings: PlantSettings | None = None, separation=None) -> PlantResult | None:
+    """Solve root and legs so that feet in contact stay put; None when no leg has a contact.
+
+    separation: None, or what keeps the robot's bodies apart (core.collision.avoid.Separation):
+    a leg's frames where a checked pair comes closer than its margin are solved again with it."""
     settings = settings or PlantSettings()
     legs = [leg for leg in legs if leg.side in contacts.feet and contacts.feet[leg.side].any()]
     if not legs:
@@ -131,7 +134,7 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
     q_out, redo = q, None
     for done in range(1, settings.passes + 1):
         world = pose_matrices(root_rot, root)
-        q_out = _solve_legs(tree, legs, q, q_out, world, frames, goals, fps, settings, redo)
+        q_out = _solve_legs(tree, legs, q, q_out, world, frames, goals, fps, settings, redo, separation)
         move = check.root_change(q_out, world, goals) if done < settings.passes else None
         if move is None:
             break
@@ -145,15 +148,16 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
 
 
 def _solve_legs(tree, legs: list[Leg], q, guess, world, frames: dict, goals: dict, fps: float,
-                settings: PlantSettings, redo: np.ndarray | None = None) -> np.ndarray:
+                settings: PlantSettings, redo: np.ndarray | None = None, separation=None) -> np.ndarray:
     """q with every leg solved again for its foot goals (starting from `guess`), inside
     velocity limits. redo (F,): only these frames are solved again, the others keep `guess`
     (a later pass re-solves only where the root moved, never frames already converged)."""
     out = q.copy()
     for leg in legs:
         points, active = goals[leg.side].at(free_sole(leg, frames[leg.side], world))
+        term = separation.term(leg.kin.chain.variables, world) if separation is not None else None
         _solve_leg(tree, leg, out, guess, world, points, goals[leg.side].weight,
-                   active if redo is None else active & redo, fps, settings)
+                   active if redo is None else active & redo, fps, settings, term)
     if redo is not None:
         out[~redo] = guess[~redo]
     return rate_limit(out, np.minimum(tree.velocity / fps, 0.35))
@@ -273,10 +277,10 @@ def _envelope(excess: np.ndarray, fps: float, settings: PlantSettings) -> np.nda
 
 def _solve_leg(tree: KinematicTree, leg: Leg, q: np.ndarray, guess: np.ndarray, world: np.ndarray,
                points: np.ndarray, weight: np.ndarray, active: np.ndarray, fps: float,
-               settings: PlantSettings) -> None:
+               settings: PlantSettings, apart=None) -> None:
     """Move the leg's columns of q (the unplanted solution) toward its sole goals `points`
     (F, S, 3) weighted by `weight` (F,), starting from `guess`, in place, on the `active`
-    frames only."""
+    frames only; apart (a SeparationTerm): frames closer than its margin are solved again with it."""
     rows = np.flatnonzero(active)
     if len(rows) == 0:
         return
@@ -291,8 +295,27 @@ def _solve_leg(tree: KinematicTree, leg: Leg, q: np.ndarray, guess: np.ndarray, 
     for block in frame_blocks(len(rows)):  # frames are independent problems: solve them in blocks
         x[block], cost[block] = problem.solve(init[block], np.arange(len(rows))[block], settings.iterations)
     max_step = np.minimum(tree.velocity[cols] / fps, 0.35)
-    q[rows[:, None], cols] = (_track(problem, x, cost, rows, max_step, settings.track_iterations)
-                              if settings.track_iterations else x)
+    x = _track(problem, x, cost, rows, max_step, settings.track_iterations) if settings.track_iterations else x
+    if apart is not None:
+        x = _apart(problem, apart, x, world[rows], settings.iterations)
+    q[rows[:, None], cols] = x
+
+
+def _apart(problem: "_LegProblem", apart, x: np.ndarray, world: np.ndarray, iterations: int) -> np.ndarray:
+    """x with the rows where the leg comes closer to another body than the margin solved again,
+    the separation rows added to the leg's residuals."""
+    q = problem.q.copy()
+    q[:, problem.leg.kin.columns] = x
+    close = np.flatnonzero(apart.distance(q, world).min(axis=1, initial=np.inf) < apart.margin)
+    if len(close) == 0:
+        return x
+    problem.apart, problem.apart_root = apart.near(q, close, world), world
+    try:
+        out = x.copy()
+        out[close], _ = problem.solve(x[close], close, iterations)
+    finally:
+        problem.apart = None
+    return out
 
 
 def _track(problem: "_LegProblem", x: np.ndarray, cost: np.ndarray, frames: np.ndarray,
@@ -340,6 +363,7 @@ class _LegProblem:
         self._bounds = (a, a + 3 * nsole, a + 3 * nsole + 3, a + 3 * nsole + 3 + nfoot)  # where each part ends
         self._rows = self._bounds[-1] + len(cols)
         self._prior_jac = np.eye(len(cols)) * self.prior
+        self.apart, self.apart_root = None, None  # separation rows (see _apart) and root poses per row
 
     def residuals(self, x: np.ndarray, rows: np.ndarray):
         """(r (n, R), J (n, R, V)) for the variables x (n, V) of frames `rows` (local indices).
@@ -370,6 +394,9 @@ class _LegProblem:
         np.multiply(np.where(below[..., None], fjac[:, :, 2], 0.0), self.ground_w, out=jac[:, c:d])
         np.multiply(x - self.start[rows], self.prior, out=res[:, d:])
         jac[:, d:] = self._prior_jac
+        if self.apart is not None:
+            h_res, h_jac = self.apart.residuals(q, self.apart_root[rows])
+            return np.concatenate([res, h_res], axis=1), np.concatenate([jac, h_jac], axis=1)
         return res, jac
 
     def solve(self, x: np.ndarray, rows: np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray]:

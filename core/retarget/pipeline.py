@@ -27,7 +27,10 @@ from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
+from ..chains.separation import separate_chain
 from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
+from ..collision import collision_pairs
+from ..collision.avoid import Separation, collision_figures
 from ..motion.source import SourceMotion
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
@@ -104,8 +107,10 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         targets = {id(plan): chain_targets(motion, plan, body_src, body_rob) for plan in plans}
         aim = torso_aim(motion, tree, mapping, plans, targets, body_rob @ np.swapaxes(body_src, 1, 2), root_rot,
                          floating)
+        pairs = checked_pairs(tree, mapping)
+        apart = Separation(tree, pairs, settings.collision_margin) if settings.avoid_self_collision else None
     with stages("solve"):
-        q = solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim)
+        q = solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim, apart)
         root_rot, root_pos = root[:, :3, :3].copy(), root[:, :3, 3].copy()  # the torso may lean the root
     progress(0.95, "filtering")
     with stages("filter"):
@@ -119,17 +124,21 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     with stages("plant"):
         legs = [Leg.build(tree, p.mapping.side, p.kin, *targets[id(p)], p.robot.anchor)
                 for p in plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
-        planted = _plant(tree, legs, q, root_rot, root_pos, flags, motion.fps, settings, warnings)
+        planted = _plant(tree, legs, q, root_rot, root_pos, flags, motion.fps, settings, warnings, apart)
     with stages("ground"):
         q, root_pos = (planted.q, planted.root_position) if planted else (
             q, _ground(tree, plans, q, root_rot, root_pos, settings))
         root = pose_matrices(root_rot, root_pos)
+    if apart is not None:
+        with stages("separate"):
+            keep_apart(tree, plans, q, root, targets, settings, apart, motion.fps)
     with stages("report"):
         report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings)
         measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
         report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
         report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
         report.update(mapping_figures(motion, mapping))
+        report.update(collision_figures(tree, pairs, q, root), self_collision_avoided=apart is not None)
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
         warnings += [f"auto-map: {note}" for note in mapping.notes]
     report.update(stages.report(len(q)))
@@ -163,11 +172,13 @@ class StageTimer:
                 "stage_seconds": {stage: float(s) for stage, s in self.seconds.items()}}
 
 
-def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim=None) -> np.ndarray:
+def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim=None,
+                 apart: Separation | None = None) -> np.ndarray:
     """Every chain in tree order, each through the pose solved so far: q (F, n).
 
     aim: (spine plan, core.retarget.torso.TorsoAim) solves the spine again while the torso is
     short of the actor's chest, tilting `root` in place when the waist cannot lean far enough.
+    apart: keeps the robot's checked link pairs apart (a later chain gives way to the ones before).
     """
     neutral = neutral_posture(motion, tree, plans, targets, axes_rob, settings.rest_prior)
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective,
@@ -181,6 +192,9 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
             solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step)
+            if apart is not None:
+                separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)],
+                               apart.term(plan.kin.chain.variables, root), step, max_step)
             turned = aim[1].next_targets(q, root) if aim is not None and plan is aim[0] else None
             if turned is None:
                 break
@@ -440,7 +454,28 @@ def _foot_heights(tree, plans, q, root) -> np.ndarray | None:
     return np.min(heights, axis=0)
 
 
-def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings):
+def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: float) -> None:
+    """Filtering and planting move limbs by centimetres after their solve: every chain but the
+    legs and feet (which keep their planted soles) makes room once more, in place, in tree order."""
+    options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
+    for plan in plans:
+        if plan.mapping.role in ("leg", "foot"):
+            continue
+        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
+        max_step = np.minimum(tree.velocity[plan.kin.columns] / fps, MAX_STEP_RAD)
+        separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)], apart.term(plan.kin.chain.variables, root),
+                       options, max_step)
+
+
+def checked_pairs(tree, mapping: Mapping):
+    """The robot's checked collision pairs with the preset's overrides (core.collision.pairs)."""
+    try:
+        return collision_pairs(tree, mapping.allow_collision, mapping.check_collision)
+    except KeyError as exc:
+        raise RetargetError(f"mapping collision pairs: {exc.args[0]}") from None
+
+
+def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings, apart=None):
     """Planted q and root (core.feet.plant), or None to keep the unplanted bake."""
     if flags is None:
         return None
@@ -450,23 +485,24 @@ def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings):
     # filtered bakes plant twice (_smooth_planted): the first plant is a draft whose angles are
     # smoothed and planted again from a fresh root, so one pass of 6 iterations and no lift will do
     draft = PlantSettings(passes=1, lift=False, iterations=6, track_iterations=0) if settings.filter != "none" else None
-    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps, draft)
+    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps, draft, apart)
     if planted is not None and settings.filter != "none":
-        planted = _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings)
+        planted = _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings, apart)
     if planted is not None and planted.lifted_m > 0.01:
         warnings.append(f"feet planted; the robot was raised up to {100 * planted.lifted_m:.0f} cm where "
                         "another body (a knee, a hand) would pass through the ground")
     return planted
 
 
-def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings):
+def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings, apart=None):
     """Per-frame leg solves chatter where a knee meets its limit under a planted foot: plant
     once more from the filtered angles, then smooth what is left above the bake's cutoff
     (walk onto G1: joint jerk 5,300 -> 1,400 rad/s^3, feet still within the slide targets)."""
     smooth = lowpass(planted.q, fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
                      window=settings.window, lower=tree.lower, upper=tree.upper)
     # the draft's smoothed angles start every leg close to its answer: 6 iterations, not 12
-    again = plant_feet(tree, legs, smooth, root_rot, root_pos, flags, fps, PlantSettings(iterations=6)) or planted
+    again = plant_feet(tree, legs, smooth, root_rot, root_pos, flags, fps, PlantSettings(iterations=6),
+                       apart) or planted
     q = lowpass(again.q, fps, method="butterworth", cutoff_hz=3.0 * settings.cutoff_hz,
                 lower=tree.lower, upper=tree.upper)
     q = rate_limit(q, np.minimum(tree.velocity / fps, MAX_STEP_RAD))

@@ -1,0 +1,150 @@
+"""Which bodies are checked against which: the allowed-collision matrix, computed once per robot.
+
+Checked: every pair of bodies that are not parent and child, nor ancestor and
+descendant within FOLD_JOINTS joints (a wrist or hip of stacked joints: the hand
+turns on a point a few centimetres past the forearm, and their proxies meet
+whenever it bends), minus pairs whose proxies already overlap or touch in the
+zero pose (built that way: a hip motor inside the pelvis shell) and pairs no
+posture within the joint limits brings within REACH_M (sampled). A mapping preset may allow more pairs to touch (a hand
+clapping the other) or check pairs the matrix leaves out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.kinematics import FIXED, KinematicTree
+from .distance import capsule_distance
+from .proxies import CollisionModel, collision_model, remember, robot_key
+
+FOLD_JOINTS = 3  # a body and its descendants this many joints down are not checked
+ZERO_CLEARANCE_M = 0.005  # pairs closer than this in the zero pose touch by design
+REACH_M = 0.03  # a pair is worth checking when some sampled posture brings it this close
+SAMPLES = 1500  # random postures within the joint limits
+SEED = 17
+_PAIRS: dict = {}  # per robot file, for the process (core.collision.proxies.robot_key)
+
+
+@dataclass
+class CollisionPairs:
+    """Checked body pairs (P, 2) and their capsule pairs (Q, 2), grouped by body pair."""
+
+    model: CollisionModel
+    bodies: np.ndarray  # (P, 2) body indices, checked
+    capsules: np.ndarray  # (Q, 2) capsule indices, sorted by their body pair
+    owner: np.ndarray  # (Q,) row of `bodies` each capsule pair belongs to
+    starts: np.ndarray  # (P,) first capsule pair of each body pair
+
+    def names(self, pair: int) -> tuple[str, str]:
+        a, b = self.bodies[pair]
+        return self.model.body_names[a], self.model.body_names[b]
+
+    def body_distance(self, capsule_distance: np.ndarray) -> np.ndarray:
+        """Signed distance (F, P) of each body pair: the least over its capsule pairs (F, Q)."""
+        if len(self.bodies) == 0:
+            return np.zeros(capsule_distance.shape[:-1] + (0,))
+        return np.minimum.reduceat(capsule_distance, self.starts, axis=-1)
+
+    def subset(self, keep: np.ndarray) -> "CollisionPairs":
+        """Only the body pairs in `keep` (bool (P,) or indices)."""
+        return _pairs(self.model, self.bodies[keep])
+
+
+def collision_pairs(tree: KinematicTree, allow: list | None = None, check: list | None = None) -> CollisionPairs:
+    """The robot's checked pairs (computed once per robot file and process), with a preset's overrides:
+    allow: [[link, link], ...] pairs that may touch; check: pairs checked whatever the matrix says.
+    A link name that is no body's raises KeyError naming it."""
+    base = getattr(tree, "_collision_pairs", None)
+    if base is None:
+        key = robot_key(tree)
+        base = _PAIRS.get(key) if key is not None else None
+        if base is None:
+            base = default_pairs(tree)
+            remember(_PAIRS, key, base)
+        tree._collision_pairs = base
+    if not allow and not check:
+        return base
+    model = base.model
+    wanted = {tuple(sorted(p)) for p in base.bodies.tolist()}
+    for link_a, link_b in check or []:
+        wanted.add(tuple(sorted((model.body_index(link_a), model.body_index(link_b)))))
+    for link_a, link_b in allow or []:
+        wanted.discard(tuple(sorted((model.body_index(link_a), model.body_index(link_b)))))
+    return _pairs(model, np.array(sorted(wanted), dtype=int).reshape(-1, 2))
+
+
+def default_pairs(tree: KinematicTree) -> CollisionPairs:
+    """Non-adjacent body pairs, minus those overlapping in the zero pose or never brought close."""
+    model = collision_model(tree)
+    count = len(model.body_links)
+    candidates = []
+    for a in range(count):
+        for b in range(a + 1, count):
+            if _joints_between(tree, model.body_links[a], model.body_links[b]) <= FOLD_JOINTS:
+                continue  # parent and child, or a short fold of stacked joints
+            candidates.append((a, b))
+    pairs = _pairs(model, np.array(candidates, dtype=int).reshape(-1, 2))
+    if len(pairs.bodies) == 0:  # a robot without geometry, or one body: nothing to check
+        return pairs
+    zero = np.zeros((1, tree.dof))
+    rng = np.random.default_rng(SEED)
+    lower = np.where(np.isfinite(tree.lower), tree.lower, -np.pi)
+    upper = np.where(np.isfinite(tree.upper), tree.upper, np.pi)
+    sampled = lower + rng.random((SAMPLES, tree.dof)) * (upper - lower)
+    at_zero = pairs.body_distance(pair_distances(tree, pairs, zero, None))[0]
+    closest = pairs.body_distance(pair_distances(tree, pairs, sampled, None, exact_below=REACH_M)).min(axis=0)
+    return pairs.subset((at_zero > ZERO_CLEARANCE_M) & (closest < REACH_M))
+
+
+def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
+                   exact_below: float | None = None) -> np.ndarray:
+    """Signed capsule-pair distances (F, Q) for joint positions q (F, n) and root poses (F, 4, 4).
+
+    exact_below: exact only where a pair may be closer than this; elsewhere the distance between
+    the capsules' bounding spheres, a lower bound above it (most pairs of most frames are far apart).
+    """
+    model = pairs.model
+    if len(pairs.capsules) == 0:
+        return np.zeros((len(q), 0))
+    links = [int(link) for link in np.unique(model.capsule_link)]
+    ends = model.world_ends(tree.poses(q, root, links))  # (F, C, 2, 3)
+    a, b = pairs.capsules[:, 0], pairs.capsules[:, 1]
+    r1, r2 = model.radius[a], model.radius[b]
+    if exact_below is None:
+        return capsule_distance(ends[:, a, 0], ends[:, a, 1], r1, ends[:, b, 0], ends[:, b, 1], r2)[0]
+    half = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1)
+    centre = ends.mean(axis=2)  # (F, C, 3)
+    gram = centre @ centre.transpose(0, 2, 1)  # (F, C, C): every centre distance from one product
+    square = np.einsum("fcc->fc", gram)
+    apart = np.sqrt(np.clip(square[:, a] + square[:, b] - 2.0 * gram[:, a, b], 0.0, None))
+    dist = apart - (r1 + r2 + half[a] + half[b])
+    f, p = np.nonzero(dist < exact_below)
+    dist[f, p] = capsule_distance(ends[f, a[p], 0], ends[f, a[p], 1], r1[p], ends[f, b[p], 0], ends[f, b[p], 1],
+                                  r2[p])[0]
+    return dist
+
+
+def _pairs(model: CollisionModel, bodies: np.ndarray) -> CollisionPairs:
+    capsules, owner, starts = [], [], []
+    by_body = [np.flatnonzero(model.capsule_body == b) for b in range(len(model.body_links))]
+    for row, (a, b) in enumerate(bodies.tolist()):
+        starts.append(len(capsules))
+        for ca in by_body[a]:
+            for cb in by_body[b]:
+                capsules.append((ca, cb))
+                owner.append(row)
+    return CollisionPairs(model, bodies.reshape(-1, 2), np.array(capsules, dtype=int).reshape(-1, 2),
+                          np.array(owner, dtype=int), np.array(starts, dtype=int))
+
+
+def _joints_between(tree: KinematicTree, a: int, b: int) -> int:
+    """Movable joints from one link down to the other when one descends from the other, else a large number."""
+    for top, low in ((a, b), (b, a)):
+        count, link = 0, low
+        while link > top:
+            count += int(tree.kind[link] != FIXED)
+            link = int(tree.parent[link])
+        if link == top:
+            return count
+    return 1 << 30
