@@ -7,6 +7,7 @@ values before mapping, the robot's root and joints after it, or the filtered out
 """
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass
 
@@ -54,14 +55,20 @@ class Extrapolator:
         degree = min(self.degree, len(self.values) - 1)
         if degree == 0 or horizon_s == 0.0:
             return self.values[-1].copy()
-        t = np.asarray(self.times) - self.times[-1]
-        scale = max(-t[0], 1e-9)  # well-conditioned powers
-        basis = np.vander(t / scale, degree + 1, increasing=True)  # (K, d + 1)
-        ahead = (horizon_s / scale) ** np.arange(degree + 1)
-        # the least-squares fit evaluated ahead is a weighted sum of the samples: weights (K,)
-        weights = basis @ np.linalg.solve(basis.T @ basis, ahead)
+        weights = _fit_weights(tuple(round(t - self.times[-1], 9) for t in self.times), round(horizon_s, 9), degree)
         last = self.values[-1]
         return last + self.damping * (weights @ np.asarray(self.values) - last)
+
+
+@functools.lru_cache(maxsize=64)
+def _fit_weights(times: tuple, horizon_s: float, degree: int) -> np.ndarray:
+    """The least-squares polynomial through samples at `times` (relative to the latest), evaluated
+    `horizon_s` ahead, as weights (K,) of the samples: the same for every frame of a steady stream."""
+    t = np.asarray(times)
+    scale = max(-t[0], 1e-9)  # well-conditioned powers
+    basis = np.vander(t / scale, degree + 1, increasing=True)  # (K, d + 1)
+    ahead = (horizon_s / scale) ** np.arange(degree + 1)
+    return basis @ np.linalg.solve(basis.T @ basis, ahead)
 
 
 class _Series:
@@ -239,7 +246,8 @@ class AutoPredictor:
         while self.pending and self.pending[0][0] <= time_s + 1e-9:
             _, forecasts = self.pending.popleft()
             for k, forecast in enumerate(forecasts):
-                self.error[k] = 0.95 * self.error[k] + 0.05 * float(np.mean((forecast - x) ** 2))
+                miss = forecast - x
+                self.error[k] = 0.95 * self.error[k] + 0.05 * float(miss @ miss) / len(miss)
         for member in self.members:
             member.update(time_s, x)
         self.time = time_s
