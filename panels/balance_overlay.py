@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import bpy
 import numpy as np
 
 from ..core.balance import balance_readout
 from ..core.balance.support import foot_bodies, foot_links, support_polygon
 from ..core.model.transforms import pose_matrices, quat_to_matrix
+from .overlay import ActionOverlay
 
 COLOURS = {"support": (0.2, 0.8, 0.3, 1.0), "zmp": (1.0, 0.2, 0.2, 1.0), "target": (1.0, 0.8, 0.1, 1.0),
            "com": (0.3, 0.5, 1.0, 1.0)}
@@ -89,39 +89,16 @@ def overlay_geometry(trace: OverlayTrace, frame: float, matrix: np.ndarray) -> d
     return out
 
 
-_handle = None
-_cache: dict = {}
-
-
-def _trace(context):
-    settings = context.scene.robot_retarget
-    robot = settings.robot
-    if robot is None or robot.animation_data is None or robot.animation_data.action is None:
-        return None, None
-    action = robot.animation_data.action
+def _key(robot, action):
     # a new gait or a new Check Balance refreshes what is drawn
-    key = (robot.name, action.name, action.get("robot_retarget_gait_trace", "")[:64],
-           action.get("robot_retarget_balance", ""), tuple(action.frame_range))
-    if _cache.get("key") != key:
-        try:
-            _cache.update(key=key, trace=overlay_trace(robot, context.scene))
-        except (ValueError, KeyError):  # no masses, no keys: nothing to draw
-            _cache.update(key=key, trace=None)
-    return robot, _cache["trace"]
+    return (action.get("robot_retarget_gait_trace", "")[:64], action.get("robot_retarget_balance", ""),
+            tuple(action.frame_range))
 
 
-def _draw():
+def _draw(robot, trace: OverlayTrace, scene) -> None:
     import gpu
     from gpu_extras.batch import batch_for_shader
 
-    context = bpy.context
-    settings = getattr(context.scene, "robot_retarget", None)
-    if settings is None or not settings.show_balance:
-        return
-    robot, trace = _trace(context)
-    if trace is None:
-        return
-    scene = context.scene
     geometry = overlay_geometry(trace, scene.frame_current + scene.frame_subframe, np.array(robot.matrix_world))
     shader = gpu.shader.from_builtin('UNIFORM_COLOR')
     gpu.state.depth_test_set('NONE')
@@ -135,19 +112,6 @@ def _draw():
     gpu.state.line_width_set(1.0)
 
 
+OVERLAY = ActionOverlay("show_balance", overlay_trace, _key, _draw)
 classes = ()
-
-
-def register():
-    """The draw handler is always there and draws only while the Robot tab's toggle is on."""
-    global _handle
-    if _handle is None:
-        _handle = bpy.types.SpaceView3D.draw_handler_add(_draw, (), 'WINDOW', 'POST_VIEW')
-
-
-def unregister():
-    global _handle
-    if _handle is not None:
-        bpy.types.SpaceView3D.draw_handler_remove(_handle, 'WINDOW')
-        _handle = None
-    _cache.clear()
+register, unregister = OVERLAY.register, OVERLAY.unregister
