@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..core.model.transforms import matrix_to_quat
 from .common import CommandError, add_source_up, check_output, print_warnings, write_report
 
 
@@ -115,7 +116,7 @@ class _Output:
 
     def __call__(self, out) -> None:
         pose = out.pose
-        quat = _quaternion(pose.root_rotation)
+        quat = matrix_to_quat(pose.root_rotation)
         data = {"seq": int(out.seq), "t": float(out.time_s),
                 "root": [float(v) for v in pose.root_position] + [float(v) for v in quat],
                 "q": [float(v) for v in pose.q]}
@@ -128,12 +129,6 @@ class _Output:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
         self.sent.append((out.time_s, pose.root_position, quat, pose.q))
-
-
-def _quaternion(rotation):
-    from ..core.model.transforms import matrix_to_quat
-
-    return matrix_to_quat(rotation)
 
 
 def _udp_reader(address: tuple[str, int], frames: queue.Queue) -> socket.socket:

@@ -63,14 +63,10 @@ class CausalFeet:
             link = foot_links[side]
             body = body_points(tree, link, subtree_links(tree, link))  # a sole past the tip is the foot
             self.points[side] = solve_points(body, standing_rotation(body, zero[link, :3, :3]))
-        self.reset()
-
-    def reset(self) -> None:
         self.offset: np.ndarray | None = None  # (3,) added to the root position
         self.pending = np.zeros(3)  # what is left of a jump, fading over SETTLE_S
         self.anchors: dict[str, np.ndarray] = {}  # planted side -> where its foot stays (x, y)
-        for foot in self.source.values():
-            foot.smooth, foot.down = None, False
+        self._planted: set[str] = set()
 
     def contacts(self) -> dict[str, bool]:
         return {side: foot.down for side, foot in self.source.items()}
@@ -100,7 +96,7 @@ class CausalFeet:
             wanted[:2] = np.mean([self.anchors[s] - centre[s] for s in planted], axis=0)
             wanted[2] = -min(lowest[s] for s in planted)
         shown = self.offset + self.pending
-        if set(planted) != getattr(self, "_planted", set()):  # a new set of feet: fade the jump
+        if set(planted) != self._planted:  # a new set of feet: fade the jump
             self.pending = shown - wanted
         self._planted = set(planted)
         self.pending *= np.exp(-dt / SETTLE_S)

@@ -65,7 +65,3 @@ class CausalFilter:
         if self.lower is not None:
             out = np.clip(out, self.lower, self.upper)
         return out
-
-    def reset(self) -> None:
-        self.state = None
-        self.recent.clear()

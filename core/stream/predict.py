@@ -239,7 +239,6 @@ class AutoPredictor:
                         PatternMatcher(rate_hz, settings, weights, library)]
         self.error = np.zeros(len(self.members))  # running mean squared error per member
         self.pending: deque = deque()  # (due time, forecasts)
-        self.choice = 0
 
     def update(self, time_s: float, x: np.ndarray) -> None:
         x = np.asarray(x, dtype=float)
@@ -255,7 +254,6 @@ class AutoPredictor:
     def predict(self, horizon_s: float) -> np.ndarray:
         forecasts = [member.predict(horizon_s) for member in self.members]
         self.pending.append((self.time + horizon_s, forecasts))
-        self.choice = int(np.argmin(self.error))
         weights = (1.0 / (self.error + 1e-12)) ** SHARPNESS  # inverse mean squared error: the closest lately weigh most
         return sum(w * f for w, f in zip(weights, forecasts)) / weights.sum()
 

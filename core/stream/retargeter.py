@@ -21,8 +21,7 @@ from ..model.reroot import hung_from
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
 from ..retarget.neutral import neutral_posture
-from ..retarget.pipeline import (MAX_STEP_RAD, RetargetError, RootPlan, body_landmarks_of, chain_targets,
-                                 plan_chains)
+from ..retarget.pipeline import MAX_STEP_RAD, RetargetError, RootPlan, body_landmarks_of, plan_chains
 from ..retarget.torso import SpineShape, chest_target
 from .body import CausalBodyFrame
 
@@ -36,9 +35,6 @@ class RobotPose:
     q: np.ndarray
     root_position: np.ndarray  # (3,) metres, world
     root_rotation: np.ndarray  # (3, 3)
-
-    def copy(self) -> "RobotPose":
-        return RobotPose(self.q.copy(), self.root_position.copy(), self.root_rotation.copy())
 
 
 class _FrameTargets:
@@ -108,26 +104,20 @@ class StreamRetargeter:
         self.marks = body_landmarks_of(skeleton, tree, mapping)
         self.floating = any(p.mapping.role == "leg" for p in self.plans) and self.settings.root_mode != "fixed"
         self.root_plan = RootPlan.build(skeleton, tree, self.plans, self.settings) if self.floating else None
-        eye = np.eye(3)[None]
-        weights = {id(p): chain_targets(skeleton, p, eye, eye) for p in self.plans}
+        self.targets = _FrameTargets(self.plans, len(skeleton.bone_names))
+        weights = {id(p): (None, w) for p, w in zip(self.plans, self.targets.weights)}  # neutral_posture reads these
         neutral = neutral_posture(skeleton, tree, self.plans, weights, self.marks.axes_rob, self.settings.rest_prior)
         self.options = SolveOptions(self.settings.iterations, self.settings.smoothness, self.settings.rest_prior,
                                     self.settings.objective, rest=neutral)
         self.fks = [FrameKinematics(tree, p.kin) for p in self.plans]
-        self.targets = _FrameTargets(self.plans, len(skeleton.bone_names))
         self._feet = {p.mapping.side: (p, FrameKinematics(tree, p.kin), int(p.robot.paths[0].tip_local[0]))
                       for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
         self._feet_lock = threading.Lock()
         self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
                           None)
-        self.neutral = neutral
         self._spine_shape = None
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget the stream: the next frame starts from the neutral posture."""
         self.body = CausalBodyFrame(self.marks)
-        self.q = self.neutral.copy()
+        self.q = neutral.copy()  # the first frame starts from the neutral posture
         self.last_time: float | None = None
 
     def step(self, frame: SourceMotion, time_s: float, stop=None) -> tuple[np.ndarray, np.ndarray]:

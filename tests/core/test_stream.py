@@ -346,3 +346,60 @@ def test_the_causal_filter_is_scipys_sosfilt():
     zi = signal.sosfilt_zi(live.sos)[:, :, None] * x[0][None, None, :]
     expected, _ = signal.sosfilt(live.sos, x, axis=0, zi=zi)
     np.testing.assert_allclose(out, expected, atol=1e-10)
+
+
+# ------------------------------------------------------------------ data that is not the bundled layout
+
+def _streamed(clip, tree, frames: int = 240, **read):
+    """Joint angles (F, n) and link origins (F, L, 3) of the default stream on a clip written to
+    and read back from a BVH file (its own conventions: up axis, units), auto-mapped on itself."""
+    import tempfile
+
+    from tests import variants as V
+
+    with tempfile.TemporaryDirectory() as folder:
+        clip = load_bvh(V.write_bvh(dataclasses.replace(clip, motion=clip.motion[:frames]), Path(folder) / "v.bvh"))
+    mapping = auto_map(clip.to_source_motion(**read), tree)
+    settings = StreamSettings(predict=NO_PREDICTION, **{k: v for k, v in read.items() if k in ("scale", "up")})
+    session = StreamSession(clip, tree, mapping, settings)
+    q, root = _arrays([session.push(f, f / clip.fps, row) for f, row in enumerate(clip.motion)])
+    return q, tree.forward(q, root)[:, :, :3, 3]
+
+
+@pytest.fixture(scope="module")
+def walk_streamed(g1):
+    return _streamed(load_bvh(WALK), g1)
+
+
+@pytest.mark.parametrize("variant", ["T-pose rest", "renamed", "Z-up", "centimetres"])
+def test_the_stream_does_not_depend_on_the_files_conventions(variant, g1, walk_streamed):
+    """The walk re-rigged (another rest pose, another naming convention, Z-up, centimetres):
+    the same joint angles, within 0.5 degrees RMS as the offline bake's invariance."""
+    from tests import variants as V
+
+    clip = load_bvh(WALK)
+    arms = {"left": ["LeftShoulder", "LeftElbow", "LeftWrist"], "right": ["RightShoulder", "RightElbow", "RightWrist"]}
+    changed, read = {"T-pose rest": (lambda: V.arms_posed(clip, arms, 0.0), {}),
+                     "renamed": (lambda: V.renamed(clip, V.convention_names(sorted(V.CONVENTIONS)[0])), {}),
+                     "Z-up": (lambda: V.z_up(clip), {"up": "Z"}),
+                     "centimetres": (lambda: V.scaled(clip, 100.0), {"scale": 0.01})}[variant]
+    q, _ = _streamed(changed(), g1, **read)
+    assert np.degrees(np.sqrt(np.mean((q - walk_streamed[0]) ** 2))) < 0.5
+
+
+def test_the_stream_onto_a_robot_rooted_at_its_torso_with_sideways_arms(g1, walk_streamed, tmp_path):
+    """G1 re-rooted at the torso and with a T-pose shoulder zero: the same joint motion (less
+    the zero shift) and every link where it was."""
+    from core.model.reroot import reroot
+    from tests import robot_variants as RV
+
+    sideways = {"left_shoulder_roll_joint": np.pi / 2, "right_shoulder_roll_joint": -np.pi / 2}
+    robot = RV.rooted_at(RV.zero_shifted(g1.robot, sideways), "torso_link")
+    tree = KinematicTree(parse_urdf(RV.write_urdf(robot, tmp_path / "variant.urdf")))
+    q, links = _streamed(load_bvh(WALK), tree)
+    shift = np.array([sideways.get(n, 0.0) for n in tree.joint_names])
+    assert np.degrees(np.sqrt(np.mean((q + shift - walk_streamed[0]) ** 2))) < 0.5
+    reframed = set(reroot(g1.robot, "torso_link").frame_change) | {"pelvis"}
+    kept = [n for n in g1.link_names if n not in reframed]
+    moved = np.abs(links[:, [tree.link_index(n) for n in kept]] - walk_streamed[1][:, [g1.link_index(n) for n in kept]])
+    assert moved.max() < 0.005  # metres
