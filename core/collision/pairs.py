@@ -16,7 +16,7 @@ import numpy as np
 
 from ..model.kinematics import FIXED, KinematicTree
 from .distance import capsule_distance
-from .proxies import CollisionModel, collision_model, remember, robot_key
+from .proxies import CollisionModel, collision_model, per_robot
 
 FOLD_JOINTS = 3  # a body and its descendants this many joints down are not checked
 ZERO_CLEARANCE_M = 0.005  # pairs closer than this in the zero pose touch by design
@@ -55,14 +55,7 @@ def collision_pairs(tree: KinematicTree, allow: list | None = None, check: list 
     """The robot's checked pairs (computed once per robot file and process), with a preset's overrides:
     allow: [[link, link], ...] pairs that may touch; check: pairs checked whatever the matrix says.
     A link name that is no body's raises KeyError naming it."""
-    base = getattr(tree, "_collision_pairs", None)
-    if base is None:
-        key = robot_key(tree)
-        base = _PAIRS.get(key) if key is not None else None
-        if base is None:
-            base = default_pairs(tree)
-            remember(_PAIRS, key, base)
-        tree._collision_pairs = base
+    base = per_robot(tree, "_collision_pairs", _PAIRS, default_pairs)
     if not allow and not check:
         return base
     model = base.model

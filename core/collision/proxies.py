@@ -62,15 +62,7 @@ class CollisionModel:
 def collision_model(tree: KinematicTree) -> CollisionModel:
     """The robot's capsules, fitted on first use and kept with the tree, and for the process per
     robot file (a batch reads the robot again for every clip; its meshes are read once)."""
-    model = getattr(tree, "_collision_model", None)
-    if model is None:
-        key = robot_key(tree)
-        model = _MODELS.get(key) if key is not None else None
-        if model is None:
-            model = fit_model(tree)
-            remember(_MODELS, key, model)
-        tree._collision_model = model
-    return model
+    return per_robot(tree, "_collision_model", _MODELS, fit_model)
 
 
 _MODELS: dict = {}
@@ -98,12 +90,21 @@ def _shape_key(geom) -> tuple:
             tuple(np.ravel(geom.scale)), np.asarray(geom.origin).tobytes())
 
 
-def remember(cache: dict, key, value) -> None:
-    if key is None:
-        return
-    while len(cache) >= KEEP_ROBOTS:
-        cache.pop(next(iter(cache)))
-    cache[key] = value
+def per_robot(tree: KinematicTree, attribute: str, cache: dict, build):
+    """build(tree), kept with the tree (as `attribute`) and for the process per robot file in
+    `cache` (the last KEEP_ROBOTS robots): a batch reads the robot again for every clip."""
+    value = getattr(tree, attribute, None)
+    if value is None:
+        key = robot_key(tree)
+        value = cache.get(key) if key is not None else None
+        if value is None:
+            value = build(tree)
+            if key is not None:
+                while len(cache) >= KEEP_ROBOTS:
+                    cache.pop(next(iter(cache)))
+                cache[key] = value
+        setattr(tree, attribute, value)
+    return value
 
 
 def fit_model(tree: KinematicTree) -> CollisionModel:
