@@ -17,6 +17,7 @@ import numpy as np
 from ..model.kinematics import FIXED, KinematicTree
 from .distance import capsule_distance
 from .proxies import CollisionModel, collision_model, per_robot
+from .store import stored
 
 FOLD_JOINTS = 3  # a body and its descendants this many joints down are not checked
 ZERO_CLEARANCE_M = 0.005  # pairs closer than this in the zero pose touch by design
@@ -55,7 +56,9 @@ def collision_pairs(tree: KinematicTree, allow: list | None = None, check: list 
     """The robot's checked pairs (computed once per robot file and process), with a preset's overrides:
     allow: [[link, link], ...] pairs that may touch; check: pairs checked whatever the matrix says.
     A link name that is no body's raises KeyError naming it."""
-    base = per_robot(tree, "_collision_pairs", _PAIRS, default_pairs)
+    base = per_robot(tree, "_collision_pairs", _PAIRS, lambda t: stored(
+        t, "pairs", default_pairs, lambda pairs: {"bodies": pairs.bodies},
+        lambda arrays: _pairs(collision_model(t), arrays["bodies"].astype(int).reshape(-1, 2))))
     if not allow and not check:
         return base
     model = base.model

@@ -1,28 +1,23 @@
-"""Capsule proxies of a robot's bodies, fitted once per robot and kept with its tree.
+"""Capsule proxies of a robot's bodies, fitted once per robot and kept with its tree, for the
+process, and on disk (core.collision.store).
 
 A body is a link that moves (or the root) with every link fixed to it; its
 geometry is each link's URDF <collision> shapes, or its <visual> ones where a
-link has none (G1's rubber hands). One to three capsules cover a body: cut
-along the axis that gives the smallest total volume, each slab of the body's
-convex hull wrapped by the thinnest capsule on that axis. A capsule is convex,
-so covering a slab's hull vertices and where the hull's edges cross the cuts
-covers the whole slab: the proxies contain the meshes, and a distance between
+link has none (G1's rubber hands). One to six capsules cover a body's convex
+hull (core.collision.fit): they contain the meshes, so a distance between
 proxies is never more than between the meshes (conservative).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from itertools import combinations
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
 from ..feet.geometry import body_points, rigid_links
 from ..model.kinematics import FIXED, KinematicTree
-
-MAX_CAPSULES = 2  # per body
-EXTRA_CAPSULE_COST = 0.15  # a further capsule must save this share of volume to be worth its distances
+from .fit import fit_capsules
+from .store import stored, tree_numbers
 
 
 @dataclass
@@ -34,6 +29,17 @@ class CollisionModel:
     capsule_body: np.ndarray  # (C,) body of each capsule
     ends: np.ndarray  # (C, 2, 3) segment ends in the body link's frame
     radius: np.ndarray  # (C,)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The model as arrays (core.collision.store keeps them on disk)."""
+        return {"body_links": np.asarray(self.body_links, dtype=int), "body_names": np.asarray(self.body_names),
+                "capsule_body": self.capsule_body, "ends": self.ends, "radius": self.radius}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "CollisionModel":
+        return cls([int(b) for b in arrays["body_links"]], [str(n) for n in arrays["body_names"]],
+                   arrays["capsule_body"].astype(int), arrays["ends"].reshape(-1, 2, 3).astype(float),
+                   arrays["radius"].astype(float))
 
     @property
     def capsule_link(self) -> np.ndarray:
@@ -62,7 +68,8 @@ class CollisionModel:
 def collision_model(tree: KinematicTree) -> CollisionModel:
     """The robot's capsules, fitted on first use and kept with the tree, and for the process per
     robot file (a batch reads the robot again for every clip; its meshes are read once)."""
-    return per_robot(tree, "_collision_model", _MODELS, fit_model)
+    return per_robot(tree, "_collision_model", _MODELS,
+                     lambda t: stored(t, "model", fit_model, CollisionModel.arrays, CollisionModel.from_arrays))
 
 
 _MODELS: dict = {}
@@ -79,15 +86,7 @@ def robot_key(tree: KinematicTree) -> tuple | None:
         return None
     if stamp is None:
         return None
-    shapes = tuple((name, tuple(_shape_key(g) for g in link.collisions), tuple(_shape_key(g) for g in link.visuals))
-                   for name, link in tree.robot.links.items())
-    numbers = b"".join(a.tobytes() for a in (tree.parent, tree.origins, tree.axes, tree.lower, tree.upper))
-    return str(path), stamp, tuple(tree.link_names), numbers, hash(shapes)  # a robot re-described in memory differs
-
-
-def _shape_key(geom) -> tuple:
-    return (geom.kind, geom.filename, geom.radius, geom.length, tuple(np.ravel(geom.size if geom.size is not None else ())),
-            tuple(np.ravel(geom.scale)), np.asarray(geom.origin).tobytes())
+    return str(path), stamp, tree_numbers(tree)  # a robot re-described in memory differs
 
 
 def per_robot(tree: KinematicTree, attribute: str, cache: dict, build):
@@ -172,103 +171,3 @@ def bone_capsules(tree: KinematicTree, link: int) -> list[tuple]:
         if length > 0.05:
             out.append((np.zeros(3), end, float(np.clip(BONE_RADIUS * length, *BONE_RADIUS_M))))
     return out
-
-
-def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES) -> list[tuple]:
-    """[(end a (3,), end b (3,), radius)] covering the convex hull of the points (spheres of
-    `radii` around them): the set of 1 to `most` capsules of smallest volume (a further capsule
-    must save EXTRA_CAPSULE_COST of it), along the principal axis one capsule fits best, the
-    hull cut into slabs along any principal axis."""
-    edges = _hull_edges(points)
-    centred = points - points.mean(axis=0)
-    _, _, axes = np.linalg.svd(centred, full_matrices=False) if len(points) > 1 else (None, None, np.eye(3))
-    axes = np.vstack([axes, np.eye(3)])[:3] if len(axes) < 3 else axes
-    singles = [[_fit_on_axis(points, radii, axis)] for axis in axes]
-    costs = [_volume(*_capsule_size(fit[0])) for fit in singles]
-    k = int(np.argmin(costs))
-    best, best_cost, axis = singles[k], costs[k], axes[k]
-    # capsules along the best one-capsule axis, cut along it (a limb's segments) or across it
-    # (strips side by side: a flat hand or a wide hip motor is thinner in two or three)
-    for cut in axes:
-        along = points @ cut
-        for count in range(2, most + 1):
-            cuts = np.linspace(along.min(), along.max(), count + 1)
-            capsules = [_fit_on_axis(*_slab(points, radii, edges, along, lo, hi), axis)
-                        for lo, hi in zip(cuts[:-1], cuts[1:])]
-            cost = sum(_volume(*_capsule_size(c)) for c in capsules) * (1 + EXTRA_CAPSULE_COST * (count - 1))
-            if cost < best_cost:
-                best, best_cost = capsules, cost
-    return best
-
-
-def _hull_edges(points: np.ndarray) -> np.ndarray:
-    """(E, 2) index pairs: the convex hull's edges, or every pair for a few or flat points."""
-    if len(points) >= 5:
-        try:
-            simplices = ConvexHull(points).simplices
-            pairs = np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [0, 2]]])
-            return np.unique(np.sort(pairs, axis=1), axis=0)
-        except QhullError:
-            pass
-    if len(points) > 200:  # flat and large: thin it, every vertex is still covered
-        return np.zeros((0, 2), dtype=int)
-    return np.array(list(combinations(range(len(points)), 2)), dtype=int).reshape(-1, 2)
-
-
-def _slab(points, radii, edges, along, lo, hi):
-    """The hull's part between two cuts: its vertices in the slab and where its edges cross the cuts."""
-    span = max(hi - lo, 1e-12) * 1e-9
-    inside = (along >= lo - span) & (along <= hi + span)
-    pts, rad = [points[inside]], [radii[inside]]
-    a, b = edges[:, 0], edges[:, 1]
-    for cut in (lo, hi):
-        cross = (along[a] - cut) * (along[b] - cut) < 0
-        if cross.any():
-            ia, ib = a[cross], b[cross]
-            share = (cut - along[ia]) / (along[ib] - along[ia])
-            pts.append(points[ia] + share[:, None] * (points[ib] - points[ia]))
-            rad.append(np.maximum(radii[ia], radii[ib]))
-    return np.concatenate(pts), np.concatenate(rad)
-
-
-def _fit_on_axis(points: np.ndarray, radii: np.ndarray, axis: np.ndarray) -> tuple:
-    """The thinnest capsule along `axis` holding every point with its radius: the axis through
-    the centre of the smallest circle around the points seen along it, ends pulled in as far as
-    the end caps still hold every point."""
-    side = np.linalg.svd(axis[None])[2][1:]  # two unit vectors across the axis
-    flat = points @ side.T  # (K, 2)
-    rim = _outline(flat, radii)
-    centre = 0.5 * (flat[rim].min(axis=0) + flat[rim].max(axis=0))
-    for step in range(1, 28):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
-        far = rim[np.argmax(np.hypot(*(flat[rim] - centre).T) + radii[rim])]
-        centre = centre + (flat[far] - centre) / (step + 1)
-    across = np.linalg.norm(flat - centre, axis=1)
-    radius = float((across + radii).max())
-    along = points @ axis
-    reach = np.sqrt(np.clip((radius - radii) ** 2 - across ** 2, 0.0, None))
-    lo, hi = float((along + reach).min()), float((along - reach).max())
-    if lo > hi:  # shorter than wide: one sphere will do
-        lo = hi = 0.5 * (lo + hi)
-        radius = float((np.sqrt((along - lo) ** 2 + across ** 2) + radii).max())
-    base = side.T @ centre
-    return base + lo * axis, base + hi * axis, radius
-
-
-def _outline(flat: np.ndarray, radii: np.ndarray) -> np.ndarray:
-    """Indices of the points that can be farthest from a centre: the 2D hull's, and every sphere."""
-    if len(flat) < 8:
-        return np.arange(len(flat))
-    try:
-        rim = ConvexHull(flat).vertices
-    except QhullError:
-        return np.arange(len(flat))
-    return np.union1d(rim, np.flatnonzero(radii > 0))
-
-
-def _capsule_size(capsule: tuple) -> tuple[float, float]:
-    a, b, radius = capsule
-    return radius, float(np.linalg.norm(b - a))
-
-
-def _volume(radius: float, length: float) -> float:
-    return np.pi * radius ** 2 * length + 4.0 / 3.0 * np.pi * radius ** 3

@@ -10,7 +10,7 @@ import pytest
 from core.collision import collision_model, collision_pairs
 from core.collision.distance import capsule_distance, segment_closest
 from core.collision.pairs import pair_distances
-from core.collision.proxies import fit_capsules
+from core.collision.fit import fit_capsules
 from core.model.kinematics import KinematicTree
 from core.model.meshes import load_mesh
 from core.model.urdf import parse_urdf, resolve_mesh_path
