@@ -15,7 +15,7 @@ import numpy as np
 from ..model.kinematics import PRISMATIC, KinematicTree
 from ..motion.frames import frame_blocks
 from .distance import capsule_distance
-from .pairs import CollisionPairs, pair_distances
+from .pairs import CollisionPairs, body_distances, pair_distances
 
 PENETRATION_M = 0.005  # a frame collides when a checked pair overlaps deeper than this
 SEPARATION_WEIGHT = 300.0  # sqrt weight per metre inside the margin: 1 mm costs what ~5 cm of chain shape does
@@ -31,10 +31,16 @@ class Separation:
     pairs: CollisionPairs
     margin: float = 0.01
     weight: float = SEPARATION_WEIGHT
+    order: list | None = None  # each chain's joints (link indices) in solve order: a chain gives way to earlier ones
 
     def __post_init__(self):
         tree, model = self.tree, self.pairs.model
         self._ancestors = [set(_ancestors(tree, int(link))) for link in model.capsule_link]
+        chains = [{int(v) for v in variables} for variables in (self.order or [])]
+        # the last chain that moves each capsule (-1: none, the root's)
+        self._rank = np.array([max((k for k, chain in enumerate(chains) if chain & up), default=-1)
+                               for up in self._ancestors], dtype=int)
+        self._chains = chains
 
     def term(self, variables, root: np.ndarray) -> "SeparationTerm | None":
         """The rows a solve of these joints (link indices) carries for root poses (F, 4, 4);
@@ -44,6 +50,10 @@ class Separation:
         moves = np.array([[v in self._ancestors[c] for c in range(len(self._ancestors))] for v in variables],
                          dtype=bool).reshape(len(variables), -1)  # (V, C)
         relative = (moves[:, caps[:, 0]] != moves[:, caps[:, 1]]).any(axis=0)
+        rank = next((k for k, chain in enumerate(self._chains) if set(variables) <= chain), None)
+        if rank is not None:  # a chain never gives way to a body a later chain moves: that one makes room
+            still = ~moves.any(axis=0) & (self._rank > rank)  # (C,) capsules a later chain moves, these not
+            relative &= ~(still[caps[:, 0]] | still[caps[:, 1]])
         if not relative.any():
             return None
         return SeparationTerm(self, np.array(variables, dtype=int), self.pairs.capsules[relative], moves, root)
@@ -145,15 +155,9 @@ def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray,
     the pairs overlapping on most frames with their frame counts; self_collision_frames: those frames.
     """
     frames = len(q)
-    closest = np.full(frames, np.inf)
-    which = np.zeros(frames, dtype=int)
-    deep = np.zeros((frames, len(pairs.bodies)), dtype=bool)
-    for block in frame_blocks(frames):
-        dist = pairs.body_distance(pair_distances(tree, pairs, q[block], root[block], exact_below=NEAR_M))
-        if dist.shape[1] == 0:
-            break
-        which[block], closest[block] = dist.argmin(axis=1), dist.min(axis=1)
-        deep[block] = dist < -PENETRATION_M
+    closest, which, deep = _overlaps(tree, pairs, q, root, 0.0)  # exact where bodies may overlap
+    if frames and closest.min() >= 0.0:  # nothing overlaps: the closest pair's distance exact too
+        closest, which, deep = _overlaps(tree, pairs, q, root, NEAR_M)
     hit = deep.any(axis=1)
     counts = deep.sum(axis=0)
     worst = {"pair": None, "depth_m": 0.0, "frame": None}
@@ -165,6 +169,21 @@ def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray,
             "self_collision_worst": worst,
             "self_collision_pairs": [{"pair": list(pairs.names(p)), "frames": int(counts[p])} for p in order],
             "self_collision_frames": [int(f) for f in np.flatnonzero(hit)]}
+
+
+def _overlaps(tree, pairs, q, root, exact_below: float):
+    """Per frame: the least body-pair distance (F,) and its pair (F,), and which pairs overlap
+    deeper than PENETRATION_M (F, P); exact where a pair may be closer than `exact_below`."""
+    closest = np.full(len(q), np.inf)
+    which = np.zeros(len(q), dtype=int)
+    deep = np.zeros((len(q), len(pairs.bodies)), dtype=bool)
+    for block in frame_blocks(len(q)):
+        dist = body_distances(tree, pairs, q[block], root[block], exact_below=exact_below)
+        if dist.shape[1] == 0:
+            break
+        which[block], closest[block] = dist.argmin(axis=1), dist.min(axis=1)
+        deep[block] = dist < -PENETRATION_M
+    return closest, which, deep
 
 
 def colliding_links(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray,

@@ -89,35 +89,53 @@ def default_pairs(tree: KinematicTree) -> CollisionPairs:
     upper = np.where(np.isfinite(tree.upper), tree.upper, np.pi)
     sampled = lower + rng.random((SAMPLES, tree.dof)) * (upper - lower)
     at_zero = pairs.body_distance(pair_distances(tree, pairs, zero, None))[0]
-    closest = pairs.body_distance(pair_distances(tree, pairs, sampled, None, exact_below=REACH_M)).min(axis=0)
+    closest = body_distances(tree, pairs, sampled, None, exact_below=REACH_M).min(axis=0)
     return pairs.subset((at_zero > ZERO_CLEARANCE_M) & (closest < REACH_M))
 
 
-def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
-                   exact_below: float | None = None) -> np.ndarray:
-    """Signed capsule-pair distances (F, Q) for joint positions q (F, n) and root poses (F, 4, 4).
-
-    exact_below: exact only where a pair may be closer than this; elsewhere the distance between
-    the capsules' bounding spheres, a lower bound above it (most pairs of most frames are far apart).
-    """
+def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None) -> np.ndarray:
+    """Signed capsule-pair distances (F, Q) for joint positions q (F, n) and root poses (F, 4, 4)."""
     model = pairs.model
     if len(pairs.capsules) == 0:
         return np.zeros((len(q), 0))
-    links = [int(link) for link in np.unique(model.capsule_link)]
-    ends = model.world_ends(tree.poses(q, root, links))  # (F, C, 2, 3)
+    ends = model.world_ends(tree.poses(q, root, [int(link) for link in np.unique(model.capsule_link)]))
     a, b = pairs.capsules[:, 0], pairs.capsules[:, 1]
-    r1, r2 = model.radius[a], model.radius[b]
-    if exact_below is None:
-        return capsule_distance(ends[:, a, 0], ends[:, a, 1], r1, ends[:, b, 0], ends[:, b, 1], r2)[0]
-    half = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1)
-    centre = ends.mean(axis=2)  # (F, C, 3)
-    gram = centre @ centre.transpose(0, 2, 1)  # (F, C, C): every centre distance from one product
-    square = np.einsum("fcc->fc", gram)
-    apart = np.sqrt(np.clip(square[:, a] + square[:, b] - 2.0 * gram[:, a, b], 0.0, None))
-    dist = apart - (r1 + r2 + half[a] + half[b])
+    return capsule_distance(ends[:, a, 0], ends[:, a, 1], model.radius[a], ends[:, b, 0], ends[:, b, 1],
+                            model.radius[b])[0]
+
+
+def body_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
+                   exact_below: float) -> np.ndarray:
+    """Signed distances (F, P) of the checked body pairs, exact where a pair may be closer than
+    `exact_below`; elsewhere the distance between the bodies' bounding spheres, a lower bound
+    above it (most pairs of most frames are far apart: their capsules are never paired)."""
+    model = pairs.model
+    if len(pairs.capsules) == 0:
+        return np.zeros((len(q), len(pairs.bodies)))
+    poses = tree.poses(q, root, [int(link) for link in np.unique(model.capsule_link)])
+    centre, reach = model.body_spheres()
+    world = np.stack([poses[link][:, :3, :3] @ centre[body] + poses[link][:, :3, 3]
+                      for body, link in enumerate(model.body_links)], axis=1)  # (F, B, 3)
+    first, second = pairs.bodies[:, 0], pairs.bodies[:, 1]
+    dist = np.linalg.norm(world[:, first] - world[:, second], axis=-1) - reach[first] - reach[second]
     f, p = np.nonzero(dist < exact_below)
-    dist[f, p] = capsule_distance(ends[f, a[p], 0], ends[f, a[p], 1], r1[p], ends[f, b[p], 0], ends[f, b[p], 1],
-                                  r2[p])[0]
+    if len(f) == 0:
+        return dist
+    counts = np.diff(np.append(pairs.starts, len(pairs.capsules)))[p]
+    begin = np.cumsum(counts) - counts
+    rows = np.repeat(np.arange(len(f)), counts)
+    k = pairs.starts[p][rows] + np.arange(counts.sum()) - begin[rows]  # every capsule pair of each near pair
+    a, b = pairs.capsules[k, 0], pairs.capsules[k, 1]
+    frames = f[rows]
+    ends = model.world_ends(poses)  # (F, C, 2, 3)
+    middle = ends.mean(axis=2)
+    reach = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1) + model.radius
+    each = np.linalg.norm(middle[frames, a] - middle[frames, b], axis=-1) - reach[a] - reach[b]  # capsules' spheres
+    near = np.flatnonzero(each < exact_below)
+    fa, fb = frames[near], (a[near], b[near])
+    each[near] = capsule_distance(ends[fa, fb[0], 0], ends[fa, fb[0], 1], model.radius[fb[0]], ends[fa, fb[1], 0],
+                                  ends[fa, fb[1], 1], model.radius[fb[1]])[0]
+    dist[f, p] = np.minimum.reduceat(each, begin)
     return dist
 
 

@@ -41,6 +41,17 @@ class CollisionModel:
                    arrays["capsule_body"].astype(int), arrays["ends"].reshape(-1, 2, 3).astype(float),
                    arrays["radius"].astype(float))
 
+    def body_spheres(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each body's bounding sphere in its link's frame: centres (B, 3) and radii (B,), metres."""
+        if getattr(self, "_spheres", None) is None:
+            middle = self.ends.mean(axis=1)
+            reach = 0.5 * np.linalg.norm(self.ends[:, 1] - self.ends[:, 0], axis=-1) + self.radius
+            centre = np.array([middle[self.capsule_body == b].mean(axis=0) for b in range(len(self.body_links))])
+            radius = np.array([(np.linalg.norm(middle[self.capsule_body == b] - centre[b], axis=-1)
+                                + reach[self.capsule_body == b]).max() for b in range(len(self.body_links))])
+            self._spheres = (centre.reshape(-1, 3), radius)
+        return self._spheres
+
     @property
     def capsule_link(self) -> np.ndarray:
         return np.asarray(self.body_links, dtype=int)[self.capsule_body]

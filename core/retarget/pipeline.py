@@ -108,7 +108,8 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         aim = torso_aim(motion, tree, mapping, plans, targets, body_rob @ np.swapaxes(body_src, 1, 2), root_rot,
                          floating)
         pairs = checked_pairs(tree, mapping)
-        apart = Separation(tree, pairs, settings.collision_margin) if settings.avoid_self_collision else None
+        apart = Separation(tree, pairs, settings.collision_margin, order=[p.kin.chain.variables for p in plans]) \
+            if settings.avoid_self_collision else None
     with stages("solve"):
         q = solve_chains(motion, tree, plans, root, targets, settings, progress, axes_rob, aim, apart)
         root_rot, root_pos = root[:, :3, :3].copy(), root[:, :3, 3].copy()  # the torso may lean the root
