@@ -37,25 +37,24 @@ def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray
 def _keep_apart(problem: ChainProblem, separation, x: np.ndarray, max_step: np.ndarray | None,
                 passes: int = SEPARATION_PASSES) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
-    early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not."""
+    early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not.
+    Later passes solve only the frames still overlapping (the ramp leaves many a hair inside the margin)."""
     shape = x
-    for _ in range(passes):
-        x = _separate(problem, separation, x)
+    for k in range(passes):
+        x = _separate(problem, separation, x, within=separation.margin if k == 0 else 0.0)
         if max_step is not None:
             x = rate_limit(shape + ramped(x - shape, max_step), max_step)
     return x
 
 
-
-
-def _separate(problem: ChainProblem, separation, x: np.ndarray, iterations: int = 8) -> np.ndarray:
-    """x with the frames where bodies come closer than the margin solved again, the separation
+def _separate(problem: ChainProblem, separation, x: np.ndarray, within: float, iterations: int = 8) -> np.ndarray:
+    """x with the frames where bodies come closer than `within` solved again, the separation
     rows added to the chain shape, each from its own pose and pulled toward the frame before,
     within MAX_SEPARATION_RAD of it: a limb deep inside the body gives way, it does not swing
     round the other side."""
     q = problem.q.copy()
     q[:, problem.kin.columns] = x
-    near = separation.distance(q).min(axis=1, initial=np.inf) < separation.margin
+    near = separation.distance(q).min(axis=1, initial=np.inf) < within
     if not near.any():
         return x
     near = maximum_filter1d(near, 2 * SEPARATION_PAD + 1)  # a few frames either side: room made gradually
@@ -89,11 +88,10 @@ def ramped(change: np.ndarray, max_step: np.ndarray) -> np.ndarray:
     envelope of its positive and of its negative part (a limb that must give way starts
     moving before the frame that needs it, and returns after)."""
     out = []
+    ramp = np.arange(len(change))[:, None] * max_step  # (F, V)
     for part in (np.clip(change, 0.0, None), np.clip(-change, 0.0, None)):
-        env = part.copy()
-        for f in range(1, len(env)):
-            np.maximum(env[f], env[f - 1] - max_step, out=env[f])
-        for f in range(len(env) - 2, -1, -1):
-            np.maximum(env[f], env[f + 1] - max_step, out=env[f])
-        out.append(env)
+        # max over k of part[k] - |f - k| * max_step: running maxima forward and backward
+        ahead = np.maximum.accumulate(part + ramp, axis=0) - ramp
+        behind = np.maximum.accumulate((part - ramp)[::-1], axis=0)[::-1] + ramp
+        out.append(np.maximum(ahead, behind))
     return out[0] - out[1]

@@ -93,7 +93,8 @@ class SeparationTerm:
         root = self.root if root is None else root
         ends = self.model.world_ends(self.tree.poses(q, root, self._links), self._used)  # (F, U, 2, 3)
         a, b = self._local[:, 0], self._local[:, 1]
-        dist = np.linalg.norm(ends[:, a].mean(axis=2) - ends[:, b].mean(axis=2), axis=-1) - self._reach
+        middle = 0.5 * (ends[:, :, 0] + ends[:, :, 1])  # (F, U, 3)
+        dist = np.linalg.norm(middle[:, a] - middle[:, b], axis=-1) - self._reach
         f, p = np.nonzero(dist < self.margin + NEAR_M)
         radius = self.model.radius
         dist[f, p] = capsule_distance(ends[f, a[p], 0], ends[f, a[p], 1], radius[self.capsules[p, 0]],

@@ -264,3 +264,22 @@ def test_a_preset_naming_an_unknown_link_in_its_pairs_stops_the_bake_naming_it(h
     mapping.allow_collision = [["left_elbow_link", "no_such_link"]]
     with pytest.raises(RetargetError, match="no_such_link"):
         retarget(motion, h1, mapping)
+
+
+def test_room_made_is_ramped_within_the_joint_speed_and_never_less_than_asked():
+    """The ramp keeps every asked change, grows and shrinks no faster than max_step per frame, and
+    is the smallest such envelope (zero far from any change); a change one way and the other add."""
+    from core.chains.separation import ramped
+
+    rng = np.random.default_rng(3)
+    step = np.array([0.02, 0.1, 0.5])
+    for sign in (1.0, -1.0):
+        change = sign * rng.random((400, 3)) * (rng.random((400, 3)) < 0.03)
+        out = sign * ramped(change, step)
+        assert np.all(out >= sign * change - 1e-12)
+        assert np.all(np.abs(np.diff(out, axis=0)) <= step + 1e-12)
+        assert np.all(out[sign * change > 0] > 0) and out.min() >= 0.0
+    single = np.zeros((50, 1))
+    single[20], single[40] = 0.3, -0.1
+    np.testing.assert_allclose(ramped(single, np.array([0.1]))[16:44, 0],
+                               [0, 0, 0.1, 0.2, 0.3, 0.2, 0.1] + [0] * 17 + [-0.1, 0, 0, 0], atol=1e-12)
