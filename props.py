@@ -87,6 +87,10 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
                                                    "(their collision proxies)")
     collision_margin: FloatProperty(name="Margin", default=RetargetSettings.collision_margin, min=0.0, max=0.2,
                                     unit="LENGTH", description="Least distance kept between checked links")
+    allow_collision: StringProperty(name="Allowed Pairs", description="Link pairs that may touch, from the "
+                                    "mapping preset: 'link, link; link, link'")
+    check_collision: StringProperty(name="Checked Pairs", description="Link pairs checked whatever the robot's "
+                                    "matrix says, from the mapping preset: 'link, link; link, link'")
     show_collisions: BoolProperty(name="Show Collisions", default=False,
                                   description="Highlight in red the robot's links that overlap another at "
                                               "the current frame (its active action)")
@@ -130,7 +134,17 @@ def mapping_from_settings(settings: RobotRetargetSettings) -> Mapping:
         chains.append(ChainMapping(**values))
     options = RetargetSettings(**{f.name: getattr(settings, f.name) for f in fields(RetargetSettings)})
     notes = [line for line in settings.automap_notes.splitlines() if line.strip()]
-    return Mapping(chains, settings.source_root, settings.robot_root, options, notes=notes)
+    pairs = {key: _pairs_from_text(getattr(settings, key), key) for key in ("allow_collision", "check_collision")}
+    return Mapping(chains, settings.source_root, settings.robot_root, options, notes=notes, **pairs)
+
+
+def _pairs_from_text(text: str, what: str) -> list[list[str]]:
+    """'a, b; c, d' -> [[a, b], [c, d]]: the preset's collision pair overrides kept as text."""
+    pairs = [_split(part) for part in text.split(";") if part.strip()]
+    for pair in pairs:
+        if len(pair) != 2:
+            raise MappingError(f"{what}: {', '.join(pair)!r} is not two link names separated by a comma")
+    return pairs
 
 
 def settings_from_mapping(settings: RobotRetargetSettings, mapping: Mapping) -> None:
@@ -158,6 +172,8 @@ def settings_from_mapping(settings: RobotRetargetSettings, mapping: Mapping) -> 
     settings.active_chain = 0
     settings.source_root, settings.robot_root = mapping.source_root, mapping.robot_root
     settings.automap_notes = "\n".join(mapping.notes)
+    for key in ("allow_collision", "check_collision"):
+        setattr(settings, key, "; ".join(", ".join(pair) for pair in getattr(mapping, key)))
     for f in fields(RetargetSettings):
         setattr(settings, f.name, getattr(mapping.settings, f.name))
 

@@ -42,3 +42,26 @@ def test_avoidance_setting_report_and_overlay(walk_on_g1, extension):
     clear = [f for f in range(1, 241) if f - 1 not in set(off["self_collision_frames"])]
     if clear:
         assert trace.colliding(clear[0]) == [] and len(trace.segments(clear[0], np.eye(4))) == 0
+
+
+def test_collision_pair_overrides_survive_the_sidebar_settings(walk_on_g1, extension):
+    """A preset's allowed and checked pairs go into the scene's settings and back into the
+    mapping a bake uses; a malformed pair stops with an error naming the setting."""
+    settings, _, _ = walk_on_g1(frames=(1, 30))
+    props = importlib.import_module(extension.__name__ + ".props")
+    mapping = props.mapping_from_settings(settings)
+    mapping.allow_collision = [["left_rubber_hand", "right_rubber_hand"]]
+    mapping.check_collision = [["left_knee_link", "right_knee_link"], ["pelvis", "torso_link"]]
+    props.settings_from_mapping(settings, mapping)
+    again = props.mapping_from_settings(settings)
+    assert again.allow_collision == [["left_rubber_hand", "right_rubber_hand"]]
+    assert again.check_collision == [["left_knee_link", "right_knee_link"], ["pelvis", "torso_link"]]
+    settings.allow_collision = "left_rubber_hand"
+    try:
+        props.mapping_from_settings(settings)
+    except ValueError as exc:
+        assert "allow_collision" in str(exc) and "left_rubber_hand" in str(exc)
+    else:
+        raise AssertionError("a pair of one link was accepted")
+    settings.allow_collision = ""
+    assert props.mapping_from_settings(settings).allow_collision == []
