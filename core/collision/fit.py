@@ -28,9 +28,9 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
     held = _support(points, radii)
     axes = _principal_axes(points)
     best, best_cost = None, np.inf
-    for cut in axes:
+    for k, cut in enumerate(axes):
         along = points @ cut
-        for count in range(1, most + 1):
+        for count in range(1 if k == 0 else 2, most + 1):  # one slab is the same whatever the cut
             bounds = np.linspace(along.min(), along.max(), count + 1)
             slabs = [_slab(points, radii, edges, along, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
             for axis in axes:
