@@ -117,7 +117,10 @@ def body_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, ro
     world = np.stack([poses[link][:, :3, :3] @ centre[body] + poses[link][:, :3, 3]
                       for body, link in enumerate(model.body_links)], axis=1)  # (F, B, 3)
     first, second = pairs.bodies[:, 0], pairs.bodies[:, 1]
-    dist = np.linalg.norm(world[:, first] - world[:, second], axis=-1) - reach[first] - reach[second]
+    gram = world @ world.transpose(0, 2, 1)  # (F, B, B): every centre distance from one product
+    square = np.einsum("fbb->fb", gram)
+    apart = np.sqrt(np.clip(square[:, first] + square[:, second] - 2.0 * gram[:, first, second], 0.0, None))
+    dist = apart - reach[first] - reach[second]
     f, p = np.nonzero(dist < exact_below)
     if len(f) == 0:
         return dist
