@@ -38,23 +38,31 @@ def _keep_apart(problem: ChainProblem, separation, x: np.ndarray, max_step: np.n
                 passes: int = SEPARATION_PASSES) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not.
-    Later passes solve only the frames still overlapping (the ramp leaves many a hair inside the margin)."""
-    shape = x
+    Later passes look only at the frames the pass before moved, and solve those still overlapping
+    (the ramp leaves many a hair inside the margin)."""
+    shape, frames = x, None
     for k in range(passes):
-        x = _separate(problem, separation, x, within=separation.margin if k == 0 else 0.0)
+        last = x
+        x = _separate(problem, separation, x, separation.margin if k == 0 else 0.0, frames)
         if max_step is not None:
             x = rate_limit(shape + ramped(x - shape, max_step), max_step)
+        frames = np.flatnonzero((x != last).any(axis=1))
+        if len(frames) == 0:
+            break
     return x
 
 
-def _separate(problem: ChainProblem, separation, x: np.ndarray, within: float, iterations: int = 8) -> np.ndarray:
-    """x with the frames where bodies come closer than `within` solved again, the separation
-    rows added to the chain shape, each from its own pose and pulled toward the frame before,
+def _separate(problem: ChainProblem, separation, x: np.ndarray, within: float, frames: np.ndarray | None = None,
+              iterations: int = 8) -> np.ndarray:
+    """x with the frames (of `frames`, default all) where bodies come closer than `within` solved
+    again, the separation rows added to the chain shape, each from its own pose and pulled toward the frame before,
     within MAX_SEPARATION_RAD of it: a limb deep inside the body gives way, it does not swing
     round the other side."""
     q = problem.q.copy()
     q[:, problem.kin.columns] = x
-    near = separation.distance(q).min(axis=1, initial=np.inf) < within
+    near = np.zeros(len(q), dtype=bool)
+    look = slice(None) if frames is None else frames
+    near[look] = separation.distance(q[look], separation.root[look]).min(axis=1, initial=np.inf) < within
     if not near.any():
         return x
     near = maximum_filter1d(near, 2 * SEPARATION_PAD + 1)  # a few frames either side: room made gradually
