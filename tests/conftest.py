@@ -23,8 +23,15 @@ import atexit as _atexit
 import os as _os
 import shutil as _shutil
 import tempfile as _tempfile
+from pathlib import Path as _Path
 
 if "BLENDER_USER_RESOURCES" not in _os.environ:
     _BLENDER_USER = _tempfile.mkdtemp(prefix="rr_blender_user_")
     _os.environ["BLENDER_USER_RESOURCES"] = _BLENDER_USER
     _atexit.register(_shutil.rmtree, _BLENDER_USER, True)
+
+# --- Collision model cache ---------------------------------------------------
+# Fitted capsules are kept on disk per robot file (core/collision/store.py).
+# Tests keep theirs in the repository's ignored .pytest_cache, never in the
+# user's ~/.cache; a value already set wins (an empty one turns it off).
+_os.environ.setdefault("ROBOT_RETARGET_CACHE", str(_Path(__file__).resolve().parents[1] / ".pytest_cache" / "robot_retarget"))
