@@ -42,6 +42,7 @@ class CorrectionSettings:
     r: float = 1e-6
     preview_s: float = 1.6
     reach: float = 0.97  # share of a leg's straight length it may stretch to
+    tolerance_m: float = 0.002  # multibody ZMP RMS error to the target at which the passes stop
 
 
 @dataclass
@@ -176,15 +177,67 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
             break
         q, root_pos = corrector.solve(q, xy)
     q, root_pos, xy, _ = corrector.track(q, xy, com_path)
-    for index in range(max(1, settings.passes)):
+    q, root_pos, com_path, zmp, com = refine(corrector, q, root_pos, xy, com_path, target, com_height,
+                                             settings.passes)
+    return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, changed)
+
+
+def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.ndarray, com_path: np.ndarray,
+           target: np.ndarray, com_height: float, passes: int):
+    """Multibody passes from the legs q and waist root_pos over xy (N, 2): each feeds the ZMP's
+    error to target (N, 2) through the preview controller and moves the waist by the CoM
+    correction it gives (Kajita et al. 2003), accelerated (_Mixer). They stop at the settings'
+    tolerance or once a pass does worse than the best: (q, root_pos, com_path, zmp, com) of the
+    best pass."""
+    settings = corrector.settings
+    preview = PreviewSettings(corrector.period, com_height, settings.q, settings.r, settings.preview_s)
+    gains = PreviewGains.build(preview)
+    mixer = _Mixer(ANDERSON_MEMORY)
+    best = None
+    for _ in range(max(1, passes)):
         zmp, com = corrector.zmp(q, root_pos)
         error = target - zmp
+        score = rms_error(error)
+        if best is None or score < best[0]:
+            best = (score, q, root_pos, com_path, zmp, com)
+        elif score > best[0] * (1.0 + STALL_SHARE):  # past its best: the passes oscillate from here
+            break
+        if score < settings.tolerance_m:
+            break
         size = np.linalg.norm(error, axis=1, keepdims=True)
         error *= np.minimum(1.0, MAX_ZMP_ERROR_M / np.maximum(size, 1e-12))  # one bad sample cannot throw the body
         correction, _ = follow_zmp(error, preview, gains)
-        correction *= settings.gain
-        com_path = com_path + correction
-        xy = xy + correction  # the waist carries most of the body: the CoM follows it closely
-        q, root_pos = corrector.solve(q, xy, quick=index < settings.passes - 2)  # small moves: from q alone
-    zmp, com = corrector.zmp(q, root_pos)
-    return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, changed)
+        step = mixer.step(xy, settings.gain * correction)
+        com_path = com_path + step
+        xy = xy + step  # the waist carries most of the body: the CoM follows it closely
+        q, root_pos = corrector.solve(q, xy, quick=True)  # small moves: from q alone
+    return best[1:]
+
+
+ANDERSON_MEMORY = 4
+STALL_SHARE = 0.1  # a pass this much worse than the best so far ends the passes
+
+
+def rms_error(error: np.ndarray) -> float:
+    """The RMS length of errors (N, 2), metres (0 without samples)."""
+    return float(np.sqrt(np.mean(np.sum(error ** 2, axis=1)))) if len(error) else 0.0
+
+
+class _Mixer:
+    """Anderson acceleration of the fixed-point passes x <- x + f(x): the next step also uses
+    how the last few steps changed the correction (a secant model of the multibody response),
+    which the cart-table model alone gets wrong by the legs' and arms' own dynamics."""
+
+    def __init__(self, memory: int):
+        self.memory = memory
+        self.xs: list[np.ndarray] = []
+        self.fs: list[np.ndarray] = []
+
+    def step(self, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+        self.xs, self.fs = (self.xs + [x.ravel().copy()])[-self.memory - 1:], (self.fs + [f.ravel().copy()])[-self.memory - 1:]
+        if len(self.xs) < 2:
+            return f
+        dx = np.diff(np.array(self.xs), axis=0).T
+        df = np.diff(np.array(self.fs), axis=0).T
+        gamma = np.linalg.lstsq(df, f.ravel(), rcond=1e-8)[0]
+        return (f.ravel() - (dx + df) @ gamma).reshape(f.shape)

@@ -121,25 +121,24 @@ def _chain(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray):
         if tree.kind[link] == PRISMATIC:
             pos = pos + axis * value[:, None]
         else:
-            rot = rot @ _turn(tree.axes[link], value)
+            rot = _turned(rot, tree.axes[link], value)
     return rot, pos, np.stack(axes, axis=1), np.stack(origins, axis=1)
 
 
-def _turn(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """Rotations (F, 3, 3) by angle (F,) about a fixed unit axis; the principal axes of nearly
-    every URDF joint are written directly (this runs for every joint at every iteration)."""
+def _turned(rot: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """rot (F, 3, 3) turned by angle (F,) about a fixed unit axis of its own frame. The principal
+    axes of nearly every URDF joint mix two of rot's columns (a 3x3 product per sample is the
+    slowest thing in a leg solve)."""
     principal = np.flatnonzero(np.abs(axis) == 1.0)
     if len(principal) != 1:
-        return axis_angle_to_matrix(axis, angle)
+        return rot @ axis_angle_to_matrix(axis, angle)
     k = int(principal[0])
     i, j = (k + 1) % 3, (k + 2) % 3
-    c, s = np.cos(angle), axis[k] * np.sin(angle)
-    out = np.zeros((len(angle), 3, 3))
-    out[:, k, k] = 1.0
-    out[:, i, i] = c
-    out[:, j, j] = c
-    out[:, j, i] = s
-    out[:, i, j] = -s
+    c, s = np.cos(angle)[:, None], (axis[k] * np.sin(angle))[:, None]
+    out = np.empty_like(rot)
+    out[:, :, k] = rot[:, :, k]
+    out[:, :, i] = rot[:, :, i] * c + rot[:, :, j] * s
+    out[:, :, j] = rot[:, :, j] * c - rot[:, :, i] * s
     return out
 
 
@@ -180,7 +179,7 @@ def _residual(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray, 
 def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.ndarray, goals: dict[int, np.ndarray],
                rest: np.ndarray | None = None, air: dict[int, np.ndarray] | None = None,
                iterations: int = 20, quick: bool = False,
-               period_s: float = 0.005) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+               period_s: float | None = 0.005) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """q (F, n) with every leg's joints moved so its foot meets goals[foot] (F, 4, 4), inside
     joint limits, starting from q; and each foot's remaining position error (F,), metres.
 
@@ -190,7 +189,8 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
     the air leans on `rest` a little (air[foot] (F,): 0 on the ground to 1 in the air, ramping
     between), so a leg that cannot reach its goal stays near the person's posture instead of
     jumping between branches. quick: one solve from q, no restarts (a probe of many trials).
-    period_s: the time between samples, which tells a jump from a fast move."""
+    period_s: the time between samples, which tells a jump from a fast move; None when the
+    samples are no motion (a probe's trials), which need not join up."""
     q = q.copy()
     rest = q if rest is None else rest
     misses = {}
@@ -221,8 +221,9 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
             nearer = np.abs(y - rest[again][:, cols])[:, leg.branching].max(axis=1) < wander[again]
             take = (y_cost < cost - 1e-12) | ((y_cost <= np.maximum(cost, RESTART_TOL ** 2)) & nearer)
             x[again[take]], err[again[take]] = y[take], y_err[take]
-        x, err = _continuous(tree, leg, q, base, goal, x, err, rest[:, cols], prior, iterations, bounds,
-                             JUMP_RAD_S * period_s)
+        if period_s is not None:
+            x, err = _continuous(tree, leg, q, base, goal, x, err, rest[:, cols], prior, iterations, bounds,
+                                 JUMP_RAD_S * period_s)
         q[:, cols] = x
         misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
     return q, misses

@@ -130,7 +130,7 @@ class _Probe:
         legs = [left_leg, right_leg]
         position[:, 2] -= stretch(self.tree, legs, self.reach, q, pose_matrices(rot, position), goals)
         root = pose_matrices(rot, position)
-        q, _ = solve_legs(self.tree, legs, q, root, goals, q)
+        q, _ = solve_legs(self.tree, legs, q, root, goals, q, period_s=None)  # trials, not a motion
         miss, tilt, turn = pose_errors(self.tree, legs, q, root, goals)
         ok = (miss < POSITION_TOL_M) & (tilt < self.tilt_tol) & (turn < TURN_TOL_RAD)
         return ok.reshape(3, count).all(axis=0)
