@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 from scipy.ndimage import distance_transform_edt, maximum_filter1d, uniform_filter1d
 
-from ..model.kinematics import KinematicTree
+from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.transforms import pose_matrices
 from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
@@ -165,7 +165,7 @@ class _SplitBody:
     def __init__(self, tree: KinematicTree, legs: list[LegIK], model: MassModel):
         self.tree = tree
         moved = {link for leg in legs for link in leg.links}
-        below = np.array([any(link in moved for link in _ancestors(tree, int(k))) for k in model.links])
+        below = np.array([any(link in moved for link in ancestor_path(tree.parent, 0, int(k))) for k in model.links])
         self.moving, self.fixed = model.subset(below), model.subset(~below)
         self.model = MassModel(np.r_[self.moving.links, self.fixed.links], np.r_[self.moving.mass, self.fixed.mass],
                                np.r_[self.moving.com_local, self.fixed.com_local],
@@ -187,15 +187,6 @@ class _SplitBody:
         both = LinkMotion(np.concatenate([legs.com, still.com], axis=1), np.concatenate([legs.acc, still.acc], axis=1),
                           legs.torque + still.torque)
         return zmp_of(both, self.model)
-
-
-def _ancestors(tree: KinematicTree, link: int) -> list[int]:
-    """The link and every link above it."""
-    out = []
-    while link >= 0:
-        out.append(link)
-        link = int(tree.parent[link])
-    return out
 
 
 def _envelope(need: np.ndarray, width: int) -> np.ndarray:
