@@ -242,7 +242,7 @@ def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.nda
     gains = PreviewGains.build(preview)
     mixer = _Mixer(ANDERSON_MEMORY)
     best = None
-    for _ in range(max(1, passes)):
+    for index in range(max(1, passes)):
         zmp, com = corrector.zmp(q, root_pos)
         error = target - zmp
         score = rms_error(error)
@@ -250,7 +250,7 @@ def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.nda
             best = (score, q, root_pos, com_path, zmp, com)
         elif score > best[0] * (1.0 + STALL_SHARE):  # past its best: the passes oscillate from here
             break
-        if score < settings.tolerance_m:
+        if score < settings.tolerance_m or index == passes - 1:  # the last pass only measures
             break
         size = np.linalg.norm(error, axis=1, keepdims=True)
         error *= np.minimum(1.0, MAX_ZMP_ERROR_M / np.maximum(size, 1e-12))  # one bad sample cannot throw the body

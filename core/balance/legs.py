@@ -301,21 +301,20 @@ def _continuous(tree, leg, q, base, goal, x, err, rest, prior, iterations, bound
         jump = np.flatnonzero(np.abs(np.diff(x, axis=0)).max(axis=1) > jump_rad)
         if len(jump) == 0:
             break
-        changed = False
-        for redo, source in ((jump + 1, jump), (jump, jump + 1)):
-            y, y_err = _solve_leg(tree, leg, q[redo], base[redo], goal[redo], x[source], rest[redo], prior[redo],
-                                  iterations, (bounds[0][redo], bounds[1][redo]))
-            cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
-            closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
-            # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
-            slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
-            take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
-            if take.any():
-                x[redo[take]], err[redo[take]] = y[take], y_err[take]
-                changed = True
-                break
-        if not changed:
+        # both directions in one solve (its cost is mostly per call): forward kept where it helps, else backward
+        redo, source = np.r_[jump + 1, jump], np.r_[jump, jump + 1]
+        y, y_err = _solve_leg(tree, leg, q[redo], base[redo], goal[redo], x[source], rest[redo], prior[redo],
+                              iterations, (bounds[0][redo], bounds[1][redo]))
+        cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
+        closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
+        # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
+        slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
+        take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
+        half = np.arange(len(redo)) < len(jump)
+        take &= half if take[half].any() else ~half
+        if not take.any():
             break
+        x[redo[take]], err[redo[take]] = y[take], y_err[take]
     return x, err
 
 
