@@ -137,13 +137,21 @@ class Corrector:
             q, root_pos = self.solve(q, xy)
             com = centre_of_mass(self.tree, q, pose_matrices(self.root_rot, root_pos), self.model)
             xy += com_path - com[:, :2]
-        q, root_pos = self.solve(q, xy)
         if fit:
-            height = self.height
-            changed = max(changed, self.fit_height(q, xy, solved=True))
-            if not np.array_equal(height, self.height):  # moved where a foot could not stand: the legs again
-                q, root_pos = self.solve(q, xy)
+            q, root_pos, again = self.solve_standing(q, xy)
+            return q, root_pos, xy, max(changed, again)
+        q, root_pos = self.solve(q, xy)
         return q, root_pos, xy, changed
+
+    def solve_standing(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """solve, then fit_height, then the legs again from where they got where the height
+        moved: (q, root position, the largest height change)."""
+        q, root_pos = self.solve(q, xy)
+        height = self.height
+        changed = self.fit_height(q, xy, solved=True)
+        if not np.array_equal(height, self.height):  # moved where a foot could not stand: the legs again
+            q, root_pos = self.solve(q, xy)
+        return q, root_pos, changed
 
     def zmp(self, q: np.ndarray, root_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Multibody ZMP (N, 2) and CoM (N, 3), as the balance readout computes it (to rounding:
