@@ -25,7 +25,7 @@ from ..motion.source import SourceMotion
 from ..retarget import RetargetResult, retarget
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
-from .inertia import GRAVITY, BalanceError, MassModel, centre_of_mass, multibody_zmp, vertical_force
+from .inertia import GRAVITY, BalanceError, MassModel, centre_of_mass, vertical_force
 from .phases import gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
@@ -162,7 +162,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     def replan(q_now: np.ndarray, root_now: np.ndarray) -> bool:  # issue 12, step 4
         rate = 1.0 / (period * stride)
         push = vertical_force(tree, q_now, root_now, rate, model)
-        zmp, _ = multibody_zmp(tree, q_now, root_now, rate, model=model)
+        zmp, _ = coarse.zmp(q_now, root_now[:, :3, 3])  # the readout's ZMP, the links no leg moves weighed once
         thrown = np.linalg.norm(zmp - plan.target[rows], axis=1)
         moved = False
         for link, path in plan.paths.items():
