@@ -17,9 +17,9 @@ from typing import Callable
 import numpy as np
 from scipy.ndimage import distance_transform_edt, maximum_filter1d, uniform_filter1d
 
-from ..model.kinematics import KinematicTree
+from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.transforms import pose_matrices
-from .inertia import MassModel, centre_of_mass, multibody_zmp
+from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
 from .waist import calm_height
 from .preview import PreviewGains, PreviewSettings, follow_zmp
@@ -30,7 +30,8 @@ PRIOR_RAMP_S = 0.1  # a leg leaving the ground leans on the person's posture ove
 COM_TRACKING_STEPS = 2
 STAND_TOL_M = 0.001
 TURN_TOL_RAD = 0.005  # a standing foot turned this far slides half a millimetre at a 10 cm toe
-HEIGHT_STEPS_M = np.array([-0.02, 0.02, -0.04, 0.04, -0.07, 0.07, -0.1, 0.1, -0.14, 0.14])  # waist height changes tried
+HEIGHT_STEPS_M = np.array([-0.02, 0.02, -0.04, 0.04, -0.07, 0.07, -0.1, 0.1, -0.14, 0.14])  # waist height changes tried,
+#                 in pairs of the same size, down first
 HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
 
 
@@ -42,6 +43,7 @@ class CorrectionSettings:
     r: float = 1e-6
     preview_s: float = 1.6
     reach: float = 0.97  # share of a leg's straight length it may stretch to
+    tolerance_m: float = 0.002  # multibody ZMP RMS error to the target at which the passes stop
 
 
 @dataclass
@@ -71,6 +73,7 @@ class Corrector:
         self.air_share = {foot: _ease(np.clip(distance_transform_edt(~d) / ramp, 0.0, 1.0)) if d.any() else
                           np.ones(len(d)) for foot, d in down.items()}
         self.full_reach = [leg_length(tree, leg) for leg in legs]  # a swing foot is pulled in only past it
+        self.split: _SplitBody | None = None
 
     def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Legs solved for the waist over xy (N, 2) at its height: (q, root position (N, 3)).
@@ -94,27 +97,32 @@ class Corrector:
             ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < self.level_tol) & (turn < TURN_TOL_RAD))
         return ok
 
-    def fit_height(self, q: np.ndarray, xy: np.ndarray) -> float:
+    def fit_height(self, q: np.ndarray, xy: np.ndarray, solved: bool = False) -> float:
         """Raise or lower the waist where a foot that is down cannot be reached (a leg stretched
         too far, or bent past its ankle's range in a deep crouch): the smallest change of height
-        that stands, smoothed; returns the largest change (metres)."""
-        q, root_pos = self.solve(q, xy)
+        that stands, smoothed; returns the largest change (metres). solved: q is already the
+        legs solved for the waist over xy at its height (no solve again)."""
+        root_pos = np.column_stack([xy, self.height])
+        if not solved:
+            q, root_pos = self.solve(q, xy)
         bad = np.flatnonzero(~self.standing(q, pose_matrices(self.root_rot, root_pos)))
         if len(bad) == 0:
             return 0.0
-        steps = HEIGHT_STEPS_M
-        rows = np.repeat(bad, len(steps))
-        trial = root_pos[rows].copy()
-        trial[:, 2] += np.tile(steps, len(bad))
-        root = pose_matrices(self.root_rot[rows], trial)
-        goals = {foot: goal[rows] for foot, goal in self.goals.items()}
-        air = {foot: self.air_share[foot][rows] for foot in self.goals}
-        q_trial, _ = solve_legs(self.tree, self.legs, q[rows], root, goals, self.rest[rows], air, 12, quick=True)
-        ok = self.standing(q_trial, root, rows).reshape(len(bad), len(steps))
-        cost = np.where(ok, np.abs(steps)[None], np.inf)
-        change = np.where(ok.any(axis=1), steps[np.argmin(cost, axis=1)], 0.0)
         need = np.zeros(len(q))
-        need[bad] = change
+        for steps in HEIGHT_STEPS_M.reshape(-1, 2):  # the smallest change first: later ones only where it fails
+            rows = np.repeat(bad, len(steps))
+            trial = root_pos[rows].copy()
+            trial[:, 2] += np.tile(steps, len(bad))
+            root = pose_matrices(self.root_rot[rows], trial)
+            goals = {foot: goal[rows] for foot, goal in self.goals.items()}
+            air = {foot: self.air_share[foot][rows] for foot in self.goals}
+            q_trial, _ = solve_legs(self.tree, self.legs, q[rows], root, goals, self.rest[rows], air, 12, quick=True)
+            ok = self.standing(q_trial, root, rows).reshape(len(bad), len(steps))
+            found = ok.any(axis=1)
+            need[bad[found]] = steps[np.argmax(ok[found], axis=1)]
+            bad = bad[~found]
+            if len(bad) == 0:
+                break
         width = max(1, int(round(HEIGHT_SMOOTH_S / self.period)))
         self.height = calm_height(self.height + _envelope(np.clip(need, 0.0, None), width)
                                   - _envelope(np.clip(-need, 0.0, None), width), 1.0 / self.period)
@@ -130,14 +138,63 @@ class Corrector:
             com = centre_of_mass(self.tree, q, pose_matrices(self.root_rot, root_pos), self.model)
             xy += com_path - com[:, :2]
         if fit:
-            changed = max(changed, self.fit_height(q, xy))
+            q, root_pos, again = self.solve_standing(q, xy)
+            return q, root_pos, xy, max(changed, again)
         q, root_pos = self.solve(q, xy)
         return q, root_pos, xy, changed
 
+    def solve_standing(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """solve, then fit_height, then the legs again from where they got where the height
+        moved: (q, root position, the largest height change)."""
+        q, root_pos = self.solve(q, xy)
+        height = self.height
+        changed = self.fit_height(q, xy, solved=True)
+        if not np.array_equal(height, self.height):  # moved where a foot could not stand: the legs again
+            q, root_pos = self.solve(q, xy)
+        return q, root_pos, changed
+
     def zmp(self, q: np.ndarray, root_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Multibody ZMP (N, 2) and CoM (N, 3), as the balance readout computes it."""
-        return multibody_zmp(self.tree, q, pose_matrices(self.root_rot, root_pos), 1.0 / self.period,
-                             model=self.model)
+        """Multibody ZMP (N, 2) and CoM (N, 3), as the balance readout computes it (to rounding:
+        the links no leg moves are weighed once, core.balance.inertia.LinkMotion)."""
+        if self.split is None:
+            self.split = _SplitBody(self.tree, self.legs, self.model)
+        if len(self.split.fixed.links) == 0 or len(self.split.moving.links) == 0:
+            return multibody_zmp(self.tree, q, pose_matrices(self.root_rot, root_pos), 1.0 / self.period,
+                                 model=self.model)
+        return self.split.zmp(q, self.root_rot, root_pos, 1.0 / self.period)
+
+
+class _SplitBody:
+    """The multibody ZMP over the same samples again and again while only the legs and the
+    waist's position change (the correction's passes): the links no leg joint moves turn with
+    the waist's fixed rotation and the other joints, so their motion is computed once and
+    carried by the waist's translation; only the legs' links are weighed at every call."""
+
+    def __init__(self, tree: KinematicTree, legs: list[LegIK], model: MassModel):
+        self.tree = tree
+        moved = {link for leg in legs for link in leg.links}
+        below = np.array([any(link in moved for link in ancestor_path(tree.parent, 0, int(k))) for k in model.links])
+        self.moving, self.fixed = model.subset(below), model.subset(~below)
+        self.model = MassModel(np.r_[self.moving.links, self.fixed.links], np.r_[self.moving.mass, self.fixed.mass],
+                               np.r_[self.moving.com_local, self.fixed.com_local],
+                               np.r_[self.moving.inertia_local, self.fixed.inertia_local])
+        self.others = np.setdiff1d(np.arange(tree.dof), np.concatenate([leg.columns for leg in legs]))
+        self.key: tuple | None = None
+        self.still: LinkMotion | None = None
+
+    def zmp(self, q: np.ndarray, root_rot: np.ndarray, root_pos: np.ndarray, fps: float):
+        if self.key is None or not (np.array_equal(self.key[0], q[:, self.others])
+                                    and np.array_equal(self.key[1], root_rot)):
+            self.key = (q[:, self.others].copy(), root_rot.copy())
+            poses = self.tree.forward(q, pose_matrices(root_rot, np.zeros((len(q), 3))))[:, self.fixed.links]
+            self.still = LinkMotion.of(poses, self.fixed, fps)
+        root = pose_matrices(root_rot, root_pos)
+        poses = self.tree.poses(q, root, [int(k) for k in self.moving.links])
+        legs = LinkMotion.of(np.stack([poses[int(k)] for k in self.moving.links], axis=1), self.moving, fps)
+        still = self.still.moved_by(root_pos, fps)
+        both = LinkMotion(np.concatenate([legs.com, still.com], axis=1), np.concatenate([legs.acc, still.acc], axis=1),
+                          legs.torque + still.torque)
+        return zmp_of(both, self.model)
 
 
 def _envelope(need: np.ndarray, width: int) -> np.ndarray:
@@ -176,15 +233,67 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
             break
         q, root_pos = corrector.solve(q, xy)
     q, root_pos, xy, _ = corrector.track(q, xy, com_path)
-    for index in range(max(1, settings.passes)):
+    q, root_pos, com_path, zmp, com = refine(corrector, q, root_pos, xy, com_path, target, com_height,
+                                             settings.passes)
+    return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, changed)
+
+
+def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.ndarray, com_path: np.ndarray,
+           target: np.ndarray, com_height: float, passes: int):
+    """Multibody passes from the legs q and waist root_pos over xy (N, 2): each feeds the ZMP's
+    error to target (N, 2) through the preview controller and moves the waist by the CoM
+    correction it gives (Kajita et al. 2003), accelerated (_Mixer). They stop at the settings'
+    tolerance or once a pass does worse than the best: (q, root_pos, com_path, zmp, com) of the
+    best pass."""
+    settings = corrector.settings
+    preview = PreviewSettings(corrector.period, com_height, settings.q, settings.r, settings.preview_s)
+    gains = PreviewGains.build(preview)
+    mixer = _Mixer(ANDERSON_MEMORY)
+    best = None
+    for index in range(max(1, passes)):
         zmp, com = corrector.zmp(q, root_pos)
         error = target - zmp
+        score = rms_error(error)
+        if best is None or score < best[0]:
+            best = (score, q, root_pos, com_path, zmp, com)
+        elif score > best[0] * (1.0 + STALL_SHARE):  # past its best: the passes oscillate from here
+            break
+        if score < settings.tolerance_m or index == passes - 1:  # the last pass only measures
+            break
         size = np.linalg.norm(error, axis=1, keepdims=True)
         error *= np.minimum(1.0, MAX_ZMP_ERROR_M / np.maximum(size, 1e-12))  # one bad sample cannot throw the body
         correction, _ = follow_zmp(error, preview, gains)
-        correction *= settings.gain
-        com_path = com_path + correction
-        xy = xy + correction  # the waist carries most of the body: the CoM follows it closely
-        q, root_pos = corrector.solve(q, xy, quick=index < settings.passes - 2)  # small moves: from q alone
-    zmp, com = corrector.zmp(q, root_pos)
-    return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, changed)
+        step = mixer.step(xy, settings.gain * correction)
+        com_path = com_path + step
+        xy = xy + step  # the waist carries most of the body: the CoM follows it closely
+        q, root_pos = corrector.solve(q, xy, quick=True)  # small moves: from q alone
+    return best[1:]
+
+
+ANDERSON_MEMORY = 4
+STALL_SHARE = 0.1  # a pass this much worse than the best so far ends the passes
+
+
+def rms_error(error: np.ndarray) -> float:
+    """The RMS length of errors (N, 2), metres (0 without samples)."""
+    return float(np.sqrt(np.mean(np.sum(error ** 2, axis=1)))) if len(error) else 0.0
+
+
+class _Mixer:
+    """Anderson acceleration of the fixed-point passes x <- x + f(x): the next step also uses
+    how the last few steps changed the correction (a secant model of the multibody response),
+    which the cart-table model alone gets wrong by the legs' and arms' own dynamics."""
+
+    def __init__(self, memory: int):
+        self.memory = memory
+        self.xs: list[np.ndarray] = []
+        self.fs: list[np.ndarray] = []
+
+    def step(self, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+        self.xs, self.fs = (self.xs + [x.ravel().copy()])[-self.memory - 1:], (self.fs + [f.ravel().copy()])[-self.memory - 1:]
+        if len(self.xs) < 2:
+            return f
+        dx = np.diff(np.array(self.xs), axis=0).T
+        df = np.diff(np.array(self.fs), axis=0).T
+        gamma = np.linalg.lstsq(df, f.ravel(), rcond=1e-8)[0]
+        return (f.ravel() - (dx + df) @ gamma).reshape(f.shape)

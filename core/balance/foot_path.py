@@ -74,12 +74,14 @@ class FootPath:
         return [RepresentativePoint(self.side, float(t), kind) for knots in self.swings
                 for t, kind in zip(knots.times, knots.kinds)]
 
-    def refresh(self) -> None:
-        """Interpolate every swing again from its knots (after they moved)."""
-        for knots in self.swings:
+    def refresh(self, swings: list[SwingKnots] | None = None) -> None:
+        """Interpolate every swing (or only `swings`) again from its knots (after they moved)."""
+        redone = np.zeros(len(self.times), dtype=bool) if swings is not None else ~self.down
+        for knots in self.swings if swings is None else swings:
             inside = (self.times > knots.times[0]) & (self.times < knots.times[-1])
             self.poses[inside] = _interpolate(knots.times, knots.poses, self.times[inside])
-        _above_ground(self.poses, ~self.down, self.body)
+            redone |= inside & ~self.down
+        _above_ground(self.poses, redone, self.body)
 
 
 def level_rotation(rotation: np.ndarray, flat: np.ndarray) -> np.ndarray:
@@ -272,7 +274,7 @@ def tame_swing(path: FootPath, knots: SwingKnots, share: float) -> None:
         knots.poses[k, :3, 3] = base + (1 - share) * (knots.poses[k, :3, 3] - base)
         turn = Rotation.from_matrix(knots.poses[k, :3, :3] @ knots.poses[0, :3, :3].T).as_rotvec()
         knots.poses[k, :3, :3] = Rotation.from_rotvec((1 - share) * turn).as_matrix() @ knots.poses[0, :3, :3]
-    path.refresh()
+    path.refresh([knots])
 
 
 PROJECT_TOL_M = 0.005

@@ -23,9 +23,9 @@ from ..model.reroot import hung_from
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
 from ..retarget import RetargetResult, retarget
-from .correction import Balanced, CorrectionSettings, Corrector, balance
+from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
-from .inertia import GRAVITY, BalanceError, MassModel, centre_of_mass, multibody_zmp, vertical_force
+from .inertia import GRAVITY, BalanceError, MassModel, centre_of_mass, vertical_force
 from .phases import gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
@@ -33,6 +33,7 @@ from .support import support_margins
 
 Progress = Callable[[float, str], None]
 BALANCE_PERIOD_S = 0.01  # the correction's sample period
+FINE_PASSES = 3  # multibody passes at the control cycle after the correction's
 MIN_PUSH = 0.5  # share of the robot's weight the ground must carry at least, at every sample
 MAX_THROW_M = 0.04  # a swing that throws the multibody ZMP further from its target is calmed
 TAME_SHARE = 0.4  # how much of a too-fast swing's style one round takes back
@@ -161,7 +162,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     def replan(q_now: np.ndarray, root_now: np.ndarray) -> bool:  # issue 12, step 4
         rate = 1.0 / (period * stride)
         push = vertical_force(tree, q_now, root_now, rate, model)
-        zmp, _ = multibody_zmp(tree, q_now, root_now, rate, model=model)
+        zmp, _ = coarse.zmp(q_now, root_now[:, :3, 3])  # the readout's ZMP, the links no leg moves weighed once
         thrown = np.linalg.norm(zmp - plan.target[rows], axis=1)
         moved = False
         for link, path in plan.paths.items():
@@ -186,13 +187,13 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     guess = plan.q.copy()
     guess[:, legs] = _resample(plan.times[rows], rough.q[:, legs], plan.times)
     xy = _resample(plan.times[rows], rough.root_position[:, :2], plan.times)
-    fine.fit_height(guess, xy)  # a stance's last few cycles between the correction's samples
-    q, root_pos = fine.solve(guess, xy)
-    zmp, com = fine.zmp(q, root_pos)
+    q, root_pos, _ = fine.solve_standing(guess, xy)  # the height fitted again: a stance's last few cycles
+    com_path = _resample(plan.times[rows], rough.com_path, plan.times)
+    # what the coarse samples did not see (the swing legs between them): a few passes at the cycle
+    q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, xy, com_path, plan.target, com_height, FINE_PASSES)
     c = settings.correction
     _, cart_zmp = follow_zmp(plan.target, PreviewSettings(period, com_height, c.q, c.r, c.preview_s))
-    return Balanced(q, root_pos, _resample(plan.times[rows], rough.com_path, plan.times), cart_zmp, zmp, com,
-                    com_height, rough.height_change_m)
+    return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, rough.height_change_m)
 
 
 def _resample(t: np.ndarray, values: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -230,8 +231,8 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
         "swing_phases": {side: [{"lift_off_s": s.lift_off_s, "touch_down_s": s.touch_down_s} for s in items]
                          for side, items in plan.swings.items()},
         "representative_points": [{"foot": p.foot, "time_s": p.time_s, "kind": p.kind} for p in points],
-        "zmp_max_error_m": _max_norm(cart), "zmp_rms_error_m": _rms_norm(cart),
-        "multibody_zmp_max_error_m": _max_norm(multibody), "multibody_zmp_rms_error_m": _rms_norm(multibody),
+        "zmp_max_error_m": _max_norm(cart), "zmp_rms_error_m": rms_error(cart),
+        "multibody_zmp_max_error_m": _max_norm(multibody), "multibody_zmp_rms_error_m": rms_error(multibody),
         "zmp_outside_support_pct": float(100.0 * np.mean(margins < 0.0)),
         "min_support_margin_m": float(supported.min()) if supported.size else None,
         "stance_slide_m": slide,
@@ -249,6 +250,3 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
 def _max_norm(error: np.ndarray) -> float:
     return float(np.linalg.norm(error, axis=1).max()) if len(error) else 0.0
 
-
-def _rms_norm(error: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.sum(error ** 2, axis=1)))) if len(error) else 0.0

@@ -43,6 +43,10 @@ class MassModel:
     def total(self) -> float:
         return float(self.mass.sum())
 
+    def subset(self, keep: np.ndarray) -> "MassModel":
+        """The links where keep (K,) is true."""
+        return MassModel(self.links[keep], self.mass[keep], self.com_local[keep], self.inertia_local[keep])
+
     @classmethod
     def build(cls, tree: KinematicTree) -> "MassModel":
         links, mass, com, inertia = [], [], [], []
@@ -82,14 +86,43 @@ def multibody_zmp(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: flo
     millimetre of jitter at 120 Hz is 14 m/s^2, more than gravity."""
     model = model or MassModel.build(tree)
     poses = _link_poses(tree, q, root, model)
-    rot = poses[..., :3, :3]
-    com = np.einsum("fkij,kj->fki", rot, model.com_local) + poses[..., :3, 3]  # (F, K, 3)
-    dt = 1.0 / fps
-    acc = _second_derivative(_smooth(com, fps, cutoff_hz), dt)
-    omega = _angular_velocity(rot, dt)  # (F, K, 3) world
-    inertia = rot @ model.inertia_local[None] @ np.swapaxes(rot, -1, -2)
-    momentum = _smooth(np.einsum("fkij,fkj->fi", inertia, omega), fps, cutoff_hz)  # summed over links
-    torque = np.gradient(momentum, dt, axis=0) if len(momentum) > 1 else np.zeros_like(momentum)
+    return zmp_of(LinkMotion.of(poses, model, fps, cutoff_hz), model, ground_z)
+
+
+@dataclass
+class LinkMotion:
+    """What the ZMP needs of some links over frames: each one's centre of mass (F, K, 3) and its
+    low-passed acceleration (F, K, 3), and the rate of change of their summed angular momentum
+    about their own centres (F, 3). Everything is linear in the positions, so a group of links
+    that only moves with the root's translation keeps its share (moved_by)."""
+
+    com: np.ndarray
+    acc: np.ndarray
+    torque: np.ndarray
+
+    @classmethod
+    def of(cls, poses: np.ndarray, model: MassModel, fps: float,
+           cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> "LinkMotion":
+        """poses (F, K, 4, 4) of the model's links."""
+        rot = poses[..., :3, :3]
+        com = np.einsum("fkij,kj->fki", rot, model.com_local) + poses[..., :3, 3]  # (F, K, 3)
+        dt = 1.0 / fps
+        acc = _second_derivative(_smooth(com, fps, cutoff_hz), dt)
+        omega = _angular_velocity(rot, dt)  # (F, K, 3) world
+        inertia = rot @ model.inertia_local[None] @ np.swapaxes(rot, -1, -2)
+        momentum = _smooth(np.einsum("fkij,fkj->fi", inertia, omega), fps, cutoff_hz)  # summed over links
+        torque = np.gradient(momentum, dt, axis=0) if len(momentum) > 1 else np.zeros_like(momentum)
+        return cls(com, acc, torque)
+
+    def moved_by(self, shift: np.ndarray, fps: float, cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> "LinkMotion":
+        """The same links carried by a translation shift (F, 3) over the frames."""
+        acc = _second_derivative(_smooth(shift, fps, cutoff_hz), 1.0 / fps)
+        return LinkMotion(self.com + shift[:, None], self.acc + acc[:, None], self.torque)
+
+
+def zmp_of(motion: LinkMotion, model: MassModel, ground_z: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(ZMP (F, 2), centre of mass (F, 3)) of the model's links moving as `motion`."""
+    com, acc, torque = motion.com, motion.acc, motion.torque
     m = model.mass[None, :]
     vertical = m * (acc[..., 2] + GRAVITY)  # (F, K)
     height = com[..., 2] - ground_z

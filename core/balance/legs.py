@@ -39,6 +39,7 @@ class LegIK:
     knee: int = -1  # q column of the joint that shortens the leg most (its knee)
     branching: np.ndarray | None = None  # (J,) the joints whose far turn may mean another branch
     bend: float = 0.0  # a knee angle that is well bent, inside its limits (radians)
+    walk: list | None = None  # the links as _chain walks them (_links), built on first use
 
     @classmethod
     def build(cls, tree: KinematicTree, foot: int, other_feet: list[int],
@@ -100,46 +101,85 @@ def leg_iks(tree: KinematicTree, feet: list[int], standing: dict[int, np.ndarray
     return [LegIK.build(tree, foot, [f for f in feet if f != foot], (standing or {}).get(foot)) for foot in feet]
 
 
+@dataclass
+class _Link:
+    """One link of a leg as _chain walks it: its fixed shift and turn from the parent, and its
+    joint (the axis, and for a principal axis which one and its sign)."""
+
+    shift: np.ndarray  # (3,)
+    turn: np.ndarray | None  # (3, 3), None where the origin does not rotate
+    axis: np.ndarray | None  # (3,) unit, None for a fixed joint
+    principal: int = -1  # 0, 1, 2 for +-x, +-y, +-z; -1 for another axis
+    prismatic: bool = False
+    scale: float = 1.0
+    offset: float = 0.0
+
+
+def _links(tree: KinematicTree, leg: LegIK) -> list[_Link]:
+    if leg.walk is None:
+        walk = []
+        for link in leg.links:
+            origin = tree.origins[link]
+            joint = tree.qindex[link] >= 0
+            axis = tree.axes[link] if joint else None
+            principal = np.flatnonzero(np.abs(axis) == 1.0) if joint else []
+            walk.append(_Link(origin[:3, 3].copy(), origin[:3, :3].copy() if tree.origin_rotates[link] else None,
+                              axis, int(principal[0]) if len(principal) == 1 else -1,
+                              bool(tree.kind[link] == PRISMATIC), float(tree.qscale[link]),
+                              float(tree.qoffset[link])))
+        leg.walk = walk
+    return leg.walk
+
+
 def _chain(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray):
     """Foot rotation (F, 3, 3) and position (F, 3) for the leg's joints x (F, J) under `base`
-    (F, 4, 4), and per joint its world axis and position (F, J, 3): rotations and positions
-    apart, no 4x4 products (this runs at every iteration of every solve)."""
-    rot, pos = base[:, :3, :3], base[:, :3, 3]
+    (F, 4, 4), and per joint its world axis and position (F, J, 3). This runs at every iteration
+    of every solve: the rotation is carried as its three columns (F, 3) and every fixed
+    transform, axis and principal-axis turn is a sum over them, no 3x3 product per sample."""
+    cols = [base[:, :3, k] for k in range(3)]
+    pos = base[:, :3, 3]
     axes, origins = [], []
     j = 0
-    for link in leg.links:
-        origin = tree.origins[link]
-        pos = pos + rot @ origin[:3, 3]
-        rot = rot @ origin[:3, :3] if tree.origin_rotates[link] else rot
-        if tree.qindex[link] < 0:
+    for link in _links(tree, leg):
+        pos = pos + _combine(cols, link.shift)
+        if link.turn is not None:
+            cols = [_combine(cols, link.turn[:, k]) for k in range(3)]
+        if link.axis is None:
             continue
-        axis = rot @ tree.axes[link]
+        axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else _combine(cols, link.axis)
         axes.append(axis)
         origins.append(pos)
-        value = x[:, j] * tree.qscale[link] + tree.qoffset[link]
+        value = x[:, j] * link.scale + link.offset
         j += 1
-        if tree.kind[link] == PRISMATIC:
+        if link.prismatic:
             pos = pos + axis * value[:, None]
         else:
-            rot = rot @ _turn(tree.axes[link], value)
-    return rot, pos, np.stack(axes, axis=1), np.stack(origins, axis=1)
+            cols = _turned(cols, link, value)
+    return np.stack(cols, axis=2), pos, np.stack(axes, axis=1), np.stack(origins, axis=1)
 
 
-def _turn(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """Rotations (F, 3, 3) by angle (F,) about a fixed unit axis; the principal axes of nearly
-    every URDF joint are written directly (this runs for every joint at every iteration)."""
-    principal = np.flatnonzero(np.abs(axis) == 1.0)
-    if len(principal) != 1:
-        return axis_angle_to_matrix(axis, angle)
-    k = int(principal[0])
+def _combine(cols: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    """sum_k cols[k] * weights[k] (F, 3): a rotation given by its columns times a vector."""
+    out = None
+    for column, weight in zip(cols, weights):
+        if weight != 0.0:
+            term = column if weight == 1.0 else column * weight
+            out = term if out is None else out + term
+    return np.zeros_like(cols[0]) if out is None else out
+
+
+def _turned(cols: list[np.ndarray], link: _Link, angle: np.ndarray) -> list[np.ndarray]:
+    """A rotation's columns (3 x (F, 3)) turned by angle (F,) about the link's joint axis, fixed
+    in its own frame: about a principal axis (nearly every URDF joint) two columns mix."""
+    k = link.principal
+    if k < 0:
+        turn = axis_angle_to_matrix(link.axis, angle)  # (F, 3, 3)
+        return [sum(cols[i] * turn[:, i, m, None] for i in range(3)) for m in range(3)]
     i, j = (k + 1) % 3, (k + 2) % 3
-    c, s = np.cos(angle), axis[k] * np.sin(angle)
-    out = np.zeros((len(angle), 3, 3))
-    out[:, k, k] = 1.0
-    out[:, i, i] = c
-    out[:, j, j] = c
-    out[:, j, i] = s
-    out[:, i, j] = -s
+    c, s = np.cos(angle)[:, None], (link.axis[k] * np.sin(angle))[:, None]
+    out = list(cols)
+    out[i] = cols[i] * c + cols[j] * s
+    out[j] = cols[j] * c - cols[i] * s
     return out
 
 
@@ -154,33 +194,39 @@ def _rotvec(m: np.ndarray) -> np.ndarray:
 
 def _residual(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray, goal: np.ndarray,
               weights: np.ndarray, rest: np.ndarray, prior: np.ndarray):
-    """Weighted pose error and prior (F, 6 + J) and their Jacobian (F, 6 + J, J) for the leg's
-    joints x (F, J); prior (F,) metres per radian toward rest (F, J)."""
+    """Weighted pose error and prior (F, 6 + J) for the leg's joints x (F, J), and the pose
+    error's Jacobian (F, 6, J) (the prior's is prior times the identity); weights (F, 6) of the
+    pose error, prior (F,) metres per radian toward rest (F, J)."""
     rot, pos, axes, origins = _chain(tree, leg, x, base)
     count = x.shape[1]
-    revolute = leg.revolute[None, :, None]
-    jac = np.empty((len(x), 6 + count, count))
-    jac[:, :3] = np.where(revolute, np.cross(axes, pos[:, None] - origins), axes).transpose(0, 2, 1)
-    jac[:, 3:6] = np.where(revolute, axes, 0.0).transpose(0, 2, 1)
+    lever = pos[:, None] - origins  # (F, J, 3)
+    jac = np.empty((len(x), 6, count))
+    revolute = leg.revolute
+    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):  # axis x lever, by hand: np.cross is slow on small rows
+        jac[:, k] = np.where(revolute, axes[..., i] * lever[..., j] - axes[..., j] * lever[..., i], axes[..., k])
+        jac[:, 3 + k] = np.where(revolute, axes[..., k], 0.0)
     error = np.empty((len(x), 6 + count))
     error[:, :3] = goal[:, :3, 3] - pos
     error[:, 3:6] = _rotvec(goal[:, :3, :3] @ np.swapaxes(rot, 1, 2))
-    # a swing foot (prior above the stance's) cares less how it is turned: its place and a leg that
-    # moves smoothly first
-    swing = np.clip((prior - STANCE_PRIOR_M) / (SWING_PRIOR_M - STANCE_PRIOR_M), 0.0, 1.0)
-    w = np.repeat(weights[None, :], len(x), axis=0)
-    w[:, 3:] *= (1.0 - (1.0 - SWING_TURN_SHARE) * swing)[:, None]
-    error[:, :6] *= w
-    jac[:, :6] *= w[:, :, None]
+    error[:, :6] *= weights
+    jac *= weights[:, :, None]
     error[:, 6:] = prior[:, None] * (rest - x)
-    jac[:, 6:] = prior[:, None, None] * np.eye(count)[None]
     return error, jac
+
+
+def _pose_weights(weights: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Per-sample weights (F, 6) of the pose error: a swing foot (prior above the stance's) cares
+    less how it is turned, its place and a leg that moves smoothly first."""
+    swing = np.clip((prior - STANCE_PRIOR_M) / (SWING_PRIOR_M - STANCE_PRIOR_M), 0.0, 1.0)
+    w = np.repeat(weights[None, :], len(prior), axis=0)
+    w[:, 3:] *= (1.0 - (1.0 - SWING_TURN_SHARE) * swing)[:, None]
+    return w
 
 
 def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.ndarray, goals: dict[int, np.ndarray],
                rest: np.ndarray | None = None, air: dict[int, np.ndarray] | None = None,
                iterations: int = 20, quick: bool = False,
-               period_s: float = 0.005) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+               period_s: float | None = 0.005) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """q (F, n) with every leg's joints moved so its foot meets goals[foot] (F, 4, 4), inside
     joint limits, starting from q; and each foot's remaining position error (F,), metres.
 
@@ -190,7 +236,8 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
     the air leans on `rest` a little (air[foot] (F,): 0 on the ground to 1 in the air, ramping
     between), so a leg that cannot reach its goal stays near the person's posture instead of
     jumping between branches. quick: one solve from q, no restarts (a probe of many trials).
-    period_s: the time between samples, which tells a jump from a fast move."""
+    period_s: the time between samples, which tells a jump from a fast move; None when the
+    samples are no motion (a probe's trials), which need not join up."""
     q = q.copy()
     rest = q if rest is None else rest
     misses = {}
@@ -221,8 +268,9 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
             nearer = np.abs(y - rest[again][:, cols])[:, leg.branching].max(axis=1) < wander[again]
             take = (y_cost < cost - 1e-12) | ((y_cost <= np.maximum(cost, RESTART_TOL ** 2)) & nearer)
             x[again[take]], err[again[take]] = y[take], y_err[take]
-        x, err = _continuous(tree, leg, q, base, goal, x, err, rest[:, cols], prior, iterations, bounds,
-                             JUMP_RAD_S * period_s)
+        if period_s is not None:
+            x, err = _continuous(tree, leg, q, base, goal, x, err, rest[:, cols], prior, iterations, bounds,
+                                 JUMP_RAD_S * period_s)
         q[:, cols] = x
         misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
     return q, misses
@@ -253,21 +301,20 @@ def _continuous(tree, leg, q, base, goal, x, err, rest, prior, iterations, bound
         jump = np.flatnonzero(np.abs(np.diff(x, axis=0)).max(axis=1) > jump_rad)
         if len(jump) == 0:
             break
-        changed = False
-        for redo, source in ((jump + 1, jump), (jump, jump + 1)):
-            y, y_err = _solve_leg(tree, leg, q[redo], base[redo], goal[redo], x[source], rest[redo], prior[redo],
-                                  iterations, (bounds[0][redo], bounds[1][redo]))
-            cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
-            closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
-            # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
-            slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
-            take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
-            if take.any():
-                x[redo[take]], err[redo[take]] = y[take], y_err[take]
-                changed = True
-                break
-        if not changed:
+        # both directions in one solve (its cost is mostly per call): forward kept where it helps, else backward
+        redo, source = np.r_[jump + 1, jump], np.r_[jump, jump + 1]
+        y, y_err = _solve_leg(tree, leg, q[redo], base[redo], goal[redo], x[source], rest[redo], prior[redo],
+                              iterations, (bounds[0][redo], bounds[1][redo]))
+        cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
+        closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
+        # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
+        slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
+        take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
+        half = np.arange(len(redo)) < len(jump)
+        take &= half if take[half].any() else ~half
+        if not take.any():
             break
+        x[redo[take]], err[redo[take]] = y[take], y_err[take]
     return x, err
 
 
@@ -290,6 +337,7 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray,
     weights = np.array([1.0, 1.0, 1.0, TILT_WEIGHT_M, TILT_WEIGHT_M, yaw])
     cols = leg.columns
     lower, upper = bounds
+    weights = _pose_weights(weights, prior)
     x = np.clip(start, lower, upper)
     err, jac = _residual(tree, leg, x, base, goal, weights, rest, prior)
     cost = (err ** 2).sum(1)
@@ -299,15 +347,16 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray,
     for _ in range(iterations):
         if len(active) == 0:
             break
-        j, e, xa = jac[active], err[active], x[active]
+        j, e, xa, p = jac[active], err[active], x[active], prior[active]
         jt = np.swapaxes(j, 1, 2)
-        grad = (jt @ e[..., None])[..., 0]  # descent direction (error = goal - pose)
+        # descent direction (error = goal - pose), the prior's part (prior times the identity) by hand
+        grad = (jt @ e[:, :6, None])[..., 0] + p[:, None] * e[:, 6:]
         lo, hi = lower[active], upper[active]
         free = ~(((xa <= lo + 1e-9) & (grad < 0)) | ((xa >= hi - 1e-9) & (grad > 0)))
-        hess = (jt @ j) * (free[:, :, None] & free[:, None, :]) + eye * ~free[:, None, :]
+        hess = (jt @ j + (p * p)[:, None, None] * eye) * (free[:, :, None] & free[:, None, :]) + eye * ~free[:, None, :]
         step = np.linalg.solve(hess + lam[active, None, None] * eye, (grad * free)[..., None])[..., 0]
         trial = np.clip(xa + step, lo, hi)
-        t_err, t_jac = _residual(tree, leg, trial, base[active], goal[active], weights, rest[active], prior[active])
+        t_err, t_jac = _residual(tree, leg, trial, base[active], goal[active], weights[active], rest[active], p)
         t_cost = (t_err ** 2).sum(1)
         better = t_cost < cost[active]
         gaining = (cost[active] - t_cost) > GAIN_TOL * t_cost + 1e-16

@@ -5,7 +5,8 @@ The body is a cart of state (x, x', x'') on a table of height z_c; its input is 
 and its ZMP p = x - (z_c / g) x''. The controller is the optimal preview servo of the
 system augmented with the integral of the ZMP error (Katayama et al. 1985): gains from the
 discrete algebraic Riccati equation, the feed-forward of the target over the preview
-horizon. x and y are independent; both ends of the target are padded by standing still.
+horizon. x and y are independent; both ends of the target are padded by standing still. The
+closed loop is simulated mode by mode (a linear filter), not sample by sample.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import solve_discrete_are
+from scipy.signal import lfilter
 
 from .inertia import GRAVITY
 
@@ -79,17 +81,34 @@ def follow_zmp(target: np.ndarray, settings: PreviewSettings | None = None,
     frames = len(target)
     padded = np.concatenate([target, np.repeat(target[-1:], steps, axis=0)])
     # feed-forward of the target over the horizon: sum_j gd[j] p(k + 1 + j), for every k at once
-    windows = np.lib.stride_tricks.sliding_window_view(padded[1:], steps, axis=0)[:frames]  # (F, D, N)
-    ahead = windows @ gains.gd
-    state = np.zeros((target.shape[1], 3))
-    state[:, 0] = target[0]
-    integral = np.zeros(target.shape[1])
-    com, zmp = np.empty_like(target), np.empty_like(target)
-    for k in range(frames):
-        p = state @ gains.c
-        integral += p - target[k]
-        u = -gains.gi * integral - state @ gains.gx - ahead[k]
-        com[k], zmp[k] = state[:, 0], p
-        state = state @ gains.a.T + u[:, None] * gains.b
-    com, zmp = com[steps:], zmp[steps:]
+    ahead = np.stack([np.correlate(axis, gains.gd, "valid")[:frames] for axis in padded[1:].T], axis=1)  # (F, D)
+    com, zmp = _closed_loop(gains, target - target[0], ahead + gains.gx[0] * target[0])
+    com, zmp = com[steps:] + target[0], zmp[steps:] + target[0]
     return (com[:, 0], zmp[:, 0]) if one_axis else (com, zmp)
+
+
+def _closed_loop(gains: PreviewGains, target: np.ndarray, ahead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The controlled cart from rest at 0: (CoM, ZMP) (F, D) for a target (F, D) and the
+    feed-forward ahead (F, D). The loop, for every k,
+
+        p = c s;  e += p - target[k];  u = -gi e - gx s - ahead[k];  s = a s + b u,
+
+    is linear and time-invariant in z = (s, e before step k): z[k+1] = M z[k] + B w[k]. It runs
+    as one first-order recursion per eigenmode of M (scipy's lfilter, in C), not a Python loop
+    over the samples."""
+    a, b, c = gains.a, gains.b, gains.c
+    m = np.zeros((4, 4))
+    m[:3, :3] = a - np.outer(b, gains.gi * c + gains.gx)
+    m[:3, 3] = -gains.gi * b
+    m[3, :3] = c
+    m[3, 3] = 1.0
+    drive = np.zeros((4, 2))  # inputs (target, ahead)
+    drive[:3, 0], drive[:3, 1] = gains.gi * b, -b
+    drive[3, 0] = -1.0
+    poles, modes = np.linalg.eig(m)
+    into = np.linalg.solve(modes, drive)  # (4, 2)
+    inputs = np.stack([target, ahead], axis=-1)  # (F, D, 2)
+    forced = np.einsum("mi,fdi->mfd", into, inputs)  # (4, F, D)
+    y = np.stack([lfilter([0.0, 1.0], [1.0, -pole], forced[i], axis=0) for i, pole in enumerate(poles)])
+    state = np.einsum("sm,mfd->sfd", modes[:3], y).real  # (3, F, D)
+    return state[0], np.einsum("s,sfd->fd", c, state)

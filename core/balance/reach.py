@@ -79,10 +79,10 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
         if probe.stands(np.array([-natural * left_axis]))[0]:
             break
     span = 1.2 * min(leg_length(tree, leg) for leg in legs.values())
-    ahead = probe.longest(np.linspace(0.0, span, PROBES), natural, along=True)
-    behind = probe.longest(np.linspace(0.0, span, PROBES), natural, along=True, sign=-1.0)
+    lengths = np.linspace(0.0, span, PROBES)
+    ahead, behind, wide = probe.longest([(lengths, natural, True, 1.0), (lengths, natural, True, -1.0),
+                                         (natural + lengths, 0.0, False, 1.0)])
     narrow = max(foot_width + 0.02, 0.5 * natural)  # feet never overlap
-    wide = probe.longest(np.linspace(natural, natural + span, PROBES), 0.0, along=False)
     turn = min(min(abs(lo), abs(hi)) for lo, hi in (yaw_bounds(tree, leg) for leg in legs.values()))
     return StepBounds(MARGIN * ahead, MARGIN * behind, min(narrow, natural), max(MARGIN * wide, natural), turn,
                       forward_axis, left_axis, probe.sway)
@@ -98,17 +98,23 @@ class _Probe:
         self.foot_height, self.forward, self.left = foot_height, forward_axis, left_axis
         self.sway = 1.0
 
-    def longest(self, lengths: np.ndarray, other: float, along: bool, sign: float = 1.0) -> float:
-        """The longest of `lengths` (increasing) that stands, with every shorter one standing too;
-        along: a step forward (sign -1: back) at lateral distance `other`, else a side step."""
-        if along:
-            offsets = sign * lengths[:, None] * self.forward - other * self.left
-        else:
-            offsets = -lengths[:, None] * self.left + other * self.forward
-        ok = self.stands(offsets)
-        failed = np.flatnonzero(~ok)
-        last = (failed[0] - 1) if len(failed) else len(lengths) - 1
-        return float(lengths[max(last, 0)])
+    def longest(self, probes: list[tuple[np.ndarray, float, bool, float]]) -> list[float]:
+        """Per probe (lengths (increasing), other, along, sign), the longest of `lengths` that
+        stands, with every shorter one standing too; along: a step forward (sign -1: back) at
+        lateral distance `other`, else a side step. All probes' trials in one solve."""
+        offsets = []
+        for lengths, other, along, sign in probes:
+            if along:
+                offsets.append(sign * lengths[:, None] * self.forward - other * self.left)
+            else:
+                offsets.append(-lengths[:, None] * self.left + other * self.forward)
+        ok = np.split(self.stands(np.concatenate(offsets)), np.cumsum([len(p[0]) for p in probes])[:-1])
+        out = []
+        for (lengths, *_), fine in zip(probes, ok):
+            failed = np.flatnonzero(~fine)
+            last = (failed[0] - 1) if len(failed) else len(lengths) - 1
+            out.append(float(lengths[max(last, 0)]))
+        return out
 
     def stands(self, offsets: np.ndarray) -> np.ndarray:
         count = len(offsets)
@@ -130,7 +136,7 @@ class _Probe:
         legs = [left_leg, right_leg]
         position[:, 2] -= stretch(self.tree, legs, self.reach, q, pose_matrices(rot, position), goals)
         root = pose_matrices(rot, position)
-        q, _ = solve_legs(self.tree, legs, q, root, goals, q)
+        q, _ = solve_legs(self.tree, legs, q, root, goals, q, period_s=None)  # trials, not a motion
         miss, tilt, turn = pose_errors(self.tree, legs, q, root, goals)
         ok = (miss < POSITION_TOL_M) & (tilt < self.tilt_tol) & (turn < TURN_TOL_RAD)
         return ok.reshape(3, count).all(axis=0)

@@ -35,3 +35,28 @@ def test_two_axes_at_once_equal_one_at_a_time():
     alone, _ = follow_zmp(target, settings)
     np.testing.assert_allclose(both[:, 0], alone, atol=1e-12)
     np.testing.assert_allclose(both[:, 1], 0.5 * alone, atol=1e-12)
+
+
+def test_the_filtered_loop_is_the_controllers_recursion():
+    """follow_zmp runs the closed loop mode by mode; the controller itself is the recursion
+    p = c s, e += p - target, u = -gi e - gx s - sum_j gd[j] target[k + 1 + j], s = a s + b u,
+    from standing (the target held a horizon before and after)."""
+    from core.balance.preview import PreviewGains
+
+    settings = PreviewSettings(period_s=0.01, com_height_m=0.7)
+    gains = PreviewGains.build(settings)
+    rng = np.random.default_rng(3)
+    target = 0.2 + np.cumsum(rng.normal(0.0, 0.01, 300))
+    steps = len(gains.gd)
+    padded = np.r_[np.full(steps, target[0]), target, np.full(steps + 1, target[-1])]
+    state, error, com, zmp = np.array([target[0], 0.0, 0.0]), 0.0, [], []
+    for k in range(steps + len(target)):
+        p = gains.c @ state
+        error += p - padded[k]
+        u = -gains.gi * error - gains.gx @ state - gains.gd @ padded[k + 1:k + 1 + steps]
+        com.append(state[0])
+        zmp.append(p)
+        state = gains.a @ state + gains.b * u
+    got_com, got_zmp = follow_zmp(target, settings, gains)
+    np.testing.assert_allclose(got_com, com[steps:], atol=1e-10)
+    np.testing.assert_allclose(got_zmp, zmp[steps:], atol=1e-10)
