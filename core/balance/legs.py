@@ -15,6 +15,7 @@ import numpy as np
 from ..model.kinematics import PRISMATIC, REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix
 
+FULL_LEG = 6  # joints a leg needs to meet any foot pose from any pelvis (else it has no ankle roll)
 TILT_WEIGHT_M = 0.2  # a radian of sole tilt weighs like 20 cm of foot position
 YAW_WEIGHT_M = 0.02  # a radian of heading weighs like 2 cm: the first thing a 5-joint leg gives up
 STEP_TOL_RAD = 1e-6
@@ -192,6 +193,11 @@ def _rotvec(m: np.ndarray) -> np.ndarray:
     return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)[:, None]
 
 
+def rotation_errors(rotation: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    """The turn (F, 3) that takes rotations (F, 3, 3) to their goals, as world rotation vectors."""
+    return _rotvec(goal @ np.swapaxes(rotation, 1, 2))
+
+
 def _residual(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray, goal: np.ndarray,
               weights: np.ndarray, rest: np.ndarray, prior: np.ndarray):
     """Weighted pose error and prior (F, 6 + J) for the leg's joints x (F, J), and the pose
@@ -207,7 +213,7 @@ def _residual(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray, 
         jac[:, 3 + k] = np.where(revolute, axes[..., k], 0.0)
     error = np.empty((len(x), 6 + count))
     error[:, :3] = goal[:, :3, 3] - pos
-    error[:, 3:6] = _rotvec(goal[:, :3, :3] @ np.swapaxes(rot, 1, 2))
+    error[:, 3:6] = rotation_errors(rot, goal[:, :3, :3])
     error[:, :6] *= weights
     jac *= weights[:, :, None]
     error[:, 6:] = prior[:, None] * (rest - x)
@@ -333,7 +339,7 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray,
     """Projected Levenberg-Marquardt for one leg, every sample its own problem, all at once;
     samples drop out as they converge. Returns the leg's joints (F, J) and weighted error (F, 6)."""
     # a leg of six joints meets the whole pose; with fewer, the foot keeps its place and stays level
-    yaw = TILT_WEIGHT_M if len(leg.columns) >= 6 else YAW_WEIGHT_M
+    yaw = TILT_WEIGHT_M if len(leg.columns) >= FULL_LEG else YAW_WEIGHT_M
     weights = np.array([1.0, 1.0, 1.0, TILT_WEIGHT_M, TILT_WEIGHT_M, yaw])
     cols = leg.columns
     lower, upper = bounds

@@ -19,7 +19,7 @@ import numpy as np
 from ..model.kinematics import KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
 from .support import level_tolerance
-from .legs import LegIK, leg_length, pose_errors, solve_legs, stretch
+from .legs import FULL_LEG, LegIK, leg_length, pose_errors, solve_legs, stretch
 from .waist import heading, wrap, yaw_bounds
 
 POSITION_TOL_M = 0.002
@@ -27,6 +27,8 @@ TURN_TOL_RAD = 0.005
 PROBES = 33  # step lengths tried per direction
 SWAYS = (1.0, 0.8, 0.6, 0.4, 0.2, 0.0)  # shares of the way from one foot to the other the waist is probed at
 MARGIN = 0.85  # of the probed bounds a step may use: the waist is not always where the probe had it
+PARALLEL_TURN_RAD = np.radians(2.0)  # the most a fewer-jointed leg's foot turns from the other's
+NARROWER = np.linspace(0.0, 0.1, 51)  # metres narrower than built tried with parallel soles
 
 
 @dataclass
@@ -84,8 +86,14 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
                                          (natural + lengths, 0.0, False, 1.0)])
     narrow = max(foot_width + 0.02, 0.5 * natural)  # feet never overlap
     turn = min(min(abs(lo), abs(hi)) for lo, hi in (yaw_bounds(tree, leg) for leg in legs.values()))
-    return StepBounds(MARGIN * ahead, MARGIN * behind, min(narrow, natural), max(MARGIN * wide, natural), turn,
-                      forward_axis, left_axis, probe.sway)
+    width_min, width_max = min(narrow, natural), max(MARGIN * wide, natural)
+    if min(len(leg.columns) for leg in legs.values()) < FULL_LEG:
+        # no ankle roll: a flat foot keeps its hip near the foot's own fore-aft plane, so the feet
+        # stand parallel, no wider than built and no narrower than the legs stand flat
+        turn = min(turn, PARALLEL_TURN_RAD)
+        width_min, width_max = probe.parallel_width(natural, foot_width), natural
+    return StepBounds(MARGIN * ahead, MARGIN * behind, width_min, width_max, turn, forward_axis, left_axis,
+                      probe.sway)
 
 
 class _Probe:
@@ -116,7 +124,16 @@ class _Probe:
             out.append(float(lengths[max(last, 0)]))
         return out
 
+    def parallel_width(self, natural: float, foot_width: float) -> float:
+        """The narrowest lateral distance between parallel level feet the robot stands across,
+        every width between it and the built one standing too (metres)."""
+        widths = natural - NARROWER[natural - NARROWER > foot_width + 0.02]
+        ok = self.stands(-widths[:, None] * self.left)
+        failed = np.flatnonzero(~ok)
+        return float(widths[(failed[0] - 1) if len(failed) else -1]) if ok[0] else natural
+
     def stands(self, offsets: np.ndarray) -> np.ndarray:
+        """Whether the robot stands on each trial (offsets (T, 2) of the right foot from the left)."""
         count = len(offsets)
         left_leg, right_leg = self.legs["left"], self.legs["right"]
         zero = self.tree.zero_pose()

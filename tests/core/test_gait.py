@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from core.balance import BalanceError
 from core.balance.gait import GaitSettings, generate_gait
@@ -132,14 +133,16 @@ def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
     assert report["travel_m"] == pytest.approx(report["source_travel_m"], rel=0.2)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1: its legs have no ankle roll, so with "
-                   "both soles flat at its built width the pelvis cannot move sideways or roll (only the arms move "
-                   "the CoM, +-19 mm), and the generator sways the waist; its stances are also planned wider and "
-                   "more turned than the H1 can stand flat (bench/h1_lateral_reach.py). A sixth of the samples "
-                   "have the ZMP outside the support and stance feet slide by centimetres")
+@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured: worst margin -164 mm, ZMP "
+                   "outside the support on 14 % of samples, stance slide 97 mm, multibody ZMP RMS 5.6 mm, 11 of 11 "
+                   "steps). Its stances are now placed parallel and within the width its five-joint legs stand flat "
+                   "at, but the correction still moves a prescribed upright waist sideways: without an ankle roll "
+                   "the stance leg cannot follow it with its sole flat, so stance feet tilt (up to 20-30 degrees) "
+                   "and slide. Needs the pelvis roll and yaw solved with the legs (not built)")
 def test_issue_targets_on_h1(h1_walk):
     report = h1_walk[2].report
-    assert report["min_support_margin_m"] >= 0.010
+    assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
+    assert report["multibody_zmp_rms_error_m"] <= 0.010
     assert report["stance_slide_m"] < 0.001
 
 
@@ -216,20 +219,83 @@ def test_the_gait_does_not_depend_on_where_the_clip_faces(walk, g1_walk):
 def test_a_robot_rooted_at_its_torso_walks_the_same_gait(walk, g1_walk):
     """The G1 described from its torso (legs hanging from the waist joints): the same gait, its
     output the torso's own pose and the URDF's joints."""
+    report = _same_gait_from_the_torso(walk, g1_walk, ("left_ankle_roll_link", "right_ankle_roll_link"))
+    assert report["steps"] == g1_walk[2].report["steps"]
+    assert report["min_support_margin_m"] == pytest.approx(g1_walk[2].report["min_support_margin_m"], abs=1e-4)
+
+
+def _same_gait_from_the_torso(walk, gait, feet: tuple[str, str]) -> dict:
+    """The robot of `gait` rooted at its torso walks `walk`: its output is the torso's own pose and
+    the URDF's joints, and its feet and torso are where the gait had them to a micrometre. Its report."""
     from tests.robot_variants import rooted_at
 
-    tree, _, base = g1_walk
+    tree, _, base = gait
     torso = KinematicTree(rooted_at(tree.robot, "torso_link"))
     result = generate_gait(walk, torso, auto_map(walk, torso))
     assert result.joint_names == torso.joint_names
-    assert result.report["steps"] == base.report["steps"]
-    assert result.report["min_support_margin_m"] == pytest.approx(base.report["min_support_margin_m"], abs=1e-4)
     root = pose_matrices(result.root_rotation, result.root_position)
     base_root = pose_matrices(base.root_rotation, base.root_position)
-    for name in ("left_ankle_roll_link", "right_ankle_roll_link", "torso_link"):
+    for name in feet + ("torso_link",):
         here = torso.link_transform(result.q, torso.link_index(name), root)
         there = tree.link_transform(base.q, tree.link_index(name), base_root)
-        assert np.abs(here[:, :3, 3] - there[:, :3, 3]).max() < 1e-6
+        assert np.abs(here[:, :3, 3] - there[:, :3, 3]).max() < 1e-6, name
+    return result.report
+
+
+def test_the_h1_rooted_at_its_torso_walks_the_same_gait(walk, h1_walk):
+    """The H1 (five-joint legs: its stances are placed parallel, within the widths its legs were
+    probed to stand flat at) described from its torso: the same stances, feet and figures."""
+    report = _same_gait_from_the_torso(walk, h1_walk, ("left_ankle_link", "right_ankle_link"))
+    base = h1_walk[2].report
+    for key in ("steps", "steps_moved"):
+        assert report[key] == base[key]
+    for key in ("min_support_margin_m", "stance_slide_m", "multibody_zmp_rms_error_m", "travel_m"):
+        assert report[key] == pytest.approx(base[key], abs=1e-4), key
+
+
+def _step_bounds(tree: KinematicTree):
+    """The robot's step bounds probed as the gait probes them, its waist 5 cm below its zero pose's."""
+    from core.balance.foot_path import sole_height
+    from core.balance.plan import foot_width
+    from core.balance.reach import step_bounds
+    from core.feet.geometry import standing_rotation
+
+    feet = foot_links(tree)
+    zero = tree.zero_pose()
+    bodies = dict(zip(feet, foot_bodies(tree, feet)))
+    flat = {f: standing_rotation(bodies[f], zero[f, :3, :3]) for f in feet}
+    side = {f: "left" if zero[f, 1, 3] > zero[0, 1, 3] else "right" for f in feet}
+    legs = {side[leg.foot]: leg for leg in leg_iks(tree, feet, flat)}
+    heights = {side[f]: sole_height(bodies[f], flat[f]) for f in feet}
+    waist = float(zero[0, 2, 3] - zero[feet[0], 2, 3]) + heights[side[feet[0]]] - 0.05  # above the ground
+    return step_bounds(tree, legs, np.zeros(tree.dof), waist, 0.97, heights,
+                   min(foot_width(bodies[f], flat[f]) for f in feet), {side[f]: flat[f] for f in feet})
+
+
+def test_h1_stances_are_placed_parallel_within_the_width_its_legs_stand_flat():
+    """Legs without an ankle roll keep each hip near its flat foot's fore-aft plane: a step is
+    placed parallel to the foot stepped from (2 degrees at most) and across its heading no wider
+    than the H1 is built nor narrower than its legs were probed to stand with parallel level
+    soles. A six-joint G1 keeps the turn its hips allow."""
+    h1 = KinematicTree(parse_urdf(ROBOTS["h1"]))
+    bounds = _step_bounds(h1)
+    zero = h1.zero_pose()
+    left, right = (h1.link_index(f"{side}_ankle_link") for side in ("left", "right"))
+    built = float(np.linalg.norm(zero[left, :2, 3] - zero[right, :2, 3]))
+    assert np.degrees(bounds.turn_rad) <= 2.0 + 1e-9
+    assert bounds.width_max_m == pytest.approx(built, abs=1e-9)
+    assert 0.30 < bounds.width_min_m < built - 0.02  # the probe found narrower stances that stand flat
+    ref = np.eye(4)
+    ref[:3, :3] = zero[left, :3, :3]
+    wide = np.eye(4)  # the person's step: 55 cm across, the foot turned 29 degrees out
+    wide[:3, :3] = Rotation.from_euler("z", -29, degrees=True).as_matrix() @ zero[right, :3, :3]
+    wide[:2, 3] = [0.3, -0.55]
+    placed = bounds.limit(ref, zero[left, :3, :3], wide, zero[right, :3, :3], "right")
+    assert abs(placed[1, 3]) == pytest.approx(built, abs=1e-9) and placed[0, 3] == pytest.approx(0.3)
+    turn = Rotation.from_matrix(placed[:3, :3] @ zero[right, :3, :3].T).magnitude()
+    assert np.degrees(turn) <= 2.0 + 1e-6
+    g1 = _step_bounds(KinematicTree(parse_urdf(ROBOTS["g1"])))
+    assert np.degrees(g1.turn_rad) > 10.0
 
 
 def test_a_robot_built_with_bent_legs_walks_as_well(walk, g1_walk, tmp_path):
