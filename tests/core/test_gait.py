@@ -137,8 +137,8 @@ def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
                    "outside the support on 14 % of samples, stance slide 97 mm, multibody ZMP RMS 5.6 mm, 11 of 11 "
                    "steps). Its stances are now placed parallel and within the width its five-joint legs stand flat "
                    "at, but the correction still moves a prescribed upright waist sideways: without an ankle roll "
-                   "the stance leg cannot follow it with its sole flat, so stance feet tilt (up to 20-30 degrees) "
-                   "and slide. Needs the pelvis roll and yaw solved with the legs (not built)")
+                   "the stance leg cannot follow it with its sole flat, so stance feet tilt (5-9 degrees in most "
+                   "stances) and slide. Needs the pelvis roll and yaw solved with the legs (not built)")
 def test_issue_targets_on_h1(h1_walk):
     report = h1_walk[2].report
     assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
