@@ -8,6 +8,7 @@ edges cross the cut covers the whole piece: the capsules contain the meshes.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -23,41 +24,55 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
     `radii` around them): the hull cut into 1 to `most` equal slabs across one of its principal
     axes, each slab wrapped by its thinnest capsule along one principal axis; the set whose
     excess over the hull is least (the mean, over directions, of how much further the capsules
-    reach than the hull: what a pair's distance is short of), CAPSULE_COST_M per extra capsule."""
-    points, radii, edges = _hull_piece(points, radii)
+    reach than the hull: what a pair's distance is short of), CAPSULE_COST_M per extra capsule.
+
+    Every (cut, count, axis) is fitted at once, as arrays: one Python-level fit per slab and
+    axis cost the G1 seconds of interpreter overhead."""
+    points, radii, edges, facets = _hull_piece(points, radii)
     held = _support(points, radii)
     axes = _principal_axes(points)
-    best, best_cost = None, np.inf
-    for k, cut in enumerate(axes):
-        along = points @ cut
-        for count in range(1 if k == 0 else 2, most + 1):  # one slab is the same whatever the cut
-            bounds = np.linspace(along.min(), along.max(), count + 1)
-            slabs = [_slab(points, radii, edges, along, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-            for axis in axes:
-                capsules = [_fit_on_axis(*slab, axis) for slab in slabs]
-                reach = np.max([_reach(c) for c in capsules], axis=0)
-                cost = float(np.mean(reach - held)) + CAPSULE_COST_M * (count - 1)
-                if cost < best_cost:
-                    best, best_cost = capsules, cost
-        if len(points) < 2:
-            break
-    return best
+    cuts = range(3) if len(points) >= 2 else range(1)
+    configs = [(k, count) for k in cuts for count in range(1 if k == 0 else 2, most + 1)]  # one slab: any cut
+    slabs = _slabs(points, radii, edges, axes, configs)
+    ends, radius = _fit_slabs(slabs, axes, _outline(len(points), facets, axes))  # (A, S, 2, 3), (A, S)
+    reach = np.maximum(ends[..., 0, :] @ _UNIT.T, ends[..., 1, :] @ _UNIT.T) + radius[..., None]  # (A, S, D)
+    first = np.cumsum([0] + [count for _, count in configs[:-1]])
+    worst = np.maximum.reduceat(reach, first, axis=1)  # (A, configs, D): each direction's farthest capsule
+    extra = CAPSULE_COST_M * (np.array([count for _, count in configs]) - 1)
+    cost = (worst - held).mean(axis=-1) + extra
+    cost[:, ~slabs.whole] = np.inf
+    config, axis = divmod(int(np.argmin(cost.T)), len(axes))  # the first least in (cut, count, axis) order
+    rows = range(first[config], first[config] + configs[config][1])
+    return [(ends[axis, s, 0], ends[axis, s, 1], float(radius[axis, s])) for s in rows]
+
+
+def hull_excess(capsules: list[tuple], points: np.ndarray, radii: np.ndarray) -> float:
+    """How much further the capsules reach than the points' hull, averaged over directions (m)."""
+    reach = np.max([np.maximum(_UNIT @ a, _UNIT @ b) + r for a, b, r in capsules], axis=0)
+    return float(np.mean(reach - _support(points, radii)))
 
 
 def _hull_piece(points: np.ndarray, radii: np.ndarray) -> tuple:
-    """(points, radii, edges): the hull's vertices (every sphere kept) and its edges."""
+    """(points, radii, edges, facets): the hull's vertices (every sphere kept), its edges, and its
+    facets (vertex triples (F, 3), outward normals (F, 3)) when it is a polyhedron, else None."""
     if len(points) >= 5 and not radii.any():
         try:
             hull = ConvexHull(points)
         except QhullError:
-            return points, radii, _hull_edges(points)
+            return points, radii, _hull_edges(points), None
         keep = hull.vertices
         index = np.full(len(points), -1)
         index[keep] = np.arange(len(keep))
         simplices = index[hull.simplices]
-        pairs = np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [0, 2]]])
-        return points[keep], radii[keep], np.unique(np.sort(pairs, axis=1), axis=0)
-    return points, radii, _hull_edges(points)
+        return points[keep], radii[keep], _edges(simplices, len(keep)), (simplices, hull.equations[:, :3])
+    return points, radii, _hull_edges(points), None
+
+
+def _edges(simplices: np.ndarray, count: int) -> np.ndarray:
+    """(E, 2) sorted index pairs, each once: the edges of triangles (F, 3) over `count` points."""
+    pairs = np.sort(np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [0, 2]]]), axis=1)
+    code = np.unique(pairs[:, 0] * count + pairs[:, 1])
+    return np.column_stack([code // count, code % count])
 
 
 def _sphere_directions(count: int) -> np.ndarray:
@@ -71,10 +86,6 @@ def _sphere_directions(count: int) -> np.ndarray:
 _UNIT = _sphere_directions(_DIRECTIONS)
 
 
-def _reach(capsule: tuple) -> np.ndarray:
-    """How far the capsule reaches along each direction (D,), metres."""
-    a, b, radius = capsule
-    return np.maximum(_UNIT @ a, _UNIT @ b) + radius
 
 
 def _support(points: np.ndarray, radii: np.ndarray) -> np.ndarray:
@@ -95,9 +106,7 @@ def _hull_edges(points: np.ndarray) -> np.ndarray:
     """(E, 2) index pairs: the convex hull's edges, or every pair for a few or flat points."""
     if len(points) >= 5:
         try:
-            simplices = ConvexHull(points).simplices
-            pairs = np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [0, 2]]])
-            return np.unique(np.sort(pairs, axis=1), axis=0)
+            return _edges(ConvexHull(points).simplices, len(points))
         except QhullError:
             pass
     if len(points) > 200:  # flat and large: thin it, every vertex is still covered
@@ -105,58 +114,130 @@ def _hull_edges(points: np.ndarray) -> np.ndarray:
     return np.array(list(combinations(range(len(points)), 2)), dtype=int).reshape(-1, 2)
 
 
-def _slab(points, radii, edges, along, lo, hi):
-    """The hull's part between two cuts: its vertices in the slab and where its edges cross the cuts."""
+@dataclass
+class _Slabs:
+    """Every slab of every (cut, count), slab after slab: the hull's vertices in each and the
+    points where its edges cross the slab's cuts."""
+
+    points: np.ndarray  # (M, 3) metres
+    radii: np.ndarray  # (M,)
+    starts: np.ndarray  # (S,) each slab's first row
+    owner: np.ndarray  # (M,) each row's slab
+    vertex: np.ndarray  # (M,) the hull vertex a row is, -1 for a crossing or one on a cut
+    cut: np.ndarray  # (M,) a crossing's cut: 2 x its axis, + 1 for the slab's upper cut; -1 for a vertex
+    whole: np.ndarray  # (configs,) bool: no slab of that (cut, count) is empty
+
+
+def _slabs(points: np.ndarray, radii: np.ndarray, edges: np.ndarray, axes: np.ndarray, configs: list) -> _Slabs:
+    parts, sizes = [], []
+    for k in sorted({k for k, _ in configs}):
+        along = points @ axes[k]
+        bounds = [np.linspace(along.min(), along.max(), count + 1) for kk, count in configs if kk == k]
+        lo = np.concatenate([b[:-1] for b in bounds])
+        hi = np.concatenate([b[1:] for b in bounds])
+        pts, rad, vertex, part, size = _cut(points, radii, edges, along, lo, hi)
+        parts.append((pts, rad, vertex, np.where(part > 0, 2 * k + part - 1, -1)))
+        sizes.append(size)
+    sizes = np.concatenate(sizes)
+    counts = np.array([count for _, count in configs])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    whole = np.minimum.reduceat(sizes, np.concatenate([[0], np.cumsum(counts)[:-1]])) > 0
+    points, radii, vertex, cut = (np.concatenate(column) for column in zip(*parts))
+    return _Slabs(points, radii, np.minimum(starts, max(len(points) - 1, 0)), np.repeat(np.arange(len(sizes)), sizes),
+                  vertex, cut, whole)
+
+
+def _cut(points, radii, edges, along, lo, hi) -> tuple:
+    """The hull's parts between cuts lo[s] and hi[s] (S,), slab after slab: its vertices in the slab
+    (with a hair's tolerance) and where its edges cross the two cuts; the vertex each row is (-1: a
+    crossing, or a vertex on a cut); which part of the slab a row is (0 a vertex, 1 on the lower
+    cut, 2 on the upper); and each slab's row count."""
     span = 1e-9 * max(float(np.ptp(along)), 1e-12)
-    inside = (along >= lo - span) & (along <= hi + span)
-    pts, rad = [points[inside]], [radii[inside]]
+    slab, vertex = np.nonzero(((along[:, None] >= lo - span) & (along[:, None] <= hi + span)).T)
+    cuts = np.column_stack([lo, hi]).ravel()  # slab s is cut by 2s and 2s + 1
     a, b = edges[:, 0], edges[:, 1]
-    for cut in (lo, hi):
-        if not np.isfinite(cut):
-            continue
-        cross = (along[a] - cut) * (along[b] - cut) < 0
-        if cross.any():
-            ia, ib = a[cross], b[cross]
-            share = (cut - along[ia]) / (along[ib] - along[ia])
-            pts.append(points[ia] + share[:, None] * (points[ib] - points[ia]))
-            rad.append(np.maximum(radii[ia], radii[ib]))
-    return np.concatenate(pts), np.concatenate(rad)
+    column, edge = np.nonzero(((along[a, None] - cuts) * (along[b, None] - cuts) < 0).T)
+    ia, ib = a[edge], b[edge]
+    share = (cuts[column] - along[ia]) / (along[ib] - along[ia])
+    crossing = points[ia] + share[:, None] * (points[ib] - points[ia])
+    key = np.concatenate([3 * slab, 3 * (column // 2) + 1 + column % 2])  # vertices, then lower, upper cut
+    order = np.argsort(key, kind="stable")
+    pts = np.concatenate([points[vertex], crossing])[order]
+    rad = np.concatenate([radii[vertex], np.maximum(radii[ia], radii[ib])])[order]
+    on_cut = np.minimum(np.abs(along[vertex] - lo[slab]), np.abs(along[vertex] - hi[slab])) <= 2 * span
+    which = np.concatenate([np.where(on_cut, -1, vertex), np.full(len(edge), -1)])[order]
+    return pts, rad, which, key[order] % 3, np.bincount(key // 3, minlength=len(lo))
 
 
-def _fit_on_axis(points: np.ndarray, radii: np.ndarray, axis: np.ndarray) -> tuple:
-    """The thinnest capsule along `axis` holding every point with its radius: the axis through
-    the centre of the smallest circle around the points seen along it, ends pulled in as far as
-    the end caps still hold every point."""
-    side = np.linalg.svd(axis[None])[2][1:]  # two unit vectors across the axis
-    flat = points @ side.T  # (K, 2)
-    rim = _outline(flat, radii)
-    centre = 0.5 * (flat[rim].min(axis=0) + flat[rim].max(axis=0))
-    for step in range(1, 28):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
-        far = rim[np.argmax(np.hypot(*(flat[rim] - centre).T) + radii[rim])]
-        centre = centre + (flat[far] - centre) / (step + 1)
-    across = np.linalg.norm(flat - centre, axis=1)
-    radius = float((across + radii).max())
-    along = points @ axis
-    reach = np.sqrt(np.clip((radius - radii) ** 2 - across ** 2, 0.0, None))
-    lo, hi = float((along + reach).min()), float((along - reach).max())
-    if lo > hi:  # shorter than wide: one sphere will do
-        lo = hi = 0.5 * (lo + hi)
-        radius = float((np.sqrt((along - lo) ** 2 + across ** 2) + radii).max())
-    base = side.T @ centre
-    return base + lo * axis, base + hi * axis, radius
+def _outline(count: int, facets, axes: np.ndarray) -> np.ndarray:
+    """(A, N) whether each hull vertex can be on the rim of a slab seen along each axis: a vertex
+    inside a slab is on its outline only if it is on the whole hull's (some of its facets face
+    along the axis, some against); without facets (spheres, flat hulls) every vertex can be."""
+    if facets is None:
+        return np.ones((len(axes), count), dtype=bool)
+    simplices, normals = facets
+    facing = np.repeat(normals @ axes.T, 3, axis=0)  # (3 F, A): each corner's facet
+    low, high = np.full((count, len(axes)), np.inf), np.full((count, len(axes)), -np.inf)
+    np.minimum.at(low, simplices.ravel(), facing)
+    np.maximum.at(high, simplices.ravel(), facing)
+    return ((low <= 1e-9) & (high >= -1e-9)).T
 
 
-def _outline(flat: np.ndarray, radii: np.ndarray) -> np.ndarray:
-    """Indices of the points that can be farthest from a centre: the 2D hull's, and every sphere."""
-    if len(flat) < 8:
-        return np.arange(len(flat))
-    try:
-        rim = ConvexHull(flat).vertices
-    except QhullError:
-        return np.arange(len(flat))
-    return np.union1d(rim, np.flatnonzero(radii > 0))
+def _rim(slabs: _Slabs, axes: np.ndarray, axis: int, outline: np.ndarray) -> np.ndarray:
+    """(M,) the rows that can be farthest from a centre seen along axis `axis`: vertices on the
+    hull's outline or on a cut, and of a cut across another axis (seen edge on: a line) only its
+    two ends."""
+    rim = (slabs.vertex < 0) & (slabs.cut < 0) | outline[slabs.vertex] & (slabs.vertex >= 0)
+    rim |= slabs.cut // 2 == axis
+    edge_on = np.flatnonzero((slabs.cut >= 0) & (slabs.cut // 2 != axis))
+    if len(edge_on):
+        line = np.einsum("mj,mj->m", slabs.points[edge_on], axes[3 - axis - slabs.cut[edge_on] // 2])
+        group = slabs.owner[edge_on] * 2 + slabs.cut[edge_on] % 2  # the slab's rows of one cut follow each other
+        first = np.flatnonzero(np.r_[True, np.diff(group) != 0])
+        side = np.r_[0, np.cumsum(np.diff(group) != 0)]
+        least, most = np.minimum.reduceat(line, first)[side], np.maximum.reduceat(line, first)[side]
+        rim[edge_on[(line == least) | (line == most)]] = True
+    return rim
 
 
-def _volume(capsule: tuple) -> float:
-    a, b, radius = capsule
-    return np.pi * radius ** 2 * float(np.linalg.norm(b - a)) + 4.0 / 3.0 * np.pi * radius ** 3
+def _fit_slabs(slabs: _Slabs, axes: np.ndarray, outline: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each slab's thinnest capsule along each axis: ends (A, S, 2, 3) and radii (A, S). The
+    axis goes through the centre of the smallest circle around the slab seen along it
+    (Badoiu-Clarkson: from the box's middle, ever shorter steps toward the farthest point, which
+    is always on the slab's outline: crossings, vertices on a cut or on the hull's outline); the
+    ends are pulled in as far as the end caps still hold every point, or one sphere if shorter
+    than wide."""
+    sides = np.array([np.linalg.svd(axis[None])[2][1:] for axis in axes])  # (A, 2, 3) across each axis
+    count, rows = len(axes), len(slabs.points)
+    starts = (slabs.starts + rows * np.arange(count)[:, None]).ravel()  # (A S,) axis after axis
+    owner = (slabs.owner + len(slabs.starts) * np.arange(count)[:, None]).ravel()  # (A M,)
+    flat = np.concatenate([slabs.points @ side.T for side in sides])  # (A M, 2)
+    x, y = flat[:, 0].copy(), flat[:, 1].copy()
+    radii = np.tile(slabs.radii, count)
+    cx = 0.5 * (np.minimum.reduceat(x, starts) + np.maximum.reduceat(x, starts))
+    cy = 0.5 * (np.minimum.reduceat(y, starts) + np.maximum.reduceat(y, starts))
+    rim = np.concatenate([_rim(slabs, axes, a, side) for a, side in enumerate(outline)])  # (A M,)
+    rim |= np.isin(owner, np.flatnonzero(np.bincount(owner[rim], minlength=len(starts)) == 0))  # never empty
+    rx, ry, rr, ro = x[rim], y[rim], radii[rim], owner[rim]
+    rim_starts = np.concatenate([[0], np.cumsum(np.bincount(ro, minlength=len(starts)))[:-1]])
+    index = -np.arange(len(rx))
+    for step in range(1, 28):
+        reach = np.hypot(rx - cx[ro], ry - cy[ro]) + rr
+        top = np.maximum.reduceat(reach, rim_starts)
+        far = -np.maximum.reduceat(np.where(reach == top[ro], index, -len(rx)), rim_starts)  # the first farthest
+        cx, cy = cx + (rx[far] - cx) / (step + 1), cy + (ry[far] - cy) / (step + 1)
+    across = np.hypot(x - cx[owner], y - cy[owner])
+    radius = np.maximum.reduceat(across + radii, starts)  # (A S,)
+    along = (axes @ slabs.points.T).ravel()  # (A M,)
+    reach = np.sqrt(np.clip((radius[owner] - radii) ** 2 - across ** 2, 0.0, None))
+    lo = np.minimum.reduceat(along + reach, starts)
+    hi = np.maximum.reduceat(along - reach, starts)
+    sphere = lo > hi  # shorter than wide
+    middle = 0.5 * (lo + hi)
+    lo, hi = np.where(sphere, middle, lo), np.where(sphere, middle, hi)
+    ball = np.maximum.reduceat(np.sqrt((along - middle[owner]) ** 2 + across ** 2) + radii, starts)
+    radius = np.where(sphere, ball, radius).reshape(count, -1)
+    base = np.einsum("asj,ajk->ask", np.stack([cx, cy], -1).reshape(count, -1, 2), sides)  # (A, S, 3)
+    lo, hi = lo.reshape(count, -1, 1), hi.reshape(count, -1, 1)
+    ends = np.stack([base + lo * axes[:, None], base + hi * axes[:, None]], axis=2)
+    return ends, radius
