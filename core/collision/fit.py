@@ -34,7 +34,7 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
     cuts = range(3) if len(points) >= 2 else range(1)
     configs = [(k, count) for k in cuts for count in range(1 if k == 0 else 2, most + 1)]  # one slab: any cut
     slabs = _slabs(points, radii, edges, axes, configs)
-    ends, radius = _fit_slabs(slabs, axes, _outline(len(points), facets, axes))  # (A, S, 2, 3), (A, S)
+    ends, radius = _fit_slabs(slabs, axes, _Outline.of(len(points), len(edges), facets, axes))  # (A, S, 2, 3), (A, S)
     reach = np.maximum(ends[..., 0, :] @ _UNIT.T, ends[..., 1, :] @ _UNIT.T) + radius[..., None]  # (A, S, D)
     first = np.cumsum([0] + [count for _, count in configs[:-1]])
     worst = np.maximum.reduceat(reach, first, axis=1)  # (A, configs, D): each direction's farthest capsule
@@ -54,7 +54,8 @@ def hull_excess(capsules: list[tuple], points: np.ndarray, radii: np.ndarray) ->
 
 def _hull_piece(points: np.ndarray, radii: np.ndarray) -> tuple:
     """(points, radii, edges, facets): the hull's vertices (every sphere kept), its edges, and its
-    facets (vertex triples (F, 3), outward normals (F, 3)) when it is a polyhedron, else None."""
+    facets (vertex triples (F, 3), edge triples (F, 3), outward normals (F, 3)) when it is a
+    polyhedron, else None."""
     if len(points) >= 5 and not radii.any():
         try:
             hull = ConvexHull(points)
@@ -64,15 +65,17 @@ def _hull_piece(points: np.ndarray, radii: np.ndarray) -> tuple:
         index = np.full(len(points), -1)
         index[keep] = np.arange(len(keep))
         simplices = index[hull.simplices]
-        return points[keep], radii[keep], _edges(simplices, len(keep)), (simplices, hull.equations[:, :3])
+        edges, sides = _edges(simplices, len(keep))
+        return points[keep], radii[keep], edges, (simplices, sides, hull.equations[:, :3])
     return points, radii, _hull_edges(points), None
 
 
-def _edges(simplices: np.ndarray, count: int) -> np.ndarray:
-    """(E, 2) sorted index pairs, each once: the edges of triangles (F, 3) over `count` points."""
+def _edges(simplices: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(E, 2) sorted index pairs, each once: the edges of triangles (F, 3) over `count` points;
+    and each triangle's three edges (F, 3)."""
     pairs = np.sort(np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [0, 2]]]), axis=1)
-    code = np.unique(pairs[:, 0] * count + pairs[:, 1])
-    return np.column_stack([code // count, code % count])
+    code, sides = np.unique(pairs[:, 0] * count + pairs[:, 1], return_inverse=True)
+    return np.column_stack([code // count, code % count]), sides.reshape(3, -1).T
 
 
 def _sphere_directions(count: int) -> np.ndarray:
@@ -106,7 +109,7 @@ def _hull_edges(points: np.ndarray) -> np.ndarray:
     """(E, 2) index pairs: the convex hull's edges, or every pair for a few or flat points."""
     if len(points) >= 5:
         try:
-            return _edges(ConvexHull(points).simplices, len(points))
+            return _edges(ConvexHull(points).simplices, len(points))[0]
         except QhullError:
             pass
     if len(points) > 200:  # flat and large: thin it, every vertex is still covered
@@ -125,6 +128,7 @@ class _Slabs:
     owner: np.ndarray  # (M,) each row's slab
     vertex: np.ndarray  # (M,) the hull vertex a row is, -1 for a crossing or one on a cut
     cut: np.ndarray  # (M,) a crossing's cut: 2 x its axis, + 1 for the slab's upper cut; -1 for a vertex
+    edge: np.ndarray  # (M,) the hull edge a crossing is on, -1 for a vertex
     whole: np.ndarray  # (configs,) bool: no slab of that (cut, count) is empty
 
 
@@ -135,28 +139,28 @@ def _slabs(points: np.ndarray, radii: np.ndarray, edges: np.ndarray, axes: np.nd
         bounds = [np.linspace(along.min(), along.max(), count + 1) for kk, count in configs if kk == k]
         lo = np.concatenate([b[:-1] for b in bounds])
         hi = np.concatenate([b[1:] for b in bounds])
-        pts, rad, vertex, part, size = _cut(points, radii, edges, along, lo, hi)
-        parts.append((pts, rad, vertex, np.where(part > 0, 2 * k + part - 1, -1)))
+        pts, rad, vertex, part, edge, size = _cut(points, radii, edges, along, lo, hi)
+        parts.append((pts, rad, vertex, np.where(part > 0, 2 * k + part - 1, -1), edge))
         sizes.append(size)
     sizes = np.concatenate(sizes)
     counts = np.array([count for _, count in configs])
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     whole = np.minimum.reduceat(sizes, np.concatenate([[0], np.cumsum(counts)[:-1]])) > 0
-    points, radii, vertex, cut = (np.concatenate(column) for column in zip(*parts))
+    points, radii, vertex, cut, edge = (np.concatenate(column) for column in zip(*parts))
     return _Slabs(points, radii, np.minimum(starts, max(len(points) - 1, 0)), np.repeat(np.arange(len(sizes)), sizes),
-                  vertex, cut, whole)
+                  vertex, cut, edge, whole)
 
 
 def _cut(points, radii, edges, along, lo, hi) -> tuple:
     """The hull's parts between cuts lo[s] and hi[s] (S,), slab after slab: its vertices in the slab
     (with a hair's tolerance) and where its edges cross the two cuts; the vertex each row is (-1: a
     crossing, or a vertex on a cut); which part of the slab a row is (0 a vertex, 1 on the lower
-    cut, 2 on the upper); and each slab's row count."""
+    cut, 2 on the upper); the edge a crossing is on (-1: a vertex); and each slab's row count."""
     span = 1e-9 * max(float(np.ptp(along)), 1e-12)
-    slab, vertex = np.nonzero(((along[:, None] >= lo - span) & (along[:, None] <= hi + span)).T)
+    slab, vertex = np.nonzero((along >= lo[:, None] - span) & (along <= hi[:, None] + span))
     cuts = np.column_stack([lo, hi]).ravel()  # slab s is cut by 2s and 2s + 1
     a, b = edges[:, 0], edges[:, 1]
-    column, edge = np.nonzero(((along[a, None] - cuts) * (along[b, None] - cuts) < 0).T)
+    column, edge = np.nonzero((along[a] - cuts[:, None]) * (along[b] - cuts[:, None]) < 0)
     ia, ib = a[edge], b[edge]
     share = (cuts[column] - along[ia]) / (along[ib] - along[ia])
     crossing = points[ia] + share[:, None] * (points[ib] - points[ia])
@@ -166,41 +170,69 @@ def _cut(points, radii, edges, along, lo, hi) -> tuple:
     rad = np.concatenate([radii[vertex], np.maximum(radii[ia], radii[ib])])[order]
     on_cut = np.minimum(np.abs(along[vertex] - lo[slab]), np.abs(along[vertex] - hi[slab])) <= 2 * span
     which = np.concatenate([np.where(on_cut, -1, vertex), np.full(len(edge), -1)])[order]
-    return pts, rad, which, key[order] % 3, np.bincount(key // 3, minlength=len(lo))
+    on_edge = np.concatenate([np.full(len(vertex), -1), edge])[order]
+    return pts, rad, which, key[order] % 3, on_edge, np.bincount(key // 3, minlength=len(lo))
 
 
-def _outline(count: int, facets, axes: np.ndarray) -> np.ndarray:
-    """(A, N) whether each hull vertex can be on the rim of a slab seen along each axis: a vertex
-    inside a slab is on its outline only if it is on the whole hull's (some of its facets face
-    along the axis, some against); without facets (spheres, flat hulls) every vertex can be."""
-    if facets is None:
-        return np.ones((len(axes), count), dtype=bool)
-    simplices, normals = facets
-    facing = np.repeat(normals @ axes.T, 3, axis=0)  # (3 F, A): each corner's facet
-    low, high = np.full((count, len(axes)), np.inf), np.full((count, len(axes)), -np.inf)
-    np.minimum.at(low, simplices.ravel(), facing)
-    np.maximum.at(high, simplices.ravel(), facing)
-    return ((low <= 1e-9) & (high >= -1e-9)).T
+@dataclass
+class _Outline:
+    """What of the hull can be on a slab's rim seen along each axis. A vertex inside a slab only
+    if it is on the whole hull's outline (some of its facets face along the axis, some against);
+    a crossing on a cut across the axis only if one of its edge's facets faces out of the slab
+    (with the cut's own outward normal, it then has one across the axis). Without facets (spheres,
+    flat hulls) everything can be."""
+
+    vertex: np.ndarray  # (A, N) bool
+    facing: np.ndarray | None  # (A, E, 2) least and most an edge's facets face along each axis
+
+    @classmethod
+    def of(cls, count: int, edges: int, facets, axes: np.ndarray) -> "_Outline":
+        if facets is None:
+            return cls(np.ones((len(axes), count), dtype=bool), None)
+        simplices, sides, normals = facets
+        low, high = _facing(simplices, count, normals @ axes.T)
+        edge_low, edge_high = _facing(sides, edges, normals @ axes.T)
+        return cls(((low <= 1e-9) & (high >= -1e-9)).T, np.stack([edge_low, edge_high], -1).transpose(1, 0, 2))
 
 
-def _rim(slabs: _Slabs, axes: np.ndarray, axis: int, outline: np.ndarray) -> np.ndarray:
-    """(M,) the rows that can be farthest from a centre seen along axis `axis`: vertices on the
-    hull's outline or on a cut, and of a cut across another axis (seen edge on: a line) only its
-    two ends."""
-    rim = (slabs.vertex < 0) & (slabs.cut < 0) | outline[slabs.vertex] & (slabs.vertex >= 0)
-    rim |= slabs.cut // 2 == axis
-    edge_on = np.flatnonzero((slabs.cut >= 0) & (slabs.cut // 2 != axis))
-    if len(edge_on):
-        line = np.einsum("mj,mj->m", slabs.points[edge_on], axes[3 - axis - slabs.cut[edge_on] // 2])
-        group = slabs.owner[edge_on] * 2 + slabs.cut[edge_on] % 2  # the slab's rows of one cut follow each other
-        first = np.flatnonzero(np.r_[True, np.diff(group) != 0])
-        side = np.r_[0, np.cumsum(np.diff(group) != 0)]
-        least, most = np.minimum.reduceat(line, first)[side], np.maximum.reduceat(line, first)[side]
-        rim[edge_on[(line == least) | (line == most)]] = True
+def _facing(corners: np.ndarray, count: int, facing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The least and the most (count, A) `facing` (F, A) over the facets each of `count` items
+    (vertices, edges: `corners` (F, 3) of each facet) is on."""
+    low, high = np.full((count, facing.shape[1]), np.inf), np.full((count, facing.shape[1]), -np.inf)
+    each = np.repeat(facing[None], 3, axis=0).reshape(-1, facing.shape[1])  # corner after corner
+    np.minimum.at(low, corners.T.ravel(), each)
+    np.maximum.at(high, corners.T.ravel(), each)
+    return low, high
+
+
+def _rim(slabs: _Slabs, coords: np.ndarray, outline: _Outline) -> np.ndarray:
+    """(A, M) the rows that can be farthest from a centre seen along each axis: vertices on the
+    hull's outline or on a cut; crossings of a cut across the axis on the outline; of a cut across
+    another axis (seen edge on: a line) only its two ends. coords (M, A): rows along the axes."""
+    vertex, cut = slabs.vertex, slabs.cut
+    rim = np.repeat(((vertex < 0) & (cut < 0))[None], len(coords.T), axis=0)
+    inside = np.flatnonzero(vertex >= 0)
+    rim[:, inside] = outline.vertex[:, vertex[inside]]
+    rows = np.flatnonzero(cut >= 0)
+    if not len(rows):
+        return rim
+    k, upper = cut[rows] // 2, cut[rows] % 2 == 1
+    if outline.facing is None:
+        rim[k, rows] = True
+    else:  # the upper cut's outward normal is +axis: an edge facet must face against it, the lower's with it
+        facing = outline.facing[k, slabs.edge[rows]]
+        rim[k, rows] = np.where(upper, facing[:, 0] <= 1e-9, facing[:, 1] >= -1e-9)
+    group = slabs.owner[rows] * 2 + upper  # a slab's crossings of one cut follow each other
+    first = np.flatnonzero(np.r_[True, np.diff(group) != 0])
+    size = np.diff(np.r_[first, len(rows)])
+    for turn in (1, 2):  # seen along the axis after k, the line runs along the one after that, and so on
+        seen, line = (k + turn) % 3, coords[rows, (k + 3 - turn) % 3]
+        least, most = np.minimum.reduceat(line, first), np.maximum.reduceat(line, first)
+        rim[seen, rows] = (line == np.repeat(least, size)) | (line == np.repeat(most, size))
     return rim
 
 
-def _fit_slabs(slabs: _Slabs, axes: np.ndarray, outline: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _fit_slabs(slabs: _Slabs, axes: np.ndarray, outline: _Outline) -> tuple[np.ndarray, np.ndarray]:
     """Each slab's thinnest capsule along each axis: ends (A, S, 2, 3) and radii (A, S). The
     axis goes through the centre of the smallest circle around the slab seen along it
     (Badoiu-Clarkson: from the box's middle, ever shorter steps toward the farthest point, which
@@ -216,27 +248,33 @@ def _fit_slabs(slabs: _Slabs, axes: np.ndarray, outline: np.ndarray) -> tuple[np
     radii = np.tile(slabs.radii, count)
     cx = 0.5 * (np.minimum.reduceat(x, starts) + np.maximum.reduceat(x, starts))
     cy = 0.5 * (np.minimum.reduceat(y, starts) + np.maximum.reduceat(y, starts))
-    rim = np.concatenate([_rim(slabs, axes, a, side) for a, side in enumerate(outline)])  # (A M,)
-    rim |= np.isin(owner, np.flatnonzero(np.bincount(owner[rim], minlength=len(starts)) == 0))  # never empty
-    rx, ry, rr, ro = x[rim], y[rim], radii[rim], owner[rim]
-    rim_starts = np.concatenate([[0], np.cumsum(np.bincount(ro, minlength=len(starts)))[:-1]])
+    coords = slabs.points @ axes.T  # (M, A)
+    rim = _rim(slabs, coords, outline).ravel()  # (A M,)
+    rim |= (np.bincount(owner[rim], minlength=len(starts)) == 0)[owner]  # never empty
+    rx, ry, rr = x[rim], y[rim], radii[rim]
+    rim_rows = np.bincount(owner[rim], minlength=len(starts))  # per slab and axis, one after another
+    rim_starts = np.minimum(np.concatenate([[0], np.cumsum(rim_rows)[:-1]]), len(rx) - 1)
     index = -np.arange(len(rx))
     for step in range(1, 28):
-        reach = np.hypot(rx - cx[ro], ry - cy[ro]) + rr
+        dx, dy = rx - np.repeat(cx, rim_rows), ry - np.repeat(cy, rim_rows)
+        reach = np.sqrt(dx * dx + dy * dy) + rr
         top = np.maximum.reduceat(reach, rim_starts)
-        far = -np.maximum.reduceat(np.where(reach == top[ro], index, -len(rx)), rim_starts)  # the first farthest
+        far = -np.maximum.reduceat(np.where(reach == np.repeat(top, rim_rows), index, -len(rx)), rim_starts)  # first farthest
         cx, cy = cx + (rx[far] - cx) / (step + 1), cy + (ry[far] - cy) / (step + 1)
-    across = np.hypot(x - cx[owner], y - cy[owner])
+    dx, dy = x - cx[owner], y - cy[owner]
+    across = np.sqrt(dx * dx + dy * dy)
     radius = np.maximum.reduceat(across + radii, starts)  # (A S,)
-    along = (axes @ slabs.points.T).ravel()  # (A M,)
+    along = coords.T.ravel()  # (A M,)
     reach = np.sqrt(np.clip((radius[owner] - radii) ** 2 - across ** 2, 0.0, None))
     lo = np.minimum.reduceat(along + reach, starts)
     hi = np.maximum.reduceat(along - reach, starts)
     sphere = lo > hi  # shorter than wide
     middle = 0.5 * (lo + hi)
     lo, hi = np.where(sphere, middle, lo), np.where(sphere, middle, hi)
-    ball = np.maximum.reduceat(np.sqrt((along - middle[owner]) ** 2 + across ** 2) + radii, starts)
-    radius = np.where(sphere, ball, radius).reshape(count, -1)
+    if sphere.any():
+        ball = np.maximum.reduceat(np.sqrt((along - middle[owner]) ** 2 + across ** 2) + radii, starts)
+        radius = np.where(sphere, ball, radius)
+    radius = radius.reshape(count, -1)
     base = np.einsum("asj,ajk->ask", np.stack([cx, cy], -1).reshape(count, -1, 2), sides)  # (A, S, 3)
     lo, hi = lo.reshape(count, -1, 1), hi.reshape(count, -1, 1)
     ends = np.stack([base + lo * axes[:, None], base + hi * axes[:, None]], axis=2)
