@@ -183,26 +183,24 @@ class _Outline:
     flat hulls) everything can be."""
 
     vertex: np.ndarray  # (A, N) bool
-    facing: np.ndarray | None  # (A, E, 2) least and most an edge's facets face along each axis
+    facing: np.ndarray | None  # (A, E, 2) bool: an edge has a facet facing against, with each axis
 
     @classmethod
     def of(cls, count: int, edges: int, facets, axes: np.ndarray) -> "_Outline":
         if facets is None:
             return cls(np.ones((len(axes), count), dtype=bool), None)
         simplices, sides, normals = facets
-        low, high = _facing(simplices, count, normals @ axes.T)
-        edge_low, edge_high = _facing(sides, edges, normals @ axes.T)
-        return cls(((low <= 1e-9) & (high >= -1e-9)).T, np.stack([edge_low, edge_high], -1).transpose(1, 0, 2))
+        facing = normals @ axes.T  # (F, A)
+        against, along = _any_facet(simplices, count, facing <= 1e-9), _any_facet(simplices, count, facing >= -1e-9)
+        edge = np.stack([_any_facet(sides, edges, facing <= 1e-9), _any_facet(sides, edges, facing >= -1e-9)], -1)
+        return cls(against & along, edge)
 
 
-def _facing(corners: np.ndarray, count: int, facing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The least and the most (count, A) `facing` (F, A) over the facets each of `count` items
-    (vertices, edges: `corners` (F, 3) of each facet) is on."""
-    low, high = np.full((count, facing.shape[1]), np.inf), np.full((count, facing.shape[1]), -np.inf)
-    each = np.repeat(facing[None], 3, axis=0).reshape(-1, facing.shape[1])  # corner after corner
-    np.minimum.at(low, corners.T.ravel(), each)
-    np.maximum.at(high, corners.T.ravel(), each)
-    return low, high
+def _any_facet(corners: np.ndarray, count: int, true: np.ndarray) -> np.ndarray:
+    """(A, count) whether any facet an item is on (vertices or edges: `corners` (F, 3) of each
+    facet) is `true` (F, A) for each axis."""
+    items = corners.T.ravel()  # corner after corner
+    return np.array([np.bincount(items, np.tile(column, 3), minlength=count) > 0 for column in true.T])
 
 
 def _rim(slabs: _Slabs, coords: np.ndarray, outline: _Outline) -> np.ndarray:
@@ -221,7 +219,7 @@ def _rim(slabs: _Slabs, coords: np.ndarray, outline: _Outline) -> np.ndarray:
         rim[k, rows] = True
     else:  # the upper cut's outward normal is +axis: an edge facet must face against it, the lower's with it
         facing = outline.facing[k, slabs.edge[rows]]
-        rim[k, rows] = np.where(upper, facing[:, 0] <= 1e-9, facing[:, 1] >= -1e-9)
+        rim[k, rows] = np.where(upper, facing[:, 0], facing[:, 1])
     group = slabs.owner[rows] * 2 + upper  # a slab's crossings of one cut follow each other
     first = np.flatnonzero(np.r_[True, np.diff(group) != 0])
     size = np.diff(np.r_[first, len(rows)])
