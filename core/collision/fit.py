@@ -1,10 +1,11 @@
-"""Capsules fitted to a body's convex hull: split greedily where a split saves the most volume.
+"""Capsules fitted to a body's convex hull: the hull cut into equal slabs, the cut, the count
+and the capsules' axis that reach least beyond it.
 
 A flat torso or a wide pelvis in one capsule is a sphere-swept line as thick as the body
-is wide: a hand reads 5-8 cm deep in it while the mesh is clear. Each split cuts one piece
-of the hull in two across one of its principal axes; each half is wrapped by its thinnest
-capsule. A capsule is convex, so covering a piece's hull vertices and the points where its
-edges cross the cut covers the whole piece: the capsules contain the meshes.
+is wide: a hand reads 5-8 cm deep in it while the mesh is clear. Cut into slabs across one
+of its principal axes, each slab is wrapped by its thinnest capsule. A capsule is convex, so
+covering a slab's hull vertices and the points where the hull's edges cross its cuts covers
+the whole slab: the capsules contain the meshes.
 """
 from __future__ import annotations
 
@@ -230,11 +231,30 @@ def _rim(slabs: _Slabs, coords: np.ndarray, outline: _Outline) -> np.ndarray:
     return rim
 
 
+def _centres(x, y, radii, owner, starts, rim) -> tuple[np.ndarray, np.ndarray]:
+    """The centres (x (I,), y (I,)) of the smallest circles around each instance's points (rows
+    x, y (R,) with radii, of instance `owner`, instance i's first row starts[i]) by Badoiu-Clarkson:
+    from the box's middle, ever shorter steps toward the farthest point. The farthest point is
+    always among the `rim` rows (R,) bool, the only ones searched."""
+    cx = 0.5 * (np.minimum.reduceat(x, starts) + np.maximum.reduceat(x, starts))
+    cy = 0.5 * (np.minimum.reduceat(y, starts) + np.maximum.reduceat(y, starts))
+    rim |= (np.bincount(owner[rim], minlength=len(starts)) == 0)[owner]  # never empty
+    x, y, radii = x[rim], y[rim], radii[rim]
+    rows = np.bincount(owner[rim], minlength=len(starts))  # per instance, one after another
+    first = np.minimum(np.concatenate([[0], np.cumsum(rows)[:-1]]), len(x) - 1)
+    index = -np.arange(len(x))
+    for step in range(1, 28):
+        dx, dy = x - np.repeat(cx, rows), y - np.repeat(cy, rows)
+        reach = np.sqrt(dx * dx + dy * dy) + radii
+        top = np.maximum.reduceat(reach, first)
+        far = -np.maximum.reduceat(np.where(reach == np.repeat(top, rows), index, -len(x)), first)  # the first farthest
+        cx, cy = cx + (x[far] - cx) / (step + 1), cy + (y[far] - cy) / (step + 1)
+    return cx, cy
+
+
 def _fit_slabs(slabs: _Slabs, axes: np.ndarray, outline: _Outline) -> tuple[np.ndarray, np.ndarray]:
     """Each slab's thinnest capsule along each axis: ends (A, S, 2, 3) and radii (A, S). The
-    axis goes through the centre of the smallest circle around the slab seen along it
-    (Badoiu-Clarkson: from the box's middle, ever shorter steps toward the farthest point, which
-    is always on the slab's outline: crossings, vertices on a cut or on the hull's outline); the
+    axis goes through the centre of the smallest circle around the slab seen along it; the
     ends are pulled in as far as the end caps still hold every point, or one sphere if shorter
     than wide."""
     sides = np.array([np.linalg.svd(axis[None])[2][1:] for axis in axes])  # (A, 2, 3) across each axis
@@ -244,21 +264,8 @@ def _fit_slabs(slabs: _Slabs, axes: np.ndarray, outline: _Outline) -> tuple[np.n
     flat = np.concatenate([slabs.points @ side.T for side in sides])  # (A M, 2)
     x, y = flat[:, 0].copy(), flat[:, 1].copy()
     radii = np.tile(slabs.radii, count)
-    cx = 0.5 * (np.minimum.reduceat(x, starts) + np.maximum.reduceat(x, starts))
-    cy = 0.5 * (np.minimum.reduceat(y, starts) + np.maximum.reduceat(y, starts))
     coords = slabs.points @ axes.T  # (M, A)
-    rim = _rim(slabs, coords, outline).ravel()  # (A M,)
-    rim |= (np.bincount(owner[rim], minlength=len(starts)) == 0)[owner]  # never empty
-    rx, ry, rr = x[rim], y[rim], radii[rim]
-    rim_rows = np.bincount(owner[rim], minlength=len(starts))  # per slab and axis, one after another
-    rim_starts = np.minimum(np.concatenate([[0], np.cumsum(rim_rows)[:-1]]), len(rx) - 1)
-    index = -np.arange(len(rx))
-    for step in range(1, 28):
-        dx, dy = rx - np.repeat(cx, rim_rows), ry - np.repeat(cy, rim_rows)
-        reach = np.sqrt(dx * dx + dy * dy) + rr
-        top = np.maximum.reduceat(reach, rim_starts)
-        far = -np.maximum.reduceat(np.where(reach == np.repeat(top, rim_rows), index, -len(rx)), rim_starts)  # first farthest
-        cx, cy = cx + (rx[far] - cx) / (step + 1), cy + (ry[far] - cy) / (step + 1)
+    cx, cy = _centres(x, y, radii, owner, starts, _rim(slabs, coords, outline).ravel())
     dx, dy = x - cx[owner], y - cy[owner]
     across = np.sqrt(dx * dx + dy * dy)
     radius = np.maximum.reduceat(across + radii, starts)  # (A S,)
