@@ -207,7 +207,8 @@ def _any_facet(corners: np.ndarray, count: int, true: np.ndarray) -> np.ndarray:
 def _rim(slabs: _Slabs, coords: np.ndarray, outline: _Outline) -> np.ndarray:
     """(A, M) the rows that can be farthest from a centre seen along each axis: vertices on the
     hull's outline or on a cut; crossings of a cut across the axis on the outline; of a cut across
-    another axis (seen edge on: a line) only its two ends. coords (M, A): rows along the axes."""
+    another axis (seen edge on: a line) only its two ends. coords (M, A): rows along the axes.
+    Without facets (spheres, flat hulls) every row."""
     vertex, cut = slabs.vertex, slabs.cut
     rim = np.repeat(((vertex < 0) & (cut < 0))[None], len(coords.T), axis=0)
     inside = np.flatnonzero(vertex >= 0)
@@ -215,12 +216,12 @@ def _rim(slabs: _Slabs, coords: np.ndarray, outline: _Outline) -> np.ndarray:
     rows = np.flatnonzero(cut >= 0)
     if not len(rows):
         return rim
+    if outline.facing is None:  # spheres (a crossing's radius counts too) or a flat hull
+        rim[:, rows] = True
+        return rim
     k, upper = cut[rows] // 2, cut[rows] % 2 == 1
-    if outline.facing is None:
-        rim[k, rows] = True
-    else:  # the upper cut's outward normal is +axis: an edge facet must face against it, the lower's with it
-        facing = outline.facing[k, slabs.edge[rows]]
-        rim[k, rows] = np.where(upper, facing[:, 0], facing[:, 1])
+    facing = outline.facing[k, slabs.edge[rows]]  # the upper cut's outward normal is +axis: an edge
+    rim[k, rows] = np.where(upper, facing[:, 0], facing[:, 1])  # facet must face against it, the lower's with it
     group = slabs.owner[rows] * 2 + upper  # a slab's crossings of one cut follow each other
     first = np.flatnonzero(np.r_[True, np.diff(group) != 0])
     size = np.diff(np.r_[first, len(rows)])
