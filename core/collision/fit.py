@@ -262,23 +262,24 @@ def _fit_slabs(slabs: _Slabs, axes: np.ndarray, outline: _Outline) -> tuple[np.n
     count, rows = len(axes), len(slabs.points)
     starts = (slabs.starts + rows * np.arange(count)[:, None]).ravel()  # (A S,) axis after axis
     owner = (slabs.owner + len(slabs.starts) * np.arange(count)[:, None]).ravel()  # (A M,)
+    size = np.tile(np.bincount(slabs.owner, minlength=len(slabs.starts)), count)  # (A S,) rows of each
     flat = np.concatenate([slabs.points @ side.T for side in sides])  # (A M, 2)
     x, y = flat[:, 0].copy(), flat[:, 1].copy()
     radii = np.tile(slabs.radii, count)
     coords = slabs.points @ axes.T  # (M, A)
     cx, cy = _centres(x, y, radii, owner, starts, _rim(slabs, coords, outline).ravel())
-    dx, dy = x - cx[owner], y - cy[owner]
+    dx, dy = x - np.repeat(cx, size), y - np.repeat(cy, size)
     across = np.sqrt(dx * dx + dy * dy)
     radius = np.maximum.reduceat(across + radii, starts)  # (A S,)
     along = coords.T.ravel()  # (A M,)
-    reach = np.sqrt(np.clip((radius[owner] - radii) ** 2 - across ** 2, 0.0, None))
+    reach = np.sqrt(np.clip((np.repeat(radius, size) - radii) ** 2 - across ** 2, 0.0, None))
     lo = np.minimum.reduceat(along + reach, starts)
     hi = np.maximum.reduceat(along - reach, starts)
     sphere = lo > hi  # shorter than wide
     middle = 0.5 * (lo + hi)
     lo, hi = np.where(sphere, middle, lo), np.where(sphere, middle, hi)
     if sphere.any():
-        ball = np.maximum.reduceat(np.sqrt((along - middle[owner]) ** 2 + across ** 2) + radii, starts)
+        ball = np.maximum.reduceat(np.sqrt((along - np.repeat(middle, size)) ** 2 + across ** 2) + radii, starts)
         radius = np.where(sphere, ball, radius)
     radius = radius.reshape(count, -1)
     base = np.einsum("asj,ajk->ask", np.stack([cx, cy], -1).reshape(count, -1, 2), sides)  # (A, S, 3)
