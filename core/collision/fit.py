@@ -161,7 +161,8 @@ def _cut(points, radii, edges, along, lo, hi) -> tuple:
     slab, vertex = np.nonzero((along >= lo[:, None] - span) & (along <= hi[:, None] + span))
     cuts = np.column_stack([lo, hi]).ravel()  # slab s is cut by 2s and 2s + 1
     a, b = edges[:, 0], edges[:, 1]
-    column, edge = np.nonzero((along[a] - cuts[:, None]) * (along[b] - cuts[:, None]) < 0)
+    low, high = np.minimum(along[a], along[b]), np.maximum(along[a], along[b])
+    column, edge = np.nonzero((low < cuts[:, None]) & (cuts[:, None] < high))  # strictly: an end on a cut is a vertex
     ia, ib = a[edge], b[edge]
     share = (cuts[column] - along[ia]) / (along[ib] - along[ia])
     crossing = points[ia] + share[:, None] * (points[ib] - points[ia])
