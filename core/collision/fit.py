@@ -1,13 +1,15 @@
-"""Capsules fitted to a body's convex hull: split greedily where a split saves the most volume.
+"""Capsules fitted to a body's convex hull: the hull cut into equal slabs, the cut, the count
+and the capsules' axis that reach least beyond it.
 
 A flat torso or a wide pelvis in one capsule is a sphere-swept line as thick as the body
-is wide: a hand reads 5-8 cm deep in it while the mesh is clear. Each split cuts one piece
-of the hull in two across one of its principal axes; each half is wrapped by its thinnest
-capsule. A capsule is convex, so covering a piece's hull vertices and the points where its
-edges cross the cut covers the whole piece: the capsules contain the meshes.
+is wide: a hand reads 5-8 cm deep in it while the mesh is clear. Cut into slabs across one
+of its principal axes, each slab is wrapped by its thinnest capsule. A capsule is convex, so
+covering a slab's hull vertices and the points where the hull's edges cross its cuts covers
+the whole slab: the capsules contain the meshes.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -23,41 +25,58 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
     `radii` around them): the hull cut into 1 to `most` equal slabs across one of its principal
     axes, each slab wrapped by its thinnest capsule along one principal axis; the set whose
     excess over the hull is least (the mean, over directions, of how much further the capsules
-    reach than the hull: what a pair's distance is short of), CAPSULE_COST_M per extra capsule."""
-    points, radii, edges = _hull_piece(points, radii)
+    reach than the hull: what a pair's distance is short of), CAPSULE_COST_M per extra capsule.
+
+    Every (cut, count, axis) is fitted at once, as arrays: one Python-level fit per slab and
+    axis cost the G1 seconds of interpreter overhead."""
+    points, radii, edges, facets = _hull_piece(points, radii)
     held = _support(points, radii)
     axes = _principal_axes(points)
-    best, best_cost = None, np.inf
-    for k, cut in enumerate(axes):
-        along = points @ cut
-        for count in range(1 if k == 0 else 2, most + 1):  # one slab is the same whatever the cut
-            bounds = np.linspace(along.min(), along.max(), count + 1)
-            slabs = [_slab(points, radii, edges, along, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-            for axis in axes:
-                capsules = [_fit_on_axis(*slab, axis) for slab in slabs]
-                reach = np.max([_reach(c) for c in capsules], axis=0)
-                cost = float(np.mean(reach - held)) + CAPSULE_COST_M * (count - 1)
-                if cost < best_cost:
-                    best, best_cost = capsules, cost
-        if len(points) < 2:
-            break
-    return best
+    cuts = range(3) if len(points) >= 2 else range(1)
+    configs = [(k, count) for k in cuts for count in range(1 if k == 0 else 2, most + 1)]  # one slab: any cut
+    slabs = _slabs(points, radii, edges, axes, configs)
+    ends, radius = _fit_slabs(slabs, axes, _Outline.of(len(points), len(edges), facets, axes))  # (A, S, 2, 3), (A, S)
+    reach = np.maximum(ends[..., 0, :] @ _UNIT.T, ends[..., 1, :] @ _UNIT.T) + radius[..., None]  # (A, S, D)
+    first = np.cumsum([0] + [count for _, count in configs[:-1]])
+    worst = np.maximum.reduceat(reach, first, axis=1)  # (A, configs, D): each direction's farthest capsule
+    extra = CAPSULE_COST_M * (np.array([count for _, count in configs]) - 1)
+    cost = (worst - held).mean(axis=-1) + extra
+    cost[:, ~slabs.whole] = np.inf
+    config, axis = divmod(int(np.argmin(cost.T)), len(axes))  # the first least in (cut, count, axis) order
+    rows = range(first[config], first[config] + configs[config][1])
+    return [(ends[axis, s, 0], ends[axis, s, 1], float(radius[axis, s])) for s in rows]
+
+
+def hull_excess(capsules: list[tuple], points: np.ndarray, radii: np.ndarray) -> float:
+    """How much further the capsules reach than the points' hull, averaged over directions (m)."""
+    reach = np.max([np.maximum(_UNIT @ a, _UNIT @ b) + r for a, b, r in capsules], axis=0)
+    return float(np.mean(reach - _support(points, radii)))
 
 
 def _hull_piece(points: np.ndarray, radii: np.ndarray) -> tuple:
-    """(points, radii, edges): the hull's vertices (every sphere kept) and its edges."""
+    """(points, radii, edges, facets): the hull's vertices (every sphere kept), its edges, and its
+    facets (vertex triples (F, 3), edge triples (F, 3), outward normals (F, 3)) when it is a
+    polyhedron, else None."""
     if len(points) >= 5 and not radii.any():
         try:
             hull = ConvexHull(points)
         except QhullError:
-            return points, radii, _hull_edges(points)
+            return points, radii, _hull_edges(points), None
         keep = hull.vertices
         index = np.full(len(points), -1)
         index[keep] = np.arange(len(keep))
         simplices = index[hull.simplices]
-        pairs = np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [0, 2]]])
-        return points[keep], radii[keep], np.unique(np.sort(pairs, axis=1), axis=0)
-    return points, radii, _hull_edges(points)
+        edges, sides = _edges(simplices, len(keep))
+        return points[keep], radii[keep], edges, (simplices, sides, hull.equations[:, :3])
+    return points, radii, _hull_edges(points), None
+
+
+def _edges(simplices: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(E, 2) sorted index pairs, each once: the edges of triangles (F, 3) over `count` points;
+    and each triangle's three edges (F, 3)."""
+    pairs = np.sort(np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [0, 2]]]), axis=1)
+    code, sides = np.unique(pairs[:, 0] * count + pairs[:, 1], return_inverse=True)
+    return np.column_stack([code // count, code % count]), sides.reshape(3, -1).T
 
 
 def _sphere_directions(count: int) -> np.ndarray:
@@ -71,10 +90,6 @@ def _sphere_directions(count: int) -> np.ndarray:
 _UNIT = _sphere_directions(_DIRECTIONS)
 
 
-def _reach(capsule: tuple) -> np.ndarray:
-    """How far the capsule reaches along each direction (D,), metres."""
-    a, b, radius = capsule
-    return np.maximum(_UNIT @ a, _UNIT @ b) + radius
 
 
 def _support(points: np.ndarray, radii: np.ndarray) -> np.ndarray:
@@ -95,9 +110,7 @@ def _hull_edges(points: np.ndarray) -> np.ndarray:
     """(E, 2) index pairs: the convex hull's edges, or every pair for a few or flat points."""
     if len(points) >= 5:
         try:
-            simplices = ConvexHull(points).simplices
-            pairs = np.concatenate([simplices[:, [0, 1]], simplices[:, [1, 2]], simplices[:, [0, 2]]])
-            return np.unique(np.sort(pairs, axis=1), axis=0)
+            return _edges(ConvexHull(points).simplices, len(points))[0]
         except QhullError:
             pass
     if len(points) > 200:  # flat and large: thin it, every vertex is still covered
@@ -105,58 +118,172 @@ def _hull_edges(points: np.ndarray) -> np.ndarray:
     return np.array(list(combinations(range(len(points)), 2)), dtype=int).reshape(-1, 2)
 
 
-def _slab(points, radii, edges, along, lo, hi):
-    """The hull's part between two cuts: its vertices in the slab and where its edges cross the cuts."""
+@dataclass
+class _Slabs:
+    """Every slab of every (cut, count), slab after slab: the hull's vertices in each and the
+    points where its edges cross the slab's cuts."""
+
+    points: np.ndarray  # (M, 3) metres
+    radii: np.ndarray  # (M,)
+    starts: np.ndarray  # (S,) each slab's first row
+    owner: np.ndarray  # (M,) each row's slab
+    vertex: np.ndarray  # (M,) the hull vertex a row is, -1 for a crossing or one on a cut
+    cut: np.ndarray  # (M,) a crossing's cut: 2 x its axis, + 1 for the slab's upper cut; -1 for a vertex
+    edge: np.ndarray  # (M,) the hull edge a crossing is on, -1 for a vertex
+    whole: np.ndarray  # (configs,) bool: no slab of that (cut, count) is empty
+
+
+def _slabs(points: np.ndarray, radii: np.ndarray, edges: np.ndarray, axes: np.ndarray, configs: list) -> _Slabs:
+    parts, sizes = [], []
+    for k in sorted({k for k, _ in configs}):
+        along = points @ axes[k]
+        bounds = [np.linspace(along.min(), along.max(), count + 1) for kk, count in configs if kk == k]
+        lo = np.concatenate([b[:-1] for b in bounds])
+        hi = np.concatenate([b[1:] for b in bounds])
+        pts, rad, vertex, part, edge, size = _cut(points, radii, edges, along, lo, hi)
+        parts.append((pts, rad, vertex, np.where(part > 0, 2 * k + part - 1, -1), edge))
+        sizes.append(size)
+    sizes = np.concatenate(sizes)
+    counts = np.array([count for _, count in configs])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    whole = np.minimum.reduceat(sizes, np.concatenate([[0], np.cumsum(counts)[:-1]])) > 0
+    points, radii, vertex, cut, edge = (np.concatenate(column) for column in zip(*parts))
+    return _Slabs(points, radii, np.minimum(starts, max(len(points) - 1, 0)), np.repeat(np.arange(len(sizes)), sizes),
+                  vertex, cut, edge, whole)
+
+
+def _cut(points, radii, edges, along, lo, hi) -> tuple:
+    """The hull's parts between cuts lo[s] and hi[s] (S,), slab after slab: its vertices in the slab
+    (with a hair's tolerance) and where its edges cross the two cuts; the vertex each row is (-1: a
+    crossing, or a vertex on a cut); which part of the slab a row is (0 a vertex, 1 on the lower
+    cut, 2 on the upper); the edge a crossing is on (-1: a vertex); and each slab's row count."""
     span = 1e-9 * max(float(np.ptp(along)), 1e-12)
-    inside = (along >= lo - span) & (along <= hi + span)
-    pts, rad = [points[inside]], [radii[inside]]
+    slab, vertex = np.nonzero((along >= lo[:, None] - span) & (along <= hi[:, None] + span))
+    cuts = np.column_stack([lo, hi]).ravel()  # slab s is cut by 2s and 2s + 1
     a, b = edges[:, 0], edges[:, 1]
-    for cut in (lo, hi):
-        if not np.isfinite(cut):
-            continue
-        cross = (along[a] - cut) * (along[b] - cut) < 0
-        if cross.any():
-            ia, ib = a[cross], b[cross]
-            share = (cut - along[ia]) / (along[ib] - along[ia])
-            pts.append(points[ia] + share[:, None] * (points[ib] - points[ia]))
-            rad.append(np.maximum(radii[ia], radii[ib]))
-    return np.concatenate(pts), np.concatenate(rad)
+    low, high = np.minimum(along[a], along[b]), np.maximum(along[a], along[b])
+    column, edge = np.nonzero((low < cuts[:, None]) & (cuts[:, None] < high))  # strictly: an end on a cut is a vertex
+    ia, ib = a[edge], b[edge]
+    share = (cuts[column] - along[ia]) / (along[ib] - along[ia])
+    crossing = points[ia] + share[:, None] * (points[ib] - points[ia])
+    key = np.concatenate([3 * slab, 3 * (column // 2) + 1 + column % 2])  # vertices, then lower, upper cut
+    order = np.argsort(key, kind="stable")
+    pts = np.concatenate([points[vertex], crossing])[order]
+    rad = np.concatenate([radii[vertex], np.maximum(radii[ia], radii[ib])])[order]
+    on_cut = np.minimum(np.abs(along[vertex] - lo[slab]), np.abs(along[vertex] - hi[slab])) <= 2 * span
+    which = np.concatenate([np.where(on_cut, -1, vertex), np.full(len(edge), -1)])[order]
+    on_edge = np.concatenate([np.full(len(vertex), -1), edge])[order]
+    return pts, rad, which, key[order] % 3, on_edge, np.bincount(key // 3, minlength=len(lo))
 
 
-def _fit_on_axis(points: np.ndarray, radii: np.ndarray, axis: np.ndarray) -> tuple:
-    """The thinnest capsule along `axis` holding every point with its radius: the axis through
-    the centre of the smallest circle around the points seen along it, ends pulled in as far as
-    the end caps still hold every point."""
-    side = np.linalg.svd(axis[None])[2][1:]  # two unit vectors across the axis
-    flat = points @ side.T  # (K, 2)
-    rim = _outline(flat, radii)
-    centre = 0.5 * (flat[rim].min(axis=0) + flat[rim].max(axis=0))
-    for step in range(1, 28):  # Badoiu-Clarkson: walk toward the farthest point, ever shorter steps
-        far = rim[np.argmax(np.hypot(*(flat[rim] - centre).T) + radii[rim])]
-        centre = centre + (flat[far] - centre) / (step + 1)
-    across = np.linalg.norm(flat - centre, axis=1)
-    radius = float((across + radii).max())
-    along = points @ axis
-    reach = np.sqrt(np.clip((radius - radii) ** 2 - across ** 2, 0.0, None))
-    lo, hi = float((along + reach).min()), float((along - reach).max())
-    if lo > hi:  # shorter than wide: one sphere will do
-        lo = hi = 0.5 * (lo + hi)
-        radius = float((np.sqrt((along - lo) ** 2 + across ** 2) + radii).max())
-    base = side.T @ centre
-    return base + lo * axis, base + hi * axis, radius
+@dataclass
+class _Outline:
+    """What of the hull can be on a slab's rim seen along each axis. A vertex inside a slab only
+    if it is on the whole hull's outline (some of its facets face along the axis, some against);
+    a crossing on a cut across the axis only if one of its edge's facets faces out of the slab
+    (with the cut's own outward normal, it then has one across the axis). Without facets (spheres,
+    flat hulls) everything can be."""
+
+    vertex: np.ndarray  # (A, N) bool
+    facing: np.ndarray | None  # (A, E, 2) bool: an edge has a facet facing against, with each axis
+
+    @classmethod
+    def of(cls, count: int, edges: int, facets, axes: np.ndarray) -> "_Outline":
+        if facets is None:
+            return cls(np.ones((len(axes), count), dtype=bool), None)
+        simplices, sides, normals = facets
+        facing = normals @ axes.T  # (F, A)
+        against, along = _any_facet(simplices, count, facing <= 1e-9), _any_facet(simplices, count, facing >= -1e-9)
+        edge = np.stack([_any_facet(sides, edges, facing <= 1e-9), _any_facet(sides, edges, facing >= -1e-9)], -1)
+        return cls(against & along, edge)
 
 
-def _outline(flat: np.ndarray, radii: np.ndarray) -> np.ndarray:
-    """Indices of the points that can be farthest from a centre: the 2D hull's, and every sphere."""
-    if len(flat) < 8:
-        return np.arange(len(flat))
-    try:
-        rim = ConvexHull(flat).vertices
-    except QhullError:
-        return np.arange(len(flat))
-    return np.union1d(rim, np.flatnonzero(radii > 0))
+def _any_facet(corners: np.ndarray, count: int, true: np.ndarray) -> np.ndarray:
+    """(A, count) whether any facet an item is on (vertices or edges: `corners` (F, 3) of each
+    facet) is `true` (F, A) for each axis."""
+    items = corners.T.ravel()  # corner after corner
+    return np.array([np.bincount(items, np.tile(column, 3), minlength=count) > 0 for column in true.T])
 
 
-def _volume(capsule: tuple) -> float:
-    a, b, radius = capsule
-    return np.pi * radius ** 2 * float(np.linalg.norm(b - a)) + 4.0 / 3.0 * np.pi * radius ** 3
+def _rim(slabs: _Slabs, coords: np.ndarray, outline: _Outline) -> np.ndarray:
+    """(A, M) the rows that can be farthest from a centre seen along each axis: vertices on the
+    hull's outline or on a cut; crossings of a cut across the axis on the outline; of a cut across
+    another axis (seen edge on: a line) only its two ends. coords (M, A): rows along the axes.
+    Without facets (spheres, flat hulls) every row."""
+    vertex, cut = slabs.vertex, slabs.cut
+    rim = np.repeat(((vertex < 0) & (cut < 0))[None], len(coords.T), axis=0)
+    inside = np.flatnonzero(vertex >= 0)
+    rim[:, inside] = outline.vertex[:, vertex[inside]]
+    rows = np.flatnonzero(cut >= 0)
+    if not len(rows):
+        return rim
+    if outline.facing is None:  # spheres (a crossing's radius counts too) or a flat hull
+        rim[:, rows] = True
+        return rim
+    k, upper = cut[rows] // 2, cut[rows] % 2 == 1
+    facing = outline.facing[k, slabs.edge[rows]]  # the upper cut's outward normal is +axis: an edge
+    rim[k, rows] = np.where(upper, facing[:, 0], facing[:, 1])  # facet must face against it, the lower's with it
+    group = slabs.owner[rows] * 2 + upper  # a slab's crossings of one cut follow each other
+    first = np.flatnonzero(np.r_[True, np.diff(group) != 0])
+    size = np.diff(np.r_[first, len(rows)])
+    for turn in (1, 2):  # seen along the axis after k, the line runs along the one after that, and so on
+        seen, line = (k + turn) % 3, coords[rows, (k + 3 - turn) % 3]
+        least, most = np.minimum.reduceat(line, first), np.maximum.reduceat(line, first)
+        rim[seen, rows] = (line == np.repeat(least, size)) | (line == np.repeat(most, size))
+    return rim
+
+
+def _centres(x, y, radii, owner, starts, rim) -> tuple[np.ndarray, np.ndarray]:
+    """The centres (x (I,), y (I,)) of the smallest circles around each instance's points (rows
+    x, y (R,) with radii, of instance `owner`, instance i's first row starts[i]) by Badoiu-Clarkson:
+    from the box's middle, ever shorter steps toward the farthest point. The farthest point is
+    always among the `rim` rows (R,) bool, the only ones searched."""
+    cx = 0.5 * (np.minimum.reduceat(x, starts) + np.maximum.reduceat(x, starts))
+    cy = 0.5 * (np.minimum.reduceat(y, starts) + np.maximum.reduceat(y, starts))
+    rim |= (np.bincount(owner[rim], minlength=len(starts)) == 0)[owner]  # never empty
+    x, y, radii = x[rim], y[rim], radii[rim]
+    rows = np.bincount(owner[rim], minlength=len(starts))  # per instance, one after another
+    first = np.minimum(np.concatenate([[0], np.cumsum(rows)[:-1]]), len(x) - 1)
+    index = -np.arange(len(x))
+    for step in range(1, 28):
+        dx, dy = x - np.repeat(cx, rows), y - np.repeat(cy, rows)
+        reach = np.sqrt(dx * dx + dy * dy) + radii
+        top = np.maximum.reduceat(reach, first)
+        far = -np.maximum.reduceat(np.where(reach == np.repeat(top, rows), index, -len(x)), first)  # the first farthest
+        cx, cy = cx + (x[far] - cx) / (step + 1), cy + (y[far] - cy) / (step + 1)
+    return cx, cy
+
+
+def _fit_slabs(slabs: _Slabs, axes: np.ndarray, outline: _Outline) -> tuple[np.ndarray, np.ndarray]:
+    """Each slab's thinnest capsule along each axis: ends (A, S, 2, 3) and radii (A, S). The
+    axis goes through the centre of the smallest circle around the slab seen along it; the
+    ends are pulled in as far as the end caps still hold every point, or one sphere if shorter
+    than wide."""
+    sides = np.array([np.linalg.svd(axis[None])[2][1:] for axis in axes])  # (A, 2, 3) across each axis
+    count, rows = len(axes), len(slabs.points)
+    starts = (slabs.starts + rows * np.arange(count)[:, None]).ravel()  # (A S,) axis after axis
+    owner = (slabs.owner + len(slabs.starts) * np.arange(count)[:, None]).ravel()  # (A M,)
+    size = np.tile(np.bincount(slabs.owner, minlength=len(slabs.starts)), count)  # (A S,) rows of each
+    flat = np.concatenate([slabs.points @ side.T for side in sides])  # (A M, 2)
+    x, y = flat[:, 0].copy(), flat[:, 1].copy()
+    radii = np.tile(slabs.radii, count)
+    coords = slabs.points @ axes.T  # (M, A)
+    cx, cy = _centres(x, y, radii, owner, starts, _rim(slabs, coords, outline).ravel())
+    dx, dy = x - np.repeat(cx, size), y - np.repeat(cy, size)
+    across = np.sqrt(dx * dx + dy * dy)
+    radius = np.maximum.reduceat(across + radii, starts)  # (A S,)
+    along = coords.T.ravel()  # (A M,)
+    reach = np.sqrt(np.clip((np.repeat(radius, size) - radii) ** 2 - across ** 2, 0.0, None))
+    lo = np.minimum.reduceat(along + reach, starts)
+    hi = np.maximum.reduceat(along - reach, starts)
+    sphere = lo > hi  # shorter than wide
+    middle = 0.5 * (lo + hi)
+    lo, hi = np.where(sphere, middle, lo), np.where(sphere, middle, hi)
+    if sphere.any():
+        ball = np.maximum.reduceat(np.sqrt((along - np.repeat(middle, size)) ** 2 + across ** 2) + radii, starts)
+        radius = np.where(sphere, ball, radius)
+    radius = radius.reshape(count, -1)
+    base = np.einsum("asj,ajk->ask", np.stack([cx, cy], -1).reshape(count, -1, 2), sides)  # (A, S, 3)
+    lo, hi = lo.reshape(count, -1, 1), hi.reshape(count, -1, 1)
+    ends = np.stack([base + lo * axes[:, None], base + hi * axes[:, None]], axis=2)
+    return ends, radius

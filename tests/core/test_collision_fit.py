@@ -1,0 +1,65 @@
+"""The collision fit's shortcut: the smallest circle around a slab seen along an axis is searched
+only among the rows that can be on the slab's outline (crossings of a cut seen edge on only at
+its line's ends, ...). From any centre, the farthest of those rows must be as far as the farthest
+of all rows: on every G1 body (flat, coplanar and rounded parts) and on random hulls."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.collision import fit
+from core.collision.proxies import body_geometry
+from core.model.kinematics import FIXED, KinematicTree
+from core.model.urdf import parse_urdf
+
+G1 = Path(__file__).resolve().parents[2] / "data/robots/g1/unitree_g1_29dof.urdf"
+
+
+def _farthest_both_ways(points, radii, rng, centres=20):
+    """The farthest distance from centres in each slab's box, among the outline rows and among all
+    rows, for every slab and axis; and the share of rows searched."""
+    points, radii, edges, facets = fit._hull_piece(points, radii)
+    axes = fit._principal_axes(points)
+    configs = [(k, count) for k in range(3) for count in range(1 if k == 0 else 2, fit.MAX_CAPSULES + 1)]
+    slabs = fit._slabs(points, radii, edges, axes, configs)
+    rim = fit._rim(slabs, slabs.points @ axes.T, fit._Outline.of(len(points), len(edges), facets, axes))
+    found, every = [], []
+    for axis, on_rim in zip(axes, rim):
+        flat = slabs.points @ np.linalg.svd(axis[None])[2][1:].T  # (M, 2) seen along the axis
+        low, high = np.minimum.reduceat(flat, slabs.starts), np.maximum.reduceat(flat, slabs.starts)
+        for share in rng.random((centres, 2)):
+            centre = low + share * (high - low)
+            reach = np.linalg.norm(flat - centre[slabs.owner], axis=1) + slabs.radii
+            every.append(np.maximum.reduceat(reach, slabs.starts))
+            found.append(np.maximum.reduceat(np.where(on_rim, reach, -np.inf), slabs.starts))
+    return np.array(found), np.array(every), rim.mean()
+
+
+def test_outline_rows_hold_the_farthest_point_on_every_g1_body():
+    tree = KinematicTree(parse_urdf(G1))
+    rng = np.random.default_rng(0)
+    shortcuts = 0
+    for link in range(len(tree.link_names)):
+        if link and tree.kind[link] == FIXED:
+            continue
+        points, radii, _ = body_geometry(tree, link)
+        if points is None:
+            continue
+        found, every, searched = _farthest_both_ways(points, radii, rng)
+        np.testing.assert_allclose(found, every, rtol=0, atol=1e-15, err_msg=tree.link_names[link])
+        shortcuts += len(points) > 100 and searched < 0.4  # most rows left out of the search
+    assert shortcuts >= 20
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_outline_rows_hold_the_farthest_point_on_random_hulls(seed):
+    rng = np.random.default_rng(seed)
+    cloud = rng.normal(size=(400, 3)) * [0.2, 0.06, 0.03] @ np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    found, every, _ = _farthest_both_ways(cloud, np.zeros(len(cloud)), rng)
+    np.testing.assert_allclose(found, every, rtol=0, atol=1e-15)
+    balls = rng.normal(size=(30, 3)) * [0.1, 0.05, 0.05]  # spheres: no facets, every row searched
+    found, every, searched = _farthest_both_ways(balls, rng.random(30) * 0.02, rng)
+    np.testing.assert_allclose(found, every, rtol=0, atol=1e-15)
+    assert searched == 1.0
