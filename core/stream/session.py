@@ -244,7 +244,8 @@ class StreamSession:
         return StreamOutput(seq, input_time_s + horizon, self.retargeter.output_pose(q, root), vector, input_time_s)
 
     def _match_space(self, library: list, mapping: Mapping):
-        """Weights and library series in the space the predictor works in (see make_predictor)."""
+        """Weights, library series and the channels matched together in the space the predictor
+        works in (see make_predictor): after mapping, the root and each chain's joints."""
         motions = [clip.to_source_motion(self.settings.scale, self.settings.up) if isinstance(clip, BVHClip)
                    else clip for clip in library]
         if self.settings.placement == "model":
@@ -255,7 +256,7 @@ class StreamSession:
                     raise ValueError(f"library clip {_name(clip)}: its hierarchy is not the stream's "
                                      f"({len(motion.bone_names)} bones, not {bones})")
                 series.append(_resampled(_model_vector(motion, self.retargeter.marks), clip.fps, self.rate_hz))
-            return np.r_[np.zeros(4), np.ones(6 * bones), np.zeros(4)], series  # where the actor stands is not posture
+            return np.r_[np.zeros(4), np.ones(6 * bones), np.zeros(4)], series, None  # where the actor stands is not posture
         from ..retarget.pipeline import retarget  # only a library needs the offline retarget
         weights = np.r_[0.0, 0.0, 1.0, np.ones(4), np.ones(len(self.lower))]
         series = []
@@ -263,7 +264,19 @@ class StreamSession:
             baked = retarget(motion, self.tree, mapping, contacts="auto")
             rows = np.column_stack([baked.root_position, baked.root_quaternion, baked.q])
             series.append(_resampled(rows, clip.fps, self.rate_hz))
-        return weights, series
+        return weights, series, self._chain_channels()
+
+    def _chain_channels(self) -> list[np.ndarray]:
+        """Indices into a pose vector (_vector) of the root and of each chain's joints, and of
+        joints no chain moves (one group)."""
+        groups, taken = [np.arange(7)], set()
+        for plan in self.retargeter.plans:
+            cols = [int(c) for c in plan.kin.columns if int(c) not in taken]
+            taken.update(cols)
+            if cols:
+                groups.append(7 + np.array(cols))
+        rest = [c for c in range(len(self.lower)) if c not in taken]
+        return groups + ([7 + np.array(rest)] if rest else [])
 
     # ------------------------------------------------------------------ the control cycle
 
