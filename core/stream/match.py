@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .extrapolate import Extrapolator, fit_weights
 
 SIMILAR_M = 0.01  # a window whose path is this far (RMS, metres or radians) from the latest samples' is half similar
+ROOM = np.iinfo(np.int64).max // 2  # a history row's room: bounded by the newest sample instead
 
 
 class PatternMatcher:
@@ -69,15 +70,18 @@ class PatternMatcher:
         self.data = np.empty((rows + 2 * self.capacity, width))
         self.paths = np.zeros((len(self.data), self.samples * width))
         self.lengths = np.zeros((len(self.data), len(groups)))
-        self.first, self.last = np.zeros(rows + 1, dtype=int), np.zeros(rows + 1, dtype=int)  # per library row
+        # samples known after the window ending at each row (-1: no whole window ends there); the
+        # history's, growing with it, is counted from its newest row instead (ROOM)
+        self.room = np.full(len(self.data), -1)
         row = 0
         for clip in self.library:
             n = len(clip)
             self.data[row:row + n] = clip[:, self.order]
             windows = sliding_window_view(self.data[row:row + n] * self.scale, self.samples, axis=0)  # (W, D, K)
             self._paths(row + self.samples - 1, windows.transpose(0, 2, 1))
-            self.first[row:row + n], self.last[row:row + n] = row, row + n - 1
+            self.room[row + self.samples - 1:row + n] = np.arange(n - self.samples, -1, -1)
             row += n
+        self.groups_at = np.arange(len(groups))[:, None]
         self.history_row, self.end, self.kept = rows, rows, 0  # history: rows [end - kept, end)
         self.pool_rows = np.zeros((len(groups), self.neighbours), dtype=int)  # per group, the places followed
         self.pool_dist = np.full((len(groups), self.neighbours), np.inf)
@@ -96,18 +100,22 @@ class PatternMatcher:
         if self.end == len(self.data):  # keep the latest capacity - 1 history rows at the front
             keep, base = self.capacity - 1, self.history_row
             shift = self.end - keep - base
-            for array in (self.data, self.paths, self.lengths):
+            for array in (self.data, self.paths, self.lengths, self.room):
                 array[base:base + keep] = array[self.end - keep:self.end]
-            self.end -= shift
+            self.room[base:base + self.samples - 1] = -1  # their windows began in rows let go
+            self.end, self.kept = self.end - shift, keep
             moved = self.pool_rows >= base
             self.pool_rows[moved] -= shift
             self.pool_dist[moved & (self.pool_rows < base)] = np.inf
             self.sweep = 0
         self.data[self.end] = x[self.order]
         self.end += 1
+        if self.kept == self.capacity:  # the oldest row goes: the window it began ends no more
+            self.room[self.end - self.capacity + self.samples - 1] = -1
         self.kept = min(self.kept + 1, self.capacity)
         if self.kept >= self.samples:
             self._paths(self.end - 1, (self.data[self.end - self.samples:self.end] * self.scale)[None])
+            self.room[self.end - 1] = ROOM
         self.pool_rows += 1  # the places followed move on with the stream
         self.fallback.update(time_s, x)
 
@@ -135,8 +143,7 @@ class PatternMatcher:
         rows = np.where(weight > 0, rows[self.group_of], self.samples - 1)  # (D, N); any readable row if unused
         data, channel = self.data, self.channel
         later = (1.0 - part) * data[rows + whole, channel] + part * data[rows + whole + 1, channel]  # (D, N)
-        lw = fit_weights(tuple(round((k + 1 - self.line_samples) / self.rate_hz, 9) for k in range(self.line_samples)),
-                         round(horizon_s, 9), min(self.fallback.degree, self.line_samples - 1))
+        lw = self._line_weights(horizon_s)
         recent = data[rows[..., None] + np.arange(1 - self.line_samples, 1), channel[..., None]]  # (D, N, k)
         own_line = recent[..., -1] + self.fallback.damping * (recent @ lw - recent[..., -1])
         bend = (weight * (later - own_line)).sum(axis=1) / np.maximum(weight.sum(axis=1), 1e-300)
@@ -144,27 +151,31 @@ class PatternMatcher:
         correction[self.order] = bend
         return line + correction
 
+    def _line_weights(self, horizon_s: float) -> np.ndarray:
+        """The fallback's line through a stretch's latest samples, at the stream's rate, as weights."""
+        if getattr(self, "_line", (None,))[0] != horizon_s:
+            times = tuple(round((k + 1 - self.line_samples) / self.rate_hz, 9) for k in range(self.line_samples))
+            self._line = horizon_s, fit_weights(times, round(horizon_s, 9),
+                                                min(self.fallback.degree, self.line_samples - 1))
+        return self._line[1]
+
     def _valid(self, rows: np.ndarray, need: int) -> np.ndarray:
         """Whether a window may end at each row: whole within one clip or the history, and the
         `need` samples after it known."""
-        history = rows >= self.history_row
-        at = np.minimum(rows, len(self.first) - 1)
-        first = np.where(history, self.end - self.kept, self.first[at])
-        last = np.where(history, self.end - 1, self.last[at])
-        return (rows - self.samples + 1 >= first) & (rows + need <= last)
+        return (self.room[rows] >= need) & ((rows < self.history_row) | (rows < self.end - need))
 
-    def _distance(self, squared: np.ndarray, groups) -> np.ndarray:
+    @staticmethod
+    def _distance(squared: np.ndarray, norm: np.ndarray) -> np.ndarray:
         """RMS distance from sum_i |u_i - p_i|^2 per group."""
-        return np.sqrt(np.maximum(squared, 0.0) * self.norm[groups])
+        return np.sqrt(np.maximum(squared, 0.0) * norm)
 
     def _follow(self, probe: np.ndarray, own: np.ndarray, need: int) -> None:
         """The places followed, with their distances to the latest path."""
         rows = self.pool_rows
         valid = np.isfinite(self.pool_dist) & self._valid(rows, need)
         rows = np.where(valid, rows, self.samples - 1)
-        groups = np.arange(len(rows))[:, None]
         cross = np.einsum("gpj,jg->gp", self.paths[rows], probe)
-        distance = self._distance(self.lengths[rows, groups] - 2.0 * cross + own[:, None], groups)
+        distance = self._distance(self.lengths[rows, self.groups_at] - 2.0 * cross + own[:, None], self.norm[:, None])
         self.pool_rows, self.pool_dist = rows, np.where(valid, distance, np.inf)
 
     def _scan(self, probe: np.ndarray, own: np.ndarray, need: int) -> None:
@@ -175,11 +186,11 @@ class PatternMatcher:
         self.sweep = 0 if stop >= self.end else stop
         rows = np.arange(start, stop)
         distance = self._distance(self.lengths[start:stop] - 2.0 * (self.paths[start:stop] @ probe) + own,
-                                  slice(None))  # (n, G)
+                                  self.norm)  # (n, G)
         distance[~self._valid(rows, need)] = np.inf
         best = np.argsort(distance, axis=0)[:self.neighbours] if len(rows) <= self.neighbours else \
             np.argpartition(distance, self.neighbours - 1, axis=0)[:self.neighbours]  # (count, G)
-        self._merge(rows[best].T, np.take_along_axis(distance, best, axis=0).T)
+        self._merge(rows[best].T, distance[best, self.groups_at.T].T)
 
     def _merge(self, rows: np.ndarray, distance: np.ndarray) -> None:
         """The places followed and those just found, one per stretch (none within `gap` rows of a
@@ -187,11 +198,10 @@ class PatternMatcher:
         rows = np.concatenate([self.pool_rows, rows], axis=1)
         distance = np.concatenate([self.pool_dist, distance], axis=1)
         order = np.argsort(distance, axis=1, kind="stable")
-        rows, distance = np.take_along_axis(rows, order, 1), np.take_along_axis(distance, order, 1)
+        rows, distance = rows[self.groups_at, order], distance[self.groups_at, order]
         nearer = np.tri(rows.shape[1], k=-1, dtype=bool)  # [i, j]: j is nearer than i
         close = np.abs(rows[:, :, None] - rows[:, None, :]) < self.gap
         shadowed = (close & nearer & np.isfinite(distance)[:, None, :]).any(axis=2)
         distance = np.where(shadowed, np.inf, distance)
         order = np.argsort(distance, axis=1, kind="stable")[:, :self.pool_rows.shape[1]]
-        self.pool_rows = np.take_along_axis(rows, order, 1)
-        self.pool_dist = np.take_along_axis(distance, order, 1)
+        self.pool_rows, self.pool_dist = rows[self.groups_at, order], distance[self.groups_at, order]

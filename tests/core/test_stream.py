@@ -202,13 +202,14 @@ def test_forecast_100_ms_ahead_beats_holding_the_pose(name, g1):
     assert forecast <= 0.7 * hold, (name, forecast, hold)
 
 
-def test_matching_continues_a_periodic_motion_exactly():
+@pytest.mark.parametrize("history_s", [20.0, 2.0])
+def test_matching_continues_a_periodic_motion_exactly(history_s):
     """Where the past repeats, the matcher's continuation is the motion's own (an extrapolation
-    overshoots every turn)."""
+    overshoots every turn); also once the history is full and lets its oldest samples go."""
     rate = 120.0
     t = np.arange(0.0, 8.0, 1.0 / rate)
     x = np.column_stack([np.sin(2 * np.pi * t / 1.1), 0.3 * np.cos(2 * np.pi * t / 0.55), t * 0.0 + 0.2])
-    matcher = PatternMatcher(rate, PredictSettings(match_samples=12))
+    matcher = PatternMatcher(rate, PredictSettings(match_samples=12, history_s=history_s))
     line = Extrapolator(3, 1)
     k = int(AHEAD_S * rate)
     match, extrapolated = [], []
