@@ -124,7 +124,7 @@ class StreamSession:
             raise FrameError(f"frame {seq}: expected {self.channels} values, got {len(values)}")
         frame = None
         if np.all(np.isfinite(values)):
-            frame = self.clip.to_source_motion(self.settings.scale, self.settings.up, rows=values[None])
+            frame = self.clip.pose_frame(values, self.settings.scale, self.settings.up)
         return self.push_frame(seq, time_s, frame, received_s, stop)
 
     def push_frame(self, seq: int, time_s: float, frame: SourceMotion | None, received_s: float | None = None,

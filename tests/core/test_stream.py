@@ -88,6 +88,17 @@ def test_frame_kinematics_equal_the_batched_chain_kinematics(urdf):
             np.testing.assert_allclose(my_jac, jac[0], atol=1e-12, err_msg=plan.mapping.name)
 
 
+@pytest.mark.parametrize("path, scale, up", [(WALK, 1.0, "Y"), (HOP, 0.01, "Z")])
+def test_one_bvh_frame_posed_at_once_is_the_batched_pose(path, scale, up):
+    clip = load_bvh(path)
+    for f in (0, clip.frames // 2, clip.frames - 1):
+        batched, mine = clip.to_source_motion(scale, up, rows=clip.motion[f][None]), clip.pose_frame(clip.motion[f],
+                                                                                                 scale, up)
+        for name in ("heads", "tails", "root_rotation", "rest_heads", "rest_tails", "rest_root_rotation"):
+            np.testing.assert_allclose(getattr(mine, name), getattr(batched, name), atol=1e-12, err_msg=name)
+        assert mine.bone_names == batched.bone_names and mine.fps == batched.fps
+
+
 def test_frame_targets_equal_the_offline_targets(g1):
     motion = load_bvh(WALK).to_source_motion()
     turn, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))
