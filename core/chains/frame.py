@@ -81,12 +81,9 @@ class FrameKinematics:
         self.frames = np.empty((len(links) + 1, 4, 4))
         self._local = np.empty((len(links), 4, 4))
 
-    def evaluate(self, anchor: np.ndarray, q: np.ndarray, jacobian: bool = True):
-        """Points (M, 3) relative to their references and, optionally, the Jacobian (M, 3, V).
-
-        anchor: (4, 4) world pose of the chain's anchor link (the root pose if none); q: (n,).
-        Also leaves every chain link's world pose in self.frames[1:] (anchor in [0]).
-        """
+    def place(self, anchor: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """Every chain link's world pose for q (n,): self.frames (L + 1, 4, 4), the anchor (4, 4)
+        first (the root pose if none)."""
         value = q[self.columns] * self.scale + self.offset
         coef = self.coef
         coef[:, 0, 1:3] = np.sin((value * self.revolute)[:, None] + self.phase)
@@ -103,6 +100,15 @@ class FrameKinematics:
                     frames[k + 1] = anchor
                 else:
                     np.matmul(frames[parent], local[k], out=frames[k + 1])
+        return frames
+
+    def evaluate(self, anchor: np.ndarray, q: np.ndarray, jacobian: bool = True):
+        """Points (M, 3) relative to their references and, optionally, the Jacobian (M, 3, V).
+
+        anchor: (4, 4) world pose of the chain's anchor link (the root pose if none); q: (n,).
+        Also leaves every chain link's world pose in self.frames[1:] (anchor in [0]).
+        """
+        frames = self.place(anchor, q)
         placed = (frames[self.place_slot] @ self.place_local)[:, :3, 0]  # (2M, 3): points, then their references
         m = self.points
         row_refs = placed[m:]
@@ -144,13 +150,16 @@ class FrameSolve:
 
 def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, anchor: np.ndarray, q: np.ndarray,
                 targets: np.ndarray, weights: np.ndarray, options: SolveOptions, previous: np.ndarray,
-                evaluations: int, stop=None) -> FrameSolve:
+                evaluations: int, stop=None, check: bool = True) -> FrameSolve:
     """Levenberg-Marquardt for one chain on one frame, warm-started from q (n,), updated in place.
 
     previous: the chain's values in the last output (the smoothness term pulls toward it);
     evaluations: the budget (each iteration costs one evaluation); stop(): True when the
     iterate must be output now. The best evaluated point is kept, so q stays inside the limits
-    and fk.frames holds its link poses.
+    and fk.frames holds its link poses. check=False: the last evaluation is not spent checking
+    the last step, which is taken as it is (inside the limits; the next frame's first
+    evaluation measures it) and fk.frames are left at the point before it: for a chain no other
+    chain hangs from.
     """
     cols = fk.kin.columns
     sw = np.sqrt(weights)[:, None]
@@ -160,6 +169,9 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
     best_x, best_cost, lam, best_is_last = x, np.inf, 1e-3, True
     step_x, used, stopped = x, 0, False
     for used in range(1, evaluations + 1):
+        if not check and used == evaluations and used > 1:
+            best_x, used = step_x, used - 1
+            break
         q[cols] = step_x
         points, jac = fk.evaluate(anchor, q, jacobian=used < evaluations)  # the last one only checks a step
         res = ((points - targets) * sw).ravel()
@@ -185,6 +197,6 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
         if np.maximum.reduce(np.abs(step_x - best_x)) < 1e-5:
             break
     q[cols] = best_x
-    if not best_is_last:  # fk.frames hold the rejected trial: evaluate the kept point again
+    if check and not best_is_last:  # fk.frames hold the rejected trial: evaluate the kept point again
         fk.evaluate(anchor, q, jacobian=False)
     return FrameSolve(best_cost, used, stopped)

@@ -110,6 +110,8 @@ class StreamRetargeter:
         self.options = SolveOptions(self.settings.iterations, self.settings.smoothness, self.settings.rest_prior,
                                     self.settings.objective, rest=neutral)
         self.fks = [FrameKinematics(tree, p.kin) for p in self.plans]
+        anchors = {p.robot.anchor for p in self.plans if p.robot.anchor > 0}
+        self.carries = [bool(anchors & set(fk.links)) for fk in self.fks]  # another chain hangs from it
         self._feet = {p.mapping.side: (p, FrameKinematics(tree, p.kin), int(p.robot.paths[0].tip_local[0]))
                       for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
         self._feet_lock = threading.Lock()
@@ -156,7 +158,7 @@ class StreamRetargeter:
             upper = np.minimum(tree.upper[cols], previous[cols] + max_step[cols])
             budget = 1 if stopped else self.evaluations
             result = solve_frame(fk, lower, upper, anchor, q, targets, weights, self.options, previous[cols],
-                                 budget, stop)
+                                 budget, stop, check=self.carries[k])
             stopped = stopped or result.stopped
             solved.update({link: fk.frames[slot + 1] for slot, link in enumerate(fk.links)})
         self.q, self.last_time = q, time_s
@@ -185,8 +187,7 @@ class StreamRetargeter:
             for side, (plan, fk, link) in self._feet.items():
                 anchor = root if plan.robot.anchor <= 0 else self.tree.link_transform(q[None], plan.robot.anchor,
                                                                                    root[None])[0]
-                fk.evaluate(anchor, q, jacobian=False)
-                out[side] = fk.frames[fk.links.index(link) + 1].copy()
+                out[side] = fk.place(anchor, q)[fk.links.index(link) + 1].copy()
         return out
 
     def output_pose(self, q: np.ndarray, root: np.ndarray) -> RobotPose:
