@@ -141,23 +141,25 @@ class PatternMatcher:
         self.matched += 1
         weight = np.where(np.isfinite(near) & passing[:, None], 1.0 / (near + 1e-3 * SIMILAR_M), 0.0)[self.group_of]
         rows = np.where(weight > 0, rows[self.group_of], self.samples - 1)  # (D, N); any readable row if unused
-        data, channel = self.data, self.channel
-        later = (1.0 - part) * data[rows + whole, channel] + part * data[rows + whole + 1, channel]  # (D, N)
-        lw = self._line_weights(horizon_s)
-        recent = data[rows[..., None] + np.arange(1 - self.line_samples, 1), channel[..., None]]  # (D, N, k)
-        own_line = recent[..., -1] + self.fallback.damping * (recent @ lw - recent[..., -1])
-        bend = (weight * (later - own_line)).sum(axis=1) / np.maximum(weight.sum(axis=1), 1e-300)
+        offsets, bend_of = self._bend(horizon_s, whole, part)
+        stretch = self.data[rows[..., None] + offsets, self.channel[..., None]]  # (D, N, k + 2)
+        bend = (weight * (stretch @ bend_of)).sum(axis=1) / np.maximum(weight.sum(axis=1), 1e-300)
         correction = np.empty(len(line))
         correction[self.order] = bend
         return line + correction
 
-    def _line_weights(self, horizon_s: float) -> np.ndarray:
-        """The fallback's line through a stretch's latest samples, at the stream's rate, as weights."""
-        if getattr(self, "_line", (None,))[0] != horizon_s:
-            times = tuple(round((k + 1 - self.line_samples) / self.rate_hz, 9) for k in range(self.line_samples))
-            self._line = horizon_s, fit_weights(times, round(horizon_s, 9),
-                                                min(self.fallback.degree, self.line_samples - 1))
-        return self._line[1]
+    def _bend(self, horizon_s: float, whole: int, part: float) -> tuple[np.ndarray, np.ndarray]:
+        """A stretch's continuation less the fallback's line through its latest samples, both
+        `horizon_s` ahead, as weights of its samples at these offsets from its end: the latest
+        k, then the two the continuation lies between."""
+        if getattr(self, "_bends", (None,))[0] != horizon_s:
+            k = self.line_samples
+            times = tuple(round((j + 1 - k) / self.rate_hz, 9) for j in range(k))
+            line = fit_weights(times, round(horizon_s, 9), min(self.fallback.degree, k - 1))
+            line = self.fallback.damping * line
+            line[-1] += 1.0 - self.fallback.damping  # last + damping (fit - last)
+            self._bends = horizon_s, np.r_[np.arange(1 - k, 1), whole, whole + 1], np.r_[-line, 1.0 - part, part]
+        return self._bends[1], self._bends[2]
 
     def _valid(self, rows: np.ndarray, need: int) -> np.ndarray:
         """Whether a window may end at each row: whole within one clip or the history, and the
