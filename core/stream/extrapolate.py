@@ -20,12 +20,20 @@ class Extrapolator:
         self.degree, self.damping = degree, damping
         self.times: deque = deque(maxlen=max(2, samples))
         self.values: deque = deque(maxlen=max(2, samples))
+        self._last: tuple | None = None  # (horizon, forecast) since the latest sample
 
     def update(self, time_s: float, x: np.ndarray) -> None:
         self.times.append(float(time_s))
         self.values.append(np.asarray(x, dtype=float))
+        self._last = None
 
     def predict(self, horizon_s: float) -> np.ndarray:
+        """The forecast `horizon_s` ahead of the latest sample (the same array when asked again)."""
+        if self._last is None or self._last[0] != horizon_s:
+            self._last = horizon_s, self._forecast(horizon_s)
+        return self._last[1]
+
+    def _forecast(self, horizon_s: float) -> np.ndarray:
         if not self.values:
             raise ValueError("no sample to predict from")
         degree = min(self.degree, len(self.values) - 1)

@@ -28,16 +28,18 @@ class PatternMatcher:
 
     weights: per channel (0 for channels that are not posture, such as where the root is on the
     floor); groups: index arrays of the channels matched together (default: all at once);
-    library: series (T, D) at the stream's rate. Similarity is 1 / (1 + d / SIMILAR_M), d the RMS
+    library: series (T, D) at the stream's rate; line: the extrapolation to correct when another
+    predictor keeps it up to date (default: its own, from settings). Similarity is 1 / (1 + d / SIMILAR_M), d the RMS
     distance between paths; a group whose nearest place is below the threshold extrapolates.
     """
 
     name = "match"
 
     def __init__(self, rate_hz: float, settings, weights: np.ndarray | None = None, library: list[np.ndarray] = (),
-                 groups: list[np.ndarray] | None = None):
+                 groups: list[np.ndarray] | None = None, line: Extrapolator | None = None):
         self.rate_hz, self.settings = rate_hz, settings
-        self.fallback = Extrapolator(settings.samples, settings.degree, settings.damping)
+        self.owns_line = line is None  # else the line is another's, fed by it
+        self.fallback = line or Extrapolator(settings.samples, settings.degree, settings.damping)
         self.line_samples = self.fallback.values.maxlen
         self.samples = max(2, settings.match_samples, self.line_samples)
         self.neighbours, self.gap, self.refresh = max(1, settings.neighbours), max(1, settings.stride), \
@@ -117,7 +119,8 @@ class PatternMatcher:
             self._paths(self.end - 1, (self.data[self.end - self.samples:self.end] * self.scale)[None])
             self.room[self.end - 1] = ROOM
         self.pool_rows += 1  # the places followed move on with the stream
-        self.fallback.update(time_s, x)
+        if self.owns_line:
+            self.fallback.update(time_s, x)
 
     # ------------------------------------------------------------------ forecasts
 

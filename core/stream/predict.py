@@ -49,10 +49,9 @@ class AutoPredictor:
     name = "auto"
 
     def __init__(self, rate_hz: float, settings: PredictSettings, weights=None, library=(), groups=None):
-        self.members = [Extrapolator(settings.samples, settings.degree, settings.damping),
-                        Extrapolator(settings.samples + 1, 2, 1.0),
-                        Extrapolator(settings.samples, 2, 0.6),
-                        PatternMatcher(rate_hz, settings, weights, library, groups)]
+        line = Extrapolator(settings.samples, settings.degree, settings.damping)
+        self.members = [line, Extrapolator(settings.samples + 1, 2, 1.0), Extrapolator(settings.samples, 2, 0.6),
+                        PatternMatcher(rate_hz, settings, weights, library, groups, line)]  # the matcher bends the line
         self.error = np.zeros(len(self.members))  # running mean squared error per member
         self.pending: deque = deque()  # (due time, forecasts)
 

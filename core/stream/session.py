@@ -18,7 +18,7 @@ import numpy as np
 
 from ..chains.mapping import Mapping
 from ..model.kinematics import KinematicTree
-from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous, quat_to_matrix
+from ..model.transforms import matrix_to_quat, quat_continuous, quat_to_matrix
 from ..motion.bvh import BVHClip
 from ..motion.source import SourceMotion
 from .feet import CausalFeet
@@ -320,8 +320,9 @@ def _vector(q: np.ndarray, root: np.ndarray, last: np.ndarray | None) -> np.ndar
 
 
 def _pose(vector: np.ndarray, dof: int) -> tuple[np.ndarray, np.ndarray]:
-    quat = vector[3:7] / max(float(np.linalg.norm(vector[3:7])), 1e-12)
-    return vector[7:7 + dof], pose_matrices(quat_to_matrix(quat)[None], vector[None, :3])[0]
+    root = np.eye(4)
+    root[:3, :3], root[:3, 3] = quat_to_matrix(vector[3:7]), vector[:3]  # a forecast quaternion is normalised there
+    return vector[7:7 + dof], root
 
 
 def _heading(motion, marks) -> np.ndarray:
