@@ -48,27 +48,38 @@ class AutoPredictor:
 
     name = "auto"
 
-    def __init__(self, rate_hz: float, settings: PredictSettings, weights=None, library=(), groups=None):
+    def __init__(self, rate_hz: float, settings: PredictSettings, weights=None, library=(), groups=None,
+                 behind_s: float = 0.0):
         line = Extrapolator(settings.samples, settings.degree, settings.damping)
         self.members = [line, Extrapolator(settings.samples + 1, 2, 1.0), Extrapolator(settings.samples, 2, 0.6),
                         PatternMatcher(rate_hz, settings, weights, library, groups, line)]  # the matcher bends the line
         self.error = np.zeros(len(self.members))  # running mean squared error per member
         self.pending: deque = deque()  # (due time, forecasts)
+        self.behind_s = behind_s  # how far the samples lag the pose a forecast is for (a filter's lag)
+        self.time: float | None = None
+        self.actual: np.ndarray | None = None  # the latest pose forecasts are checked against
 
-    def update(self, time_s: float, x: np.ndarray) -> None:
+    def update(self, time_s: float, x: np.ndarray, actual: np.ndarray | None = None) -> None:
+        """x: the sample to forecast from; actual: the pose at time_s that forecasts are checked
+        against, where x lags it (behind_s; default x itself). A forecast is checked at the time
+        it is for, between the two samples around it."""
         x = np.asarray(x, dtype=float)
+        actual = x if actual is None else np.asarray(actual, dtype=float)
         while self.pending and self.pending[0][0] <= time_s + 1e-9:
-            _, forecasts = self.pending.popleft()
+            due, forecasts = self.pending.popleft()
+            value = actual
+            if self.actual is not None and time_s > self.time:
+                value = self.actual + (actual - self.actual) * ((due - self.time) / (time_s - self.time))
             for k, forecast in enumerate(forecasts):
-                miss = forecast - x
+                miss = forecast - value
                 self.error[k] = 0.95 * self.error[k] + 0.05 * float(miss @ miss) / len(miss)
         for member in self.members:
             member.update(time_s, x)
-        self.time = time_s
+        self.time, self.actual = time_s, actual
 
     def predict(self, horizon_s: float) -> np.ndarray:
         forecasts = [member.predict(horizon_s) for member in self.members]
-        self.pending.append((self.time + horizon_s, forecasts))
+        self.pending.append((self.time + horizon_s - self.behind_s, forecasts))
         weights = (1.0 / (self.error + 1e-12)) ** SHARPNESS  # inverse mean squared error: the closest lately weigh most
         return sum(w * f for w, f in zip(weights, forecasts)) / weights.sum()
 
@@ -89,9 +100,9 @@ class Hold:
 
 
 def make_predictor(rate_hz: float, settings: PredictSettings, weights: np.ndarray | None = None,
-                   library: list[np.ndarray] = (), groups: list[np.ndarray] | None = None):
+                   library: list[np.ndarray] = (), groups: list[np.ndarray] | None = None, behind_s: float = 0.0):
     """The predictor settings.predictor names; library: series (T, D) in the predicted space;
-    groups: the channels a match compares together (see PatternMatcher)."""
+    groups: the channels a match compares together (see PatternMatcher); behind_s: see AutoPredictor."""
     kind = settings.predictor
     if kind == "none":
         return Hold()
@@ -100,5 +111,5 @@ def make_predictor(rate_hz: float, settings: PredictSettings, weights: np.ndarra
     if kind == "match":
         return PatternMatcher(rate_hz, settings, weights, library, groups)
     if kind == "auto":
-        return AutoPredictor(rate_hz, settings, weights, library, groups)
+        return AutoPredictor(rate_hz, settings, weights, library, groups, behind_s)
     raise ValueError(f"unknown predictor {kind!r} (use {', '.join(PREDICTORS)})")

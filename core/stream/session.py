@@ -23,7 +23,7 @@ from ..motion.bvh import BVHClip
 from ..motion.source import SourceMotion
 from .feet import CausalFeet
 from .filters import CausalFilter
-from .predict import PredictSettings, make_predictor
+from .predict import AutoPredictor, PredictSettings, make_predictor
 from .retargeter import EVALUATIONS, RobotPose, StreamRetargeter
 
 PLACEMENTS = ("model", "solution", "output")
@@ -82,7 +82,8 @@ class StreamSession:
                                    np.r_[np.full(7, -np.inf), self.lower], np.r_[np.full(7, np.inf), self.upper])
         self.feet = CausalFeet(skeleton, inner, mapping, self.retargeter.foot_links()) \
             if settings.feet and self.retargeter.floating else None
-        self.predictor = make_predictor(self.rate_hz, settings.predict, *self._match_space(library, mapping))
+        self.predictor = make_predictor(self.rate_hz, settings.predict, *self._match_space(library, mapping),
+                                        behind_s=self.filter.lag_s if settings.placement == "output" else 0.0)
         self.counts = {"nan": 0, "late": 0, "duplicate": 0, "missing": 0, "bad": 0}
         self.latencies: list[float] = []
         self.violations = 0
@@ -182,6 +183,7 @@ class StreamSession:
                 frame = _model_frame(frame, self.predictor.predict(ahead))
         q, root = self.retargeter.step(frame, time_s, stop)
         vector = _vector(q, root, None if self.last is None else self.last.vector)
+        actual = vector.copy()  # the pose now, unfiltered: what an output forecast is checked against
         if place == "solution":
             self.predictor.update(time_s, vector)
             vector = self._held(self.predictor.predict(ahead), dt) if forecast else vector
@@ -191,9 +193,13 @@ class StreamSession:
             q, root = _pose(vector, len(q))
             offset = self.feet.step(frame, self.retargeter.foot_poses(q, root), max(dt, 1e-6))
             vector[:3] += offset
+            actual[:3] += offset
         self.current = vector  # the pose now, before any forecast of the output
         if place == "output":
-            self.predictor.update(time_s, vector)
+            if isinstance(self.predictor, AutoPredictor):  # its members scored on the pose, not its filtered lag
+                self.predictor.update(time_s, vector, actual)
+            else:
+                self.predictor.update(time_s, vector)
             vector = self._held(self.predictor.predict(ahead), dt) if forecast else vector
         return self._output(seq, time_s, horizon, self._above_ground(vector) if forecast else vector)
 
