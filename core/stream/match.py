@@ -14,6 +14,8 @@ sample, their distances measured again, so a full search never lands on one fram
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -204,9 +206,14 @@ class PatternMatcher:
         distance = np.concatenate([self.pool_dist, distance], axis=1)
         order = np.argsort(distance, axis=1, kind="stable")
         rows, distance = rows[self.groups_at, order], distance[self.groups_at, order]
-        nearer = np.tri(rows.shape[1], k=-1, dtype=bool)  # [i, j]: j is nearer than i
+        nearer = _nearer(rows.shape[1])  # [i, j]: j is nearer than i
         close = np.abs(rows[:, :, None] - rows[:, None, :]) < self.gap
         shadowed = (close & nearer & np.isfinite(distance)[:, None, :]).any(axis=2)
         distance = np.where(shadowed, np.inf, distance)
         order = np.argsort(distance, axis=1, kind="stable")[:, :self.pool_rows.shape[1]]
         self.pool_rows, self.pool_dist = rows[self.groups_at, order], distance[self.groups_at, order]
+
+
+@functools.lru_cache(maxsize=8)
+def _nearer(count: int) -> np.ndarray:
+    return np.tri(count, k=-1, dtype=bool)
