@@ -114,8 +114,8 @@ class PatternMatcher:
             self.sweep = 0
         self.data[self.end] = x[self.order]
         self.end += 1
-        if self.kept == self.capacity:  # the oldest row goes: the window it began ends no more
-            self.room[self.end - self.capacity + self.samples - 1] = -1
+        if self.kept == self.capacity:  # the oldest row went: the window it began ends no more
+            self.room[self.end - 1 - self.capacity + self.samples - 1] = -1
         self.kept = min(self.kept + 1, self.capacity)
         if self.kept >= self.samples:
             self._paths(self.end - 1, (self.data[self.end - self.samples:self.end] * self.scale)[None])
