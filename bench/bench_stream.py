@@ -4,7 +4,7 @@ forecast 100 ms ahead against holding the pose, pattern matching against extrapo
 clip's first half as the library, the effective lag with and without prediction, and (with
 --udp) the end-to-end loopback latency of `tools/robot-retarget stream`.
 
-    .venv/bin/python bench/bench_stream.py [--udp] [--repeat N]
+    .venv/bin/python bench/bench_stream.py [--udp] [--repeat N] [--paced]
 
 Per-frame processing is the time from a frame's values to its output (BVH pose, body frame,
 chain solves, filter, feet, forecast), one core: wall clock (the target's measure), and the
@@ -23,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -46,12 +47,17 @@ HOP = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
 G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
 
 
-def run(clip, tree, mapping, library=(), cpu: list | None = None, **settings) -> tuple[np.ndarray, np.ndarray]:
+def run(clip, tree, mapping, library=(), cpu: list | None = None, paced: bool = False,
+        **settings) -> tuple[np.ndarray, np.ndarray]:
     """Joint positions (F, n) output per frame, and each frame's processing time (F,) in seconds
-    (its thread CPU time appended to `cpu` if given)."""
+    (its thread CPU time appended to `cpu` if given). paced: frames handed over at the clip's
+    own rate, the process idle in between, as a live stream's are."""
     session = StreamSession(clip, tree, mapping, StreamSettings(**settings), library=library)
     q, took, used = [], [], []
+    begin = time.perf_counter()
     for f, row in enumerate(clip.motion):
+        if paced:
+            time.sleep(max(0.0, begin + f / clip.fps - time.perf_counter()))
         start, start_cpu = time.perf_counter(), time.thread_time()
         out = session.push(f, f / clip.fps, row)
         took.append(time.perf_counter() - start)
@@ -68,10 +74,10 @@ def spread(runs: list[np.ndarray], percentile: float) -> str:
     return f"{min(values):.2f}" if len(values) == 1 else f"{min(values):.2f}-{max(values):.2f}"
 
 
-def timing(label: str, clip, tree, mapping, repeat: int, **settings) -> None:
+def timing(label: str, clip, tree, mapping, repeat: int, paced: bool = False, **settings) -> None:
     wall, cpu = [], []
     for _ in range(repeat):
-        wall.append(run(clip, tree, mapping, cpu=cpu, **settings)[1])
+        wall.append(run(clip, tree, mapping, cpu=cpu, paced=paced, **settings)[1])
     print(f"  per frame, {label}: p50 {spread(wall, 50)} ms, p99 {spread(wall, 99)} ms "
           f"(thread CPU p50 {spread(cpu, 50)}, p99 {spread(cpu, 99)} ms)")
 
@@ -129,9 +135,10 @@ def udp_latency(frames: int = 600) -> dict:
     receiver.bind(("127.0.0.1", ports[1]))
     receiver.settimeout(30)
     env = {k: v for k, v in os.environ.items() if k != "BLENDER_USER_RESOURCES"}
+    report = Path(tempfile.mkdtemp()) / "stream.json"
     proc = subprocess.Popen([str(ROOT / "tools" / "robot-retarget"), "stream", "--skeleton", str(WALK), "--robot",
                              str(G1), "--input", f"udp://127.0.0.1:{ports[0]}", "--output",
-                             f"udp://127.0.0.1:{ports[1]}", "--predictor", "none"],
+                             f"udp://127.0.0.1:{ports[1]}", "--predictor", "none", "--report", str(report)],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     arrived: dict[int, float] = {}
 
@@ -159,14 +166,19 @@ def udp_latency(frames: int = 600) -> dict:
     proc.communicate(timeout=60)
     receiver.close()
     latency = np.array([arrived[k] - sent[k] for k in sent if k in arrived]) * 1000
+    inside = json.loads(report.read_text())["latency_ms"]  # the command's own, receipt to pose
+    report.unlink()
+    report.parent.rmdir()
     return {"answered": f"{len(latency)}/{len(sent)}", "p50": np.percentile(latency, 50),
-            "p99": np.percentile(latency, 99), "max": latency.max()}
+            "p99": np.percentile(latency, 99), "max": latency.max(), "inside": inside}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--udp", action="store_true", help="also measure the loopback latency of the command")
     parser.add_argument("--repeat", type=int, default=1, help="timings measured this many times (their range)")
+    parser.add_argument("--paced", action="store_true",
+                        help="also time frames handed over at the clip's own rate, as live (idle in between)")
     args = parser.parse_args()
     tree = KinematicTree(parse_urdf(G1))
     for name, path in (("walk", WALK), ("hop", HOP)):
@@ -178,6 +190,9 @@ def main() -> None:
         print(f"{name} onto G1, {clip.frames} frames at {clip.fps:.0f} Hz")
         timing("no forecast (filter and feet)", clip, tree, mapping, args.repeat, predict=none)
         timing("the defaults (auto forecast, filter and feet)", clip, tree, mapping, args.repeat)
+        if args.paced:
+            timing(f"no forecast, frames paced at {clip.fps:.0f} Hz", clip, tree, mapping, 1, paced=True,
+                   predict=none)
         k = int(round(0.1 * clip.fps))
         hold = link_error_m(tree, filtered[:-k], truth[k:])  # the pose the stream has now, against 100 ms later
         for predictor in ("extrapolate", "match", "auto"):
@@ -198,8 +213,10 @@ def main() -> None:
               f"{1000 * np.median(took_a[1:]):.2f} ms, p99 {1000 * np.percentile(took_a[1:], 99):.2f} ms")
     for _ in range(args.repeat if args.udp else 0):
         figures = udp_latency()
+        inside = figures["inside"]
         print(f"UDP loopback, `stream` without prediction: {figures['answered']} frames answered; send to receive "
-              f"p50 {figures['p50']:.2f} ms, p99 {figures['p99']:.2f} ms, max {figures['max']:.2f} ms")
+              f"p50 {figures['p50']:.2f} ms, p99 {figures['p99']:.2f} ms, max {figures['max']:.2f} ms (in the "
+              f"command, receipt to pose: p50 {inside['p50']:.2f} ms, p99 {inside['p99']:.2f} ms)")
 
 
 if __name__ == "__main__":
