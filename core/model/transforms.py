@@ -74,6 +74,8 @@ def _principal_rotation(k: int, angle: np.ndarray) -> np.ndarray:
 def quat_to_matrix(q) -> np.ndarray:
     """Unit quaternions (..., 4) wxyz -> rotation matrices (..., 3, 3)."""
     q = np.asarray(q, dtype=float)
+    if q.shape == (4,):
+        return _quat_to_matrix_one(q)
     q = q / np.linalg.norm(q, axis=-1, keepdims=True)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     out = np.empty(q.shape[:-1] + (3, 3))
@@ -87,6 +89,16 @@ def quat_to_matrix(q) -> np.ndarray:
     out[..., 2, 1] = 2 * (y * z + w * x)
     out[..., 2, 2] = 1 - 2 * (x * x + y * y)
     return out
+
+
+def _quat_to_matrix_one(q: np.ndarray) -> np.ndarray:
+    """quat_to_matrix of one quaternion in plain floats: the same formula, a live frame's budget."""
+    w, x, y, z = q.tolist()
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
 def matrix_to_quat(m) -> np.ndarray:

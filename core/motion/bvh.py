@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +113,31 @@ class BVHClip:
             name=self.path.stem if self.path is not None else "",
         )
 
+    def pose_frame(self, values: np.ndarray, scale: float = 1.0, up: str = "Y") -> SourceMotion:
+        """to_source_motion(scale, up, rows=values[None]) for one frame (K,) of a live stream, in a
+        fraction of the time: every joint is placed at once by pointer jumping (each joint's
+        transform composed with its ancestors', log2 of the depth products) instead of a tree
+        level at a time, and what does not depend on the frame is kept per scale and up axis."""
+        cache = self.__dict__.setdefault("_frame_cache", {})
+        if (scale, up) not in cache:
+            cache[scale, up] = _FramePose.build(self, scale, up)
+        pose = cache[scale, up]
+        layout = self._channel_layout()
+        local = pose.local.copy()  # (J + 1, 4, 4); the last is the identity every root hangs from
+        local[layout.position_joints, layout.position_axes, 3] = values[layout.position_columns]
+        for order, joints, columns in layout.rotations:
+            angles = np.radians(np.where(columns >= 0, values[np.maximum(columns, 0)], 0.0))
+            local[joints, :3, :3] = euler_to_matrix(angles, order)
+        world = local
+        for ancestor in pose.jumps:
+            world = world[ancestor] @ world
+        world = world[:-1]
+        rots, c = world[:, :3, :3], pose.axes
+        heads = world[:, :3, 3]
+        tails = heads + (rots @ pose.bone[:, :, None])[..., 0]
+        return replace(pose.rest, heads=(heads @ c.T * scale)[None], tails=(tails @ c.T * scale)[None],
+                       root_rotation=(c @ rots[0] @ c.T)[None])
+
     def _rest(self, scale: float) -> tuple[np.ndarray, np.ndarray]:
         """Bone vectors (J, 3) and rest heads (J, 3), file units, computed once per scale."""
         cache = self.__dict__.setdefault("_rest_cache", {})
@@ -194,6 +219,31 @@ class BVHClip:
             else:
                 out[j, 1] += average / scale
         return out
+
+
+@dataclass
+class _FramePose:
+    """What BVHClip.pose_frame keeps per scale and up axis."""
+
+    rest: SourceMotion  # the clip's rest pose, one zero frame: its fields but the posed ones
+    local: np.ndarray  # (J + 1, 4, 4) joints' rest offsets (position channels' zeroed), and the identity
+    jumps: list  # per pointer-jumping step, each joint's ancestor that far up (J: above the roots)
+    bone: np.ndarray  # (J, 3) bone vectors, file units
+    axes: np.ndarray  # (3, 3) file axes to Blender's
+
+    @classmethod
+    def build(cls, clip: "BVHClip", scale: float, up: str) -> "_FramePose":
+        rest = clip.to_source_motion(scale, up, rows=np.zeros((1, sum(len(c) for c in clip.channels))))
+        joints = len(clip.names)
+        local = np.repeat(np.eye(4)[None], joints + 1, axis=0)
+        local[:joints, :3, 3] = clip.offsets
+        local[clip._channel_layout().positioned, :3, 3] = 0.0
+        ancestor = np.array([p if p >= 0 else joints for p in clip.parents] + [joints])
+        jumps = []
+        while (ancestor[:joints] < joints).any():
+            jumps.append(ancestor)
+            ancestor = ancestor[ancestor]
+        return cls(rest, local, jumps, clip._rest(scale)[0], UP_AXES[up])
 
 
 def _forward_kinematics(parents, t_local: np.ndarray, r_local: np.ndarray):

@@ -110,6 +110,15 @@ class StreamRetargeter:
         self.options = SolveOptions(self.settings.iterations, self.settings.smoothness, self.settings.rest_prior,
                                     self.settings.objective, rest=neutral)
         self.fks = [FrameKinematics(tree, p.kin) for p in self.plans]
+        anchors = {p.robot.anchor for p in self.plans if p.robot.anchor > 0}
+        self.carries = [bool(anchors & set(fk.links)) for fk in self.fks]  # another chain hangs from it
+        # where each chain's anchor pose comes from: the root (None), an earlier chain's link
+        # (its index, the link's slot in that chain's frames) or the tree (its link index)
+        self.anchor_of = []
+        for k, plan in enumerate(self.plans):
+            earlier = [(j, fk.links.index(plan.robot.anchor) + 1) for j, fk in enumerate(self.fks[:k])
+                       if plan.robot.anchor in fk.links and self.carries[j]]
+            self.anchor_of.append(None if plan.robot.anchor <= 0 else earlier[-1] if earlier else plan.robot.anchor)
         self._feet = {p.mapping.side: (p, FrameKinematics(tree, p.kin), int(p.robot.paths[0].tip_local[0]))
                       for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
         self._feet_lock = threading.Lock()
@@ -140,7 +149,8 @@ class StreamRetargeter:
         max_step = np.minimum(tree.velocity * dt, MAX_STEP_RAD * dt * frame.fps)
         previous = self.q.copy()
         q = self.q.copy()
-        solved: dict[int, np.ndarray] = {}  # link -> world pose, from chains solved this frame
+        lower_all = np.maximum(tree.lower, previous - max_step)  # joint limits and velocity reach
+        upper_all = np.minimum(tree.upper, previous + max_step)
         stopped = False
         to_robot = body_rob[0] @ body_src[0].T  # source world -> robot world directions
         heads, tails = frame.heads[0], frame.tails[0]
@@ -148,17 +158,18 @@ class StreamRetargeter:
         for k, (plan, fk, targets, weights) in enumerate(zip(self.plans, self.fks, all_targets, self.targets.weights)):
             if k == self.spine:
                 targets = self._spine_targets(frame, plan, to_robot[None], root_rot, targets[None])[0]
-            anchor = root if plan.robot.anchor <= 0 else solved.get(plan.robot.anchor)
-            if anchor is None:
-                anchor = tree.link_transform(q[None], plan.robot.anchor, root[None])[0]
+            source = self.anchor_of[k]
+            if source is None:
+                anchor = root
+            elif isinstance(source, tuple):  # a link of a chain solved this frame
+                anchor = self.fks[source[0]].frames[source[1]]
+            else:
+                anchor = tree.link_transform(q[None], source, root[None])[0]
             cols = plan.kin.columns
-            lower = np.maximum(tree.lower[cols], previous[cols] - max_step[cols])
-            upper = np.minimum(tree.upper[cols], previous[cols] + max_step[cols])
             budget = 1 if stopped else self.evaluations
-            result = solve_frame(fk, lower, upper, anchor, q, targets, weights, self.options, previous[cols],
-                                 budget, stop)
+            result = solve_frame(fk, lower_all[cols], upper_all[cols], anchor, q, targets, weights, self.options,
+                                 previous[cols], budget, stop, check=self.carries[k])
             stopped = stopped or result.stopped
-            solved.update({link: fk.frames[slot + 1] for slot, link in enumerate(fk.links)})
         self.q, self.last_time = q, time_s
         return q.copy(), root
 
@@ -185,8 +196,7 @@ class StreamRetargeter:
             for side, (plan, fk, link) in self._feet.items():
                 anchor = root if plan.robot.anchor <= 0 else self.tree.link_transform(q[None], plan.robot.anchor,
                                                                                    root[None])[0]
-                fk.evaluate(anchor, q, jacobian=False)
-                out[side] = fk.frames[fk.links.index(link) + 1].copy()
+                out[side] = fk.place(anchor, q)[fk.links.index(link) + 1].copy()
         return out
 
     def output_pose(self, q: np.ndarray, root: np.ndarray) -> RobotPose:

@@ -18,12 +18,12 @@ import numpy as np
 
 from ..chains.mapping import Mapping
 from ..model.kinematics import KinematicTree
-from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous, quat_to_matrix
+from ..model.transforms import matrix_to_quat, quat_continuous, quat_to_matrix
 from ..motion.bvh import BVHClip
 from ..motion.source import SourceMotion
 from .feet import CausalFeet
 from .filters import CausalFilter
-from .predict import PredictSettings, make_predictor
+from .predict import AutoPredictor, PredictSettings, make_predictor
 from .retargeter import EVALUATIONS, RobotPose, StreamRetargeter
 
 PLACEMENTS = ("model", "solution", "output")
@@ -82,9 +82,11 @@ class StreamSession:
                                    np.r_[np.full(7, -np.inf), self.lower], np.r_[np.full(7, np.inf), self.upper])
         self.feet = CausalFeet(skeleton, inner, mapping, self.retargeter.foot_links()) \
             if settings.feet and self.retargeter.floating else None
-        self.predictor = make_predictor(self.rate_hz, settings.predict, *self._match_space(library, mapping))
+        self.predictor = make_predictor(self.rate_hz, settings.predict, *self._match_space(library, mapping),
+                                        behind_s=self.filter.lag_s if settings.placement == "output" else 0.0)
         self.counts = {"nan": 0, "late": 0, "duplicate": 0, "missing": 0, "bad": 0}
         self.latencies: list[float] = []
+        self._measured = (-1, 0.0)  # (latencies // 16 when taken, the median latency)
         self.violations = 0
         self.warnings = list(self.retargeter.warnings)
         self.last: StreamOutput | None = None
@@ -124,7 +126,7 @@ class StreamSession:
             raise FrameError(f"frame {seq}: expected {self.channels} values, got {len(values)}")
         frame = None
         if np.all(np.isfinite(values)):
-            frame = self.clip.to_source_motion(self.settings.scale, self.settings.up, rows=values[None])
+            frame = self.clip.pose_frame(values, self.settings.scale, self.settings.up)
         return self.push_frame(seq, time_s, frame, received_s, stop)
 
     def push_frame(self, seq: int, time_s: float, frame: SourceMotion | None, received_s: float | None = None,
@@ -163,7 +165,10 @@ class StreamSession:
         filter's lag further: the filtered pose is that much behind its frame."""
         if self.settings.predict_ms is not None:
             return self.settings.predict_ms / 1000.0
-        return float(np.median(self.latencies[-200:])) if self.latencies else 0.0
+        count = len(self.latencies)
+        if count < 16 or count // 16 != self._measured[0]:  # a median of the latest 200, taken every 16th frame
+            self._measured = count // 16, float(np.median(self.latencies[-200:])) if count else 0.0
+        return self._measured[1]
 
     def _process(self, seq, time_s, frame, stop) -> StreamOutput:
         forecast = self.settings.predict.predictor != "none"
@@ -182,6 +187,7 @@ class StreamSession:
                 frame = _model_frame(frame, self.predictor.predict(ahead))
         q, root = self.retargeter.step(frame, time_s, stop)
         vector = _vector(q, root, None if self.last is None else self.last.vector)
+        actual = vector.copy()  # the pose now, unfiltered: what an output forecast is checked against
         if place == "solution":
             self.predictor.update(time_s, vector)
             vector = self._held(self.predictor.predict(ahead), dt) if forecast else vector
@@ -191,9 +197,13 @@ class StreamSession:
             q, root = _pose(vector, len(q))
             offset = self.feet.step(frame, self.retargeter.foot_poses(q, root), max(dt, 1e-6))
             vector[:3] += offset
+            actual[:3] += offset
         self.current = vector  # the pose now, before any forecast of the output
         if place == "output":
-            self.predictor.update(time_s, vector)
+            if isinstance(self.predictor, AutoPredictor):  # its members scored on the pose, not its filtered lag
+                self.predictor.update(time_s, vector, actual)
+            else:
+                self.predictor.update(time_s, vector)
             vector = self._held(self.predictor.predict(ahead), dt) if forecast else vector
         return self._output(seq, time_s, horizon, self._above_ground(vector) if forecast else vector)
 
@@ -244,7 +254,8 @@ class StreamSession:
         return StreamOutput(seq, input_time_s + horizon, self.retargeter.output_pose(q, root), vector, input_time_s)
 
     def _match_space(self, library: list, mapping: Mapping):
-        """Weights and library series in the space the predictor works in (see make_predictor)."""
+        """Weights, library series and the channels matched together in the space the predictor
+        works in (see make_predictor): after mapping, the root and each chain's joints."""
         motions = [clip.to_source_motion(self.settings.scale, self.settings.up) if isinstance(clip, BVHClip)
                    else clip for clip in library]
         if self.settings.placement == "model":
@@ -255,7 +266,7 @@ class StreamSession:
                     raise ValueError(f"library clip {_name(clip)}: its hierarchy is not the stream's "
                                      f"({len(motion.bone_names)} bones, not {bones})")
                 series.append(_resampled(_model_vector(motion, self.retargeter.marks), clip.fps, self.rate_hz))
-            return np.r_[np.zeros(4), np.ones(6 * bones), np.zeros(4)], series  # where the actor stands is not posture
+            return np.r_[np.zeros(4), np.ones(6 * bones), np.zeros(4)], series, None  # where the actor stands is not posture
         from ..retarget.pipeline import retarget  # only a library needs the offline retarget
         weights = np.r_[0.0, 0.0, 1.0, np.ones(4), np.ones(len(self.lower))]
         series = []
@@ -263,7 +274,19 @@ class StreamSession:
             baked = retarget(motion, self.tree, mapping, contacts="auto")
             rows = np.column_stack([baked.root_position, baked.root_quaternion, baked.q])
             series.append(_resampled(rows, clip.fps, self.rate_hz))
-        return weights, series
+        return weights, series, self._chain_channels()
+
+    def _chain_channels(self) -> list[np.ndarray]:
+        """Indices into a pose vector (_vector) of the root and of each chain's joints, and of
+        joints no chain moves (one group)."""
+        groups, taken = [np.arange(7)], set()
+        for plan in self.retargeter.plans:
+            cols = [int(c) for c in plan.kin.columns if int(c) not in taken]
+            taken.update(cols)
+            if cols:
+                groups.append(7 + np.array(cols))
+        rest = [c for c in range(len(self.lower)) if c not in taken]
+        return groups + ([7 + np.array(rest)] if rest else [])
 
     # ------------------------------------------------------------------ the control cycle
 
@@ -307,8 +330,9 @@ def _vector(q: np.ndarray, root: np.ndarray, last: np.ndarray | None) -> np.ndar
 
 
 def _pose(vector: np.ndarray, dof: int) -> tuple[np.ndarray, np.ndarray]:
-    quat = vector[3:7] / max(float(np.linalg.norm(vector[3:7])), 1e-12)
-    return vector[7:7 + dof], pose_matrices(quat_to_matrix(quat)[None], vector[None, :3])[0]
+    root = np.eye(4)
+    root[:3, :3], root[:3, 3] = quat_to_matrix(vector[3:7]), vector[:3]  # a forecast quaternion is normalised there
+    return vector[7:7 + dof], root
 
 
 def _heading(motion, marks) -> np.ndarray:
