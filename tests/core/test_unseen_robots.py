@@ -1,0 +1,46 @@
+"""Robots from outside the project, baked as a user would (auto-map, default settings).
+
+`tests/data/robots/simple_humanoid.urdf` (example-robot-data, BSD-2-Clause) ends each arm
+in three wrist joints stacked on one point with no link beyond: a hand chain there has no
+length, and auto-mapping one used to stop the bake ("robot chain 'LARM_LINK5' has no length").
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from core.model.kinematics import KinematicTree
+from core.model.urdf import parse_urdf
+from core.motion.bvh import load_bvh
+from core.retarget.automap import auto_map
+from core.retarget.pipeline import retarget
+
+ROOT = Path(__file__).resolve().parents[2]
+HOP = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
+SIMPLE = ROOT / "tests" / "data" / "robots" / "simple_humanoid.urdf"
+
+
+@pytest.fixture(scope="module")
+def hop():
+    clip = load_bvh(HOP)
+    return dataclasses.replace(clip, motion=clip.motion[:360]).to_source_motion()
+
+
+@pytest.fixture(scope="module")
+def simple_bake(hop):
+    tree = KinematicTree(parse_urdf(SIMPLE))
+    mapping = auto_map(hop, tree)
+    return tree, mapping, retarget(hop, tree, mapping)
+
+
+def test_stacked_wrist_without_a_hand_link_bakes_arms_without_hands(simple_bake):
+    tree, mapping, result = simple_bake
+    chains = {c.name: c for c in mapping.chains}
+    assert {"spine", "left_leg", "right_leg", "left_arm", "right_arm"} <= set(chains)
+    assert not any(c.role == "hand" for c in mapping.chains)
+    assert chains["left_arm"].robot_base.startswith("LARM") and chains["right_arm"].robot_base.startswith("RARM")
+    assert result.report["limit_violations"] == 0
+    by_limb = result.report["limb_direction_error_by_limb"]
+    assert max(by_limb[k] for k in ("left_arm", "right_arm")) < 15.0, by_limb
