@@ -44,3 +44,30 @@ def test_stacked_wrist_without_a_hand_link_bakes_arms_without_hands(simple_bake)
     assert result.report["limit_violations"] == 0
     by_limb = result.report["limb_direction_error_by_limb"]
     assert max(by_limb[k] for k in ("left_arm", "right_arm")) < 15.0, by_limb
+
+
+def _upper_body(tmp_path) -> Path:
+    """The H1 without its legs: a torso whose arms hang lowest (as alex_nub_hands of
+    example-robot-data, whose arms auto-map took for legs and planted as feet)."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf").getroot()
+    leg_words = ("hip", "knee", "ankle", "foot")
+    for elem in list(root):
+        if elem.tag in ("link", "joint") and any(w in elem.get("name", "") for w in leg_words):
+            root.remove(elem)
+    path = tmp_path / "h1_upper_body.urdf"
+    ET.ElementTree(root).write(path)
+    return path
+
+
+def test_arms_hanging_lowest_on_a_legless_robot_are_arms(hop, tmp_path):
+    tree = KinematicTree(parse_urdf(_upper_body(tmp_path)))
+    mapping = auto_map(hop, tree)
+    chains = {c.name: c for c in mapping.chains}
+    assert not any(c.role == "leg" for c in mapping.chains)
+    assert chains["left_arm"].robot_base == "left_shoulder_pitch_link"
+    assert chains["right_arm"].robot_base == "right_shoulder_pitch_link"
+    result = retarget(hop, tree, mapping)
+    by_limb = result.report["limb_direction_error_by_limb"]
+    assert set(by_limb) == {"left_arm", "right_arm"} and max(by_limb.values()) < 15.0, by_limb
+    assert any("named as arms" in w for w in result.report["warnings"])
