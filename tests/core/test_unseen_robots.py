@@ -46,6 +46,14 @@ def test_stacked_wrist_without_a_hand_link_bakes_arms_without_hands(simple_bake)
     assert max(by_limb[k] for k in ("left_arm", "right_arm")) < 15.0, by_limb
 
 
+def test_legs_ending_at_the_ankle_raise_no_false_left_right_warning(simple_bake):
+    """Its legs end at the ankle (no foot link): the check of left and right took the knee-to-ankle
+    direction for the feet's facing and said the legs were crossed on 98 % of frames."""
+    _, _, result = simple_bake
+    assert not [w for w in result.report["warnings"] if w.startswith("mapping:")], result.report["warnings"]
+    assert result.report["automap_confidence"] == 1.0
+
+
 def _upper_body(tmp_path) -> Path:
     """The H1 without its legs: a torso whose arms hang lowest (as alex_nub_hands of
     example-robot-data, whose arms auto-map took for legs and planted as feet)."""
