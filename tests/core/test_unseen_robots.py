@@ -79,3 +79,32 @@ def test_arms_hanging_lowest_on_a_legless_robot_are_arms(hop, tmp_path):
     by_limb = result.report["limb_direction_error_by_limb"]
     assert set(by_limb) == {"left_arm", "right_arm"} and max(by_limb.values()) < 15.0, by_limb
     assert any("named as arms" in w for w in result.report["warnings"])
+
+
+def test_default_export_of_a_bake_within_limits_stays_within_them(simple_bake, hop):
+    """The bake holds each joint's key-to-key speed to its limit, but the playback cubic between
+    keys ran faster near turns, so `export` with default settings refused the bake of 5 of 6
+    robots from elsewhere (simple_humanoid's hop: knee and hip roll over their limits). The
+    samples are now held to the limits (by milliradians); keys that are too fast still fail."""
+    import numpy as np
+    from scipy.spatial.transform import Rotation
+
+    from core.motion.bake_csv import BakeTable
+    from core.playback.prepare import ExportSettings, prepare_playback
+    from core.playback.sampling import JointLimits, check_limits, resample
+
+    tree, _, result = simple_bake
+    limits = JointLimits.from_tree(tree)
+    quat = Rotation.from_matrix(result.root_rotation).as_quat()[:, [3, 0, 1, 2]]
+    table = BakeTable(list(tree.joint_names), np.arange(len(result.q)) / result.fps, result.root_position, quat,
+                      result.q)
+    keys_speed = np.abs(np.diff(result.q, axis=0)) * result.fps
+    assert (keys_speed <= tree.velocity * (1 + 1e-6)).all()  # the bake itself is within the limits
+    plain = prepare_playback(table, limits, ExportSettings())
+    assert plain.violations == [], [v.describe() for v in plain.violations[:3]]
+    track, warnings = resample(table, ExportSettings().period_s, limits)
+    assert any("held to the velocity limits" in w for w in warnings)
+    shift = float(warnings[-1].split("up to ")[1].split(" rad")[0])
+    assert 0 < shift < 0.01
+    fast = BakeTable(table.joint_names, table.time / 1.5, table.root_position, table.root_quaternion, table.q)
+    assert any(v.kind == "velocity" for v in check_limits(resample(fast, 0.01, limits)[0], limits))
