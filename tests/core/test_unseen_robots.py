@@ -108,3 +108,20 @@ def test_default_export_of_a_bake_within_limits_stays_within_them(simple_bake, h
     assert 0 < shift < 0.01
     fast = BakeTable(table.joint_names, table.time / 1.5, table.root_position, table.root_quaternion, table.q)
     assert any(v.kind == "velocity" for v in check_limits(resample(fast, 0.01, limits)[0], limits))
+
+
+
+def test_feet_without_geometry_stand_on_the_leg_tip(simple_bake, hop):
+    """simple_humanoid's legs carry no geometry: the foot was the origin of the link holding the
+    chain's tip point, the shin, i.e. the knee; the bake planted knee points and its feet never
+    came within 8 cm of the ground (contact_preserved_pct 0)."""
+    import numpy as np
+
+    tree, mapping, _ = simple_bake
+    result = retarget(hop, tree, mapping, contacts="auto")
+    assert result.report["feet_planted"] and result.report["contact_preserved_pct"] > 30.0
+    root = np.tile(np.eye(4), (len(result.q), 1, 1))
+    root[:, :3, :3], root[:, :3, 3] = result.root_rotation, result.root_position
+    ankle = tree.link_transform(result.q, tree.link_names.index("LLEG_LINK5"), root)[:, 2, 3]
+    assert ankle.min() > -0.005 and np.percentile(ankle, 10) < 0.005  # on the ground, not through it
+
