@@ -17,6 +17,8 @@ from ..retarget.body_parts import find_body_parts, robot_skeleton
 from .inertia import BalanceError, MassModel, multibody_zmp
 
 CONTACT_M = 0.005  # foot geometry this close to the ground supports the robot
+ALL_PAIRS_POINTS = 48  # feet with more points than this get a hull per frame (support_margins)
+ALL_PAIRS_BUDGET = 2_000_000  # frames x points^3 per block of the all-pairs test (~16 MB a float array)
 
 
 def level_tolerance(foot_width_m: float) -> float:
@@ -72,9 +74,28 @@ def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0,
     inside, negative outside, -inf with nothing on the ground. radius (P,): a sphere's point
     touches the ground at its centre's height minus its radius.
 
-    All frames at once: an edge (i, j) between two points on the ground is on the hull when
-    no other such point lies to its right, so no hull is built frame by frame (a foot has a
-    handful of points)."""
+    The all-pairs test below costs F x P^3: feet of a few dozen points go through it in
+    blocks of frames; feet given as meshes (hundreds of hull points: Talos's 308 asked for
+    217 GiB) get each frame's ground points reduced to their hull first."""
+    if points.shape[1] > ALL_PAIRS_POINTS:
+        bottom = points[..., 2] - (0.0 if radius is None else radius)
+        down = bottom <= ground_z + CONTACT_M
+        out = np.full(len(points), -np.inf)
+        for f in np.flatnonzero(down.any(axis=1)):
+            hull = _hull(points[f, down[f], :2])
+            flat = np.column_stack([hull, np.full(len(hull), ground_z)])
+            out[f] = _margins_all_pairs(flat[None], zmp[f:f + 1], ground_z, None)[0]
+        return out
+    block = max(1, ALL_PAIRS_BUDGET // max(1, points.shape[1] ** 3))
+    return np.concatenate([_margins_all_pairs(points[i:i + block], zmp[i:i + block], ground_z, radius)
+                           for i in range(0, len(points), block)]) if len(points) else np.zeros(0)
+
+
+def _margins_all_pairs(points: np.ndarray, zmp: np.ndarray, ground_z: float,
+                       radius: np.ndarray | None) -> np.ndarray:
+    """support_margins on all frames at once: an edge (i, j) between two points on the ground
+    is on the hull when no other such point lies to its right, so no hull is built frame by
+    frame."""
     bottom = points[..., 2] - (0.0 if radius is None else radius)
     down = bottom <= ground_z + CONTACT_M  # (F, P)
     xy = points[..., :2]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..motion.filtering import rate_limit  # noqa: F401  (per-frame step limit; long imported from here)
 from ..motion.frames import BLOCK_FRAMES, frame_blocks
 from .points import RobotChain, RobotPath
 from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicTree
@@ -254,28 +255,6 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
     q[:, cols] = x
-
-
-def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
-    """Limit every joint's change per frame: where a limit forces a switch of
-    branch, the robot moves there at its top speed instead of teleporting."""
-    out = x.copy()
-    jumps = np.flatnonzero((np.abs(np.diff(x, axis=0)) > max_step).any(axis=1)) + 1  # frames x jumps to
-    if len(jumps) == 0:
-        return out
-    lower, upper = np.broadcast_to(-max_step, x.shape[1:]), np.broadcast_to(max_step, x.shape[1:])
-    f, frames = int(jumps[0]), len(out)
-    while f < frames:
-        step = x[f] - out[f - 1]
-        out[f] = out[f - 1] + np.minimum(np.maximum(step, lower, out=step), upper, out=step)
-        if np.array_equal(out[f], x[f]):  # caught up: x itself is followed until its next jump
-            later = jumps[np.searchsorted(jumps, f, side="right"):]
-            if len(later) == 0:
-                break
-            f = int(later[0])
-        else:
-            f += 1
-    return out
 
 
 def _coarse_to_fine(problem: "_Problem", x: np.ndarray, stride: int = 8):

@@ -66,8 +66,10 @@ def subtree_links(tree: KinematicTree, link: int) -> list[int]:
     return out
 
 
-def body_points(tree: KinematicTree, link: int, links: list[int] | None = None) -> BodyPoints:
-    """The body's collision points (else its visual points, else its origin) in `link`'s frame.
+def body_points(tree: KinematicTree, link: int, links: list[int] | None = None,
+                bare: np.ndarray | None = None) -> BodyPoints:
+    """The body's collision points (else its visual points, else `bare`, default its origin) in
+    `link`'s frame.
 
     links: the links that make up the body (default: `link` and its fixed children), placed
     as in the zero pose.
@@ -85,7 +87,8 @@ def body_points(tree: KinematicTree, link: int, links: list[int] | None = None) 
                 rad.append(r)
         if pts and sum(len(p) for p in pts):
             return BodyPoints(link, np.concatenate(pts), np.concatenate(rad))
-    return BodyPoints(link, np.zeros((1, 3)), np.zeros(1))
+    return BodyPoints(link, np.zeros((1, 3)) if bare is None else np.reshape(bare, (1, 3)).astype(float),
+                      np.zeros(1))
 
 
 def _geometry_points(geom: Geometry, urdf_path) -> tuple[np.ndarray, np.ndarray]:
@@ -346,3 +349,4 @@ def _contact_point_speed(body: BodyPoints, pose: np.ndarray, fps: float) -> np.n
     step = np.einsum("fk,fki->fi", weights, pts[1:, :, :2] - pts[:-1, :, :2])
     speed = np.linalg.norm(step, axis=1) * fps
     return np.append(speed, speed[-1])
+

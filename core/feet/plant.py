@@ -87,8 +87,10 @@ class Leg:
     def build(cls, tree: KinematicTree, side: str, kin: ChainKinematics, targets: np.ndarray,
               weights: np.ndarray, anchor: int) -> "Leg":
         chain = kin.chain
-        link = int(chain.paths[0].tip_local[0])
-        body = body_points(tree, link, subtree_links(tree, link))  # a sole on a link past the tip is the foot
+        link, tip = int(chain.paths[0].tip_local[0]), chain.paths[0].tip_local[1]
+        # a sole on a link past the tip is the foot; a leg with no geometry stands on its tip point
+        # (the link holding it is the shin, whose origin is the knee: simple_humanoid's knees were planted)
+        body = body_points(tree, link, subtree_links(tree, link), bare=tip)
         flat = standing_rotation(body, tree.zero_pose()[link, :3, :3])  # level by its sole, whatever its zero
         foot = solve_points(body, flat)
         path = RobotPath(chain.paths[0].links, np.full(len(foot.points), link), foot.points, 1.0,

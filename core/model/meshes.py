@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .transforms import axis_angle_to_matrix
+
 _STL_RECORD = np.dtype([("normal", "<f4", (3,)), ("verts", "<f4", (3, 3)),
                         ("attr", "<u2")])
 _ASCII_VERTEX = re.compile(rb"\bvertex\s+(\S+)\s+(\S+)\s+(\S+)", re.IGNORECASE)
@@ -215,10 +217,12 @@ def _dae_primitive(prim: ET.Element, vert_id: str, path: Path) -> np.ndarray:
 
 
 def _load_dae(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Positions and faces of the document's FIRST <mesh> only, scaled to metres.
+    """Positions and faces of every geometry the scene places, in metres.
 
-    Node transforms in <visual_scene>, <up_axis>, and any further geometries
-    are ignored, so multi-part or Y-up files may come out partial or rotated.
+    Exporters often write a part in other units and scale it in its <node>
+    (Romeo's meshes: centimetres under a 0.01 scale), so the nodes'
+    transforms are applied; without a <visual_scene> the first <mesh> is
+    read as it is. <up_axis> is ignored (URDF meshes are Z-up in practice).
     Line/strip primitives are skipped: they have no faces to draw.
     """
     try:
@@ -226,18 +230,77 @@ def _load_dae(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray]:
     except ET.ParseError as exc:
         raise MeshError(f"{path}: not well-formed COLLADA XML: {exc}") from None
     _strip_namespaces(root)
-    mesh = root.find(".//library_geometries/geometry/mesh")
-    if mesh is None:
-        mesh = root.find(".//mesh")
-    if mesh is None:
-        raise MeshError(f"{path}: COLLADA file has no <mesh>")
     unit = root.find("asset/unit")
     try:
         meter = float(unit.get("meter", 1.0)) if unit is not None else 1.0
     except ValueError:
         raise MeshError(f"{path}: COLLADA <unit meter> is not a number") from None
+    geometries = {g.get("id", ""): g.find("mesh") for g in root.iterfind(".//library_geometries/geometry")}
+    placed = [(geometries[gid], m) for gid, m in _dae_instances(root, path)
+              if geometries.get(gid) is not None]
+    if not placed:
+        mesh = root.find(".//library_geometries/geometry/mesh")
+        if mesh is None:
+            mesh = root.find(".//mesh")
+        if mesh is None:
+            raise MeshError(f"{path}: COLLADA file has no <mesh>")
+        placed = [(mesh, np.eye(4))]
+    all_verts, all_faces, count = [], [], 0
+    for mesh, matrix in placed:
+        verts, faces = _dae_mesh(mesh, path)
+        all_verts.append(verts @ matrix[:3, :3].T + matrix[:3, 3])
+        all_faces.append(faces + count)
+        count += len(verts)
+    return np.concatenate(all_verts) * meter, np.concatenate(all_faces).astype(np.int64)
+
+
+def _dae_mesh(mesh: ET.Element, path: Path) -> tuple[np.ndarray, np.ndarray]:
     vert_id, verts = _dae_positions(mesh, path)
     tris = [_dae_primitive(p, vert_id, path) for p in mesh
             if p.tag in ("triangles", "polylist", "polygons")]
     faces = np.concatenate(tris) if tris else np.zeros((0, 3), dtype=np.int64)
-    return verts * meter, faces.astype(np.int64)
+    return verts, faces
+
+
+def _dae_instances(root: ET.Element, path: Path) -> list[tuple[str, np.ndarray]]:
+    """(geometry id, 4x4 placement) for each <instance_geometry> of the scene's nodes."""
+    scenes = root.findall(".//library_visual_scenes/visual_scene")
+    wanted = root.find("scene/instance_visual_scene")
+    if wanted is not None:
+        scenes = [v for v in scenes if v.get("id") == wanted.get("url", "").lstrip("#")] or scenes
+    out: list[tuple[str, np.ndarray]] = []
+
+    def visit(node: ET.Element, parent: np.ndarray) -> None:
+        matrix = parent @ _dae_node_matrix(node, path)
+        for inst in node.findall("instance_geometry"):
+            out.append((inst.get("url", "").lstrip("#"), matrix))
+        for child in node.findall("node"):
+            visit(child, matrix)
+
+    for node in (scenes[0].findall("node") if scenes else []):
+        visit(node, np.eye(4))
+    return out
+
+
+def _dae_node_matrix(node: ET.Element, path: Path) -> np.ndarray:
+    """A node's transform: its <matrix>, <translate>, <rotate> (degrees), <scale> in order."""
+    out = np.eye(4)
+    for elem in node:
+        if elem.tag not in ("matrix", "translate", "rotate", "scale"):
+            continue
+        v = _dae_numbers(elem, np.float64, path, f"<{elem.tag}>")
+        step = np.eye(4)
+        if elem.tag == "matrix" and v.size == 16:
+            step = v.reshape(4, 4)
+        elif elem.tag == "translate" and v.size == 3:
+            step[:3, 3] = v
+        elif elem.tag == "scale" and v.size == 3:
+            step[:3, :3] = np.diag(v)
+        elif elem.tag == "rotate" and v.size == 4 and np.linalg.norm(v[:3]) > 0:
+            step[:3, :3] = axis_angle_to_matrix(v[:3] / np.linalg.norm(v[:3]), np.radians(v[3]))[:3, :3]
+        else:
+            raise MeshError(f"{path}: COLLADA <{elem.tag}> of node {node.get('id', '?')!r} "
+                            f"has {v.size} numbers")
+        out = out @ step
+    return out
+

@@ -128,3 +128,29 @@ def bridge_nans(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         c = cols[which.ravel() == p]
         flat[np.ix_(missing, c)] = flat[np.ix_(lo, c)] * (1.0 - w) + flat[np.ix_(hi, c)] * w
     return flat.reshape(x.shape), frame_mask
+
+
+def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+    """Limit every joint's change per frame: where a limit forces a switch of
+    branch, the robot moves there at its top speed instead of teleporting.
+
+    max_step: per joint (n,), or per step and joint (F-1, n)."""
+    out = x.copy()
+    if len(x) < 2:
+        return out
+    bound = np.broadcast_to(max_step, (len(x) - 1,) + x.shape[1:])
+    jumps = np.flatnonzero((np.abs(np.diff(x, axis=0)) > bound).any(axis=1)) + 1  # frames x jumps to
+    if len(jumps) == 0:
+        return out
+    f, frames = int(jumps[0]), len(out)
+    while f < frames:
+        step = x[f] - out[f - 1]
+        out[f] = out[f - 1] + np.minimum(np.maximum(step, -bound[f - 1], out=step), bound[f - 1], out=step)
+        if np.array_equal(out[f], x[f]):  # caught up: x itself is followed until its next jump
+            later = jumps[np.searchsorted(jumps, f, side="right"):]
+            if len(later) == 0:
+                break
+            f = int(later[0])
+        else:
+            f += 1
+    return out

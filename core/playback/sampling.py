@@ -29,6 +29,7 @@ from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
 from scipy.spatial.transform import Rotation
 
 from ..motion.bake_csv import BakeTable
+from ..motion.filtering import rate_limit
 from ..model.kinematics import KinematicTree
 from ..model.transforms import quat_continuous
 
@@ -339,9 +340,37 @@ def resample(table: BakeTable, period_s: float, limits: JointLimits | None = Non
     position = _hermite(times, np.asarray(table.root_position, dtype=float), at)
     quaternion = squad(times, np.asarray(table.root_quaternion, dtype=float), at)
     warnings = _keys_outside(q_keys, limits) if limits is not None else []
+    if limits is not None:
+        q, shift = hold_key_speeds(times, np.clip(q_keys, lower, upper), at, q, limits.velocity, period_s)
+        if shift > 0:
+            warnings.append(f"samples held to the velocity limits where the curve between keys within them "
+                            f"ran faster (moved up to {shift:.2g} rad or m)")
     prismatic = limits.prismatic.copy() if limits is not None else None
     track = PlaybackTrack(list(table.joint_names), float(period_s), position, quaternion, q, prismatic)
     return track, warnings
+
+
+def hold_key_speeds(times: np.ndarray, keys: np.ndarray, at: np.ndarray, q: np.ndarray, velocity: np.ndarray,
+                    period_s: float) -> tuple[np.ndarray, float]:
+    """Samples (T, n) whose steps stay within the velocity limits wherever the keys' own speeds do.
+
+    A bake holds every joint within its velocity limit from key to key, but the cubic between
+    keys runs up to half again as fast near a turn: without this, exports of the Talos or Romeo
+    walk broke their limits by 0.1 % (median) to 6 %. Each step between samples whose keys on
+    both sides are within the limit is clipped to it; a motion whose keys are too fast keeps
+    its violations there for the check to report. keys: as sampled (clipped to the
+    position limits). Also the largest shift (rad, or m for a prismatic joint).
+    """
+    if len(times) < 2 or len(q) < 2 or not np.isfinite(velocity).any():
+        return q, 0.0
+    key_speed = np.abs(np.diff(keys, axis=0)) / np.maximum(np.diff(times), 1e-12)[:, None]  # (K-1, n)
+    within = key_speed <= velocity * (1 + LIMIT_RTOL)
+    seg = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 2)
+    step = np.where(within[seg[1:]] & within[seg[:-1]], velocity * period_s, np.inf)  # (T-1, n)
+    if not (np.abs(np.diff(q, axis=0)) > step * (1 + LIMIT_RTOL)).any():
+        return q, 0.0
+    held = rate_limit(q, step)
+    return held, float(np.abs(held - q).max())
 
 
 def _keys_outside(keys: np.ndarray, limits: JointLimits) -> list[str]:

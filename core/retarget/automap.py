@@ -328,7 +328,9 @@ def _limb_chains(src_sk, rob_sk, tree, src_path, rob_path, role, side) -> list[C
                         source_tip_tail=at_end, source_landmarks=s_mid, robot_landmarks=r_mid, robot_start=start,
                         tip_weight=ARM_TIP_WEIGHT if role == "arm" else ChainMapping.tip_weight)]
     src_end, rob_end = src_path[st:], rob_path[rt:]
-    if role == "arm" and src_end and len(rob_end) >= 2 and any(rob_sk.movable[n] for n in rob_end[:-1]):
+    # A wrist of stacked joints with no link beyond (all at one point) has no shape to aim: no hand.
+    if (role == "arm" and src_end and len(rob_end) >= 2 and any(rob_sk.movable[n] for n in rob_end[:-1])
+            and segment_lengths(rob_sk.points[rob_end]).sum() > 1e-6):
         out.append(ChainMapping(f"{side}_hand" if side else "hand", src_sk.names[src_end[0]],
                                 [src_sk.names[src_end[-1]]], rob_sk.names[rob_end[0]], [rob_sk.names[rob_end[-1]]],
                                 role="hand", side=side, source_tip_tail=True))

@@ -236,6 +236,11 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
     else:
         pelvis, leg_roots = roots[0], []
     legs = _matched(sk, [_longest_path(sk, c, low=True) for c in leg_roots]) if len(leg_roots) >= 2 else []
+    if legs and all(_named(sk, leg) == "arm" for leg in legs):
+        # an upper body with its arms hanging lowest (a torso on a stand): arms, not legs
+        sk.notes.append(f"the lowest limbs ({', '.join(sk.names[leg[0]] for leg in legs)}) are named as arms: "
+                        "mapped as arms, no legs")
+        return BodyParts(roots[0], [], legs, None)
     others = [c for c in sk.children(pelvis) if c not in leg_roots]
     if not legs:
         others = [pelvis]
@@ -253,6 +258,12 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
             top = max(rest, key=lambda b: max(sk.low[d] for d in sk.descendants(b)), default=None)
             head = _longest_path(sk, top) if top is not None and legs else None
     return BodyParts(pelvis, legs, arms, head)
+
+
+def _named(sk: Skeleton, path: list[int]) -> str:
+    """The role most of a limb's names say ("leg", "arm", ...) when three quarters agree, else ""."""
+    role, share = name_words.majority_role([sk.names[n] for n in path])
+    return role if share >= 0.75 else ""
 
 
 def _jointed(sk: Skeleton, branch: int) -> bool:

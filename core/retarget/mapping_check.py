@@ -102,9 +102,10 @@ def _named_role(motion: SourceMotion, chain: ChainMapping) -> tuple[str, float] 
 
 def _facing(motion: SourceMotion, legs: dict[str, ChainMapping]) -> np.ndarray | None:
     """Horizontal forward (F, 3) from the feet: ankle to toe, whatever the limbs are called; None
-    without a foot past an ankle landmark."""
+    without a foot past an ankle landmark. A leg that ends at its ankle (a robot without a foot
+    link) has the knee as its only landmark: knee to ankle says nothing about facing."""
     steps = [_point(motion, c.source_tips[0], c.source_tip_tail) - _point(motion, c.source_landmarks[-1], False)
-             for c in legs.values() if c.source_landmarks]
+             for c in legs.values() if len(c.source_landmarks) >= 2]
     if not steps:
         return None
     forward = np.mean(steps, axis=0) * [1.0, 1.0, 0.0]

@@ -102,3 +102,36 @@ def test_a_robot_without_masses_gets_a_clear_error():
         '<child link="b"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'))
     with pytest.raises(BalanceError, match="'bare'.*inertial"):
         MassModel.build(arm)
+
+
+def test_feet_of_many_points_give_the_all_pairs_margins(monkeypatch):
+    """A foot given as a mesh hull has hundreds of points (Talos's: 308; the all-pairs test asked
+    for 217 GiB): each frame's ground points are reduced to their hull first, same margins."""
+    from core.balance import support
+    from core.balance.support import foot_bodies, foot_links
+    from core.feet.geometry import BodyPoints
+
+    tree = KinematicTree(parse_urdf(G1))
+    q, root = _standing(tree, frames=6)
+    root[3:, 2, 3] += 0.05  # last frames: in the air
+    root[1, :3, :3] = [[1, 0, 0], [0, np.cos(0.2), -np.sin(0.2)], [0, np.sin(0.2), np.cos(0.2)]]  # on an edge
+    feet = foot_links(tree)
+    rng = np.random.default_rng(7)
+    bodies = []
+    for b in foot_bodies(tree, feet):  # the G1's feet are 4 spheres each: add 60 points on their segments
+        i, j = rng.integers(0, len(b.points), (2, 60))
+        t = rng.random((60, 1))
+        bodies.append(BodyPoints(b.link, np.concatenate([b.points, (1 - t) * b.points[i] + t * b.points[j]]),
+                                 np.concatenate([b.radius, (1 - t[:, 0]) * b.radius[i] + t[:, 0] * b.radius[j]])))
+    poses = tree.poses(q, root, feet)
+    points = np.concatenate([b.points @ poses[b.link][:, :3, :3].transpose(0, 2, 1) + poses[b.link][:, None, :3, 3]
+                             for b in bodies], axis=1)
+    radius = np.concatenate([b.radius for b in bodies])
+    assert points.shape[1] > support.ALL_PAIRS_POINTS
+    zmp = np.array([[0.0, 0.0], [0.02, 0.1], [0.3, 0.0], [0.0, 0.0], [0.1, 0.1], [0.0, 0.0]])
+    by_hull = support.support_margins(points, zmp, 0.0, radius)
+    monkeypatch.setattr(support, "ALL_PAIRS_POINTS", 10 ** 6)
+    monkeypatch.setattr(support, "ALL_PAIRS_BUDGET", 10 ** 6)  # frame blocks of one or two frames
+    all_pairs = support.support_margins(points, zmp, 0.0, radius)
+    np.testing.assert_allclose(by_hull, all_pairs, atol=1e-6)  # the hull rounds to micrometres
+    assert np.isfinite(by_hull[:3]).all() and np.isneginf(by_hull[3:]).all()

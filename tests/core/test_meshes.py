@@ -215,3 +215,26 @@ def test_missing_and_unsupported_files(tmp_path):
     other.write_text("ply\n")
     with pytest.raises(MeshError, match="mesh.ply.*unsupported"):
         load_mesh(other)
+
+
+SCENE = """  <library_visual_scenes><visual_scene id="scene">
+    <node id="a"><translate>0 0 10</translate><scale>0.5 0.5 0.5</scale>
+      <instance_geometry url="#part-mesh"/>
+      <node id="b"><rotate>0 0 1 90</rotate><instance_geometry url="#part-mesh"/></node>
+    </node>
+  </visual_scene></library_visual_scenes>
+  <scene><instance_visual_scene url="#scene"/></scene>
+</COLLADA>"""
+
+
+def test_dae_scene_nodes_place_and_scale_each_instance(tmp_path):
+    """Exporters scale parts in their nodes (Romeo's meshes: centimetres under a 0.01 scale);
+    read without the nodes the feet came out 100 times too large and were never planted."""
+    path = tmp_path / "placed.dae"
+    path.write_text(DAE.replace("</COLLADA>", SCENE))
+    verts, faces = load_mesh(path)
+    plain = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0.5, 0.5, 2]])
+    first = 0.5 * plain + [0, 0, 0.1]  # 10 cm up, then half size
+    second = 0.5 * plain @ np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1.0]]).T + [0, 0, 0.1]
+    np.testing.assert_allclose(verts, np.concatenate([first, second]), atol=1e-12)
+    np.testing.assert_array_equal(faces[4:], faces[:4] + 5)

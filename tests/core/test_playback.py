@@ -120,7 +120,9 @@ def test_keys_outside_limits_are_clipped_and_reported(tree):
     q[10:14, 1] = 2.3  # elbow upper limit is 2.0
     track, warnings = resample(keyed(q, 30), 0.01, JointLimits.from_tree(tree))
     assert track.q[:, 1].max() == 2.0
-    assert len(warnings) == 1 and "'elbow'" in warnings[0] and "0.3 rad" in warnings[0]
+    assert "'elbow'" in warnings[0] and "0.3 rad" in warnings[0]
+    # the clipped plateau's cubic ran faster than the limit between keys within it: held, and said
+    assert all("held to the velocity limits" in w for w in warnings[1:]) and len(warnings) <= 2
 
 
 def test_root_quaternion_squad():

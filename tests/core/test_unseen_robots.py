@@ -1,0 +1,127 @@
+"""Robots from outside the project, baked as a user would (auto-map, default settings).
+
+`tests/data/robots/simple_humanoid.urdf` (example-robot-data, BSD-2-Clause) ends each arm
+in three wrist joints stacked on one point with no link beyond: a hand chain there has no
+length, and auto-mapping one used to stop the bake ("robot chain 'LARM_LINK5' has no length").
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from core.model.kinematics import KinematicTree
+from core.model.urdf import parse_urdf
+from core.motion.bvh import load_bvh
+from core.retarget.automap import auto_map
+from core.retarget.pipeline import retarget
+
+ROOT = Path(__file__).resolve().parents[2]
+HOP = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
+SIMPLE = ROOT / "tests" / "data" / "robots" / "simple_humanoid.urdf"
+
+
+@pytest.fixture(scope="module")
+def hop():
+    clip = load_bvh(HOP)
+    return dataclasses.replace(clip, motion=clip.motion[:360]).to_source_motion()
+
+
+@pytest.fixture(scope="module")
+def simple_bake(hop):
+    tree = KinematicTree(parse_urdf(SIMPLE))
+    mapping = auto_map(hop, tree)
+    return tree, mapping, retarget(hop, tree, mapping)
+
+
+def test_stacked_wrist_without_a_hand_link_bakes_arms_without_hands(simple_bake):
+    tree, mapping, result = simple_bake
+    chains = {c.name: c for c in mapping.chains}
+    assert {"spine", "left_leg", "right_leg", "left_arm", "right_arm"} <= set(chains)
+    assert not any(c.role == "hand" for c in mapping.chains)
+    assert chains["left_arm"].robot_base.startswith("LARM") and chains["right_arm"].robot_base.startswith("RARM")
+    assert result.report["limit_violations"] == 0
+    by_limb = result.report["limb_direction_error_by_limb"]
+    assert max(by_limb[k] for k in ("left_arm", "right_arm")) < 15.0, by_limb
+
+
+def test_legs_ending_at_the_ankle_raise_no_false_left_right_warning(simple_bake):
+    """Its legs end at the ankle (no foot link): the check of left and right took the knee-to-ankle
+    direction for the feet's facing and said the legs were crossed on 98 % of frames."""
+    _, _, result = simple_bake
+    assert not [w for w in result.report["warnings"] if w.startswith("mapping:")], result.report["warnings"]
+    assert result.report["automap_confidence"] == 1.0
+
+
+def _upper_body(tmp_path) -> Path:
+    """The H1 without its legs: a torso whose arms hang lowest (as alex_nub_hands of
+    example-robot-data, whose arms auto-map took for legs and planted as feet)."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf").getroot()
+    leg_words = ("hip", "knee", "ankle", "foot")
+    for elem in list(root):
+        if elem.tag in ("link", "joint") and any(w in elem.get("name", "") for w in leg_words):
+            root.remove(elem)
+    path = tmp_path / "h1_upper_body.urdf"
+    ET.ElementTree(root).write(path)
+    return path
+
+
+def test_arms_hanging_lowest_on_a_legless_robot_are_arms(hop, tmp_path):
+    tree = KinematicTree(parse_urdf(_upper_body(tmp_path)))
+    mapping = auto_map(hop, tree)
+    chains = {c.name: c for c in mapping.chains}
+    assert not any(c.role == "leg" for c in mapping.chains)
+    assert chains["left_arm"].robot_base == "left_shoulder_pitch_link"
+    assert chains["right_arm"].robot_base == "right_shoulder_pitch_link"
+    result = retarget(hop, tree, mapping)
+    by_limb = result.report["limb_direction_error_by_limb"]
+    assert set(by_limb) == {"left_arm", "right_arm"} and max(by_limb.values()) < 15.0, by_limb
+    assert any("named as arms" in w for w in result.report["warnings"])
+
+
+def test_default_export_of_a_bake_within_limits_stays_within_them(simple_bake, hop):
+    """The bake holds each joint's key-to-key speed to its limit, but the playback cubic between
+    keys ran faster near turns, so `export` with default settings refused the bake of 5 of 6
+    robots from elsewhere (simple_humanoid's hop: knee and hip roll over their limits). The
+    samples are now held to the limits (by milliradians); keys that are too fast still fail."""
+    import numpy as np
+    from scipy.spatial.transform import Rotation
+
+    from core.motion.bake_csv import BakeTable
+    from core.playback.prepare import ExportSettings, prepare_playback
+    from core.playback.sampling import JointLimits, check_limits, resample
+
+    tree, _, result = simple_bake
+    limits = JointLimits.from_tree(tree)
+    quat = Rotation.from_matrix(result.root_rotation).as_quat()[:, [3, 0, 1, 2]]
+    table = BakeTable(list(tree.joint_names), np.arange(len(result.q)) / result.fps, result.root_position, quat,
+                      result.q)
+    keys_speed = np.abs(np.diff(result.q, axis=0)) * result.fps
+    assert (keys_speed <= tree.velocity * (1 + 1e-6)).all()  # the bake itself is within the limits
+    plain = prepare_playback(table, limits, ExportSettings())
+    assert plain.violations == [], [v.describe() for v in plain.violations[:3]]
+    track, warnings = resample(table, ExportSettings().period_s, limits)
+    assert any("held to the velocity limits" in w for w in warnings)
+    shift = float(warnings[-1].split("up to ")[1].split(" rad")[0])
+    assert 0 < shift < 0.01
+    fast = BakeTable(table.joint_names, table.time / 1.5, table.root_position, table.root_quaternion, table.q)
+    assert any(v.kind == "velocity" for v in check_limits(resample(fast, 0.01, limits)[0], limits))
+
+
+
+def test_feet_without_geometry_stand_on_the_leg_tip(simple_bake, hop):
+    """simple_humanoid's legs carry no geometry: the foot was the origin of the link holding the
+    chain's tip point, the shin, i.e. the knee; the bake planted knee points and its feet never
+    came within 8 cm of the ground (contact_preserved_pct 0)."""
+    import numpy as np
+
+    tree, mapping, _ = simple_bake
+    result = retarget(hop, tree, mapping, contacts="auto")
+    assert result.report["feet_planted"] and result.report["contact_preserved_pct"] > 30.0
+    root = np.tile(np.eye(4), (len(result.q), 1, 1))
+    root[:, :3, :3], root[:, :3, 3] = result.root_rotation, result.root_position
+    ankle = tree.link_transform(result.q, tree.link_names.index("LLEG_LINK5"), root)[:, 2, 3]
+    assert ankle.min() > -0.005 and np.percentile(ankle, 10) < 0.005  # on the ground, not through it
+
