@@ -59,7 +59,7 @@ def standalone_cli():
 
 
 def _playback_argv(args: argparse.Namespace) -> list[str]:
-    """The batch's playback options as `export` (and Blender worker) arguments."""
+    """The batch's playback and contacts options as `export` (and Blender worker) arguments."""
     argv = []
     options = {"--settings": args.settings, "--format": args.format, "--rate": args.rate, "--period": args.period,
                "--units": args.units, "--accel-limit": args.acceleration_limit}
@@ -69,6 +69,7 @@ def _playback_argv(args: argparse.Namespace) -> list[str]:
             argv += [flag, repr(value) if isinstance(value, float) else str(value)]
     if getattr(args, "source_up", "Y") != "Y":
         argv += ["--source-up", args.source_up]
+    argv += ["--contacts", getattr(args, "contacts", "auto")]
     return argv + [f"--{f.replace('_', '-')}" for f in ("retime", "allow_violations", "overwrite") if getattr(args, f)]
 
 

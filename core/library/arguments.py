@@ -41,15 +41,25 @@ def add_source_up(p: argparse.ArgumentParser) -> None:
                         "exporters; read as Y the actor lies on its back)")
 
 
+def add_contacts(p: argparse.ArgumentParser, files: bool = True) -> None:
+    """--contacts: which feet a bake keeps planted (the same default for bake, export and batch,
+    so an exported clip moves as its bake does)."""
+    if files:
+        p.add_argument("--contacts", default="auto", metavar="auto|off|FILE.json",
+                       help="feet to keep planted: contacts detected from the clip (auto, the default), none "
+                            "(off), or a contacts file in 0-based clip frames")
+    else:
+        p.add_argument("--contacts", default="auto", choices=["auto", "off"],
+                       help="feet to keep planted: contacts detected from each clip (auto, the default) or none (off)")
+
+
 def add_bake_parser(sub, func) -> argparse.ArgumentParser:
     """The `bake` subcommand's flags."""
     p = sub.add_parser("bake", help="retarget a clip onto a robot and write the bake CSV",
                        description="Retarget a BVH/FBX clip onto a URDF robot; write one CSV row per "
                                    "source frame (time_s, root pose, joints in URDF order; radians, metres).")
     add_clip_arguments(p)
-    p.add_argument("--contacts", default="auto", metavar="auto|off|FILE.json",
-                   help="feet to keep planted: contacts detected from the clip (auto, the default), none "
-                        "(off), or a contacts file in 0-based clip frames")
+    add_contacts(p)
     add_outputs(p, "CSV file to write")
     add_source_up(p)
     p.set_defaults(func=func)
@@ -66,6 +76,7 @@ def add_export_parser(sub, func) -> argparse.ArgumentParser:
     p.add_argument("--object", help="robot rig in the .blend (default: the Robot tab's, the active or the only rig)")
     p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
     p.add_argument("--frames", help="START:END frames, 0-based, END exclusive (default: all)")
+    add_contacts(p)
     playback_options(p)
     p.add_argument("--out", required=True, help="playback file to write")
     p.add_argument("--report", help="JSON report to write")
@@ -89,6 +100,7 @@ def add_batch_parser(sub, func) -> argparse.ArgumentParser:
     p.add_argument("--inputs", required=True, metavar="DIR_OR_GLOB", help="folder of clips, or a glob (quote it: 'clips/*.bvh')")
     playback_options(p)
     p.add_argument("--out-dir", required=True, metavar="DIR", help="folder for the playback files (<clip name>.<ext>)")
+    add_contacts(p, files=False)
     p.add_argument("--engine", choices=["local", "dask"], default="local",
                    help="local: worker processes on this machine (default); dask: one task per clip on a "
                         "Dask distributed cluster (pip install robot-retarget-core[dask])")

@@ -48,6 +48,7 @@ class BatchOptions:
     source_up: str = "Y"
     generator: str = "robot_retarget"
     frames: str | None = None
+    contacts: str = "auto"  # feet planted as `bake` plants them (auto) or not (off)
 
 
 def batch_inputs(pattern: str) -> list[Path]:
@@ -115,7 +116,7 @@ def clip_status(job: ClipJob, started: float, report: dict | None = None, error:
     if error is not None:
         return dict(status, error=error)
     keys = ("files", "frames", "rate_hz", "samples", "duration_s", "violations", "retimed_seconds_added",
-            "warnings")
+            "feet_planted", "contact_preserved_pct", "warnings")
     status.update({k: report.get(k) for k in keys})
     return dict(status, mapping=mapping) if mapping is not None else status
 
@@ -138,7 +139,7 @@ def run_clip(job: ClipJob, options: BatchOptions) -> dict:
     started = time.monotonic()
     try:
         robot = robot_model(job.robot)
-        bake = bake_clip_file(job.source, robot, options.frames, None, options.source_up)
+        bake = bake_clip_file(job.source, robot, options.frames, options.contacts, options.source_up)
         settings = replace(options.settings, overwrite=True) if job.overwrite else options.settings
         report, _ = export_bake(bake, robot, Path(job.out), settings, job.source, options.generator)
         return clip_status(job, started, report, mapping=None if job.robot.mapping else bake.mapping.to_dict())

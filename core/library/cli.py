@@ -49,9 +49,14 @@ def bake_outputs(args: argparse.Namespace) -> tuple[Path, Path | None]:
     """`bake`'s checks before the slow work: (CSV path, report path or None)."""
     out = check_output(Path(args.out).absolute(), args.overwrite)
     report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    check_contacts(args)
+    return out, report_path
+
+
+def check_contacts(args: argparse.Namespace) -> None:
+    """--contacts FILE.json must exist before the slow work starts."""
     if args.contacts not in ("auto", "off") and not Path(args.contacts).is_file():
         raise CommandError(f"{args.contacts}: contacts file not found")
-    return out, report_path
 
 
 def bake_files(args: argparse.Namespace):
@@ -92,12 +97,13 @@ def export_outputs(args: argparse.Namespace):
 
 
 def export_files(args: argparse.Namespace, generator: str) -> tuple[dict, str]:
-    """`export` of a BVH clip: checks, bake (without planted feet, as `export` always did), write."""
+    """`export` of a BVH clip: checks, bake (feet planted as `bake` plants them), write."""
     settings, out = export_outputs(args)
     if not args.robot:
         raise CommandError(f"{Path(args.source).absolute()}: --robot ROBOT.urdf is required to bake a clip")
+    check_contacts(args)
     robot = load_robot(args.robot, args.mapping)
-    bake = bake_clip_file(args.source, robot, args.frames, None, args.source_up)
+    bake = bake_clip_file(args.source, robot, args.frames, args.contacts, args.source_up)
     return export_bake(bake, robot, out, settings, args.source, generator)
 
 
@@ -143,7 +149,8 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
             print(status_line(summary.clips[-1]), flush=True)
         else:  # an output that does not read back: not a result, write it again
             todo.append(dataclasses.replace(job, overwrite=True))
-    options = BatchOptions(settings, args.source_up, generator or f"{GENERATOR} {package_version()}")
+    options = BatchOptions(settings, args.source_up, generator or f"{GENERATOR} {package_version()}",
+                           contacts=args.contacts)
     core_jobs = [j for j in todo if Path(j.source).suffix.lower() not in NEEDS_BLENDER]
     blender_jobs = [j for j in todo if Path(j.source).suffix.lower() in NEEDS_BLENDER]
     if args.engine == "dask":

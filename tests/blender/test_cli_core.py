@@ -52,8 +52,10 @@ def both_commands(extension, capsys, tmp_path, command, fmt, *options) -> dict:
     return outputs
 
 
-@pytest.mark.parametrize("command,fmt,options", [("bake", None, ["--contacts", "off"]), ("export", "csv", []),
-                                                 ("export", "npz", [])])
+# without planted feet: their solve can round a last bit differently in another process (below)
+@pytest.mark.parametrize("command,fmt,options", [("bake", None, ["--contacts", "off"]),
+                                                 ("export", "csv", ["--contacts", "off"]),
+                                                 ("export", "npz", ["--contacts", "off"])])
 def test_same_bytes_as_robot_retarget_core(extension, clean_scene, capsys, tmp_path, command, fmt, options):
     outputs = both_commands(extension, capsys, tmp_path, command, fmt, *options)
     assert outputs["extension"] == outputs["core"]
@@ -86,7 +88,7 @@ def test_the_extensions_bvh_batch_runs_core_workers(extension, clean_scene, caps
         out = tmp_path / who
         out.mkdir()
         args = ["batch", "--robot", G1, "--inputs", clips, "--format", "npz", "--rate", "50", "--allow-violations",
-                "--out-dir", out, "--workers", 2, "--report", tmp_path / f"{who}.json"]
+                "--out-dir", out, "--workers", 2, "--report", tmp_path / f"{who}.json", "--contacts", "off"]
         extension_command(extension, capsys, *args) if who == "extension" else core_command(*args)
     for clip in ("walk_a", "walk_b", "walk_c"):
         assert (tmp_path / "extension" / f"{clip}.npz").read_bytes() == (tmp_path / "core" / f"{clip}.npz").read_bytes()

@@ -202,3 +202,34 @@ def test_dask_engine_on_a_running_cluster_by_its_scheduler_address(tmp_path):
     assert unreachable.returncode == 1
     assert unreachable.stderr.strip().splitlines()[-1].startswith(
         "robot-retarget-core: error: --scheduler tcp://127.0.0.1:9: cannot reach the Dask scheduler")
+
+
+def test_export_and_batch_plant_feet_as_bake_does_unless_told_off(tmp_path):
+    """`export` and `batch` bake as `bake` does: feet planted by default (a clip exported for the
+    robot moves as its bake), none with --contacts off."""
+    clip = tmp_path / "walk.bvh"
+    clip.write_bytes((ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh").read_bytes())
+    planted = {}
+    for contacts in ("auto", "off"):
+        flags = [] if contacts == "auto" else ["--contacts", contacts]
+        report = tmp_path / f"export_{contacts}.json"
+        proc = subprocess.run(command("export", "--source", clip, "--robot", G1, "--frames", "0:360", *EXPORT,
+                                      "--out", tmp_path / f"export_{contacts}.npz", "--report", report, *flags),
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        exported = json.loads(report.read_text(encoding="utf-8"))
+        summary = tmp_path / f"batch_{contacts}.json"
+        (tmp_path / f"batch_{contacts}").mkdir()
+        proc = subprocess.run(command("batch", "--robot", G1, "--inputs", tmp_path / "*.bvh", *EXPORT,
+                                      "--out-dir", tmp_path / f"batch_{contacts}", "--report", summary, *flags),
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        batched = json.loads(summary.read_text(encoding="utf-8"))["clips"][0]
+        planted[contacts] = (exported["feet_planted"], batched["feet_planted"])
+        if contacts == "auto":
+            assert exported["contact_preserved_pct"] > 90 and batched["contact_preserved_pct"] > 90
+    assert planted == {"auto": (True, True), "off": (False, False)}
+    proc = subprocess.run(command("export", "--source", clip, "--robot", G1, *EXPORT, "--out", tmp_path / "x.npz",
+                                  "--contacts", tmp_path / "missing.json"), cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode != 0 and "missing.json: contacts file not found" in proc.stderr
+    assert not (tmp_path / "x.npz").exists()
