@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     margin = report["min_support_margin_m"]
     print(f"{report['frames']} frames: ZMP outside the support on {report['zmp_outside_support_pct']:.1f} % of "
           f"frames; worst margin {'none' if margin is None else f'{1000 * margin:.0f} mm'}; "
-          f"{report['frames_without_support']} frames without a foot on the ground")
+          f"{report['frames_without_support']} frames without a foot on the ground, "
+          f"{report['frames_without_ground_force']} where the motion asks the ground for (nearly) no push")
     if report_path:
         print(f"wrote {report_path}")
     return 0

@@ -85,8 +85,20 @@ def multibody_zmp(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: flo
     Positions and momenta are low-passed at cutoff_hz before they are differentiated: a
     millimetre of jitter at 120 Hz is 14 m/s^2, more than gravity."""
     model = model or MassModel.build(tree)
-    poses = _link_poses(tree, q, root, model)
-    return zmp_of(LinkMotion.of(poses, model, fps, cutoff_hz), model, ground_z)
+    return zmp_of(link_motion(tree, q, root, fps, model, cutoff_hz), model, ground_z)
+
+
+def link_motion(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: float, model: MassModel,
+                cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> "LinkMotion":
+    """The model's links moving as joint positions q (F, n) with root poses (F, 4, 4) move them."""
+    return LinkMotion.of(_link_poses(tree, q, root, model), model, fps, cutoff_hz)
+
+
+def ground_push(motion: "LinkMotion", model: MassModel) -> np.ndarray:
+    """(F,) the ground's vertical push the motion needs, as a share of the robot's weight: 1
+    standing still, near 0 or below where the body falls or is thrown up (a hop's flight, a
+    leg swung down fast). The ZMP divides by it, so there it is undefined, not far away."""
+    return (model.mass * (motion.acc[..., 2] + GRAVITY)).sum(axis=1) / (model.total * GRAVITY)
 
 
 @dataclass

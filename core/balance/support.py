@@ -14,10 +14,11 @@ from scipy.spatial import ConvexHull, QhullError
 from ..feet.geometry import BodyPoints, body_points, standing_rotation, subtree_links
 from ..model.kinematics import KinematicTree
 from ..retarget.body_parts import find_body_parts, robot_skeleton
-from .inertia import BalanceError, MassModel, multibody_zmp
+from .inertia import BalanceError, MassModel, ground_push, link_motion, zmp_of
 
 CONTACT_M = 0.005  # foot geometry this close to the ground supports the robot
 ALL_PAIRS_POINTS = 48  # feet with more points than this get a hull per frame (support_margins)
+LIGHT_PUSH = 0.1  # a frame whose ground push is below this share of the weight has no ZMP to stand on
 ALL_PAIRS_BUDGET = 2_000_000  # frames x points^3 per block of the all-pairs test (~16 MB a float array)
 
 
@@ -144,19 +145,26 @@ def _hull(points: np.ndarray) -> np.ndarray | None:
 def balance_readout(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: float, ground_z: float = 0.0,
                     per_frame: bool = False) -> dict:
     """Would the robot stand? frames, zmp_outside_support_pct, min_support_margin_m (over the frames
-    with a foot on the ground), frames_without_support (and with per_frame: zmp_m, com_m,
-    support_margin_m per frame, metres, world)."""
+    with a foot on the ground and the ground pushing), frames_without_support (no foot on the
+    ground), frames_without_ground_force (the motion asks the ground for less than LIGHT_PUSH of
+    the weight: the ZMP is undefined there, and such a frame counts as outside the support), and
+    with per_frame: zmp_m, com_m, support_margin_m per frame (metres, world; None: no margin)."""
     model = MassModel.build(tree)
-    zmp, com = multibody_zmp(tree, q, root, fps, ground_z, model)
+    motion = link_motion(tree, q, root, fps, model)
+    zmp, com = zmp_of(motion, model, ground_z)
     bodies = sole_outlines(tree)
     poses = tree.poses(q, root, [body.link for body in bodies])
     points = np.concatenate([body.world(poses[body.link]) for body in bodies], axis=1)
     margins = support_margins(points, zmp, ground_z, np.concatenate([body.radius for body in bodies]))
+    grounded = np.isfinite(margins)
+    light = grounded & (ground_push(motion, model) < LIGHT_PUSH)
+    margins[light] = -np.inf
     supported = margins[np.isfinite(margins)]
     out = {"frames": int(len(q)), "mass_kg": model.total,
            "zmp_outside_support_pct": float(100.0 * np.mean(margins < 0.0)) if len(q) else 0.0,
            "min_support_margin_m": float(supported.min()) if supported.size else None,
-           "frames_without_support": int(np.sum(~np.isfinite(margins)))}
+           "frames_without_support": int(np.sum(~grounded)),
+           "frames_without_ground_force": int(np.sum(light))}
     if per_frame:
         out.update(zmp_m=zmp.tolist(), com_m=com.tolist(),
                    support_margin_m=[float(m) if np.isfinite(m) else None for m in margins])

@@ -135,3 +135,24 @@ def test_feet_of_many_points_give_the_all_pairs_margins(monkeypatch):
     all_pairs = support.support_margins(points, zmp, 0.0, radius)
     np.testing.assert_allclose(by_hull, all_pairs, atol=1e-6)  # the hull rounds to micrometres
     assert np.isfinite(by_hull[:3]).all() and np.isneginf(by_hull[3:]).all()
+
+
+def test_frames_the_ground_cannot_push_have_no_zmp_and_count_as_outside():
+    """The robot bobbing down and up faster than it could fall (2 Hz, 16 cm: the top of each bob
+    accelerates down at 1.3 g) while swaying: there the ground would have to pull, the ZMP's
+    divisor crosses zero, and it is not a place (metres to kilometres away) but undefined. Those
+    frames are counted and outside; the worst margin comes from the frames that are supported."""
+    g1 = KinematicTree(parse_urdf(G1))
+    q, root = _standing(g1, frames=300)
+    t = np.arange(len(q)) / FPS
+    still = balance_readout(g1, q, root, FPS)
+    root[:, 2, 3] -= 0.08 * (1.0 - np.cos(2 * np.pi * 2.0 * t))
+    root[:, 0, 3] += 0.02 * np.sin(2 * np.pi * 2.0 * t)
+    readout = balance_readout(g1, q, root, FPS, per_frame=True)
+    light = [m is None for m in readout["support_margin_m"]]
+    assert still["frames_without_ground_force"] == 0
+    assert 0 < readout["frames_without_ground_force"] == sum(light) - readout["frames_without_support"]
+    assert readout["zmp_outside_support_pct"] >= 100.0 * readout["frames_without_ground_force"] / len(q)
+    # where the ground pushes with at least a tenth of the weight the sway's 3 m/s^2 puts the ZMP
+    # within about a metre; all frames counted, it reached 5.3 m from the centre of mass
+    assert -1.5 < readout["min_support_margin_m"] < 0.3
