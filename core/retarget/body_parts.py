@@ -19,6 +19,7 @@ from . import names as name_words
 # A foot's end stays within this share of the body's height above its lowest point (median over
 # the clip); hands hanging at the sides are at 0.4-0.5.
 FOOT_HEIGHT = 0.3
+ARM_PAIR_REACH = 0.7  # a legless robot's second branch reaching this share of the first's is its other arm
 
 
 @dataclass
@@ -231,7 +232,8 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
         pelvis = _lca(sk, feet)
         leg_roots = [c for c in sk.children(pelvis) if any(f in sk.descendants(c) for f in feet)]
         # the two longest branches that reach a foot: a helper bone near the ground is no leg
-        leg_roots = sorted(leg_roots, key=lambda c: -_path_length(sk, _longest_path(sk, c, low=True)))[:2]
+        reach = {c: _path_length(sk, _longest_path(sk, c, low=True)) for c in leg_roots}
+        leg_roots = sorted((c for c in leg_roots if reach[c] > 0), key=lambda c: -reach[c])[:2]  # a frame is no leg
         leg_roots = sorted(leg_roots)
     else:
         pelvis, leg_roots = roots[0], []
@@ -249,15 +251,43 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
         leg_len = np.mean([segment_lengths(sk.polyline(p)).sum() for p in legs]) if legs else 0.0
         spine = max(others, key=lambda c: segment_lengths(sk.polyline(_longest_path(sk, c))).sum())
         hub, branches = _arm_hub(sk, spine, 0.25 * leg_len)
+        if hub is not None and not legs:
+            hub, branches = _two_armed_hub(sk, hub, branches)
         if hub is not None:
-            # arms reach farthest from the chest; a head with a face rig has more bone length
-            # (many small bones) but less reach
-            ranked = sorted(branches, key=lambda b: (-_jointed(sk, b), -_reach(sk, hub, b)))
-            arms = _matched(sk, [_longest_path(sk, b) for b in (ranked[:2] if legs else ranked[:1])])
+            ranked = _ranked(sk, hub, branches)
+            count = 2 if legs or _paired(sk, hub, ranked) else 1
+            arms = _matched(sk, [_longest_path(sk, b) for b in ranked[:count]])
             rest = [b for b in ranked[2:] if segment_lengths(sk.polyline(_longest_path(sk, b))).sum() > 0]
             top = max(rest, key=lambda b: max(sk.low[d] for d in sk.descendants(b)), default=None)
             head = _longest_path(sk, top) if top is not None and legs else None
     return BodyParts(pelvis, legs, arms, head)
+
+
+def _ranked(sk: Skeleton, hub: int, branches: list[int]) -> list[int]:
+    """Arms first: jointed branches, farthest reaching from the chest first (a head with a face
+    rig has more bone length, many small bones, but less reach)."""
+    return sorted(branches, key=lambda b: (-_jointed(sk, b), -_reach(sk, hub, b)))
+
+
+def _two_armed_hub(sk: Skeleton, hub: int, branches: list[int]) -> tuple[int, list[int]]:
+    """Without legs, fixed branches at the base (collision helpers, a pedestal) make no chest:
+    where the hub has one jointed branch that splits into two arms reaching alike further on
+    (Baxter's torso), that split is the chest; otherwise the hub stays."""
+    jointed = [b for b in branches if _jointed(sk, b)]
+    if len(jointed) != 1:
+        return hub, branches
+    inner, split = _arm_hub(sk, jointed[0], 0.0)
+    if inner is None or not _paired(sk, inner, _ranked(sk, inner, split)):
+        return hub, branches
+    return inner, split
+
+
+def _paired(sk: Skeleton, hub: int, ranked: list[int]) -> bool:
+    """Two arms on a robot without legs (a dual-arm torso): its two farthest-reaching jointed
+    branches reach alike; a single manipulator's other branches (a head, a camera) do not."""
+    if len(ranked) < 2 or not (_jointed(sk, ranked[0]) and _jointed(sk, ranked[1])):
+        return False
+    return _reach(sk, hub, ranked[1]) >= ARM_PAIR_REACH * _reach(sk, hub, ranked[0])
 
 
 def _named(sk: Skeleton, path: list[int]) -> str:

@@ -125,3 +125,27 @@ def test_feet_without_geometry_stand_on_the_leg_tip(simple_bake, hop):
     ankle = tree.link_transform(result.q, tree.link_names.index("LLEG_LINK5"), root)[:, 2, 3]
     assert ankle.min() > -0.005 and np.percentile(ankle, 10) < 0.005  # on the ground, not through it
 
+
+
+def test_a_dual_arm_torso_without_legs_gets_both_arms(hop):
+    """Baxter (example-robot-data): fixed collision helpers beside its torso made the base look
+    like the chest, so auto-map found one jointed branch and drove only one arm."""
+    tree = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "baxter.urdf"))
+    mapping = auto_map(hop, tree)
+    arms = {c.side: c for c in mapping.chains if c.role == "arm"}
+    assert set(arms) == {"left", "right"} and not any(c.role == "leg" for c in mapping.chains)
+    for side, chain in arms.items():
+        assert chain.robot_base.startswith(side) and all(t.startswith(side[0]) for t in chain.robot_tips)
+    by_limb = retarget(hop, tree, mapping).report["limb_direction_error_by_limb"]
+    assert {"left_arm", "right_arm"} <= set(by_limb), by_limb
+
+
+def test_an_arm_lying_on_the_floor_is_one_arm_not_two_legs(hop):
+    """UR5 (example-robot-data) in its zero pose lies along the floor next to a fixed `base`
+    frame: the frame and the arm were taken for two legs, and comparing their lengths divided
+    by zero (the bake stopped with ZeroDivisionError)."""
+    tree = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "ur5_robot.urdf"))
+    mapping = auto_map(hop, tree)
+    roles = sorted(c.role for c in mapping.chains)
+    assert "leg" not in roles and roles.count("arm") == 1, roles
+    assert retarget(hop, tree, mapping).q.shape == (len(hop.heads), tree.dof)
