@@ -25,7 +25,7 @@ from ..motion.source import SourceMotion
 from ..retarget import RetargetResult, retarget
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
-from .inertia import GRAVITY, BalanceError, MassModel, centre_of_mass, vertical_force
+from .inertia import BalanceError, MassModel, centre_of_mass, ground_push, link_motion
 from .phases import gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
@@ -161,7 +161,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
 
     def replan(q_now: np.ndarray, root_now: np.ndarray) -> bool:  # issue 12, step 4
         rate = 1.0 / (period * stride)
-        push = vertical_force(tree, q_now, root_now, rate, model)
+        push = ground_push(link_motion(tree, q_now, root_now, rate, model, cutoff_hz=0.0), model)  # unfiltered
         zmp, _ = coarse.zmp(q_now, root_now[:, :3, 3])  # the readout's ZMP, the links no leg moves weighed once
         thrown = np.linalg.norm(zmp - plan.target[rows], axis=1)
         moved = False
@@ -169,7 +169,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
             moved |= project_person_points(path, plan.times[rows], tree.link_transform(q_now, link, root_now))
             for knots in path.swings:  # a swing so fast the robot cannot keep its balance is calmed
                 inside = (plan.times[rows] >= knots.times[0]) & (plan.times[rows] <= knots.times[-1])
-                if inside.any() and (push[inside].min() < MIN_PUSH * model.total * GRAVITY
+                if inside.any() and (push[inside].min() < MIN_PUSH
                                      or thrown[inside].max() > MAX_THROW_M):
                     tame_swing(path, knots, TAME_SHARE)
                     moved = True

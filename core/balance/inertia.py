@@ -95,9 +95,10 @@ def link_motion(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: float
 
 
 def ground_push(motion: "LinkMotion", model: MassModel) -> np.ndarray:
-    """(F,) the ground's vertical push the motion needs, as a share of the robot's weight: 1
-    standing still, near 0 or below where the body falls or is thrown up (a hop's flight, a
-    leg swung down fast). The ZMP divides by it, so there it is undefined, not far away."""
+    """(F,) the ground's vertical push the motion needs, sum m (z'' + g), as a share of the
+    robot's weight: 1 standing still, near 0 or below where the body falls or is thrown up (a
+    hop's flight, a leg swung down fast: the feet would leave the ground). The ZMP divides by
+    it, so there it is undefined, not far away."""
     return (model.mass * (motion.acc[..., 2] + GRAVITY)).sum(axis=1) / (model.total * GRAVITY)
 
 
@@ -143,16 +144,6 @@ def zmp_of(motion: LinkMotion, model: MassModel, ground_z: float = 0.0) -> tuple
     zmp_y = ((vertical * com[..., 1]).sum(1) - (m * acc[..., 1] * height).sum(1) + torque[:, 0]) / denominator
     whole = np.einsum("k,fki->fi", model.mass, com) / model.total
     return np.stack([zmp_x, zmp_y], axis=1), whole
-
-
-def vertical_force(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: float,
-                   model: MassModel | None = None) -> np.ndarray:
-    """The ground's vertical push (F,) the motion needs, newtons: sum m (z'' + g). Near zero or
-    below, the feet would leave the ground (a leg swung down too fast)."""
-    model = model or MassModel.build(tree)
-    poses = _link_poses(tree, q, root, model)
-    z = np.einsum("fkj,kj->fk", poses[..., 2, :3], model.com_local) + poses[..., 2, 3]
-    return model.mass @ (_second_derivative(z, 1.0 / fps).T + GRAVITY)
 
 
 def _smooth(x: np.ndarray, fps: float, cutoff_hz: float) -> np.ndarray:
