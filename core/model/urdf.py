@@ -321,10 +321,9 @@ def _limits(node: _Node, jtype: str, src: str, what: str) -> tuple:
     effort = _num(lim, "effort", src, what)
     if jtype not in ("revolute", "prismatic"):
         return None, None, velocity, effort
-    lower = _num(lim, "lower", src, what)
-    upper = _num(lim, "upper", src, what)
-    if lower is None or upper is None:
-        raise _err(src, what, lim.line, f"{jtype} joint <limit> needs lower and upper")
+    # The URDF spec defaults a missing bound to 0: such a joint is held there.
+    lower = _num(lim, "lower", src, what, default=0.0)
+    upper = _num(lim, "upper", src, what, default=0.0)
     if lower > upper:
         raise _err(src, what, lim.line, f"<limit> lower {lower} > upper {upper}")
     return lower, upper, velocity, effort

@@ -221,8 +221,8 @@ BAD_CASES = {
 </robot>"""), ["link 'c'", "not reachable from root 'a'", "cycle", "line 10"]),
     "missing limit": (BASE.replace('    <limit lower="-1" upper="1"/>\n', ""),
                       ["joint 'j'", "<limit", "line 4"]),
-    "limit without upper": (BASE.replace(' upper="1"', ""),
-                            ["joint 'j'", "upper", "line 8"]),
+    "limit lower above its default upper": (BASE.replace(' upper="1"', "").replace('"-1"', '"0.5"'),
+                                            ["joint 'j'", "lower 0.5 > upper 0.0", "line 8"]),
     "non-numeric xyz": (BASE.replace('<axis xyz="0 0 1"/>', '<origin xyz="0 zero 1"/>'),
                         ["joint 'j'", "xyz='0 zero 1'", "line 7"]),
     "bad limit number": (BASE.replace('upper="1"', 'upper="one"'),
@@ -303,6 +303,24 @@ def test_limits_defaults_and_axis_normalised():
     assert (slide.mimic.multiplier, slide.mimic.offset) == (-2.0, 0.1)
     assert [j.name for j in robot.movable_joints] == ["spin"]
     np.testing.assert_array_equal(spin.origin, np.eye(4))
+
+
+def test_limit_without_bounds_holds_the_joint_at_zero_as_the_spec_says():
+    """URDF's lower and upper default to 0: robots in the wild rely on it."""
+    robot = parse_urdf_string("""<robot name="r">
+  <link name="a"/><link name="b"/><link name="c"/>
+  <joint name="held" type="revolute">
+    <parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+    <limit effort="5" velocity="2"/>
+  </joint>
+  <joint name="half" type="revolute">
+    <parent link="b"/><child link="c"/><axis xyz="0 1 0"/>
+    <limit lower="-1.2" effort="5" velocity="2"/>
+  </joint>
+</robot>""")
+    held, half = robot.joints
+    assert (held.lower, held.upper, held.velocity) == (0.0, 0.0, 2.0)
+    assert (half.lower, half.upper) == (-1.2, 0.0)
 
 
 def test_primitive_geometry():
