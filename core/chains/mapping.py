@@ -99,13 +99,14 @@ class Mapping:
 
     @classmethod
     def from_dict(cls, data: dict, origin: str = "<mapping>") -> "Mapping":
+        """A preset's mapping; a bake report's `mapping` reads as one too (its figures ignored)."""
         if not isinstance(data, dict) or data.get("format") != PRESET_FORMAT:
             raise MappingError(f"{origin}: not a Robot Retarget mapping preset (format != {PRESET_FORMAT!r})")
         version = data.get("version", 0)
         if not isinstance(version, int) or version > PRESET_VERSION:
             raise MappingError(f"{origin}: preset version {version!r} is not one this add-on reads")
         unknown = set(data) - {"format", "version", "chains", "source_root", "robot_root", "settings",
-                               "allow_collision", "check_collision"}
+                               "allow_collision", "check_collision"} - REPORT_ONLY
         if unknown:
             raise MappingError(f"{origin}: unknown field(s) {sorted(unknown)}")
         if not isinstance(data.get("chains", []), list):
@@ -131,6 +132,9 @@ class Mapping:
     @classmethod
     def load(cls, path) -> "Mapping":
         return cls.from_dict(read_json(path, MappingError, "mapping preset"), str(path))
+
+
+REPORT_ONLY = {"automap_confidence", "reasons", "notes"}  # what a bake report's mapping adds to its preset
 
 
 def _link_pairs(value, where: str) -> list[list[str]]:

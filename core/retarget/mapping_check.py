@@ -9,6 +9,8 @@ fails, naming the bones.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..chains.mapping import ChainMapping, Mapping
@@ -26,14 +28,12 @@ def _point(motion: SourceMotion, bone: str, tail: bool) -> np.ndarray:
 
 def mapping_figures(motion: SourceMotion, mapping: Mapping) -> dict:
     """`mapping` (the chains used, the confidence, the reasons and auto-map's notes on what it
-    guessed) and `automap_confidence` for a report."""
+    guessed) and `automap_confidence` for a report. The mapping is a whole preset too (format,
+    every chain field, settings): saved alone, it bakes the same again (`--mapping`)."""
     chains = mapping.enabled_chains()
     confidence, reasons = check_mapping(motion, chains)
-    used = [{"name": c.name, "role": c.role, "side": c.side, "source_base": c.source_base,
-             "source_tips": list(c.source_tips), "robot_base": c.robot_base, "robot_tips": list(c.robot_tips)}
-            for c in chains]
-    return {"mapping": {"chains": used, "source_root": mapping.source_root, "robot_root": mapping.robot_root,
-                        "automap_confidence": confidence, "reasons": reasons, "notes": list(mapping.notes)},
+    preset = replace(mapping, chains=chains).to_dict()
+    return {"mapping": {**preset, "automap_confidence": confidence, "reasons": reasons, "notes": list(mapping.notes)},
             "automap_confidence": confidence}
 
 
@@ -105,7 +105,7 @@ def _facing(motion: SourceMotion, legs: dict[str, ChainMapping]) -> np.ndarray |
     without a foot past an ankle landmark. A leg that ends at its ankle (a robot without a foot
     link) has the knee as its only landmark: knee to ankle says nothing about facing."""
     steps = [_point(motion, c.source_tips[0], c.source_tip_tail) - _point(motion, c.source_landmarks[-1], False)
-             for c in legs.values() if len(c.source_landmarks) >= 2]
+             for c in legs.values() if len(c.source_landmarks or []) >= 2]
     if not steps:
         return None
     forward = np.mean(steps, axis=0) * [1.0, 1.0, 0.0]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from core.chains.mapping import Mapping
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
@@ -95,3 +98,23 @@ def test_an_upside_down_clip_is_not_trusted(tmp_path):
     assert report["automap_confidence"] < 0.5
     assert any("named like a leg" in w and "RightHip" in w for w in report["warnings"])
     assert any("upside down or lying" in w and "--source-up Z" in w for w in report["warnings"])
+
+
+def test_the_reports_mapping_is_a_preset_that_bakes_the_same_again(case, tmp_path):
+    """A user saves a bake's `mapping` and passes it back as --mapping: same angles."""
+    motion, tree, mapping = case
+    first = retarget(motion, tree, mapping, contacts="off")
+    path = tmp_path / "from_report.json"
+    path.write_text(json.dumps(first.report["mapping"]))
+    again = retarget(motion, tree, Mapping.load(path), contacts="off")
+    np.testing.assert_allclose(again.q, first.q, atol=1e-12)
+
+
+def test_a_preset_without_landmarks_bakes(case):
+    """Landmarks are optional in a preset (a hand-written one, or one saved with them null)."""
+    motion, tree, mapping = case
+    bare = copy.deepcopy(mapping)
+    for chain in bare.chains:
+        chain.source_landmarks = chain.robot_landmarks = None
+    report = retarget(motion, tree, Mapping.from_dict(bare.to_dict()), contacts="off").report
+    assert report["frames"] == motion.frames and "mapping" in report
