@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import CommandError, check_output, write_report
+from .common import CommandError, check_outputs, write_report
 
 
 def add_parser(sub) -> None:
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.model.urdf import parse_urdf
     from ..core.motion.bake_csv import read_bake_csv
 
-    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    report_path, = check_outputs([args.report], args.overwrite, [args.motion])
     table = read_bake_csv(args.motion)
     tree = KinematicTree(parse_urdf(args.robot))
     missing = [name for name in tree.joint_names if name not in table.joint_names]

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import bpy
 
-from ..core.library.arguments import (CommandError, add_clip_arguments, add_outputs,
-                                      add_source_up, check_output, clip_range, print_warnings, write_report)
+from ..core.library.arguments import (CommandError, add_clip_arguments, add_outputs, add_source_up, check_output,
+                                      check_outputs, clip_range, print_warnings, write_report)
 from ..operators.common import USER_ERRORS
 
 COMMAND_ID = "robot_retarget"
 # The flags and output checks live in core.library.arguments (robot-retarget-core has the same).
 __all__ = ["CommandError", "INPUT_ERRORS", "add_clip_arguments", "add_outputs", "add_source_up", "check_output",
-           "print_warnings", "write_report", "import_clip", "parse_frames", "load_robot", "ClipInputs",
+           "check_outputs", "print_warnings", "write_report", "import_clip", "parse_frames", "load_robot", "ClipInputs",
            "clip_inputs", "bake_clip", "COMMAND_ID"]
 
 

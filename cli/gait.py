@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import (CommandError, add_clip_arguments, add_outputs, add_source_up, check_output, clip_inputs,
+from .common import (CommandError, add_clip_arguments, add_outputs, add_source_up, check_outputs, clip_inputs,
                      print_warnings, write_report)
 
 
@@ -54,8 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.motion.bake_csv import BakeTable, write_bake_csv
     from ..operators.gait import gait_action, gait_summary
 
-    out = check_output(Path(args.out).absolute(), args.overwrite)
-    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    out, report_path = check_outputs([args.out, args.report], args.overwrite, [args.source])
     if args.contacts == "off":
         raise CommandError("--contacts off: a gait needs the clip's steps (auto or a contacts file)")
     if args.contacts != "auto" and not Path(args.contacts).is_file():

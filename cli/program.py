@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .common import CommandError, check_output, write_report
+from .common import CommandError, check_outputs, write_report
 
 
 def add_parser(sub) -> None:
@@ -54,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.motion.fileio import write_text_atomic
     from ..core.program import Library, compile_program, compose, parse
 
-    out = check_output(Path(args.out).absolute(), args.overwrite)
-    motion = check_output(Path(args.motion).absolute(), args.overwrite) if args.motion else None
-    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    out, motion, report_path = check_outputs([args.out, args.motion, args.report], args.overwrite)
     if motion is not None and not args.rate > 0:
         raise CommandError(f"--rate {args.rate:g}: must be positive (Hz)")
     source = Path(args.program)

@@ -201,10 +201,9 @@ def run(args: argparse.Namespace) -> int:
     from ..core.splice import splice
     from ..operators.common import tree_from_rig
     from ..operators.splice import join_summary
-    from .common import check_output, load_robot, print_warnings, write_report
+    from .common import check_outputs, load_robot, print_warnings, write_report
 
-    out = check_output(Path(args.out).absolute(), args.overwrite)
-    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    out, report_path = check_outputs([args.out, args.report], args.overwrite)
     mains = _check_counts(args)
     settings = settings_from_args(args)  # before the slow work
     robot_path = Path(args.robot)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import CommandError, add_outputs, check_output, print_warnings, write_report
+from .common import CommandError, add_outputs, check_outputs, print_warnings, write_report
 
 MODES = ("interpolated", "tangent", "bisector", "mechanism", "tangent_mechanism")
 
@@ -40,8 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.waypoints.mechanism import make_chain
     from ..core.waypoints.trajectory import FollowSettings, follow_path, read_path
 
-    out = check_output(Path(args.out).absolute(), args.overwrite)
-    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    out, report_path = check_outputs([args.out, args.report], args.overwrite)
     if not args.rate > 0:
         raise CommandError(f"--rate {args.rate:g}: must be positive (Hz)")
     if not 0.0 <= args.max_blend <= 1.0:

@@ -177,6 +177,22 @@ def check_output(path: Path, overwrite: bool) -> Path:
     return path
 
 
+def check_outputs(paths: list, overwrite: bool, inputs: list = ()) -> list[Path | None]:
+    """check_output for each given path (None and "" stay None), and no two of them, nor an
+    output and an input, the same file: `--report` given the CSV's name would replace the CSV,
+    and an output named like the clip would replace the user's clip."""
+    out = [check_output(Path(p).absolute(), overwrite) if p else None for p in paths]
+    seen: dict[Path, Path] = {Path(p).resolve(): Path(p) for p in inputs if p}
+    for path in out:
+        if path is None:
+            continue
+        if path.resolve() in seen:
+            raise CommandError(f"{path}: given as two of the command's files ({seen[path.resolve()]}); "
+                               "each output needs a name of its own")
+        seen[path.resolve()] = path
+    return out
+
+
 def write_report(path: Path | None, report: dict, overwrite: bool) -> None:
     """REPORT.json, atomically (nothing half-written)."""
     if path is not None:

@@ -8,6 +8,7 @@ a re-run can trust an existing output that reads back (complete_outputs) and ski
 from __future__ import annotations
 
 import glob
+import os
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from ..playback import ExportSettings, read_playback
 from ..playback.formats import FORMATS, output_paths
-from .arguments import CommandError, check_output
+from .arguments import CommandError
 from .clip import RobotModel, bake_clip_file, export_bake, load_robot
 
 CLIP_SUFFIXES = (".bvh", ".fbx", ".blend")
@@ -83,7 +84,12 @@ def batch_robots(robots: list[str], mappings: list[str] | None) -> list[RobotJob
 def plan_batch(clips: list[Path], robots: list[RobotJob], out_dir: Path, fmt: str) -> list[ClipJob]:
     """One job per clip and robot: DIR/<clip>.<ext> for one robot, DIR/<robot>/<clip>.<ext> for several."""
     out_dir = out_dir.absolute()
-    check_output(out_dir / "probe", overwrite=True)  # the folder exists and is writable
+    try:  # a library run writes a new folder more often than not
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"{out_dir}: cannot make the output folder ({exc.strerror or exc})") from None
+    if not os.access(out_dir, os.W_OK):
+        raise CommandError(f"{out_dir}: output folder is not writable")
     jobs, seen = [], {}
     for robot in robots:
         folder = out_dir / robot.name if len(robots) > 1 else out_dir

@@ -20,7 +20,7 @@ from ..motion.bake_csv import write_bake_csv
 from ..playback.formats import output_paths
 from ..retarget.summary import report_summary
 from .arguments import (CommandError, add_bake_parser, add_batch_parser, add_export_parser, check_output,
-                        export_settings, print_warnings, run_command, write_report)
+                        check_outputs, export_settings, print_warnings, run_command, write_report)
 from .batch import (BatchOptions, ClipJob, Progress, Summary, batch_inputs, batch_robots, clip_status,
                     complete_outputs, plan_batch, skipped_status, status_line)
 from .clip import NEEDS_BLENDER, bake_clip_file, bake_report, export_bake, load_robot
@@ -47,8 +47,7 @@ def package_version() -> str:
 
 def bake_outputs(args: argparse.Namespace) -> tuple[Path, Path | None]:
     """`bake`'s checks before the slow work: (CSV path, report path or None)."""
-    out = check_output(Path(args.out).absolute(), args.overwrite)
-    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    out, report_path = check_outputs([args.out, args.report], args.overwrite, [args.source])
     check_contacts(args)
     return out, report_path
 
@@ -89,10 +88,7 @@ def export_outputs(args: argparse.Namespace):
     """`export`'s checks before the slow work: (settings, playback file path)."""
     settings = export_settings(args)
     out = Path(args.out).absolute()
-    for path in output_paths(out, settings.format):
-        check_output(path, settings.overwrite)
-    if args.report:
-        check_output(Path(args.report).absolute(), settings.overwrite)
+    check_outputs(output_paths(out, settings.format) + [args.report], settings.overwrite, [args.source])
     return settings, out
 
 

@@ -1,0 +1,60 @@
+"""The commands' own files: no output may replace another output or an input (a user who
+types --report with the CSV's name, or an output named like the clip, loses nothing), and
+`batch` makes its output folder. Runs `robot-retarget-core` in process."""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from library_clips import make_library  # noqa: E402
+from core.library.cli import main  # noqa: E402
+from core.playback import read_playback  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+
+
+@pytest.fixture
+def clip(tmp_path) -> Path:
+    return make_library(tmp_path / "clips", 1, seconds=1.0)[0]
+
+
+def _fails_naming(capsys, argv: list[str], name: str) -> str:
+    assert main([str(a) for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert name in err and "each output needs a name of its own" in err, err
+    return err
+
+
+def test_report_named_like_the_csv_is_refused_before_anything_is_written(tmp_path, clip, capsys):
+    out = tmp_path / "same.csv"
+    _fails_naming(capsys, ["bake", "--source", clip, "--robot", G1, "--out", out, "--report", out,
+                           "--overwrite"], "same.csv")
+    assert not out.exists()
+
+
+def test_an_output_named_like_the_clip_leaves_the_clip_alone(tmp_path, clip, capsys):
+    before = clip.read_bytes()
+    _fails_naming(capsys, ["bake", "--source", clip, "--robot", G1, "--out", clip, "--overwrite"], clip.name)
+    assert clip.read_bytes() == before
+
+
+def test_export_report_named_like_the_playback_sidecar_is_refused(tmp_path, clip, capsys):
+    out = tmp_path / "c.csv"
+    _fails_naming(capsys, ["export", "--source", clip, "--robot", G1, "--out", out, "--report",
+                           tmp_path / "c.meta.json", "--contacts", "off"], "c.meta.json")
+    assert not out.exists()
+
+
+def test_batch_makes_its_output_folder(tmp_path, clip):
+    out_dir = tmp_path / "new" / "library"
+    assert main(["batch", "--robot", str(G1), "--inputs", str(clip.parent), "--out-dir", str(out_dir),
+                 "--format", "npz", "--contacts", "off"]) == 0
+    written = sorted(out_dir.iterdir())
+    assert [p.suffix for p in written] == [".npz"]
+    read_playback(written[0])
+    shutil.rmtree(out_dir)
