@@ -373,6 +373,28 @@ def test_balance_readout_of_a_bake(walk_bake, tmp_path):
     assert "ZMP outside the support" in proc.stdout
 
 
+def test_balance_reads_an_export_in_degrees_in_its_own_units(walk_bake, tmp_path):
+    """An export says its units (csv sidecar, npz): read as radians, degrees would tip the robot
+    over (feet off the ground on many frames)."""
+    from core.motion.bake_csv import read_bake_csv
+    from core.playback import PlaybackTrack, write_playback
+
+    table = read_bake_csv(walk_bake[1])
+    track = PlaybackTrack(table.joint_names, float(np.median(np.diff(table.time))), table.root_position,
+                          table.root_quaternion, table.q)
+    reports = {}
+    for name, fmt in (("rad.csv", None), ("deg.csv", "csv"), ("deg.npz", "npz")):
+        motion = walk_bake[1] if fmt is None else tmp_path / name
+        if fmt:
+            write_playback(motion, track, fmt, degrees=True)
+        proc = launcher("balance", "--motion", motion, "--robot", G1, "--report", tmp_path / f"{name}.json")
+        assert proc.returncode == 0, proc.stderr
+        reports[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    for name in ("deg.csv", "deg.npz"):
+        for key in ("frames_without_support", "zmp_outside_support_pct", "min_support_margin_m"):
+            assert reports[name][key] == pytest.approx(reports["rad.csv"][key], abs=1e-6), (name, key)
+
+
 def test_balance_names_a_missing_joint(walk_bake, tmp_path):
     header, rows = read_csv(walk_bake[1])
     keep = [k for k, name in enumerate(header) if name != "left_knee_joint"]
