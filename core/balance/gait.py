@@ -26,7 +26,7 @@ from ..retarget import RetargetResult, retarget
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
 from .inertia import BalanceError, MassModel, centre_of_mass, ground_push, link_motion
-from .phases import gait_contacts, refuse_flight
+from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
 from .support import support_margins
@@ -135,7 +135,7 @@ def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings
     """The clip's contacts as a gait uses them (core.balance.phases.gait_contacts); a clip with
     flight phases is refused naming their times."""
     pelvis = mapping.source_root if mapping.source_root in motion.bone_names else motion.bone_names[0]
-    refuse_flight(motion, pelvis)
+    refuse_flight(motion, pelvis, clip_metres_per_unit(motion, mapping))
     flags = resolve_contacts(contacts, motion, mapping, warnings)
     if flags is None or not flags.feet:
         raise BalanceError(f"clip {motion.name!r}: no foot contacts, so no steps to keep ({'; '.join(warnings)})")

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..feet.contacts import Contacts, flags_to_intervals
+from ..chains.mapping import Mapping
+from ..feet.contacts import Contacts, flags_to_intervals, foot_landmarks
 from ..motion.filtering import butterworth_lowpass
 from ..motion.source import SourceMotion
 from .inertia import GRAVITY, BalanceError
@@ -38,11 +39,13 @@ FALLING_G = 0.8  # the pelvis falls at this share of gravity or more: nothing ho
 FLIGHT_MIN_S = 0.05
 
 
-def flight_phases(motion: SourceMotion, pelvis: str, min_s: float = FLIGHT_MIN_S) -> list[tuple[float, float]]:
+def flight_phases(motion: SourceMotion, pelvis: str, min_s: float = FLIGHT_MIN_S,
+                  metres_per_unit: float = 1.0) -> list[tuple[float, float]]:
     """(start_s, end_s) of the spans where the actor is in the air: the pelvis (bone `pelvis`)
     falls freely (vertical acceleration below -FALLING_G g, low-passed at 6 Hz) for longer
-    than min_s. Ballistic motion is the evidence; contact flags miss a foot rolling on its toe."""
-    z = motion.heads[:, motion.index(pelvis), 2:3]
+    than min_s. Ballistic motion is the evidence; contact flags miss a foot rolling on its toe.
+    Gravity is in metres: metres_per_unit is the clip's (clip_metres_per_unit)."""
+    z = motion.heads[:, motion.index(pelvis), 2:3] * metres_per_unit
     if len(z) < 16:
         return []
     dt = 1.0 / motion.fps
@@ -52,14 +55,33 @@ def flight_phases(motion: SourceMotion, pelvis: str, min_s: float = FLIGHT_MIN_S
     return [(a * dt, b * dt) for a, b in spans if (b - a) * dt > min_s]
 
 
-def refuse_flight(motion: SourceMotion, pelvis: str) -> None:
+def refuse_flight(motion: SourceMotion, pelvis: str, metres_per_unit: float = 1.0) -> None:
     """BalanceError naming the flight times of a clip the robot cannot do on its own balance."""
-    flights = flight_phases(motion, pelvis)
+    flights = flight_phases(motion, pelvis, metres_per_unit=metres_per_unit)
     if flights:
         times = ", ".join(f"{a:.2f}-{b:.2f} s" for a, b in flights[:6]) + (" ..." if len(flights) > 6 else "")
         raise BalanceError(f"clip {motion.name!r} has {len(flights)} flight phase(s), the body falling freely "
                            f"({times}): a robot on its own balance cannot leave the ground; "
                            "cut the clip or use the plain bake")
+
+
+ADULT_LEG_M = 0.95  # an adult's leg along its bones, hip to toe tip (CMU subject 131: 0.99 m)
+UNIT_SIZES = (1.0, 0.01, 0.001)  # metres, centimetres (Mixamo, most FBX), millimetres
+
+
+def clip_metres_per_unit(motion: SourceMotion, mapping: Mapping) -> float:
+    """Metres per clip unit, from the actor's leg length: a BVH or FBX says nothing of its units,
+    and free fall is 9.81 m/s^2 only in metres. A leg within a factor 1.6 of an adult's in
+    metres, centimetres or millimetres is taken in those units (a child, a tall actor); any
+    other unit (CMU's original BVH: about 17.7 per metre) is scaled to an adult's leg."""
+    legs = [foot.leg_length for foot in foot_landmarks(motion, mapping).values()]
+    if not legs:
+        return 1.0
+    leg = float(np.mean(legs))
+    for size in UNIT_SIZES:
+        if 1 / 1.6 <= leg * size / ADULT_LEG_M <= 1.6:
+            return size
+    return ADULT_LEG_M / leg
 
 
 MIN_SWING_S = 0.15  # a shorter span in the air is a foot rolling on its toe, not a step

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from core.balance import BalanceError
-from core.balance.phases import flight_phases, refuse_flight, swing_phases
+from core.balance.phases import clip_metres_per_unit, flight_phases, refuse_flight, swing_phases
 from core.feet.contacts import Contacts, detect_contacts
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
@@ -51,3 +51,21 @@ def test_the_hop_is_refused_with_its_flight_times():
     assert len(flights) >= 10 and all(0.05 < b - a < 0.5 for a, b in flights)
     with pytest.raises(BalanceError, match=r"'cmu_131_03_hop' has \d+ flight phase\(s\).* s"):
         refuse_flight(motion, mapping.source_root)
+
+
+@pytest.mark.parametrize("metres_per_unit", [1.0, 0.01, 0.001, 0.056444], ids=["m", "cm", "mm", "cmu-inches"])
+def test_flights_are_found_in_metres_whatever_the_clips_units(metres_per_unit):
+    """The same walk and hop written in centimetres, millimetres or CMU's original units: the
+    walk has no flight, the hop the same flights (gravity is 9.81 m/s^2 in metres only)."""
+    g1 = KinematicTree(parse_urdf(ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"))
+    found = {}
+    for clip, own in (("data/motion/cmu_131_01_walk_m.bvh", 1.0), ("tests/data/motion/cmu_131_03_hop.bvh", 0.056444)):
+        motion = load_bvh(ROOT / clip).to_source_motion(scale=own / metres_per_unit)
+        mapping = auto_map(motion, g1)
+        scale = clip_metres_per_unit(motion, mapping)
+        assert scale == pytest.approx(metres_per_unit, rel=0.1)
+        found[clip] = flight_phases(motion, mapping.source_root, metres_per_unit=scale)
+    assert found["data/motion/cmu_131_01_walk_m.bvh"] == []
+    metres = load_bvh(ROOT / "tests/data/motion/cmu_131_03_hop.bvh").to_source_motion(scale=0.056444)
+    reference = flight_phases(metres, auto_map(metres, g1).source_root)
+    assert len(found["tests/data/motion/cmu_131_03_hop.bvh"]) == pytest.approx(len(reference), abs=1)
