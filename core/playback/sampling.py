@@ -37,6 +37,7 @@ DEFAULT_PERIOD_S = 0.01
 UNITS = ("rad", "deg")
 CLIP_REPORT_RAD = 1e-6    # keys outside limits by less than this are float32 noise, not news
 LIMIT_RTOL = 1e-9         # relative slack of the velocity/acceleration checks (float rounding)
+FLOAT32_KEY = 1e-6        # rad or m: two float32 keys of an action (up to 2.4e-7 each near pi) may differ this much
 TICK_EPS = 1e-9           # a duration within this many periods of a whole tick keeps that tick
 _FALLBACK_PASSES = 8      # rounds of switching overshooting segments to monotone tangents
 _ROUNDING = 1024 * np.finfo(float).eps  # relative error bound of a sampled cubic (and of its hull)
@@ -363,8 +364,9 @@ def hold_key_speeds(times: np.ndarray, keys: np.ndarray, at: np.ndarray, q: np.n
     """
     if len(times) < 2 or len(q) < 2 or not np.isfinite(velocity).any():
         return q, 0.0
-    key_speed = np.abs(np.diff(keys, axis=0)) / np.maximum(np.diff(times), 1e-12)[:, None]  # (K-1, n)
-    within = key_speed <= velocity * (1 + LIMIT_RTOL)
+    dt = np.maximum(np.diff(times), 1e-12)[:, None]
+    key_speed = np.abs(np.diff(keys, axis=0)) / dt  # (K-1, n)
+    within = key_speed <= velocity * (1 + LIMIT_RTOL) + FLOAT32_KEY / dt  # keys read back from Blender are float32
     seg = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 2)
     step = np.where(within[seg[1:]] & within[seg[:-1]], velocity * period_s, np.inf)  # (T-1, n)
     if not (np.abs(np.diff(q, axis=0)) > step * (1 + LIMIT_RTOL)).any():

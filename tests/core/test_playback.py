@@ -115,6 +115,23 @@ def test_no_overshoot_beyond_limits_where_keys_touch_them(tree):
     np.testing.assert_allclose(track.q[[0, -1]], q[[0, -1]], rtol=0, atol=1e-12)
 
 
+def test_keys_at_the_velocity_limit_read_back_as_float32_are_held_too(tree):
+    """A bake keyed into a Blender action (float32) and exported: keys that ran at the velocity
+    limit read back a hair over it, and the cubic between them must still be held (an FBX walk
+    failed its export at 22.05 rad/s against 22)."""
+    limits = JointLimits.from_tree(tree)
+    fps = 30.0
+    speed = 2.0 / fps  # the shoulder's limit, per key
+    steps = np.r_[np.full(12, speed), np.full(12, -speed), np.full(12, speed)]
+    shoulder = np.r_[0.0, np.cumsum(steps)] - 0.3
+    q = np.column_stack([shoulder, np.full(len(shoulder), 0.5), np.full(len(shoulder), 0.1)])
+    stored = q.astype(np.float32).astype(float)
+    assert (np.abs(np.diff(stored[:, 0])) * fps > 2.0).any()  # float32 puts some steps over the limit
+    track, warnings = resample(keyed(stored, fps), 0.002, limits)
+    assert not [v for v in check_limits(track, limits) if v.kind == "velocity"]
+    assert any("held to the velocity limits" in w for w in warnings)
+
+
 def test_keys_outside_limits_are_clipped_and_reported(tree):
     q = sines(30, 1.0, 0.5)
     q[10:14, 1] = 2.3  # elbow upper limit is 2.0
