@@ -38,7 +38,9 @@ def _run_core(args: argparse.Namespace) -> int:
     """Bake headless in core, then key the result on the robot rig (clip frame k is Blender frame k + 1,
     as Blender's BVH importer starts at frame 1)."""
     from ..core.library import cli as core_cli
-    from ..operators.common import REPORT_PROPERTY, tree_from_rig
+    import bpy
+
+    from ..operators.common import REPORT_PROPERTY, match_scene_to_clip, tree_from_rig
     from ..operators.retarget import write_robot_action
 
     bake, robot, out, report_path = core_cli.bake_files(args)
@@ -48,4 +50,5 @@ def _run_core(args: argparse.Namespace) -> int:
     action, _ = write_robot_action(rig, tree_from_rig(rig), bake.name, frames, result.root_position,
                                    result.root_rotation, result.q)
     action[REPORT_PROPERTY] = json.dumps(result.report)
+    match_scene_to_clip(bpy.context.scene, result.fps, int(frames[0]), int(frames[-1]))
     return core_cli.write_bake_files(args, bake, robot, out, report_path, action=action.name)

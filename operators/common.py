@@ -93,6 +93,15 @@ def bake_frame_range(scene, settings, source: bpy.types.Object) -> tuple[int, in
     return (scene.frame_start, scene.frame_end) if settings.use_scene_range else action_frame_range(source)
 
 
+def match_scene_to_clip(scene, fps: float, first: int, last: int) -> None:
+    """The scene's frame rate and range as Blender's BVH importer sets them for a clip (a rate
+    that is no whole number through fps_base), so a .blend saved after a headless bake plays and
+    exports at the clip's rate."""
+    scene.render.fps = max(1, int(round(fps)))
+    scene.render.fps_base = scene.render.fps / fps
+    scene.frame_start, scene.frame_end = first, last
+
+
 def tree_from_rig(obj) -> KinematicTree:
     """The KinematicTree of an imported rig, re-read from its "urdf_path".
 

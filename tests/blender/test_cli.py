@@ -278,6 +278,9 @@ def test_csv_matches_the_baked_action(extension, clean_scene, capsys, tmp_path):
                 + [(f'pose.bones["{b}"].{p}', i) for b, p, i in layout.joint_channels])
     frames, values = anim_io.read_channels(action, robot.animation_data.action_slot, channels)
     assert np.array_equal(frames, np.arange(961.0, 996.0))  # clip frame k = Blender frame k + 1
+    scene = bpy.context.scene  # a .blend saved now plays and exports at the clip's rate
+    assert scene.render.fps / scene.render.fps_base == pytest.approx(report["fps"])
+    assert (scene.frame_start, scene.frame_end) == (961, 995)
     np.testing.assert_allclose(values[:, 7:], data[:, 8:], rtol=0, atol=1e-6)
     location, quaternion = rig_mod.root_pose_to_bone(layout, data[:, 1:4],
                                                      _quat_matrices(data[:, 4:8]))
