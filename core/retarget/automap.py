@@ -241,8 +241,8 @@ def _missing(src_sk, src, rob_sk, rob, chains) -> list[str]:
         named = [n for n in src_sk.names if name_words.role(n) == "leg"]
         if named:  # leg bones that do not end low: the clip is upside down or lying
             notes.append(f"source: bones named like legs ({', '.join(named[:3])}...) do not end near the ground: "
-                         "is the clip upside down or lying? (a Z-up file read as Y-up: Blender's BVH import "
-                         "Up axis, the CLI's --source-up Z)")
+                         "is the clip upside down or lying? (a file read with the wrong up axis: Blender's BVH "
+                         "import Up axis, the CLI's --source-up Y or Z)")
         else:
             notes.append("source: no pair of legs found (an upper-body clip?): the robot's legs keep their neutral pose")
     if rob.arms and not src.arms:
