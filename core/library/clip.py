@@ -8,6 +8,7 @@ thread (core.library.blas): the same bytes in Blender, in a worker and in a plai
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +93,9 @@ def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contact
                    up: str = "Y") -> ClipBake:
     """Read a BVH clip, map it (the robot's preset, else auto-map over its whole motion), bake
     `frames` (START:END, 0-based) with `contacts` (auto, off or a file; None: off)."""
-    motion = read_clip(source, up)
+    with warnings.catch_warnings(record=True) as caught:  # the reader's notes go in the report, not to stderr
+        warnings.simplefilter("always")
+        motion = read_clip(source, up)
     start, end = clip_range(frames, motion.frames)
     mapping = robot.mapping
     if mapping is None:
@@ -102,6 +105,7 @@ def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contact
     planted = contacts_option(contacts, motion.frames, start, end, motion.fps)
     with one_blas_thread():
         result = retarget(motion_frames(motion, slice(start, end)), robot.tree, mapping, contacts=planted)
+    result.report["warnings"][:0] = [str(note.message) for note in caught]
     return ClipBake(result, mapping, bake_table(result), f"{robot.name}|{Path(source).stem}", start)
 
 

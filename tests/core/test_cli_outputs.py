@@ -3,6 +3,7 @@ types --report with the CSV's name, or an output named like the clip, loses noth
 `batch` makes its output folder. Runs `robot-retarget-core` in process."""
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -58,3 +59,18 @@ def test_batch_makes_its_output_folder(tmp_path, clip):
     assert [p.suffix for p in written] == [".npz"]
     read_playback(written[0])
     shutil.rmtree(out_dir)
+
+
+def test_rows_past_the_declared_frames_are_a_report_warning_not_a_python_one(tmp_path, clip, capsys):
+    text = clip.read_text(encoding="utf-8").splitlines()
+    k = next(i for i, line in enumerate(text) if line.startswith("Frames:"))
+    frames = int(text[k].split()[1])
+    text[k] = f"Frames: {frames - 5}"
+    short = tmp_path / "short.bvh"
+    short.write_text("\n".join(text) + "\n", encoding="utf-8")
+    report = tmp_path / "short.json"
+    assert main(["bake", "--source", str(short), "--robot", str(G1), "--out", str(tmp_path / "short.csv"),
+                 "--report", str(report), "--contacts", "off"]) == 0
+    err = capsys.readouterr().err
+    assert "UserWarning" not in err and "5 rows after the" in err
+    assert any("5 rows after the" in w for w in json.loads(report.read_text())["warnings"])
