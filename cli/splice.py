@@ -129,12 +129,12 @@ def settings_from_args(args: argparse.Namespace):
 
 
 def parse_main(text: str, source: str) -> tuple[float | None, float | None]:
-    """'A_START:A_END' seconds (either side may be empty; 'auto' detects both)."""
+    """'A_START:A_END' seconds (a side left empty or 'auto' is detected; 'auto' alone detects both)."""
     if text.strip().lower() == "auto":
         return None, None
     try:
         start_text, end_text = text.split(":")
-        times = [float(t) if t.strip() else None for t in (start_text, end_text)]
+        times = [float(t) if t.strip() and t.strip().lower() != "auto" else None for t in (start_text, end_text)]
     except ValueError:
         raise CommandError(f"--main {text!r} for {source}: expected A_START:A_END in seconds, e.g. 0.5:2.0") \
             from None

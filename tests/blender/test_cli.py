@@ -405,3 +405,15 @@ def test_balance_names_a_missing_joint(walk_bake, tmp_path):
     bad.write_text(",".join(header[k] for k in keep) + "\n"
                    + "\n".join(",".join(repr(v) for v in row[keep]) for row in rows) + "\n")
     assert_one_line_error(launcher("balance", "--motion", bad, "--robot", G1), "left_knee_joint")
+
+
+def test_splice_main_sides_may_each_be_auto(extension):
+    """`--main 1:auto` and `auto:7` detect the side written auto, as an empty side does."""
+    import importlib
+
+    parse_main = importlib.import_module(f"{extension.__name__}.cli.splice").parse_main
+    assert parse_main("1:auto", "a.bvh") == parse_main("1:", "a.bvh") == (1.0, None)
+    assert parse_main("AUTO:7", "a.bvh") == parse_main(":7", "a.bvh") == (None, 7.0)
+    assert parse_main("auto", "a.bvh") == (None, None)
+    with pytest.raises(Exception, match="expected A_START:A_END"):
+        parse_main("1:soon", "a.bvh")
