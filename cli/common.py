@@ -90,7 +90,7 @@ def clip_inputs(args: argparse.Namespace) -> ClipInputs:
     """Import args.source and args.robot, map (args.mapping or automatic), read args.frames and
     args.contacts: what bake and gait both start from."""
     from ..core.chains.mapping import Mapping
-    from ..operators.common import action_frame_range, auto_map_objects
+    from ..operators.common import action_frame_range, auto_map_objects, tree_from_rig
     from ..operators.contacts import cli_contacts
 
     robot_path = Path(args.robot)
@@ -99,7 +99,12 @@ def clip_inputs(args: argparse.Namespace) -> ClipInputs:
     scene = bpy.context.scene
     source = import_clip(Path(args.source), getattr(args, "source_up", "Y"))
     robot = load_robot(args.robot)
-    mapping = Mapping.load(args.mapping) if args.mapping else auto_map_objects(source, robot, scene)
+    if args.mapping:
+        mapping = Mapping.load(args.mapping)
+        mapping.check_names(str(Path(args.mapping).absolute()), bones=[b.name for b in source.data.bones],
+                            source=source.name, links=list(tree_from_rig(robot).link_names), robot=robot.name)
+    else:
+        mapping = auto_map_objects(source, robot, scene)
     clip = action_frame_range(source)
     start, end = parse_frames(args.frames, *clip)
     contacts = cli_contacts(getattr(args, "contacts", None), clip, start, end,

@@ -126,6 +126,22 @@ class Mapping:
                                    f"{', '.join(allowed)}")
         return mapping
 
+    def check_names(self, origin: str, bones: list[str] | None = None, source: str = "",
+                    links: list[str] | None = None, robot: str = "") -> None:
+        """MappingError naming the preset (`origin`), the chain and the bone or link that the
+        clip (`bones`, named `source`) or the robot (`links`, named `robot`) does not have: a
+        preset written for another skeleton or robot fails before the bake, saying which file."""
+        for chain in self.enabled_chains():
+            if bones is not None:
+                for bone in [chain.source_base, *chain.source_tips, *(chain.source_landmarks or [])]:
+                    if bone not in bones:
+                        raise MappingError(f"{origin}: chain {chain.name!r}: source {source!r} has no bone {bone!r}")
+            if links is not None:
+                for link in [chain.robot_base, *chain.robot_tips, *(chain.robot_landmarks or []),
+                             *([chain.robot_start] if chain.robot_start else [])]:
+                    if link not in links:
+                        raise MappingError(f"{origin}: chain {chain.name!r}: robot {robot!r} has no link {link!r}")
+
     def save(self, path, overwrite: bool = False) -> Path:
         return write_text_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n", overwrite=overwrite)
 

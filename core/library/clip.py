@@ -40,6 +40,7 @@ class RobotModel:
     path: Path
     tree: KinematicTree
     mapping: Mapping | None = None
+    mapping_path: Path | None = None  # the preset's file, which errors name
 
     @property
     def name(self) -> str:
@@ -54,7 +55,10 @@ def load_robot(path, mapping_path=None) -> RobotModel:
     if mapping_path is not None and not Path(mapping_path).is_file():
         raise CommandError(f"{mapping_path}: mapping preset not found")
     mapping = Mapping.load(mapping_path) if mapping_path is not None else None
-    return RobotModel(path, KinematicTree(parse_urdf(path)), mapping)
+    tree = KinematicTree(parse_urdf(path))
+    if mapping is not None:
+        mapping.check_names(str(Path(mapping_path).absolute()), links=tree.link_names, robot=tree.robot.name)
+    return RobotModel(path, tree, mapping, Path(mapping_path).absolute() if mapping_path is not None else None)
 
 
 def read_clip(path, up: str = "Y") -> SourceMotion:
@@ -98,6 +102,8 @@ def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contact
         motion = read_clip(source, up)
     start, end = clip_range(frames, motion.frames)
     mapping = robot.mapping
+    if mapping is not None:
+        mapping.check_names(str(robot.mapping_path or "mapping preset"), bones=motion.bone_names, source=motion.name)
     if mapping is None:
         spread = automap_frames(0, motion.frames - 1).astype(int)
         with one_blas_thread():

@@ -74,3 +74,26 @@ def test_rows_past_the_declared_frames_are_a_report_warning_not_a_python_one(tmp
     err = capsys.readouterr().err
     assert "UserWarning" not in err and "5 rows after the" in err
     assert any("5 rows after the" in w for w in json.loads(report.read_text())["warnings"])
+
+
+def test_a_preset_for_another_skeleton_or_robot_names_its_file(tmp_path, clip, capsys):
+    from core.library.clip import read_clip
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
+    from core.retarget import auto_map
+
+    mapping = auto_map(read_clip(clip), KinematicTree(parse_urdf(G1)))
+    preset = tmp_path / "walk_g1.json"
+    mapping.save(preset)
+    h1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+    assert main(["bake", "--source", str(clip), "--robot", str(h1), "--mapping", str(preset),
+                 "--out", str(tmp_path / "a.csv")]) == 1
+    err = capsys.readouterr().err
+    assert str(preset) in err and "robot 'h1_19dof' has no link" in err and err.count("\n") == 1
+    leg = next(c for c in mapping.chains if c.role == "leg")
+    leg.source_base = "LeftHipp"
+    mapping.save(preset, overwrite=True)
+    assert main(["bake", "--source", str(clip), "--robot", str(G1), "--mapping", str(preset),
+                 "--out", str(tmp_path / "b.csv")]) == 1
+    err = capsys.readouterr().err
+    assert str(preset) in err and f"chain {leg.name!r}" in err and "no bone 'LeftHipp'" in err
