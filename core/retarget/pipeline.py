@@ -128,7 +128,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         planted = _plant(tree, legs, q, root_rot, root_pos, flags, motion.fps, settings, warnings, apart)
     with stages("ground"):
         q, root_pos = (planted.q, planted.root_position) if planted else (
-            q, _ground(tree, plans, q, root_rot, root_pos, settings))
+            q, _ground(tree, plans, legs, q, root_rot, root_pos, settings))
         root = pose_matrices(root_rot, root_pos)
     if apart is not None:
         with stages("separate"):
@@ -511,10 +511,15 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
     return PlantResult(q, root_pos, max(planted.lifted_m, again.lifted_m))
 
 
-def _ground(tree, plans, q, root_rot, root_pos, settings) -> np.ndarray:
+def _ground(tree, plans, legs, q, root_rot, root_pos, settings) -> np.ndarray:
+    """The root moved so the feet stand on the ground: their lowest points, as the report's
+    ground_penetration_pct measures them (a leg chain's tip is the toe: grounding on it put a
+    heel-first clip's heels 8 cm into the floor)."""
     if settings.ground == "none" or settings.root_mode == "fixed":
         return root_pos
-    lowest = _foot_heights(tree, plans, q, pose_matrices(root_rot, root_pos))
+    root = pose_matrices(root_rot, root_pos)
+    lowest = np.min([leg.body.lowest(tree.link_transform(q, leg.link, root)) for leg in legs], axis=0) \
+        if legs else _foot_heights(tree, plans, q, root)
     if lowest is None:
         return root_pos
     out = root_pos.copy()

@@ -320,3 +320,16 @@ def test_solve_points_keep_the_sole_outline_and_the_lowest_point(g1_mesh_feet):
     for axis in range(2):  # the sole's extent (heel to toe, side to side) is kept within 1 cm
         assert kept[:, axis].max() == pytest.approx(sole[:, axis].max(), abs=0.01)
         assert kept[:, axis].min() == pytest.approx(sole[:, axis].min(), abs=0.01)
+
+
+@pytest.mark.parametrize("frames", [slice(0, 995), slice(800, 995), slice(400, 600)], ids=["whole", "800:", "400:600"])
+def test_unplanted_bakes_of_any_stretch_stand_on_the_ground(frames):
+    """Without planting, the clip is put on the ground by the feet's lowest points: any stretch
+    of the walk (heels striking first at its end) neither sinks nor floats."""
+    tree = KinematicTree(parse_urdf(G1))
+    motion = _clip(WALK, frames)
+    result = retarget(motion, tree, auto_map(motion, tree), contacts="off")
+    assert result.report["ground_penetration_pct"] == 0.0
+    feet = _feet(tree, auto_map(motion, tree), result)
+    bottom = min(float((centres[..., 2] - radius).min()) for centres, radius in feet.values())
+    assert abs(bottom) < 1e-3  # the stretch's lowest sole point is on the ground, not above it
