@@ -71,7 +71,8 @@ def add_export_parser(sub, func) -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="bake a clip (or open a .blend) and write a robot playback file",
                        description="Write the robot's action at the control cycle (t_k = k * period) as a "
                                    "playback file, checked against position, velocity and acceleration limits.")
-    p.add_argument("--source", required=True, help="motion clip (.bvh, .fbx) or scene (.blend) with a baked robot")
+    p.add_argument("--source", required=True, help="motion clip (.bvh, .fbx) or scene (.blend) with a baked robot "
+                   "(.fbx and .blend need Blender: the extension's command, blender -b -c robot_retarget)")
     p.add_argument("--robot", help="robot description (.urdf); required for clips; replaces a .blend rig's URDF path")
     p.add_argument("--object", help="robot rig in the .blend (default: the Robot tab's, the active or the only rig)")
     p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..motion.bake_csv import write_bake_csv
-from ..playback.formats import output_paths
+from ..playback.formats import FORMATS, output_paths
 from ..retarget.summary import report_summary
 from .arguments import (CommandError, add_bake_parser, add_batch_parser, add_export_parser, check_output,
                         check_outputs, export_settings, print_warnings, run_command, write_report)
@@ -88,6 +88,10 @@ def export_outputs(args: argparse.Namespace):
     """`export`'s checks before the slow work: (settings, playback file path)."""
     settings = export_settings(args)
     out = Path(args.out).absolute()
+    wanted = FORMATS[settings.format]
+    if out.suffix.lower() not in (wanted, ".yml" if wanted == ".yaml" else wanted):
+        raise CommandError(f"{out}: {settings.format} playback files are named *{wanted} (readers, ours "
+                           "included, tell the format by its extension)")
     check_outputs(output_paths(out, settings.format) + [args.report], settings.overwrite, [args.source])
     return settings, out
 

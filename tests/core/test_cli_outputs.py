@@ -97,3 +97,10 @@ def test_a_preset_for_another_skeleton_or_robot_names_its_file(tmp_path, clip, c
                  "--out", str(tmp_path / "b.csv")]) == 1
     err = capsys.readouterr().err
     assert str(preset) in err and f"chain {leg.name!r}" in err and "no bone 'LeftHipp'" in err
+
+
+def test_an_export_named_for_another_format_is_refused(tmp_path, clip, capsys):
+    out = tmp_path / "walk.csv"
+    assert main(["export", "--source", str(clip), "--robot", str(G1), "--format", "npz", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "walk.csv: npz playback files are named *.npz" in err and not out.exists()
