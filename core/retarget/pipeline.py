@@ -24,10 +24,10 @@ from ..chains.points import (RobotChain, SourceChain, default_fractions, point_w
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, plant_feet,
                          resolve_contacts)
-from ..model.kinematics import KinematicTree
+from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
-from ..chains.separation import separate_chain
+from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
 from ..collision import collision_pairs
 from ..collision.avoid import Separation, collision_figures
@@ -36,6 +36,7 @@ from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
 Progress = Callable[[float, str], None]
 MAX_STEP_RAD = 0.35  # a joint without a velocity limit still may not jump more per frame
+PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not at the bake's end
 ANKLE_WEIGHT = 16.0  # a leg's ankle point: where the leg points is what a viewer reads (walk onto H1: left leg 3.1 deg at 8, 2.9 at 16)
 
 
@@ -179,7 +180,9 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
 
     aim: (spine plan, core.retarget.torso.TorsoAim) solves the spine again while the torso is
     short of the actor's chest, tilting `root` in place when the waist cannot lean far enough.
-    apart: keeps the robot's checked link pairs apart (a later chain gives way to the ones before).
+    apart: keeps the robot's checked link pairs apart (a later chain gives way to the ones before):
+    here the legs and feet only, whose swing frames planting keeps; every other chain makes room
+    once, at the end of the bake (keep_apart), after filtering and planting have moved it.
     """
     neutral = neutral_posture(motion, tree, plans, targets, axes_rob, settings.rest_prior)
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective,
@@ -193,7 +196,7 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
             solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step)
-            if apart is not None:
+            if apart is not None and plan.mapping.role in PLANTED_ROLES:
                 separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)],
                                apart.term(plan.kin.chain.variables, root), step, max_step)
             turned = aim[1].next_targets(q, root) if aim is not None and plan is aim[0] else None
@@ -456,16 +459,39 @@ def _foot_heights(tree, plans, q, root) -> np.ndarray | None:
 
 
 def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: float) -> None:
-    """Filtering and planting move limbs by centimetres after their solve: every chain but the
-    legs and feet (which keep their planted soles) makes room once more, in place, in tree order."""
+    """Every chain but the legs and feet (which keep their planted soles) makes room once, after
+    filtering and planting, in place, in tree order; a hand together with the arm it hangs from."""
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
+    look = apart.close_frames(q, root)  # and the frames an earlier group moved
+    for group in room_groups(tree, plans):
+        chains, variables = [], []
+        for plan in group:  # anchors before the group moves: a hand's metric is read where it is
+            anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
+            chains.append((plan.kin, anchor, *targets[id(plan)]))
+            variables += list(plan.kin.chain.variables)
+        columns = np.concatenate([plan.kin.columns for plan in group])
+        max_step = np.minimum(tree.velocity[columns] / fps, MAX_STEP_RAD)
+        before = q[:, columns].copy()
+        separate_chains(tree, chains, q, apart.term(variables, root), options, max_step, np.flatnonzero(look))
+        look |= (q[:, columns] != before).any(axis=1)
+
+
+def room_groups(tree, plans) -> list[list]:
+    """The chains that make room at the end of a bake, in tree order: a chain hanging from an
+    arm's tip (its hand) joins that arm, so the hand may turn away instead of the arm moving."""
+    groups, arms = [], {}
     for plan in plans:
-        if plan.mapping.role in ("leg", "foot"):
+        if plan.mapping.role in PLANTED_ROLES:
             continue
-        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-        max_step = np.minimum(tree.velocity[plan.kin.columns] / fps, MAX_STEP_RAD)
-        separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)], apart.term(plan.kin.chain.variables, root),
-                       options, max_step)
+        base = plan.robot.links[0]
+        arm = next((group for tip, group in arms.items() if ancestor_path(tree.parent, tip, base) is not None), None)
+        if arm is not None and plan.mapping.role != "arm":
+            arm.append(plan)
+            continue
+        groups.append([plan])
+        if plan.mapping.role == "arm":
+            arms[plan.robot.links[-1]] = groups[-1]
+    return groups
 
 
 def checked_pairs(tree, mapping: Mapping):
