@@ -17,7 +17,7 @@ import numpy as np
 from ..model.kinematics import KinematicTree
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 
-SEPARATION_PASSES = 3  # separation passes, each followed by the ramp and the rate limit
+SEPARATION_PASSES = 3  # separation passes: the first ones followed by the ramp, all by the rate limit
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
 LINEAR_STEPS = 10  # linearised corrections per pass, each from where the one before landed
 STEP_RAD = 0.35  # one correction turns no joint further (the linearisation's trust region)
@@ -85,11 +85,11 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
     early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not.
     Later passes look only at the frames the pass before moved (the rate limit may leave some inside)."""
     shape = x
-    for _ in range(passes):
+    for k in range(passes):
         last = x
         x = _separate(problem, separation, x, frames)
-        if max_step is not None:
-            x = rate_limit(room_in_time(shape, x, max_step), max_step)
+        if max_step is not None:  # the last pass only fixes what the ramps left inside
+            x = rate_limit(room_in_time(shape, x, max_step) if k < passes - 1 else x, max_step)
         frames = np.flatnonzero((x != last).any(axis=1))
         if len(frames) == 0:
             break
@@ -172,14 +172,6 @@ def _dual_step(h: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
         for k in range(need.shape[1]):
             lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - np.einsum("rj,rj->r", m[:, k], lam)) / diag[:, k])
     return np.einsum("rvk,rk->rv", hg, lam)
-
-
-def ramped(change: np.ndarray, max_step: np.ndarray) -> np.ndarray:
-    """A change of joint positions (F, V) spread over neighbouring frames at no more than
-    max_step (V,) per frame, never smaller than asked anywhere: the largest cone-shaped
-    envelope of its positive and of its negative part (a limb that must give way starts
-    moving before the frame that needs it, and returns after)."""
-    return _cone(np.clip(change, 0.0, None), max_step) - _cone(np.clip(-change, 0.0, None), max_step)
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:

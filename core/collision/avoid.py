@@ -1,10 +1,11 @@
-"""Self-collision in a bake: the separation term the solves carry, and the report's figures.
+"""Self-collision in a bake: what keeps bodies apart, and the report's figures.
 
-The term is a hinge per checked capsule pair, weight * max(0, margin - distance), with its
-analytic Jacobian over a chain's joints (the gradient of a capsule distance is the unit
-vector between the closest points): a solve adds its rows to the chain-shape residuals only
-on the frames where a pair comes closer than the margin, so a clip without contacts costs one
-distance check per chain.
+A term holds the checked capsule pairs some joints move relative to each other, with their
+distances behind a broad phase (bodies' bounding spheres, then capsules') and the distance's
+analytic gradient over those joints (the unit vector between the closest points): the chains
+make room with it as a least change of their shape (core.chains.separation), the planted legs
+carry it as hinge rows, weight * max(0, margin - distance), next to their foot goals
+(core.feet.plant). Only frames near a contact pay: a clip without contacts costs a distance check.
 """
 from __future__ import annotations
 
