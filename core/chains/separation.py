@@ -13,6 +13,7 @@ distance check.
 from __future__ import annotations
 
 import numpy as np
+from scipy.ndimage import uniform_filter1d
 
 from ..model.kinematics import KinematicTree
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
@@ -25,6 +26,9 @@ PAIRS_PER_FRAME = 6  # the closest pairs of a frame that constrain its correctio
 LOOKAHEAD_M = 0.01  # pairs this far beyond the margin are kept from closing in by the correction
 TOLERANCE_M = 0.001  # a frame is done when its pairs are this close to the margin
 DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
+COHERENCE_SWEEPS = 2  # corrections pulled toward their neighbours' mean, each followed by what it left inside
+COHERENCE_FRAMES = 9  # the neighbourhood of that mean
+AGAINST_RAD = 0.1  # a frame's change this far from its neighbours' mean, the other way, is pulled to it
 
 
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -36,8 +40,7 @@ def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray
 
 
 def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation,
-                    options: SolveOptions | None = None, max_step: np.ndarray | None = None,
-                    frames: np.ndarray | None = None) -> None:
+                    options: SolveOptions | None = None, max_step: np.ndarray | None = None) -> None:
     """Move the columns of chains making room together (an arm and the hand hanging from it:
     [(kin, anchor (F, 4, 4), targets, weights)]) in place, so that the checked pairs their joints
     move stay `separation.margin` apart; each change costs what it does to its own chain's shape,
@@ -45,8 +48,7 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
 
     separation: the rows keeping bodies apart over all their joints (core.collision.avoid.SeparationTerm:
     margin, root, distance(q, root, within), near(q, frames), gradient(q, root, within)).
-    max_step: (V,) per frame, the chains' columns one after the other. frames: the only frames
-    that may be inside the margin (default: all are looked at).
+    max_step: (V,) per frame, the chains' columns one after the other.
     """
     if separation is None:
         return
@@ -55,7 +57,7 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     if len(group.columns) == 0:
         return
     q[:, group.columns] = _keep_apart(group, separation, np.clip(q[:, group.columns], group.lower, group.upper),
-                                      max_step, frames)
+                                      max_step)
 
 
 class _Group:
@@ -80,11 +82,11 @@ class _Group:
 
 
 def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray | None,
-                frames: np.ndarray | None = None, passes: int = SEPARATION_PASSES) -> np.ndarray:
+                passes: int = SEPARATION_PASSES) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not.
     Later passes look only at the frames the pass before moved (the rate limit may leave some inside)."""
-    shape = x
+    shape, frames = x, None
     for k in range(passes):
         last = x
         x = _separate(problem, separation, x, frames)
@@ -105,29 +107,66 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     q = problem.q.copy()
     q[:, cols] = x
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
-    rows = look[separation.distance(q[look], separation.root[look], margin).min(axis=1, initial=np.inf) < margin]
+    dist = separation.distance(q[look], separation.root[look], margin)
+    close = dist.min(axis=1, initial=np.inf) < margin
+    rows = look[close]
     if len(rows) == 0:
         return x
     shape = np.clip(problem.q[rows][:, cols], problem.lower, problem.upper)  # before any room was made
     lower = np.maximum(problem.lower, shape - MAX_SEPARATION_RAD)
     upper = np.minimum(problem.upper, shape + MAX_SEPARATION_RAD)
     metric = problem.metric(q[rows], rows)
-    separation = separation.near(q, rows)  # only pairs a correction can bring into the margin
+    separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
-    live = np.arange(len(rows))  # rows still inside the margin
-    for _ in range(LINEAR_STEPS):
-        f, p, dist, grad = separation.gradient(q[rows[live]], separation.root[rows[live]], margin + LOOKAHEAD_M)
+    correct = _Corrections(separation, q, cols, rows, metric, lower, upper)
+    correct.out_of_reach(out)
+    for _ in range(COHERENCE_SWEEPS):  # neighbours on one answer: the ramp then mixes no two
+        change = np.zeros(x.shape)
+        change[rows] = out[rows] - x[rows]
+        smooth = uniform_filter1d(change, COHERENCE_FRAMES, axis=0, mode="constant")[rows]
+        # only frames turning a joint against their neighbours (the arm behind the hip, they in front)
+        against = np.flatnonzero(((smooth * change[rows] < 0.0) & (np.abs(smooth - change[rows]) > AGAINST_RAD)).any(axis=1))
+        if len(against) == 0:
+            break
+        correct.step(out, against, (smooth - change[rows])[against])
+        correct.out_of_reach(out)
+    return out
+
+
+class _Corrections:
+    """Linearised corrections of one group's close frames (`rows`), in place on q and out."""
+
+    def __init__(self, separation, q, cols, rows, metric, lower, upper):
+        self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
+        self.metric, self.lower, self.upper = metric, lower, upper
+
+    def out_of_reach(self, out: np.ndarray) -> None:
+        """Up to LINEAR_STEPS corrections of the rows still inside the margin, each from where the last landed."""
+        live = np.arange(len(self.rows))
+        for _ in range(LINEAR_STEPS):
+            live = self.step(out, live)
+            if len(live) == 0:
+                break
+
+    def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
+        """One correction of the `live` rows (toward (L, V): the change wished for besides, all of
+        them moved; else only those inside); the rows that were inside."""
+        separation, margin, frames = self.separation, self.separation.margin, self.rows[live]
+        f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M)
         inside = np.zeros(len(live), dtype=bool)
         inside[f[dist < margin - TOLERANCE_M]] = True
-        if not inside.any():
-            break
-        keep = inside[f]
-        renumber = np.cumsum(inside) - 1
-        live, f, dist, grad = live[inside], renumber[f[keep]], dist[keep], grad[keep]
-        step = _least_change(metric[live], f, dist, grad, margin, out[rows[live]], lower[live], upper[live])
-        out[rows[live]] = np.clip(out[rows[live]] + step, lower[live], upper[live])
-        q[rows[live][:, None], cols] = out[rows[live]]
-    return out
+        moved = np.ones(len(live), dtype=bool) if toward is not None else inside
+        if not moved.any():
+            return live[inside]
+        keep = moved[f]
+        renumber = np.cumsum(moved) - 1
+        at, f, dist, grad = live[moved], renumber[f[keep]], dist[keep], grad[keep]
+        rows = self.rows[at]
+        step = _least_change(self.metric[at], f, dist, grad, margin, out[rows], self.lower[at], self.upper[at],
+                             None if toward is None else toward[moved])
+        out[rows] = np.clip(out[rows] + step, self.lower[at], self.upper[at])
+        self.q[rows[:, None], self.cols] = out[rows]
+        return live[inside]
 
 
 def _shape_metric(problem: ChainProblem, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -141,10 +180,11 @@ def _shape_metric(problem: ChainProblem, q: np.ndarray, rows: np.ndarray) -> np.
 
 
 def _least_change(metric: np.ndarray, f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float,
-                  x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Per frame, the joint change dx (R, V) of least 1/2 dx' H dx with d + g dx >= margin for its
-    PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V)), joints at
-    a bound they would cross held (solved twice), no joint turned further than STEP_RAD."""
+                  x: np.ndarray, lower: np.ndarray, upper: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
+    """Per frame, the joint change dx (R, V) of least 1/2 (dx - t)' H (dx - t) with d + g dx >= margin
+    for its PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V);
+    t: `toward`, default none), joints at a bound they would cross held (solved twice), no joint
+    turned further than STEP_RAD."""
     order = np.lexsort((dist, f))  # by frame, closest first
     f, dist, grad = f[order], dist[order], grad[order]
     rank = np.arange(len(f)) - np.searchsorted(f, f)
@@ -152,10 +192,12 @@ def _least_change(metric: np.ndarray, f: np.ndarray, dist: np.ndarray, grad: np.
     need = np.full((len(x), PAIRS_PER_FRAME), -1.0)  # no pair: no constraint
     g = np.zeros((len(x), PAIRS_PER_FRAME, x.shape[1]))
     need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin - dist[keep], grad[keep]
+    toward = np.zeros(x.shape) if toward is None else toward
+    need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
     held = np.zeros(x.shape, dtype=bool)
     for _ in range(2):
         h = metric + np.where(held, 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-        step = _dual_step(h, g, need)
+        step = toward + _dual_step(h, g, need)
         held |= ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, STEP_RAD / np.maximum(largest, 1e-12))

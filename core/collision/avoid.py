@@ -43,15 +43,6 @@ class Separation:
                                for up in self._ancestors], dtype=int)
         self._chains = chains
 
-    def close_frames(self, q: np.ndarray, root: np.ndarray) -> np.ndarray:
-        """Frames (F,) bool where some checked pair of the whole robot comes within the margin:
-        one look at every body, so the chains making room after it look only there."""
-        close = np.zeros(len(q), dtype=bool)
-        for block in frame_blocks(len(q)):
-            dist = body_distances(self.tree, self.pairs, q[block], root[block], exact_below=self.margin)
-            close[block] = dist.min(axis=1, initial=np.inf) < self.margin
-        return close
-
     def term(self, variables, root: np.ndarray) -> "SeparationTerm | None":
         """The rows a solve of these joints (link indices: a chain's, or chains making room
         together) carries for root poses (F, 4, 4); None when they move no checked pair."""
@@ -150,12 +141,15 @@ class SeparationTerm:
         return self._near(q, root, self.margin + NEAR_M if within is None else within)[1]
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
-             reach: float = NEAR_M) -> "SeparationTerm":
+             reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
         """The same term on only the pairs that come within margin + reach on some of `frames`
         of q (F, n) with root poses `root` (F, 4, 4; default the term's): the others cannot
-        enter the margin within a solve's steps."""
+        enter the margin within a solve's steps. dist: those frames' distances (or lower bounds)
+        when already known."""
         root = self.root if root is None else root
-        keep = self.distance(q[frames], root[frames], 0.0).min(axis=0) < self.margin + reach  # bounds: enough
+        if dist is None:
+            dist = self.distance(q[frames], root[frames], 0.0)  # lower bounds are enough
+        keep = dist.min(axis=0) < self.margin + reach
         return SeparationTerm(self.separation, self.variables, self.capsules[keep], self._all_moves, self.root)
 
     def gradient(self, q: np.ndarray, root: np.ndarray, within: float):
@@ -203,17 +197,20 @@ def _ancestors(tree: KinematicTree, link: int) -> list[int]:
     return out
 
 
-def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray) -> dict:
-    """The report's self-collision figures for a bake (q (F, n), root poses (F, 4, 4)).
+def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray,
+                      near: float = 0.0) -> dict:
+    """The report's self-collision figures for a bake (q (F, n), root poses (F, 4, 4)); near:
+    distances exact below this from the first look (a bake that kept pairs a margin apart has
+    its closest pair there).
 
     self_collision_pct: frames where a checked pair overlaps deeper than PENETRATION_M;
     self_collision_worst: the deepest overlap (pair, depth_m >= 0, frame); self_collision_pairs:
     the pairs overlapping on most frames with their frame counts; self_collision_frames: those frames.
     """
     frames = len(q)
-    closest, which, deep = _overlaps(tree, pairs, q, root, 0.0)  # exact where bodies may overlap
-    if frames and closest.min() >= 0.0:  # nothing overlaps: the closest pair's distance exact too
-        _closest_exact(tree, pairs, q, root, closest, which)
+    closest, which, deep = _overlaps(tree, pairs, q, root, near)  # exact where bodies may overlap
+    if frames and closest.min() >= near:  # nothing overlaps: the closest pair's distance exact too
+        _closest_exact(tree, pairs, q, root, closest, which, max(2.0 * near, 0.01))
     hit = deep.any(axis=1)
     counts = deep.sum(axis=0)
     worst = {"pair": None, "depth_m": 0.0, "frame": None}
@@ -227,7 +224,7 @@ def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray,
             "self_collision_frames": [int(f) for f in np.flatnonzero(hit)]}
 
 
-def _closest_exact(tree, pairs, q, root, closest: np.ndarray, which: np.ndarray, start: float = 0.01) -> None:
+def _closest_exact(tree, pairs, q, root, closest: np.ndarray, which: np.ndarray, start: float) -> None:
     """closest (F,), lower bounds where nothing overlaps, made exact where the least distance can
     be: exact distances below a reach that doubles until the least of them is within it (a pair
     whose bound is beyond the reach is further still), only on frames whose bound is below it."""

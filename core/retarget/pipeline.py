@@ -140,7 +140,8 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
         report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
         report.update(mapping_figures(motion, mapping))
-        report.update(collision_figures(tree, pairs, q, root), self_collision_avoided=apart is not None)
+        report.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
+                      self_collision_avoided=apart is not None)
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
         warnings += [f"auto-map: {note}" for note in mapping.notes]
     report.update(stages.report(len(q)))
@@ -462,7 +463,6 @@ def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: 
     """Every chain but the legs and feet (which keep their planted soles) makes room once, after
     filtering and planting, in place, in tree order; a hand together with the arm it hangs from."""
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
-    look = apart.close_frames(q, root)  # and the frames an earlier group moved
     for group in room_groups(tree, plans):
         chains, variables = [], []
         for plan in group:  # anchors before the group moves: a hand's metric is read where it is
@@ -471,9 +471,7 @@ def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: 
             variables += list(plan.kin.chain.variables)
         columns = np.concatenate([plan.kin.columns for plan in group])
         max_step = np.minimum(tree.velocity[columns] / fps, MAX_STEP_RAD)
-        before = q[:, columns].copy()
-        separate_chains(tree, chains, q, apart.term(variables, root), options, max_step, np.flatnonzero(look))
-        look |= (q[:, columns] != before).any(axis=1)
+        separate_chains(tree, chains, q, apart.term(variables, root), options, max_step)
 
 
 def room_groups(tree, plans) -> list[list]:
