@@ -183,8 +183,8 @@ def _least_change(metric: np.ndarray, f: np.ndarray, dist: np.ndarray, grad: np.
                   x: np.ndarray, lower: np.ndarray, upper: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
     """Per frame, the joint change dx (R, V) of least 1/2 (dx - t)' H (dx - t) with d + g dx >= margin
     for its PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V);
-    t: `toward`, default none), joints at a bound they would cross held (solved twice), no joint
-    turned further than STEP_RAD."""
+    t: `toward`, default none), joints at a bound they would cross held (those frames solved again),
+    no joint turned further than STEP_RAD."""
     order = np.lexsort((dist, f))  # by frame, closest first
     f, dist, grad = f[order], dist[order], grad[order]
     rank = np.arange(len(f)) - np.searchsorted(f, f)
@@ -194,11 +194,12 @@ def _least_change(metric: np.ndarray, f: np.ndarray, dist: np.ndarray, grad: np.
     need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin - dist[keep], grad[keep]
     toward = np.zeros(x.shape) if toward is None else toward
     need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
-    held = np.zeros(x.shape, dtype=bool)
-    for _ in range(2):
-        h = metric + np.where(held, 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-        step = toward + _dual_step(h, g, need)
-        held |= ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
+    step = toward + _dual_step(metric, g, need)
+    held = ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
+    again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
+    if len(again):
+        h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
+        step[again] = toward[again] + _dual_step(h, g[again], need[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, STEP_RAD / np.maximum(largest, 1e-12))
 
@@ -207,12 +208,15 @@ def _dual_step(h: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
     """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
     (projected Gauss-Seidel over each frame's few pairs, all frames at once)."""
     hg = np.linalg.solve(h, g.transpose(0, 2, 1))  # (R, V, K)
-    m = g @ hg  # (R, K, K)
-    diag = np.maximum(np.einsum("rkk->rk", m), 1e-12)
+    m = np.ascontiguousarray((g @ hg).transpose(1, 0, 2))  # (K, R, K): row k of every frame's matrix
+    diag = np.maximum(np.einsum("krk->kr", m), 1e-12)
     lam = np.zeros(need.shape)
     for _ in range(DUAL_SWEEPS):
+        last = lam.copy()
         for k in range(need.shape[1]):
-            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - np.einsum("rj,rj->r", m[:, k], lam)) / diag[:, k])
+            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - (m[k] * lam).sum(axis=1)) / diag[k])
+        if np.abs(lam - last).max(initial=0.0) < 1e-10:
+            break
     return np.einsum("rvk,rk->rv", hg, lam)
 
 
