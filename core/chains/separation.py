@@ -28,6 +28,7 @@ TOLERANCE_M = 0.001  # a frame is done when its pairs are this close to the marg
 DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
 COHERENCE_SWEEPS = 2  # corrections pulled toward their neighbours' mean, each followed by what it left inside
 COHERENCE_FRAMES = 9  # the neighbourhood of that mean
+HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
 AGAINST_RAD = 0.1  # a frame's change this far from its neighbours' mean, the other way, is pulled to it
 
 
@@ -71,12 +72,13 @@ class _Group:
         self.q = problems[0].q if problems else None
 
     def metric(self, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """(R, V, V): each chain's shape metric on its own columns (block diagonal)."""
+        """(R, V, V): each chain's shape metric on its own columns (block diagonal), the chains
+        hanging from the first (its hand) at HUNG_SHAPE_WEIGHT: where a limb points is what a viewer reads."""
         out = np.zeros((len(rows), len(self.columns), len(self.columns)))
         start = 0
         for problem in self.problems:
             end = start + len(problem.kin.columns)
-            out[:, start:end, start:end] = _shape_metric(problem, q, rows)
+            out[:, start:end, start:end] = _shape_metric(problem, q, rows) * (1.0 if start == 0 else HUNG_SHAPE_WEIGHT)
             start = end
         return out
 
