@@ -18,7 +18,7 @@ from scipy.ndimage import uniform_filter1d
 from ..model.kinematics import KinematicTree
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 
-SEPARATION_PASSES = 3  # separation passes: the first ones followed by the ramp, all by the rate limit
+SEPARATION_PASSES = 4  # separation passes: the first ones followed by the ramp, all by the rate limit
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
 LINEAR_STEPS = 10  # linearised corrections per pass, each from where the one before landed
 STEP_RAD = 0.35  # one correction turns no joint further (the linearisation's trust region)
