@@ -89,18 +89,25 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
     early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not.
     Later passes look only at the frames the pass before moved (the rate limit may leave some inside)."""
     shape, frames = x, None
+    held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     for k in range(passes):
         last = x
-        x = _separate(problem, separation, x, frames)
+        solved = _separate(problem, separation, x, frames, held)
+        x = solved
         if max_step is not None:  # the last pass only fixes what the ramps left inside
             x = rate_limit(room_in_time(shape, x, max_step) if k < passes - 1 else x, max_step)
+            # a joint the ramp turned back (a neighbour's answer the other way won) is held on
+            # that side, so the next pass makes room with the others instead of undoing it
+            held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
+                    np.where(x < solved - 1e-9, np.minimum(held[1], x), held[1]))
         frames = np.flatnonzero((x != last).any(axis=1))
         if len(frames) == 0:
             break
     return x
 
 
-def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None) -> np.ndarray:
+def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None,
+              held: tuple | None = None) -> np.ndarray:
     """x with the frames (of `frames`, default all) where bodies come closer than the margin
     moved by the least change of chain shape that keeps them out, within MAX_SEPARATION_RAD of
     where the chains were before any room was made: a limb deep inside the body gives way, it
@@ -117,6 +124,9 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     shape = np.clip(problem.q[rows][:, cols], problem.lower, problem.upper)  # before any room was made
     lower = np.maximum(problem.lower, shape - MAX_SEPARATION_RAD)
     upper = np.minimum(problem.upper, shape + MAX_SEPARATION_RAD)
+    if held is not None:  # (lower (F, V), upper (F, V)) a joint may not go back past; never past where it is
+        lower = np.minimum(np.maximum(lower, held[0][rows]), x[rows])
+        upper = np.maximum(np.minimum(upper, held[1][rows]), x[rows])
     metric = problem.metric(q[rows], rows)
     separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
