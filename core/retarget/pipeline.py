@@ -510,7 +510,8 @@ def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings, ap
     # filtered bakes plant twice (_smooth_planted): the first plant is a draft whose angles are
     # smoothed and planted again from a fresh root, so one pass of 6 iterations and no lift will do
     draft = PlantSettings(passes=1, lift=False, iterations=6, track_iterations=0) if settings.filter != "none" else None
-    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps, draft, apart)
+    # the draft's legs are planted again with the separation (_smooth_planted): it need not carry it
+    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps, draft, apart if draft is None else None)
     if planted is not None and settings.filter != "none":
         planted = _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings, apart)
     if planted is not None and planted.lifted_m > 0.01:
