@@ -1,105 +1,251 @@
-"""Keeping a chain's bodies apart: the chain solve again on the frames where a checked pair
-comes closer than the margin, with hinge rows for those pairs next to the chain shape.
+"""Keeping a chain's bodies apart: on the frames where a checked pair comes closer than the
+margin, the least change of the chain's joints, measured by the chain shape, that restores it.
 
-The rows themselves come from outside (core.collision builds them; chains never imports it):
-only frames near a contact pay for them, so a clip without contacts costs a distance check.
+Linearised: at the chain's answer the shape's Gauss-Newton matrix H says what a joint change
+costs, each close pair's distance gradient g what it buys; per frame the small problem
+min 1/2 dx' H dx subject to d + g dx >= margin (a few pairs) is solved on its dual, batched over
+frames, and taken again from where it lands until the pairs are out. A joint the shape does not
+see (a wrist's roll about the forearm) is nearly free, so it turns first, the elbow before the
+shoulder when the shape says so. The rows themselves come from outside (core.collision builds
+them; chains never imports it): only frames near a contact pay, a clip without contacts costs a
+distance check.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import maximum_filter1d
+from scipy.ndimage import uniform_filter1d
 
 from ..model.kinematics import KinematicTree
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 
-SEPARATION_PASSES = 2  # separation passes, each followed by the ramp and the rate limit
-SEPARATION_PAD = 4  # frames solved with the separation rows before and after a close approach
+SEPARATION_PASSES = 4  # separation passes: the first ones followed by the ramp, all by the rate limit
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
+LINEAR_STEPS = 10  # linearised corrections per pass, each from where the one before landed
+STEP_RAD = 0.35  # one correction turns no joint further (the linearisation's trust region)
+PAIRS_PER_FRAME = 6  # the closest pairs of a frame that constrain its correction
+LOOKAHEAD_M = 0.01  # pairs this far beyond the margin are kept from closing in by the correction
+TOLERANCE_M = 0.001  # a frame is done when its pairs are this close to the margin
+DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
+COHERENCE_SWEEPS = 2  # corrections pulled toward their neighbours' mean, each followed by what it left inside
+COHERENCE_FRAMES = 9  # the neighbourhood of that mean
+HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
+AGAINST_RAD = 0.1  # a frame's change this far from its neighbours' mean, the other way, is pulled to it
 
 
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
                    targets: np.ndarray, weights: np.ndarray, separation, options: SolveOptions | None = None,
                    max_step: np.ndarray | None = None) -> None:
     """Move the chain's columns of q (F, n) in place, from where they are, so that the checked
-    pairs its joints move stay `separation.margin` apart: after its solve_chain, and again as
-    a bake's last word when filtering and planting have moved the limbs by centimetres.
+    pairs its joints move stay `separation.margin` apart (separate_chains with one chain)."""
+    separate_chains(tree, [(kin, anchor, targets, weights)], q, separation, options, max_step)
 
-    separation: the rows keeping bodies apart (core.collision.avoid.SeparationTerm: margin,
-    root, distance(q, root), near(q, frames), residuals(q, root)).
+
+def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation,
+                    options: SolveOptions | None = None, max_step: np.ndarray | None = None) -> None:
+    """Move the columns of chains making room together (an arm and the hand hanging from it:
+    [(kin, anchor (F, 4, 4), targets, weights)]) in place, so that the checked pairs their joints
+    move stay `separation.margin` apart; each change costs what it does to its own chain's shape,
+    so a hand turns away where that costs less than moving the arm.
+
+    separation: the rows keeping bodies apart over all their joints (core.collision.avoid.SeparationTerm:
+    margin, root, distance(q, root, within), near(q, frames), gradient(q, root, within)).
+    max_step: (V,) per frame, the chains' columns one after the other.
     """
-    if len(kin.columns) == 0 or separation is None:
+    if separation is None:
         return
-    problem = ChainProblem(tree, kin, anchor, q, targets, weights, options or SolveOptions())
-    q[:, kin.columns] = _keep_apart(problem, separation, np.clip(q[:, kin.columns], problem.lower, problem.upper),
-                                    max_step)
+    group = _Group([ChainProblem(tree, kin, anchor, q, targets, weights, options or SolveOptions())
+                    for kin, anchor, targets, weights in chains if len(kin.columns)])
+    if len(group.columns) == 0:
+        return
+    q[:, group.columns] = _keep_apart(group, separation, np.clip(q[:, group.columns], group.lower, group.upper),
+                                      max_step)
 
 
-def _keep_apart(problem: ChainProblem, separation, x: np.ndarray, max_step: np.ndarray | None,
+class _Group:
+    """Chains making room together: their columns, limits and the cost of a change to their shapes."""
+
+    def __init__(self, problems: list):
+        self.problems = problems
+        self.columns = np.concatenate([p.kin.columns for p in problems]) if problems else np.zeros(0, dtype=int)
+        self.lower = np.concatenate([p.lower for p in problems]) if problems else np.zeros(0)
+        self.upper = np.concatenate([p.upper for p in problems]) if problems else np.zeros(0)
+        self.q = problems[0].q if problems else None
+
+    def metric(self, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """(R, V, V): each chain's shape metric on its own columns (block diagonal), the chains
+        hanging from the first (its hand) at HUNG_SHAPE_WEIGHT: where a limb points is what a viewer reads."""
+        out = np.zeros((len(rows), len(self.columns), len(self.columns)))
+        start = 0
+        for problem in self.problems:
+            end = start + len(problem.kin.columns)
+            out[:, start:end, start:end] = _shape_metric(problem, q, rows) * (1.0 if start == 0 else HUNG_SHAPE_WEIGHT)
+            start = end
+        return out
+
+
+def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray | None,
                 passes: int = SEPARATION_PASSES) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not.
-    Later passes look only at the frames the pass before moved, and solve those still overlapping
-    (the ramp leaves many a hair inside the margin)."""
+    Later passes look only at the frames the pass before moved (the rate limit may leave some inside)."""
     shape, frames = x, None
+    held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     for k in range(passes):
         last = x
-        x = _separate(problem, separation, x, separation.margin if k == 0 else 0.0, frames)
-        if max_step is not None:
-            x = rate_limit(shape + ramped(x - shape, max_step), max_step)
+        solved = _separate(problem, separation, x, frames, held)
+        x = solved
+        if max_step is not None:  # the last pass only fixes what the ramps left inside
+            x = rate_limit(room_in_time(shape, x, max_step) if k < passes - 1 else x, max_step)
+            # a joint the ramp turned back (a neighbour's answer the other way won) is held on
+            # that side, so the next pass makes room with the others instead of undoing it
+            held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
+                    np.where(x < solved - 1e-9, np.minimum(held[1], x), held[1]))
         frames = np.flatnonzero((x != last).any(axis=1))
         if len(frames) == 0:
             break
     return x
 
 
-def _separate(problem: ChainProblem, separation, x: np.ndarray, within: float, frames: np.ndarray | None = None,
-              iterations: int = 8) -> np.ndarray:
-    """x with the frames (of `frames`, default all) where bodies come closer than `within` solved
-    again, the separation rows added to the chain shape, each from its own pose and pulled toward the frame before,
-    within MAX_SEPARATION_RAD of it: a limb deep inside the body gives way, it does not swing
-    round the other side."""
+def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None,
+              held: tuple | None = None) -> np.ndarray:
+    """x with the frames (of `frames`, default all) where bodies come closer than the margin
+    moved by the least change of chain shape that keeps them out, within MAX_SEPARATION_RAD of
+    where the chains were before any room was made: a limb deep inside the body gives way, it
+    does not swing round the other side."""
+    cols, margin = problem.columns, separation.margin
     q = problem.q.copy()
-    q[:, problem.kin.columns] = x
-    near = np.zeros(len(q), dtype=bool)
-    look = slice(None) if frames is None else frames
-    near[look] = separation.distance(q[look], separation.root[look]).min(axis=1, initial=np.inf) < within
-    if not near.any():
+    q[:, cols] = x
+    look = np.arange(len(q)) if frames is None else np.asarray(frames)
+    dist = separation.distance(q[look], separation.root[look], margin)
+    close = dist.min(axis=1, initial=np.inf) < margin
+    rows = look[close]
+    if len(rows) == 0:
         return x
-    near = maximum_filter1d(near, 2 * SEPARATION_PAD + 1)  # a few frames either side: room made gradually
-    close = np.flatnonzero(near)
-    guarded = ChainProblem(problem.tree, problem.kin, problem.anchor, problem.q, problem.targets, problem.weights,
-                       problem.options, separation.near(q, close))
-    before = np.clip(problem.q[:, problem.kin.columns], problem.lower, problem.upper)  # the chain not yet moved
-    guarded.box = (np.maximum(problem.lower, np.minimum(x, before) - MAX_SEPARATION_RAD),
-                   np.minimum(problem.upper, np.maximum(x, before) + MAX_SEPARATION_RAD))
+    shape = np.clip(problem.q[rows][:, cols], problem.lower, problem.upper)  # before any room was made
+    lower = np.maximum(problem.lower, shape - MAX_SEPARATION_RAD)
+    upper = np.minimum(problem.upper, shape + MAX_SEPARATION_RAD)
+    if held is not None:  # (lower (F, V), upper (F, V)) a joint may not go back past; never past where it is
+        lower = np.minimum(np.maximum(lower, held[0][rows]), x[rows])
+        upper = np.maximum(np.minimum(upper, held[1][rows]), x[rows])
+    metric = problem.metric(q[rows], rows)
+    separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
-    ref = x[np.maximum(close - 1, 0)]
-    out[close], cost = guarded.solve(x[close], ref, close, iterations=iterations)
-    # runs of frames where the limb is still inside: again from where the chain was before its
-    # solve (the limbs before it made room there; a wrist that turned the hand into the hip
-    # starts from the hand held clear), one start per run so neighbours stay on one branch
-    runs = np.cumsum(np.diff(close, prepend=close[0] - 2) > 1) - 1
-    q[close[:, None], problem.kin.columns] = out[close]
-    stuck = separation.distance(q[close], separation.root[close]).min(axis=1) < 0.0
-    retry = np.isin(runs, runs[stuck])
-    if retry.any():
-        rows, their = close[retry], runs[retry]
-        again, cost_again = guarded.solve(before[rows], ref[retry], rows, iterations=iterations)
-        better = (np.bincount(their, cost_again, runs[-1] + 1) < np.bincount(their, cost[retry], runs[-1] + 1))[their]
-        out[rows[better]] = again[better]
+    correct = _Corrections(separation, q, cols, rows, metric, lower, upper)
+    correct.out_of_reach(out)
+    for _ in range(COHERENCE_SWEEPS):  # neighbours on one answer: the ramp then mixes no two
+        change = np.zeros(x.shape)
+        change[rows] = out[rows] - x[rows]
+        smooth = uniform_filter1d(change, COHERENCE_FRAMES, axis=0, mode="constant")[rows]
+        # only frames turning a joint against their neighbours (the arm behind the hip, they in front)
+        against = np.flatnonzero(((smooth * change[rows] < 0.0) & (np.abs(smooth - change[rows]) > AGAINST_RAD)).any(axis=1))
+        if len(against) == 0:
+            break
+        correct.step(out, against, (smooth - change[rows])[against])
+        correct.out_of_reach(out)
     return out
 
 
-def ramped(change: np.ndarray, max_step: np.ndarray) -> np.ndarray:
-    """A change of joint positions (F, V) spread over neighbouring frames at no more than
-    max_step (V,) per frame, never smaller than asked anywhere: the largest cone-shaped
-    envelope of its positive and of its negative part (a limb that must give way starts
-    moving before the frame that needs it, and returns after)."""
-    out = []
-    ramp = np.arange(len(change))[:, None] * max_step  # (F, V)
-    for part in (np.clip(change, 0.0, None), np.clip(-change, 0.0, None)):
-        # max over k of part[k] - |f - k| * max_step: running maxima forward and backward
-        ahead = np.maximum.accumulate(part + ramp, axis=0) - ramp
-        behind = np.maximum.accumulate((part - ramp)[::-1], axis=0)[::-1] + ramp
-        out.append(np.maximum(ahead, behind))
-    return out[0] - out[1]
+class _Corrections:
+    """Linearised corrections of one group's close frames (`rows`), in place on q and out."""
+
+    def __init__(self, separation, q, cols, rows, metric, lower, upper):
+        self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
+        self.metric, self.lower, self.upper = metric, lower, upper
+
+    def out_of_reach(self, out: np.ndarray) -> None:
+        """Up to LINEAR_STEPS corrections of the rows still inside the margin, each from where the last landed."""
+        live = np.arange(len(self.rows))
+        for _ in range(LINEAR_STEPS):
+            live = self.step(out, live)
+            if len(live) == 0:
+                break
+
+    def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
+        """One correction of the `live` rows (toward (L, V): the change wished for besides, all of
+        them moved; else only those inside); the rows that were inside."""
+        separation, margin, frames = self.separation, self.separation.margin, self.rows[live]
+        f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M)
+        inside = np.zeros(len(live), dtype=bool)
+        inside[f[dist < margin - TOLERANCE_M]] = True
+        moved = np.ones(len(live), dtype=bool) if toward is not None else inside
+        if not moved.any():
+            return live[inside]
+        keep = moved[f]
+        renumber = np.cumsum(moved) - 1
+        at, f, dist, grad = live[moved], renumber[f[keep]], dist[keep], grad[keep]
+        rows = self.rows[at]
+        step = _least_change(self.metric[at], f, dist, grad, margin, out[rows], self.lower[at], self.upper[at],
+                             None if toward is None else toward[moved])
+        out[rows] = np.clip(out[rows] + step, self.lower[at], self.upper[at])
+        self.q[rows[:, None], self.cols] = out[rows]
+        return live[inside]
+
+
+def _shape_metric(problem: ChainProblem, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """What a joint change costs the chain's shape on these frames: its Gauss-Newton matrix
+    (R, V, V) at q (R, n), with the solve's weak pulls (previous frame, neutral) on the diagonal."""
+    kin, options = problem.kin, problem.options
+    _, jac = kin.evaluate(problem.tree, problem.anchor[rows], q, True)  # (R, M, 3, V)
+    jw = (jac * np.sqrt(np.broadcast_to(problem.weights, jac.shape[:2]))[..., None, None]).reshape(
+        len(rows), -1, len(kin.columns))
+    return jw.transpose(0, 2, 1) @ jw + (options.smoothness + options.rest_prior) * np.eye(len(kin.columns))
+
+
+def _least_change(metric: np.ndarray, f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float,
+                  x: np.ndarray, lower: np.ndarray, upper: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
+    """Per frame, the joint change dx (R, V) of least 1/2 (dx - t)' H (dx - t) with d + g dx >= margin
+    for its PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V);
+    t: `toward`, default none), joints at a bound they would cross held (those frames solved again),
+    no joint turned further than STEP_RAD."""
+    order = np.lexsort((dist, f))  # by frame, closest first
+    f, dist, grad = f[order], dist[order], grad[order]
+    rank = np.arange(len(f)) - np.searchsorted(f, f)
+    keep = rank < PAIRS_PER_FRAME
+    need = np.full((len(x), PAIRS_PER_FRAME), -1.0)  # no pair: no constraint
+    g = np.zeros((len(x), PAIRS_PER_FRAME, x.shape[1]))
+    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin - dist[keep], grad[keep]
+    toward = np.zeros(x.shape) if toward is None else toward
+    need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
+    step = toward + _dual_step(metric, g, need)
+    held = ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
+    again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
+    if len(again):
+        h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
+        step[again] = toward[again] + _dual_step(h, g[again], need[again])
+    largest = np.abs(step).max(axis=1, keepdims=True)
+    return step * np.minimum(1.0, STEP_RAD / np.maximum(largest, 1e-12))
+
+
+def _dual_step(h: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
+    (projected Gauss-Seidel over each frame's few pairs, all frames at once)."""
+    hg = np.linalg.solve(h, g.transpose(0, 2, 1))  # (R, V, K)
+    m = np.ascontiguousarray((g @ hg).transpose(1, 0, 2))  # (K, R, K): row k of every frame's matrix
+    diag = np.maximum(np.einsum("krk->kr", m), 1e-12)
+    lam = np.zeros(need.shape)
+    for _ in range(DUAL_SWEEPS):
+        last = lam.copy()
+        for k in range(need.shape[1]):
+            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - (m[k] * lam).sum(axis=1)) / diag[k])
+        if np.abs(lam - last).max(initial=0.0) < 1e-10:
+            break
+    return np.einsum("rvk,rk->rv", hg, lam)
+
+
+def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+    """Joint positions (F, V) that go at least as far from `shape` as `moved` does, each way,
+    wherever it does, and never faster than max_step (V,) per frame when `shape` is not: the room
+    made is ramped around the moving chain itself (a change ramped on its own, added to a shape
+    already at full speed, would be cut back by the rate limit where it is needed)."""
+    change = moved - shape
+    above = _cone(np.where(change > 0.0, moved, -np.inf), max_step)
+    below = -_cone(np.where(change < 0.0, -moved, -np.inf), max_step)
+    return np.minimum(np.maximum(shape, above), below)
+
+
+def _cone(values: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+    """max over k of values[k] - |f - k| * max_step (F, V): running maxima forward and backward."""
+    ramp = np.arange(len(values))[:, None] * max_step  # (F, V)
+    ahead = np.maximum.accumulate(values + ramp, axis=0) - ramp
+    behind = np.maximum.accumulate((values - ramp)[::-1], axis=0)[::-1] + ramp
+    return np.maximum(ahead, behind)

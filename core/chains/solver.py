@@ -320,10 +320,8 @@ def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step
 class _Problem:
     """One chain's weighted least-squares problem over frames, with LM iterations."""
 
-    def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions, separation=None):
+    def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions):
         self.tree, self.kin, self.anchor, self.q = tree, kin, anchor, q
-        self.separation = separation  # hinge rows keeping bodies apart (core.chains.separation), or None
-        self.box = None  # per-frame bounds (lower (F, V), upper (F, V)) inside the limits, or None
         self.targets, self.weights, self.options = targets, weights, options
         cols = kin.columns
         self.lower, self.upper = tree.lower[cols], tree.upper[cols]
@@ -339,9 +337,6 @@ class _Problem:
         opts, cols = self.options, self.kin.columns
         sel = slice(None) if frames is None else frames
         anchor, targets = self.anchor[sel], self.targets[sel]
-        apart = self.separation
-        apart_root = apart.root[sel] if apart is not None else None
-        box = (self.box[0][sel], self.box[1][sel]) if self.box is not None else None
         q = self.q[sel].copy()
         x = x.copy()
         nframes, nvar = x.shape
@@ -364,13 +359,10 @@ class _Problem:
             res = (pts - targets[rows]) * sw[..., None]
             cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(rows)) ** 2).sum(1)
                     + prior * ((xv - self.rest) ** 2).sum(1))
-            if apart is None:
-                return pts, jac, res, cost, None
-            hinge = apart.residuals(qr, apart_root[rows])
-            return pts, jac, res, cost + (hinge[0] ** 2).sum(1), hinge
+            return pts, jac, res, cost
 
         sw = np.sqrt(weights)
-        pts, jac, res, cost, hinge = evaluate(x, slice(None), sw)
+        pts, jac, res, cost = evaluate(x, slice(None), sw)
         active = np.arange(nframes)
         for _ in range(opts.iterations if iterations is None else iterations):
             if len(active) == 0:
@@ -387,33 +379,23 @@ class _Problem:
                 cost[active] = ((res[active] ** 2).sum((1, 2))
                                 + smooth * ((xa - reference(active)) ** 2).sum(1)
                                 + prior * ((xa - self.rest) ** 2).sum(1))
-                if hinge is not None:
-                    cost[active] += (hinge[0][active] ** 2).sum(1)
             count = len(xa)
             jw = (jac[active] * sw_a[..., None, None]).reshape(count, -1, nvar)
             jwt = jw.transpose(0, 2, 1)
             hess = jwt @ jw
             grad = ((jwt @ res[active].reshape(count, -1, 1))[..., 0]
                     + smooth * (xa - reference(active)) + prior * (xa - self.rest))
-            if hinge is not None:
-                h_res, h_jac = hinge[0][active], hinge[1][active]
-                hess = hess + h_jac.transpose(0, 2, 1) @ h_jac
-                grad = grad + np.einsum("fqv,fq->fv", h_jac, h_res)
             diag = np.einsum("fii->fi", hess)
             system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
             step = -np.linalg.solve(system, grad[..., None])[..., 0]
             trial = np.clip(xa + step, self.lower, self.upper)
-            if box is not None:
-                trial = np.clip(trial, box[0][active], box[1][active])
-            t_pts, t_jac, t_res, t_cost, t_hinge = evaluate(trial, active, sw_a)
+            t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
             better = t_cost <= cost[active]
             gain = cost[active] - t_cost
             rows = np.arange(nframes) if isinstance(active, slice) else active
             won = rows[better]
             x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
             res[won], cost[won] = t_res[better], t_cost[better]
-            if hinge is not None:
-                hinge[0][won], hinge[1][won] = t_hinge[0][better], t_hinge[1][better]
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))
             # a frame is done when its step is tiny or no longer buys a relative gain
             moving = (np.abs(trial - xa).max(axis=1) >= tolerance) & (gain > 1e-3 * t_cost + 1e-12)
@@ -421,4 +403,4 @@ class _Problem:
         return x, cost
 
 
-ChainProblem = _Problem  # one chain's problem, for the separation solve (core.chains.separation)
+ChainProblem = _Problem  # one chain's problem: its shape is what making room costs (core.chains.separation)

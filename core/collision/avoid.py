@@ -1,10 +1,11 @@
-"""Self-collision in a bake: the separation term the solves carry, and the report's figures.
+"""Self-collision in a bake: what keeps bodies apart, and the report's figures.
 
-The term is a hinge per checked capsule pair, weight * max(0, margin - distance), with its
-analytic Jacobian over a chain's joints (the gradient of a capsule distance is the unit
-vector between the closest points): a solve adds its rows to the chain-shape residuals only
-on the frames where a pair comes closer than the margin, so a clip without contacts costs one
-distance check per chain.
+A term holds the checked capsule pairs some joints move relative to each other, with their
+distances behind a broad phase (bodies' bounding spheres, then capsules') and the distance's
+analytic gradient over those joints (the unit vector between the closest points): the chains
+make room with it as a least change of their shape (core.chains.separation), the planted legs
+carry it as hinge rows, weight * max(0, margin - distance), next to their foot goals
+(core.feet.plant). Only frames near a contact pay: a clip without contacts costs a distance check.
 """
 from __future__ import annotations
 
@@ -43,17 +44,17 @@ class Separation:
         self._chains = chains
 
     def term(self, variables, root: np.ndarray) -> "SeparationTerm | None":
-        """The rows a solve of these joints (link indices) carries for root poses (F, 4, 4);
-        None when they move no checked pair."""
+        """The rows a solve of these joints (link indices: a chain's, or chains making room
+        together) carries for root poses (F, 4, 4); None when they move no checked pair."""
         variables = [int(v) for v in variables]
         caps = self.pairs.capsules
         moves = np.array([[v in self._ancestors[c] for c in range(len(self._ancestors))] for v in variables],
                          dtype=bool).reshape(len(variables), -1)  # (V, C)
         relative = (moves[:, caps[:, 0]] != moves[:, caps[:, 1]]).any(axis=0)
-        rank = next((k for k, chain in enumerate(self._chains) if set(variables) <= chain), None)
-        if rank is not None:  # a chain never gives way to a body a later chain moves: that one makes room
-            still = ~moves.any(axis=0) & (self._rank > rank)  # (C,) capsules a later chain moves, these not
-            relative &= ~(still[caps[:, 0]] | still[caps[:, 1]])
+        rank = max((k for k, chain in enumerate(self._chains) if set(variables) & chain), default=None)
+        if rank is not None:  # chains never give way to a body a later chain moves: that one makes room
+            later = self._rank > rank  # (C,) capsules a later chain moves (a hand near the hip: the arm's, not the waist's)
+            relative &= ~(later[caps[:, 0]] | later[caps[:, 1]])
         if not relative.any():
             return None
         return SeparationTerm(self, np.array(variables, dtype=int), self.pairs.capsules[relative], moves, root)
@@ -70,60 +71,99 @@ class SeparationTerm:
         self.root, self.variables = root, variables
         self.capsules = capsules  # (Q, 2)
         self.moves = moves[:, self.capsules]  # (V, Q, 2)
-        self._used, local = np.unique(self.capsules, return_inverse=True)  # the capsules read, and where
-        self._local = local.reshape(self.capsules.shape)
-        self._links = sorted({int(link) for link in model.capsule_link[self._used]} | {int(v) for v in variables})
+        self._links = sorted({int(link) for link in model.capsule_link[np.unique(self.capsules)]}
+                             | {int(v) for v in variables})
         self._prismatic = np.array([tree.kind[v] == PRISMATIC for v in variables])
         self._scale = tree.qscale[variables]
-        half = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1) + model.radius
-        self._reach = half[self.capsules[:, 0]] + half[self.capsules[:, 1]]  # bounding spheres' radii
+        self._half = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1) + model.radius
+        self._broad_phase()
 
-    def _closest(self, q: np.ndarray, root: np.ndarray):
+    def _broad_phase(self):
+        """Body pairs (P, 2) of the term's capsule pairs and, per body pair, its capsule pairs (CSR):
+        far bodies are told apart by their bounding spheres without looking at their capsules."""
+        model = self.model
+        body_pairs, owner = np.unique(model.capsule_body[self.capsules].reshape(-1, 2), axis=0, return_inverse=True)
+        self._owner = owner.reshape(-1)  # (Q,) body pair of each capsule pair
+        self._grouped = np.argsort(self._owner, kind="stable")
+        self._counts = np.bincount(self._owner, minlength=len(body_pairs))
+        self._starts = np.cumsum(self._counts) - self._counts
+        bodies, local = np.unique(body_pairs, return_inverse=True)
+        self._body_pairs = local.reshape(-1, 2)
+        centre, radius = model.body_spheres()
+        self._centre, self._radius = centre[bodies], radius[bodies]
+        row = {link: k for k, link in enumerate(self._links)}
+        self._body_row = np.array([row[model.body_links[b]] for b in bodies], dtype=int)
+        self._capsule_row = np.array([row.get(int(link), 0) for link in model.capsule_link], dtype=int)
+        self._used, local = np.unique(self.capsules, return_inverse=True)  # the capsules read, and where
+        self._local = local.reshape(self.capsules.shape)
+        self._middle = model.ends[self._used].mean(axis=1)  # (U, 3) in their links' frames
+
+    def _near(self, q: np.ndarray, root: np.ndarray, within: float):
+        """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
+        capsules) and the entries (f, p) whose capsules' spheres come within `within`, with their
+        exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3)."""
         poses = self.tree.poses(q, root, self._links)
-        ends = self.model.world_ends(poses, self._used)  # (F, U, 2, 3)
-        a, b = self._local[:, 0], self._local[:, 1]
+        rot = np.stack([poses[link][:, :3, :3] for link in self._links], axis=1)  # (F, L, 3, 3)
+        pos = np.stack([poses[link][:, :3, 3] for link in self._links], axis=1)
+        centre = np.einsum("fbij,bj->fbi", rot[:, self._body_row], self._centre) + pos[:, self._body_row]
+        a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
+        apart = np.linalg.norm(centre[:, a] - centre[:, b], axis=-1) - self._radius[a] - self._radius[b]  # (F, P)
+        dist = apart[:, self._owner]
+        f, pair = np.nonzero(apart < within)
+        counts = self._counts[pair]
+        begin = np.cumsum(counts) - counts
+        entry = np.repeat(np.arange(len(f)), counts)
+        p = self._grouped[self._starts[pair][entry] + np.arange(counts.sum()) - begin[entry]]
+        f = f[entry]
+        # capsules' bounding spheres: their middles once per frame, then per entry a subtraction
+        used = self._capsule_row[self._used]
+        middle = np.einsum("fuij,uj->fui", rot[:, used], self._middle) + pos[:, used]  # (F, U, 3)
+        a, b = self._local[p, 0], self._local[p, 1]
+        gap = middle[f, a] - middle[f, b]
+        dist[f, p] = np.linalg.norm(gap, axis=-1) - self._half[self.capsules[p, 0]] - self._half[self.capsules[p, 1]]
+        keep = dist[f, p] < within
+        f, p, gap = f[keep], p[keep], gap[keep]
+        ends = []
+        for side in (0, 1):
+            cap = self.capsules[p, side]
+            link = self._capsule_row[cap]
+            ends.append(np.einsum("kij,kej->kei", rot[f, link], self.model.ends[cap]) + pos[f, link][:, None])
         radius = self.model.radius
-        dist, ca, cb = capsule_distance(ends[:, a, 0], ends[:, a, 1], radius[self.capsules[:, 0]],
-                                        ends[:, b, 0], ends[:, b, 1], radius[self.capsules[:, 1]])
-        return poses, ends, dist, ca, cb
+        exact, ca, cb = capsule_distance(ends[0][:, 0], ends[0][:, 1], radius[self.capsules[p, 0]],
+                                         ends[1][:, 0], ends[1][:, 1], radius[self.capsules[p, 1]])
+        dist[f, p] = exact
+        return poses, dist, (f, p, ca, cb, gap)
 
-    def distance(self, q: np.ndarray, root: np.ndarray | None = None) -> np.ndarray:
-        """Signed distances (F, Q) of the term's capsule pairs, exact up to margin + NEAR_M; beyond,
-        the distance of their bounding spheres (a lower bound: far pairs cost a subtraction)."""
+    def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None) -> np.ndarray:
+        """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default
+        margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction)."""
         root = self.root if root is None else root
-        ends = self.model.world_ends(self.tree.poses(q, root, self._links), self._used)  # (F, U, 2, 3)
-        a, b = self._local[:, 0], self._local[:, 1]
-        middle = 0.5 * (ends[:, :, 0] + ends[:, :, 1])  # (F, U, 3)
-        dist = np.linalg.norm(middle[:, a] - middle[:, b], axis=-1) - self._reach
-        f, p = np.nonzero(dist < self.margin + NEAR_M)
-        radius = self.model.radius
-        dist[f, p] = capsule_distance(ends[f, a[p], 0], ends[f, a[p], 1], radius[self.capsules[p, 0]],
-                                      ends[f, b[p], 0], ends[f, b[p], 1], radius[self.capsules[p, 1]])[0]
-        return dist
+        return self._near(q, root, self.margin + NEAR_M if within is None else within)[1]
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
-             reach: float = NEAR_M) -> "SeparationTerm":
+             reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
         """The same term on only the pairs that come within margin + reach on some of `frames`
         of q (F, n) with root poses `root` (F, 4, 4; default the term's): the others cannot
-        enter the margin within a solve's steps."""
+        enter the margin within a solve's steps. dist: those frames' distances (or lower bounds)
+        when already known."""
         root = self.root if root is None else root
-        keep = self.distance(q[frames], root[frames]).min(axis=0) < self.margin + reach
+        if dist is None:
+            dist = self.distance(q[frames], root[frames], 0.0)  # lower bounds are enough
+        keep = dist.min(axis=0) < self.margin + reach
         return SeparationTerm(self.separation, self.variables, self.capsules[keep], self._all_moves, self.root)
 
-    def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Hinge residuals (F, Q) and their Jacobian (F, Q, V) over the term's joints, the
-        Jacobian computed only where a pair is inside the margin."""
-        poses, ends, dist, ca, cb = self._closest(q, root)
-        inside = dist < self.margin
-        res = np.where(inside, self.weight * (self.margin - dist), 0.0)
-        jac = np.zeros(dist.shape + (len(self.variables),))
-        f, p = np.nonzero(inside)
+    def gradient(self, q: np.ndarray, root: np.ndarray, within: float):
+        """The frame-pair entries closer than `within`: frames (K,), pairs (K,), signed distances
+        (K,) and their gradient (K, V) over the term's joints (the unit vector between the closest
+        points, carried through each joint's motion). Sparse: most pairs of most frames are far."""
+        poses, dist, (f, p, ca, cb, mid) = self._near(q, root, within)
+        inside = dist[f, p] < within
+        f, p, ca, cb, mid = f[inside], p[inside], ca[inside], cb[inside], mid[inside]
+        grad = np.zeros((len(f), len(self.variables)))
         if len(f) == 0:
-            return res, jac
-        ca, cb = ca[f, p], cb[f, p]
+            return f, p, dist[f, p], grad
         gap = ca - cb
         # overlapping axes: push along the line between the capsules' middles instead
-        mid = ends[f, self._local[p, 0]].mean(axis=1) - ends[f, self._local[p, 1]].mean(axis=1)
         fallback = np.where(np.linalg.norm(mid, axis=-1, keepdims=True) > 1e-9, mid, [0.0, 0.0, 1.0])
         normal = np.where(np.linalg.norm(gap, axis=-1, keepdims=True) > 1e-9, gap, fallback)
         normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
@@ -136,7 +176,16 @@ class SeparationTerm:
                 joint = pose[:, :3, 3]
                 rate_a = np.einsum("ki,ki->k", np.cross(axis, ca - joint), normal)
                 rate_b = np.einsum("ki,ki->k", np.cross(axis, cb - joint), normal)
-            jac[f, p, k] = -self.weight * self._scale[k] * (rate_a * self.moves[k, p, 0] - rate_b * self.moves[k, p, 1])
+            grad[:, k] = self._scale[k] * (rate_a * self.moves[k, p, 0] - rate_b * self.moves[k, p, 1])
+        return f, p, dist[f, p], grad
+
+    def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Hinge residuals (F, Q) and their Jacobian (F, Q, V) over the term's joints, both
+        computed only where a pair is inside the margin."""
+        f, p, dist, grad = self.gradient(q, root, self.margin)
+        res = np.zeros((len(q), len(self.capsules)))
+        jac = np.zeros(res.shape + (len(self.variables),))
+        res[f, p], jac[f, p] = self.weight * (self.margin - dist), -self.weight * grad
         return res, jac
 
 
@@ -148,17 +197,20 @@ def _ancestors(tree: KinematicTree, link: int) -> list[int]:
     return out
 
 
-def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray) -> dict:
-    """The report's self-collision figures for a bake (q (F, n), root poses (F, 4, 4)).
+def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray,
+                      near: float = 0.0) -> dict:
+    """The report's self-collision figures for a bake (q (F, n), root poses (F, 4, 4)); near:
+    distances exact below this from the first look (a bake that kept pairs a margin apart has
+    its closest pair there).
 
     self_collision_pct: frames where a checked pair overlaps deeper than PENETRATION_M;
     self_collision_worst: the deepest overlap (pair, depth_m >= 0, frame); self_collision_pairs:
     the pairs overlapping on most frames with their frame counts; self_collision_frames: those frames.
     """
     frames = len(q)
-    closest, which, deep = _overlaps(tree, pairs, q, root, 0.0)  # exact where bodies may overlap
-    if frames and closest.min() >= 0.0:  # nothing overlaps: the closest pair's distance exact too
-        closest, which, deep = _overlaps(tree, pairs, q, root, NEAR_M)
+    closest, which, deep = _overlaps(tree, pairs, q, root, near)  # exact where bodies may overlap
+    if frames and closest.min() >= near:  # nothing overlaps: the closest pair's distance exact too
+        _closest_exact(tree, pairs, q, root, closest, which, max(2.0 * near, 0.01))
     hit = deep.any(axis=1)
     counts = deep.sum(axis=0)
     worst = {"pair": None, "depth_m": 0.0, "frame": None}
@@ -170,6 +222,20 @@ def collision_figures(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray,
             "self_collision_worst": worst,
             "self_collision_pairs": [{"pair": list(pairs.names(p)), "frames": int(counts[p])} for p in order],
             "self_collision_frames": [int(f) for f in np.flatnonzero(hit)]}
+
+
+def _closest_exact(tree, pairs, q, root, closest: np.ndarray, which: np.ndarray, start: float) -> None:
+    """closest (F,), lower bounds where nothing overlaps, made exact where the least distance can
+    be: exact distances below a reach that doubles until the least of them is within it (a pair
+    whose bound is beyond the reach is further still), only on frames whose bound is below it."""
+    reach = start
+    while True:
+        rows = np.flatnonzero(closest < reach)
+        exact, pair, _ = _overlaps(tree, pairs, q[rows], root[rows], reach)
+        if len(rows) and exact.min() < reach or reach > 1.0:
+            closest[rows], which[rows] = exact, pair
+            return
+        reach *= 2.0
 
 
 def _overlaps(tree, pairs, q, root, exact_below: float):

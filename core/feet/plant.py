@@ -308,10 +308,11 @@ def _apart(problem: "_LegProblem", apart, x: np.ndarray, world: np.ndarray, iter
     the separation rows added to the leg's residuals."""
     q = problem.q.copy()
     q[:, problem.leg.kin.columns] = x
-    close = np.flatnonzero(apart.distance(q, world).min(axis=1, initial=np.inf) < apart.margin)
+    dist = apart.distance(q, world, apart.margin)
+    close = np.flatnonzero(dist.min(axis=1, initial=np.inf) < apart.margin)
     if len(close) == 0:
         return x
-    problem.apart, problem.apart_root = apart.near(q, close, world), world
+    problem.apart, problem.apart_root = apart.near(q, close, world, dist=dist[close]), world
     try:
         out = x.copy()
         out[close], _ = problem.solve(x[close], close, iterations)

@@ -24,10 +24,10 @@ from ..chains.points import (RobotChain, SourceChain, default_fractions, point_w
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, plant_feet,
                          resolve_contacts)
-from ..model.kinematics import KinematicTree
+from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
-from ..chains.separation import separate_chain
+from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
 from ..collision import collision_pairs
 from ..collision.avoid import Separation, collision_figures
@@ -36,6 +36,7 @@ from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
 Progress = Callable[[float, str], None]
 MAX_STEP_RAD = 0.35  # a joint without a velocity limit still may not jump more per frame
+PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not at the bake's end
 ANKLE_WEIGHT = 16.0  # a leg's ankle point: where the leg points is what a viewer reads (walk onto H1: left leg 3.1 deg at 8, 2.9 at 16)
 
 
@@ -139,7 +140,8 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
         report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
         report.update(mapping_figures(motion, mapping))
-        report.update(collision_figures(tree, pairs, q, root), self_collision_avoided=apart is not None)
+        report.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
+                      self_collision_avoided=apart is not None)
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
         warnings += [f"auto-map: {note}" for note in mapping.notes]
     report.update(stages.report(len(q)))
@@ -179,7 +181,9 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
 
     aim: (spine plan, core.retarget.torso.TorsoAim) solves the spine again while the torso is
     short of the actor's chest, tilting `root` in place when the waist cannot lean far enough.
-    apart: keeps the robot's checked link pairs apart (a later chain gives way to the ones before).
+    apart: keeps the robot's checked link pairs apart (a later chain gives way to the ones before):
+    here the legs and feet only, whose swing frames planting keeps; every other chain makes room
+    once, at the end of the bake (keep_apart), after filtering and planting have moved it.
     """
     neutral = neutral_posture(motion, tree, plans, targets, axes_rob, settings.rest_prior)
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective,
@@ -193,7 +197,7 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
             solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step)
-            if apart is not None:
+            if apart is not None and plan.mapping.role in PLANTED_ROLES:
                 separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)],
                                apart.term(plan.kin.chain.variables, root), step, max_step)
             turned = aim[1].next_targets(q, root) if aim is not None and plan is aim[0] else None
@@ -456,16 +460,36 @@ def _foot_heights(tree, plans, q, root) -> np.ndarray | None:
 
 
 def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: float) -> None:
-    """Filtering and planting move limbs by centimetres after their solve: every chain but the
-    legs and feet (which keep their planted soles) makes room once more, in place, in tree order."""
+    """Every chain but the legs and feet (which keep their planted soles) makes room once, after
+    filtering and planting, in place, in tree order; a hand together with the arm it hangs from."""
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective)
+    for group in room_groups(tree, plans):
+        chains, variables = [], []
+        for plan in group:  # anchors before the group moves: a hand's metric is read where it is
+            anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
+            chains.append((plan.kin, anchor, *targets[id(plan)]))
+            variables += list(plan.kin.chain.variables)
+        columns = np.concatenate([plan.kin.columns for plan in group])
+        max_step = np.minimum(tree.velocity[columns] / fps, MAX_STEP_RAD)
+        separate_chains(tree, chains, q, apart.term(variables, root), options, max_step)
+
+
+def room_groups(tree, plans) -> list[list]:
+    """The chains that make room at the end of a bake, in tree order: a chain hanging from an
+    arm's tip (its hand) joins that arm, so the hand may turn away instead of the arm moving."""
+    groups, arms = [], {}
     for plan in plans:
-        if plan.mapping.role in ("leg", "foot"):
+        if plan.mapping.role in PLANTED_ROLES:
             continue
-        anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-        max_step = np.minimum(tree.velocity[plan.kin.columns] / fps, MAX_STEP_RAD)
-        separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)], apart.term(plan.kin.chain.variables, root),
-                       options, max_step)
+        base = plan.robot.links[0]
+        arm = next((group for tip, group in arms.items() if ancestor_path(tree.parent, tip, base) is not None), None)
+        if arm is not None and plan.mapping.role != "arm":
+            arm.append(plan)
+            continue
+        groups.append([plan])
+        if plan.mapping.role == "arm":
+            arms[plan.robot.links[-1]] = groups[-1]
+    return groups
 
 
 def checked_pairs(tree, mapping: Mapping):
@@ -486,7 +510,8 @@ def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings, ap
     # filtered bakes plant twice (_smooth_planted): the first plant is a draft whose angles are
     # smoothed and planted again from a fresh root, so one pass of 6 iterations and no lift will do
     draft = PlantSettings(passes=1, lift=False, iterations=6, track_iterations=0) if settings.filter != "none" else None
-    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps, draft, apart)
+    # the draft's legs are planted again with the separation (_smooth_planted): it need not carry it
+    planted = plant_feet(tree, legs, q, root_rot, root_pos, flags, fps, draft, apart if draft is None else None)
     if planted is not None and settings.filter != "none":
         planted = _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, settings, apart)
     if planted is not None and planted.lifted_m > 0.01:
