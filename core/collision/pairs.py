@@ -64,10 +64,25 @@ def collision_pairs(tree: KinematicTree, allow: list | None = None, check: list 
     model = base.model
     wanted = {tuple(sorted(p)) for p in base.bodies.tolist()}
     for link_a, link_b in check or []:
-        wanted.add(tuple(sorted((model.body_index(link_a), model.body_index(link_b)))))
+        wanted.add(tuple(sorted((_body_of(tree, model, link_a), _body_of(tree, model, link_b)))))
     for link_a, link_b in allow or []:
-        wanted.discard(tuple(sorted((model.body_index(link_a), model.body_index(link_b)))))
+        wanted.discard(tuple(sorted((_body_of(tree, model, link_a), _body_of(tree, model, link_b)))))
     return _pairs(model, np.array(sorted(wanted), dtype=int).reshape(-1, 2))
+
+
+def _body_of(tree: KinematicTree, model, name: str) -> int:
+    """The body a link belongs to: its own, or that of the link it is fixed to (G1's rubber hands
+    are part of the wrist's body); KeyError naming a link the robot does not have."""
+    if name in model.body_names:
+        return model.body_index(name)
+    if name not in tree.link_names:
+        raise KeyError(f"robot {tree.robot.name!r} has no link {name!r}")
+    link = tree.link_index(name)
+    while link >= 0 and link not in model.body_links:
+        link = int(tree.parent[link]) if tree.qindex[link] < 0 else -1
+    if link < 0:
+        return model.body_index(name)  # a moving link without geometry: the error lists the bodies
+    return model.body_links.index(link)
 
 
 def default_pairs(tree: KinematicTree) -> CollisionPairs:

@@ -267,6 +267,22 @@ def test_a_preset_naming_an_unknown_link_in_its_pairs_stops_the_bake_naming_it(h
         retarget(motion, h1, mapping)
 
 
+def test_a_link_fixed_to_a_body_names_that_body_in_a_presets_pairs(g1):
+    """The README's example: G1's rubber hands are fixed to the wrists, so allowing them to touch
+    allows the wrists' bodies (hands clapping)."""
+    from core.collision.pairs import collision_pairs
+
+    base = collision_pairs(g1)
+    model = base.model
+    wrists = tuple(sorted(model.body_names.index(f"{side}_wrist_yaw_link") for side in ("left", "right")))
+    assert wrists in {tuple(p) for p in base.bodies.tolist()}
+    allowed = collision_pairs(g1, allow=[["left_rubber_hand", "right_rubber_hand"]])
+    assert wrists not in {tuple(p) for p in allowed.bodies.tolist()}
+    assert len(allowed.bodies) == len(base.bodies) - 1
+    with pytest.raises(KeyError, match="no link 'left_rubber_glove'"):
+        collision_pairs(g1, allow=[["left_rubber_glove", "right_rubber_hand"]])
+
+
 def test_room_made_is_ramped_within_the_joint_speed_and_never_less_than_asked():
     """The ramp keeps every asked change, grows and shrinks no faster than max_step per frame, and
     is the smallest such envelope (the chain's own pose far from any change); a change one way and
