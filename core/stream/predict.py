@@ -70,18 +70,17 @@ class AutoPredictor:
             value = actual
             if self.actual is not None and time_s > self.time:
                 value = self.actual + (actual - self.actual) * ((due - self.time) / (time_s - self.time))
-            for k, forecast in enumerate(forecasts):
-                miss = forecast - value
-                self.error[k] = 0.95 * self.error[k] + 0.05 * float(miss @ miss) / len(miss)
+            miss = forecasts - value  # (members, D)
+            self.error = 0.95 * self.error + 0.05 * (miss * miss).sum(axis=1) / miss.shape[1]
         for member in self.members:
             member.update(time_s, x)
         self.time, self.actual = time_s, actual
 
     def predict(self, horizon_s: float) -> np.ndarray:
-        forecasts = [member.predict(horizon_s) for member in self.members]
+        forecasts = np.array([member.predict(horizon_s) for member in self.members])  # (members, D)
         self.pending.append((self.time + horizon_s - self.behind_s, forecasts))
         weights = (1.0 / (self.error + 1e-12)) ** SHARPNESS  # inverse mean squared error: the closest lately weigh most
-        return sum(w * f for w, f in zip(weights, forecasts)) / weights.sum()
+        return weights @ forecasts / weights.sum()
 
 
 class Hold:

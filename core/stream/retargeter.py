@@ -22,8 +22,9 @@ from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
 from ..retarget.neutral import neutral_posture
 from ..retarget.pipeline import MAX_STEP_RAD, RetargetError, RootPlan, body_landmarks_of, plan_chains
-from ..retarget.torso import SpineShape, chest_target
-from .body import CausalBodyFrame
+from ..retarget.torso import SpineShape, chest_bones
+from ..retarget.viewer import chest_frames
+from .body import CausalBodyFrame, frame_of
 
 EVALUATIONS = 2  # per chain and frame: from the last output one step lands (walk onto G1: limbs 0.71 deg, 0.65 with 3)
 
@@ -88,6 +89,11 @@ class _FrameTargets:
         return [out[s] for s in self.slices]
 
 
+def _shape(fk: FrameKinematics) -> tuple:
+    return fk.batch.shape[1:], tuple(fk.parent_slot), tuple(fk.at_root), tuple(fk.variable_slot), \
+        tuple(fk.place_slot), fk.points
+
+
 class StreamRetargeter:
     """Retarget one frame at a time onto `tree`; `skeleton` is the source's rest (one frame)."""
 
@@ -109,22 +115,27 @@ class StreamRetargeter:
         neutral = neutral_posture(skeleton, tree, self.plans, weights, self.marks.axes_rob, self.settings.rest_prior)
         self.options = SolveOptions(self.settings.iterations, self.settings.smoothness, self.settings.rest_prior,
                                     self.settings.objective, rest=neutral)
-        self.fks = [FrameKinematics(tree, p.kin) for p in self.plans]
+        self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
+                          None)
+        single = [FrameKinematics(tree, p.kin) for p in self.plans]
         anchors = {p.robot.anchor for p in self.plans if p.robot.anchor > 0}
-        self.carries = [bool(anchors & set(fk.links)) for fk in self.fks]  # another chain hangs from it
+        self.carries = [bool(anchors & set(fk.links)) for fk in single]  # another chain hangs from it
         # where each chain's anchor pose comes from: the root (None), an earlier chain's link
         # (its index, the link's slot in that chain's frames) or the tree (its link index)
         self.anchor_of = []
         for k, plan in enumerate(self.plans):
-            earlier = [(j, fk.links.index(plan.robot.anchor) + 1) for j, fk in enumerate(self.fks[:k])
+            earlier = [(j, fk.links.index(plan.robot.anchor) + 1) for j, fk in enumerate(single[:k])
                        if plan.robot.anchor in fk.links and self.carries[j]]
             self.anchor_of.append(None if plan.robot.anchor <= 0 else earlier[-1] if earlier else plan.robot.anchor)
+        self.groups = self._side_by_side(single)
+        self.fks = [FrameKinematics(tree, [self.plans[k].kin for k in group]) for group in self.groups]
+        self.member = {k: (g, b) for g, group in enumerate(self.groups) for b, k in enumerate(group)}
+        self.group_weights = [np.stack([self.targets.weights[k] for k in group]) for group in self.groups]
         self._feet = {p.mapping.side: (p, FrameKinematics(tree, p.kin), int(p.robot.paths[0].tip_local[0]))
                       for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
         self._feet_lock = threading.Lock()
-        self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
-                          None)
         self._spine_shape = None
+        self._chest_bones = chest_bones(skeleton, mapping.chains)
         self.body = CausalBodyFrame(self.marks)
         self.q = neutral.copy()  # the first frame starts from the neutral posture
         self.last_time: float | None = None
@@ -155,32 +166,59 @@ class StreamRetargeter:
         to_robot = body_rob[0] @ body_src[0].T  # source world -> robot world directions
         heads, tails = frame.heads[0], frame.tails[0]
         all_targets = self.targets(heads, tails, to_robot)
-        for k, (plan, fk, targets, weights) in enumerate(zip(self.plans, self.fks, all_targets, self.targets.weights)):
-            if k == self.spine:
-                targets = self._spine_targets(frame, plan, to_robot[None], root_rot, targets[None])[0]
-            source = self.anchor_of[k]
-            if source is None:
-                anchor = root
-            elif isinstance(source, tuple):  # a link of a chain solved this frame
-                anchor = self.fks[source[0]].frames[source[1]]
-            else:
-                anchor = tree.link_transform(q[None], source, root[None])[0]
-            cols = plan.kin.columns
+        if self.spine is not None:
+            all_targets[self.spine] = self._spine_targets(frame, self.plans[self.spine], to_robot[None], root_rot,
+                                                          all_targets[self.spine][None])[0]
+        for group, fk, weights in zip(self.groups, self.fks, self.group_weights):
+            anchor = np.stack([self._anchor(k, q, root) for k in group])
+            targets = np.stack([all_targets[k] for k in group])
+            cols = fk.variable_columns
             budget = 1 if stopped else self.evaluations
             result = solve_frame(fk, lower_all[cols], upper_all[cols], anchor, q, targets, weights, self.options,
-                                 previous[cols], budget, stop, check=self.carries[k])
+                                 previous[cols], budget, stop, check=self.carries[group[0]])
             stopped = stopped or result.stopped
         self.q, self.last_time = q, time_s
         return q.copy(), root
 
+    def _anchor(self, k: int, q: np.ndarray, root: np.ndarray) -> np.ndarray:
+        """World pose (4, 4) of chain k's anchor this frame: the root, a link of a chain solved
+        before it, or the tree's."""
+        source = self.anchor_of[k]
+        if source is None:
+            return root
+        if isinstance(source, tuple):  # a link of a chain solved this frame
+            group, member = self.member[source[0]]
+            return self.fks[group].batch[member, source[1]]
+        return self.tree.link_transform(q[None], source, root[None])[0]
+
+    def _side_by_side(self, fks: list[FrameKinematics]) -> list[list[int]]:
+        """Chains solved together, in tree order: a run of chains of one shape (left and right
+        limbs), none hanging from another of the run, all checking their step or none."""
+        groups: list[list[int]] = []
+        for k, fk in enumerate(fks):
+            last = groups[-1] if groups else None
+            if last and k != self.spine and last[0] != self.spine and self.carries[k] == self.carries[last[0]] \
+                    and fk.serial == fks[last[0]].serial and _shape(fk) == _shape(fks[last[0]]) \
+                    and (self.anchor_of[k] is None or isinstance(self.anchor_of[k], tuple)
+                         and self.anchor_of[k][0] not in last):
+                last.append(k)
+            else:
+                groups.append([k])
+        return groups
+
     def _spine_targets(self, frame, plan, to_robot, root_rot, targets):
-        """The spine aimed so the torso follows the actor's chest (core.retarget.torso)."""
-        chest = chest_target(frame, self.mapping.chains, to_robot)
-        if chest is None:
+        """The spine aimed so the torso follows the actor's chest (core.retarget.torso): the
+        chest frame (core.retarget.viewer.chest_frames) of this one frame in plain numbers."""
+        if self._chest_bones is None:
             return targets
+        left_shoulder, right_shoulder, left_hip, right_hip = frame.heads[0, self._chest_bones]
+        try:
+            chest = frame_of(left_shoulder - right_shoulder, (left_shoulder + right_shoulder - left_hip - right_hip) / 2.0)
+        except ValueError:  # shoulders together, or the spine along their line: the offline frame's fallback
+            chest = chest_frames(*(point[None] for point in (left_shoulder, right_shoulder, left_hip, right_hip)))[0]
         if self._spine_shape is None:
             self._spine_shape = SpineShape(self.tree, plan.kin, self.mapping.chains)
-        return self._spine_shape(chest, root_rot)
+        return self._spine_shape((to_robot[0] @ chest)[None], root_rot)
 
     def foot_links(self) -> dict[str, int]:
         """The link at the tip of each sided leg chain."""
