@@ -71,10 +71,10 @@ class FrameKinematics:
     def place(self, anchor: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Every chain link's world pose for q (n,): self.frames, the anchor (4, 4) first (the root
         pose if none; (B, 4, 4) for several chains)."""
-        self._place(anchor, q)
+        self.place_batch(anchor, q)
         return self.frames
 
-    def _place(self, anchor: np.ndarray, q: np.ndarray) -> np.ndarray:
+    def place_batch(self, anchor: np.ndarray, q: np.ndarray) -> np.ndarray:
         value = q[self.columns] * self.scale + self.offset  # (B, L)
         coef = self.coef
         coef[:, :, 0, 1:3] = np.sin((value * self.revolute)[:, :, None] + self.phase)
@@ -107,7 +107,7 @@ class FrameKinematics:
     def evaluate_rows(self, anchor: np.ndarray, q: np.ndarray, jacobian: bool = True):
         """evaluate() for all chains, the Jacobian in the solver's layout: points (B, M, 3) and
         Jacobian (B, V, M, 3) (a variable's row of point derivatives)."""
-        frames = self._place(anchor, q)
+        frames = self.place_batch(anchor, q)
         placed = (frames[:, self.place_slot] @ self.place_local)[:, :, :3, 0]  # (B, 2M, 3): points, then references
         m = self.points
         row_refs = placed[:, m:]
@@ -184,7 +184,7 @@ def _solve_spd(system: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return x if info == 0 else np.linalg.solve(system, rhs)
 
 
-def _clip(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+def clip_values(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """np.clip without its Python wrapper (a third of its cost on a handful of values)."""
     return np.minimum(np.maximum(x, lower), upper)
 
@@ -222,9 +222,9 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
     count, size = cols.shape
     chains = range(count)
     sw = np.sqrt(weights)[:, :, None]  # (B, M, 1)
-    rest = _clip(0.0 if options.rest is None else options.rest[cols], lower, upper)
+    rest = clip_values(0.0 if options.rest is None else options.rest[cols], lower, upper)
     smooth, prior = options.smoothness, options.rest_prior
-    x = _clip(q[cols], lower, upper)
+    x = clip_values(q[cols], lower, upper)
     # per chain, in plain numbers (a chain or two: cheaper than arrays): damping, best cost,
     # whether it still iterates (not converged) and whether its latest evaluation is its best
     lam, best_cost, active, latest_best = [1e-3] * count, [np.inf] * count, [True] * count, [True] * count
@@ -267,7 +267,7 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
         damping = np.array(lam)[:, None]
         diagonal *= 1.0 + damping
         diagonal += smooth + prior + 1e-6 * damping
-        step_x = _clip(best_x - np.array([_solve_spd(system[b], grad[b]) for b in chains]), lower, upper)
+        step_x = clip_values(best_x - np.array([_solve_spd(system[b], grad[b]) for b in chains]), lower, upper)
         moved = np.abs(step_x - best_x).max(axis=1).tolist()
         active = [a and m >= 1e-5 for a, m in zip(active, moved)]  # converged chains stop here
         if not any(active):

@@ -85,7 +85,7 @@ class CausalFeet:
         centre, lowest = {}, {}
         for side in self.sides:
             world = self.points[side].world(foot_poses[side][None])[0]  # (P, 3)
-            centre[side] = world[:, :2].mean(axis=0)
+            centre[side] = world[:, :2].sum(axis=0) / len(world)  # their mean, without np.mean's wrapper
             lowest[side] = float((world[:, 2] - self.points[side].radius).min())
         if self.offset is None:  # the actor starts on the ground
             self.offset = np.array([0.0, 0.0, -min(lowest.values())])

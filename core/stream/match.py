@@ -100,10 +100,15 @@ class PatternMatcher:
         self.paths[row:row + len(path)] = path.reshape(len(path), -1)
         self.lengths[row:row + len(path)] = (path * path).sum(axis=1) @ self.indicator
 
+    def prepare(self, width: int) -> None:
+        """Lay the buffers out for samples of `width` channels before the first one comes (a
+        few megabytes allocated and the library's paths stored: no frame's work)."""
+        if self.data is None:
+            self._layout(width)
+
     def update(self, time_s: float, x: np.ndarray) -> None:
         x = np.asarray(x, dtype=float)
-        if self.data is None:
-            self._layout(len(x))
+        self.prepare(len(x))
         if self.end == len(self.data):  # keep the latest capacity - 1 history rows at the front
             keep, base = self.capacity - 1, self.history_row
             shift = self.end - keep - base

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..chains.frame import FrameKinematics, solve_frame
+from ..chains.frame import FrameKinematics, clip_values, solve_frame
 from ..chains.mapping import Mapping, RetargetSettings
 from ..chains.solver import SolveOptions
 from ..model.kinematics import KinematicTree
@@ -80,7 +80,7 @@ class _FrameTargets:
         total = cum[self.ends] - base
         path = self.sample_path
         at = base[path] + self.fractions * total[path]
-        k = np.clip(np.searchsorted(cum, at, side="left") - 1, self.starts[path], self.ends[path] - 1)
+        k = clip_values(np.searchsorted(cum, at, side="left") - 1, self.starts[path], self.ends[path] - 1)
         span = cum[k + 1] - cum[k]
         alpha = np.where(span > 0, (at - cum[k]) / np.where(span > 0, span, 1.0), 0.0)
         shape = pts[k] + alpha[:, None] * (pts[k + 1] - pts[k]) - pts[self.starts[path]]
@@ -131,11 +131,17 @@ class StreamRetargeter:
         self.fks = [FrameKinematics(tree, [self.plans[k].kin for k in group]) for group in self.groups]
         self.member = {k: (g, b) for g, group in enumerate(self.groups) for b, k in enumerate(group)}
         self.group_weights = [np.stack([self.targets.weights[k] for k in group]) for group in self.groups]
-        self._feet = {p.mapping.side: (p, FrameKinematics(tree, p.kin), int(p.robot.paths[0].tip_local[0]))
-                      for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
+        self._anchors = [np.zeros((len(group), 4, 4)) for group in self.groups]  # each group's anchor poses
+        legs = [p for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
+        self._feet = {p.mapping.side: int(p.robot.paths[0].tip_local[0]) for p in legs}  # side: foot link
+        # the legs' own chain kinematics, both placed in one batch when they are shaped alike
+        alike = len(legs) == 2 and _shape(FrameKinematics(tree, legs[0].kin)) == _shape(FrameKinematics(tree, legs[1].kin))
+        self._legs = [(legs, FrameKinematics(tree, [p.kin for p in legs]))] if alike else \
+            [([p], FrameKinematics(tree, [p.kin])) for p in legs]
         self._feet_lock = threading.Lock()
-        self._spine_shape = None
         self._chest_bones = chest_bones(skeleton, mapping.chains)
+        self._spine_shape = SpineShape(tree, self.plans[self.spine].kin, mapping.chains) \
+            if self.spine is not None and self._chest_bones is not None else None
         self.body = CausalBodyFrame(self.marks)
         self.q = neutral.copy()  # the first frame starts from the neutral posture
         self.last_time: float | None = None
@@ -167,11 +173,12 @@ class StreamRetargeter:
         heads, tails = frame.heads[0], frame.tails[0]
         all_targets = self.targets(heads, tails, to_robot)
         if self.spine is not None:
-            all_targets[self.spine] = self._spine_targets(frame, self.plans[self.spine], to_robot[None], root_rot,
-                                                          all_targets[self.spine][None])[0]
-        for group, fk, weights in zip(self.groups, self.fks, self.group_weights):
-            anchor = np.stack([self._anchor(k, q, root) for k in group])
-            targets = np.stack([all_targets[k] for k in group])
+            all_targets[self.spine] = self._spine_targets(frame, to_robot[None], root_rot, all_targets[self.spine][None])[0]
+        for group, fk, weights, anchor in zip(self.groups, self.fks, self.group_weights, self._anchors):
+            for b, k in enumerate(group):
+                anchor[b] = self._anchor(k, q, root)
+            targets = all_targets[group[0]][None] if len(group) == 1 else \
+                np.concatenate([all_targets[k] for k in group]).reshape(len(group), -1, 3)
             cols = fk.variable_columns
             budget = 1 if stopped else self.evaluations
             result = solve_frame(fk, lower_all[cols], upper_all[cols], anchor, q, targets, weights, self.options,
@@ -206,23 +213,21 @@ class StreamRetargeter:
                 groups.append([k])
         return groups
 
-    def _spine_targets(self, frame, plan, to_robot, root_rot, targets):
+    def _spine_targets(self, frame, to_robot, root_rot, targets):
         """The spine aimed so the torso follows the actor's chest (core.retarget.torso): the
         chest frame (core.retarget.viewer.chest_frames) of this one frame in plain numbers."""
-        if self._chest_bones is None:
+        if self._spine_shape is None:
             return targets
         left_shoulder, right_shoulder, left_hip, right_hip = frame.heads[0, self._chest_bones]
         try:
             chest = frame_of(left_shoulder - right_shoulder, (left_shoulder + right_shoulder - left_hip - right_hip) / 2.0)
         except ValueError:  # shoulders together, or the spine along their line: the offline frame's fallback
             chest = chest_frames(*(point[None] for point in (left_shoulder, right_shoulder, left_hip, right_hip)))[0]
-        if self._spine_shape is None:
-            self._spine_shape = SpineShape(self.tree, plan.kin, self.mapping.chains)
         return self._spine_shape((to_robot[0] @ chest)[None], root_rot)
 
     def foot_links(self) -> dict[str, int]:
         """The link at the tip of each sided leg chain."""
-        return {side: link for side, (_, _, link) in self._feet.items()}
+        return dict(self._feet)
 
     def foot_poses(self, q: np.ndarray, root: np.ndarray) -> dict[str, np.ndarray]:
         """World pose (4, 4) of each foot link for q (n,) and root (4, 4), from the leg chains.
@@ -231,10 +236,12 @@ class StreamRetargeter:
         being solved."""
         out = {}
         with self._feet_lock:
-            for side, (plan, fk, link) in self._feet.items():
-                anchor = root if plan.robot.anchor <= 0 else self.tree.link_transform(q[None], plan.robot.anchor,
-                                                                                   root[None])[0]
-                out[side] = fk.place(anchor, q)[fk.links.index(link) + 1].copy()
+            for legs, fk in self._legs:
+                anchor = [root if p.robot.anchor <= 0 else self.tree.link_transform(q[None], p.robot.anchor, root[None])[0]
+                          for p in legs]
+                frames = fk.place_batch(np.array(anchor), q)
+                for b, plan in enumerate(legs):
+                    out[plan.mapping.side] = frames[b, fk.links_of[b].index(self._feet[plan.mapping.side]) + 1].copy()
         return out
 
     def output_pose(self, q: np.ndarray, root: np.ndarray) -> RobotPose:
