@@ -222,6 +222,8 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
     count, size = cols.shape
     chains = range(count)
     sw = np.sqrt(weights)[:, :, None]  # (B, M, 1)
+    sw_rows = sw[:, None]  # (B, 1, M, 1): the Jacobian's rows weighted alike
+    add = np.add.reduce  # (ndarray.sum without its Python wrapper)
     rest = clip_values(0.0 if options.rest is None else options.rest[cols], lower, upper)
     smooth, prior = options.smoothness, options.rest_prior
     x = clip_values(q[cols], lower, upper)
@@ -237,7 +239,7 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
         points, jac = fk.evaluate_rows(anchor, q, jacobian=used < evaluations)  # the last one only checks a step
         res = ((points - targets) * sw).reshape(count, -1)
         to_prev, to_rest = step_x - previous, step_x - rest
-        cost = ((res * res).sum(axis=1) + (smooth * to_prev * to_prev + prior * to_rest * to_rest).sum(axis=1)).tolist()
+        cost = (add(res * res, axis=1) + add(smooth * to_prev * to_prev + prior * to_rest * to_rest, axis=1)).tolist()
         better = [a and c <= b for a, c, b in zip(active, cost, best_cost)]
         if all(better):
             best_x, best_cost, lam = step_x, cost, [max(v * 0.3, 1e-7) for v in lam]
@@ -250,7 +252,7 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
                     lam[b] = min(lam[b] * 10.0, 1e7)
         latest_best = [up or not a for up, a in zip(better, active)]  # a converged chain was evaluated at its best
         if jac is not None and any(better):
-            jwt = (jac * sw[:, None]).reshape(count, size, -1)  # (B, V, 3M)
+            jwt = (jac * sw_rows).reshape(count, size, -1)  # (B, V, 3M)
             new_grad = (jwt @ res[:, :, None])[:, :, 0] + smooth * to_prev + prior * to_rest
             new_hess = jwt @ jwt.transpose(0, 2, 1)
             if all(better) or grad is None:
@@ -267,8 +269,10 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
         damping = np.array(lam)[:, None]
         diagonal *= 1.0 + damping
         diagonal += smooth + prior + 1e-6 * damping
-        step_x = clip_values(best_x - np.array([_solve_spd(system[b], grad[b]) for b in chains]), lower, upper)
-        moved = np.abs(step_x - best_x).max(axis=1).tolist()
+        step = _solve_spd(system[0], grad[0])[None] if count == 1 else \
+            np.array([_solve_spd(system[b], grad[b]) for b in chains])
+        step_x = clip_values(best_x - step, lower, upper)
+        moved = np.maximum.reduce(np.abs(step_x - best_x), axis=1).tolist()
         active = [a and m >= 1e-5 for a, m in zip(active, moved)]  # converged chains stop here
         if not any(active):
             break
