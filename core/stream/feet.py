@@ -38,7 +38,8 @@ class _SourceFeet:
             self.smooth, self.level = points.copy(), points[:, :, 2].copy()
         previous = self.smooth
         self.smooth = previous + alpha * (points - previous)
-        self.speed = np.linalg.norm(self.smooth - previous, axis=2) / dt / leg
+        moved = self.smooth - previous
+        self.speed = np.sqrt(np.add.reduce(moved * moved, axis=2)) / dt / leg  # np.linalg.norm without its wrapper
         slow = self.speed < settings.speed_on
         self.level = np.where(slow, np.minimum(self.level, points[:, :, 2]), self.level)
         height = (points[:, :, 2] - self.level) / leg

@@ -67,6 +67,9 @@ class _FrameTargets:
         inner = np.ones(len(points) - 1, dtype=bool)
         inner[self.starts[1:] - 1] = False  # no segment joins one path to the next
         self.inner = inner.astype(float)
+        self._cum = np.zeros(len(points))
+        self.first_point = self.starts[self.sample_path]  # per sample, its path's first point and segments
+        self.first_segment, self.last_segment = self.first_point, self.ends[self.sample_path] - 1
         self.weights = [np.concatenate([w / rp.length ** 2 for w, rp in zip(plan.weights, plan.robot.paths)])
                         for plan in plans]
 
@@ -74,16 +77,19 @@ class _FrameTargets:
         """Per chain, targets (M, 3) relative to its robot origin; heads, tails (B, 3); to_robot (3, 3)."""
         pts = np.concatenate([heads, tails])[self.points]  # (P, 3)
         step = pts[1:] - pts[:-1]
-        seg = np.sqrt((step * step).sum(axis=1)) * self.inner
-        cum = np.concatenate([[0.0], np.cumsum(seg)])  # running length, flat across path joins
+        seg = np.sqrt(np.add.reduce(step * step, axis=1)) * self.inner
+        cum = self._cum  # running length, flat across path joins
+        np.add.accumulate(seg, out=cum[1:])
         base = cum[self.starts]
         total = cum[self.ends] - base
         path = self.sample_path
         at = base[path] + self.fractions * total[path]
-        k = clip_values(np.searchsorted(cum, at, side="left") - 1, self.starts[path], self.ends[path] - 1)
-        span = cum[k + 1] - cum[k]
-        alpha = np.where(span > 0, (at - cum[k]) / np.where(span > 0, span, 1.0), 0.0)
-        shape = pts[k] + alpha[:, None] * (pts[k + 1] - pts[k]) - pts[self.starts[path]]
+        k = clip_values(np.searchsorted(cum, at, side="left") - 1, self.first_segment, self.last_segment)
+        after = k + 1
+        span = cum[after] - cum[k]
+        moving = span > 0
+        alpha = np.where(moving, (at - cum[k]) / np.where(moving, span, 1.0), 0.0)
+        shape = pts[k] + alpha[:, None] * (pts[after] - pts[k]) - pts[self.first_point]
         scale = (self.lengths / np.maximum(total, 1e-9))[path]
         out = (scale[:, None] * shape) @ to_robot.T
         return [out[s] for s in self.slices]
