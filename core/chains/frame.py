@@ -189,6 +189,20 @@ def clip_values(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarr
     return np.minimum(np.maximum(x, lower), upper)
 
 
+def _damped_step(hess: np.ndarray, grad: np.ndarray, lam: list[float], regular: float) -> np.ndarray:
+    """Each chain's Levenberg-Marquardt step (B, V): its normal matrix (B, V, V) with the diagonal
+    scaled by 1 + lam and raised by the smoothness and prior weights (`regular`), solved."""
+    count, size = grad.shape
+    system = hess.copy()
+    diagonal = system.reshape(count, -1)[:, ::size + 1]  # a view of each (V, V) matrix's diagonal
+    damping = np.array(lam)[:, None]
+    diagonal *= 1.0 + damping
+    diagonal += regular + 1e-6 * damping
+    if count == 1:
+        return _solve_spd(system[0], grad[0])[None]
+    return np.array([_solve_spd(system[b], grad[b]) for b in range(count)])
+
+
 @dataclass
 class FrameSolve:
     """What one frame's solve of a chain (or of several chains together) did."""
@@ -264,14 +278,7 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
         if used == evaluations or (stop is not None and stop()):
             stopped = used < evaluations
             break
-        system = hess.copy()
-        diagonal = system.reshape(count, -1)[:, ::size + 1]  # a view of each (V, V) matrix's diagonal
-        damping = np.array(lam)[:, None]
-        diagonal *= 1.0 + damping
-        diagonal += smooth + prior + 1e-6 * damping
-        step = _solve_spd(system[0], grad[0])[None] if count == 1 else \
-            np.array([_solve_spd(system[b], grad[b]) for b in chains])
-        step_x = clip_values(best_x - step, lower, upper)
+        step_x = clip_values(best_x - _damped_step(hess, grad, lam, smooth + prior), lower, upper)
         moved = np.maximum.reduce(np.abs(step_x - best_x), axis=1).tolist()
         active = [a and m >= 1e-5 for a, m in zip(active, moved)]  # converged chains stop here
         if not any(active):
