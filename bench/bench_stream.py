@@ -69,8 +69,9 @@ def run(clip, tree, mapping, library=(), cpu: list | None = None, paced: bool = 
 
 
 def spread(runs: list[np.ndarray], percentile: float) -> str:
-    """The range over runs of a percentile of per-frame times (ms), the first frame left out."""
-    values = [np.percentile(1000 * r[1:], percentile) for r in runs]
+    """The range over runs of a percentile of per-frame times (ms), every frame counted (the session
+    builds what its first frame would otherwise build)."""
+    values = [np.percentile(1000 * r, percentile) for r in runs]
     return f"{min(values):.2f}" if len(values) == 1 else f"{min(values):.2f}-{max(values):.2f}"
 
 
@@ -199,10 +200,10 @@ def main() -> None:
             ahead, took_p = run(clip, tree, mapping, predict=PredictSettings(predictor=predictor), predict_ms=100.0)
             err = link_error_m(tree, ahead[:-k], truth[k:])
             print(f"  100 ms ahead, {predictor}: link error {1000 * err:.1f} mm vs holding {1000 * hold:.1f} mm "
-                  f"({100 * (1 - err / hold):.0f} % lower); per frame p50 {1000 * np.median(took_p[1:]):.2f} ms")
+                  f"({100 * (1 - err / hold):.0f} % lower); per frame p50 {1000 * np.median(took_p):.2f} ms")
         print("  100 ms ahead on the second half, the first half the library: " + matching_with_the_first_half(
             clip, tree, mapping, lambda later: run(later, tree, mapping, predict=none)[0]))
-        latency = float(np.median(took_f[1:]))
+        latency = float(np.median(took_f))
         lag_off = effective_lag_ms(tree, filtered, truth, clip.fps, latency)
         session = StreamSession(clip, tree, mapping)
         predicted, took_a = run(clip, tree, mapping, predict=PredictSettings(predictor="auto"), predict_ms=1000 * latency)
@@ -210,7 +211,7 @@ def main() -> None:
         print(f"  effective lag: {lag_off:.1f} ms without prediction (filter {1000 * session.filter.lag_s:.1f} ms + "
               f"processing {1000 * latency:.1f} ms); {lag_on:.1f} ms predicting {1000 * latency:.1f} ms (the "
               f"default: the processing latency, the forecast also covering the filter's lag); per frame p50 "
-              f"{1000 * np.median(took_a[1:]):.2f} ms, p99 {1000 * np.percentile(took_a[1:], 99):.2f} ms")
+              f"{1000 * np.median(took_a):.2f} ms, p99 {1000 * np.percentile(took_a, 99):.2f} ms")
     for _ in range(args.repeat if args.udp else 0):
         figures = udp_latency()
         inside = figures["inside"]

@@ -20,12 +20,19 @@ from .viewer import body_landmarks, chest_frames
 CHEST = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
 
 
-def source_chest(motion: SourceMotion, chains) -> np.ndarray | None:
-    """The actor's chest frames (F, 3, 3) in the world, or None without both hips and shoulders."""
+def chest_bones(motion: SourceMotion, chains) -> list[int] | None:
+    """The source bones (left and right shoulder, left and right hip) whose heads set the actor's
+    chest, or None without all four."""
     marks = body_landmarks(chains, disabled=True)
     if not all(k in marks for k in CHEST):
         return None
-    return chest_frames(*(motion.heads[:, motion.index(marks[k][0])] for k in CHEST))
+    return [motion.index(marks[k][0]) for k in CHEST]
+
+
+def source_chest(motion: SourceMotion, chains) -> np.ndarray | None:
+    """The actor's chest frames (F, 3, 3) in the world, or None without both hips and shoulders."""
+    bones = chest_bones(motion, chains)
+    return None if bones is None else chest_frames(*(motion.heads[:, bone] for bone in bones))
 
 
 def robot_chest(tree: KinematicTree, chains, poses: dict[int, np.ndarray]) -> np.ndarray:

@@ -70,10 +70,11 @@ class CausalBodyFrame:
         if m.pelvis is not None:
             carrier = self._pelvis(left_hip, right_hip, [heads[m.pelvis], tails[m.pelvis]], carrier)
         local = carrier.T @ left
-        local = local / max(float(np.linalg.norm(local)), 1e-12)
+        local = local / max(math.sqrt(local @ local), 1e-12)  # np.linalg.norm of a vector, without its wrapper
         self.local_left.add(local)
         self.local_up.add(carrier[2])  # the world's up in the carrier's frame: carrier.T @ (0, 0, 1)
-        mean = self.local_left.mean / max(float(np.linalg.norm(self.local_left.mean)), 1e-12)
+        mean = self.local_left.mean
+        mean = mean / max(math.sqrt(mean @ mean), 1e-12)
         self.spread.add(math.degrees(math.acos(min(1.0, max(-1.0, float(local @ mean))))))
         if self.spread.mean > RIGID_DEG:  # the carrier does not carry the hips: the world's up
             return frame_of(left, WORLD_UP)
@@ -87,8 +88,8 @@ class CausalBodyFrame:
         for point, (across_stat, offset_stat) in zip(points, self.pelvis):
             offset = point - centre
             across = offset - (offset @ left) / max(float(left @ left), 1e-12) * left
-            across_stat.add(float(np.linalg.norm(across)))
-            offset_stat.add(float(np.linalg.norm(offset)))
+            across_stat.add(math.sqrt(across @ across))
+            offset_stat.add(math.sqrt(offset @ offset))
             if chosen is None and across_stat.mean >= PELVIS_OFF_LINE_M and offset_stat.std <= PELVIS_RIGID_M:
                 chosen = across
         return fallback if chosen is None else frame_of(left, chosen)

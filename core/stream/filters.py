@@ -12,6 +12,7 @@ from collections import deque
 import numpy as np
 from scipy import signal
 
+from ..chains.frame import clip_values
 from ..motion.filtering import butter_sos
 
 FILTER_ORDER = 2  # a second-order Butterworth: the least lag that still removes mocap jitter
@@ -63,5 +64,5 @@ class CausalFilter:
         else:
             out = x.copy()
         if self.lower is not None:
-            out = np.clip(out, self.lower, self.upper)
+            out = clip_values(out, self.lower, self.upper)
         return out

@@ -67,6 +67,9 @@ class PatternMatcher:
         self.group_of = np.repeat(np.arange(len(groups)), sizes)  # per reordered channel
         self.indicator = (self.group_of[:, None] == np.arange(len(groups))[None]).astype(float)  # (D, G)
         self.blocks = np.tile(self.indicator, (self.samples, 1))  # (K D, G)
+        self.sums = np.ascontiguousarray(self.blocks.T)  # (G, K D): a path's products summed per group
+        self.path_group = np.tile(self.group_of, self.samples)  # (K D,) the group of each path column
+        self.path_column = np.arange(self.samples * width)[:, None]
         self.scale = (np.ones(width) if self.weights is None else np.asarray(self.weights, dtype=float))[self.order]
         self.norm = 1.0 / (self.samples * sizes)  # a mean over a window's samples and its group's channels
         self.channel = np.arange(width)[:, None]
@@ -97,10 +100,15 @@ class PatternMatcher:
         self.paths[row:row + len(path)] = path.reshape(len(path), -1)
         self.lengths[row:row + len(path)] = (path * path).sum(axis=1) @ self.indicator
 
+    def prepare(self, width: int) -> None:
+        """Lay the buffers out for samples of `width` channels before the first one comes (a
+        few megabytes allocated and the library's paths stored: no frame's work)."""
+        if self.data is None:
+            self._layout(width)
+
     def update(self, time_s: float, x: np.ndarray) -> None:
         x = np.asarray(x, dtype=float)
-        if self.data is None:
-            self._layout(len(x))
+        self.prepare(len(x))
         if self.end == len(self.data):  # keep the latest capacity - 1 history rows at the front
             keep, base = self.capacity - 1, self.history_row
             shift = self.end - keep - base
@@ -135,7 +143,7 @@ class PatternMatcher:
         path = self.paths[self.end - 1]
         probe = path[:, None] * self.blocks  # (K D, G): the latest path, one column per group
         own = self.lengths[self.end - 1]
-        self._follow(probe, own, whole + 1)
+        self._follow(path, own, whole + 1)
         self._scan(probe, own, whole + 1)
         near, rows = self.pool_dist, self.pool_rows  # (G, N), nearest first
         similarity = 1.0 / (1.0 + near[:, 0] / SIMILAR_M)
@@ -176,12 +184,13 @@ class PatternMatcher:
         """RMS distance from sum_i |u_i - p_i|^2 per group."""
         return np.sqrt(np.maximum(squared, 0.0) * norm)
 
-    def _follow(self, probe: np.ndarray, own: np.ndarray, need: int) -> None:
-        """The places followed, with their distances to the latest path."""
+    def _follow(self, path: np.ndarray, own: np.ndarray, need: int) -> None:
+        """The places followed, with their distances to the latest path (K D,): each group's
+        columns of its own places' paths only."""
         rows = self.pool_rows
         valid = np.isfinite(self.pool_dist) & self._valid(rows, need)
         rows = np.where(valid, rows, self.samples - 1)
-        cross = np.einsum("gpj,jg->gp", self.paths[rows], probe)
+        cross = self.sums @ (self.paths[rows[self.path_group], self.path_column] * path[:, None])  # (G, N)
         distance = self._distance(self.lengths[rows, self.groups_at] - 2.0 * cross + own[:, None], self.norm[:, None])
         self.pool_rows, self.pool_dist = rows, np.where(valid, distance, np.inf)
 
@@ -208,7 +217,7 @@ class PatternMatcher:
         rows, distance = rows[self.groups_at, order], distance[self.groups_at, order]
         nearer = _nearer(rows.shape[1])  # [i, j]: j is nearer than i
         close = np.abs(rows[:, :, None] - rows[:, None, :]) < self.gap
-        shadowed = (close & nearer & np.isfinite(distance)[:, None, :]).any(axis=2)
+        shadowed = (close & nearer).any(axis=2)  # one shadowed by a place at no distance (inf) is inf already
         distance = np.where(shadowed, np.inf, distance)
         order = np.argsort(distance, axis=1, kind="stable")[:, :self.pool_rows.shape[1]]
         self.pool_rows, self.pool_dist = rows[self.groups_at, order], distance[self.groups_at, order]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..chains.frame import FrameKinematics, solve_frame
+from ..chains.frame import FrameKinematics, clip_values, solve_frame
 from ..chains.mapping import Mapping, RetargetSettings
 from ..chains.solver import SolveOptions
 from ..model.kinematics import KinematicTree
@@ -22,8 +22,9 @@ from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
 from ..retarget.neutral import neutral_posture
 from ..retarget.pipeline import MAX_STEP_RAD, RetargetError, RootPlan, body_landmarks_of, plan_chains
-from ..retarget.torso import SpineShape, chest_target
-from .body import CausalBodyFrame
+from ..retarget.torso import SpineShape, chest_bones
+from ..retarget.viewer import chest_frames
+from .body import CausalBodyFrame, frame_of
 
 EVALUATIONS = 2  # per chain and frame: from the last output one step lands (walk onto G1: limbs 0.71 deg, 0.65 with 3)
 
@@ -66,6 +67,9 @@ class _FrameTargets:
         inner = np.ones(len(points) - 1, dtype=bool)
         inner[self.starts[1:] - 1] = False  # no segment joins one path to the next
         self.inner = inner.astype(float)
+        self._cum = np.zeros(len(points))
+        self.first_point = self.starts[self.sample_path]  # per sample, its path's first point and segments
+        self.first_segment, self.last_segment = self.first_point, self.ends[self.sample_path] - 1
         self.weights = [np.concatenate([w / rp.length ** 2 for w, rp in zip(plan.weights, plan.robot.paths)])
                         for plan in plans]
 
@@ -73,19 +77,27 @@ class _FrameTargets:
         """Per chain, targets (M, 3) relative to its robot origin; heads, tails (B, 3); to_robot (3, 3)."""
         pts = np.concatenate([heads, tails])[self.points]  # (P, 3)
         step = pts[1:] - pts[:-1]
-        seg = np.sqrt((step * step).sum(axis=1)) * self.inner
-        cum = np.concatenate([[0.0], np.cumsum(seg)])  # running length, flat across path joins
+        seg = np.sqrt(np.add.reduce(step * step, axis=1)) * self.inner
+        cum = self._cum  # running length, flat across path joins
+        np.add.accumulate(seg, out=cum[1:])
         base = cum[self.starts]
         total = cum[self.ends] - base
         path = self.sample_path
         at = base[path] + self.fractions * total[path]
-        k = np.clip(np.searchsorted(cum, at, side="left") - 1, self.starts[path], self.ends[path] - 1)
-        span = cum[k + 1] - cum[k]
-        alpha = np.where(span > 0, (at - cum[k]) / np.where(span > 0, span, 1.0), 0.0)
-        shape = pts[k] + alpha[:, None] * (pts[k + 1] - pts[k]) - pts[self.starts[path]]
+        k = clip_values(np.searchsorted(cum, at, side="left") - 1, self.first_segment, self.last_segment)
+        after = k + 1
+        span = cum[after] - cum[k]
+        moving = span > 0
+        alpha = np.where(moving, (at - cum[k]) / np.where(moving, span, 1.0), 0.0)
+        shape = pts[k] + alpha[:, None] * (pts[after] - pts[k]) - pts[self.first_point]
         scale = (self.lengths / np.maximum(total, 1e-9))[path]
         out = (scale[:, None] * shape) @ to_robot.T
         return [out[s] for s in self.slices]
+
+
+def _shape(fk: FrameKinematics) -> tuple:
+    return fk.batch.shape[1:], tuple(fk.parent_slot), tuple(fk.at_root), tuple(fk.variable_slot), \
+        tuple(fk.place_slot), fk.points
 
 
 class StreamRetargeter:
@@ -109,22 +121,33 @@ class StreamRetargeter:
         neutral = neutral_posture(skeleton, tree, self.plans, weights, self.marks.axes_rob, self.settings.rest_prior)
         self.options = SolveOptions(self.settings.iterations, self.settings.smoothness, self.settings.rest_prior,
                                     self.settings.objective, rest=neutral)
-        self.fks = [FrameKinematics(tree, p.kin) for p in self.plans]
+        self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
+                          None)
+        single = [FrameKinematics(tree, p.kin) for p in self.plans]
         anchors = {p.robot.anchor for p in self.plans if p.robot.anchor > 0}
-        self.carries = [bool(anchors & set(fk.links)) for fk in self.fks]  # another chain hangs from it
+        self.carries = [bool(anchors & set(fk.links)) for fk in single]  # another chain hangs from it
         # where each chain's anchor pose comes from: the root (None), an earlier chain's link
         # (its index, the link's slot in that chain's frames) or the tree (its link index)
         self.anchor_of = []
         for k, plan in enumerate(self.plans):
-            earlier = [(j, fk.links.index(plan.robot.anchor) + 1) for j, fk in enumerate(self.fks[:k])
+            earlier = [(j, fk.links.index(plan.robot.anchor) + 1) for j, fk in enumerate(single[:k])
                        if plan.robot.anchor in fk.links and self.carries[j]]
             self.anchor_of.append(None if plan.robot.anchor <= 0 else earlier[-1] if earlier else plan.robot.anchor)
-        self._feet = {p.mapping.side: (p, FrameKinematics(tree, p.kin), int(p.robot.paths[0].tip_local[0]))
-                      for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")}
+        self.groups = self._side_by_side(single)
+        self.fks = [FrameKinematics(tree, [self.plans[k].kin for k in group]) for group in self.groups]
+        self.member = {k: (g, b) for g, group in enumerate(self.groups) for b, k in enumerate(group)}
+        self.group_weights = [np.stack([self.targets.weights[k] for k in group]) for group in self.groups]
+        self._anchors = [np.zeros((len(group), 4, 4)) for group in self.groups]  # each group's anchor poses
+        legs = [p for p in self.plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
+        self._feet = {p.mapping.side: int(p.robot.paths[0].tip_local[0]) for p in legs}  # side: foot link
+        # the legs' own chain kinematics, both placed in one batch when they are shaped alike
+        alike = len(legs) == 2 and _shape(FrameKinematics(tree, legs[0].kin)) == _shape(FrameKinematics(tree, legs[1].kin))
+        self._legs = [(legs, FrameKinematics(tree, [p.kin for p in legs]))] if alike else \
+            [([p], FrameKinematics(tree, [p.kin])) for p in legs]
         self._feet_lock = threading.Lock()
-        self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
-                          None)
-        self._spine_shape = None
+        self._chest_bones = chest_bones(skeleton, mapping.chains)
+        self._spine_shape = SpineShape(tree, self.plans[self.spine].kin, mapping.chains) \
+            if self.spine is not None and self._chest_bones is not None else None
         self.body = CausalBodyFrame(self.marks)
         self.q = neutral.copy()  # the first frame starts from the neutral posture
         self.last_time: float | None = None
@@ -155,36 +178,62 @@ class StreamRetargeter:
         to_robot = body_rob[0] @ body_src[0].T  # source world -> robot world directions
         heads, tails = frame.heads[0], frame.tails[0]
         all_targets = self.targets(heads, tails, to_robot)
-        for k, (plan, fk, targets, weights) in enumerate(zip(self.plans, self.fks, all_targets, self.targets.weights)):
-            if k == self.spine:
-                targets = self._spine_targets(frame, plan, to_robot[None], root_rot, targets[None])[0]
-            source = self.anchor_of[k]
-            if source is None:
-                anchor = root
-            elif isinstance(source, tuple):  # a link of a chain solved this frame
-                anchor = self.fks[source[0]].frames[source[1]]
-            else:
-                anchor = tree.link_transform(q[None], source, root[None])[0]
-            cols = plan.kin.columns
+        if self.spine is not None:
+            all_targets[self.spine] = self._spine_targets(frame, to_robot[None], root_rot, all_targets[self.spine][None])[0]
+        for group, fk, weights, anchor in zip(self.groups, self.fks, self.group_weights, self._anchors):
+            for b, k in enumerate(group):
+                anchor[b] = self._anchor(k, q, root)
+            targets = all_targets[group[0]][None] if len(group) == 1 else \
+                np.concatenate([all_targets[k] for k in group]).reshape(len(group), -1, 3)
+            cols = fk.variable_columns
             budget = 1 if stopped else self.evaluations
             result = solve_frame(fk, lower_all[cols], upper_all[cols], anchor, q, targets, weights, self.options,
-                                 previous[cols], budget, stop, check=self.carries[k])
+                                 previous[cols], budget, stop, check=self.carries[group[0]])
             stopped = stopped or result.stopped
         self.q, self.last_time = q, time_s
         return q.copy(), root
 
-    def _spine_targets(self, frame, plan, to_robot, root_rot, targets):
-        """The spine aimed so the torso follows the actor's chest (core.retarget.torso)."""
-        chest = chest_target(frame, self.mapping.chains, to_robot)
-        if chest is None:
-            return targets
+    def _anchor(self, k: int, q: np.ndarray, root: np.ndarray) -> np.ndarray:
+        """World pose (4, 4) of chain k's anchor this frame: the root, a link of a chain solved
+        before it, or the tree's."""
+        source = self.anchor_of[k]
+        if source is None:
+            return root
+        if isinstance(source, tuple):  # a link of a chain solved this frame
+            group, member = self.member[source[0]]
+            return self.fks[group].batch[member, source[1]]
+        return self.tree.link_transform(q[None], source, root[None])[0]
+
+    def _side_by_side(self, fks: list[FrameKinematics]) -> list[list[int]]:
+        """Chains solved together, in tree order: a run of chains of one shape (left and right
+        limbs), none hanging from another of the run, all checking their step or none."""
+        groups: list[list[int]] = []
+        for k, fk in enumerate(fks):
+            last = groups[-1] if groups else None
+            if last and k != self.spine and last[0] != self.spine and self.carries[k] == self.carries[last[0]] \
+                    and fk.serial == fks[last[0]].serial and _shape(fk) == _shape(fks[last[0]]) \
+                    and (self.anchor_of[k] is None or isinstance(self.anchor_of[k], tuple)
+                         and self.anchor_of[k][0] not in last):
+                last.append(k)
+            else:
+                groups.append([k])
+        return groups
+
+    def _spine_targets(self, frame, to_robot, root_rot, targets):
+        """The spine aimed so the torso follows the actor's chest (core.retarget.torso): the
+        chest frame (core.retarget.viewer.chest_frames) of this one frame in plain numbers."""
         if self._spine_shape is None:
-            self._spine_shape = SpineShape(self.tree, plan.kin, self.mapping.chains)
-        return self._spine_shape(chest, root_rot)
+            return targets
+        left_shoulder, right_shoulder, left_hip, right_hip = frame.heads[0, self._chest_bones]
+        try:
+            chest = frame_of(left_shoulder - right_shoulder, (left_shoulder + right_shoulder - left_hip - right_hip) / 2.0)
+        except ValueError:  # shoulders together, or the spine along their line: the offline frame's fallback
+            chest = chest_frames(*(point[None] for point in (left_shoulder, right_shoulder, left_hip, right_hip)))[0]
+        return self._spine_shape((to_robot[0] @ chest)[None], root_rot)
 
     def foot_links(self) -> dict[str, int]:
         """The link at the tip of each sided leg chain."""
-        return {side: link for side, (_, _, link) in self._feet.items()}
+        return dict(self._feet)
 
     def foot_poses(self, q: np.ndarray, root: np.ndarray) -> dict[str, np.ndarray]:
         """World pose (4, 4) of each foot link for q (n,) and root (4, 4), from the leg chains.
@@ -193,10 +242,12 @@ class StreamRetargeter:
         being solved."""
         out = {}
         with self._feet_lock:
-            for side, (plan, fk, link) in self._feet.items():
-                anchor = root if plan.robot.anchor <= 0 else self.tree.link_transform(q[None], plan.robot.anchor,
-                                                                                   root[None])[0]
-                out[side] = fk.place(anchor, q)[fk.links.index(link) + 1].copy()
+            for legs, fk in self._legs:
+                anchor = [root if p.robot.anchor <= 0 else self.tree.link_transform(q[None], p.robot.anchor, root[None])[0]
+                          for p in legs]
+                frames = fk.place_batch(np.array(anchor), q)
+                for b, plan in enumerate(legs):
+                    out[plan.mapping.side] = frames[b, fk.links_of[b].index(self._feet[plan.mapping.side]) + 1].copy()
         return out
 
     def output_pose(self, q: np.ndarray, root: np.ndarray) -> RobotPose:

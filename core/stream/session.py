@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..chains.frame import clip_values
 from ..chains.mapping import Mapping
 from ..model.kinematics import KinematicTree
 from ..model.transforms import matrix_to_quat, quat_continuous, quat_to_matrix
@@ -23,7 +24,7 @@ from ..motion.bvh import BVHClip
 from ..motion.source import SourceMotion
 from .feet import CausalFeet
 from .filters import CausalFilter
-from .predict import AutoPredictor, PredictSettings, make_predictor
+from .predict import AutoPredictor, PatternMatcher, PredictSettings, make_predictor
 from .retargeter import EVALUATIONS, RobotPose, StreamRetargeter
 
 PLACEMENTS = ("model", "solution", "output")
@@ -84,6 +85,10 @@ class StreamSession:
             if settings.feet and self.retargeter.floating else None
         self.predictor = make_predictor(self.rate_hz, settings.predict, *self._match_space(library, mapping),
                                         behind_s=self.filter.lag_s if settings.placement == "output" else 0.0)
+        width = 8 + 6 * len(self.bones) if settings.placement == "model" else 7 + len(self.lower)  # see _model_vector, _vector
+        for member in getattr(self.predictor, "members", [self.predictor]):
+            if isinstance(member, PatternMatcher):
+                member.prepare(width)  # before the first frame, not during it
         self.counts = {"nan": 0, "late": 0, "duplicate": 0, "missing": 0, "bad": 0}
         self.latencies: list[float] = []
         self._measured = (-1, 0.0)  # (latencies // 16 when taken, the median latency)
@@ -225,9 +230,9 @@ class StreamSession:
         last = (self.last.vector if self.last is not None else None) if last is ... else last
         if last is not None:
             reach = self.velocity * max(dt, 1e-6)
-            q = np.clip(q, last[7:] - reach, last[7:] + reach)
+            q = clip_values(q, last[7:] - reach, last[7:] + reach)
         vector = vector.copy()
-        vector[7:] = np.clip(q, self.lower, self.upper)
+        vector[7:] = clip_values(q, self.lower, self.upper)
         return vector
 
     def _hold(self, seq: int, time_s: float) -> StreamOutput | None:
