@@ -82,7 +82,8 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     warnings: list[str] = []
     flags = walkable_contacts(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
-    bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m))
+    bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m),
+                    figures=False)  # the bake's own report figures are not the gait's
     warnings += bake.report.get("warnings", [])
     robot = tree
     tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")

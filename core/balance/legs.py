@@ -139,7 +139,7 @@ def _chain(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray):
     transform, axis and principal-axis turn is a sum over them, no 3x3 product per sample."""
     cols = [base[:, :3, k] for k in range(3)]
     pos = base[:, :3, 3]
-    axes, origins = [], []
+    axes, origins = np.empty((len(x), x.shape[1], 3)), np.empty((len(x), x.shape[1], 3))  # filled, not stacked
     j = 0
     for link in _links(tree, leg):
         pos = pos + _combine(cols, link.shift)
@@ -148,15 +148,18 @@ def _chain(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray):
         if link.axis is None:
             continue
         axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else _combine(cols, link.axis)
-        axes.append(axis)
-        origins.append(pos)
+        axes[:, j] = axis
+        origins[:, j] = pos
         value = x[:, j] * link.scale + link.offset
         j += 1
         if link.prismatic:
             pos = pos + axis * value[:, None]
         else:
             cols = _turned(cols, link, value)
-    return np.stack(cols, axis=2), pos, np.stack(axes, axis=1), np.stack(origins, axis=1)
+    rot = np.empty((len(x), 3, 3))
+    for k in range(3):
+        rot[:, :, k] = cols[k]
+    return rot, pos, axes, origins
 
 
 def _combine(cols: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
