@@ -330,7 +330,7 @@ def _continuous(tree, leg, q, base, goal, x, err, rest, prior, iterations, bound
 SWING_PRIOR_M = 0.02  # a swing leg's radian from the person's posture weighs like 2 cm of foot position
 STANCE_PRIOR_M = 0.002  # and a stance leg's like 2 mm: a tenth of a millimetre off its goal at most where it
 #                         reaches, and no snap of a straightening knee where it cannot
-SWING_TURN_SHARE = 0.2  # of the rotation weight left to a foot in mid-swing
+SWING_TURN_SHARE = 0.35  # of the rotation weight left to a foot in mid-swing
 SWING_SLACK_M = 0.03  # how much further from its goal a swing foot may end to keep its leg on one branch
 WANDER_RAD = 1.0  # a leg joint this far from its rest angle may be on another branch
 RESTART_TOL = 1e-3  # metres (or weighted radians) of error left that send a sample to the restart

@@ -125,16 +125,18 @@ def test_the_walk_on_g1_meets_the_issues_balance_targets(g1_walk):
     assert (speed / tree.velocity[legs]).max() < 3.0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 target not reached on the bundled walk onto G1: it travels "
-                   "35 % of the scaled source's distance. The person's steps, scaled, are 0.55 m; G1 can stand "
-                   "across 0.27 m with both soles flat (ankle pitch range), so every step is shortened")
 def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
+    """Every step of the walk is outside what the G1 can stand across with flat soles (the
+    person turns on wide, crossing steps), so every one is shortened; each next step aims at the
+    person's footprint again, so the walk still ends within 20 % of the scaled source's travel
+    (it ended at 35 % when each shortened step moved the rest of the walk with it)."""
     report = g1_walk[2].report
+    assert report["steps_moved"] > 0
     assert report["travel_m"] == pytest.approx(report["source_travel_m"], rel=0.2)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured: worst margin -164 mm, ZMP "
-                   "outside the support on 14 % of samples, stance slide 97 mm, multibody ZMP RMS 5.6 mm, 11 of 11 "
+@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured: worst margin -162 mm, ZMP "
+                   "outside the support on 15 % of samples, stance slide 98 mm, multibody ZMP RMS 5.7 mm, 11 of 11 "
                    "steps). Its stances are now placed parallel and within the width its five-joint legs stand flat "
                    "at, but the correction still moves a prescribed upright waist sideways: without an ankle roll "
                    "the stance leg cannot follow it with its sole flat, so stance feet tilt (5-9 degrees in most "
