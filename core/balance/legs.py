@@ -211,9 +211,11 @@ def _residual(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray, 
     lever = pos[:, None] - origins  # (F, J, 3)
     jac = np.empty((len(x), 6, count))
     revolute = leg.revolute
+    turning = bool(revolute.all())  # nearly every leg: no joint to pick out
     for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):  # axis x lever, by hand: np.cross is slow on small rows
-        jac[:, k] = np.where(revolute, axes[..., i] * lever[..., j] - axes[..., j] * lever[..., i], axes[..., k])
-        jac[:, 3 + k] = np.where(revolute, axes[..., k], 0.0)
+        cross = axes[..., i] * lever[..., j] - axes[..., j] * lever[..., i]
+        jac[:, k] = cross if turning else np.where(revolute, cross, axes[..., k])
+        jac[:, 3 + k] = axes[..., k] if turning else np.where(revolute, axes[..., k], 0.0)
     error = np.empty((len(x), 6 + count))
     error[:, :3] = goal[:, :3, 3] - pos
     error[:, 3:6] = rotation_errors(rot, goal[:, :3, :3])
