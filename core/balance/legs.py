@@ -19,7 +19,7 @@ FULL_LEG = 6  # joints a leg needs to meet any foot pose from any pelvis (else i
 TILT_WEIGHT_M = 0.2  # a radian of sole tilt weighs like 20 cm of foot position
 YAW_WEIGHT_M = 0.02  # a radian of heading weighs like 2 cm: the first thing a 5-joint leg gives up
 STEP_TOL_RAD = 1e-6
-GAIN_TOL = 1e-4
+GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
 
 
 @dataclass
