@@ -192,9 +192,11 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
             nearer = np.abs(y - leg_rest[again])[:, leg.branching].max(axis=1) < wander[again]
             take = (y_cost < cost - 1e-12) | ((y_cost <= np.maximum(cost, RESTART_TOL ** 2)) & nearer)
             x[again[take]], err[again[take]] = y[take], y_err[take]
-        if period_s is not None:
-            x, err = _continuous(tree, leg, base, goal, x, err, leg_rest, prior, iterations, bounds,
-                                 JUMP_RAD_S * period_s)
+    if period_s is not None:
+        _continuous(tree, [(leg, base, goal, x, err, leg_rest, prior, bounds)
+                           for (leg, base, goal, _, leg_rest, prior, bounds), (x, err) in zip(problems, solved)],
+                    iterations, JUMP_RAD_S * period_s)
+    for (leg, *_), (x, err) in zip(problems, solved):
         q[:, leg.columns] = x
         misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
     return q, misses
@@ -232,29 +234,37 @@ def _bounds(leg: LegIK, base: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray,
     return lower, upper
 
 
-def _continuous(tree, leg, base, goal, x, err, rest, prior, iterations, bounds, jump_rad: float,
-                rounds: int = 4):
-    """Where the leg jumps between two samples, each is solved again from the other's angles
-    (forward, then backward) and kept when it meets its goal as well: one branch throughout."""
+def _continuous(tree: KinematicTree, legs: list[tuple], iterations: int, jump_rad: float, rounds: int = 4) -> None:
+    """Where a leg jumps between two samples, each is solved again from the other's angles
+    (forward, then backward) and kept when it meets its goal as well: one branch throughout.
+    legs: (leg, base, goal, x, err, rest, prior, bounds) each, x and err changed in place; the
+    legs' samples to redo are solved together in each round."""
+    going = list(legs)
     for _ in range(rounds):
-        jump = np.flatnonzero(np.abs(np.diff(x, axis=0)).max(axis=1) > jump_rad)
-        if len(jump) == 0:
+        trials = []
+        for leg, base, goal, x, err, rest, prior, bounds in going:
+            jump = np.flatnonzero(np.abs(np.diff(x, axis=0)).max(axis=1) > jump_rad)
+            if len(jump):  # both directions in one solve: forward kept where it helps, else backward
+                redo, source = np.r_[jump + 1, jump], np.r_[jump, jump + 1]
+                trials.append((jump, redo, source, (leg, base[redo], goal[redo], x[source], rest[redo], prior[redo],
+                                                    (bounds[0][redo], bounds[1][redo]))))
+        going = [item for item in going if any(t[3][0] is item[0] for t in trials)]
+        solved = _solve_together(tree, [t[3] for t in trials], iterations)
+        for (jump, redo, source, _), (y, y_err), (leg, base, goal, x, err, rest, prior, bounds) in \
+                zip(trials, solved, list(going)):
+            cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
+            closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
+            # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
+            slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
+            take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
+            half = np.arange(len(redo)) < len(jump)
+            take &= half if take[half].any() else ~half
+            if not take.any():
+                going = [item for item in going if item[0] is not leg]
+                continue
+            x[redo[take]], err[redo[take]] = y[take], y_err[take]
+        if not going:
             break
-        # both directions in one solve (its cost is mostly per call): forward kept where it helps, else backward
-        redo, source = np.r_[jump + 1, jump], np.r_[jump, jump + 1]
-        y, y_err = _solve_leg(tree, leg, base[redo], goal[redo], x[source], rest[redo], prior[redo],
-                              iterations, (bounds[0][redo], bounds[1][redo]))
-        cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
-        closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
-        # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
-        slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
-        take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
-        half = np.arange(len(redo)) < len(jump)
-        take &= half if take[half].any() else ~half
-        if not take.any():
-            break
-        x[redo[take]], err[redo[take]] = y[take], y_err[take]
-    return x, err
 
 
 SWING_PRIOR_M = 0.02  # a swing leg's radian from the person's posture weighs like 2 cm of foot position
