@@ -31,7 +31,7 @@ COM_TRACKING_STEPS = 2
 STAND_TOL_M = 0.001
 TURN_TOL_RAD = 0.005  # a standing foot turned this far slides half a millimetre at a 10 cm toe
 HEIGHT_STEPS_M = np.array([-0.02, 0.02, -0.04, 0.04, -0.07, 0.07, -0.1, 0.1, -0.14, 0.14])  # waist height changes tried,
-#                 in pairs of the same size, down first
+#                 the smallest first, down before up
 HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
 
 
@@ -109,20 +109,18 @@ class Corrector:
         if len(bad) == 0:
             return 0.0
         need = np.zeros(len(q))
-        for steps in HEIGHT_STEPS_M.reshape(-1, 2):  # the smallest change first: later ones only where it fails
-            rows = np.repeat(bad, len(steps))
-            trial = root_pos[rows].copy()
-            trial[:, 2] += np.tile(steps, len(bad))
-            root = pose_matrices(self.root_rot[rows], trial)
-            goals = {foot: goal[rows] for foot, goal in self.goals.items()}
-            air = {foot: self.air_share[foot][rows] for foot in self.goals}
-            q_trial, _ = solve_legs(self.tree, self.legs, q[rows], root, goals, self.rest[rows], air, 12, quick=True)
-            ok = self.standing(q_trial, root, rows).reshape(len(bad), len(steps))
-            found = ok.any(axis=1)
-            need[bad[found]] = steps[np.argmax(ok[found], axis=1)]
-            bad = bad[~found]
-            if len(bad) == 0:
-                break
+        # every change tried in one solve (each sample is its own problem), the smallest that stands kept
+        steps = HEIGHT_STEPS_M
+        rows = np.repeat(bad, len(steps))
+        trial = root_pos[rows].copy()
+        trial[:, 2] += np.tile(steps, len(bad))
+        root = pose_matrices(self.root_rot[rows], trial)
+        goals = {foot: goal[rows] for foot, goal in self.goals.items()}
+        air = {foot: self.air_share[foot][rows] for foot in self.goals}
+        q_trial, _ = solve_legs(self.tree, self.legs, q[rows], root, goals, self.rest[rows], air, 12, quick=True)
+        ok = self.standing(q_trial, root, rows).reshape(len(bad), len(steps))
+        found = ok.any(axis=1)
+        need[bad[found]] = steps[np.argmax(ok[found], axis=1)]
         width = max(1, int(round(HEIGHT_SMOOTH_S / self.period)))
         self.height = calm_height(self.height + _envelope(np.clip(need, 0.0, None), width)
                                   - _envelope(np.clip(-need, 0.0, None), width), 1.0 / self.period)

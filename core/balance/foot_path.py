@@ -29,7 +29,7 @@ CLEARANCE_M = 0.01  # a swing foot's representative points stay at least this fa
 
 @dataclass
 class FootSettings:
-    lift_m: float = 0.02  # the straight lift after lift-off and lowering before touch-down
+    lift_m: float = 0.015  # the straight lift after lift-off and lowering before touch-down
     prepare_s: float = 0.06  # how long each takes (at most a fifth of the swing)
     sensitivity: float = 1.0
     merge_s: float = 0.1
@@ -124,10 +124,12 @@ Limit = Callable[[Stance, np.ndarray, Stance], np.ndarray]
 
 def plan_stances(clip_poses: dict[str, np.ndarray], flags: dict[str, np.ndarray], bodies: dict[str, BodyPoints],
                  flats: dict[str, np.ndarray], limit: Limit | None = None) -> tuple[dict[str, list[Stance]], int]:
-    """Every contact's stance, in time order over both feet. A step (from the other foot's stance
-    to the one stepped onto) the robot cannot take becomes the nearest one it can
-    (`limit(reference stance, the step's pose (4, 4), stance)` -> pose), and the rest of the walk
-    moves with it. Also how many steps were changed."""
+    """Every contact's stance, in time order over both feet. Each foot aims where the retargeted
+    foot stood; where the robot cannot step there from its other foot's stance, it steps to the
+    nearest place it can (`limit(reference stance, the aimed pose (4, 4), stance)` -> pose). A
+    shortened step is not carried into the rest of the walk: the next steps aim at the person's
+    footprints again and make up the distance where the person's steps are shorter than the
+    robot's (turns, stops). Also how many steps were changed."""
     out: dict[str, list[Stance]] = {side: [] for side in flags}
     for side, side_flags in flags.items():
         contacts = flags_to_intervals(side_flags)
@@ -137,18 +139,15 @@ def plan_stances(clip_poses: dict[str, np.ndarray], flags: dict[str, np.ndarray]
         out[side] = [Stance(side, a, b, _stance_pose(clip_poses[side][a:b], flats[side], height), np.zeros(2))
                      for a, b in contacts]
     changed = 0
-    latest: dict[str, tuple[np.ndarray, Stance]] = {}  # per side: its last stance's original pose, and it
+    latest: dict[str, Stance] = {}  # per side: its last stance
     for stance in sorted((st for items in out.values() for st in items), key=lambda st: st.start):
-        original = stance.pose.copy()
         others = [v for k, v in latest.items() if k != stance.side]
-        if others:
-            ref_original, ref = others[0]
-            moved = original.copy()  # the person's step, taken from where the robot's other foot stands
-            moved[:2, 3] = ref.pose[:2, 3] + (original[:2, 3] - ref_original[:2, 3])
-            stance.pose = limit(ref, moved, stance) if limit is not None else moved
-            changed += not np.allclose(stance.pose, moved, atol=1e-6)
+        if others and limit is not None:
+            original = stance.pose
+            stance.pose = limit(others[0], original, stance)
+            changed += not np.allclose(stance.pose, original, atol=1e-6)
             stance.shift = stance.pose[:2, 3] - original[:2, 3]
-        latest[stance.side] = (original, stance)
+        latest[stance.side] = stance
     return out, changed
 
 

@@ -46,7 +46,7 @@ class GaitSettings:
     merge_s: float = 0.1  # representative points closer than this become one
     upper_body: bool = True  # arms and torso follow the clip (else they hold its median posture)
     waist_tilt: float = 0.5  # share of the person's pelvis tilt the robot's waist keeps
-    lift_m: float = 0.02  # the straight lift after lift-off and lowering before touch-down
+    lift_m: float = 0.015  # the straight lift after lift-off and lowering before touch-down
     prepare_s: float = 0.06
     zmp_offset_m: tuple[float, float] = (0.0, 0.0)  # target ZMP from the sole's centre, in the foot's frame
     correction: CorrectionSettings = field(default_factory=CorrectionSettings)
@@ -82,7 +82,8 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     warnings: list[str] = []
     flags = walkable_contacts(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
-    bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m))
+    bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m),
+                    figures=False)  # the bake's own report figures are not the gait's
     warnings += bake.report.get("warnings", [])
     robot = tree
     tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
@@ -99,7 +100,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
         warnings.append(f"{plan.steps_moved} step(s) moved to the nearest the robot can take (up to "
                         f"{b.forward_m:.2f} m forward, {b.back_m:.2f} m back, feet {b.width_min_m:.2f}-"
                         f"{b.width_max_m:.2f} m apart, turning {np.degrees(b.turn_rad):.0f} degrees); "
-                        "the walk after them moves with them")
+                        "later steps aim at the person's footprints again")
     if plan.bounds.lean < 0.5:
         warnings.append(f"robot {tree.robot.name!r} can lean only {100 * plan.bounds.lean:.0f} % of the way toward "
                         "a foot with both soles flat (a leg without an ankle roll, or too little hip roll): "

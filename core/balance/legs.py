@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.kinematics import PRISMATIC, REVOLUTE, KinematicTree
-from ..model.transforms import axis_angle_to_matrix
+from ..model.kinematics import REVOLUTE, KinematicTree
+from .leg_chain import Link, foot_chain, link_walk, rotation_errors, rotvec, stacked_walk, walk_rows
 
 FULL_LEG = 6  # joints a leg needs to meet any foot pose from any pelvis (else it has no ankle roll)
 TILT_WEIGHT_M = 0.2  # a radian of sole tilt weighs like 20 cm of foot position
 YAW_WEIGHT_M = 0.02  # a radian of heading weighs like 2 cm: the first thing a 5-joint leg gives up
 STEP_TOL_RAD = 1e-6
-GAIN_TOL = 1e-4
+GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
 
 
 @dataclass
@@ -40,7 +40,7 @@ class LegIK:
     knee: int = -1  # q column of the joint that shortens the leg most (its knee)
     branching: np.ndarray | None = None  # (J,) the joints whose far turn may mean another branch
     bend: float = 0.0  # a knee angle that is well bent, inside its limits (radians)
-    walk: list | None = None  # the links as _chain walks them (_links), built on first use
+    walk: list | None = None  # the links as core.balance.leg_chain walks them, built on first use
 
     @classmethod
     def build(cls, tree: KinematicTree, foot: int, other_feet: list[int],
@@ -102,115 +102,27 @@ def leg_iks(tree: KinematicTree, feet: list[int], standing: dict[int, np.ndarray
     return [LegIK.build(tree, foot, [f for f in feet if f != foot], (standing or {}).get(foot)) for foot in feet]
 
 
-@dataclass
-class _Link:
-    """One link of a leg as _chain walks it: its fixed shift and turn from the parent, and its
-    joint (the axis, and for a principal axis which one and its sign)."""
-
-    shift: np.ndarray  # (3,)
-    turn: np.ndarray | None  # (3, 3), None where the origin does not rotate
-    axis: np.ndarray | None  # (3,) unit, None for a fixed joint
-    principal: int = -1  # 0, 1, 2 for +-x, +-y, +-z; -1 for another axis
-    prismatic: bool = False
-    scale: float = 1.0
-    offset: float = 0.0
-
-
-def _links(tree: KinematicTree, leg: LegIK) -> list[_Link]:
+def _walk(tree: KinematicTree, leg: LegIK) -> list[Link]:
+    """The leg's walk (core.balance.leg_chain), built on first use."""
     if leg.walk is None:
-        walk = []
-        for link in leg.links:
-            origin = tree.origins[link]
-            joint = tree.qindex[link] >= 0
-            axis = tree.axes[link] if joint else None
-            principal = np.flatnonzero(np.abs(axis) == 1.0) if joint else []
-            walk.append(_Link(origin[:3, 3].copy(), origin[:3, :3].copy() if tree.origin_rotates[link] else None,
-                              axis, int(principal[0]) if len(principal) == 1 else -1,
-                              bool(tree.kind[link] == PRISMATIC), float(tree.qscale[link]),
-                              float(tree.qoffset[link])))
-        leg.walk = walk
+        leg.walk = link_walk(tree, leg.links)
     return leg.walk
 
 
-def _chain(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray):
-    """Foot rotation (F, 3, 3) and position (F, 3) for the leg's joints x (F, J) under `base`
-    (F, 4, 4), and per joint its world axis and position (F, J, 3). This runs at every iteration
-    of every solve: the rotation is carried as its three columns (F, 3) and every fixed
-    transform, axis and principal-axis turn is a sum over them, no 3x3 product per sample."""
-    cols = [base[:, :3, k] for k in range(3)]
-    pos = base[:, :3, 3]
-    axes, origins = [], []
-    j = 0
-    for link in _links(tree, leg):
-        pos = pos + _combine(cols, link.shift)
-        if link.turn is not None:
-            cols = [_combine(cols, link.turn[:, k]) for k in range(3)]
-        if link.axis is None:
-            continue
-        axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else _combine(cols, link.axis)
-        axes.append(axis)
-        origins.append(pos)
-        value = x[:, j] * link.scale + link.offset
-        j += 1
-        if link.prismatic:
-            pos = pos + axis * value[:, None]
-        else:
-            cols = _turned(cols, link, value)
-    return np.stack(cols, axis=2), pos, np.stack(axes, axis=1), np.stack(origins, axis=1)
-
-
-def _combine(cols: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
-    """sum_k cols[k] * weights[k] (F, 3): a rotation given by its columns times a vector."""
-    out = None
-    for column, weight in zip(cols, weights):
-        if weight != 0.0:
-            term = column if weight == 1.0 else column * weight
-            out = term if out is None else out + term
-    return np.zeros_like(cols[0]) if out is None else out
-
-
-def _turned(cols: list[np.ndarray], link: _Link, angle: np.ndarray) -> list[np.ndarray]:
-    """A rotation's columns (3 x (F, 3)) turned by angle (F,) about the link's joint axis, fixed
-    in its own frame: about a principal axis (nearly every URDF joint) two columns mix."""
-    k = link.principal
-    if k < 0:
-        turn = axis_angle_to_matrix(link.axis, angle)  # (F, 3, 3)
-        return [sum(cols[i] * turn[:, i, m, None] for i in range(3)) for m in range(3)]
-    i, j = (k + 1) % 3, (k + 2) % 3
-    c, s = np.cos(angle)[:, None], (link.axis[k] * np.sin(angle))[:, None]
-    out = list(cols)
-    out[i] = cols[i] * c + cols[j] * s
-    out[j] = cols[j] * c - cols[i] * s
-    return out
-
-
-def _rotvec(m: np.ndarray) -> np.ndarray:
-    """Rotation vectors (F, 3) of rotations (F, 3, 3) (angles below pi)."""
-    v = 0.5 * np.stack([m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]], axis=1)
-    sin = np.linalg.norm(v, axis=1)
-    cos = 0.5 * (m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2] - 1.0)
-    angle = np.arctan2(sin, cos)
-    return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)[:, None]
-
-
-def rotation_errors(rotation: np.ndarray, goal: np.ndarray) -> np.ndarray:
-    """The turn (F, 3) that takes rotations (F, 3, 3) to their goals, as world rotation vectors."""
-    return _rotvec(goal @ np.swapaxes(rotation, 1, 2))
-
-
-def _residual(tree: KinematicTree, leg: LegIK, x: np.ndarray, base: np.ndarray, goal: np.ndarray,
+def _residual(walk: list[Link], revolute: np.ndarray, x: np.ndarray, base: np.ndarray, goal: np.ndarray,
               weights: np.ndarray, rest: np.ndarray, prior: np.ndarray):
     """Weighted pose error and prior (F, 6 + J) for the leg's joints x (F, J), and the pose
     error's Jacobian (F, 6, J) (the prior's is prior times the identity); weights (F, 6) of the
     pose error, prior (F,) metres per radian toward rest (F, J)."""
-    rot, pos, axes, origins = _chain(tree, leg, x, base)
+    rot, pos, axes, origins = foot_chain(walk, x, base)
     count = x.shape[1]
     lever = pos[:, None] - origins  # (F, J, 3)
     jac = np.empty((len(x), 6, count))
-    revolute = leg.revolute
+    turning = bool(revolute.all())  # nearly every leg: no joint to pick out
     for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):  # axis x lever, by hand: np.cross is slow on small rows
-        jac[:, k] = np.where(revolute, axes[..., i] * lever[..., j] - axes[..., j] * lever[..., i], axes[..., k])
-        jac[:, 3 + k] = np.where(revolute, axes[..., k], 0.0)
+        cross = axes[..., i] * lever[..., j] - axes[..., j] * lever[..., i]
+        jac[:, k] = cross if turning else np.where(revolute, cross, axes[..., k])
+        jac[:, 3 + k] = axes[..., k] if turning else np.where(revolute, axes[..., k], 0.0)
     error = np.empty((len(x), 6 + count))
     error[:, :3] = goal[:, :3, 3] - pos
     error[:, 3:6] = rotation_errors(rot, goal[:, :3, :3])
@@ -247,39 +159,62 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
     q = q.copy()
     rest = q if rest is None else rest
     misses = {}
+    problems, shares = [], []
     for leg in legs:
-        base = tree.link_transform(q, leg.base, root)
+        base = tree.link_transform(q, leg.base, root)  # the pelvis: no leg joint moves it
         goal = goals[leg.foot]
-        cols = leg.columns
         share = np.asarray(air[leg.foot], float) if air is not None else np.zeros(len(q))
         prior = STANCE_PRIOR_M + (SWING_PRIOR_M - STANCE_PRIOR_M) * share
-        bounds = _bounds(leg, base, goal)
-        x, err = _solve_leg(tree, leg, q, base, goal, q[:, cols], rest[:, cols], prior, iterations, bounds)
-        if quick:
-            q[:, cols] = x
+        problems.append((leg, base, goal, q[:, leg.columns], rest[:, leg.columns], prior, _bounds(leg, base, goal)))
+        shares.append(share)
+    solved = _solve_together(tree, problems, iterations)
+    if quick:
+        for (leg, *_), (x, err) in zip(problems, solved):
+            q[:, leg.columns] = x
             misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
-            continue
-        wander = np.abs(x - rest[:, cols])[:, leg.branching].max(axis=1)
+        return q, misses
+    restarts = []
+    for (leg, base, goal, _, leg_rest, prior, bounds), (x, err), share in zip(problems, solved, shares):
+        wander = np.abs(x - leg_rest)[:, leg.branching].max(axis=1)
         missing = (np.abs(err[:, :6]) > RESTART_TOL).any(axis=1) & (share < 0.5)  # a swing foot may miss
         again = np.flatnonzero(missing | (wander > WANDER_RAD))
+        start = rest[again].copy()
+        if leg.knee >= 0:  # bent at least as far as a bent knee: out of the straight leg's dead spot
+            bent = np.abs(start[:, leg.knee]) < abs(leg.bend)
+            start[bent, leg.knee] = leg.bend
+        restarts.append((again, wander, (leg, base[again], goal[again], start[:, leg.columns], leg_rest[again],
+                                         prior[again], (bounds[0][again], bounds[1][again]))))
+    redone = _solve_together(tree, [r[2] for r in restarts if len(r[0])], 2 * iterations)
+    for (leg, base, goal, _, leg_rest, prior, bounds), (x, err), (again, wander, _) in zip(problems, solved, restarts):
         if len(again):
-            start = rest[again].copy()
-            if leg.knee >= 0:  # bent at least as far as a bent knee: out of the straight leg's dead spot
-                bent = np.abs(start[:, leg.knee]) < abs(leg.bend)
-                start[bent, leg.knee] = leg.bend
-            y, y_err = _solve_leg(tree, leg, q[again], base[again], goal[again], start[:, cols],
-                                  rest[again][:, cols], prior[again], 2 * iterations,
-                                  (bounds[0][again], bounds[1][again]))
+            y, y_err = redone.pop(0)
             cost, y_cost = (err[again] ** 2).sum(1), (y_err ** 2).sum(1)
-            nearer = np.abs(y - rest[again][:, cols])[:, leg.branching].max(axis=1) < wander[again]
+            nearer = np.abs(y - leg_rest[again])[:, leg.branching].max(axis=1) < wander[again]
             take = (y_cost < cost - 1e-12) | ((y_cost <= np.maximum(cost, RESTART_TOL ** 2)) & nearer)
             x[again[take]], err[again[take]] = y[take], y_err[take]
-        if period_s is not None:
-            x, err = _continuous(tree, leg, q, base, goal, x, err, rest[:, cols], prior, iterations, bounds,
-                                 JUMP_RAD_S * period_s)
-        q[:, cols] = x
+    if period_s is not None:
+        _continuous(tree, [(leg, base, goal, x, err, leg_rest, prior, bounds)
+                           for (leg, base, goal, _, leg_rest, prior, bounds), (x, err) in zip(problems, solved)],
+                    iterations, JUMP_RAD_S * period_s)
+    for (leg, *_), (x, err) in zip(problems, solved):
+        q[:, leg.columns] = x
         misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
     return q, misses
+
+
+def _solve_together(tree: KinematicTree, problems: list[tuple], iterations: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """_solve_leg of each problem (leg, base, goal, start, rest, prior, bounds); legs built
+    alike (a left and a right leg) as one batch: a solve's cost is mostly per call, not per sample."""
+    counts = [len(p[1]) for p in problems]
+    walk = stacked_walk([_walk(tree, p[0]) for p in problems], counts) if len(problems) > 1 else None
+    if walk is None:
+        return [_solve_leg(tree, leg, base, goal, start, rest, prior, iterations, bounds)
+                for leg, base, goal, start, rest, prior, bounds in problems]
+    joined = [np.concatenate([p[k] for p in problems]) for k in range(1, 6)]
+    bounds = tuple(np.concatenate([p[6][k] for p in problems]) for k in range(2))
+    x, err = _solve_leg(tree, problems[0][0], *joined, iterations, bounds, walk)
+    cuts = np.cumsum(counts)[:-1]
+    return list(zip(np.split(x, cuts), np.split(err, cuts)))
 
 
 JUMP_RAD_S = 30.0  # a leg joint turning faster than this (rad/s) has likely switched branch
@@ -299,45 +234,54 @@ def _bounds(leg: LegIK, base: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray,
     return lower, upper
 
 
-def _continuous(tree, leg, q, base, goal, x, err, rest, prior, iterations, bounds, jump_rad: float,
-                rounds: int = 4):
-    """Where the leg jumps between two samples, each is solved again from the other's angles
-    (forward, then backward) and kept when it meets its goal as well: one branch throughout."""
+def _continuous(tree: KinematicTree, legs: list[tuple], iterations: int, jump_rad: float, rounds: int = 4) -> None:
+    """Where a leg jumps between two samples, each is solved again from the other's angles
+    (forward, then backward) and kept when it meets its goal as well: one branch throughout.
+    legs: (leg, base, goal, x, err, rest, prior, bounds) each, x and err changed in place; the
+    legs' samples to redo are solved together in each round."""
+    going = list(legs)
     for _ in range(rounds):
-        jump = np.flatnonzero(np.abs(np.diff(x, axis=0)).max(axis=1) > jump_rad)
-        if len(jump) == 0:
+        trials = []
+        for leg, base, goal, x, err, rest, prior, bounds in going:
+            jump = np.flatnonzero(np.abs(np.diff(x, axis=0)).max(axis=1) > jump_rad)
+            if len(jump):  # both directions in one solve: forward kept where it helps, else backward
+                redo, source = np.r_[jump + 1, jump], np.r_[jump, jump + 1]
+                trials.append((jump, redo, source, (leg, base[redo], goal[redo], x[source], rest[redo], prior[redo],
+                                                    (bounds[0][redo], bounds[1][redo]))))
+        going = [item for item in going if any(t[3][0] is item[0] for t in trials)]
+        solved = _solve_together(tree, [t[3] for t in trials], iterations)
+        for (jump, redo, source, _), (y, y_err), (leg, base, goal, x, err, rest, prior, bounds) in \
+                zip(trials, solved, list(going)):
+            cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
+            closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
+            # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
+            slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
+            take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
+            half = np.arange(len(redo)) < len(jump)
+            take &= half if take[half].any() else ~half
+            if not take.any():
+                going = [item for item in going if item[0] is not leg]
+                continue
+            x[redo[take]], err[redo[take]] = y[take], y_err[take]
+        if not going:
             break
-        # both directions in one solve (its cost is mostly per call): forward kept where it helps, else backward
-        redo, source = np.r_[jump + 1, jump], np.r_[jump, jump + 1]
-        y, y_err = _solve_leg(tree, leg, q[redo], base[redo], goal[redo], x[source], rest[redo], prior[redo],
-                              iterations, (bounds[0][redo], bounds[1][redo]))
-        cost, y_cost = (err[redo] ** 2).sum(1), (y_err ** 2).sum(1)
-        closer = np.abs(y - x[source]).max(axis=1) < np.abs(x[redo] - x[source]).max(axis=1) - 1e-6
-        # a swing foot (prior > 0) may give up a little of its goal for a leg that does not jump
-        slack = np.where(prior[redo] > 2 * STANCE_PRIOR_M, SWING_SLACK_M ** 2, RESTART_TOL ** 2)
-        take = closer & (y_cost <= np.maximum(cost * 1.5, cost + slack))
-        half = np.arange(len(redo)) < len(jump)
-        take &= half if take[half].any() else ~half
-        if not take.any():
-            break
-        x[redo[take]], err[redo[take]] = y[take], y_err[take]
-    return x, err
 
 
 SWING_PRIOR_M = 0.02  # a swing leg's radian from the person's posture weighs like 2 cm of foot position
 STANCE_PRIOR_M = 0.002  # and a stance leg's like 2 mm: a tenth of a millimetre off its goal at most where it
 #                         reaches, and no snap of a straightening knee where it cannot
-SWING_TURN_SHARE = 0.2  # of the rotation weight left to a foot in mid-swing
+SWING_TURN_SHARE = 0.35  # of the rotation weight left to a foot in mid-swing
 SWING_SLACK_M = 0.03  # how much further from its goal a swing foot may end to keep its leg on one branch
 WANDER_RAD = 1.0  # a leg joint this far from its rest angle may be on another branch
 RESTART_TOL = 1e-3  # metres (or weighted radians) of error left that send a sample to the restart
 
 
-def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray, goal: np.ndarray,
+def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarray,
                start: np.ndarray, rest: np.ndarray, prior: np.ndarray, iterations: int,
-               bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Projected Levenberg-Marquardt for one leg, every sample its own problem, all at once;
-    samples drop out as they converge. Returns the leg's joints (F, J) and weighted error (F, 6)."""
+               bounds: tuple[np.ndarray, np.ndarray], walk: list[Link] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Projected Levenberg-Marquardt for one leg (or legs built alike: walk from stacked_walk),
+    every sample its own problem, all at once; samples drop out as they converge. Returns the
+    leg's joints (F, J) and weighted error (F, 6 + J)."""
     # a leg of six joints meets the whole pose; with fewer, the foot keeps its place and stays level
     yaw = TILT_WEIGHT_M if len(leg.columns) >= FULL_LEG else YAW_WEIGHT_M
     weights = np.array([1.0, 1.0, 1.0, TILT_WEIGHT_M, TILT_WEIGHT_M, yaw])
@@ -345,11 +289,12 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray,
     lower, upper = bounds
     weights = _pose_weights(weights, prior)
     x = np.clip(start, lower, upper)
-    err, jac = _residual(tree, leg, x, base, goal, weights, rest, prior)
+    walk = _walk(tree, leg) if walk is None else walk
+    err, jac = _residual(walk, leg.revolute, x, base, goal, weights, rest, prior)
     cost = (err ** 2).sum(1)
-    lam = np.full(len(q), 1e-4)
+    lam = np.full(len(start), 1e-4)
     eye = np.eye(len(cols))
-    active = np.arange(len(q))
+    active = np.arange(len(start))
     for _ in range(iterations):
         if len(active) == 0:
             break
@@ -362,7 +307,8 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, q: np.ndarray, base: np.ndarray,
         hess = (jt @ j + (p * p)[:, None, None] * eye) * (free[:, :, None] & free[:, None, :]) + eye * ~free[:, None, :]
         step = np.linalg.solve(hess + lam[active, None, None] * eye, (grad * free)[..., None])[..., 0]
         trial = np.clip(xa + step, lo, hi)
-        t_err, t_jac = _residual(tree, leg, trial, base[active], goal[active], weights[active], rest[active], p)
+        t_err, t_jac = _residual(walk_rows(walk, active), leg.revolute, trial, base[active], goal[active],
+                                 weights[active], rest[active], p)
         t_cost = (t_err ** 2).sum(1)
         better = t_cost < cost[active]
         gaining = (cost[active] - t_cost) > GAIN_TOL * t_cost + 1e-16
@@ -438,5 +384,5 @@ def pose_errors(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.
         up = goal[:, 2, :3]  # rows of R are the world axes in the foot's frame
         normal = np.einsum("fij,fj->fi", pose[:, :3, :3], up)
         tilt = np.maximum(tilt, np.arccos(np.clip(normal[:, 2], -1.0, 1.0)))
-        turn = np.maximum(turn, np.abs(_rotvec(goal[:, :3, :3] @ np.swapaxes(pose[:, :3, :3], 1, 2))[:, 2]))
+        turn = np.maximum(turn, np.abs(rotvec(goal[:, :3, :3] @ np.swapaxes(pose[:, :3, :3], 1, 2))[:, 2]))
     return position, tilt, turn

@@ -73,12 +73,14 @@ class ChainPlan:
 
 def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
              settings: RetargetSettings | None = None, progress: Progress | None = None,
-             contacts=None) -> RetargetResult:
+             contacts=None, figures: bool = True) -> RetargetResult:
     """Solve joint angles for every frame of `motion`; never stops on an impossible pose.
 
     contacts: None or "off" (feet follow the chain shapes, the clip is put on
     the ground), "auto" (detected from the clip) or a core.contacts.Contacts /
     {side: bool array (F,)}: feet in contact stay planted (core.feet.plant).
+    figures: False for a caller that uses the motion only (the gait): the report keeps its
+    source, robot, frames, warnings and mapping, not the fit, contact, viewer and collision figures.
     """
     settings = settings or mapping.settings
     progress = progress or (lambda fraction, message: None)
@@ -135,13 +137,17 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         with stages("separate"):
             keep_apart(tree, plans, q, root, targets, settings, apart, motion.fps)
     with stages("report"):
-        report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings)
-        measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
-        report.update(contact_figures(tree, legs, q, root, measured, motion.fps), feet_planted=planted is not None)
-        report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
+        report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings) if figures \
+            else {"source": motion.name, "robot": tree.robot.name, "frames": int(len(q)), "fps": float(motion.fps),
+                  "warnings": warnings}
+        if figures:
+            measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
+            report.update(contact_figures(tree, legs, q, root, measured, motion.fps),
+                          feet_planted=planted is not None)
+            report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
+            report.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
+                          self_collision_avoided=apart is not None)
         report.update(mapping_figures(motion, mapping))
-        report.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
-                      self_collision_avoided=apart is not None)
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
         warnings += [f"auto-map: {note}" for note in mapping.notes]
     report.update(stages.report(len(q)))

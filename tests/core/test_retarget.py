@@ -373,6 +373,17 @@ def test_frames_per_second_is_the_whole_bakes(walk, g1, walk_g1_map):
     assert stages["plant"] > 0 and report["feet_planted"]
 
 
+def test_a_bake_without_figures_is_the_same_motion(walk, g1, walk_g1):
+    """figures=False (the gait's bake) skips the fit, viewer and collision figures, not the motion:
+    the same joints and root, the report's warnings and mapping kept."""
+    bare = retarget(walk, g1, auto_map(walk, g1), figures=False)
+    assert np.array_equal(bare.q, walk_g1.q) and np.array_equal(bare.root_position, walk_g1.root_position)
+    assert np.array_equal(bare.root_rotation, walk_g1.root_rotation)
+    assert bare.report["warnings"] == walk_g1.report["warnings"] and bare.report["mapping"] == walk_g1.report["mapping"]
+    assert "chains" in walk_g1.report and "chains" not in bare.report
+    assert bare.report["stage_seconds"]["report"] < walk_g1.report["stage_seconds"]["report"]
+
+
 def test_walk_on_g1_chain_errors(walk_g1):
     chains = _chain_report(walk_g1)
     assert {"spine", "left_leg", "right_leg", "left_arm", "right_arm"} <= set(chains)

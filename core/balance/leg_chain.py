@@ -1,0 +1,149 @@
+"""How a leg's joints place its foot, fast over many samples (core.balance.legs solves with it).
+
+A leg is walked link by link from its base: each link's fixed shift and turn from its parent
+and its joint. The rotation is carried as its three columns, so every fixed transform and
+every turn about a principal axis is a few sums over (F, 3) arrays, no 3x3 product per sample.
+Legs built alike (a left and a right leg: the same joints, axes and fixed turns, the shifts
+mirrored) walk as one batch, their shifts given per row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.kinematics import PRISMATIC, KinematicTree
+from ..model.transforms import axis_angle_to_matrix
+
+
+@dataclass
+class Link:
+    """One link of a leg as foot_chain walks it: its fixed shift and turn from the parent, and its
+    joint (the axis, and for a principal axis which one and its sign)."""
+
+    shift: np.ndarray | list  # (3,); legs solved together: each of x, y, z a number or per row (F,)
+    turn: np.ndarray | None  # (3, 3), None where the origin does not rotate
+    axis: np.ndarray | None  # (3,) unit, None for a fixed joint
+    principal: int = -1  # 0, 1, 2 for +-x, +-y, +-z; -1 for another axis
+    prismatic: bool = False
+    scale: float = 1.0
+    offset: float = 0.0
+
+
+def link_walk(tree: KinematicTree, links: list[int]) -> list[Link]:
+    """The walk down `links` (each with its joint, or fixed), from the link above the first."""
+    walk = []
+    for link in links:
+        origin = tree.origins[link]
+        joint = tree.qindex[link] >= 0
+        axis = tree.axes[link] if joint else None
+        principal = np.flatnonzero(np.abs(axis) == 1.0) if joint else []
+        walk.append(Link(origin[:3, 3].copy(), origin[:3, :3].copy() if tree.origin_rotates[link] else None,
+                         axis, int(principal[0]) if len(principal) == 1 else -1,
+                         bool(tree.kind[link] == PRISMATIC), float(tree.qscale[link]), float(tree.qoffset[link])))
+    return walk
+
+
+def foot_chain(walk: list[Link], x: np.ndarray, base: np.ndarray):
+    """Foot rotation (F, 3, 3) and position (F, 3) for the leg's joints x (F, J) under `base`
+    (F, 4, 4), and per joint its world axis and position (F, J, 3). This runs at every iteration
+    of every solve: the rotation is carried as its three columns (F, 3) and every fixed
+    transform, axis and principal-axis turn is a sum over them, no 3x3 product per sample."""
+    cols = [base[:, :3, k] for k in range(3)]
+    pos = base[:, :3, 3]
+    axes, origins = np.empty((len(x), x.shape[1], 3)), np.empty((len(x), x.shape[1], 3))  # filled, not stacked
+    j = 0
+    for link in walk:
+        pos = pos + combine(cols, link.shift)
+        if link.turn is not None:
+            cols = [combine(cols, link.turn[:, k]) for k in range(3)]
+        if link.axis is None:
+            continue
+        axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else combine(cols, link.axis)
+        axes[:, j] = axis
+        origins[:, j] = pos
+        value = x[:, j] * link.scale + link.offset
+        j += 1
+        if link.prismatic:
+            pos = pos + axis * value[:, None]
+        else:
+            cols = turned(cols, link, value)
+    rot = np.empty((len(x), 3, 3))
+    for k in range(3):
+        rot[:, :, k] = cols[k]
+    return rot, pos, axes, origins
+
+
+def combine(cols: list[np.ndarray], weights) -> np.ndarray:
+    """sum_k cols[k] * weights[k] (F, 3): a rotation given by its columns times a vector (a
+    weight may be per row (F,): legs solved together, stacked_walk)."""
+    out = None
+    for column, weight in zip(cols, weights):
+        if isinstance(weight, np.ndarray) and weight.ndim:
+            term = column * weight[:, None]
+        elif weight != 0.0:
+            term = column if weight == 1.0 else column * weight
+        else:
+            continue
+        out = term if out is None else out + term
+    return np.zeros_like(cols[0]) if out is None else out
+
+
+def turned(cols: list[np.ndarray], link: Link, angle: np.ndarray) -> list[np.ndarray]:
+    """A rotation's columns (3 x (F, 3)) turned by angle (F,) about the link's joint axis, fixed
+    in its own frame: about a principal axis (nearly every URDF joint) two columns mix."""
+    k = link.principal
+    if k < 0:
+        turn = axis_angle_to_matrix(link.axis, angle)  # (F, 3, 3)
+        return [sum(cols[i] * turn[:, i, m, None] for i in range(3)) for m in range(3)]
+    i, j = (k + 1) % 3, (k + 2) % 3
+    c, s = np.cos(angle)[:, None], (link.axis[k] * np.sin(angle))[:, None]
+    out = list(cols)
+    out[i] = cols[i] * c + cols[j] * s
+    out[j] = cols[j] * c - cols[i] * s
+    return out
+
+
+def rotvec(m: np.ndarray) -> np.ndarray:
+    """Rotation vectors (F, 3) of rotations (F, 3, 3) (angles below pi)."""
+    v = 0.5 * np.stack([m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]], axis=1)
+    sin = np.linalg.norm(v, axis=1)
+    cos = 0.5 * (m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2] - 1.0)
+    angle = np.arctan2(sin, cos)
+    return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)[:, None]
+
+
+def rotation_errors(rotation: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    """The turn (F, 3) that takes rotations (F, 3, 3) to their goals, as world rotation vectors."""
+    return rotvec(goal @ np.swapaxes(rotation, 1, 2))
+
+
+def stacked_walk(walks: list[list[Link]], counts: list[int]) -> list[Link] | None:
+    """One walk for legs built alike (the same joints, axes and fixed turns; shifts may differ),
+    leg k's rows counts[k] in turn; None for legs that are not."""
+    if len({len(w) for w in walks}) != 1 or len({sum(link.axis is not None for link in w) for w in walks}) != 1:
+        return None
+    out = []
+    for parts in zip(*walks):
+        a = parts[0]
+        alike = all(p.prismatic == a.prismatic and p.principal == a.principal and p.scale == a.scale
+                    and p.offset == a.offset and same_array(p.turn, a.turn) and same_array(p.axis, a.axis) for p in parts)
+        if not alike or (a.axis is not None and a.principal < 0):
+            return None
+        shifts = np.array([p.shift for p in parts])
+        shift = [float(shifts[0, k]) if (shifts[:, k] == shifts[0, k]).all() else np.repeat(shifts[:, k], counts)
+                 for k in range(3)]
+        out.append(Link(shift, a.turn, a.axis, a.principal, a.prismatic, a.scale, a.offset))
+    return out
+
+
+def same_array(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+
+
+def walk_rows(walk: list[Link], rows: np.ndarray) -> list[Link]:
+    """The walk for some rows (a stacked walk's per-row shifts picked; one leg's as it is)."""
+    if not any(isinstance(link.shift, list) for link in walk):
+        return walk
+    return [Link([v[rows] if isinstance(v, np.ndarray) else v for v in link.shift], link.turn, link.axis,
+                  link.principal, link.prismatic, link.scale, link.offset) for link in walk]
