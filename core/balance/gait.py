@@ -108,7 +108,8 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     progress(0.5, "balancing")
     balanced = _balance(tree, plan, model, bake, settings)
     progress(0.95, "measuring")
-    report = _report(tree, settings, plan, balanced, bake, model, warnings)
+    report = _report(tree, settings, plan, balanced, scaled_travel(motion, mapping, bake.report.get("root_scale")),
+                     model, warnings)
     root_pose = pose_matrices(plan.root_rot, balanced.root_position)
     q = balanced.q
     if rerooted is not None:  # back to the URDF's own root and joint order
@@ -205,7 +206,18 @@ def _resample(t: np.ndarray, values: np.ndarray, times: np.ndarray) -> np.ndarra
     return CubicSpline(t, values, axis=0, extrapolate=True)(np.clip(times, t[0], t[-1]))
 
 
-def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balanced: Balanced, bake: RetargetResult,
+def scaled_travel(motion: SourceMotion, mapping: Mapping, scale: float | None) -> float:
+    """The scaled source's travel, metres: the actor's hip centre from the clip's first frame to its
+    last, across the floor, times the bake's leg-length scale (the path an unplanted bake's root
+    takes; a bake planted on the gait's contacts travels less where it pins a foot the clip lifts)."""
+    hips = [motion.index(c.source_base) for c in mapping.enabled_chains() if c.role == "leg"]
+    if not hips or scale is None:
+        return 0.0
+    centre = motion.heads[:, hips].mean(axis=1)
+    return float(scale * np.linalg.norm(centre[-1, :2] - centre[0, :2]))
+
+
+def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balanced: Balanced, source_travel: float,
             model: MassModel, warnings: list[str]) -> dict:
     """The gait's figures: its steps and points, ZMP errors, support margins, stance slide."""
     root = pose_matrices(plan.root_rot, balanced.root_position)
@@ -222,7 +234,6 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
             slide = max(slide, float(moved.max()))
     cart, multibody = balanced.cart_zmp - plan.target, balanced.zmp - plan.target
     travel = np.linalg.norm(balanced.root_position[-1, :2] - balanced.root_position[0, :2])
-    source_travel = np.linalg.norm(bake.root_position[-1, :2] - bake.root_position[0, :2])
     points = sorted((p for path in plan.paths.values() for p in path.points), key=lambda p: (p.time_s, p.foot))
     if balanced.height_change_m > 0.005:
         warnings.append(f"the waist's height changed up to {100 * balanced.height_change_m:.1f} cm where a foot "

@@ -99,9 +99,11 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         frames = motion.frames
         body_src, axes_rob = body_frames(motion, tree, mapping)
         floating = any(p.mapping.role == "leg" for p in plans) and settings.root_mode != "fixed"
+        root_scale = None
         if floating:
             root_rot = body_src @ axes_rob.T
-            root_pos = root_positions(motion, tree, plans, root_rot, settings)
+            root_plan = RootPlan.build(motion, tree, plans, settings)
+            root_pos, root_scale = root_plan(motion.heads, root_rot), root_plan.scale
         else:
             root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
             root_pos = np.zeros((frames, 3))
@@ -147,7 +149,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
             report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
             report.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
                           self_collision_avoided=apart is not None)
-        report.update(mapping_figures(motion, mapping))
+        report.update(mapping_figures(motion, mapping), root_scale=root_scale)
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
         warnings += [f"auto-map: {note}" for note in mapping.notes]
     report.update(stages.report(len(q)))
@@ -427,11 +429,6 @@ class RootPlan:
         if self.in_place:
             target[:, :2] = 0.0
         return target - root_rot @ self.hips_rob
-
-
-def root_positions(motion, tree, plans, root_rot, settings) -> np.ndarray:
-    """Robot root so that its hip centre follows the source's, scaled by leg length."""
-    return RootPlan.build(motion, tree, plans, settings)(motion.heads, root_rot)
 
 
 def _rest_length(motion: SourceMotion, chain: SourceChain) -> float:

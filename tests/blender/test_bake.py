@@ -242,17 +242,17 @@ def test_keys_equal_the_core_retarget(clean_scene, mods):
     assert report["limit_violations"] == result.report["limit_violations"] == 0
     assert report["frames"] == 120
 
-    # Feet on the ground: over the baked frames the lowest foot point is at z = 0.
+    # Feet on the ground: over the baked frames the lowest point of the feet's geometry is at z = 0.
     root_pos, root_rot = mods["rig"].bone_to_root_pose(layout, root[:, :3], root[:, 3:])
     root_world = np.broadcast_to(np.eye(4), (len(q), 4, 4)).copy()
     root_world[:, :3, :3], root_world[:, :3, 3] = root_rot, root_pos
     world = tree.forward(q, root=root_world)
+    geometry = importlib.import_module(mods["retarget"].__name__.replace("retarget.pipeline", "feet.geometry"))
     lowest = []
     for name in ("left_leg", "right_leg"):
-        row = settings.chains[name]
-        tip = world[:, tree.link_index(row.robot_tips)]
-        offset = np.array(row.robot_tip_offset) if row.use_tip_offset else np.zeros(3)
-        lowest.append(tip[:, 2, :3] @ offset + tip[:, 2, 3])
+        link = tree.link_index(settings.chains[name].robot_tips)
+        foot = geometry.body_points(tree, link, geometry.subtree_links(tree, link))
+        lowest.append(foot.lowest(world[:, link]))
     assert np.min(lowest) == pytest.approx(0.0, abs=1e-4)
 
 
