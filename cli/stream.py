@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ..core.model.transforms import matrix_to_quat
-from .common import CommandError, add_source_up, check_output, print_warnings, write_report
+from .common import CommandError, add_source_up, check_outputs, print_warnings, write_report
 
 
 def add_parser(sub) -> None:
@@ -151,9 +151,11 @@ def _udp_socket(address: tuple[str, int]) -> socket.socket:
 def run(args: argparse.Namespace) -> int:
     from ..core.stream.session import FrameError
 
+    if args.max_frames is not None and args.max_frames < 1:
+        raise CommandError(f"--max-frames {args.max_frames}: give a number of frames, 1 or more")
     source, target = _endpoint(args.input, "--input"), _endpoint(args.output, "--output")
-    record = check_output(Path(args.record).absolute(), args.overwrite) if args.record else None
-    report_path = check_output(Path(args.report).absolute(), args.overwrite) if args.report else None
+    record, report_path = check_outputs([args.record, args.report], args.overwrite,
+                                        [args.skeleton, args.robot, *args.library])
     session, tree = _session(args)
     emit = _Output(target, tree.joint_names)
     warnings: list[str] = []
@@ -166,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             parsed = session.parse(line, where)
         except FrameError as exc:
-            session.counts["bad"] += 1
+            session.count_bad()
             if len(warnings) < 20:
                 warnings.append(str(exc))
             continue
@@ -183,6 +185,9 @@ def run(args: argparse.Namespace) -> int:
         _write_record(record, tree.joint_names, emit.sent, args.overwrite)
         report["record"] = str(record)
     write_report(report_path, report, args.overwrite)
+    if report["frames"] == 0 and session.counts["bad"]:
+        raise CommandError(f"no frame of the stream could be used ({session.counts['bad']} bad line(s)); "
+                           f"the first: {warnings[0] if warnings else 'see the report'}")
     print_warnings(warnings[:5])
     lat = report["latency_ms"]
     print(f"stream: {report['frames']} frame(s) in, {len(emit.sent)} out, {report['dropped']} dropped; latency "

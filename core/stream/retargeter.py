@@ -27,6 +27,7 @@ from ..retarget.viewer import chest_frames
 from .body import CausalBodyFrame, frame_of
 
 EVALUATIONS = 2  # per chain and frame: from the last output one step lands (walk onto G1: limbs 0.71 deg, 0.65 with 3)
+FIRST_EVALUATIONS = 40  # the first frame starts from the neutral posture, far from the actor's: solved in full
 
 
 @dataclass
@@ -172,8 +173,9 @@ class StreamRetargeter:
         max_step = np.minimum(tree.velocity * dt, MAX_STEP_RAD * dt * frame.fps)
         previous = self.q.copy()
         q = self.q.copy()
-        lower_all = np.maximum(tree.lower, previous - max_step)  # joint limits and velocity reach
-        upper_all = np.minimum(tree.upper, previous + max_step)
+        first = self.last_time is None  # no output yet: nothing to hold the speed against
+        lower_all = tree.lower if first else np.maximum(tree.lower, previous - max_step)  # joint limits, velocity reach
+        upper_all = tree.upper if first else np.minimum(tree.upper, previous + max_step)
         stopped = False
         to_robot = body_rob[0] @ body_src[0].T  # source world -> robot world directions
         heads, tails = frame.heads[0], frame.tails[0]
@@ -186,7 +188,7 @@ class StreamRetargeter:
             targets = all_targets[group[0]][None] if len(group) == 1 else \
                 np.concatenate([all_targets[k] for k in group]).reshape(len(group), -1, 3)
             cols = fk.variable_columns
-            budget = 1 if stopped else self.evaluations
+            budget = 1 if stopped else FIRST_EVALUATIONS if first else self.evaluations
             result = solve_frame(fk, lower_all[cols], upper_all[cols], anchor, q, targets, weights, self.options,
                                  previous[cols], budget, stop, check=self.carries[group[0]])
             stopped = stopped or result.stopped

@@ -90,6 +90,7 @@ class StreamSession:
             if isinstance(member, PatternMatcher):
                 member.prepare(width)  # before the first frame, not during it
         self.counts = {"nan": 0, "late": 0, "duplicate": 0, "missing": 0, "bad": 0}
+        self.unusable = 0  # bad frames since the last good one
         self.latencies: list[float] = []
         self._measured = (-1, 0.0)  # (latencies // 16 when taken, the median latency)
         self.violations = 0
@@ -110,11 +111,18 @@ class StreamSession:
         if words == ["END"]:
             return None
         if len(words) != self.channels + 2:
-            raise FrameError(f"{where}expected SEQ TIME_S and {self.channels} values, got {len(words)} fields")
+            raise FrameError(f"{where}expected SEQ TIME_S and {self.channels} values, got {len(words)} fields "
+                             f"({max(len(words) - 2, 0)} values)")
         try:
             return int(words[0]), float(words[1]), np.array(words[2:], dtype=float)
         except ValueError:
             raise FrameError(f"{where}not a number in {line[:60]!r}") from None
+
+    def count_bad(self) -> None:
+        """A frame that came but could not be used (wrong count, not numbers): counted once, as
+        bad, and not again as missing when the next frame's number skips it."""
+        self.counts["bad"] += 1
+        self.unusable += 1
 
     def push(self, seq: int, time_s: float, values: np.ndarray, received_s: float | None = None,
              stop=None) -> StreamOutput | None:
@@ -127,7 +135,7 @@ class StreamSession:
             raise TypeError("this session takes posed skeletons (push_frame), not BVH channel values")
         received_s = time.perf_counter() if received_s is None else received_s
         if len(values) != self.channels:
-            self.counts["bad"] += 1
+            self.count_bad()
             raise FrameError(f"frame {seq}: expected {self.channels} values, got {len(values)}")
         frame = None
         if np.all(np.isfinite(values)):
@@ -145,8 +153,9 @@ class StreamSession:
         if self.last_time is not None and (time_s <= self.last_time or seq < self.last_seq):
             self.counts["late"] += 1
             return None
-        if self.last_seq is not None and seq > self.last_seq + 1:
-            self.counts["missing"] += seq - self.last_seq - 1
+        if self.last_seq is not None and seq > self.last_seq + 1:  # frames never seen, not those that came bad
+            self.counts["missing"] += max(0, seq - self.last_seq - 1 - self.unusable)
+        self.unusable = 0
         if frame is None or not (np.all(np.isfinite(frame.heads)) and np.all(np.isfinite(frame.root_rotation))):
             self.counts["nan"] += 1
             out = self._hold(seq, time_s)

@@ -68,6 +68,21 @@ def test_stream_at_a_control_rate_from_stdin(tmp_path):
     assert np.allclose(np.diff(times), 1 / 500.0) and len(times) == pytest.approx(500 * 119 / 120.0048, abs=2)
 
 
+def test_stream_of_nothing_usable_fails_and_max_frames_must_be_positive(tmp_path):
+    lines = [f"{f} {f / 120!r} 1 2 3" for f in range(20)]  # the walk's hierarchy has 96 channels
+    report_path = tmp_path / "bad.json"
+    proc = _stream("--report", report_path, stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 1
+    assert "no frame of the stream could be used (20 bad line(s))" in error_lines(proc.stderr)[-1]
+    assert "got 5 fields (3 values)" in error_lines(proc.stderr)[-1]
+    report = json.loads(report_path.read_text())
+    assert report["frames"] == 0 and report["dropped_by_reason"]["bad"] == 20
+    assert report["dropped_by_reason"]["missing"] == 0  # a bad line is counted once
+    for count in ("0", "-1"):
+        proc = _stream("--max-frames", count, stdin="END\n")
+        assert proc.returncode != 0 and "--max-frames" in error_lines(proc.stderr)[-1]
+
+
 def test_stream_refuses_a_bad_endpoint():
     proc = _stream("--input", "tcp://localhost:1")
     assert proc.returncode != 0 and "udp://HOST:PORT" in error_lines(proc.stderr)[-1]
