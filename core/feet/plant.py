@@ -466,6 +466,29 @@ def resolve_contacts(contacts, motion, mapping, warnings: list[str]) -> Contacts
     return contacts
 
 
+KEPT_PCT = 90.0  # planted feet on the ground on fewer of the clip's contact frames than this: say so
+SLIDING_PCT = 20.0  # planted contacts sliding
+SINKING_PCT = 1.0  # frames with a foot more than PENETRATION_M below the ground
+
+
+def contact_warnings(figures: dict, planted: bool) -> list[str]:
+    """Warnings for contact figures a user should not have to find in the report: feet that
+    float, slide or sink although they were planted (a robot whose sole the legs cannot reach,
+    a joint at its velocity limit), or sink at all."""
+    out = []
+    kept, sliding, sinking = (figures.get(k) for k in ("contact_preserved_pct", "foot_slide_pct",
+                                                         "ground_penetration_pct"))
+    if planted and kept is not None and kept < KEPT_PCT:
+        out.append(f"planted feet are on the ground on only {kept:.0f} % of the clip's contact frames "
+                   "(contact_preserved_pct): the feet float there")
+    if planted and sliding is not None and sliding > SLIDING_PCT:
+        out.append(f"planted feet slide in {sliding:.0f} % of the contacts (foot_slide_pct): a leg joint at its "
+                   "range or velocity limit cannot hold the foot")
+    if sinking is not None and sinking > SINKING_PCT:
+        out.append(f"a foot is below the ground on {sinking:.0f} % of frames (ground_penetration_pct)")
+    return out
+
+
 def contact_figures(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root: np.ndarray,
                     contacts: Contacts | None, fps: float) -> dict:
     """The report's foot figures (core.feet.geometry.contact_report); None where not measurable."""

@@ -22,8 +22,8 @@ from .viewer import angle_deg, body_landmarks, viewer_figures
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
                      robot_chain, sample_polyline, source_chain)
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
-from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, plant_feet,
-                         resolve_contacts)
+from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, contact_warnings,
+                          plant_feet, resolve_contacts)
 from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
@@ -144,8 +144,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
                   "warnings": warnings}
         if figures:
             measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
-            report.update(contact_figures(tree, legs, q, root, measured, motion.fps),
-                          feet_planted=planted is not None)
+            feet = contact_figures(tree, legs, q, root, measured, motion.fps)
+            report.update(feet, feet_planted=planted is not None)
+            warnings += contact_warnings(feet, planted is not None)
             report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
             report.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
                           self_collision_avoided=apart is not None)

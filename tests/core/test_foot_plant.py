@@ -333,3 +333,23 @@ def test_unplanted_bakes_of_any_stretch_stand_on_the_ground(frames):
     feet = _feet(tree, auto_map(motion, tree), result)
     bottom = min(float((centres[..., 2] - radius).min()) for centres, radius in feet.values())
     assert abs(bottom) < 1e-3  # the stretch's lowest sole point is on the ground, not above it
+
+
+def test_planted_feet_that_cannot_hold_say_so_in_the_warnings():
+    """A G1 whose leg joints turn at an eighth of their speed cannot keep up with the walk's
+    planted feet: the report's figures show it, and so do its warnings (a user reads those)."""
+    import re
+
+    from core.model.urdf import parse_urdf_string
+
+    text = G1.read_text(encoding="utf-8")
+    slow = re.sub(r'(<joint name="(?:left|right)_(?:hip_yaw|hip_roll|hip_pitch|knee|ankle_pitch|ankle_roll)_joint"'
+                  r'.*?velocity=")([0-9.]+)"', lambda m: f'{m.group(1)}{float(m.group(2)) / 8}"', text, flags=re.S)
+    tree = KinematicTree(parse_urdf_string(slow, str(G1)))
+    motion = load_bvh(WALK).to_source_motion()
+    report = retarget(motion, tree, auto_map(motion, tree), contacts="auto").report
+    assert report["foot_slide_pct"] > 20 and any("planted feet slide in" in w for w in report["warnings"])
+    normal = KinematicTree(parse_urdf(G1))
+    report = retarget(motion, normal, auto_map(motion, normal), contacts="auto").report
+    assert not [w for w in report["warnings"] if "(foot_slide_pct)" in w or "(contact_preserved_pct)" in w
+                or "(ground_penetration_pct)" in w]
