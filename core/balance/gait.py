@@ -36,6 +36,7 @@ BALANCE_PERIOD_S = 0.01  # the correction's sample period
 FINE_PASSES = 3  # multibody passes at the control cycle after the correction's
 MIN_PUSH = 0.5  # share of the robot's weight the ground must carry at least, at every sample
 MAX_THROW_M = 0.04  # a swing that throws the multibody ZMP further from its target is calmed
+SLIDE_WARNING_M = 0.001  # a stance foot moving more than this (the "0") is said in the warnings
 TAME_SHARE = 0.4  # how much of a too-fast swing's style one round takes back
 
 
@@ -238,6 +239,15 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
     if balanced.height_change_m > 0.005:
         warnings.append(f"the waist's height changed up to {100 * balanced.height_change_m:.1f} cm where a foot "
                         "could not stand (a leg stretched too far, an ankle past its range)")
+    outside = margins < 0.0
+    if outside.any():
+        times = plan.times[outside]
+        warnings.append(f"the multibody ZMP leaves the feet on {100 * outside.mean():.1f} % of samples "
+                        f"({times[0]:.2f}-{times[-1]:.2f} s, worst {1000 * -supported.min():.0f} mm outside): "
+                        "the robot would not stand there")
+    if slide > SLIDE_WARNING_M:
+        warnings.append(f"a stance foot slides up to {1000 * slide:.0f} mm (stance_slide_m): the legs cannot hold "
+                        "it flat and in place there")
     return {
         "steps": int(sum(len(s) for s in plan.swings.values())),
         "swing_phases": {side: [{"lift_off_s": s.lift_off_s, "touch_down_s": s.touch_down_s} for s in items]

@@ -387,3 +387,13 @@ def test_a_clip_named_the_mixamo_way_walks_the_same_gait(g1_walk):
     assert report["steps"] == base["steps"]
     assert report["min_support_margin_m"] == pytest.approx(base["min_support_margin_m"], abs=1e-6)
     assert report["stance_slide_m"] == pytest.approx(base["stance_slide_m"], abs=1e-6)
+
+
+def test_a_gait_the_robot_would_not_stand_says_so(g1_walk, h1_walk):
+    """The H1's gait leaves its feet and slides (its xfail above): the warnings say it, with the
+    figures; the G1's, which stands, says neither."""
+    h1 = h1_walk[2].report
+    assert h1["zmp_outside_support_pct"] > 0 and any("the multibody ZMP leaves the feet" in w for w in h1["warnings"])
+    assert h1["stance_slide_m"] > 0.001 and any("stance foot slides" in w for w in h1["warnings"])
+    g1 = g1_walk[2].report
+    assert not [w for w in g1["warnings"] if "leaves the feet" in w or "stance foot slides" in w]
