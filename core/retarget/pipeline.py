@@ -16,7 +16,7 @@ import numpy as np
 
 from .body_frame import canonical_axes, orthonormalize, pelvis_frames, source_body_frames
 from .mapping_check import mapping_figures
-from .neutral import neutral_posture
+from .neutral import neutral_posture, standing_root
 from .torso import TorsoAim, chest_target
 from .viewer import angle_deg, body_landmarks, viewer_figures
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
@@ -96,13 +96,14 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
             raise RetargetError("no chain could be mapped between the source and the robot")
         frames = motion.frames
         body_src, axes_rob = body_frames(motion, tree, mapping)
-        floating = any(p.mapping.role == "leg" for p in plans) and settings.root_mode != "fixed"
+        driven_legs = any(p.mapping.role == "leg" for p in plans)
+        floating = driven_legs and settings.root_mode != "fixed"
         if floating:
             root_rot = body_src @ axes_rob.T
             root_pos = root_positions(motion, tree, plans, root_rot, settings)
         else:
             root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
-            root_pos = np.zeros((frames, 3))
+            root_pos = np.tile(np.zeros(3) if driven_legs else standing_root(tree), (frames, 1))
         body_rob = root_rot @ axes_rob
         root = pose_matrices(root_rot, root_pos)
         targets = {id(plan): chain_targets(motion, plan, body_src, body_rob) for plan in plans}
