@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from core.model.kinematics import KinematicTree
@@ -149,3 +150,103 @@ def test_an_arm_lying_on_the_floor_is_one_arm_not_two_legs(hop):
     roles = sorted(c.role for c in mapping.chains)
     assert "leg" not in roles and roles.count("arm") == 1, roles
     assert retarget(hop, tree, mapping).q.shape == (len(hop.heads), tree.dof)
+
+
+PANDA = ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"
+
+
+def _panda_parts(prefix: str) -> list:
+    """The Panda's links and joints, names prefixed (one arm of a dual-arm robot)."""
+    import copy
+    import xml.etree.ElementTree as ET
+    out = []
+    for elem in ET.parse(PANDA).getroot():
+        if elem.tag not in ("link", "joint"):
+            continue
+        elem = copy.deepcopy(elem)
+        elem.set("name", prefix + elem.get("name"))
+        for ref in elem.findall("parent") + elem.findall("child") + elem.findall("mimic"):
+            key = "link" if ref.tag != "mimic" else "joint"
+            ref.set(key, prefix + ref.get(key))
+        out.append(elem)
+    return out
+
+
+def _joint(kind: str, name: str, parent: str, child: str, xyz: str, rpy: str = "0 0 0", axis: str = "0 0 1",
+           limits: tuple[float, float] = (-1.0, 1.0)) -> str:
+    limit = "" if kind in ("fixed", "continuous") else \
+        f'<limit lower="{limits[0]}" upper="{limits[1]}" effort="10" velocity="1"/>'
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>')
+
+
+def _box(name: str, size: str, xyz: str = "0 0 0") -> str:
+    return (f'<link name="{name}"><collision><origin xyz="{xyz}"/><geometry><box size="{size}"/></geometry>'
+            f'</collision></link>')
+
+
+def _mobile_manipulator(tmp_path, sides: tuple[str, ...]) -> Path:
+    """Panda arms on a torso that a lift slides up a column, on a wheeled base with a head (as
+    PAL's Tiago and Tiago++ of example-robot-data are built)."""
+    import xml.etree.ElementTree as ET
+    parts = ['<robot name="mobile_panda">', '<link name="base_footprint"/>', _box("base_link", "0.5 0.5 0.3"),
+             _joint("fixed", "base_joint", "base_footprint", "base_link", "0 0 0.15")]
+    for side, y in (("left", 0.2), ("right", -0.2)):
+        parts += [_box(f"wheel_{side}_link", "0.2 0.04 0.2"),
+                  _joint("continuous", f"wheel_{side}_joint", "base_link", f"wheel_{side}_link", f"0 {y} -0.05",
+                         axis="0 1 0")]
+    parts += [_box("torso_fixed_link", "0.2 0.2 0.6", "0 0 0.3"),
+              _joint("fixed", "torso_fixed_joint", "base_link", "torso_fixed_link", "-0.05 0 0.15"),
+              _box("torso_lift_link", "0.25 0.3 0.2"),
+              _joint("prismatic", "torso_lift_joint", "torso_fixed_link", "torso_lift_link", "0 0 0.75",
+                     limits=(0.0, 0.35)),
+              _box("head_1_link", "0.05 0.05 0.1"), _box("head_2_link", "0.15 0.2 0.1", "0.05 0 0.05"),
+              _joint("revolute", "head_1_joint", "torso_lift_link", "head_1_link", "0.1 0 0.1"),
+              _joint("revolute", "head_2_joint", "head_1_link", "head_2_link", "0 0 0.1", axis="0 1 0"),
+              '</robot>']
+    robot = ET.fromstring("".join(parts))
+    for side in sides:  # each arm mounted on the torso's side, pointing sideways as Tiago's does
+        y = {"left": 0.18, "right": -0.18, "": 0.15}[side]
+        prefix = f"{side}_" if side else ""
+        for elem in _panda_parts(prefix):
+            robot.append(elem)
+        robot.append(ET.fromstring(_joint("fixed", f"{prefix}arm_mount", "torso_lift_link", f"{prefix}panda_link0",
+                                          f"0.05 {y} -0.05", rpy=f"{np.sign(y) * -1.5708} 0 0")))
+    path = tmp_path / f"mobile_panda_{len(sides)}.urdf"
+    ET.ElementTree(robot).write(path)
+    return path
+
+
+@pytest.mark.parametrize("sides", [("",), ("left", "right")], ids=["tiago", "tiago_dual"])
+def test_an_arm_on_a_lift_starts_at_its_shoulder(sides, hop, tmp_path):
+    """Tiago's arm rides a torso lift up a column on a wheeled base: auto-map took the column and
+    lift for the arm (upper arm torso_fixed_link, hand torso_lift_link) and Tiago++ (two arms on
+    that lift) got one arm, as wheels beside the column made the base no chest."""
+    tree = KinematicTree(parse_urdf(_mobile_manipulator(tmp_path, sides)))
+    mapping = auto_map(hop, tree)
+    arms = {c.name: c.robot_base for c in mapping.chains if c.role == "arm"}
+    prefixes = [f"{s}_" if s else "" for s in sides]
+    assert sorted(arms.values()) == sorted(f"{p}panda_link1" for p in prefixes), arms
+    if len(sides) == 2:
+        assert arms == {"left_arm": "left_panda_link1", "right_arm": "right_panda_link1"}
+    hands = [c.robot_base for c in mapping.chains if c.role == "hand"]
+    assert all(h.endswith(("panda_link5", "panda_link6", "panda_link7")) for h in hands), hands
+    result = retarget(hop, tree, mapping)
+    lift = tree.joint_names.index("torso_lift_joint")
+    assert np.abs(result.q[:, lift]).max() < 1e-9  # the lift keeps its neutral height
+    if len(sides) == 2:
+        assert max(result.report["limb_direction_error_by_limb"].values()) < 25.0
+
+
+def test_fixed_fingers_hanging_lowest_are_no_legs(hop):
+    """Kinova's Jaco (example-robot-data, in tests/data) is folded in its zero pose, its gripper's
+    two fixed fingers the lowest ends: they were taken for legs, then (named as fingers) for two
+    arms without a joint, and the bake stopped ("no chain to map. In the robot: 0 leg(s), 2
+    arm(s)") although the robot is one arm."""
+    tree = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "kinova.urdf"))
+    mapping = auto_map(hop, tree)
+    assert [c.role for c in mapping.chains if c.role in ("arm", "leg")] == ["arm"]
+    assert next(c for c in mapping.chains if c.role == "arm").robot_base == "j2s6s200_link_1"
+    result = retarget(hop, tree, mapping)
+    assert result.report["limit_violations"] == 0
+    assert np.ptp(result.q, axis=0).max() > 0.5  # the arm moves with the actor's
