@@ -26,6 +26,7 @@ from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide
                          resolve_contacts)
 from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.reroot import hung_from
+from ..model.urdf import Robot, missing_meshes
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
 from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
@@ -91,6 +92,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         raise RetargetError(f"source {motion.name!r} has no frames to retarget")
     with stages("plan"):
         motion = _bridged(motion, warnings)
+        _warn_missing_meshes(robot.robot, warnings)
         plans = plan_chains(motion, tree, mapping, warnings)
         if not plans:
             raise RetargetError("no chain could be mapped between the source and the robot")
@@ -535,6 +537,17 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
     q = rate_limit(q, np.minimum(tree.velocity / fps, MAX_STEP_RAD))
     root_pos = cancel_residual_slide(tree, legs, q, root_rot, again.root_position, flags, fps)
     return PlantResult(q, root_pos, max(planted.lifted_m, again.lifted_m))
+
+
+def _warn_missing_meshes(robot: Robot, warnings: list[str]) -> None:
+    missing = missing_meshes(robot)
+    if missing:
+        link, filename = missing[0]
+        total = sum(g.kind == "mesh" for lk in robot.links.values() for g in list(lk.collisions) + list(lk.visuals))
+        warnings.append(f"robot {robot.name!r}: {len(missing)} of {total} mesh files not found next to "
+                        f"{robot.source_path} (first: link {link!r}, {filename}): self-collision and the feet "
+                        "use rough stand-ins (capsules along the bones, feet at their links' origins), so "
+                        "self_collision_pct and the feet's figures are rough")
 
 
 def _ground(tree, plans, legs, q, root_rot, root_pos, settings) -> np.ndarray:
