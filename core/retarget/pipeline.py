@@ -24,6 +24,7 @@ from ..chains.points import (RobotChain, SourceChain, default_fractions, point_w
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, plant_feet,
                          resolve_contacts)
+from ..feet.contacts import DetectSettings
 from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.reroot import hung_from
 from ..model.urdf import Robot, missing_meshes
@@ -509,6 +510,12 @@ def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings, ap
         return None
     if settings.root_mode != "follow" or not legs:
         warnings.append("feet not planted: planting needs mapped left/right legs and root mode 'follow'")
+        return None
+    if not any(flags.feet[leg.side].any() for leg in legs if leg.side in flags.feet):
+        frames = len(q)
+        warnings.append(f"feet not planted: no foot is on the ground on any of the clip's {frames} frames "
+                        f"({frames / fps:.3f} s; a detected contact lasts at least {DetectSettings.min_contact_s} s),"
+                        " so contact_preserved_pct and foot_slide_pct measure no contact")
         return None
     # filtered bakes plant twice (_smooth_planted): the first plant is a draft whose angles are
     # smoothed and planted again from a fresh root, so one pass of 6 iterations and no lift will do

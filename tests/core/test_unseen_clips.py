@@ -59,3 +59,17 @@ def test_a_manipulator_keeps_its_base_at_the_origin(hop):
     tree = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"))
     result = _bake(hop, tree)
     assert np.abs(result.root_position).max() == 0.0
+
+
+def test_a_clip_too_short_for_a_contact_says_its_feet_were_not_planted(hop, g1):
+    """A clip of 3 frames (25 ms) holds no contact as long as detection asks (50 ms): its feet were
+    silently not planted, and contact_preserved_pct read 100 over no contact frame."""
+    short = dataclasses.replace(hop, motion=hop.motion[:3])
+    motion = short.to_source_motion()
+    result = retarget(motion, g1, auto_map(motion, g1), contacts="auto")
+    assert not result.report["feet_planted"]
+    said = [w for w in result.report["warnings"] if w.startswith("feet not planted")]
+    assert len(said) == 1 and "3 frames" in said[0] and "contact_preserved_pct" in said[0], said
+    motion = hop.to_source_motion()
+    whole = retarget(motion, g1, auto_map(motion, g1), contacts="auto").report
+    assert whole["feet_planted"] and not [w for w in whole["warnings"] if w.startswith("feet not planted")]
