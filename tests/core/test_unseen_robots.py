@@ -265,3 +265,32 @@ def test_a_robot_copied_without_its_meshes_says_so(hop, tmp_path):
     said = [w for w in report["warnings"] if "mesh files not found" in w]
     assert len(said) == 1 and "link 'pelvis'" in said[0] and "pelvis.STL" in said[0] and str(alone) in said[0], said
     assert report["self_collision_pct"] < whole.report["self_collision_pct"]  # why the warning matters
+
+
+def test_a_foot_pitched_by_bent_knees_in_the_zero_pose_keeps_its_toe(hop, tmp_path):
+    """Talos (example-robot-data) with its knees zeroed 0.6 rad bent baked another motion (ankles
+    39 degrees off, links 19 cm): the toe was the forward-most geometry of the pitched foot, its
+    top edge. Here G1's feet are boxes (as Talos's meshes): the toe is measured on the level foot."""
+    import dataclasses as dc
+
+    from core.model.urdf import Geometry, Robot
+    from core.retarget.automap import foot_tip_offset
+    from tests import robot_variants as RV
+
+    g1 = parse_urdf(ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf")
+    origin = np.eye(4)
+    origin[:3, 3] = [0.015, 0.0, -0.01]
+    box = Geometry("box", origin=origin, size=np.array([0.24, 0.08, 0.06]))
+    links = {n: (dc.replace(link, collisions=[box], visuals=[]) if "ankle_roll" in n else link)
+             for n, link in g1.links.items()}
+    robot = Robot(g1.name, links, g1.joints, g1.root_link, g1.source_path)
+    knees = {"left_knee_joint": 0.6, "right_knee_joint": 0.6}
+    trees = [KinematicTree(parse_urdf(RV.write_urdf(r, tmp_path / f"{k}.urdf")))
+             for k, r in (("level", robot), ("bent", RV.zero_shifted(robot, knees)))]
+    toes = [foot_tip_offset(t, t.link_index("left_ankle_pitch_link")) for t in trees]
+    assert toes[0][0] == toes[1][0] and np.allclose(toes[0][1], toes[1][1], atol=1e-6), toes
+    results = [retarget(hop, t, auto_map(hop, t)) for t in trees]
+    shift = np.array([knees.get(n, 0.0) for n in trees[1].joint_names])
+    ankles = [i for i, n in enumerate(trees[0].joint_names) if "ankle" in n]
+    off = np.degrees(np.sqrt(np.mean((results[1].q + shift - results[0].q)[:, ankles] ** 2)))
+    assert off < 1.0, off  # the rest prior leans toward another zero: not exactly the same
