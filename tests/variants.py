@@ -270,3 +270,26 @@ def ground_root(clip: BVHClip, name: str = "Reference") -> BVHClip:
     ends = {j + 1: v for j, v in clip.end_sites.items()}
     grown = dataclasses.replace(clip, names=[name, *clip.names], parents=parents, channels=channels)
     return _with_motion(grown, offsets, ends, new_t, new_r, len(t), len(clip.names) + 1)
+
+
+def without(clip: BVHClip, roots: set[str]) -> BVHClip:
+    """The clip without the joints named in `roots` and everything below them (legs off an
+    upper-body capture, a hand off an arm); a parent left without children ends where the
+    first removed child began."""
+    gone: set[int] = set()
+    for j, p in enumerate(clip.parents):  # parents come before their children in a BVH
+        if clip.names[j] in roots or (p >= 0 and p in gone):
+            gone.add(j)
+    keep = [j for j in range(len(clip.names)) if j not in gone]
+    index = {j: i for i, j in enumerate(keep)}
+    t, r = _local(clip)
+    ends = {index[j]: v for j, v in clip.end_sites.items() if j in index}
+    for j in sorted(gone):
+        p = int(clip.parents[j])
+        if p in index and index[p] not in ends:
+            ends[index[p]] = np.asarray(clip.offsets[j], float)
+    kept = dataclasses.replace(clip, names=[clip.names[j] for j in keep], channels=[clip.channels[j] for j in keep],
+                               parents=np.array([index[int(clip.parents[j])] if clip.parents[j] >= 0 else -1
+                                                 for j in keep]))
+    return _with_motion(kept, np.array([clip.offsets[j] for j in keep], float), ends, t[:, keep], r[:, keep],
+                        len(t), len(keep))

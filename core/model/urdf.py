@@ -507,3 +507,17 @@ def resolve_mesh_path(filename: str, urdf_path: str | os.PathLike | None,
         if hit is not None:
             return hit
     return None
+
+
+def missing_meshes(robot: Robot) -> list[tuple[str, str]]:
+    """(link, filename) of each <mesh> whose file is not on disk near the URDF: a robot copied
+    without its meshes folder bakes on rough stand-ins (capsules along its bones for
+    self-collision, feet on their links' origins), which the report must say."""
+    if robot.source_path is None:
+        return []
+    out = []
+    for name, link in robot.links.items():
+        for geom in list(link.collisions) + list(link.visuals):
+            if geom.kind == "mesh" and resolve_mesh_path(geom.filename or "", robot.source_path) is None:
+                out.append((name, geom.filename or ""))
+    return out

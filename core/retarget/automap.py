@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..feet.geometry import body_points
+from ..feet.geometry import body_points, standing_rotation
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
 from ..chains.mapping import ChainMapping, Mapping
@@ -117,9 +117,12 @@ def foot_tip_offset(tree: KinematicTree, ankle: int) -> tuple[int, list[float]] 
     """(foot link, toe point in its frame) from collision/visual primitives of the foot.
 
     The foot link is the last jointed link below the ankle; the toe point is the
-    mean of its forward-most geometry (x is forward in a URDF base, REP 103).
-    A foot modelled by meshes only is measured on their hull points, so its
-    sole link ends the leg chain even when no primitive marks the toe.
+    mean of its forward-most geometry (x is forward in a URDF base, REP 103),
+    measured with the foot laid level on its sole (core.feet.geometry.standing_rotation):
+    a zero pose with bent knees pitches the foot, and its forward-most points were
+    then another part of it (Talos with its knees zeroed 0.6 rad bent: ankles 39
+    degrees off). A foot modelled by meshes only is measured on their hull points,
+    so its sole link ends the leg chain even when no primitive marks the toe.
     """
     zero = tree.zero_pose()
     below = [ankle]
@@ -127,6 +130,8 @@ def foot_tip_offset(tree: KinematicTree, ankle: int) -> tuple[int, list[float]] 
         if tree.parent[i] in below:
             below.append(i)
     foot = max((i for i in below if tree.qindex[i] >= 0), key=tree.depth, default=ankle)
+    level = standing_rotation(body_points(tree, foot), zero[foot, :3, :3])
+    turn, about = level @ zero[foot, :3, :3].T, zero[foot, :3, 3]  # lays the foot level about its origin
     points = []
     for i in below:
         link = tree.robot.links[tree.link_names[i]]
@@ -134,16 +139,18 @@ def foot_tip_offset(tree: KinematicTree, ankle: int) -> tuple[int, list[float]] 
         for geom in list(link.collisions) + list(link.visuals):
             if geom.kind != "mesh":
                 points.append((zero[i] @ geom.origin)[:3, 3])
-    points = np.array(points)
-    if points[:, 0].max() - zero[ankle, 0, 3] < 0.02:  # no primitive shows the toe: the meshes do
+    points = (np.array(points) - about) @ turn.T + about
+    ankle_x = ((zero[ankle, :3, 3] - about) @ turn.T + about)[0]
+    if points[:, 0].max() - ankle_x < 0.02:  # no primitive shows the toe: the meshes do
         hulls = [body_points(tree, i) for i in below]
-        points = np.concatenate([points] + [b.points @ zero[b.link, :3, :3].T + zero[b.link, :3, 3] for b in hulls])
+        laid = [(b.points @ zero[b.link, :3, :3].T + zero[b.link, :3, 3] - about) @ turn.T + about for b in hulls]
+        points = np.concatenate([points] + laid)
     forward = points[:, 0]
-    if forward.max() - zero[ankle, 0, 3] < 0.02:
+    if forward.max() - ankle_x < 0.02:
         return None
     toe = points[forward >= forward.max() - 0.01].mean(axis=0)
-    toe[1] = zero[foot, 1, 3]  # centre the toe across the foot
-    local = zero[foot, :3, :3].T @ (toe - zero[foot, :3, 3])
+    toe[1] = about[1]  # centre the toe across the foot
+    local = level.T @ (toe - about)
     return foot, [float(v) for v in local]
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model.kinematics import KinematicTree
+from ..model.kinematics import PRISMATIC, KinematicTree
 from ..motion.source import SourceMotion
 from . import names as name_words
 
@@ -35,12 +35,16 @@ class Skeleton:
     notes: list[str] = field(default_factory=list)  # what was guessed, in words, for the report
     helpers: set[str] = field(default_factory=set)  # leaves passed over as rig helpers or props
     continues: np.ndarray | None = None  # (N,) bool: the bone only continues its parent's segment
+    sliding: np.ndarray | None = None  # (N,) bool: the node's joint slides (a robot's prismatic lift)
+    robot: bool = False  # movable says which links have a joint, not which bones move in the clip
 
     def __post_init__(self):
         if self.low is None:
             self.low = relative_heights(self.points[None], self.ends[None])[0]
         if self.continues is None:
             self.continues = np.zeros(len(self.names), dtype=bool)
+        if self.sliding is None:
+            self.sliding = np.zeros(len(self.names), dtype=bool)
 
     def children(self, i: int) -> list[int]:
         return [int(j) for j in np.flatnonzero(self.parents == i)]
@@ -142,7 +146,8 @@ def reference_frame(motion: SourceMotion) -> int:
 def robot_skeleton(tree: KinematicTree) -> Skeleton:
     zero = tree.zero_pose()
     points = zero[:, :3, 3]
-    return Skeleton(list(tree.link_names), tree.parent.copy(), points, points.copy(), tree.qindex >= 0)
+    return Skeleton(list(tree.link_names), tree.parent.copy(), points, points.copy(), tree.qindex >= 0,
+                    sliding=tree.kind == PRISMATIC, robot=True)
 
 
 def segment_lengths(poly: np.ndarray) -> np.ndarray:
@@ -228,14 +233,17 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
     leaves = _body_leaves(sk, [n for n in range(len(sk.names)) if not sk.children(n)])
     feet = [n for n in leaves if sk.low[n] <= FOOT_HEIGHT]
     roots = [n for n in range(len(sk.names)) if sk.parents[n] < 0]
+    leg_roots: list[int] = []
     if len(feet) >= 2:
         pelvis = _lca(sk, feet)
         leg_roots = [c for c in sk.children(pelvis) if any(f in sk.descendants(c) for f in feet)]
         # the two longest branches that reach a foot: a helper bone near the ground is no leg
         reach = {c: _path_length(sk, _longest_path(sk, c, low=True)) for c in leg_roots}
-        leg_roots = sorted((c for c in leg_roots if reach[c] > 0), key=lambda c: -reach[c])[:2]  # a frame is no leg
+        # a frame is no leg, nor a robot's branch without a joint (a gripper's fixed fingers hanging lowest)
+        leg_roots = sorted((c for c in leg_roots if reach[c] > 0 and (_jointed(sk, c) or not sk.robot)),
+                           key=lambda c: -reach[c])[:2]
         leg_roots = sorted(leg_roots)
-    else:
+    if len(leg_roots) < 2:
         pelvis, leg_roots = roots[0], []
     legs = _matched(sk, [_longest_path(sk, c, low=True) for c in leg_roots]) if len(leg_roots) >= 2 else []
     if legs and all(_named(sk, leg) == "arm" for leg in legs):
@@ -256,7 +264,7 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
         if hub is not None:
             ranked = _ranked(sk, hub, branches)
             count = 2 if legs or _paired(sk, hub, ranked) else 1
-            arms = _matched(sk, [_longest_path(sk, b) for b in ranked[:count]])
+            arms = _matched(sk, [_past_lift(sk, _longest_path(sk, b)) for b in ranked[:count]])
             rest = [b for b in ranked[2:] if segment_lengths(sk.polyline(_longest_path(sk, b))).sum() > 0]
             top = max(rest, key=lambda b: max(sk.low[d] for d in sk.descendants(b)), default=None)
             head = _longest_path(sk, top) if top is not None and legs else None
@@ -270,16 +278,28 @@ def _ranked(sk: Skeleton, hub: int, branches: list[int]) -> list[int]:
 
 
 def _two_armed_hub(sk: Skeleton, hub: int, branches: list[int]) -> tuple[int, list[int]]:
-    """Without legs, fixed branches at the base (collision helpers, a pedestal) make no chest:
-    where the hub has one jointed branch that splits into two arms reaching alike further on
-    (Baxter's torso), that split is the chest; otherwise the hub stays."""
-    jointed = [b for b in branches if _jointed(sk, b)]
-    if len(jointed) != 1:
-        return hub, branches
-    inner, split = _arm_hub(sk, jointed[0], 0.0)
-    if inner is None or not _paired(sk, inner, _ranked(sk, inner, split)):
-        return hub, branches
+    """Without legs, fixed branches at the base (collision helpers, a pedestal, wheels) make no
+    chest: where the hub has one jointed branch that splits into two arms reaching alike further
+    on (Baxter's torso, Tiago's above its lift), that split is the chest; otherwise the hub stays."""
+    inner, split = hub, branches
+    while not _paired(sk, inner, _ranked(sk, inner, split)):
+        # down the body (fixed links, a sliding lift) past wheels and casters to the torso (Tiago's)
+        ranked = [b for b in _ranked(sk, inner, split) if _jointed(sk, b)]
+        if not ranked or (sk.robot and sk.movable[ranked[0]] and not sk.sliding[ranked[0]]):
+            return hub, branches  # a robot's turning joint: the arm itself begins
+        inner, split = _arm_hub(sk, ranked[0], 0.0)
+        if inner is None:
+            return hub, branches
     return inner, split
+
+
+def _past_lift(sk: Skeleton, path: list[int]) -> list[int]:
+    """A robot arm from its first turning joint on: a lift that slides the arm up and down and the
+    column it rides on are the body's (Tiago's torso lift, 0.35 m, took the arm's place)."""
+    turning = [k for k, n in enumerate(path) if sk.movable[n] and not sk.sliding[n]]
+    if not turning or not sk.sliding[path[:turning[0]]].any():
+        return path
+    return path[turning[0]:]
 
 
 def _paired(sk: Skeleton, hub: int, ranked: list[int]) -> bool:

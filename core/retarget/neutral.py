@@ -15,8 +15,10 @@ import numpy as np
 
 from ..chains.points import sample_polyline
 from ..chains.solver import SolveOptions, solve_chain
+from ..feet.geometry import lowest_points
 from ..model.kinematics import KinematicTree
 from ..motion.source import SourceMotion
+from .body_parts import find_body_parts, robot_skeleton
 
 HANGING = ("arm", "hand")  # chains whose neutral is solved: hanging down beside the body
 NEUTRAL_ELBOW_RAD = np.radians(90.0)  # the forearm and hand point forward
@@ -58,3 +60,15 @@ def _hanging_shape(motion: SourceMotion, plan, down: np.ndarray, forward: np.nda
         canonical = np.concatenate([np.zeros((1, 3)), np.cumsum(steps, axis=0)])[None]
         out.append(rpath.length * sample_polyline(canonical, np.asarray(fractions))[0] / max(seg.sum(), 1e-9))
     return np.concatenate(out)
+
+
+def standing_root(tree: KinematicTree) -> np.ndarray:
+    """Root position (3,) in metres of a robot whose base stays fixed: a legged robot driven
+    without its legs (an upper-body clip) stands on them in its zero pose, its lowest point on
+    the ground; with its base at the origin its legs went through the floor unreported. A robot
+    without legs (an arm on its base) keeps its base at the origin."""
+    if not find_body_parts(robot_skeleton(tree)).legs:
+        return np.zeros(3)
+    q = np.clip(0.0, tree.lower, tree.upper)[None]
+    lowest = lowest_points(tree, q, np.eye(4)[None], skip=set(), near_m=np.inf)[0]
+    return np.array([0.0, 0.0, -lowest]) if np.isfinite(lowest) else np.zeros(3)

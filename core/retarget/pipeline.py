@@ -16,7 +16,7 @@ import numpy as np
 
 from .body_frame import canonical_axes, orthonormalize, pelvis_frames, source_body_frames
 from .mapping_check import mapping_figures
-from .neutral import neutral_posture
+from .neutral import neutral_posture, standing_root
 from .torso import TorsoAim, chest_target
 from .viewer import angle_deg, body_landmarks, viewer_figures
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
@@ -24,8 +24,10 @@ from ..chains.points import (RobotChain, SourceChain, default_fractions, point_w
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, contact_warnings,
                           plant_feet, resolve_contacts)
+from ..feet.contacts import DetectSettings
 from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.reroot import hung_from
+from ..model.urdf import Robot, missing_meshes
 from ..chains.mapping import ChainMapping, Mapping, RetargetSettings
 from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import ChainKinematics, SolveOptions, rate_limit, solve_chain
@@ -93,12 +95,14 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         raise RetargetError(f"source {motion.name!r} has no frames to retarget")
     with stages("plan"):
         motion = _bridged(motion, warnings)
+        _warn_missing_meshes(robot.robot, warnings)
         plans = plan_chains(motion, tree, mapping, warnings)
         if not plans:
             raise RetargetError("no chain could be mapped between the source and the robot")
         frames = motion.frames
         body_src, axes_rob = body_frames(motion, tree, mapping)
-        floating = any(p.mapping.role == "leg" for p in plans) and settings.root_mode != "fixed"
+        driven_legs = any(p.mapping.role == "leg" for p in plans)
+        floating = driven_legs and settings.root_mode != "fixed"
         root_scale = None
         if floating:
             root_rot = body_src @ axes_rob.T
@@ -106,7 +110,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
             root_pos, root_scale = root_plan(motion.heads, root_rot), root_plan.scale
         else:
             root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
-            root_pos = np.zeros((frames, 3))
+            root_pos = np.tile(np.zeros(3) if driven_legs else standing_root(tree), (frames, 1))
         body_rob = root_rot @ axes_rob
         root = pose_matrices(root_rot, root_pos)
         targets = {id(plan): chain_targets(motion, plan, body_src, body_rob) for plan in plans}
@@ -511,6 +515,12 @@ def _plant(tree, legs, q, root_rot, root_pos, flags, fps, settings, warnings, ap
     if settings.root_mode != "follow" or not legs:
         warnings.append("feet not planted: planting needs mapped left/right legs and root mode 'follow'")
         return None
+    if not any(flags.feet[leg.side].any() for leg in legs if leg.side in flags.feet):
+        frames = len(q)
+        warnings.append(f"feet not planted: no foot is on the ground on any of the clip's {frames} frames "
+                        f"({frames / fps:.3f} s; a detected contact lasts at least {DetectSettings.min_contact_s} s),"
+                        " so contact_preserved_pct and foot_slide_pct measure no contact")
+        return None
     # filtered bakes plant twice (_smooth_planted): the first plant is a draft whose angles are
     # smoothed and planted again from a fresh root, so one pass of 6 iterations and no lift will do
     draft = PlantSettings(passes=1, lift=False, iterations=6, track_iterations=0) if settings.filter != "none" else None
@@ -538,6 +548,17 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
     q = rate_limit(q, np.minimum(tree.velocity / fps, MAX_STEP_RAD))
     root_pos = cancel_residual_slide(tree, legs, q, root_rot, again.root_position, flags, fps)
     return PlantResult(q, root_pos, max(planted.lifted_m, again.lifted_m))
+
+
+def _warn_missing_meshes(robot: Robot, warnings: list[str]) -> None:
+    missing = missing_meshes(robot)
+    if missing:
+        link, filename = missing[0]
+        total = sum(g.kind == "mesh" for lk in robot.links.values() for g in list(lk.collisions) + list(lk.visuals))
+        warnings.append(f"robot {robot.name!r}: {len(missing)} of {total} mesh files not found next to "
+                        f"{robot.source_path} (first: link {link!r}, {filename}): self-collision and the feet "
+                        "use rough stand-ins (capsules along the bones, feet at their links' origins), so "
+                        "self_collision_pct and the feet's figures are rough")
 
 
 def _ground(tree, plans, legs, q, root_rot, root_pos, settings) -> np.ndarray:

@@ -687,7 +687,10 @@ def test_what_a_viewer_sees_with_the_default_bake(clip, robot, g1, h1):
     assert max(report["limb_direction_error_by_limb"].values()) <= 3.0, report["limb_direction_error_by_limb"]
     assert report["torso_orientation_error_deg"] <= 5.0
     assert report["max_speed_ratio"] <= 1.0 + 1e-9
-    assert report["automap_confidence"] == 1.0 and report["warnings"] == []
+    # the test H1 ships without meshes, which the report says (test_unseen_robots)
+    assert report["automap_confidence"] == 1.0
+    assert [w for w in report["warnings"] if "mesh files not found" not in w] == []
+    assert len(report["warnings"]) == (robot == "h1")
 
 
 def test_viewer_figures_ignore_heading_but_see_a_lean(walk_g1, walk, g1, walk_g1_map):

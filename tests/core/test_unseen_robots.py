@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from core.model.kinematics import KinematicTree
@@ -149,3 +150,147 @@ def test_an_arm_lying_on_the_floor_is_one_arm_not_two_legs(hop):
     roles = sorted(c.role for c in mapping.chains)
     assert "leg" not in roles and roles.count("arm") == 1, roles
     assert retarget(hop, tree, mapping).q.shape == (len(hop.heads), tree.dof)
+
+
+PANDA = ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"
+
+
+def _panda_parts(prefix: str) -> list:
+    """The Panda's links and joints, names prefixed (one arm of a dual-arm robot)."""
+    import copy
+    import xml.etree.ElementTree as ET
+    out = []
+    for elem in ET.parse(PANDA).getroot():
+        if elem.tag not in ("link", "joint"):
+            continue
+        elem = copy.deepcopy(elem)
+        elem.set("name", prefix + elem.get("name"))
+        for ref in elem.findall("parent") + elem.findall("child") + elem.findall("mimic"):
+            key = "link" if ref.tag != "mimic" else "joint"
+            ref.set(key, prefix + ref.get(key))
+        out.append(elem)
+    return out
+
+
+def _joint(kind: str, name: str, parent: str, child: str, xyz: str, rpy: str = "0 0 0", axis: str = "0 0 1",
+           limits: tuple[float, float] = (-1.0, 1.0)) -> str:
+    limit = "" if kind in ("fixed", "continuous") else \
+        f'<limit lower="{limits[0]}" upper="{limits[1]}" effort="10" velocity="1"/>'
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>')
+
+
+def _box(name: str, size: str, xyz: str = "0 0 0") -> str:
+    return (f'<link name="{name}"><collision><origin xyz="{xyz}"/><geometry><box size="{size}"/></geometry>'
+            f'</collision></link>')
+
+
+def _mobile_manipulator(tmp_path, sides: tuple[str, ...]) -> Path:
+    """Panda arms on a torso that a lift slides up a column, on a wheeled base with a head (as
+    PAL's Tiago and Tiago++ of example-robot-data are built)."""
+    import xml.etree.ElementTree as ET
+    parts = ['<robot name="mobile_panda">', '<link name="base_footprint"/>', _box("base_link", "0.5 0.5 0.3"),
+             _joint("fixed", "base_joint", "base_footprint", "base_link", "0 0 0.15")]
+    for side, y in (("left", 0.2), ("right", -0.2)):
+        parts += [_box(f"wheel_{side}_link", "0.2 0.04 0.2"),
+                  _joint("continuous", f"wheel_{side}_joint", "base_link", f"wheel_{side}_link", f"0 {y} -0.05",
+                         axis="0 1 0")]
+    parts += [_box("torso_fixed_link", "0.2 0.2 0.6", "0 0 0.3"),
+              _joint("fixed", "torso_fixed_joint", "base_link", "torso_fixed_link", "-0.05 0 0.15"),
+              _box("torso_lift_link", "0.25 0.3 0.2"),
+              _joint("prismatic", "torso_lift_joint", "torso_fixed_link", "torso_lift_link", "0 0 0.75",
+                     limits=(0.0, 0.35)),
+              _box("head_1_link", "0.05 0.05 0.1"), _box("head_2_link", "0.15 0.2 0.1", "0.05 0 0.05"),
+              _joint("revolute", "head_1_joint", "torso_lift_link", "head_1_link", "0.1 0 0.1"),
+              _joint("revolute", "head_2_joint", "head_1_link", "head_2_link", "0 0 0.1", axis="0 1 0"),
+              '</robot>']
+    robot = ET.fromstring("".join(parts))
+    for side in sides:  # each arm mounted on the torso's side, pointing sideways as Tiago's does
+        y = {"left": 0.18, "right": -0.18, "": 0.15}[side]
+        prefix = f"{side}_" if side else ""
+        for elem in _panda_parts(prefix):
+            robot.append(elem)
+        robot.append(ET.fromstring(_joint("fixed", f"{prefix}arm_mount", "torso_lift_link", f"{prefix}panda_link0",
+                                          f"0.05 {y} -0.05", rpy=f"{np.sign(y) * -1.5708} 0 0")))
+    path = tmp_path / f"mobile_panda_{len(sides)}.urdf"
+    ET.ElementTree(robot).write(path)
+    return path
+
+
+@pytest.mark.parametrize("sides", [("",), ("left", "right")], ids=["tiago", "tiago_dual"])
+def test_an_arm_on_a_lift_starts_at_its_shoulder(sides, hop, tmp_path):
+    """Tiago's arm rides a torso lift up a column on a wheeled base: auto-map took the column and
+    lift for the arm (upper arm torso_fixed_link, hand torso_lift_link) and Tiago++ (two arms on
+    that lift) got one arm, as wheels beside the column made the base no chest."""
+    tree = KinematicTree(parse_urdf(_mobile_manipulator(tmp_path, sides)))
+    mapping = auto_map(hop, tree)
+    arms = {c.name: c.robot_base for c in mapping.chains if c.role == "arm"}
+    prefixes = [f"{s}_" if s else "" for s in sides]
+    assert sorted(arms.values()) == sorted(f"{p}panda_link1" for p in prefixes), arms
+    if len(sides) == 2:
+        assert arms == {"left_arm": "left_panda_link1", "right_arm": "right_panda_link1"}
+    hands = [c.robot_base for c in mapping.chains if c.role == "hand"]
+    assert all(h.endswith(("panda_link5", "panda_link6", "panda_link7")) for h in hands), hands
+    result = retarget(hop, tree, mapping)
+    lift = tree.joint_names.index("torso_lift_joint")
+    assert np.abs(result.q[:, lift]).max() < 1e-9  # the lift keeps its neutral height
+    if len(sides) == 2:
+        assert max(result.report["limb_direction_error_by_limb"].values()) < 25.0
+
+
+def test_fixed_fingers_hanging_lowest_are_no_legs(hop):
+    """Kinova's Jaco (example-robot-data, in tests/data) is folded in its zero pose, its gripper's
+    two fixed fingers the lowest ends: they were taken for legs, then (named as fingers) for two
+    arms without a joint, and the bake stopped ("no chain to map. In the robot: 0 leg(s), 2
+    arm(s)") although the robot is one arm."""
+    tree = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "kinova.urdf"))
+    mapping = auto_map(hop, tree)
+    assert [c.role for c in mapping.chains if c.role in ("arm", "leg")] == ["arm"]
+    assert next(c for c in mapping.chains if c.role == "arm").robot_base == "j2s6s200_link_1"
+    result = retarget(hop, tree, mapping)
+    assert result.report["limit_violations"] == 0
+    assert np.ptp(result.q, axis=0).max() > 0.5  # the arm moves with the actor's
+
+
+def test_a_robot_copied_without_its_meshes_says_so(hop, tmp_path):
+    """G1's URDF copied without its meshes folder baked on capsules along the bones and reported
+    self_collision_pct 0 on the hop (89 with its meshes) with no warning at all."""
+    import shutil
+    g1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+    alone = Path(shutil.copy(g1, tmp_path / g1.name))
+    whole = retarget(hop, KinematicTree(parse_urdf(g1)), auto_map(hop, KinematicTree(parse_urdf(g1))))
+    assert not [w for w in whole.report["warnings"] if "mesh files not found" in w]
+    tree = KinematicTree(parse_urdf(alone))
+    report = retarget(hop, tree, auto_map(hop, tree)).report
+    said = [w for w in report["warnings"] if "mesh files not found" in w]
+    assert len(said) == 1 and "link 'pelvis'" in said[0] and "pelvis.STL" in said[0] and str(alone) in said[0], said
+    assert report["self_collision_pct"] < whole.report["self_collision_pct"]  # why the warning matters
+
+
+def test_a_foot_pitched_by_bent_knees_in_the_zero_pose_keeps_its_toe(hop, tmp_path):
+    """Talos (example-robot-data) with its knees zeroed 0.6 rad bent baked another motion (ankles
+    39 degrees off, links 19 cm): the toe was the forward-most geometry of the pitched foot, its
+    top edge. Here G1's feet are boxes (as Talos's meshes): the toe is measured on the level foot."""
+    import dataclasses as dc
+
+    from core.model.urdf import Geometry, Robot
+    from core.retarget.automap import foot_tip_offset
+    from tests import robot_variants as RV
+
+    g1 = parse_urdf(ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf")
+    origin = np.eye(4)
+    origin[:3, 3] = [0.015, 0.0, -0.01]
+    box = Geometry("box", origin=origin, size=np.array([0.24, 0.08, 0.06]))
+    links = {n: (dc.replace(link, collisions=[box], visuals=[]) if "ankle_roll" in n else link)
+             for n, link in g1.links.items()}
+    robot = Robot(g1.name, links, g1.joints, g1.root_link, g1.source_path)
+    knees = {"left_knee_joint": 0.6, "right_knee_joint": 0.6}
+    trees = [KinematicTree(parse_urdf(RV.write_urdf(r, tmp_path / f"{k}.urdf")))
+             for k, r in (("level", robot), ("bent", RV.zero_shifted(robot, knees)))]
+    toes = [foot_tip_offset(t, t.link_index("left_ankle_pitch_link")) for t in trees]
+    assert toes[0][0] == toes[1][0] and np.allclose(toes[0][1], toes[1][1], atol=1e-6), toes
+    results = [retarget(hop, t, auto_map(hop, t)) for t in trees]
+    shift = np.array([knees.get(n, 0.0) for n in trees[1].joint_names])
+    ankles = [i for i, n in enumerate(trees[0].joint_names) if "ankle" in n]
+    off = np.degrees(np.sqrt(np.mean((results[1].q + shift - results[0].q)[:, ankles] ** 2)))
+    assert off < 1.0, off  # the rest prior leans toward another zero: not exactly the same
