@@ -20,7 +20,7 @@ from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
-from ..retarget.neutral import neutral_posture
+from ..retarget.neutral import neutral_posture, standing_root
 from ..retarget.pipeline import MAX_STEP_RAD, RetargetError, RootPlan, body_landmarks_of, plan_chains
 from ..retarget.torso import SpineShape, chest_bones
 from ..retarget.viewer import chest_frames
@@ -117,6 +117,8 @@ class StreamRetargeter:
         self.marks = body_landmarks_of(skeleton, tree, mapping)
         self.floating = any(p.mapping.role == "leg" for p in self.plans) and self.settings.root_mode != "fixed"
         self.root_plan = RootPlan.build(skeleton, tree, self.plans, self.settings) if self.floating else None
+        driven_legs = any(p.mapping.role == "leg" for p in self.plans)  # a fixed base: where the bake puts it
+        self.fixed_root = np.zeros(3) if driven_legs else standing_root(tree)
         self.targets = _FrameTargets(self.plans, len(skeleton.bone_names))
         weights = {id(p): (None, w) for p, w in zip(self.plans, self.targets.weights)}  # neutral_posture reads these
         neutral = neutral_posture(skeleton, tree, self.plans, weights, self.marks.axes_rob, self.settings.rest_prior)
@@ -166,7 +168,7 @@ class StreamRetargeter:
             root_rot = body_src @ axes_rob.T
             root_pos = self.root_plan(frame.heads, root_rot)
         else:
-            root_rot, root_pos = np.eye(3)[None], np.zeros((1, 3))
+            root_rot, root_pos = np.eye(3)[None], self.fixed_root[None]
         body_rob = root_rot @ axes_rob
         root = pose_matrices(root_rot, root_pos)[0]
         dt = (time_s - self.last_time) if self.last_time is not None and time_s > self.last_time else 1.0 / frame.fps

@@ -55,6 +55,19 @@ def test_an_upper_body_clip_leaves_a_legged_robot_standing(hop, g1):
     assert np.ptp(whole.root_position[:, 2]) > 0.0  # the whole clip still floats the base
 
 
+def test_an_upper_body_stream_leaves_a_legged_robot_standing_as_the_bake_does(hop, g1):
+    """The live path puts a fixed base where the bake does: on the legs, not at the origin."""
+    from core.stream.session import StreamSession, StreamSettings
+    from core.stream.predict import PredictSettings
+
+    upper = V.without(hop, {"LHipJoint", "RHipJoint"})
+    mapping = auto_map(upper.to_source_motion(), g1)
+    session = StreamSession(upper, g1, mapping, StreamSettings(predict=PredictSettings(predictor="none")))
+    outputs = [session.push(f, f / upper.fps, upper.motion[f]) for f in range(20)]
+    streamed = np.array([o.pose.root_position for o in outputs])
+    np.testing.assert_allclose(streamed, np.repeat(_bake(upper, g1).root_position[:1], 20, axis=0), atol=1e-9)
+
+
 def test_a_manipulator_keeps_its_base_at_the_origin(hop):
     tree = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"))
     result = _bake(hop, tree)
