@@ -38,6 +38,8 @@ from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
 Progress = Callable[[float, str], None]
 MAX_STEP_RAD = 0.35  # a joint without a velocity limit still may not jump more per frame
+FAR_TIP_DEG = 25.0  # a limb chain whose tip points this far from the actor's on average is said in the warnings
+#                    (not a hand: a clip's hands are a few centimetres of noisy markers)
 PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not at the bake's end
 ANKLE_WEIGHT = 16.0  # a leg's ankle point: where the leg points is what a viewer reads (walk onto H1: left leg 3.1 deg at 8, 2.9 at 16)
 
@@ -151,6 +153,11 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
             feet = contact_figures(tree, legs, q, root, measured, motion.fps)
             report.update(feet, feet_planted=planted is not None)
             warnings += contact_warnings(feet, planted is not None)
+            warnings += [f"chain {c['name']!r}: its tip points {c['tip_direction_error_deg']:.0f} degrees from the "
+                         "actor's on average: the robot cannot take that limb's posture (its joints' ranges, its "
+                         "proportions) or the chain is mapped to another limb"
+                         for c, plan in zip(report["chains"], plans)
+                         if c["tip_direction_error_deg"] > FAR_TIP_DEG and plan.mapping.role != "hand"]
             report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
             report.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
                           self_collision_avoided=apart is not None)

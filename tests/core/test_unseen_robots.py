@@ -294,3 +294,17 @@ def test_a_foot_pitched_by_bent_knees_in_the_zero_pose_keeps_its_toe(hop, tmp_pa
     ankles = [i for i, n in enumerate(trees[0].joint_names) if "ankle" in n]
     off = np.degrees(np.sqrt(np.mean((results[1].q + shift - results[0].q)[:, ankles] ** 2)))
     assert off < 1.0, off  # the rest prior leans toward another zero: not exactly the same
+
+
+def test_an_arm_that_cannot_take_the_actors_posture_says_so(hop):
+    """A table-mounted Panda driven by a hopping actor's arm: its tip points far from the actor's,
+    and the warnings say which chain and how far; the G1's limbs, which follow, raise none."""
+    motion = hop
+    panda = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"))
+    report = retarget(motion, panda, auto_map(motion, panda)).report
+    arm = next(c for c in report["chains"] if c["name"] == "arm")
+    assert arm["tip_direction_error_deg"] > 25.0
+    assert any(w.startswith("chain 'arm': its tip points") for w in report["warnings"])
+    g1 = KinematicTree(parse_urdf(ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"))
+    report = retarget(motion, g1, auto_map(motion, g1)).report
+    assert not [w for w in report["warnings"] if "its tip points" in w]
