@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..retarget.body_frame import PELVIS_OFF_LINE_M, PELVIS_RIGID_M, RIGID_DEG, WORLD_UP
-from ..retarget.pipeline import BodyLandmarks
+from ..retarget.chain_plans import BodyLandmarks
 
 
 class _Running:

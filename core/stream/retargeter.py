@@ -21,7 +21,8 @@ from ..model.reroot import hung_from
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
 from ..retarget.neutral import neutral_posture, standing_root
-from ..retarget.pipeline import MAX_STEP_RAD, RetargetError, RootPlan, body_landmarks_of, plan_chains
+from ..retarget.chain_plans import RetargetError, RootPlan, body_landmarks_of, plan_chains
+from ..retarget.pipeline import MAX_STEP_RAD
 from ..retarget.torso import SpineShape, chest_bones
 from ..retarget.viewer import chest_frames
 from .body import CausalBodyFrame, frame_of

@@ -15,7 +15,7 @@ from core.model.transforms import axis_angle_to_matrix
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
-from core.retarget.pipeline import plan_chains
+from core.retarget.chain_plans import plan_chains
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"

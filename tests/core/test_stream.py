@@ -18,7 +18,8 @@ from core.model.transforms import pose_matrices
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
-from core.retarget.pipeline import chain_targets, plan_chains, retarget
+from core.retarget.chain_plans import chain_targets, plan_chains
+from core.retarget.pipeline import retarget
 from core.retarget.viewer import viewer_figures
 from core.stream.predict import AutoPredictor, Extrapolator, PatternMatcher, PredictSettings
 from core.stream.retargeter import _FrameTargets
