@@ -85,18 +85,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         plans = plan_chains(motion, tree, mapping, warnings)
         if not plans:
             raise RetargetError("no chain could be mapped between the source and the robot")
-        frames = motion.frames
         body_src, axes_rob = body_frames(motion, tree, mapping)
-        driven_legs = any(p.mapping.role == "leg" for p in plans)
-        floating = driven_legs and settings.root_mode != "fixed"
-        root_scale = None
-        if floating:
-            root_rot = body_src @ axes_rob.T
-            root_plan = RootPlan.build(motion, tree, plans, settings)
-            root_pos, root_scale = root_plan(motion.heads, root_rot), root_plan.scale
-        else:
-            root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
-            root_pos = np.tile(np.zeros(3) if driven_legs else standing_root(tree), (frames, 1))
+        root_rot, root_pos, root_scale = _root_path(motion, tree, plans, settings, body_src @ axes_rob.T)
+        floating = root_scale is not None
         body_rob = root_rot @ axes_rob
         root = pose_matrices(root_rot, root_pos)
         targets = {id(plan): chain_targets(motion, plan, body_src, body_rob) for plan in plans}
@@ -134,17 +125,8 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
                   "warnings": warnings}
         if figures:
             measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
-            feet = contact_figures(tree, legs, q, root, measured, motion.fps)
-            report.update(feet, feet_planted=planted is not None)
-            warnings += contact_warnings(feet, planted is not None)
-            warnings += [f"chain {c['name']!r}: its tip points {c['tip_direction_error_deg']:.0f} degrees from the "
-                         "actor's on average: the robot cannot take that limb's posture (its joints' ranges, its "
-                         "proportions) or the chain is mapped to another limb"
-                         for c, plan in zip(report["chains"], plans)
-                         if c["tip_direction_error_deg"] > FAR_TIP_DEG and plan.mapping.role != "hand"]
-            report.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
-            report.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
-                          self_collision_avoided=apart is not None)
+            report.update(_figures(motion, tree, plans, report["chains"], legs, q, root, measured, planted is not None,
+                                   pairs, apart, warnings))
         report.update(mapping_figures(motion, mapping), root_scale=root_scale)
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
         warnings += [f"auto-map: {note}" for note in mapping.notes]
@@ -155,6 +137,36 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         root_rot, root_pos = pose[:, :3, :3].copy(), pose[:, :3, 3].copy()
     progress(1.0, "done")
     return RetargetResult(robot.joint_names, q, root_pos, root_rot, motion.fps, report)
+
+
+def _root_path(motion, tree, plans, settings, floating_rot) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """The root's rotation (F, 3, 3) and position (F, 3) before the solve, and the leg-length scale of
+    its travel: the actor's hips scaled where the robot's legs are driven (floating_rot, from the body
+    frames), else a fixed base (None scale): at the origin, or standing on legs the clip does not drive."""
+    frames = motion.frames
+    driven_legs = any(p.mapping.role == "leg" for p in plans)
+    if driven_legs and settings.root_mode != "fixed":
+        plan = RootPlan.build(motion, tree, plans, settings)
+        return floating_rot, plan(motion.heads, floating_rot), plan.scale
+    root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
+    return root_rot, np.tile(np.zeros(3) if driven_legs else standing_root(tree), (frames, 1)), None
+
+
+def _figures(motion, tree, plans, chains, legs, q, root, contacts, planted: bool, pairs, apart, warnings) -> dict:
+    """The report's contact, viewer and self-collision figures, and the warnings they call for (feet
+    that float, slide or sink; a limb chain that cannot take the actor's posture)."""
+    out = contact_figures(tree, legs, q, root, contacts, motion.fps)
+    out["feet_planted"] = planted
+    warnings += contact_warnings(out, planted)
+    warnings += [f"chain {c['name']!r}: its tip points {c['tip_direction_error_deg']:.0f} degrees from the actor's "
+                 "on average: the robot cannot take that limb's posture (its joints' ranges, its proportions) or "
+                 "the chain is mapped to another limb"
+                 for c, plan in zip(chains, plans) if c["tip_direction_error_deg"] > FAR_TIP_DEG
+                 and plan.mapping.role != "hand"]
+    out.update(viewer_figures(motion, tree, [p.mapping for p in plans], q, root))
+    out.update(collision_figures(tree, pairs, q, root, apart.margin if apart is not None else 0.0),
+               self_collision_avoided=apart is not None)
+    return out
 
 
 class StageTimer:
