@@ -66,6 +66,10 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     clip_root = pose_matrices(bake.root_rotation, bake.root_position)
     clip_feet = {sides[link]: tree.link_transform(bake.q, link, clip_root) for link in feet}
     width = min(foot_width(bodies[link], standing[link]) for link in feet)
+    if width < NARROW_SOLE_M:
+        warnings.append(f"robot {tree.robot.name!r} stands on soles {100 * width:.1f} cm across (its feet' collision "
+                        "or visual geometry): a line or a point to balance on, so the ZMP will leave the support; "
+                        "give the feet their sole geometry")
     bounds = step_bounds(tree, leg_of, np.median(bake.q, axis=0), float(np.median(bake.root_position[:, 2])), reach,
                          {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width, flats)
 
@@ -143,6 +147,9 @@ def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, uppe
         others = np.setdiff1d(np.arange(q.shape[1]), legs)
         out[:, others] = np.median(q[:, others], axis=0)
     return out
+
+
+NARROW_SOLE_M = 0.03  # a sole narrower than this is a line to balance on (feet without geometry: a point)
 
 
 def foot_width(body: BodyPoints, flat: np.ndarray) -> float:

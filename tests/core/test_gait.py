@@ -6,6 +6,8 @@ what they measure and why: they fail loudly the day the generator reaches them.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from pathlib import Path
 
@@ -399,3 +401,14 @@ def test_a_gait_the_robot_would_not_stand_says_so(g1_walk, h1_walk):
     assert h1["stance_slide_m"] > 0.001 and any("stance foot slides" in w for w in h1["warnings"])
     g1 = g1_walk[2].report
     assert not [w for w in g1["warnings"] if "leaves the feet" in w or "stance foot slides" in w]
+
+
+def test_feet_without_sole_geometry_are_said_before_the_balance_fails(walk):
+    """The test humanoid's legs end at the ankle with no foot geometry: a point to stand on. The
+    gait still runs, and its warnings say why it cannot balance."""
+    tree = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "simple_humanoid.urdf"))
+    short = dataclasses.replace(walk, heads=walk.heads[:240], tails=walk.tails[:240],
+                                root_rotation=walk.root_rotation[:240])
+    report = generate_gait(short, tree, auto_map(short, tree)).report
+    assert any("stands on soles 0.0 cm across" in w for w in report["warnings"])
+    assert report["zmp_outside_support_pct"] > 50.0
