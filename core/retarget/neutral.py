@@ -62,12 +62,13 @@ def _hanging_shape(motion: SourceMotion, plan, down: np.ndarray, forward: np.nda
     return np.concatenate(out)
 
 
-def standing_root(tree: KinematicTree) -> np.ndarray:
+def standing_root(tree: KinematicTree, legs_driven: bool = False) -> np.ndarray:
     """Root position (3,) in metres of a robot whose base stays fixed: a legged robot driven
     without its legs (an upper-body clip) stands on them in its zero pose, its lowest point on
     the ground; with its base at the origin its legs went through the floor unreported. A robot
-    without legs (an arm on its base) keeps its base at the origin."""
-    if not find_body_parts(robot_skeleton(tree)).legs:
+    without legs (an arm on its base), or whose legs the clip drives with the root held (root
+    mode "fixed"), keeps its base at the origin. The bake and the live path both place it here."""
+    if legs_driven or not find_body_parts(robot_skeleton(tree)).legs:
         return np.zeros(3)
     q = np.clip(0.0, tree.lower, tree.upper)[None]
     lowest = lowest_points(tree, q, np.eye(4)[None], skip=set(), near_m=np.inf)[0]

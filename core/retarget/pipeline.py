@@ -149,7 +149,7 @@ def _root_path(motion, tree, plans, settings, floating_rot) -> tuple[np.ndarray,
         plan = RootPlan.build(motion, tree, plans, settings)
         return floating_rot, plan(motion.heads, floating_rot), plan.scale
     root_rot = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
-    return root_rot, np.tile(np.zeros(3) if driven_legs else standing_root(tree), (frames, 1)), None
+    return root_rot, np.tile(standing_root(tree, driven_legs), (frames, 1)), None
 
 
 def _figures(motion, tree, plans, chains, legs, q, root, contacts, planted: bool, pairs, apart, warnings) -> dict:

@@ -118,8 +118,7 @@ class StreamRetargeter:
         self.marks = body_landmarks_of(skeleton, tree, mapping)
         self.floating = any(p.mapping.role == "leg" for p in self.plans) and self.settings.root_mode != "fixed"
         self.root_plan = RootPlan.build(skeleton, tree, self.plans, self.settings) if self.floating else None
-        driven_legs = any(p.mapping.role == "leg" for p in self.plans)  # a fixed base: where the bake puts it
-        self.fixed_root = np.zeros(3) if driven_legs else standing_root(tree)
+        self.fixed_root = standing_root(tree, any(p.mapping.role == "leg" for p in self.plans))  # as the bake
         self.targets = _FrameTargets(self.plans, len(skeleton.bone_names))
         weights = {id(p): (None, w) for p, w in zip(self.plans, self.targets.weights)}  # neutral_posture reads these
         neutral = neutral_posture(skeleton, tree, self.plans, weights, self.marks.axes_rob, self.settings.rest_prior)
