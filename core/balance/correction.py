@@ -21,6 +21,7 @@ from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.transforms import pose_matrices
 from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
+from .stance import fit_waist
 from .waist import calm_height
 from .preview import PreviewGains, PreviewSettings, follow_zmp
 
@@ -74,6 +75,7 @@ class Corrector:
                           np.ones(len(d)) for foot, d in down.items()}
         self.full_reach = [leg_length(tree, leg) for leg in legs]  # a swing foot is pulled in only past it
         self.split: _SplitBody | None = None
+        self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
 
     def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Legs solved for the waist over xy (N, 2) at its height: (q, root position (N, 3)).
@@ -108,20 +110,8 @@ class Corrector:
         bad = np.flatnonzero(~self.standing(q, pose_matrices(self.root_rot, root_pos)))
         if len(bad) == 0:
             return 0.0
-        need = np.zeros(len(q))
-        # every change tried in one solve (each sample is its own problem), the smallest that stands kept
-        steps = HEIGHT_STEPS_M
-        rows = np.repeat(bad, len(steps))
-        trial = root_pos[rows].copy()
-        trial[:, 2] += np.tile(steps, len(bad))
-        root = pose_matrices(self.root_rot[rows], trial)
-        goals = {foot: goal[rows] for foot, goal in self.goals.items()}
-        air = {foot: self.air_share[foot][rows] for foot in self.goals}
-        q_trial, _ = solve_legs(self.tree, self.legs, q[rows], root, goals, self.rest[rows], air, 12, quick=True)
-        ok = self.standing(q_trial, root, rows).reshape(len(bad), len(steps))
-        found = ok.any(axis=1)
-        need[bad[found]] = steps[np.argmax(ok[found], axis=1)]
         width = max(1, int(round(HEIGHT_SMOOTH_S / self.period)))
+        need = fit_waist(self, q, root_pos, bad, HEIGHT_STEPS_M, width, _envelope)  # the tilt first (stance.py)
         self.height = calm_height(self.height + _envelope(np.clip(need, 0.0, None), width)
                                   - _envelope(np.clip(-need, 0.0, None), width), 1.0 / self.period)
         return float(np.abs(need).max())
@@ -145,9 +135,9 @@ class Corrector:
         """solve, then fit_height, then the legs again from where they got where the height
         moved: (q, root position, the largest height change)."""
         q, root_pos = self.solve(q, xy)
-        height = self.height
+        height, rot = self.height, self.root_rot
         changed = self.fit_height(q, xy, solved=True)
-        if not np.array_equal(height, self.height):  # moved where a foot could not stand: the legs again
+        if not (np.array_equal(height, self.height) and rot is self.root_rot):  # moved where a foot could not stand
             q, root_pos = self.solve(q, xy)
         return q, root_pos, changed
 

@@ -30,6 +30,7 @@ from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
 from .support import support_margins
+from .waist import keep_tilt
 
 Progress = Callable[[float, str], None]
 BALANCE_PERIOD_S = 0.01  # the correction's sample period
@@ -182,6 +183,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
 
     com_height = float(np.mean(clip_com[:, 2]))
     rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan)
+    plan.root_rot = keep_tilt(plan.root_rot, np.interp(plan.times, plan.times[rows], coarse.tilt_kept))
     fine = Corrector(tree, plan.legs, model, {link: path.poses for link, path in plan.paths.items()},
                      {link: path.down for link, path in plan.paths.items()}, plan.root_rot,
                      _resample(plan.times[rows], coarse.height, plan.times), plan.q, period, settings.correction,
@@ -194,6 +196,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     com_path = _resample(plan.times[rows], rough.com_path, plan.times)
     # what the coarse samples did not see (the swing legs between them): a few passes at the cycle
     q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, xy, com_path, plan.target, com_height, FINE_PASSES)
+    plan.root_rot = fine.root_rot  # the waist as it stands: its tilt given up where a foot could not stand
     c = settings.correction
     _, cart_zmp = follow_zmp(plan.target, PreviewSettings(period, com_height, c.q, c.r, c.preview_s))
     return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, rough.height_change_m)

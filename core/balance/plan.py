@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import CubicSpline
+from scipy.interpolate import CubicSpline, PchipInterpolator
 from scipy.spatial.transform import Rotation, RotationSpline
 
 from ..chains.mapping import Mapping
@@ -134,7 +134,7 @@ def _waist(bake: RetargetResult, knots: np.ndarray, times: np.ndarray) -> tuple[
         return np.repeat(bake.root_rotation[:1], len(times), 0), np.repeat(position[:1], len(times), 0)
     nearest = np.clip(np.round(knots * bake.fps).astype(int), 0, len(bake.q) - 1)
     rotation = RotationSpline(knots, Rotation.from_matrix(bake.root_rotation[nearest]))(times).as_matrix()
-    return rotation, CubicSpline(knots, position, bc_type="clamped")(times)
+    return rotation, PchipInterpolator(knots, position)(times)
 
 
 def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, upper_body: bool) -> np.ndarray:

@@ -1,0 +1,71 @@
+"""The waist's tilt against the stance legs' limits: a robot keeps only as much of the person's
+pelvis tilt as its standing feet allow.
+
+A person holding a leg up lets the pelvis drop on the swing side, the stance hip adducting far;
+a robot's hip roll stops sooner (the G1's at 0.52 rad), and with the pelvis tilted like the
+person's the stance foot cannot stay flat on the ground under it. Where a foot that is down
+cannot stand, the waist's tilt is taken back toward upright (at the same heading) as far as
+lets it, smoothly over time; the waist's height is fitted only for what untilting cannot mend
+(core.balance.correction.Corrector.fit_height).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.transforms import pose_matrices
+from .legs import solve_legs
+from .waist import keep_tilt
+
+TILT_SHARES = np.array([1.0, 0.0])  # of the waist's tilt tried where a foot that is down cannot stand, most first
+TRIAL_ITERATIONS = 12  # each trial is a quick solve from the legs as they are
+
+
+def fit_waist(corrector, q: np.ndarray, root_pos: np.ndarray, bad: np.ndarray, steps: np.ndarray, width: int,
+              envelope) -> np.ndarray:
+    """Where the feet that are down cannot stand (rows `bad` of the legs q (N, n) solved for the
+    waist at root_pos (N, 3)): the smallest change of the waist's height (of `steps`, metres,
+    smallest first) with which they stand, keeping as much of the waist's tilt as lets them at
+    that height (TILT_SHARES). Every trial is one batch (each sample its own problem). The tilt
+    given up is spread over `width` samples by envelope(drop, width) (a smooth curve never below
+    it) and the corrector's root_rot turned accordingly; returns the height change each sample
+    needs (N,) (0 where none stands), for the caller to smooth."""
+    need = np.zeros(len(q))
+    if len(bad) == 0:
+        return need
+    changes = np.r_[0.0, steps]
+    trials = len(changes) * len(TILT_SHARES)
+    rows = np.repeat(bad, trials)
+    share = np.tile(np.tile(TILT_SHARES, len(changes)), len(bad))
+    position = root_pos[rows].copy()
+    position[:, 2] += np.tile(np.repeat(changes, len(TILT_SHARES)), len(bad))
+    root = pose_matrices(keep_tilt(corrector.root_rot[rows], share), position)
+    goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
+    air = {foot: corrector.air_share[foot][rows] for foot in corrector.goals}
+    # only where a leg that is down stands at a joint's limit: elsewhere the tilt is no cause
+    tried = np.tile(np.tile(TILT_SHARES == 1.0, len(changes)), len(bad)) | np.repeat(at_limit(corrector, q, bad), trials)
+    q_trial, _ = solve_legs(corrector.tree, corrector.legs, q[rows], root, goals, corrector.rest[rows], air,
+                            TRIAL_ITERATIONS, quick=True)
+    ok = (corrector.standing(q_trial, root, rows) & tried).reshape(len(bad), trials)
+    found = ok.any(axis=1)
+    first = np.argmax(ok[found], axis=1)  # the smallest height change, then the most tilt kept
+    need[bad[found]] = changes[first // len(TILT_SHARES)]
+    drop = np.zeros(len(q))
+    drop[bad[found]] = 1.0 - TILT_SHARES[first % len(TILT_SHARES)]
+    if drop.any():
+        kept = 1.0 - np.clip(envelope(drop, width), 0.0, 1.0)
+        corrector.root_rot = keep_tilt(corrector.root_rot, kept)
+        corrector.tilt_kept = corrector.tilt_kept * kept
+    return need
+
+
+LIMIT_TOL_RAD = 1e-3
+
+
+def at_limit(corrector, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(len(rows),) True where a leg whose foot is down has a joint at its limit (q (N, n))."""
+    out = np.zeros(len(rows), dtype=bool)
+    for leg in corrector.legs:
+        x = q[rows][:, leg.columns]
+        stuck = ((x <= leg.lower + LIMIT_TOL_RAD) | (x >= leg.upper - LIMIT_TOL_RAD)).any(axis=1)
+        out |= stuck & corrector.down[leg.foot][rows]
+    return out
