@@ -26,6 +26,7 @@ from ..retarget import RetargetResult, retarget
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
 from .inertia import BalanceError, MassModel, centre_of_mass, ground_push, link_motion
+from .legs import pose_errors
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
@@ -231,11 +232,7 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
     margins = support_margins(np.concatenate(list(world.values()), axis=1), balanced.zmp, 0.0,
                               np.concatenate([plan.bodies[link].radius for link in links]))
     supported = margins[np.isfinite(margins)]
-    slide = 0.0
-    for link, path in plan.paths.items():
-        for start, end in flags_to_intervals(path.down):
-            moved = np.linalg.norm(world[link][start:end, :, :2] - world[link][start, :, :2], axis=-1)
-            slide = max(slide, float(moved.max()))
+    slide, tilt = _stance_motion(tree, plan, balanced.q, root, world)
     cart, multibody = balanced.cart_zmp - plan.target, balanced.zmp - plan.target
     travel = np.linalg.norm(balanced.root_position[-1, :2] - balanced.root_position[0, :2])
     points = sorted((p for path in plan.paths.values() for p in path.points), key=lambda p: (p.time_s, p.foot))
@@ -251,6 +248,10 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
     if slide > SLIDE_WARNING_M:
         warnings.append(f"a stance foot slides up to {1000 * slide:.0f} mm (stance_slide_m): the legs cannot hold "
                         "it flat and in place there")
+    if tilt > plan.level_tol:
+        warnings.append(f"a stance sole tilts up to {np.degrees(tilt):.0f} degrees off level (stance_tilt_deg; "
+                        f"{np.degrees(plan.level_tol):.1f} keeps it on the ground): it stands on an edge there, "
+                        "which is what shrinks the support under the ZMP")
     return {
         "steps": int(sum(len(s) for s in plan.swings.values())),
         "swing_phases": {side: [{"lift_off_s": s.lift_off_s, "touch_down_s": s.touch_down_s} for s in items]
@@ -261,6 +262,7 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
         "zmp_outside_support_pct": float(100.0 * np.mean(margins < 0.0)),
         "min_support_margin_m": float(supported.min()) if supported.size else None,
         "stance_slide_m": slide,
+        "stance_tilt_deg": float(np.degrees(tilt)),
         "com_height_m": balanced.com_height_m,
         "rate_hz": 1.0 / settings.period_s, "period_s": settings.period_s,
         "samples": int(len(plan.times)), "duration_s": float(plan.times[-1]),
@@ -270,6 +272,23 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
         "mass_kg": model.total,
         "warnings": warnings,
     }
+
+
+def _stance_motion(tree: KinematicTree, plan: GaitPlan, q: np.ndarray, root: np.ndarray,
+                   world: dict[int, np.ndarray]) -> tuple[float, float]:
+    """How far a stance foot moves: the largest horizontal travel of its points within one stance
+    (metres, world (N, P, 3) per foot link) and the largest tilt of its sole from level while
+    down (radians): a sole that tilts stands on an edge, a smaller support than the plan's."""
+    slide, tilt = 0.0, 0.0
+    for leg in plan.legs:
+        path = plan.paths[leg.foot]
+        for start, end in flags_to_intervals(path.down):
+            moved = np.linalg.norm(world[leg.foot][start:end, :, :2] - world[leg.foot][start, :, :2], axis=-1)
+            slide = max(slide, float(moved.max()))
+        if path.down.any():
+            _, tilts, _ = pose_errors(tree, [leg], q, root, {leg.foot: path.poses})
+            tilt = max(tilt, float(tilts[path.down].max()))
+    return slide, tilt
 
 
 def _max_norm(error: np.ndarray) -> float:
