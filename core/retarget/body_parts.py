@@ -274,7 +274,7 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
 def _ranked(sk: Skeleton, hub: int, branches: list[int]) -> list[int]:
     """Arms first: jointed branches, farthest reaching from the chest first (a head with a face
     rig has more bone length, many small bones, but less reach)."""
-    return sorted(branches, key=lambda b: (-_jointed(sk, b), -_reach(sk, hub, b)))
+    return sorted(branches, key=lambda b: (-_jointed(sk, b), -_reach(sk, b)))
 
 
 def _two_armed_hub(sk: Skeleton, hub: int, branches: list[int]) -> tuple[int, list[int]]:
@@ -307,7 +307,7 @@ def _paired(sk: Skeleton, hub: int, ranked: list[int]) -> bool:
     branches reach alike; a single manipulator's other branches (a head, a camera) do not."""
     if len(ranked) < 2 or not (_jointed(sk, ranked[0]) and _jointed(sk, ranked[1])):
         return False
-    return _reach(sk, hub, ranked[1]) >= ARM_PAIR_REACH * _reach(sk, hub, ranked[0])
+    return _reach(sk, ranked[1]) >= ARM_PAIR_REACH * _reach(sk, ranked[0])
 
 
 def _named(sk: Skeleton, path: list[int]) -> str:
@@ -321,11 +321,13 @@ def _jointed(sk: Skeleton, branch: int) -> bool:
     return bool(sk.movable[sk.descendants(branch)].any())
 
 
-def _reach(sk: Skeleton, hub: int, branch: int) -> float:
-    """How far a branch's joints and ends get from the hub's joint (metres, in the posture)."""
+def _reach(sk: Skeleton, branch: int) -> float:
+    """How far a branch's joints and ends get from where it leaves the hub (metres, in the
+    posture): from the hub's joint, a spine of one bone whose arms and neck start at the chest,
+    its joint at the hips, had the neck reach as far as an arm and mapped as one."""
     nodes = sk.descendants(branch)
     points = np.concatenate([sk.points[nodes], sk.ends[nodes]])
-    return float(np.linalg.norm(points - sk.points[hub], axis=1).max())
+    return float(np.linalg.norm(points - sk.points[branch], axis=1).max())
 
 
 def _arm_hub(sk: Skeleton, start: int, min_length: float):
