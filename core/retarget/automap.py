@@ -172,7 +172,7 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
     """
     src_sk = source_skeleton(motion)
     src = find_body_parts(src_sk)
-    tree, rob_sk, rob = _robot_body(tree)
+    tree, rob_sk, rob = robot_body(tree)
     if not rob.legs and not rob.arms:
         raise AutoMapError(f"robot {tree.robot.name!r}: found no legs or arms (no jointed branches). "
                            f"{_found(rob_sk, rob, 'the robot')} Map the chains by hand (Robot tab > Chains).")
@@ -219,7 +219,7 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
     return Mapping(chains, src_sk.names[src.pelvis], rob_sk.names[rob.pelvis], notes=notes)
 
 
-def _robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]:
+def robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]:
     """The robot's tree, skeleton and body parts seen from its pelvis: a URDF rooted above it
     (a world frame) or below it (the torso) is hung from the pelvis, and so is a humanoid's
     rooted in a leg (at a foot), whose legs only show from the middle of the body."""

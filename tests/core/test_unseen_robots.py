@@ -415,3 +415,26 @@ def test_g1_described_otherwise_bakes_with_sane_figures(variant, hop240, g1_bake
         assert np.abs(result.q[:, slide]).max() <= 0.03 + 1e-9
     else:
         assert "right_wrist_yaw_joint" not in tree.joint_names  # driven by its leader, not solved
+
+
+def test_g1_meshes_are_found_by_package_uri_in_a_workspace_and_by_file_uri(tmp_path):
+    """The URDF moved into a ROS-like tree (src/g1_description/urdf/, meshes beside urdf/) and
+    written with package://g1_description/...; and a copy elsewhere naming its meshes by file://."""
+    from core.model.urdf import missing_meshes
+
+    text = G1.read_text()
+    assert "package://example-robot-data/robots/g1_description/meshes/" in text
+    package = tmp_path / "ws" / "src" / "g1_description"
+    (package / "urdf").mkdir(parents=True)
+    (package / "meshes").symlink_to(G1.parent / "meshes")
+    moved = package / "urdf" / "g1.urdf"
+    moved.write_text(text.replace("package://example-robot-data/robots/g1_description/meshes/",
+                                  "package://g1_description/meshes/"))
+    by_file = tmp_path / "elsewhere" / "g1.urdf"
+    by_file.parent.mkdir()
+    by_file.write_text(text.replace("package://example-robot-data/robots/g1_description/meshes/",
+                                    f"file://{G1.parent / 'meshes'}/"))
+    for path in (moved, by_file):
+        robot = parse_urdf(path)
+        assert sum(g.kind == "mesh" for link in robot.links.values() for g in link.collisions + link.visuals) > 30
+        assert missing_meshes(robot) == [], path
