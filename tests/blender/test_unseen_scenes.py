@@ -185,3 +185,28 @@ def test_a_source_unlinked_from_the_scene_is_named(clean_scene, mods):
     assert rig.animation_data is None or rig.animation_data.action is None
     clean_scene.collection.objects.link(source)
     assert bpy.ops.robot_retarget.bake() == {'FINISHED'}
+
+
+def test_balance_and_gait_are_undone_one_step_each(clean_scene, mods):
+    """Check Balance stores its readout on the action and had no undo step: an undo after it
+    took back the step before (the bake) as well."""
+    source, rig = import_clip(), import_robot()
+    pick(clean_scene, source, rig, (1, 120))
+    rig_name = rig.name
+    bpy.ops.ed.undo_push(message="set up")
+    assert bpy.ops.robot_retarget.bake('EXEC_DEFAULT', True) == {'FINISHED'}
+    baked_name = rig.animation_data.action.name
+    assert bpy.ops.robot_retarget.check_balance('EXEC_DEFAULT', True) == {'FINISHED'}
+    assert "robot_retarget_balance" in rig.animation_data.action
+    assert bpy.ops.robot_retarget.generate_gait('EXEC_DEFAULT', True, period_ms=10.0) == {'FINISHED'}
+    gait_name = bpy.data.objects[rig_name].animation_data.action.name
+    assert gait_name != baked_name
+
+    assert bpy.ops.ed.undo() == {'FINISHED'}  # the gait
+    rig = bpy.data.objects[rig_name]
+    assert gait_name not in bpy.data.actions and rig.animation_data.action.name == baked_name
+    assert "robot_retarget_balance" in rig.animation_data.action
+    assert bpy.ops.ed.undo() == {'FINISHED'}  # the balance readout, the bake kept
+    rig = bpy.data.objects[rig_name]
+    assert rig.animation_data.action.name == baked_name
+    assert "robot_retarget_balance" not in rig.animation_data.action
