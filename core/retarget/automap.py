@@ -222,10 +222,10 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
 def robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]:
     """The robot's tree, skeleton and body parts seen from its pelvis: a URDF rooted above it
     (a world frame) or below it (the torso) is hung from the pelvis, and so is a humanoid's
-    rooted in a leg (at a foot), whose legs only show from the middle of the body."""
+    rooted in a leg (at a foot, a knee), whose legs only show from the middle of the body."""
     rob_sk = robot_skeleton(tree)
     rob = find_body_parts(rob_sk)
-    if not rob.legs and len(rob_sk.children(0)) == 1:
+    if not (rob.legs and rob.arms):  # rooted in a leg, the parts found from the root are not the body's
         middle, _ = hung_from(tree, rob_sk.names[_centroid(rob_sk)])
         middle_sk = robot_skeleton(middle)
         parts = find_body_parts(middle_sk)

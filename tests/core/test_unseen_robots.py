@@ -349,17 +349,19 @@ def _joint_gap(tree, result, g1_bake, skip="") -> float:
     return float(np.abs(a - b).max())
 
 
-def test_a_g1_rooted_at_its_foot_is_mapped_from_its_pelvis(hop240, g1_bake, tmp_path):
-    """A URDF rooted at the left foot (every joint up the leg reversed): its legs only show from the
-    middle of the body. The foot was taken for the base of one arm and the bake drove a 'manipulator'
-    from the actor's right arm, legs still, no limb figure."""
+@pytest.mark.parametrize("root", ["left_ankle_roll_link", "left_knee_link"])
+def test_a_g1_rooted_in_a_leg_is_mapped_from_its_pelvis(root, hop240, g1_bake, tmp_path):
+    """A URDF rooted at the left foot or knee (every joint up the leg reversed): its legs only show
+    from the middle of the body. The foot was taken for the base of one arm and the bake drove a
+    'manipulator' from the actor's right arm, legs still; from the knee, a leg ran from the ankle
+    and the other through the body to a wrist (limbs 75 degrees off)."""
     from tests import robot_variants as RV
 
     g1, mapping0, base = g1_bake
-    tree, mapping, result = _variant_bake(RV.rooted_at(g1.robot, "left_ankle_roll_link"), hop240, tmp_path)
-    assert tree.robot.root_link == "left_ankle_roll_link" and mapping.robot_root == "pelvis"
+    tree, mapping, result = _variant_bake(RV.rooted_at(g1.robot, root), hop240, tmp_path)
+    assert tree.robot.root_link == root and mapping.robot_root == "pelvis"
     assert _robot_side(mapping) == _robot_side(mapping0)
-    assert any("rooted at left_ankle_roll_link, in a leg" in w for w in result.report["warnings"])
+    assert any(f"rooted at {root}, in a leg" in w for w in result.report["warnings"])
     # the re-hung pelvis frame sits on the hip joint (URDF puts a link's frame on its joint): the
     # body differs by hundredths of a radian
     assert _joint_gap(tree, result, g1_bake, skip="wrist") < 0.05
