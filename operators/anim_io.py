@@ -73,6 +73,13 @@ def clear_slot(action: bpy.types.Action, slot: bpy.types.ActionSlot) -> None:
         channelbag.groups.remove(group)
 
 
+def _keep(old: bpy.types.Action | None, new: bpy.types.Action) -> None:
+    """An action about to lose its last user (the one `owner` played: a hand-keyed take) gets a
+    fake user, or Blender would drop it when the file is saved."""
+    if old is not None and old != new and old.users <= 1 and not old.use_fake_user:
+        old.use_fake_user = True
+
+
 def new_action(
     owner: bpy.types.ID, name: str, *, replace: bool = False,
 ) -> tuple[bpy.types.Action, bpy.types.ActionSlot]:
@@ -83,7 +90,7 @@ def new_action(
     e.g. "name.001"). With `replace`, a local action called `name` is reused:
     its slot for `owner` (the one assigned, else the one named after owner)
     has its F-curves cleared, other slots keep theirs. The action `owner`
-    had before is only unassigned, never deleted.
+    had before is only unassigned, never deleted (`_keep`).
     """
     action = None
     if replace:
@@ -97,6 +104,7 @@ def new_action(
         slot = action.slots.new(id_type=owner.id_type, name=owner.name)
 
     adt = owner.animation_data or owner.animation_data_create()
+    _keep(adt.action, action)
     adt.action = action
     adt.action_slot = slot
     if reused:
@@ -254,7 +262,13 @@ class ArmatureReader:
         pose_index = {n: i for i, n in enumerate(pose_order)}
         self.perm = None if pose_order == self.names else np.array([pose_index[n] for n in self.names])
         self.buf = np.empty(len(pose_order) * 3, dtype=np.float32)
-        mw0 = np.array(obj.evaluated_get(depsgraph).matrix_world)
+        evaluated = obj.evaluated_get(depsgraph)
+        # an armature outside the view layer (or disabled in viewports) is not animated: frozen
+        if not evaluated.is_evaluated or obj.name not in depsgraph.view_layer.objects:
+            raise ValueError(f"armature {obj.name!r} is not evaluated in the scene's view layer (unlinked from "
+                             "its collections, its collection excluded, or disabled in viewports): its animation "
+                             "would read as one still pose; link or enable it")
+        mw0 = np.array(evaluated.matrix_world)
         rest_heads = np.empty(len(all_names) * 3, dtype=np.float32)
         rest_tails = np.empty(len(all_names) * 3, dtype=np.float32)
         bones.foreach_get("head_local", rest_heads)

@@ -43,7 +43,7 @@ class ROBOT_RETARGET_OT_check_balance(bpy.types.Operator):
 
     bl_idname = "robot_retarget.check_balance"
     bl_label = "Check Balance"
-    bl_options = {'REGISTER'}
+    bl_options = {'REGISTER', 'UNDO'}  # stores the readout on the action
 
     @reports_errors
     def execute(self, context):

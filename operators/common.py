@@ -14,6 +14,7 @@ from pathlib import Path
 import bpy
 
 from ..core.model.kinematics import KinematicTree
+from ..core.model.rig import rig_layout
 from ..core.model.urdf import URDFError, parse_urdf
 from ..core.retarget.automap import auto_map, automap_frames
 from ..core.chains.mapping import Mapping
@@ -106,7 +107,7 @@ def tree_from_rig(obj) -> KinematicTree:
     """The KinematicTree of an imported rig, re-read from its "urdf_path".
 
     Raises URDFError naming the object and the path if the rig has no URDF,
-    the file is gone, or its movable joints no longer match the rig.
+    the file is gone, its movable joints no longer match the rig, or a bone was renamed or deleted.
     """
     label = getattr(obj, "name", repr(obj))
     path = obj.get("urdf_path") if obj is not None else None
@@ -121,16 +122,38 @@ def tree_from_rig(obj) -> KinematicTree:
                         "'urdf_path') is gone; restore the file, point 'urdf_path' at "
                         "its new location or re-import the robot") from None
     key = (str(path), stat.st_mtime_ns, stat.st_size)
-    tree = _TREE_CACHE.get(key)
-    if tree is None:
+    cached = _TREE_CACHE.get(key)
+    if cached is None:
         tree = KinematicTree(parse_urdf(path))
+        cached = (tree, {bone.name: bone.link_name or bone.name for bone in rig_layout(tree).bones})
         _TREE_CACHE.clear()  # one robot at a time is the common case; keep it small
-        _TREE_CACHE[key] = tree
+        _TREE_CACHE[key] = cached
+    tree, bone_names = cached
     order = obj.get("urdf_joint_order")
     if order is not None and list(order) != tree.joint_names:
         raise URDFError(f"robot rig {label!r}: the movable joints of {str(path)!r} no longer "
                         "match the rig (the file changed since import); re-import the robot")
+    _check_rig_bones(obj, label, bone_names)
     return tree
+
+
+def _check_rig_bones(obj, label: str, bone_names: dict[str, str]) -> None:
+    """Actions key a rig's bones by their URDF link names: a bone the user renamed or deleted
+    would be keyed in vain and the joint would never move, so it is named here instead."""
+    bones = getattr(getattr(obj, "data", None), "bones", None)
+    if bones is None:
+        return
+    missing = [name for name in bone_names if name not in bones]
+    if not missing:
+        return
+    pose = getattr(obj, "pose", None)
+    renamed = {pb.get("urdf_link"): pb.name for pb in (pose.bones if pose else ())}
+    name = missing[0]
+    link = bone_names[name]
+    now = (f"renamed to {renamed[link]!r}; rename it back" if link in renamed
+           else "deleted; re-import the robot")
+    raise URDFError(f"robot rig {label!r}: bone {name!r} (URDF link {link!r}) was {now}: the robot's "
+                    f"actions key its bones by their URDF link names ({len(missing)} bone(s) missing)")
 
 
 def auto_map_objects(source: bpy.types.Object, robot: bpy.types.Object, scene) -> Mapping:

@@ -169,3 +169,101 @@ def humanoid(root: str = "pelvis", arms: str = "down", arm_end: str = "hand", le
     text = '<?xml version="1.0"?>\n<robot name="humanoid">\n' + "\n".join(links + joints) + "\n</robot>\n"
     robot = parse_urdf_string(text, "humanoid")
     return rooted_at(robot, "torso") if root == "torso" else robot
+
+
+# ------------------------------------------- third sweep: other descriptions of G1 ---
+
+def _placed(g: Geometry, t: np.ndarray) -> Geometry:
+    return dataclasses.replace(g, origin=t @ g.origin)
+
+
+def _merged_inertial(a, b, t: np.ndarray):
+    """a and b (b placed by t in a's frame) as one body: mass, centre of mass, inertia about it."""
+    if b is None or b.mass <= 0:
+        return a
+    if a is None or a.mass <= 0:
+        return dataclasses.replace(b, origin=t @ b.origin)
+    parts = [(a.mass, a.origin, a.inertia), (b.mass, t @ b.origin, b.inertia)]
+    mass = a.mass + b.mass
+    com = sum(m * o[:3, 3] for m, o, _ in parts) / mass
+    inertia = np.zeros((3, 3))
+    for m, o, i in parts:
+        d = o[:3, 3] - com
+        inertia += o[:3, :3] @ i @ o[:3, :3].T + m * (d @ d * np.eye(3) - np.outer(d, d))
+    origin = np.eye(4)
+    origin[:3, 3] = com
+    return dataclasses.replace(a, mass=mass, origin=origin, inertia=inertia)
+
+
+def fixed_merged(robot: Robot) -> Robot:
+    """Every fixed joint collapsed: its child's shapes and mass join the parent link, the
+    child's own joints hang from the parent (URDF exporters that "merge fixed links")."""
+    links = {n: dataclasses.replace(link, visuals=list(link.visuals), collisions=list(link.collisions))
+             for n, link in robot.links.items()}
+    joints = list(robot.joints)
+    while True:
+        fixed = next((j for j in joints if j.type == "fixed" and j.parent in links), None)
+        if fixed is None:
+            break
+        parent, child, t = links[fixed.parent], links.pop(fixed.child), fixed.origin
+        parent.visuals += [_placed(g, t) for g in child.visuals]
+        parent.collisions += [_placed(g, t) for g in child.collisions]
+        parent.inertial = _merged_inertial(parent.inertial, child.inertial, t)
+        joints = [dataclasses.replace(j, parent=fixed.parent, origin=t @ j.origin) if j.parent == fixed.child else j
+                  for j in joints if j is not fixed]
+    return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
+
+
+def with_frames(robot: Robot, frames: dict[str, tuple[str, np.ndarray]], inside: dict[str, np.ndarray]) -> Robot:
+    """Extra fixed frames: leaves `frames` (name -> (parent link, origin)), like an IMU or a
+    camera, and frames `inside` a chain (joint name -> origin): the joint then hangs from a new
+    fixed link placed there on its parent, its own origin re-expressed so nothing moves."""
+    from core.model.transforms import invert_transform
+    from core.model.urdf import Joint, Link
+
+    links, joints = dict(robot.links), []
+    for name, (parent, origin) in frames.items():
+        links[name] = Link(name)
+        joints.append(Joint(f"{name}_joint", "fixed", parent, name, np.asarray(origin, float)))
+    for j in robot.joints:
+        if j.name in inside:
+            frame = f"{j.name}_frame"
+            links[frame] = Link(frame)
+            joints.append(Joint(f"{frame}_joint", "fixed", j.parent, frame, inside[j.name]))
+            j = dataclasses.replace(j, parent=frame, origin=invert_transform(inside[j.name]) @ j.origin)
+        joints.append(j)
+    return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
+
+
+def retyped(robot: Robot, types: dict[str, str]) -> Robot:
+    """Joints of another type ("continuous": the same axis without limits)."""
+    joints = [dataclasses.replace(j, type=types[j.name], lower=None, upper=None) if j.name in types else j
+              for j in robot.joints]
+    return Robot(robot.name, robot.links, joints, robot.root_link, robot.source_path)
+
+
+def slide_inserted(robot: Robot, joint: str, travel: float) -> Robot:
+    """A prismatic joint of +-`travel` metres (along the child's z) inserted just after `joint`:
+    a telescopic segment, zero where the original stood."""
+    from core.model.urdf import Joint, Link
+
+    j = robot.joint(joint)
+    slide = f"{j.child}_slide"
+    links = dict(robot.links)
+    links[slide] = Link(slide)
+    joints = []
+    for k in robot.joints:
+        if k.parent == j.child:
+            k = dataclasses.replace(k, parent=slide)
+        joints.append(k)
+    joints.append(Joint(f"{slide}_joint", "prismatic", j.child, slide, np.eye(4), np.array([0.0, 0.0, 1.0]),
+                        -travel, travel, 0.5, 100.0))
+    return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
+
+
+def mimicking(robot: Robot, follower: str, leader: str, multiplier: float = 1.0) -> Robot:
+    from core.model.urdf import Mimic
+
+    joints = [dataclasses.replace(j, mimic=Mimic(leader, multiplier, 0.0)) if j.name == follower else j
+              for j in robot.joints]
+    return Robot(robot.name, robot.links, joints, robot.root_link, robot.source_path)

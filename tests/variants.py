@@ -57,11 +57,13 @@ def rerest(clip: BVHClip, turns: dict[str, np.ndarray], world: np.ndarray | None
     return _with_motion(clip, offsets, ends, new_t, new_r, frames, n)
 
 
-def _with_motion(clip, offsets, ends, t, r, frames, n) -> BVHClip:
-    """A clip whose joints have ZXY rotations and the root (and any joint that had them) positions."""
+def _with_motion(clip, offsets, ends, t, r, frames, n, positions=None) -> BVHClip:
+    """A clip whose joints have ZXY rotations and the root (and any joint that had them, or the
+    joints flagged in `positions`) positions."""
     channels, columns = [], []
     for j in range(n):
-        moved = any(c.endswith("position") for c in clip.channels[j])
+        moved = (any(c.endswith("position") for c in clip.channels[j]) if positions is None
+                 else bool(positions[j]))
         chans = (["Xposition", "Yposition", "Zposition"] if moved else []) + [f"{a}rotation" for a in ORDER]
         channels.append(chans)
         if moved:
@@ -293,3 +295,112 @@ def without(clip: BVHClip, roots: set[str]) -> BVHClip:
                                                  for j in keep]))
     return _with_motion(kept, np.array([clip.offsets[j] for j in keep], float), ends, t[:, keep], r[:, keep],
                         len(t), len(keep))
+
+
+# ------------------------------------------- third sweep: other skeleton layouts ---
+
+def rested_everywhere(clip: BVHClip, seed: int = 0, max_deg: float = 60.0) -> BVHClip:
+    """Every joint, the root too, with its own turned rest frame (OFFSETs turned, channels
+    compensating): no bone's zero rotation means what the file's did."""
+    rng = np.random.default_rng(seed)
+    turns = {name: Rotation.from_rotvec(rng.normal(size=3) / np.sqrt(3) * np.radians(max_deg)).as_matrix()
+             for name in clip.names}
+    return rerest(clip, turns)
+
+
+def floor_root(clip: BVHClip, name: str = "Root") -> BVHClip:
+    """A "Root" bone on the floor below the hips that carries the clip's position channels; the
+    hips keep only their rotation channels, at a fixed height above it."""
+    t, r = _local(clip)
+    height = float(np.mean(t[:, 0, 1]))
+    lift = np.array([0.0, height, 0.0])
+    new_t = np.concatenate([(t[:, 0] - lift)[:, None], np.broadcast_to(lift, (len(t), 1, 3)), t[:, 1:]], axis=1)
+    new_r = np.concatenate([np.broadcast_to(np.eye(3), (len(t), 1, 3, 3)), r], axis=1)
+    offsets = np.concatenate([np.zeros((1, 3)), np.asarray(clip.offsets, float)])
+    offsets[1] = lift
+    parents = np.array([-1] + [int(p) + 1 if p >= 0 else 0 for p in clip.parents])
+    grown = dataclasses.replace(clip, names=[name, *clip.names], parents=parents,
+                                channels=[["Xposition", "Yposition", "Zposition"], *clip.channels])
+    positions = [True] + [False] * len(clip.names)
+    return _with_motion(grown, offsets, {j + 1: v for j, v in clip.end_sites.items()}, new_t, new_r, len(t),
+                        len(clip.names) + 1, positions)
+
+
+def inserted(clip: BVHClip, child: str, name: str, fraction: float = 0.5, twist_deg: float = 0.0) -> BVHClip:
+    """A joint `name` inserted between `child` and its parent at `fraction` of the bone (a twist
+    bone): it turns about the bone by `twist_deg` times a slow sine and `child` turns back, so
+    every head stays where it was."""
+    c = clip.names.index(child)
+    t, r = _local(clip)
+    frames = len(t)
+    length = np.linalg.norm(clip.offsets[c])
+    axis = np.asarray(clip.offsets[c], float) / length if length > 0 else np.zeros(3)  # no twist on no bone
+    angle = np.radians(twist_deg) * np.sin(np.linspace(0.0, 2.0 * np.pi, frames))
+    twist = Rotation.from_rotvec(angle[:, None] * axis).as_matrix()
+    names = clip.names[:c] + [name] + clip.names[c:]
+    old_parents = [int(p) for p in clip.parents]
+    parents = [(p if p < c else p + 1) if p >= 0 else -1 for p in old_parents]
+    parents = parents[:c] + [parents[c]] + [c] + parents[c + 1:]
+    offsets = np.asarray(clip.offsets, float)
+    offsets = np.concatenate([offsets[:c], [fraction * offsets[c]], [(1 - fraction) * offsets[c]], offsets[c + 1:]])
+    new_t = np.concatenate([t[:, :c], fraction * t[:, c:c + 1], (1 - fraction) * t[:, c:c + 1], t[:, c + 1:]], axis=1)
+    r_child = np.swapaxes(twist, 1, 2) @ r[:, c]
+    new_r = np.concatenate([r[:, :c], twist[:, None], r_child[:, None], r[:, c + 1:]], axis=1)
+    ends = {(j if j < c else j + 1): v for j, v in clip.end_sites.items()}
+    channels = clip.channels[:c] + [["Zrotation", "Xrotation", "Yrotation"]] + clip.channels[c:]
+    grown = dataclasses.replace(clip, names=names, parents=np.array(parents), channels=channels)
+    return _with_motion(grown, offsets, ends, new_t, new_r, frames, len(names))
+
+
+def merged(clip: BVHClip, gone: set[str]) -> BVHClip:
+    """The joints named in `gone` removed and their children hung from the nearest joint kept
+    (a spine of fewer segments): those children get position channels carrying what the removed
+    joints did, so every kept head stays where it was on every frame."""
+    t, r = _local(clip)
+    keep = [j for j, n in enumerate(clip.names) if n not in gone]
+    index = {j: i for i, j in enumerate(keep)}
+    new_t, new_r = t.copy(), r.copy()
+    offsets = np.asarray(clip.offsets, float).copy()
+    parents, positions = [], []
+    for j in keep:
+        p, moved = int(clip.parents[j]), any(c.endswith("position") for c in clip.channels[j])
+        while p >= 0 and clip.names[p] in gone:  # compose the removed parent into this joint
+            new_t[:, j] = t[:, p] + np.einsum("fab,fb->fa", r[:, p], new_t[:, j])
+            new_r[:, j] = r[:, p] @ new_r[:, j]
+            offsets[j] = offsets[p] + offsets[j]
+            p, moved = int(clip.parents[p]), True
+        parents.append(index[p] if p >= 0 else -1)
+        positions.append(moved)
+    ends = {index[j]: v for j, v in clip.end_sites.items() if j in index}
+    kept = dataclasses.replace(clip, names=[clip.names[j] for j in keep], parents=np.array(parents),
+                               channels=[clip.channels[j] for j in keep])
+    return _with_motion(kept, offsets[keep], ends, new_t[:, keep], new_r[:, keep], len(t), len(keep), positions)
+
+
+def resampled(clip: BVHClip, fps: float) -> BVHClip:
+    """The clip at another frame rate over the same time span: positions interpolated linearly,
+    rotations by slerp, joint by joint."""
+    from scipy.spatial.transform import Slerp
+
+    t, r = _local(clip)
+    times = np.arange(clip.frames) * clip.frame_time
+    new_times = np.arange(0.0, times[-1] + 1e-9, 1.0 / fps)
+    new_t = np.stack([np.stack([np.interp(new_times, times, t[:, j, a]) for a in range(3)], axis=-1)
+                      for j in range(len(clip.names))], axis=1)
+    new_r = np.stack([Slerp(times, Rotation.from_matrix(r[:, j]))(new_times).as_matrix()
+                      for j in range(len(clip.names))], axis=1)
+    out = _with_motion(clip, np.asarray(clip.offsets, float), clip.end_sites, new_t, new_r, len(new_times),
+                       len(clip.names))
+    return dataclasses.replace(out, frame_time=1.0 / fps)
+
+
+def rest_pose_first(clip: BVHClip, frames: int) -> BVHClip:
+    """`frames` frames of the file's rest pose (the CMU T-pose) standing where the clip starts,
+    before the clip: exporters write a calibration pose first."""
+    t, r = _local(clip)
+    still_t = np.repeat(np.asarray(clip.offsets, float)[None], frames, axis=0)
+    still_t[:, 0] = t[0, 0]
+    still_r = np.repeat(np.eye(3)[None, None], frames, axis=0).repeat(len(clip.names), axis=1)
+    still_r[:, 0] = r[0, 0]
+    return _with_motion(clip, np.asarray(clip.offsets, float), clip.end_sites, np.concatenate([still_t, t]),
+                        np.concatenate([still_r, r]), frames + len(t), len(clip.names))

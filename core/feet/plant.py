@@ -31,7 +31,7 @@ from scipy.ndimage import maximum_filter1d
 
 from ..chains.points import RobotPath
 from .contacts import Contacts
-from ..motion.filtering import butterworth_lowpass
+from ..motion.filtering import butterworth_lowpass, step_limits
 from ..motion.frames import frame_blocks
 from .geometry import (BodyPoints, Bodies, body_points, ground_candidates, lowest_points, pivot_weights,
                        sole_indices, solve_points, standing_rotation, subtree_links)
@@ -164,7 +164,7 @@ def _solve_legs(tree, legs: list[Leg], q, guess, world, frames: dict, goals: dic
                    active if redo is None else active & redo, fps, settings, term)
     if redo is not None:
         out[~redo] = guess[~redo]
-    return rate_limit(out, np.minimum(tree.velocity / fps, 0.35))
+    return rate_limit(out, step_limits(tree.velocity, fps))
 
 
 class _Check:
@@ -299,7 +299,7 @@ def _solve_leg(tree: KinematicTree, leg: Leg, q: np.ndarray, guess: np.ndarray, 
     x, cost = np.empty_like(init), np.empty(len(rows))
     for block in frame_blocks(len(rows)):  # frames are independent problems: solve them in blocks
         x[block], cost[block] = problem.solve(init[block], np.arange(len(rows))[block], settings.iterations)
-    max_step = np.minimum(tree.velocity[cols] / fps, 0.35)
+    max_step = step_limits(tree.velocity[cols], fps)
     x = _track(problem, x, cost, rows, max_step, settings.track_iterations) if settings.track_iterations else x
     if apart is not None:
         x = _apart(problem, apart, x, world[rows], settings.iterations)

@@ -130,6 +130,18 @@ def bridge_nans(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return flat.reshape(x.shape), frame_mask
 
 
+# A joint without a velocity limit still may not turn faster than this (0.35 rad a frame at 120 Hz).
+# It is a speed, not a step per frame: as a step, a clip at 24 Hz was held to a fifth of the
+# speed it had at 120 Hz and one at 1 Hz to 0.35 rad/s (the walk's limbs 13 degrees off).
+MAX_SPEED_RAD_S = 42.0
+
+
+def step_limits(velocity: np.ndarray, fps: float) -> np.ndarray:
+    """Each joint's largest change between frames at `fps` (rad or m): its velocity limit
+    (tree.velocity, inf where the URDF gives none) capped at MAX_SPEED_RAD_S, over one frame."""
+    return np.minimum(velocity, MAX_SPEED_RAD_S) / fps
+
+
 def rate_limit(x: np.ndarray, max_step: np.ndarray) -> np.ndarray:
     """Limit every joint's change per frame: where a limit forces a switch of
     branch, the robot moves there at its top speed instead of teleporting.

@@ -170,12 +170,9 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
     mapped as seen from that link, its pelvis: `Mapping.robot_root` names it and the
     retarget solves on the robot re-rooted there (core.model.reroot).
     """
-    src_sk, rob_sk = source_skeleton(motion), robot_skeleton(tree)
-    src, rob = find_body_parts(src_sk), find_body_parts(rob_sk)
-    if rob.legs and rob.pelvis != 0:
-        tree, _ = hung_from(tree, rob_sk.names[rob.pelvis])
-        rob_sk = robot_skeleton(tree)
-        rob = find_body_parts(rob_sk)
+    src_sk = source_skeleton(motion)
+    src = find_body_parts(src_sk)
+    tree, rob_sk, rob = robot_body(tree)
     if not rob.legs and not rob.arms:
         raise AutoMapError(f"robot {tree.robot.name!r}: found no legs or arms (no jointed branches). "
                            f"{_found(rob_sk, rob, 'the robot')} Map the chains by hand (Robot tab > Chains).")
@@ -220,6 +217,44 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
     notes = [f"source: {n}" for n in src_sk.notes] + [f"robot: {n}" for n in rob_sk.notes]
     notes += _missing(src_sk, src, rob_sk, rob, chains)
     return Mapping(chains, src_sk.names[src.pelvis], rob_sk.names[rob.pelvis], notes=notes)
+
+
+def robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]:
+    """The robot's tree, skeleton and body parts seen from its pelvis: a URDF rooted above it
+    (a world frame) or below it (the torso) is hung from the pelvis, and so is a humanoid's
+    rooted in a leg (at a foot, a knee), whose legs only show from the middle of the body."""
+    rob_sk = robot_skeleton(tree)
+    rob = find_body_parts(rob_sk)
+    if not (rob.legs and rob.arms):  # rooted in a leg, the parts found from the root are not the body's
+        middle, _ = hung_from(tree, rob_sk.names[_centroid(rob_sk)])
+        middle_sk = robot_skeleton(middle)
+        parts = find_body_parts(middle_sk)
+        root = tree.robot.root_link
+        if any(root in (middle_sk.names[n] for n in leg) for leg in parts.legs):
+            pelvis = middle_sk.names[parts.pelvis]
+            hung, _ = hung_from(tree, pelvis)
+            hung_sk = robot_skeleton(hung)
+            hung_parts = find_body_parts(hung_sk)
+            if len(hung_parts.legs) == 2 and len(hung_parts.arms) == 2:  # not an arm's fingers taken for legs
+                hung_sk.notes.append(f"the URDF is rooted at {root}, in a leg: mapped from {pelvis} as the pelvis")
+                return hung, hung_sk, hung_parts
+    if rob.legs and rob.pelvis != 0:
+        tree, _ = hung_from(tree, rob_sk.names[rob.pelvis])
+        rob_sk = robot_skeleton(tree)
+        rob = find_body_parts(rob_sk)
+    return tree, rob_sk, rob
+
+
+def _centroid(sk: Skeleton) -> int:
+    """The link whose removal leaves the smallest largest piece of the body (a tree's centroid):
+    the middle of the robot, wherever its URDF is rooted."""
+    n = len(sk.names)
+    size = np.ones(n, dtype=int)
+    for i in range(n - 1, 0, -1):  # parents come before their children
+        if sk.parents[i] >= 0:
+            size[sk.parents[i]] += size[i]
+    pieces = [max([n - size[i]] + [size[c] for c in sk.children(i)]) for i in range(n)]
+    return int(np.argmin(pieces))
 
 
 def _found(sk: Skeleton, parts: BodyParts, who: str) -> str:

@@ -262,8 +262,8 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
         if hub is not None and not legs:
             hub, branches = _two_armed_hub(sk, hub, branches)
         if hub is not None:
-            ranked = _ranked(sk, hub, branches)
-            count = 2 if legs or _paired(sk, hub, ranked) else 1
+            ranked = _ranked(sk, branches)
+            count = 2 if legs or _paired(sk, ranked) else 1
             arms = _matched(sk, [_past_lift(sk, _longest_path(sk, b)) for b in ranked[:count]])
             rest = [b for b in ranked[2:] if segment_lengths(sk.polyline(_longest_path(sk, b))).sum() > 0]
             top = max(rest, key=lambda b: max(sk.low[d] for d in sk.descendants(b)), default=None)
@@ -271,10 +271,10 @@ def find_body_parts(sk: Skeleton) -> BodyParts:
     return BodyParts(pelvis, legs, arms, head)
 
 
-def _ranked(sk: Skeleton, hub: int, branches: list[int]) -> list[int]:
+def _ranked(sk: Skeleton, branches: list[int]) -> list[int]:
     """Arms first: jointed branches, farthest reaching from the chest first (a head with a face
     rig has more bone length, many small bones, but less reach)."""
-    return sorted(branches, key=lambda b: (-_jointed(sk, b), -_reach(sk, hub, b)))
+    return sorted(branches, key=lambda b: (-_jointed(sk, b), -_reach(sk, b)))
 
 
 def _two_armed_hub(sk: Skeleton, hub: int, branches: list[int]) -> tuple[int, list[int]]:
@@ -282,9 +282,9 @@ def _two_armed_hub(sk: Skeleton, hub: int, branches: list[int]) -> tuple[int, li
     chest: where the hub has one jointed branch that splits into two arms reaching alike further
     on (Baxter's torso, Tiago's above its lift), that split is the chest; otherwise the hub stays."""
     inner, split = hub, branches
-    while not _paired(sk, inner, _ranked(sk, inner, split)):
+    while not _paired(sk, _ranked(sk, split)):
         # down the body (fixed links, a sliding lift) past wheels and casters to the torso (Tiago's)
-        ranked = [b for b in _ranked(sk, inner, split) if _jointed(sk, b)]
+        ranked = [b for b in _ranked(sk, split) if _jointed(sk, b)]
         if not ranked or (sk.robot and sk.movable[ranked[0]] and not sk.sliding[ranked[0]]):
             return hub, branches  # a robot's turning joint: the arm itself begins
         inner, split = _arm_hub(sk, ranked[0], 0.0)
@@ -302,12 +302,12 @@ def _past_lift(sk: Skeleton, path: list[int]) -> list[int]:
     return path[turning[0]:]
 
 
-def _paired(sk: Skeleton, hub: int, ranked: list[int]) -> bool:
+def _paired(sk: Skeleton, ranked: list[int]) -> bool:
     """Two arms on a robot without legs (a dual-arm torso): its two farthest-reaching jointed
     branches reach alike; a single manipulator's other branches (a head, a camera) do not."""
     if len(ranked) < 2 or not (_jointed(sk, ranked[0]) and _jointed(sk, ranked[1])):
         return False
-    return _reach(sk, hub, ranked[1]) >= ARM_PAIR_REACH * _reach(sk, hub, ranked[0])
+    return _reach(sk, ranked[1]) >= ARM_PAIR_REACH * _reach(sk, ranked[0])
 
 
 def _named(sk: Skeleton, path: list[int]) -> str:
@@ -321,11 +321,13 @@ def _jointed(sk: Skeleton, branch: int) -> bool:
     return bool(sk.movable[sk.descendants(branch)].any())
 
 
-def _reach(sk: Skeleton, hub: int, branch: int) -> float:
-    """How far a branch's joints and ends get from the hub's joint (metres, in the posture)."""
+def _reach(sk: Skeleton, branch: int) -> float:
+    """How far a branch's joints and ends get from where it leaves the hub (metres, in the
+    posture): from the hub's joint, a spine of one bone whose arms and neck start at the chest,
+    its joint at the hips, had the neck reach as far as an arm and mapped as one."""
     nodes = sk.descendants(branch)
     points = np.concatenate([sk.points[nodes], sk.ends[nodes]])
-    return float(np.linalg.norm(points - sk.points[hub], axis=1).max())
+    return float(np.linalg.norm(points - sk.points[branch], axis=1).max())
 
 
 def _arm_hub(sk: Skeleton, start: int, min_length: float):

@@ -13,7 +13,7 @@ from .body_frame import canonical_axes, pelvis_frames, source_body_frames
 from .viewer import body_landmarks
 from ..chains.mapping import ChainMapping, Mapping
 from ..chains.points import (RobotChain, SourceChain, default_fractions, point_weights, polyline_lengths,
-                             robot_chain, sample_polyline, source_chain)
+                             robot_chain, robot_polyline, sample_polyline, source_chain)
 from ..chains.solver import ChainKinematics
 from ..model.kinematics import KinematicTree
 from ..motion.source import SourceMotion
@@ -105,18 +105,17 @@ def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src
         raise RetargetError(f"chain {chain.name!r}: source and robot landmark lists differ in length")
     path = src.paths[0]
     src_cum = polyline_lengths(src.polylines(motion, rest=True)[0][0])
-    zero = tree.zero_pose()
     links = tree.path(chain.robot_base, chain.robot_tips[0])
-    pts = [zero[i, :3, 3] for i in links]
-    if chain.robot_tip_offset is not None:
-        pts.append(zero[links[-1], :3, :3] @ np.asarray(chain.robot_tip_offset) + zero[links[-1], :3, 3])
-    rob_cum = polyline_lengths(np.array(pts))
+    corners, pts = robot_polyline(tree, links, chain.robot_tip_offset)
+    rob_cum = polyline_lengths(pts)
 
     def robot_at(link: str) -> float:
+        """Where `link` is along the chain (a fixed frame: where the joint before it is)."""
         try:
-            return rob_cum[links.index(tree.link_index(link))] / rob_cum[-1]
+            k = links.index(tree.link_index(link))
         except (KeyError, ValueError):
             raise RetargetError(f"chain {chain.name!r}: robot link {link!r} is not inside the chain") from None
+        return rob_cum[max(c for c, i in enumerate(corners) if links.index(i) <= k)] / rob_cum[-1]
 
     start = robot_at(chain.robot_start) if chain.robot_start else 0.0
     src_at, rob_at = [0.0], [start]

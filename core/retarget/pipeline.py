@@ -20,7 +20,7 @@ from .mapping_check import mapping_figures
 from .neutral import neutral_posture, standing_root
 from .torso import TorsoAim, chest_target
 from .viewer import angle_deg, viewer_figures
-from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk
+from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk, step_limits
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, contact_warnings,
                           plant_feet, resolve_contacts)
 from ..feet.contacts import DetectSettings
@@ -36,7 +36,6 @@ from ..motion.source import SourceMotion
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
 Progress = Callable[[float, str], None]
-MAX_STEP_RAD = 0.35  # a joint without a velocity limit still may not jump more per frame
 FAR_TIP_DEG = 25.0  # a limb chain whose tip points this far from the actor's on average is said in the warnings
 #                    (not a hand: a clip's hands are a few centimetres of noisy markers)
 PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not at the bake's end
@@ -104,7 +103,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         raw = q.copy()
         q = lowpass(q, motion.fps, method=settings.filter, cutoff_hz=settings.cutoff_hz,
                     window=settings.window, lower=tree.lower, upper=tree.upper)
-        q = rate_limit(q, np.minimum(tree.velocity / motion.fps, MAX_STEP_RAD))
+        q = rate_limit(q, step_limits(tree.velocity, motion.fps))
     progress(0.96, "planting feet")
     with stages("contacts"):
         flags = resolve_contacts(contacts, motion, mapping, warnings)
@@ -208,7 +207,7 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
     q[:] = neutral
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
-        max_step = np.minimum(tree.velocity[plan.kin.columns] / motion.fps, MAX_STEP_RAD)
+        max_step = step_limits(tree.velocity[plan.kin.columns], motion.fps)
         step = options
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
@@ -278,7 +277,7 @@ def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: 
             chains.append((plan.kin, anchor, *targets[id(plan)]))
             variables += list(plan.kin.chain.variables)
         columns = np.concatenate([plan.kin.columns for plan in group])
-        max_step = np.minimum(tree.velocity[columns] / fps, MAX_STEP_RAD)
+        max_step = step_limits(tree.velocity[columns], fps)
         separate_chains(tree, chains, q, apart.term(variables, root), options, max_step)
 
 
@@ -345,7 +344,7 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
                        apart) or planted
     q = lowpass(again.q, fps, method="butterworth", cutoff_hz=3.0 * settings.cutoff_hz,
                 lower=tree.lower, upper=tree.upper)
-    q = rate_limit(q, np.minimum(tree.velocity / fps, MAX_STEP_RAD))
+    q = rate_limit(q, step_limits(tree.velocity, fps))
     root_pos = cancel_residual_slide(tree, legs, q, root_rot, again.root_position, flags, fps)
     return PlantResult(q, root_pos, max(planted.lifted_m, again.lifted_m))
 

@@ -19,10 +19,10 @@ from ..chains.solver import SolveOptions
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
 from ..model.transforms import pose_matrices
+from ..motion.filtering import step_limits
 from ..motion.source import SourceMotion
 from ..retarget.neutral import neutral_posture, standing_root
 from ..retarget.chain_plans import RetargetError, RootPlan, body_landmarks_of, plan_chains
-from ..retarget.pipeline import MAX_STEP_RAD
 from ..retarget.torso import SpineShape, chest_bones
 from ..retarget.viewer import chest_frames
 from .body import CausalBodyFrame, frame_of
@@ -172,7 +172,7 @@ class StreamRetargeter:
         body_rob = root_rot @ axes_rob
         root = pose_matrices(root_rot, root_pos)[0]
         dt = (time_s - self.last_time) if self.last_time is not None and time_s > self.last_time else 1.0 / frame.fps
-        max_step = np.minimum(tree.velocity * dt, MAX_STEP_RAD * dt * frame.fps)
+        max_step = step_limits(tree.velocity, 1.0 / dt)
         previous = self.q.copy()
         q = self.q.copy()
         first = self.last_time is None  # no output yet: nothing to hold the speed against

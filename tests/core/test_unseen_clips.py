@@ -86,3 +86,75 @@ def test_a_clip_too_short_for_a_contact_says_its_feet_were_not_planted(hop, g1):
     motion = hop.to_source_motion()
     whole = retarget(motion, g1, auto_map(motion, g1), contacts="auto").report
     assert whole["feet_planted"] and not [w for w in whole["warnings"] if w.startswith("feet not planted")]
+
+
+# ------------------------------------------------------------------ third sweep ---
+
+WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
+BODY = "wrist"  # CMU hands are centimetres of noisy markers: the wrists are compared by the limb figures only
+
+
+def _bake_file(clip, tree, tmp_path, name="variant"):
+    motion = load_bvh(V.write_bvh(clip, tmp_path / f"{name}.bvh")).to_source_motion()
+    return retarget(motion, tree, auto_map(motion, tree))
+
+
+@pytest.fixture(scope="module")
+def walk2s():
+    clip = load_bvh(WALK)
+    return dataclasses.replace(clip, motion=clip.motion[:241])  # 2 s
+
+
+@pytest.mark.parametrize("fps", [1.0, 24.0])
+def test_a_clip_at_another_frame_rate_gives_the_same_motion(fps, walk2s, g1, tmp_path):
+    """Joints were held to 0.35 rad a frame whatever the rate: 8.4 rad/s at 24 Hz, 0.35 rad/s at
+    1 Hz (the walk's limbs 1.6 degrees off at 1 Hz, 13 over 3 s). The cap is a speed now."""
+    base = _bake_file(walk2s, g1, tmp_path, "base")
+    result = _bake_file(V.resampled(walk2s, fps), g1, tmp_path)
+    frames = np.round(np.arange(len(result.q)) / fps * walk2s.fps).astype(int)
+    assert len(result.q) == (2 if fps == 1.0 else 48)
+    body = [i for i, n in enumerate(g1.joint_names) if BODY not in n]
+    assert np.abs(result.q[:, body] - base.q[frames][:, body]).max() < 0.3  # rad; was 0.61 / 0.65
+    assert abs(result.report["limb_direction_error_deg"] - base.report["limb_direction_error_deg"]) < 0.2
+    assert result.report["limit_violations"] == 0 and result.report["max_speed_ratio"] <= 1.0 + 1e-9
+
+
+def test_a_clip_at_500_fps_gives_the_same_motion(hop, g1, tmp_path):
+    base = _bake_file(hop, g1, tmp_path, "base")
+    result = _bake_file(V.resampled(hop, 500.0), g1, tmp_path)
+    times = np.arange(len(result.q)) / 500.0
+    q = np.stack([np.interp(np.arange(len(base.q)) / hop.fps, times, result.q[:, k]) for k in range(g1.dof)], 1)
+    body = [i for i, n in enumerate(g1.joint_names) if BODY not in n]
+    # the filter's edge padding is counted in frames: the last 40 ms differ by up to 0.26 rad
+    assert np.abs(q[:-5, body] - base.q[:-5, body]).max() < 0.1
+    assert abs(result.report["limb_direction_error_deg"] - base.report["limb_direction_error_deg"]) < 0.1
+
+
+@pytest.mark.parametrize("variant", ["rest turned in every joint", "root bone on the floor", "twist bones",
+                                     "spine of one segment", "spine of five segments"])
+def test_other_skeleton_layouts_give_the_same_motion(variant, hop, g1, tmp_path):
+    """The same motion in the world on skeletons laid out otherwise. A spine of one segment (the
+    arms and the neck hang from a bone whose joint is at the hips) had its neck taken for the
+    right arm: the branches' reach was measured from the hub's joint, not where they leave it."""
+    make = {"rest turned in every joint": lambda c: V.rested_everywhere(c, seed=1),
+            "root bone on the floor": V.floor_root,
+            "twist bones": lambda c: V.inserted(V.inserted(c, "LeftElbow", "LeftArmTwist", 0.5, 40.0),
+                                                "RightElbow", "RightArmTwist", 0.4, 25.0),
+            "spine of one segment": lambda c: V.merged(c, {"Chest", "Chest2"}),
+            "spine of five segments": lambda c: V.inserted(V.inserted(c, "Chest", "Spine0b"), "Chest2", "Spine1b")}
+    base = _bake_file(hop, g1, tmp_path, "base")
+    result = _bake_file(make[variant](hop), g1, tmp_path)
+    robot_side = [[(c["name"], c["robot_base"], c["robot_tips"]) for c in r.report["mapping"]["chains"]]
+                  for r in (base, result)]
+    assert robot_side[0] == robot_side[1]
+    np.testing.assert_allclose(result.q, base.q, rtol=0, atol=1e-3)
+
+
+def test_a_rest_pose_before_the_clip_leaves_the_clip_as_it_was(walk2s, g1, tmp_path):
+    """30 frames of the file's T-pose before the walk (exporters write a calibration pose):
+    the walk itself bakes as without them, once the filter has let go of the jump."""
+    base = _bake_file(walk2s, g1, tmp_path, "base")
+    result = _bake_file(V.rest_pose_first(walk2s, 30), g1, tmp_path)
+    body = [i for i, n in enumerate(g1.joint_names) if BODY not in n]
+    assert np.abs(result.q[60:, body] - base.q[30:, body]).max() < 0.1
+    assert result.report["automap_confidence"] == 1.0

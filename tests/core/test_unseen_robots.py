@@ -308,3 +308,135 @@ def test_an_arm_that_cannot_take_the_actors_posture_says_so(hop):
     g1 = KinematicTree(parse_urdf(ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"))
     report = retarget(motion, g1, auto_map(motion, g1)).report
     assert not [w for w in report["warnings"] if "its tip points" in w]
+
+
+# ------------------------------------------------------------------ third sweep ---
+# G1 described otherwise (tests/robot_variants.py), baked from the hop's first 240 frames.
+
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+
+
+@pytest.fixture(scope="module")
+def hop240(hop):
+    return dataclasses.replace(hop, heads=hop.heads[:240], tails=hop.tails[:240], root_rotation=hop.root_rotation[:240])
+
+
+@pytest.fixture(scope="module")
+def g1_bake(hop240):
+    tree = KinematicTree(parse_urdf(G1))
+    mapping = auto_map(hop240, tree)
+    return tree, mapping, retarget(hop240, tree, mapping, contacts="auto")
+
+
+def _variant_bake(robot, motion, tmp_path):
+    from tests import robot_variants as RV
+
+    tree = KinematicTree(parse_urdf(RV.write_urdf(robot, tmp_path / "variant.urdf")))
+    mapping = auto_map(motion, tree)
+    return tree, mapping, retarget(motion, tree, mapping, contacts="auto")  # as the command line bakes
+
+
+def _robot_side(mapping):
+    return [(c.name, c.robot_base, c.robot_tips) for c in mapping.chains]
+
+
+def _joint_gap(tree, result, g1_bake, skip="") -> float:
+    """Largest difference (rad) between the variant's and G1's angles of the joints they share."""
+    g1, _, base = g1_bake
+    shared = [n for n in tree.joint_names if n in g1.joint_names and not (skip and skip in n)]
+    a = result.q[:, [tree.joint_names.index(n) for n in shared]]
+    b = base.q[:, [g1.joint_names.index(n) for n in shared]]
+    return float(np.abs(a - b).max())
+
+
+@pytest.mark.parametrize("root", ["left_ankle_roll_link", "left_knee_link"])
+def test_a_g1_rooted_in_a_leg_is_mapped_from_its_pelvis(root, hop240, g1_bake, tmp_path):
+    """A URDF rooted at the left foot or knee (every joint up the leg reversed): its legs only show
+    from the middle of the body. The foot was taken for the base of one arm and the bake drove a
+    'manipulator' from the actor's right arm, legs still; from the knee, a leg ran from the ankle
+    and the other through the body to a wrist (limbs 75 degrees off)."""
+    from tests import robot_variants as RV
+
+    g1, mapping0, base = g1_bake
+    tree, mapping, result = _variant_bake(RV.rooted_at(g1.robot, root), hop240, tmp_path)
+    assert tree.robot.root_link == root and mapping.robot_root == "pelvis"
+    assert _robot_side(mapping) == _robot_side(mapping0)
+    assert any(f"rooted at {root}, in a leg" in w for w in result.report["warnings"])
+    # the re-hung pelvis frame sits on the hip joint (URDF puts a link's frame on its joint): the
+    # body differs by hundredths of a radian
+    assert _joint_gap(tree, result, g1_bake, skip="wrist") < 0.05
+    assert abs(result.report["limb_direction_error_deg"] - base.report["limb_direction_error_deg"]) < 0.05
+    assert result.report["contact_preserved_pct"] == base.report["contact_preserved_pct"]
+
+
+def test_fixed_frames_added_to_g1_change_nothing(hop240, g1_bake, tmp_path):
+    """An IMU, a camera and a sole frame as leaves, and a frame fixed inside the left leg (the knee
+    joint hung from it, turned and 2 cm off): that frame was a corner of the leg's reference
+    polyline and the ankles baked up to 0.09 rad apart."""
+    from tests import robot_variants as RV
+
+    g1, mapping0, _ = g1_bake
+    turned = np.array([[0, -1, 0, 0.01], [1, 0, 0, 0], [0, 0, 1, -0.02], [0, 0, 0, 1.0]])
+    shift = np.eye(4)
+    shift[:3, 3] = [0.03, 0.0, -0.03]
+    robot = RV.with_frames(g1.robot, {"imu_link": ("pelvis", np.eye(4)), "camera_mount": ("torso_link", shift),
+                                      "left_foot_sole": ("left_ankle_roll_link", shift)},
+                           {"left_knee_joint": turned})
+    tree, mapping, result = _variant_bake(robot, hop240, tmp_path)
+    assert _robot_side(mapping) == _robot_side(mapping0)
+    assert _joint_gap(tree, result, g1_bake) < 1e-6
+
+
+@pytest.mark.parametrize("variant", ["fixed links merged", "continuous joints", "prismatic shins", "mimic joints"])
+def test_g1_described_otherwise_bakes_with_sane_figures(variant, hop240, g1_bake, tmp_path):
+    """Fixed links merged into their parents (the hands then end at the wrist's last joint, whose
+    angle nothing decides), continuous joints, a telescopic joint in each shin, mimic joints:
+    no error, the limbs where G1's are."""
+    from tests import robot_variants as RV
+
+    g1, _, base = g1_bake
+    make = {"fixed links merged": RV.fixed_merged,
+            "continuous joints": lambda r: RV.retyped(r, {"waist_yaw_joint": "continuous",
+                                                          "left_wrist_roll_joint": "continuous"}),
+            "prismatic shins": lambda r: RV.slide_inserted(RV.slide_inserted(r, "left_knee_joint", 0.03),
+                                                           "right_knee_joint", 0.03),
+            "mimic joints": lambda r: RV.mimicking(r, "right_wrist_yaw_joint", "right_wrist_roll_joint", 0.5)}
+    tree, mapping, result = _variant_bake(make[variant](g1.robot), hop240, tmp_path)
+    report = result.report
+    assert report["limit_violations"] == 0 and report["automap_confidence"] == 1.0
+    assert abs(report["limb_direction_error_deg"] - base.report["limb_direction_error_deg"]) < 0.1
+    assert report["contact_preserved_pct"] > 95.0
+    if variant == "fixed links merged":
+        assert all(j.type != "fixed" for j in tree.robot.joints)
+        assert _joint_gap(tree, result, g1_bake, skip="wrist") < 0.05
+    elif variant == "continuous joints":
+        assert np.isinf(tree.upper[tree.joint_names.index("waist_yaw_joint")])
+        assert _joint_gap(tree, result, g1_bake, skip="wrist") < 0.05
+    elif variant == "prismatic shins":
+        slide = tree.joint_names.index("left_knee_link_slide_joint")
+        assert np.abs(result.q[:, slide]).max() <= 0.03 + 1e-9
+    else:
+        assert "right_wrist_yaw_joint" not in tree.joint_names  # driven by its leader, not solved
+
+
+def test_g1_meshes_are_found_by_package_uri_in_a_workspace_and_by_file_uri(tmp_path):
+    """The URDF moved into a ROS-like tree (src/g1_description/urdf/, meshes beside urdf/) and
+    written with package://g1_description/...; and a copy elsewhere naming its meshes by file://."""
+    from core.model.urdf import missing_meshes
+
+    text = G1.read_text()
+    assert "package://example-robot-data/robots/g1_description/meshes/" in text
+    package = tmp_path / "ws" / "src" / "g1_description"
+    (package / "urdf").mkdir(parents=True)
+    (package / "meshes").symlink_to(G1.parent / "meshes")
+    moved = package / "urdf" / "g1.urdf"
+    moved.write_text(text.replace("package://example-robot-data/robots/g1_description/meshes/",
+                                  "package://g1_description/meshes/"))
+    by_file = tmp_path / "elsewhere" / "g1.urdf"
+    by_file.parent.mkdir()
+    by_file.write_text(text.replace("package://example-robot-data/robots/g1_description/meshes/",
+                                    f"file://{G1.parent / 'meshes'}/"))
+    for path in (moved, by_file):
+        robot = parse_urdf(path)
+        assert sum(g.kind == "mesh" for link in robot.links.values() for g in link.collisions + link.visuals) > 30
+        assert missing_meshes(robot) == [], path
