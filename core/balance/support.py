@@ -13,6 +13,8 @@ from scipy.spatial import ConvexHull, QhullError
 
 from ..feet.geometry import BodyPoints, body_points, standing_rotation, subtree_links
 from ..model.kinematics import KinematicTree
+from ..model.reroot import hung_from
+from ..retarget.automap import robot_body
 from ..retarget.body_parts import find_body_parts, robot_skeleton
 from .inertia import BalanceError, MassModel, ground_push, link_motion, zmp_of
 
@@ -45,6 +47,23 @@ def foot_bodies(tree: KinematicTree, feet: list[int]) -> list[BodyPoints]:
     return [body_points(tree, link, subtree_links(tree, link)) for link in feet]
 
 
+def _feet_seen_from_pelvis(tree: KinematicTree) -> list[BodyPoints]:
+    """The feet's bodies in `tree`'s own link frames, found on the robot hung from its pelvis: a
+    URDF rooted in a leg (at a foot) has its legs only from the middle of the body, and its
+    root's subtree is the whole robot (core.retarget.automap.robot_body)."""
+    hung = robot_body(tree)[0]
+    if hung is tree:
+        return foot_bodies(tree, foot_links(tree))
+    _, rerooted = hung_from(tree, hung.robot.root_link)
+    out = []
+    for body in foot_bodies(hung, foot_links(hung)):
+        name = hung.link_names[body.link]
+        change = rerooted.frame_change.get(name) if rerooted is not None else None
+        points = body.points if change is None else body.points @ change[:3, :3].T + change[:3, 3]
+        out.append(BodyPoints(tree.link_index(name), points, body.radius))
+    return out
+
+
 def sole_outlines(tree: KinematicTree) -> list[BodyPoints]:
     """Each foot's points that can be a corner of a support polygon: those on the outline of the
     sole (points inside it never are), and every point off the sole's plane (a foot on its toe
@@ -53,7 +72,7 @@ def sole_outlines(tree: KinematicTree) -> list[BodyPoints]:
     if "bodies" not in cache:
         zero = tree.zero_pose()
         bodies = []
-        for body in foot_bodies(tree, foot_links(tree)):
+        for body in _feet_seen_from_pelvis(tree):
             level = body.points @ standing_rotation(body, zero[body.link, :3, :3]).T
             bottom = level[:, 2] - body.radius
             sole = bottom <= bottom.min() + 1e-4

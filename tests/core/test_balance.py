@@ -156,3 +156,35 @@ def test_frames_the_ground_cannot_push_have_no_zmp_and_count_as_outside():
     # where the ground pushes with at least a tenth of the weight the sway's 3 m/s^2 puts the ZMP
     # within about a metre; all frames counted, it reached 5.3 m from the centre of mass
     assert -1.5 < readout["min_support_margin_m"] < 0.3
+
+
+def test_a_robot_rooted_at_a_foot_reads_the_same_balance():
+    """A URDF rooted at its left foot (joints reversed up the leg) is the same robot: the same
+    motion, its root given as that foot's pose, reads the same balance. Its feet are found from
+    the pelvis; from its root the whole robot hangs off the left foot (it had found no legs)."""
+    import dataclasses
+
+    from core.motion.bvh import load_bvh
+    from core.retarget.automap import auto_map
+    from core.retarget.pipeline import retarget
+    from tests.robot_variants import rooted_at
+
+    tree = KinematicTree(parse_urdf(G1))
+    walk = load_bvh(ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh").to_source_motion()
+    walk = dataclasses.replace(walk, heads=walk.heads[:240], tails=walk.tails[:240],
+                               root_rotation=walk.root_rotation[:240])
+    result = retarget(walk, tree, auto_map(walk, tree), contacts="auto")  # planted: on the ground
+    root = np.tile(np.eye(4), (len(result.q), 1, 1))
+    root[:, :3, :3], root[:, :3, 3] = result.root_rotation, result.root_position
+    plain = balance_readout(tree, result.q, root, walk.fps, per_frame=True)
+
+    foot = KinematicTree(rooted_at(tree.robot, "left_ankle_roll_link"))
+    q = result.q[:, [tree.joint_names.index(name) for name in foot.joint_names]]
+    rooted = balance_readout(foot, q, tree.link_transform(result.q, tree.link_index("left_ankle_roll_link"), root),
+                             walk.fps, per_frame=True)
+    assert plain["frames_without_support"] < len(result.q) // 2  # the walk stands on its feet
+    for key in ("zmp_outside_support_pct", "frames_without_support", "frames_without_ground_force"):
+        assert rooted[key] == plain[key], key
+    np.testing.assert_allclose(rooted["zmp_m"], plain["zmp_m"], atol=1e-6)
+    margins = [np.array([np.nan if m is None else m for m in r["support_margin_m"]]) for r in (plain, rooted)]
+    np.testing.assert_allclose(margins[1], margins[0], atol=1e-6)
