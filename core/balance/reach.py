@@ -18,6 +18,7 @@ import numpy as np
 
 from ..model.kinematics import KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
+from .rollover import Edge
 from .support import level_tolerance
 from .legs import FULL_LEG, LegIK, leg_length, pose_errors, solve_legs, stretch
 from .waist import heading, wrap, yaw_bounds
@@ -68,14 +69,8 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
                 standing: dict[str, np.ndarray]) -> StepBounds:
     """Probe the robot at waist height `height` (root z, metres) from the posture `rest` (n,);
     a foot counts as level within core.balance.support.level_tolerance of its width."""
-    zero = tree.zero_pose()
-    feet = {side: zero[leg.foot, :3, 3] for side, leg in legs.items()}
-    across = feet["left"][:2] - feet["right"][:2]  # the width the robot stands at as built
-    natural = float(np.linalg.norm(across))
-    left_axis = across / max(natural, 1e-9)
-    forward_axis = np.array([left_axis[1], -left_axis[0]])
-    probe = _Probe(tree, legs, rest, height, reach, foot_height, forward_axis, left_axis,
-                   level_tolerance(foot_width), standing)
+    probe = Probe.build(tree, legs, rest, height, reach, foot_height, foot_width, standing)
+    natural, forward_axis, left_axis = probe.natural, probe.forward, probe.left
     for sway in SWAYS:  # how far toward a foot the waist can go standing as built (less without an ankle roll)
         probe.sway = sway
         if probe.stands(np.array([-natural * left_axis]))[0]:
@@ -96,7 +91,7 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
                       probe.sway)
 
 
-class _Probe:
+class Probe:
     """Can the robot stand with its left foot at the origin and its right foot at an offset?"""
 
     def __init__(self, tree, legs, rest, height, reach, foot_height, forward_axis, left_axis, tilt_tol, standing):
@@ -105,6 +100,21 @@ class _Probe:
         self.reach = [reach * leg_length(tree, legs[s]) for s in ("left", "right")]
         self.foot_height, self.forward, self.left = foot_height, forward_axis, left_axis
         self.sway = 1.0
+        self.natural = 0.0  # the width between the feet as built, metres
+
+    @classmethod
+    def build(cls, tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float, reach: float,
+              foot_height: dict[str, float], foot_width: float, standing: dict[str, np.ndarray]) -> "Probe":
+        """The probe of step_bounds: the robot's forward and left from its feet as built."""
+        zero = tree.zero_pose()
+        feet = {side: zero[leg.foot, :3, 3] for side, leg in legs.items()}
+        across = feet["left"][:2] - feet["right"][:2]  # the width the robot stands at as built
+        natural = float(np.linalg.norm(across))
+        left_axis = across / max(natural, 1e-9)
+        probe = cls(tree, legs, rest, height, reach, foot_height, np.array([left_axis[1], -left_axis[0]]), left_axis,
+                    level_tolerance(foot_width), standing)
+        probe.natural = natural
+        return probe
 
     def longest(self, probes: list[tuple[np.ndarray, float, bool, float]]) -> list[float]:
         """Per probe (lengths (increasing), other, along, sign), the longest of `lengths` that
@@ -133,27 +143,40 @@ class _Probe:
         return float(widths[(failed[0] - 1) if len(failed) else -1]) if ok[0] else natural
 
     def stands(self, offsets: np.ndarray) -> np.ndarray:
-        """Whether the robot stands on each trial (offsets (T, 2) of the right foot from the left)."""
+        """Whether the robot stands on each trial (offsets (T, 2) of the right foot from the left)
+        with the waist between the feet, and `sway` of the way to each."""
+        count = len(offsets)
+        shares = np.repeat([0.5 - self.sway / 2, 0.5, 0.5 + self.sway / 2], count)
+        return self.trial(np.concatenate([offsets] * 3), shares).reshape(3, count).all(axis=0)
+
+    def trial(self, offsets: np.ndarray, shares: np.ndarray, rolls: dict[str, tuple[Edge, np.ndarray]] | None = None,
+              solved: bool = False):
+        """Whether the robot stands on each trial: the right foot at offsets (T, 2) from the left,
+        the waist upright at shares (T,) of the way from the left ankle to the right, lowered as
+        far as the legs' reach asks; rolls: per side, a foot rolled about an edge (core.balance.
+        rollover) by angles (T,) radians (a heel-off), else level. solved: also the joints (T, n)
+        and the root poses (T, 4, 4)."""
         count = len(offsets)
         left_leg, right_leg = self.legs["left"], self.legs["right"]
         zero = self.tree.zero_pose()
         goals = {}
-        for leg, where in ((left_leg, np.zeros((count, 2))), (right_leg, offsets)):
+        for side, leg, where in (("left", left_leg, np.zeros((count, 2))), ("right", right_leg, offsets)):
             pose = np.repeat(np.eye(4)[None], count, axis=0)
-            pose[:, :3, :3] = self.standing["left" if leg is left_leg else "right"]
+            pose[:, :3, :3] = self.standing[side]
             pose[:, :2, 3] = where
-            pose[:, 2, 3] = self.foot_height["left" if leg is left_leg else "right"]
-            goals[leg.foot] = np.concatenate([pose] * 3)
-        # the waist between the feet, and `sway` of the way to each
-        ankles = np.concatenate([share * offsets for share in (0.5 - self.sway / 2, 0.5, 0.5 + self.sway / 2)])
+            pose[:, 2, 3] = self.foot_height[side]
+            if rolls and side in rolls:
+                edge, angles = rolls[side]
+                pose = edge.rolled(pose, angles)
+            goals[leg.foot] = pose
         hip_offset = zero[0, :3, 3] - (zero[left_leg.hip, :3, 3] + zero[right_leg.hip, :3, 3]) / 2.0
-        position = np.column_stack([ankles + hip_offset[:2], np.full(3 * count, self.height)])
-        q = np.repeat(self.rest[None], 3 * count, axis=0)
-        rot = np.repeat(np.eye(3)[None], 3 * count, axis=0)
+        position = np.column_stack([shares[:, None] * offsets + hip_offset[:2], np.full(count, self.height)])
+        q = np.repeat(self.rest[None], count, axis=0)
+        rot = np.repeat(np.eye(3)[None], count, axis=0)
         legs = [left_leg, right_leg]
         position[:, 2] -= stretch(self.tree, legs, self.reach, q, pose_matrices(rot, position), goals)
         root = pose_matrices(rot, position)
         q, _ = solve_legs(self.tree, legs, q, root, goals, q, period_s=None)  # trials, not a motion
         miss, tilt, turn = pose_errors(self.tree, legs, q, root, goals)
         ok = (miss < POSITION_TOL_M) & (tilt < self.tilt_tol) & (turn < TURN_TOL_RAD)
-        return ok.reshape(3, count).all(axis=0)
+        return (ok, q, root) if solved else ok
