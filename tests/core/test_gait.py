@@ -139,10 +139,12 @@ def test_the_reports_source_travel_is_the_scaled_actors(walk, g1_walk):
 
 
 @pytest.mark.xfail(strict=True, reason="issue 12 target not reached on the bundled walk onto G1: it travels 1.35 m, "
-                   "67 % of the scaled source's 2.00 m (the actor's hips times the leg-length ratio). Each step now aims "
-                   "at the person's footprint (27 % before), but every step of the walk is clamped to what the G1 stands "
-                   "across with both soles flat (0.27 m forward with the waist over a foot); toe-off and heel-strike "
-                   "(not built) would let it stand across longer steps")
+                   "67 % of the scaled source's 2.00 m (the actor's hips times the leg-length ratio). Measured "
+                   "(bench/gait_travel.py): without any step bound it would travel 69 %, as the stances stand on the "
+                   "gait's planted bake, which travels 1.52 m (a foot the person swings is pinned where the gait keeps "
+                   "it down); on the person's own footprints 72 % at the probe's 0.27 m forward bound and 89 % at 0.36 m, "
+                   "but the last stance (0.77 m long in the clip) is then not stood flat: slide 44 mm. Heel-off "
+                   "(rollover.py, in the probe only) lets the G1 stand across 0.5-0.68 m late in double support")
 def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
     report = g1_walk[2].report
     assert report["steps_moved"] > 0
