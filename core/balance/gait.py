@@ -29,7 +29,7 @@ from .inertia import BalanceError, MassModel, centre_of_mass, ground_push, link_
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
-from .support import support_margins
+from .support import CONTACT_M, support_margins
 
 Progress = Callable[[float, str], None]
 BALANCE_PERIOD_S = 0.01  # the correction's sample period
@@ -88,6 +88,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     warnings += bake.report.get("warnings", [])
     robot = tree
     tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
+    person = _from_pelvis(robot, tree, bake.unplanted) if bake.unplanted is not None else None
     bake = _from_pelvis(robot, tree, bake)
     model = MassModel.build(tree)
     progress(0.4, "planning feet and waist")
@@ -95,7 +96,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     times = np.arange(int(np.floor(end_s / settings.period_s + 1e-9)) + 1) * settings.period_s
     foot = FootSettings(settings.lift_m, settings.prepare_s, settings.sensitivity, settings.merge_s)
     plan = make_plan(tree, mapping, bake, flags, times, foot, settings.upper_body, settings.waist_tilt,
-                     settings.zmp_offset_m, settings.correction.reach, warnings)
+                     settings.zmp_offset_m, settings.correction.reach, warnings, person)
     if plan.steps_moved:
         b = plan.bounds
         warnings.append(f"{plan.steps_moved} step(s) moved to the nearest the robot can take (up to "
@@ -231,8 +232,7 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
     slide = 0.0
     for link, path in plan.paths.items():
         for start, end in flags_to_intervals(path.down):
-            moved = np.linalg.norm(world[link][start:end, :, :2] - world[link][start, :, :2], axis=-1)
-            slide = max(slide, float(moved.max()))
+            slide = max(slide, stance_slide(world[link][start:end], plan.bodies[link].radius))
     cart, multibody = balanced.cart_zmp - plan.target, balanced.zmp - plan.target
     travel = np.linalg.norm(balanced.root_position[-1, :2] - balanced.root_position[0, :2])
     points = sorted((p for path in plan.paths.values() for p in path.points), key=lambda p: (p.time_s, p.foot))
@@ -267,6 +267,16 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
         "mass_kg": model.total,
         "warnings": warnings,
     }
+
+
+def stance_slide(points: np.ndarray, radius: np.ndarray) -> float:
+    """The furthest a foot's points (F, P, 3) over one stance move across the ground from where they
+    stand mid-stance, counting each point while it touches the ground (a foot rolling onto its
+    toe edge lifts its heel; the toe edge must not move) and every point where none does, metres."""
+    touching = points[..., 2] - radius <= CONTACT_M
+    counted = touching | ~touching.any(axis=1, keepdims=True)
+    moved = np.linalg.norm(points[..., :2] - points[len(points) // 2, :, :2], axis=-1)
+    return float(np.where(counted, moved, 0.0).max()) if len(points) else 0.0
 
 
 def _max_norm(error: np.ndarray) -> float:

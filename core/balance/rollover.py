@@ -46,3 +46,49 @@ def toe_edge(body: BodyPoints, flat: np.ndarray, forward: np.ndarray) -> Edge:
     reach = body.points @ ahead
     front = body.points[reach >= reach.max() - EDGE_M]
     return Edge(front.mean(axis=0), left / np.linalg.norm(left))
+
+
+HEEL_OFF_SHARE = 0.5  # of the double support before a lift-off over which the rear foot rolls onto its toe
+ROLLS_RAD = np.array([0.0, 0.1, 0.2, 0.3, 0.4])  # heel-off angles tried, the smallest that stands kept
+HEEL_OFF_WAIST = 1.0  # the probe's waist at lift-off: over the front foot (the walk's reaches 0.89 of the way)
+
+
+def heel_offs(paths: dict, sides: dict[int, str], edges: dict[str, Edge], angles) -> int:
+    """Roll each rear foot onto its toe edge over the late part of the double support before its
+    lift-off, and start its swing from there: the rear leg reaches the stance it leaves with its
+    ankle in range while the waist goes on to the front foot. paths: foot link -> FootPath (changed
+    in place); angles(rear side, rear pose, front side, front pose) -> radians per step, batched:
+    a list of such steps in, an array of angles out. Returns how many feet rolled."""
+    by_side = {side: link for link, side in sides.items()}
+    steps = []  # (rear link, sample of lift-off, first sample of the roll, knots)
+    for link, path in paths.items():
+        other_link = by_side["right" if sides[link] == "left" else "left"]
+        other = paths[other_link]
+        for knots in path.swings:
+            lift = int(np.searchsorted(path.times, knots.times[0], side="right")) - 1
+            if lift <= 0 or not other.down[lift]:
+                continue
+            before = np.flatnonzero(~other.down[:lift])  # the front foot's touch-down: the double support's start
+            start = before[-1] + 1 if len(before) else 0
+            first = lift - int(HEEL_OFF_SHARE * (lift - start))
+            if first < lift and path.down[first:lift + 1].all():
+                steps.append((link, lift, first, knots, other_link))
+    if not steps:
+        return 0
+    rolled = angles([(sides[link], paths[link].poses[lift], sides[other], paths[other].poses[lift])
+                     for link, lift, _, _, other in steps])
+    count = 0
+    for (link, lift, first, knots, _), angle in zip(steps, rolled):
+        if angle <= 0.0:
+            continue
+        path, edge = paths[link], edges[sides[link]]
+        flat = path.poses[first].copy()
+        s = np.linspace(0.0, 1.0, lift - first + 1)
+        path.poses[first:lift + 1] = edge.rolled(np.repeat(flat[None], len(s), axis=0), angle * s * s * (3 - 2 * s))
+        start = edge.rolled(flat[None], np.array([angle]))[0]
+        raised = start.copy()
+        raised[2, 3] += knots.poses[1, 2, 3] - knots.poses[0, 2, 3]  # the straight lift, from the toe
+        knots.poses[0], knots.poses[1] = start, raised
+        path.refresh([knots])
+        count += 1
+    return count

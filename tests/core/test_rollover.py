@@ -72,3 +72,23 @@ def test_heel_off_lets_the_g1_stand_across_a_step_it_cannot_stand_across_flat(g1
     assert not probe.trial(step, late)[0]
     assert probe.trial(step, late, {"left": (edge, np.array([0.4]))})[0]
     assert probe.trial(step, np.array([0.5]))[0]  # midway both flat stand
+
+
+def test_a_stance_rolling_onto_its_toe_does_not_slide_but_a_sliding_one_does(g1):
+    """The stance slide counts a point while it touches the ground: a heel-off (the heel up 5 cm,
+    the toe edge still) slides only by the heel's first few millimetres up (under 0.1 mm); the
+    same foot pushed 3 mm forward as it rolls slides 3 mm."""
+    from core.balance.gait import stance_slide
+
+    tree, feet, bodies, standing = g1
+    body, flat = bodies[feet[0]], standing[feet[0]]
+    edge = toe_edge(body, flat, np.array([1.0, 0.0]))
+    level = np.repeat(_level_pose(body, flat)[None], 40, axis=0)
+    angle = np.r_[np.zeros(20), np.linspace(0.0, 0.3, 20)]  # flat, then rolling
+    rolled = edge.rolled(level, angle)
+    points = body.world(rolled)
+    assert (points[-1, :, 2] - body.radius).max() > 0.04  # the heel well up
+    assert stance_slide(points, body.radius) < 1e-4
+    pushed = rolled.copy()
+    pushed[20:, 0, 3] += np.linspace(0.0, 0.003, 20)
+    assert stance_slide(body.world(pushed), body.radius) == pytest.approx(0.003, abs=1e-4)
