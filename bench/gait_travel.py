@@ -4,9 +4,9 @@
     .venv/bin/python bench/gait_travel.py [--robot g1|h1] [--plot /tmp/heel_off.png]   (about 2 minutes)
 
 1. Travel: the scaled source (the actor's hips times the leg-length ratio), the gait's own bake
-   planted on the gait's contacts, the gait as it is, the gait with no step bound, and the gait
-   standing on the person's own footprints (the unplanted bake's feet) with the probe's forward
-   bound and with longer ones: travel and the balance figures of each.
+   planted on the gait's contacts, and the gait (its stances on the person's footprints, the
+   unplanted bake's feet, each step checked with the legs) against its stances on the planted
+   bake's feet, its steps not checked, and no step bound: travel and the balance figures of each.
 2. Where the waist and the CoM are in each double support of the gait (share of the way from the
    rear foot to the front one, at its start and end).
 3. The probe (core.balance.reach): the longest forward step the robot stands across with both
@@ -14,8 +14,8 @@
    rear foot rolled onto its toe edge (heel-off, core.balance.rollover) by a given angle.
 --plot draws one step from the side: the legs solved for a long step with the rear heel off.
 
-Items 1's variants swap two functions of core.balance.plan for the run (the stances' source and
-the step bounds): an experiment, not an option of the generator.
+Item 1's variants swap two functions of core.balance.plan for the run (plan_stances and
+check_steps): an experiment, not an option of the generator.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ from core.retarget import auto_map, retarget  # noqa: E402
 FIGURES = ("travel_m", "steps_moved", "multibody_zmp_rms_error_m", "min_support_margin_m", "zmp_outside_support_pct",
            "stance_slide_m")
 SHARES = (0.0, 0.15, 0.3, 0.5, 0.7, 0.85, 1.0)
-ROLLS_RAD = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+TABLE_ROLLS_RAD = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 LATE_SHARE = 0.85  # the waist late in double support (measured in item 2: up to 0.86)
 
 
@@ -59,24 +59,22 @@ def _travel(pose_root: np.ndarray) -> float:
 
 
 @contextmanager
-def _variant(feet: dict[str, np.ndarray] | None, forward_m: float | None, bounded: bool = True):
-    """The gait's stances on `feet` (per side, link poses (F, 4, 4)) and its forward bound set."""
-    plan_stances, step_bounds = plan_module.plan_stances, plan_module.step_bounds
+def _variant(planted_feet: bool = False, checked: bool = True, bounded: bool = True):
+    """The gait with its stances on the planted bake's feet (as before RetargetResult.unplanted), or
+    without check_steps, or without any step bound."""
+    plan_stances, check_steps = plan_module.plan_stances, plan_module.check_steps
 
-    def stances(clip, flags, bodies, flats, limit=None):
-        return plan_stances(feet if feet is not None else clip, flags, bodies, flats, limit if bounded else None)
+    def stances(clip, flags, bodies, flats, limit=None, aims=None):
+        return plan_stances(clip, flags, bodies, flats, limit if bounded else None, None if planted_feet else aims)
 
-    def bounds(*args, **kwargs):
-        out = step_bounds(*args, **kwargs)
-        if forward_m is not None:
-            out.forward_m = forward_m
-        return out
+    def check(bounds, steps, last):
+        return check_steps(bounds, steps, last) if checked and bounded else np.ones(len(steps))
 
-    plan_module.plan_stances, plan_module.step_bounds = stances, bounds
+    plan_module.plan_stances, plan_module.check_steps = stances, check
     try:
         yield
     finally:
-        plan_module.plan_stances, plan_module.step_bounds = plan_stances, step_bounds
+        plan_module.plan_stances, plan_module.check_steps = plan_stances, check_steps
 
 
 def _row(name: str, report: dict) -> None:
@@ -110,7 +108,7 @@ def double_supports(tree: KinematicTree, result) -> None:
               f"waist {waist[0]:.2f} -> {waist[-1]:.2f}, CoM {com[0]:.2f} -> {com[-1]:.2f}")
 
 
-def probe_table(tree: KinematicTree, mapping, bake, plot: Path | None) -> None:
+def probe_table(tree: KinematicTree, mapping, bake, plot: Path | None, result=None) -> None:
     """Item 3 (and the picture): the longest forward step per waist share, flat and with heel-off."""
     feet = foot_links(tree)
     bodies = dict(zip(feet, foot_bodies(tree, feet)))
@@ -135,17 +133,62 @@ def probe_table(tree: KinematicTree, mapping, bake, plot: Path | None) -> None:
     for share in SHARES:
         print(f"  waist {share:.2f} of the way to the front foot, both soles flat: "
               f"{longest(probe.trial(offsets, np.full(len(lengths), share))):.3f} m forward")
-    for roll in ROLLS_RAD[1:]:
+    for roll in TABLE_ROLLS_RAD[1:]:
         ok = probe.trial(offsets, np.full(len(lengths), LATE_SHARE), {"left": (edge, np.full(len(lengths), roll))})
         print(f"  waist {LATE_SHARE:.2f} of the way, rear heel off {np.degrees(roll):4.1f} degrees: "
               f"{longest(ok):.3f} m forward")
     if plot is not None:
-        _draw(tree, probe, edge, legs, plot)
+        _draw(tree, probe, edge, legs, plot, result)
 
 
-def _draw(tree: KinematicTree, probe: Probe, edge, legs, path: Path) -> None:
-    """One step from the side (a long step, the waist late in double support, the rear heel off by
-    the smallest angle that stands), and the same step flat for comparison."""
+def _draw_gait_step(tree: KinematicTree, result, axis) -> None:
+    """The gait's step with the largest heel-off, from the side: the rear foot's sole every 25 ms from
+    0.2 s before its lift-off to 0.1 s after (light to dark), the front foot, and both legs at lift-off."""
+    feet = foot_links(tree)
+    root = pose_matrices(result.root_rotation, result.root_position)
+    poses = tree.poses(result.q, root, feet)
+    bodies = {body.link: body for body in foot_bodies(tree, feet)}
+    best = (0.0, None, 0)
+    for link in feet:
+        sole = bodies[link].world(poses[link]) - np.array([0.0, 0.0, 1.0]) * bodies[link].radius[:, None]
+        toe, heel = sole[..., 2].min(axis=1), sole[..., 2].max(axis=1)
+        lifted = np.where(toe < 0.001, heel, 0.0)  # heel up, toe edge on the ground
+        i = int(np.argmax(lifted))
+        if lifted[i] > best[0]:
+            best = (float(lifted[i]), link, i)
+    _, rear, i = best
+    if rear is None:
+        axis.set_title("no heel-off in this gait")
+        return
+    front = next(link for link in feet if link != rear)
+    forward = poses[rear][i, :2, :3] @ np.array([1.0, 0.0, 0.0])
+    forward = forward / np.linalg.norm(forward)
+    origin = poses[rear][i, :2, 3]
+    steps = np.arange(max(0, i - 30), min(len(result.q), i + 30), 5)
+    for k, j in enumerate(steps):
+        for link, colour in ((rear, "tab:blue"), (front, "tab:orange")):
+            sole = bodies[link].world(poses[link][j:j + 1])[0]
+            along = (sole[:, :2] - origin) @ forward
+            order = np.argsort(along)
+            axis.plot(along[order], sole[order, 2] - bodies[link].radius[order], "-",
+                      color=colour, alpha=0.25 + 0.75 * k / max(1, len(steps) - 1))
+    for link, colour in ((rear, "tab:blue"), (front, "tab:orange")):
+        leg = next(leg for leg in leg_iks(tree, feet) if leg.foot == link)
+        chain = [leg.base] + list(leg.links)
+        chain_poses = tree.poses(result.q[i:i + 1], root[i:i + 1], chain)
+        points = np.array([chain_poses[c][0, :3, 3] for c in chain])
+        axis.plot((points[:, :2] - origin) @ forward, points[:, 2], "-o", color=colour, ms=3)
+    axis.axhline(0.0, color="k", lw=0.8)
+    axis.set_aspect("equal")
+    axis.set_xlabel("forward (m)")
+    axis.set_ylabel("height (m)")
+    axis.set_title(f"the gait at {result.time_s[i]:.2f} s: rear foot (blue) rolling onto its toe\n"
+                   f"every 25 ms, {result.time_s[steps[0]]:.2f}-{result.time_s[steps[-1]]:.2f} s", fontsize=9)
+
+
+def _draw(tree: KinematicTree, probe: Probe, edge, legs, path: Path, result=None) -> None:
+    """One step from the side: the gait's own step with heel-off; the probe's long step, the waist
+    late in double support, the rear heel off by the smallest angle that stands; and flat."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -153,8 +196,11 @@ def _draw(tree: KinematicTree, probe: Probe, edge, legs, path: Path) -> None:
 
     length = 0.5
     offset = (length * probe.forward - probe.natural * probe.left)[None]
-    figure, axes = plt.subplots(1, 2, figsize=(11, 5), sharey=True)
-    for axis, rolls in zip(axes, (ROLLS_RAD[1:], (0.0,))):
+    figure, axes = plt.subplots(1, 3, figsize=(16, 5))
+    if result is not None:
+        _draw_gait_step(tree, result, axes[0])
+    axes = axes[1:]
+    for axis, rolls in zip(axes, (TABLE_ROLLS_RAD[1:], (0.0,))):
         for roll in rolls:
             ok, q, root = probe.trial(offset, np.array([LATE_SHARE]), {"left": (edge, np.array([roll]))}, solved=True)
             if ok[0]:
@@ -176,7 +222,6 @@ def _draw(tree: KinematicTree, probe: Probe, edge, legs, path: Path) -> None:
                        f"{'off ' + format(np.degrees(roll), '.0f') + ' deg' if roll else 'flat'} "
                        f"({'stands' if ok[0] else 'does not stand'})", fontsize=9)
         axis.legend(loc="upper left")
-    axes[0].set_ylabel("height (m)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     print(f"  wrote {path}")
@@ -196,21 +241,18 @@ def main() -> None:
     print(f"1. travel on the bundled walk onto {args.robot}")
     print(f"  scaled source {scaled_travel(walk, mapping, bake.report.get('root_scale')):.2f} m; unplanted bake's root "
           f"{_travel(plain.root_position):.2f} m; the gait's bake, planted on its contacts, {_travel(bake.root_position):.2f} m")
-    root = pose_matrices(plain.root_rotation, plain.root_position)
-    person = {side: tree.link_transform(plain.q, link, root)
-              for link, side in foot_sides(tree, mapping, foot_links(tree)).items()}
     result = generate_gait(walk, tree, mapping)
     _row("the gait as it is", result.report)
-    for name, feet, forward, bounded in (("no step bound", None, None, False),
-                                         ("the person's footprints, the probe's bounds", person, None, True),
-                                         ("the person's footprints, 0.36 m forward", person, 0.36, True),
-                                         ("the person's footprints, 0.45 m forward", person, 0.45, True)):
-        with _variant(feet, forward, bounded):
+    for name, variant in (("stances on the planted bake's feet", dict(planted_feet=True)),
+                          ("the same, steps not checked with the legs (before)", dict(planted_feet=True, checked=False)),
+                          ("the person's footprints, steps not checked", dict(checked=False)),
+                          ("the person's footprints, no step bound", dict(bounded=False))):
+        with _variant(**variant):
             _row(name, generate_gait(walk, tree, mapping).report)
     print("2. the gait's double supports: share of the way from the rear foot to the front one")
     double_supports(tree, result)
     print("3. the probe: longest forward step standing")
-    probe_table(tree, mapping, bake, args.plot)
+    probe_table(tree, mapping, bake, args.plot, result)
 
 
 if __name__ == "__main__":
