@@ -77,11 +77,15 @@ class FootPath:
     def refresh(self, swings: list[SwingKnots] | None = None) -> None:
         """Interpolate every swing (or only `swings`) again from its knots (after they moved)."""
         redone = np.zeros(len(self.times), dtype=bool) if swings is not None else ~self.down
+        clear = np.zeros(len(self.times), dtype=bool)
         for knots in self.swings if swings is None else swings:
             inside = (self.times > knots.times[0]) & (self.times < knots.times[-1])
             self.poses[inside] = _interpolate(knots.times, knots.poses, self.times[inside])
             redone |= inside & ~self.down
+            if len(knots.times) >= 4:  # between the lift and the lowering the foot clears the ground
+                clear |= (self.times >= knots.times[1]) & (self.times <= knots.times[-2]) & ~self.down
         _above_ground(self.poses, redone, self.body)
+        _above_ground(self.poses, clear, self.body, CLEARANCE_M)
 
 
 def level_rotation(rotation: np.ndarray, flat: np.ndarray) -> np.ndarray:
@@ -107,6 +111,7 @@ class Stance:
     end: int
     pose: np.ndarray  # (4, 4)
     shift: np.ndarray  # (2,) metres
+    reference: "Stance | None" = None  # the other foot's stance it was stepped to from
 
 
 def _stance_pose(poses: np.ndarray, flat: np.ndarray, height: float) -> np.ndarray:
@@ -123,13 +128,15 @@ Limit = Callable[[Stance, np.ndarray, Stance], np.ndarray]
 
 
 def plan_stances(clip_poses: dict[str, np.ndarray], flags: dict[str, np.ndarray], bodies: dict[str, BodyPoints],
-                 flats: dict[str, np.ndarray], limit: Limit | None = None) -> tuple[dict[str, list[Stance]], int]:
+                 flats: dict[str, np.ndarray], limit: Limit | None = None,
+                 aims: dict[str, np.ndarray] | None = None) -> tuple[dict[str, list[Stance]], int]:
     """Every contact's stance, in time order over both feet. Each foot aims where the retargeted
     foot stood; where the robot cannot step there from its other foot's stance, it steps to the
     nearest place it can (`limit(reference stance, the aimed pose (4, 4), stance)` -> pose). A
     shortened step is not carried into the rest of the walk: the next steps aim at the person's
     footprints again and make up the distance where the person's steps are shorter than the
-    robot's (turns, stops). Also how many steps were changed."""
+    robot's (turns, stops). Also how many steps were changed. aims: per side, the link poses (F, 4, 4)
+    whose footprints the feet aim at, if not clip_poses' (the stances' shift is from clip_poses')."""
     out: dict[str, list[Stance]] = {side: [] for side in flags}
     for side, side_flags in flags.items():
         contacts = flags_to_intervals(side_flags)
@@ -142,11 +149,16 @@ def plan_stances(clip_poses: dict[str, np.ndarray], flags: dict[str, np.ndarray]
     latest: dict[str, Stance] = {}  # per side: its last stance
     for stance in sorted((st for items in out.values() for st in items), key=lambda st: st.start):
         others = [v for k, v in latest.items() if k != stance.side]
+        original = stance.pose
+        aim = original if aims is None else _stance_pose(aims[stance.side][stance.start:stance.end],
+                                                         flats[stance.side], original[2, 3])
+        stance.pose = aim
+        if others:
+            stance.reference = others[0]
         if others and limit is not None:
-            original = stance.pose
-            stance.pose = limit(others[0], original, stance)
-            changed += not np.allclose(stance.pose, original, atol=1e-6)
-            stance.shift = stance.pose[:2, 3] - original[:2, 3]
+            stance.pose = limit(others[0], aim, stance)
+            changed += not np.allclose(stance.pose, aim, atol=1e-6)
+        stance.shift = stance.pose[:2, 3] - original[:2, 3]
         latest[stance.side] = stance
     return out, changed
 
@@ -240,11 +252,12 @@ def _interpolate(t: np.ndarray, poses: np.ndarray, times: np.ndarray) -> np.ndar
     return out
 
 
-def _above_ground(poses: np.ndarray, air: np.ndarray, body: BodyPoints) -> None:
-    """No sample of a swing foot below the ground (a spline may dip where the foot tilts)."""
+def _above_ground(poses: np.ndarray, air: np.ndarray, body: BodyPoints, clearance: float = 0.0) -> None:
+    """No sample of a swing foot below the ground, or `clearance` above it (metres): a spline may dip
+    where the foot tilts, and a leg in the air meets its goal to a millimetre or two, not exactly."""
     if air.any():
         lowest = body.lowest(poses[air])
-        poses[air, 2, 3] += np.clip(-lowest, 0.0, None)
+        poses[air, 2, 3] += np.clip(clearance - lowest, 0.0, None)
 
 
 def reanchor(path: FootPath, turn: Callable[[float], tuple[np.ndarray, np.ndarray]]) -> None:

@@ -30,7 +30,7 @@ from .legs import pose_errors
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
-from .support import support_margins
+from .support import CONTACT_M, support_margins
 from .waist import keep_tilt
 
 Progress = Callable[[float, str], None]
@@ -90,6 +90,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     warnings += bake.report.get("warnings", [])
     robot = tree
     tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
+    person = _from_pelvis(robot, tree, bake.unplanted) if bake.unplanted is not None else None
     bake = _from_pelvis(robot, tree, bake)
     model = MassModel.build(tree)
     progress(0.4, "planning feet and waist")
@@ -97,7 +98,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     times = np.arange(int(np.floor(end_s / settings.period_s + 1e-9)) + 1) * settings.period_s
     foot = FootSettings(settings.lift_m, settings.prepare_s, settings.sensitivity, settings.merge_s)
     plan = make_plan(tree, mapping, bake, flags, times, foot, settings.upper_body, settings.waist_tilt,
-                     settings.zmp_offset_m, settings.correction.reach, warnings)
+                     settings.zmp_offset_m, settings.correction.reach, warnings, person)
     if plan.steps_moved:
         b = plan.bounds
         warnings.append(f"{plan.steps_moved} step(s) moved to the nearest the robot can take (up to "
@@ -283,12 +284,21 @@ def _stance_motion(tree: KinematicTree, plan: GaitPlan, q: np.ndarray, root: np.
     for leg in plan.legs:
         path = plan.paths[leg.foot]
         for start, end in flags_to_intervals(path.down):
-            moved = np.linalg.norm(world[leg.foot][start:end, :, :2] - world[leg.foot][start, :, :2], axis=-1)
-            slide = max(slide, float(moved.max()))
+            slide = max(slide, stance_slide(world[leg.foot][start:end], plan.bodies[leg.foot].radius))
         if path.down.any():
             _, tilts, _ = pose_errors(tree, [leg], q, root, {leg.foot: path.poses})
             tilt = max(tilt, float(tilts[path.down].max()))
     return slide, tilt
+
+
+def stance_slide(points: np.ndarray, radius: np.ndarray) -> float:
+    """The furthest a foot's points (F, P, 3) over one stance move across the ground from where they
+    stand mid-stance, counting each point while it touches the ground (a foot rolling onto its
+    toe edge lifts its heel; the toe edge must not move) and every point where none does, metres."""
+    touching = points[..., 2] - radius <= CONTACT_M
+    counted = touching | ~touching.any(axis=1, keepdims=True)
+    moved = np.linalg.norm(points[..., :2] - points[len(points) // 2, :, :2], axis=-1)
+    return float(np.where(counted, moved, 0.0).max()) if len(points) else 0.0
 
 
 def _max_norm(error: np.ndarray) -> float:

@@ -22,11 +22,12 @@ from ..feet.geometry import BodyPoints, standing_rotation
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
 from ..retarget import RetargetResult
-from .foot_path import FootPath, FootSettings, foot_path, plan_stances, reanchor, sole_height
+from .foot_path import FootPath, FootSettings, Stance, foot_path, plan_stances, reanchor, sole_height
 from .inertia import BalanceError
 from .legs import LegIK, leg_iks
 from .phases import Swing
-from .reach import StepBounds, step_bounds
+from .reach import StepBounds, check_steps, heel_off_angles, step_bounds
+from .rollover import heel_offs, toe_edge
 from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
@@ -53,7 +54,10 @@ class GaitPlan:
 
 def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags: Contacts, times: np.ndarray,
               foot: FootSettings, upper_body: bool, waist_tilt: float, zmp_offset_m, reach: float,
-              warnings: list[str]) -> GaitPlan:
+              warnings: list[str], person: RetargetResult | None = None) -> GaitPlan:
+    """person: the bake before its feet were planted (RetargetResult.unplanted): the feet step where
+    the scaled clip has them. The planted bake pins a foot the person swings wherever the gait's
+    contacts keep it down, and holds the body back with it (the walk onto the G1: 1.52 of 2.00 m)."""
     feet = foot_links(tree)
     sides = foot_sides(tree, mapping, feet)
     by_side = {side: link for link, side in sides.items()}
@@ -65,6 +69,10 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     leg_of = {sides[leg.foot]: leg for leg in legs}
     clip_root = pose_matrices(bake.root_rotation, bake.root_position)
     clip_feet = {sides[link]: tree.link_transform(bake.q, link, clip_root) for link in feet}
+    aims = None
+    if person is not None:
+        person_root = pose_matrices(person.root_rotation, person.root_position)
+        aims = {sides[link]: tree.link_transform(person.q, link, person_root) for link in feet}
     width = min(foot_width(bodies[link], standing[link]) for link in feet)
     if width < NARROW_SOLE_M:
         warnings.append(f"robot {tree.robot.name!r} stands on soles {100 * width:.1f} cm across (its feet' collision "
@@ -73,19 +81,15 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     bounds = step_bounds(tree, leg_of, np.median(bake.q, axis=0), float(np.median(bake.root_position[:, 2])), reach,
                          {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width, flats)
 
-    def nearest_step(ref, pose, stance):
-        return bounds.limit(ref.pose, flats[ref.side], pose, flats[stance.side], stance.side)
-
-    try:
-        stances, moved = plan_stances(clip_feet, {side: flags.feet[side] for side in clip_feet},
-                                      {side: bodies[link] for side, link in by_side.items()}, flats, nearest_step)
-    except ValueError as exc:
-        raise BalanceError(f"clip {bake.report.get('source', '')!r}: {exc}") from None
+    stances, moved = _stances(bake, clip_feet, flags, {side: bodies[link] for side, link in by_side.items()}, flats,
+                              bounds, aims)
     paths, swings = {}, {}
     frames = len(bake.q)
     for side, link in by_side.items():
         paths[link], swings[side] = foot_path(side, clip_feet[side], stances[side], bake.fps, frames, times,
                                               bodies[link], foot, warnings)
+    edges = {side: toe_edge(bodies[link], flats[side], bounds.forward_axis) for side, link in by_side.items()}
+    heel_offs(paths, sides, edges, lambda steps: heel_off_angles(bounds, flats, edges, steps))
     end_s = (frames - 1) / bake.fps
     knots = np.unique(np.concatenate([[0.0, end_s], [p.time_s for path in paths.values() for p in path.points]]))
     data_rot, position = _waist(bake, knots, times)
@@ -105,6 +109,43 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     target = _target(paths, bodies, sides, standing, zmp_offset_m)
     return GaitPlan(times, legs, sides, bodies, paths, swings, root_rot, calm_height(position[:, 2], rate),
                     q, target, bounds, moved, level_tolerance(width))
+
+
+CHECK_ROUNDS = 3  # the stances planned again at most this often where a step did not stand
+
+
+def _stances(bake: RetargetResult, clip_feet: dict[str, np.ndarray], flags: Contacts, bodies: dict[str, BodyPoints],
+             flats: dict[str, np.ndarray], bounds: StepBounds,
+             aims: dict[str, np.ndarray] | None) -> tuple[dict[str, list[Stance]], int]:
+    """The stances (core.balance.foot_path.plan_stances), each step inside the bounds and then checked
+    with the legs (core.balance.reach.check_steps): a step too far for its width and turn together
+    is shortened toward the stance as built, and the later ones planned again from it."""
+    shrink: dict[tuple[str, int], float] = {}
+
+    def nearest_step(ref, pose, stance):
+        return bounds.limit(ref.pose, flats[ref.side], pose, flats[stance.side], stance.side,
+                            shrink.get((stance.side, stance.start), 1.0))
+
+    def plan():
+        try:
+            return plan_stances(clip_feet, {side: flags.feet[side] for side in clip_feet}, bodies, flats, nearest_step,
+                                aims)
+        except ValueError as exc:
+            raise BalanceError(f"clip {bake.report.get('source', '')!r}: {exc}") from None
+
+    stances, moved = plan()
+    for _ in range(CHECK_ROUNDS):
+        stepped = [st for items in stances.values() for st in items if st.reference is not None]
+        last = max(stepped, key=lambda st: st.start)  # the step into the stance the clip ends in
+        shares = check_steps(bounds, [bounds.relative(st.reference.pose, flats[st.reference.side], st.pose,
+                                                      flats[st.side], st.side) for st in stepped],
+                             [st is last for st in stepped])
+        if (shares >= 1.0).all():
+            break
+        for stance, share in zip(stepped, shares):
+            shrink[(stance.side, stance.start)] = shrink.get((stance.side, stance.start), 1.0) * share
+        stances, moved = plan()
+    return stances, moved
 
 
 def foot_sides(tree: KinematicTree, mapping: Mapping, feet: list[int]) -> dict[int, str]:

@@ -4,11 +4,14 @@ nearest reachable one" (issue 12, step 4).
 The robot is probed once, standing on two level feet with an upright waist at the gait's
 height: a step is within reach when the legs meet both feet (within joint limits, the hip's
 twist bounded, the soles level within core.balance.support.level_tolerance) with the waist
-between the feet and over each foot, or as far toward them as the robot can lean standing as
-built (a leg without an ankle roll cannot lean sideways with its foot flat). That gives the
-longest step forward and back, the widest and narrowest stance and the turn between the feet. A
-person's step outside them is clamped to them in the frame of the foot stepped from, which is
-the nearest step the robot can take.
+where a walk's double support has it (15-85 % of the way from one foot to the other, or as far
+toward them as the robot can lean standing as built: a leg without an ankle roll cannot lean
+sideways with its foot flat). That gives the longest step forward and back, the widest and
+narrowest stance and the turn between the feet. A person's step outside them is clamped to them
+in the frame of the foot stepped from; then each step is checked with the legs at its own
+length, width and turn together (check_steps) and shortened toward the stance as built until it
+stands. heel_off_angles: how far a rear foot rolls onto its toe edge at lift-off
+(core.balance.rollover).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import numpy as np
 
 from ..model.kinematics import KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
+from .rollover import HEEL_OFF_WAIST, ROLLS_RAD, Edge
 from .support import level_tolerance
 from .legs import FULL_LEG, LegIK, leg_length, pose_errors, solve_legs, stretch
 from .waist import heading, wrap, yaw_bounds
@@ -26,6 +30,9 @@ POSITION_TOL_M = 0.002
 TURN_TOL_RAD = 0.005
 PROBES = 33  # step lengths tried per direction
 SWAYS = (1.0, 0.8, 0.6, 0.4, 0.2, 0.0)  # shares of the way from one foot to the other the waist is probed at
+STEP_SWAY = 0.7  # each step is checked with the waist 15 % to 85 % of the way between the feet: in the
+#                 G1 walk's double supports it goes from 13-61 % to 49-89 % of the way to the front foot
+LAST_SWAY = 0.85  # and a stance the clip ends in, where the robot stands for long, 7.5 % to 92.5 %
 MARGIN = 0.85  # of the probed bounds a step may use: the waist is not always where the probe had it
 PARALLEL_TURN_RAD = np.radians(2.0)  # the most a fewer-jointed leg's foot turns from the other's
 NARROWER = np.linspace(0.0, 0.1, 51)  # metres narrower than built tried with parallel soles
@@ -44,23 +51,109 @@ class StepBounds:
     forward_axis: np.ndarray  # (2,) the robot's forward on the ground in its zero pose
     left_axis: np.ndarray  # (2,)
     lean: float = 1.0  # share of the way to a foot the waist can go with both soles flat
+    natural_m: float = 0.0  # the width between the feet as built
+    probe: "Probe | None" = None  # what the bounds were probed with: each step is checked with it
 
     def limit(self, ref_pose: np.ndarray, ref_flat: np.ndarray, pose: np.ndarray, flat: np.ndarray,
-              side: str) -> np.ndarray:
+              side: str, shrink: float = 1.0) -> np.ndarray:
         """The stance pose (4, 4) nearest `pose` the robot can step to from ref_pose (flats: each
-        foot's level rotation in the zero pose; side: the foot stepping, 'left' or 'right')."""
+        foot's level rotation in the zero pose; side: the foot stepping, 'left' or 'right');
+        shrink: the share of that step from the stance beside ref_pose as built it takes (a step
+        within the bounds the robot still cannot stand across, found by check_steps)."""
         turn = float(heading(ref_pose[:3, :3] @ ref_flat.T))
         frame = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turn)[:2, :2]
         forward, left = frame @ self.forward_axis, frame @ self.left_axis
         rel = pose[:2, 3] - ref_pose[:2, 3]
         sign = 1.0 if side == "left" else -1.0
-        dx = float(np.clip(rel @ forward, -self.back_m, self.forward_m))
+        dx = shrink * float(np.clip(rel @ forward, -self.back_m, self.forward_m))
         dy = sign * float(np.clip(sign * (rel @ left), self.width_min_m, self.width_max_m))
-        rel_turn = float(np.clip(wrap(heading(pose[:3, :3] @ flat.T) - turn), -self.turn_rad, self.turn_rad))
+        dy = sign * self.natural_m + shrink * (dy - sign * self.natural_m)
+        rel_turn = shrink * float(np.clip(wrap(heading(pose[:3, :3] @ flat.T) - turn), -self.turn_rad, self.turn_rad))
         out = pose.copy()
         out[:2, 3] = ref_pose[:2, 3] + dx * forward + dy * left
         out[:3, :3] = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turn + rel_turn) @ flat
         return out
+
+    def relative(self, ref_pose: np.ndarray, ref_flat: np.ndarray, pose: np.ndarray, flat: np.ndarray,
+                 side: str) -> tuple[np.ndarray, float]:
+        """The right foot's place (2,) and turn (radians) from the left foot, in the left foot's
+        frame as the probe has it (the robot's zero pose), for a step of `side` from ref_pose."""
+        turn = float(heading(ref_pose[:3, :3] @ ref_flat.T))
+        frame = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turn)[:2, :2]
+        rel = frame.T @ (pose[:2, 3] - ref_pose[:2, 3])
+        rel_turn = float(wrap(heading(pose[:3, :3] @ flat.T) - turn))
+        if side == "right":
+            return rel, rel_turn
+        back = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), -rel_turn)[:2, :2]
+        return -(back @ rel), -rel_turn
+
+
+SHRINKS = np.array([0.85, 0.7, 0.55, 0.4, 0.25, 0.1, 0.0])  # shares of a step tried where it does not stand
+
+
+def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last: list[bool]) -> np.ndarray:
+    """Per step (the right foot's place and turn from the left, StepBounds.relative), the largest
+    share of it (from the stance as built) the robot stands across with the waist anywhere double
+    support has it (STEP_SWAY), 1 where the whole step stands: a step inside the bounds may still
+    be too far for its width and turn together. last: per step, whether the robot stands there at
+    the clip's end, the waist anywhere between the feet for as long as the clip lasts (it is
+    checked over each foot as far as the robot leans)."""
+    probe = bounds.probe
+    out = np.ones(len(steps))
+    if not _full_legs(probe) or not steps:
+        return out
+    natural = -bounds.natural_m * probe.left
+
+    def stand(shares_of_step: np.ndarray, index: np.ndarray) -> np.ndarray:
+        offsets = np.array([natural + a * (steps[i][0] - natural) for a, i in zip(shares_of_step, index)])
+        turns = np.array([a * steps[i][1] for a, i in zip(shares_of_step, index)])
+        whole = np.array([last[i] for i in index])
+        ok = np.ones(len(index), dtype=bool)
+        for sway, rows in ((probe.sway, ~whole), (min(bounds.lean, LAST_SWAY), whole)):
+            if rows.any():
+                ok[rows] = probe.stands(offsets[rows], turns[rows], sway)
+        return ok
+
+    every = np.arange(len(steps))
+    failed = every[~stand(np.ones(len(steps)), every)]
+    if len(failed):
+        index = np.repeat(failed, len(SHRINKS))
+        ok = stand(np.tile(SHRINKS, len(failed)), index).reshape(len(failed), len(SHRINKS))
+        out[failed] = np.where(ok.any(axis=1), SHRINKS[np.argmax(ok, axis=1)], 0.0)
+    return out
+
+
+def _full_legs(probe: "Probe | None") -> bool:
+    """Whether the probe's legs meet any foot pose (six joints). A leg without an ankle roll meets a
+    foot's place, level and heading together only in special poses, so its steps and heel-offs are
+    not checked one by one: its stances stand parallel, within the widths the probe found (the H1)."""
+    return probe is not None and min(len(leg.columns) for leg in probe.legs.values()) >= FULL_LEG
+
+
+def heel_off_angles(bounds: StepBounds, flats: dict[str, np.ndarray], edges: dict[str, Edge],
+                    steps: list[tuple[str, np.ndarray, str, np.ndarray]]) -> np.ndarray:
+    """Per step (rear side, rear foot pose, front side, front foot pose), the smallest heel-off
+    (core.balance.rollover.ROLLS_RAD) with which the robot stands at lift-off, the waist over the
+    front foot (the largest tried where none does: rolling still helps the leg), radians."""
+    probe = bounds.probe
+    if not _full_legs(probe) or not steps:
+        return np.zeros(len(steps))
+    places, turns, shares, rear_left = [], [], [], []
+    for rear_side, rear, front_side, front in steps:
+        left, right = (rear, front) if rear_side == "left" else (front, rear)
+        place, turn = bounds.relative(left, flats["left"], right, flats["right"], "right")
+        places.append(place)
+        turns.append(turn)
+        shares.append(HEEL_OFF_WAIST if front_side == "right" else 1.0 - HEEL_OFF_WAIST)
+        rear_left.append(rear_side == "left")
+    count, tries = len(steps), len(ROLLS_RAD)
+    angle = np.repeat(ROLLS_RAD[None], count, axis=0).ravel()
+    rear_left = np.repeat(rear_left, tries)
+    ok = probe.trial(np.repeat(places, tries, axis=0), np.repeat(shares, tries),
+                     {"left": (edges["left"], np.where(rear_left, angle, 0.0)),
+                      "right": (edges["right"], np.where(rear_left, 0.0, angle))},
+                     turns=np.repeat(turns, tries)).reshape(count, tries)
+    return np.where(ok.any(axis=1), ROLLS_RAD[np.argmax(ok, axis=1)], ROLLS_RAD[-1])
 
 
 def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float,
@@ -68,18 +161,14 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
                 standing: dict[str, np.ndarray]) -> StepBounds:
     """Probe the robot at waist height `height` (root z, metres) from the posture `rest` (n,);
     a foot counts as level within core.balance.support.level_tolerance of its width."""
-    zero = tree.zero_pose()
-    feet = {side: zero[leg.foot, :3, 3] for side, leg in legs.items()}
-    across = feet["left"][:2] - feet["right"][:2]  # the width the robot stands at as built
-    natural = float(np.linalg.norm(across))
-    left_axis = across / max(natural, 1e-9)
-    forward_axis = np.array([left_axis[1], -left_axis[0]])
-    probe = _Probe(tree, legs, rest, height, reach, foot_height, forward_axis, left_axis,
-                   level_tolerance(foot_width), standing)
+    probe = Probe.build(tree, legs, rest, height, reach, foot_height, foot_width, standing)
+    natural, forward_axis, left_axis = probe.natural, probe.forward, probe.left
     for sway in SWAYS:  # how far toward a foot the waist can go standing as built (less without an ankle roll)
         probe.sway = sway
         if probe.stands(np.array([-natural * left_axis]))[0]:
             break
+    lean = probe.sway
+    probe.sway = min(lean, STEP_SWAY)  # a step: the waist where double support has it, not over a foot
     span = 1.2 * min(leg_length(tree, leg) for leg in legs.values())
     lengths = np.linspace(0.0, span, PROBES)
     ahead, behind, wide = probe.longest([(lengths, natural, True, 1.0), (lengths, natural, True, -1.0),
@@ -92,11 +181,11 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
         # stand parallel, no wider than built and no narrower than the legs stand flat
         turn = min(turn, PARALLEL_TURN_RAD)
         width_min, width_max = probe.parallel_width(natural, foot_width), natural
-    return StepBounds(MARGIN * ahead, MARGIN * behind, width_min, width_max, turn, forward_axis, left_axis,
-                      probe.sway)
+    return StepBounds(MARGIN * ahead, MARGIN * behind, width_min, width_max, turn, forward_axis, left_axis, lean,
+                      natural, probe)
 
 
-class _Probe:
+class Probe:
     """Can the robot stand with its left foot at the origin and its right foot at an offset?"""
 
     def __init__(self, tree, legs, rest, height, reach, foot_height, forward_axis, left_axis, tilt_tol, standing):
@@ -105,6 +194,21 @@ class _Probe:
         self.reach = [reach * leg_length(tree, legs[s]) for s in ("left", "right")]
         self.foot_height, self.forward, self.left = foot_height, forward_axis, left_axis
         self.sway = 1.0
+        self.natural = 0.0  # the width between the feet as built, metres
+
+    @classmethod
+    def build(cls, tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float, reach: float,
+              foot_height: dict[str, float], foot_width: float, standing: dict[str, np.ndarray]) -> "Probe":
+        """The probe of step_bounds: the robot's forward and left from its feet as built."""
+        zero = tree.zero_pose()
+        feet = {side: zero[leg.foot, :3, 3] for side, leg in legs.items()}
+        across = feet["left"][:2] - feet["right"][:2]  # the width the robot stands at as built
+        natural = float(np.linalg.norm(across))
+        left_axis = across / max(natural, 1e-9)
+        probe = cls(tree, legs, rest, height, reach, foot_height, np.array([left_axis[1], -left_axis[0]]), left_axis,
+                    level_tolerance(foot_width), standing)
+        probe.natural = natural
+        return probe
 
     def longest(self, probes: list[tuple[np.ndarray, float, bool, float]]) -> list[float]:
         """Per probe (lengths (increasing), other, along, sign), the longest of `lengths` that
@@ -132,28 +236,47 @@ class _Probe:
         failed = np.flatnonzero(~ok)
         return float(widths[(failed[0] - 1) if len(failed) else -1]) if ok[0] else natural
 
-    def stands(self, offsets: np.ndarray) -> np.ndarray:
-        """Whether the robot stands on each trial (offsets (T, 2) of the right foot from the left)."""
+    def stands(self, offsets: np.ndarray, turns: np.ndarray | None = None, sway: float | None = None) -> np.ndarray:
+        """Whether the robot stands on each trial (offsets (T, 2) of the right foot from the left,
+        turned by turns (T,) radians, the waist by half of it) with the waist between the feet, and
+        `sway` (the probe's own by default) of the way to each."""
+        count = len(offsets)
+        sway = self.sway if sway is None else sway
+        shares = np.repeat([0.5 - sway / 2, 0.5, 0.5 + sway / 2], count)
+        turns = None if turns is None else np.concatenate([turns] * 3)
+        return self.trial(np.concatenate([offsets] * 3), shares, turns=turns).reshape(3, count).all(axis=0)
+
+    def trial(self, offsets: np.ndarray, shares: np.ndarray, rolls: dict[str, tuple[Edge, np.ndarray]] | None = None,
+              solved: bool = False, turns: np.ndarray | None = None):
+        """Whether the robot stands on each trial: the right foot at offsets (T, 2) from the left,
+        the waist upright at shares (T,) of the way from the left ankle to the right, lowered as
+        far as the legs' reach asks; rolls: per side, a foot rolled about an edge (core.balance.
+        rollover) by angles (T,) radians (a heel-off), else level. solved: also the joints (T, n)
+        and the root poses (T, 4, 4); turns (T,): the right foot turned from the left by so much,
+        radians, the waist by half of it."""
         count = len(offsets)
         left_leg, right_leg = self.legs["left"], self.legs["right"]
         zero = self.tree.zero_pose()
+        turns = np.zeros(count) if turns is None else turns
         goals = {}
-        for leg, where in ((left_leg, np.zeros((count, 2))), (right_leg, offsets)):
+        for side, leg, where, turn in (("left", left_leg, np.zeros((count, 2)), np.zeros(count)),
+                                       ("right", right_leg, offsets, turns)):
             pose = np.repeat(np.eye(4)[None], count, axis=0)
-            pose[:, :3, :3] = self.standing["left" if leg is left_leg else "right"]
+            pose[:, :3, :3] = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turn) @ self.standing[side]
             pose[:, :2, 3] = where
-            pose[:, 2, 3] = self.foot_height["left" if leg is left_leg else "right"]
-            goals[leg.foot] = np.concatenate([pose] * 3)
-        # the waist between the feet, and `sway` of the way to each
-        ankles = np.concatenate([share * offsets for share in (0.5 - self.sway / 2, 0.5, 0.5 + self.sway / 2)])
+            pose[:, 2, 3] = self.foot_height[side]
+            if rolls and side in rolls:
+                edge, angles = rolls[side]
+                pose = edge.rolled(pose, angles)
+            goals[leg.foot] = pose
         hip_offset = zero[0, :3, 3] - (zero[left_leg.hip, :3, 3] + zero[right_leg.hip, :3, 3]) / 2.0
-        position = np.column_stack([ankles + hip_offset[:2], np.full(3 * count, self.height)])
-        q = np.repeat(self.rest[None], 3 * count, axis=0)
-        rot = np.repeat(np.eye(3)[None], 3 * count, axis=0)
+        rot = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turns / 2.0)
+        position = np.column_stack([shares[:, None] * offsets + (rot @ hip_offset)[:, :2], np.full(count, self.height)])
+        q = np.repeat(self.rest[None], count, axis=0)
         legs = [left_leg, right_leg]
         position[:, 2] -= stretch(self.tree, legs, self.reach, q, pose_matrices(rot, position), goals)
         root = pose_matrices(rot, position)
         q, _ = solve_legs(self.tree, legs, q, root, goals, q, period_s=None)  # trials, not a motion
         miss, tilt, turn = pose_errors(self.tree, legs, q, root, goals)
         ok = (miss < POSITION_TOL_M) & (tilt < self.tilt_tol) & (turn < TURN_TOL_RAD)
-        return ok.reshape(3, count).all(axis=0)
+        return (ok, q, root) if solved else ok

@@ -51,6 +51,7 @@ class RetargetResult:
     root_rotation: np.ndarray  # (F, 3, 3)
     fps: float
     report: dict = field(default_factory=dict)
+    unplanted: "RetargetResult | None" = None  # a planted bake before planting: feet where the scaled clip has them
 
     @property
     def root_quaternion(self) -> np.ndarray:
@@ -111,6 +112,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         legs = [Leg.build(tree, p.mapping.side, p.kin, *targets[id(p)], p.robot.anchor)
                 for p in plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
         planted = _plant(tree, legs, q, root_rot, root_pos, flags, motion.fps, settings, warnings, apart)
+    free = (q.copy(), root_pos.copy()) if planted is not None else None  # the root on the scaled clip's path
     with stages("ground"):
         q, root_pos = (planted.q, planted.root_position) if planted else (
             q, _ground(tree, plans, legs, q, root_rot, root_pos, settings))
@@ -130,12 +132,24 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
         warnings += [f"auto-map: {note}" for note in mapping.notes]
     report.update(stages.report(len(q)))
-    if rerooted is not None:  # the pose of the URDF's own root link
-        root_link = robot.robot.root_link
-        pose = rerooted.original_pose(root_link, tree.link_transform(q, tree.link_index(root_link), root))
-        root_rot, root_pos = pose[:, :3, :3].copy(), pose[:, :3, 3].copy()
+    unplanted = None
+    if free is not None:
+        unplanted = RetargetResult(robot.joint_names, *_urdf_root(robot, tree, rerooted, free[0],
+                                                                  pose_matrices(root_rot, free[1])), motion.fps)
     progress(1.0, "done")
-    return RetargetResult(robot.joint_names, q, root_pos, root_rot, motion.fps, report)
+    return RetargetResult(robot.joint_names, *_urdf_root(robot, tree, rerooted, q, root), motion.fps, report,
+                          unplanted)
+
+
+def _urdf_root(robot: KinematicTree, tree: KinematicTree, rerooted, q: np.ndarray,
+               root: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q, and the root position (F, 3) and rotation (F, 3, 3) of the URDF's own root link for a
+    bake solved on `tree` (the robot hung from its pelvis when rerooted is not None)."""
+    if rerooted is None:
+        return q, root[:, :3, 3].copy(), root[:, :3, :3].copy()
+    root_link = robot.robot.root_link
+    pose = rerooted.original_pose(root_link, tree.link_transform(q, tree.link_index(root_link), root))
+    return q, pose[:, :3, 3].copy(), pose[:, :3, :3].copy()
 
 
 def _root_path(motion, tree, plans, settings, floating_rot) -> tuple[np.ndarray, np.ndarray, float | None]:

@@ -90,6 +90,18 @@ def test_off_is_the_unplanted_bake(g1_walk):
         assert (spheres[..., 2] - radius).min() == pytest.approx(0.0, abs=0.01), side
 
 
+def test_a_planted_bake_keeps_its_unplanted_motion(g1_walk):
+    """RetargetResult.unplanted: the joints and the root across the floor as the unplanted bake has
+    them (where the scaled clip puts the feet; the gait steps there); an unplanted bake has none."""
+    _, _, _, _, plain, planted = g1_walk
+    assert plain.unplanted is None
+    free = planted.unplanted
+    np.testing.assert_allclose(free.q, plain.q, atol=1e-9)
+    np.testing.assert_allclose(free.root_position[:, :2], plain.root_position[:, :2], atol=1e-9)
+    np.testing.assert_allclose(free.root_rotation, planted.root_rotation, atol=1e-12)
+    assert np.abs(planted.root_position[:, :2] - free.root_position[:, :2]).max() > 0.01  # planting moved it
+
+
 def test_planted_feet_do_not_move(g1_walk):
     tree, motion, mapping, contacts, plain, planted = g1_walk
     checked, skating = 0, []
