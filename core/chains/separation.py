@@ -26,6 +26,7 @@ STEP_RAD = 0.35  # one correction turns no joint further (the linearisation's tr
 PAIRS_PER_FRAME = 6  # the closest pairs of a frame that constrain its correction
 LOOKAHEAD_M = 0.01  # pairs this far beyond the margin are kept from closing in by the correction
 TOLERANCE_M = 0.001  # a frame is done when its pairs are this close to the margin
+AIM_M = 0.001  # a correction aims this far beyond the margin: the linearisation falls a little short
 DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
 RUN_GAP_FRAMES = 4  # close frames this near each other are one run, with one answer
 RELAX_STEPS = 2  # steps back toward the shape of frames started again from their run's answer
@@ -105,10 +106,8 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
             held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
                     np.where(x < solved - 1e-9, np.minimum(held[1], x), held[1]))
         frames = np.flatnonzero((x != last).any(axis=1))
-        if len(frames) == 0 and (fixing or max_step is None):
+        if len(frames) == 0:
             break
-        if len(frames) == 0:  # nothing moved: on to the fixes, on every frame still inside
-            frames = None
     return x
 
 
@@ -237,7 +236,7 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     keep = rank < PAIRS_PER_FRAME
     need = np.full((len(x), PAIRS_PER_FRAME), -1.0)  # no pair: no constraint
     g = np.zeros((len(x), PAIRS_PER_FRAME, x.shape[1]))
-    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin - dist[keep], grad[keep]
+    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin + AIM_M - dist[keep], grad[keep]
     toward = np.zeros(x.shape) if toward is None else toward
     need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
     metric, inverse = metric
@@ -261,7 +260,7 @@ def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarr
     for _ in range(DUAL_SWEEPS):
         last = lam.copy()
         for k in range(need.shape[1]):
-            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - (m[k] * lam).sum(axis=1)) / diag[k])
+            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - np.einsum("rj,rj->r", m[k], lam)) / diag[k])
         if np.abs(lam - last).max(initial=0.0) < 1e-10:
             break
     return np.einsum("rvk,rk->rv", hg, lam)
