@@ -156,23 +156,47 @@ def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndar
     """Frames of a run of close frames whose change turns a joint the other way than the run's
     median change (the arm in front of the hip there, behind it here) start again from that
     median and come back toward their shape as far as the bodies allow: one answer along a run,
-    so the ramp in time mixes no two (a switch between them would pass through the body)."""
+    so the ramp in time mixes no two (a switch between them would pass through the body). A run
+    where some frames still end on the other side (the median's answer cannot hold there) is
+    tried whole on theirs, kept if fewer of its frames then end against it."""
     rows = correct.rows
-    change = out[rows] - shape
     run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
+    change = out[rows] - shape
     consensus = np.zeros(change.shape)
     for k in np.unique(run):
         consensus[run == k] = np.median(change[run == k], axis=0)
-    against = np.flatnonzero(((consensus * change < 0.0) & (np.abs(consensus - change) > AGAINST_RAD)).any(axis=1))
+    against = _against(change, consensus)
     if len(against) == 0:
         return
-    at = rows[against]
-    out[at] = np.clip(shape[against] + consensus[against], correct.lower[against], correct.upper[against])
+    _restart(correct, out, shape, consensus, against)
+    still = _against(out[rows] - shape, consensus)
+    for k in np.unique(run[still]):
+        members = np.flatnonzero(run == k)
+        other = np.median((out[rows] - shape)[still[run[still] == k]], axis=0)
+        saved, before = out[rows[members]].copy(), np.count_nonzero(run[still] == k)
+        consensus[members] = other
+        _restart(correct, out, shape, consensus, members)
+        if len(_against(out[rows[members]] - shape[members], consensus[members])) >= before:
+            out[rows[members]] = saved
+            correct.q[rows[members][:, None], correct.cols] = saved
+
+
+def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
+    """Rows whose change turns some joint the other way than the consensus, by more than AGAINST_RAD."""
+    return np.flatnonzero(((consensus * change < 0.0) & (np.abs(consensus - change) > AGAINST_RAD)).any(axis=1))
+
+
+def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
+             which: np.ndarray) -> None:
+    """Rows `which` started again from shape + consensus, out of reach from there, then back
+    toward their shape as far as the bodies allow."""
+    at = correct.rows[which]
+    out[at] = np.clip(shape[which] + consensus[which], correct.lower[which], correct.upper[which])
     correct.q[at[:, None], correct.cols] = out[at]
-    correct.out_of_reach(out, against)
+    correct.out_of_reach(out, which)
     for _ in range(RELAX_STEPS):
-        correct.step(out, against, shape[against] - out[at])
-    correct.out_of_reach(out, against)
+        correct.step(out, which, shape[which] - out[at])
+    correct.out_of_reach(out, which)
 
 
 class _Corrections:
