@@ -258,8 +258,9 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     f, dist, grad = f[order], dist[order], grad[order]
     rank = np.arange(len(f)) - np.searchsorted(f, f)
     keep = rank < PAIRS_PER_FRAME
-    need = np.full((len(x), PAIRS_PER_FRAME), -1.0)  # no pair: no constraint
-    g = np.zeros((len(x), PAIRS_PER_FRAME, x.shape[1]))
+    width = min(PAIRS_PER_FRAME, int(rank.max(initial=0)) + 1)  # no frame has more: the dual sweeps no empty column
+    need = np.full((len(x), width), -1.0)  # no pair: no constraint
+    g = np.zeros((len(x), width, x.shape[1]))
     need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin + AIM_M - dist[keep], grad[keep]
     toward = np.zeros(x.shape) if toward is None else toward
     need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
@@ -269,7 +270,8 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
     if len(again):
         h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-        step[again] = toward[again] + _dual_step(spd_solve(h, np.broadcast_to(np.eye(h.shape[-1]), h.shape)), g[again], need[again])
+        inverse = spd_solve(h, np.broadcast_to(np.eye(h.shape[-1]), h.shape))
+        step[again] = toward[again] + _dual_step(inverse, g[again], need[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, STEP_RAD / np.maximum(largest, 1e-12))
 
