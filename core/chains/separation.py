@@ -31,6 +31,7 @@ DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
 RUN_GAP_FRAMES = 4  # close frames this near each other are one run, with one answer
 RELAX_STEPS = 2  # steps back toward the shape of frames started again from their run's answer
 HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
+RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
 
 
@@ -172,6 +173,8 @@ def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndar
     still = _against(out[rows] - shape, consensus)
     for k in np.unique(run[still]):
         members = np.flatnonzero(run == k)
+        if np.count_nonzero(run[still] == k) < RETRY_SHARE * len(members):
+            continue  # a few frames off the run's answer: its median answer holds, the ramps join them
         other = np.median((out[rows] - shape)[still[run[still] == k]], axis=0)
         saved, before = out[rows[members]].copy(), np.count_nonzero(run[still] == k)
         consensus[members] = other
