@@ -19,6 +19,7 @@ from .batched import spd_solve
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 
 SEPARATION_PASSES = 3  # separation passes followed by the ramp in time and the rate limit
+FIX_STEPS = 3  # linearised corrections per fix pass: a frame its neighbours' reach holds inside stays so
 FIX_PASSES = 4  # then passes within each frame's neighbours' reach (the rate limit keeps them)
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
 LINEAR_STEPS = 10  # linearised corrections per pass, each from where the one before landed
@@ -98,7 +99,8 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
     for k in range(passes + FIX_PASSES):
         last, fixing = x, k >= passes and max_step is not None
         bounds = _within_reach(x, max_step, held) if fixing else held
-        solved = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None)
+        solved = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
+                           FIX_STEPS if fixing else LINEAR_STEPS)
         x = solved
         if max_step is not None:
             x = rate_limit(x if fixing else room_in_time(shape, x, max_step), max_step)
@@ -121,7 +123,7 @@ def _within_reach(x: np.ndarray, max_step: np.ndarray, held: tuple) -> tuple:
 
 
 def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None,
-              held: tuple | None = None, shape: np.ndarray | None = None) -> np.ndarray:
+              held: tuple | None = None, shape: np.ndarray | None = None, steps: int = LINEAR_STEPS) -> np.ndarray:
     """x with the frames (of `frames`, default all) where bodies come closer than the margin
     moved by the least change of chain shape that keeps them out, within MAX_SEPARATION_RAD of
     where the chains were before any room was made: a limb deep inside the body gives way, it
@@ -145,7 +147,7 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     metric = problem.metric(q[rows], rows)
     separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
-    correct = _Corrections(separation, q, cols, rows, metric, lower, upper)
+    correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps)
     correct.out_of_reach(out)
     if shape is None:
         return out
@@ -205,16 +207,16 @@ def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consen
 class _Corrections:
     """Linearised corrections of one group's close frames (`rows`), in place on q and out."""
 
-    def __init__(self, separation, q, cols, rows, metric, lower, upper):
+    def __init__(self, separation, q, cols, rows, metric, lower, upper, steps: int = LINEAR_STEPS):
         self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
-        self.metric, self.lower, self.upper = metric, lower, upper
+        self.metric, self.lower, self.upper, self.steps = metric, lower, upper, steps
         self.inverse = spd_solve(metric, np.broadcast_to(np.eye(metric.shape[-1]), metric.shape))  # once, for every step
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None:
-        """Up to LINEAR_STEPS corrections of the rows (`live`, default all) still inside the margin,
+        """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
         each from where the last landed."""
         live = np.arange(len(self.rows)) if live is None else live
-        for _ in range(LINEAR_STEPS):
+        for _ in range(self.steps):
             live = self.step(out, live)
             if len(live) == 0:
                 break
