@@ -39,3 +39,8 @@ def spd_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if bad.any():
         x[bad] = np.linalg.solve(a[bad], rhs[bad])
     return x[..., 0] if vector else x
+
+
+def spd_inverse(a: np.ndarray) -> np.ndarray:
+    """Inverses (R, n, n) of symmetric positive definite a (R, n, n), for systems solved many times."""
+    return spd_solve(a, np.broadcast_to(np.eye(a.shape[-1]), a.shape))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.kinematics import KinematicTree
-from .batched import spd_solve
+from .batched import spd_inverse
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 
 SEPARATION_PASSES = 3  # separation passes followed by the ramp in time and the rate limit
@@ -174,14 +174,14 @@ def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndar
     _restart(correct, out, shape, consensus, against)
     still = _against(out[rows] - shape, consensus)
     for k in np.unique(run[still]):
-        members = np.flatnonzero(run == k)
-        if np.count_nonzero(run[still] == k) < RETRY_SHARE * len(members):
+        members, off = np.flatnonzero(run == k), still[run[still] == k]
+        if len(off) < RETRY_SHARE * len(members):
             continue  # a few frames off the run's answer: its median answer holds, the ramps join them
-        other = np.median((out[rows] - shape)[still[run[still] == k]], axis=0)
-        saved, before = out[rows[members]].copy(), np.count_nonzero(run[still] == k)
+        other = np.median(out[rows[off]] - shape[off], axis=0)
+        saved = out[rows[members]].copy()
         consensus[members] = other
         _restart(correct, out, shape, consensus, members)
-        if len(_against(out[rows[members]] - shape[members], consensus[members])) >= before:
+        if len(_against(out[rows[members]] - shape[members], consensus[members])) >= len(off):
             out[rows[members]] = saved
             correct.q[rows[members][:, None], correct.cols] = saved
 
@@ -210,7 +210,7 @@ class _Corrections:
     def __init__(self, separation, q, cols, rows, metric, lower, upper, steps: int = LINEAR_STEPS):
         self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
         self.metric, self.lower, self.upper, self.steps = metric, lower, upper, steps
-        self.inverse = spd_solve(metric, np.broadcast_to(np.eye(metric.shape[-1]), metric.shape))  # once, for every step
+        self.inverse = spd_inverse(metric)  # once, for every step
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
@@ -275,8 +275,7 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
     if len(again):
         h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-        inverse = spd_solve(h, np.broadcast_to(np.eye(h.shape[-1]), h.shape))
-        step[again] = toward[again] + _dual_step(inverse, g[again], need[again])
+        step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, STEP_RAD / np.maximum(largest, 1e-12))
 

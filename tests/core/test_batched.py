@@ -1,7 +1,7 @@
 """The batched Cholesky solve against numpy's, on the systems the solves build."""
 import numpy as np
 
-from core.chains.batched import spd_solve
+from core.chains.batched import spd_inverse, spd_solve
 
 
 def test_spd_solve_matches_numpy_on_damped_normal_equations():
@@ -20,3 +20,10 @@ def test_spd_solve_falls_back_where_a_matrix_is_not_positive_definite():
     system = np.stack([np.eye(3) * 2.0, np.diag([1.0, -1.0, 3.0]), np.array([[0., 1., 0.], [1., 0., 0.], [0., 0., 1.]])])
     rhs = rng.normal(size=(3, 3))
     np.testing.assert_allclose(spd_solve(system, rhs), np.linalg.solve(system, rhs[..., None])[..., 0], atol=1e-12)
+
+
+def test_spd_inverse_is_the_inverse():
+    rng = np.random.default_rng(5)
+    m = rng.normal(size=(50, 7, 7))
+    system = m @ m.transpose(0, 2, 1) + 0.1 * np.eye(7)
+    np.testing.assert_allclose(spd_inverse(system) @ system, np.broadcast_to(np.eye(7), system.shape), atol=1e-9)
