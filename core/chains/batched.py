@@ -4,13 +4,15 @@ over the frames axis.
 numpy's batched solve and inverse run LAPACK once per matrix; for thousands of 6x6 or 7x7
 systems (one per frame of a Levenberg-Marquardt or least-change step) that per-matrix cost is
 most of the step (700 7x7 systems: 5.5 ms by np.linalg.solve, 0.6 ms here). The factorisation
-loops over the matrix's few columns instead, each column one vectorised operation over frames.
+loops over the matrix's few columns instead, each column one vectorised operation over frames;
+below about 30 systems that loop's fixed cost is the larger, and numpy's solve does them.
 """
 from __future__ import annotations
 
 import numpy as np
 
 PIVOT_FLOOR = 1e-13  # a pivot at or below this share of its diagonal: not positive definite
+SMALL_BATCH = 32  # fewer systems than this: numpy's per-matrix solve is faster than the column loop's ~40 calls
 
 
 def spd_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -20,6 +22,9 @@ def spd_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     diagonal) are solved by np.linalg.solve instead, so the answer never depends on the path."""
     vector = b.ndim == 2
     rhs = b[..., None] if vector else b
+    if len(a) < SMALL_BATCH:
+        x = np.linalg.solve(a, rhs)
+        return x[..., 0] if vector else x
     n = a.shape[-1]
     low = np.zeros(a.shape)
     bad = np.zeros(len(a), dtype=bool)
