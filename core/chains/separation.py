@@ -13,23 +13,27 @@ distance check.
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import uniform_filter1d
 
 from ..model.kinematics import KinematicTree
+from .batched import spd_inverse
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 
-SEPARATION_PASSES = 4  # separation passes: the first ones followed by the ramp, all by the rate limit
+SEPARATION_PASSES = 3  # separation passes followed by the ramp in time and the rate limit
+FIX_STEPS = 3  # linearised corrections per fix pass: a frame its neighbours' reach holds inside stays so
+FIX_PASSES = 4  # then passes within each frame's neighbours' reach (the rate limit keeps them)
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
 LINEAR_STEPS = 10  # linearised corrections per pass, each from where the one before landed
 STEP_RAD = 0.35  # one correction turns no joint further (the linearisation's trust region)
 PAIRS_PER_FRAME = 6  # the closest pairs of a frame that constrain its correction
 LOOKAHEAD_M = 0.01  # pairs this far beyond the margin are kept from closing in by the correction
 TOLERANCE_M = 0.001  # a frame is done when its pairs are this close to the margin
+AIM_M = 0.001  # a correction aims this far beyond the margin: the linearisation falls a little short
 DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
-COHERENCE_SWEEPS = 2  # corrections pulled toward their neighbours' mean, each followed by what it left inside
-COHERENCE_FRAMES = 9  # the neighbourhood of that mean
+RUN_GAP_FRAMES = 4  # close frames this near each other are one run, with one answer
+RELAX_STEPS = 2  # steps back toward the shape of frames started again from their run's answer
 HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
-AGAINST_RAD = 0.1  # a frame's change this far from its neighbours' mean, the other way, is pulled to it
+RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
+AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
 
 
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -86,16 +90,20 @@ class _Group:
 def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray | None,
                 passes: int = SEPARATION_PASSES) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
-    early enough for the joints' speed) and rate limited: velocity limits hold, a last overlap may not.
-    Later passes look only at the frames the pass before moved (the rate limit may leave some inside)."""
+    early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
+    ramps left inside, each frame moved only as far as its neighbours' speed allows (the rate
+    limit keeps it): velocity limits hold, a last overlap may not.
+    Later passes look only at the frames the pass before moved."""
     shape, frames = x, None
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
-    for k in range(passes):
-        last = x
-        solved = _separate(problem, separation, x, frames, held)
+    for k in range(passes + FIX_PASSES):
+        last, fixing = x, k >= passes and max_step is not None
+        bounds = _within_reach(x, max_step, held) if fixing else held
+        solved = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
+                           FIX_STEPS if fixing else LINEAR_STEPS)
         x = solved
-        if max_step is not None:  # the last pass only fixes what the ramps left inside
-            x = rate_limit(room_in_time(shape, x, max_step) if k < passes - 1 else x, max_step)
+        if max_step is not None:
+            x = rate_limit(x if fixing else room_in_time(shape, x, max_step), max_step)
             # a joint the ramp turned back (a neighbour's answer the other way won) is held on
             # that side, so the next pass makes room with the others instead of undoing it
             held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
@@ -106,12 +114,21 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
     return x
 
 
+def _within_reach(x: np.ndarray, max_step: np.ndarray, held: tuple) -> tuple:
+    """(lower, upper) (F, V): where each frame's joints may go with both neighbours where they
+    are and no joint faster than max_step, inside `held`."""
+    before, after = np.vstack([x[:1], x[:-1]]), np.vstack([x[1:], x[-1:]])
+    return (np.maximum(held[0], np.maximum(before, after) - max_step),
+            np.minimum(held[1], np.minimum(before, after) + max_step))
+
+
 def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None,
-              held: tuple | None = None) -> np.ndarray:
+              held: tuple | None = None, shape: np.ndarray | None = None, steps: int = LINEAR_STEPS) -> np.ndarray:
     """x with the frames (of `frames`, default all) where bodies come closer than the margin
     moved by the least change of chain shape that keeps them out, within MAX_SEPARATION_RAD of
     where the chains were before any room was made: a limb deep inside the body gives way, it
-    does not swing round the other side."""
+    does not swing round the other side. shape: x before any room was made, on a first pass:
+    frames whose change turns a joint against the run around them start again from its median."""
     cols, margin = problem.columns, separation.margin
     q = problem.q.copy()
     q[:, cols] = x
@@ -121,41 +138,85 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     rows = look[close]
     if len(rows) == 0:
         return x
-    shape = np.clip(problem.q[rows][:, cols], problem.lower, problem.upper)  # before any room was made
-    lower = np.maximum(problem.lower, shape - MAX_SEPARATION_RAD)
-    upper = np.minimum(problem.upper, shape + MAX_SEPARATION_RAD)
+    start = np.clip(problem.q[rows][:, cols], problem.lower, problem.upper)  # before any room was made
+    lower = np.maximum(problem.lower, start - MAX_SEPARATION_RAD)
+    upper = np.minimum(problem.upper, start + MAX_SEPARATION_RAD)
     if held is not None:  # (lower (F, V), upper (F, V)) a joint may not go back past; never past where it is
         lower = np.minimum(np.maximum(lower, held[0][rows]), x[rows])
         upper = np.maximum(np.minimum(upper, held[1][rows]), x[rows])
     metric = problem.metric(q[rows], rows)
     separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
-    correct = _Corrections(separation, q, cols, rows, metric, lower, upper)
+    correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps)
     correct.out_of_reach(out)
-    for _ in range(COHERENCE_SWEEPS):  # neighbours on one answer: the ramp then mixes no two
-        change = np.zeros(x.shape)
-        change[rows] = out[rows] - x[rows]
-        smooth = uniform_filter1d(change, COHERENCE_FRAMES, axis=0, mode="constant")[rows]
-        # only frames turning a joint against their neighbours (the arm behind the hip, they in front)
-        against = np.flatnonzero(((smooth * change[rows] < 0.0) & (np.abs(smooth - change[rows]) > AGAINST_RAD)).any(axis=1))
-        if len(against) == 0:
-            break
-        correct.step(out, against, (smooth - change[rows])[against])
-        correct.out_of_reach(out)
+    if shape is None:
+        return out
+    _one_answer_per_run(correct, out, shape[rows])
     return out
+
+
+def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndarray) -> None:
+    """Frames of a run of close frames whose change turns a joint the other way than the run's
+    median change (the arm in front of the hip there, behind it here) start again from that
+    median and come back toward their shape as far as the bodies allow: one answer along a run,
+    so the ramp in time mixes no two (a switch between them would pass through the body). A run
+    where some frames still end on the other side (the median's answer cannot hold there) is
+    tried whole on theirs, kept if fewer of its frames then end against it."""
+    rows = correct.rows
+    run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
+    change = out[rows] - shape
+    consensus = np.zeros(change.shape)
+    for k in np.unique(run):
+        consensus[run == k] = np.median(change[run == k], axis=0)
+    against = _against(change, consensus)
+    if len(against) == 0:
+        return
+    _restart(correct, out, shape, consensus, against)
+    still = _against(out[rows] - shape, consensus)
+    for k in np.unique(run[still]):
+        members, off = np.flatnonzero(run == k), still[run[still] == k]
+        if len(off) < RETRY_SHARE * len(members):
+            continue  # a few frames off the run's answer: its median answer holds, the ramps join them
+        other = np.median(out[rows[off]] - shape[off], axis=0)
+        saved = out[rows[members]].copy()
+        consensus[members] = other
+        _restart(correct, out, shape, consensus, members)
+        if len(_against(out[rows[members]] - shape[members], consensus[members])) >= len(off):
+            out[rows[members]] = saved
+            correct.q[rows[members][:, None], correct.cols] = saved
+
+
+def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
+    """Rows whose change turns some joint the other way than the consensus, by more than AGAINST_RAD."""
+    return np.flatnonzero(((consensus * change < 0.0) & (np.abs(consensus - change) > AGAINST_RAD)).any(axis=1))
+
+
+def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
+             which: np.ndarray) -> None:
+    """Rows `which` started again from shape + consensus, out of reach from there, then back
+    toward their shape as far as the bodies allow."""
+    at = correct.rows[which]
+    out[at] = np.clip(shape[which] + consensus[which], correct.lower[which], correct.upper[which])
+    correct.q[at[:, None], correct.cols] = out[at]
+    correct.out_of_reach(out, which)
+    for _ in range(RELAX_STEPS):
+        correct.step(out, which, shape[which] - out[at])
+    correct.out_of_reach(out, which)
 
 
 class _Corrections:
     """Linearised corrections of one group's close frames (`rows`), in place on q and out."""
 
-    def __init__(self, separation, q, cols, rows, metric, lower, upper):
+    def __init__(self, separation, q, cols, rows, metric, lower, upper, steps: int = LINEAR_STEPS):
         self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
-        self.metric, self.lower, self.upper = metric, lower, upper
+        self.metric, self.lower, self.upper, self.steps = metric, lower, upper, steps
+        self.inverse = spd_inverse(metric)  # once, for every step
 
-    def out_of_reach(self, out: np.ndarray) -> None:
-        """Up to LINEAR_STEPS corrections of the rows still inside the margin, each from where the last landed."""
-        live = np.arange(len(self.rows))
-        for _ in range(LINEAR_STEPS):
+    def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None:
+        """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
+        each from where the last landed."""
+        live = np.arange(len(self.rows)) if live is None else live
+        for _ in range(self.steps):
             live = self.step(out, live)
             if len(live) == 0:
                 break
@@ -174,8 +235,8 @@ class _Corrections:
         renumber = np.cumsum(moved) - 1
         at, f, dist, grad = live[moved], renumber[f[keep]], dist[keep], grad[keep]
         rows = self.rows[at]
-        step = _least_change(self.metric[at], f, dist, grad, margin, out[rows], self.lower[at], self.upper[at],
-                             None if toward is None else toward[moved])
+        step = _least_change((self.metric[at], self.inverse[at]), f, dist, grad, margin, out[rows], self.lower[at],
+                             self.upper[at], None if toward is None else toward[moved])
         out[rows] = np.clip(out[rows] + step, self.lower[at], self.upper[at])
         self.q[rows[:, None], self.cols] = out[rows]
         return live[inside]
@@ -191,9 +252,10 @@ def _shape_metric(problem: ChainProblem, q: np.ndarray, rows: np.ndarray) -> np.
     return jw.transpose(0, 2, 1) @ jw + (options.smoothness + options.rest_prior) * np.eye(len(kin.columns))
 
 
-def _least_change(metric: np.ndarray, f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float,
+def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float,
                   x: np.ndarray, lower: np.ndarray, upper: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
     """Per frame, the joint change dx (R, V) of least 1/2 (dx - t)' H (dx - t) with d + g dx >= margin
+    (metric: H (R, V, V) and its inverse)
     for its PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V);
     t: `toward`, default none), joints at a bound they would cross held (those frames solved again),
     no joint turned further than STEP_RAD."""
@@ -201,32 +263,34 @@ def _least_change(metric: np.ndarray, f: np.ndarray, dist: np.ndarray, grad: np.
     f, dist, grad = f[order], dist[order], grad[order]
     rank = np.arange(len(f)) - np.searchsorted(f, f)
     keep = rank < PAIRS_PER_FRAME
-    need = np.full((len(x), PAIRS_PER_FRAME), -1.0)  # no pair: no constraint
-    g = np.zeros((len(x), PAIRS_PER_FRAME, x.shape[1]))
-    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin - dist[keep], grad[keep]
+    width = min(PAIRS_PER_FRAME, int(rank.max(initial=0)) + 1)  # no frame has more: the dual sweeps no empty column
+    need = np.full((len(x), width), -1.0)  # no pair: no constraint
+    g = np.zeros((len(x), width, x.shape[1]))
+    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin + AIM_M - dist[keep], grad[keep]
     toward = np.zeros(x.shape) if toward is None else toward
     need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
-    step = toward + _dual_step(metric, g, need)
+    metric, inverse = metric
+    step = toward + _dual_step(inverse, g, need)
     held = ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
     again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
     if len(again):
         h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-        step[again] = toward[again] + _dual_step(h, g[again], need[again])
+        step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, STEP_RAD / np.maximum(largest, 1e-12))
 
 
-def _dual_step(h: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
+def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
     """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
-    (projected Gauss-Seidel over each frame's few pairs, all frames at once)."""
-    hg = np.linalg.solve(h, g.transpose(0, 2, 1))  # (R, V, K)
+    (H^-1: `inverse`; projected Gauss-Seidel over each frame's few pairs, all frames at once)."""
+    hg = inverse @ g.transpose(0, 2, 1)  # (R, V, K)
     m = np.ascontiguousarray((g @ hg).transpose(1, 0, 2))  # (K, R, K): row k of every frame's matrix
     diag = np.maximum(np.einsum("krk->kr", m), 1e-12)
     lam = np.zeros(need.shape)
     for _ in range(DUAL_SWEEPS):
         last = lam.copy()
         for k in range(need.shape[1]):
-            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - (m[k] * lam).sum(axis=1)) / diag[k])
+            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - np.einsum("rj,rj->r", m[k], lam)) / diag[k])
         if np.abs(lam - last).max(initial=0.0) < 1e-10:
             break
     return np.einsum("rvk,rk->rv", hg, lam)

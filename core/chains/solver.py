@@ -12,6 +12,7 @@ import numpy as np
 
 from ..motion.filtering import rate_limit  # noqa: F401  (per-frame step limit; long imported from here)
 from ..motion.frames import BLOCK_FRAMES, frame_blocks
+from .batched import spd_solve
 from .points import RobotChain, RobotPath
 from ..model.kinematics import FIXED, PRISMATIC, REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix
@@ -387,7 +388,7 @@ class _Problem:
                     + smooth * (xa - reference(active)) + prior * (xa - self.rest))
             diag = np.einsum("fii->fi", hess)
             system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
-            step = -np.linalg.solve(system, grad[..., None])[..., 0]
+            step = -spd_solve(system, grad)
             trial = np.clip(xa + step, self.lower, self.upper)
             t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
             better = t_cost <= cost[active]

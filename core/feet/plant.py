@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import maximum_filter1d
 
+from ..chains.batched import spd_solve
 from ..chains.points import RobotPath
 from .contacts import Contacts
 from ..motion.filtering import butterworth_lowpass, step_limits
@@ -428,8 +429,7 @@ class _LegProblem:
             hess = hess * (free[:, :, None] & free[:, None, :]) + eye * ~free[:, None, :]
             grad = grad * free
             diag = np.einsum("fii->fi", hess)
-            step = -np.linalg.solve(hess + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6)),
-                                    grad[..., None])[..., 0]
+            step = -spd_solve(hess + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6)), grad)
             trial = np.clip(before + step, lower[active], upper[active])
             t_res, t_jac = self.residuals(trial, rows[active])
             t_cost = (t_res ** 2).sum(1)
