@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from scipy.interpolate import CubicSpline
+from scipy.interpolate import CubicHermiteSpline, CubicSpline, PchipInterpolator
 from scipy.spatial.transform import Rotation
 
 from ..feet.contacts import flags_to_intervals
@@ -245,11 +245,22 @@ def _interpolate(t: np.ndarray, poses: np.ndarray, times: np.ndarray) -> np.ndar
     for piece in pieces:
         tp = t[piece]
         inside = (times >= tp[0]) & (times <= tp[-1])
-        out_values[inside] = CubicSpline(tp, values[piece], bc_type="clamped")(times[inside])
+        out_values[inside] = _still_ends(tp, values[piece])(times[inside])
     out = np.tile(np.eye(4), (len(times), 1, 1))
     out[:, :3, :3] = Rotation.from_rotvec(out_values[:, 3:]).as_matrix() @ start[:3, :3]
     out[:, :3, 3] = out_values[:, :3]
     return out
+
+
+def _still_ends(t: np.ndarray, values: np.ndarray) -> CubicHermiteSpline:
+    """A curve through values (K, C) at t (K,) with zero velocity at both ends and no overshoot
+    between knots (monotone cubic slopes inside): a clamped spline through a quick turn and then a
+    long hold swung the held foot 130 degrees past it and back."""
+    if len(t) < 3:
+        return CubicSpline(t, values, bc_type="clamped")
+    slopes = PchipInterpolator(t, values, axis=0).derivative()(t)
+    slopes[[0, -1]] = 0.0
+    return CubicHermiteSpline(t, values, slopes, axis=0)
 
 
 def _above_ground(poses: np.ndarray, air: np.ndarray, body: BodyPoints, clearance: float = 0.0) -> None:

@@ -515,3 +515,28 @@ def test_feet_without_sole_geometry_are_said_before_the_balance_fails(walk):
     report = generate_gait(short, tree, auto_map(short, tree)).report
     assert any("stands on soles 0.0 cm across" in w for w in report["warnings"])
     assert report["zmp_outside_support_pct"] > 50.0
+
+
+def test_a_held_swing_foot_turns_no_further_than_the_person_turned_it(walk):
+    """The walk held 2.4 s in mid-swing: the person's foot turns 85 degrees just after lift-off and
+    then holds. A clamped spline through that quick turn and the long hold swung the held foot
+    130 degrees past it and back (it faced backwards for a second)."""
+    k, hold = int(4.5 * walk.fps), int(2.4 * walk.fps)
+    index = np.r_[np.arange(k), np.full(hold, k), np.arange(k, walk.frames)]
+    held = SourceMotion(walk.bone_names, walk.parents, walk.heads[index], walk.tails[index],
+                        walk.root_rotation[index], walk.rest_heads, walk.rest_tails, walk.rest_root_rotation,
+                        walk.fps, "walk_hold")
+    tree, mapping, result = _gait(held, "g1")
+    (side, swing), = [(side, s) for side, items in result.report["swing_phases"].items() for s in items
+                      if s["touch_down_s"] - s["lift_off_s"] >= 2.0]
+    from core.balance.plan import foot_sides
+
+    foot = {s: link for link, s in foot_sides(tree, mapping, foot_links(tree)).items()}[side]
+    root = pose_matrices(result.root_rotation, result.root_position)
+    turn = tree.link_transform(result.q, foot, root)[:, :3, :3] @ tree.zero_pose()[foot, :3, :3].T
+    heading = np.degrees(np.unwrap(np.arctan2(turn[:, 1, 0], turn[:, 0, 0])))
+    during = (result.time_s >= swing["lift_off_s"]) & (result.time_s <= swing["touch_down_s"])
+    ends = heading[[np.flatnonzero(during)[0], np.flatnonzero(during)[-1]]]
+    # 20 degrees: the person's held foot turns 10 degrees past the heading it lands at
+    assert heading[during].min() > ends.min() - 20.0 and heading[during].max() < ends.max() + 20.0, \
+        f"the held foot turned to {heading[during].min():.0f}..{heading[during].max():.0f} deg between {ends.round(0)}"
