@@ -235,16 +235,22 @@ def test_issue_targets_on_h1(h1_walk):
     assert report["stance_slide_m"] < 0.001
 
 
-def test_a_one_leg_hold_keeps_the_zmp_under_the_stance_foot(walk):
-    """The walk held 2.4 s on one leg in mid-swing (a dance pose made from the walk): what a user
-    sees on every sample of the hold, the stance sole on the ground and flat, the multibody ZMP
-    inside that foot alone, the foot still."""
+@pytest.fixture(scope="module")
+def held_walk_gait(walk):
+    """The walk held 2.4 s on one leg in mid-swing (frame 4.5 s repeated: a dance pose), onto G1."""
     k, hold = int(4.5 * walk.fps), int(2.4 * walk.fps)
     index = np.r_[np.arange(k), np.full(hold, k), np.arange(k, walk.frames)]
     held = SourceMotion(walk.bone_names, walk.parents, walk.heads[index], walk.tails[index],
                         walk.root_rotation[index], walk.rest_heads, walk.rest_tails, walk.rest_root_rotation,
                         walk.fps, "walk_hold")
-    tree, mapping, result = _gait(held, "g1")
+    return _gait(held, "g1")
+
+
+def test_a_one_leg_hold_keeps_the_zmp_under_the_stance_foot(held_walk_gait):
+    """The walk held 2.4 s on one leg in mid-swing (a dance pose made from the walk): what a user
+    sees on every sample of the hold, the stance sole on the ground and flat, the multibody ZMP
+    inside that foot alone, the foot still."""
+    tree, mapping, result = held_walk_gait
     long = [(side, s) for side, items in result.report["swing_phases"].items() for s in items
             if s["touch_down_s"] - s["lift_off_s"] >= 2.0]
     assert len(long) == 1, "the hold is one swing of at least 2 s"
@@ -517,16 +523,11 @@ def test_feet_without_sole_geometry_are_said_before_the_balance_fails(walk):
     assert report["zmp_outside_support_pct"] > 50.0
 
 
-def test_a_held_swing_foot_turns_no_further_than_the_person_turned_it(walk):
+def test_a_held_swing_foot_turns_no_further_than_the_person_turned_it(held_walk_gait):
     """The walk held 2.4 s in mid-swing: the person's foot turns 85 degrees just after lift-off and
     then holds. A clamped spline through that quick turn and the long hold swung the held foot
     130 degrees past it and back (it faced backwards for a second)."""
-    k, hold = int(4.5 * walk.fps), int(2.4 * walk.fps)
-    index = np.r_[np.arange(k), np.full(hold, k), np.arange(k, walk.frames)]
-    held = SourceMotion(walk.bone_names, walk.parents, walk.heads[index], walk.tails[index],
-                        walk.root_rotation[index], walk.rest_heads, walk.rest_tails, walk.rest_root_rotation,
-                        walk.fps, "walk_hold")
-    tree, mapping, result = _gait(held, "g1")
+    tree, mapping, result = held_walk_gait
     (side, swing), = [(side, s) for side, items in result.report["swing_phases"].items() for s in items
                       if s["touch_down_s"] - s["lift_off_s"] >= 2.0]
     from core.balance.plan import foot_sides
