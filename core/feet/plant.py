@@ -6,8 +6,9 @@ position, so the chain shapes are kept):
 1. Root. Horizontally the root moves so that a planted foot stays where it
    is (the stance foot carries the body, as in walking); in flight it keeps
    the source's velocity, and a slow pull keeps the source's travel. The
-   path is smoothed like the height: the feet's frame-to-frame jitter, summed
-   into the root, would shake the pelvis (the legs take up the difference).
+   path is smoothed below twice a walk's step rate: the feet's frame-to-frame
+   jitter, summed into the root, would shake the pelvis (the legs take up the
+   difference; lower, the H1's legs without an ankle roll could not).
    Vertically it takes the lowest height at which every planted foot
    reaches the ground, smoothed, and carried across flights.
 2. Foot targets (core.feet.targets). A contact's first frame fixes the
@@ -59,7 +60,8 @@ class PlantSettings:
     prior: float = 0.02  # pull toward the unplanted joint angles
     iterations: int = 12
     track_iterations: int = 3  # per re-solve of a frame that jumped, from its predecessor (0: no tracking)
-    smooth_hz: float = 3.0  # the root's path and height changes are smoothed below this
+    smooth_hz: float = 3.0  # root height changes are smoothed below this
+    path_hz: float = 4.0  # the root's horizontal path is smoothed below this: twice a walk's step rate
     drift_hz: float = 0.05  # the root drifts back to the source's travel below this
     float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
     max_change_rad: float = 0.5  # no joint moves further from its unplanted angle (no branch flips)
@@ -247,7 +249,7 @@ def _root_xy(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings:
     share = np.minimum(count, 1.0)[:, None]
     velocity = share * carried / np.maximum(count, 1.0)[:, None] + (1.0 - share) * np.diff(plain, axis=0)
     xy = plain[0] + np.concatenate([np.zeros((1, 2)), np.cumsum(velocity, axis=0)])
-    xy = butterworth_lowpass(xy, fps, settings.smooth_hz, order=2)
+    xy = butterworth_lowpass(xy, fps, settings.path_hz, order=2)
     return xy + butterworth_lowpass(plain - xy, fps, settings.drift_hz, order=2)
 
 
