@@ -6,9 +6,8 @@ position, so the chain shapes are kept):
 1. Root. Horizontally the root moves so that a planted foot stays where it
    is (the stance foot carries the body, as in walking); in flight it keeps
    the source's velocity, and a slow pull keeps the source's travel. The
-   path is smoothed below twice a walk's step rate: the feet's frame-to-frame
-   jitter, summed into the root, would shake the pelvis (the legs take up the
-   difference; lower, the H1's legs without an ankle roll could not).
+   path is smoothed: the feet's frame-to-frame jitter, summed into the root,
+   would shake the pelvis (the legs take up the difference).
    Vertically it takes the lowest height at which every planted foot
    reaches the ground, smoothed, and carried across flights.
 2. Foot targets (core.feet.targets). A contact's first frame fixes the
@@ -61,7 +60,7 @@ class PlantSettings:
     iterations: int = 12
     track_iterations: int = 3  # per re-solve of a frame that jumped, from its predecessor (0: no tracking)
     smooth_hz: float = 3.0  # root height changes are smoothed below this
-    path_hz: float = 4.0  # the root's horizontal path is smoothed below this: twice a walk's step rate
+    path_hz: float = 3.5  # the root's horizontal path is smoothed below this (a walk's sway kept, the 9 Hz shake gone)
     drift_hz: float = 0.05  # the root drifts back to the source's travel below this
     float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
     max_change_rad: float = 0.5  # no joint moves further from its unplanted angle (no branch flips)
