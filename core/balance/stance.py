@@ -34,18 +34,21 @@ def fit_waist(corrector, q: np.ndarray, root_pos: np.ndarray, bad: np.ndarray, s
         return need
     changes = np.r_[0.0, steps]
     trials = len(changes) * len(TILT_SHARES)
-    rows = np.repeat(bad, trials)
-    share = np.tile(np.tile(TILT_SHARES, len(changes)), len(bad))
+    # the tilt given up only where a leg that is down stands at a joint's limit: elsewhere it is no
+    # cause, and those trials are not solved
+    tried = np.tile(np.tile(TILT_SHARES == 1.0, len(changes)), len(bad)) | np.repeat(at_limit(corrector, q, bad), trials)
+    rows = np.repeat(bad, trials)[tried]
+    share = np.tile(np.tile(TILT_SHARES, len(changes)), len(bad))[tried]
     position = root_pos[rows].copy()
-    position[:, 2] += np.tile(np.repeat(changes, len(TILT_SHARES)), len(bad))
+    position[:, 2] += np.tile(np.repeat(changes, len(TILT_SHARES)), len(bad))[tried]
     root = pose_matrices(keep_tilt(corrector.root_rot[rows], share), position)
     goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
     air = {foot: corrector.air_share[foot][rows] for foot in corrector.goals}
-    # only where a leg that is down stands at a joint's limit: elsewhere the tilt is no cause
-    tried = np.tile(np.tile(TILT_SHARES == 1.0, len(changes)), len(bad)) | np.repeat(at_limit(corrector, q, bad), trials)
     q_trial, _ = solve_legs(corrector.tree, corrector.legs, q[rows], root, goals, corrector.rest[rows], air,
                             TRIAL_ITERATIONS, quick=True)
-    ok = (corrector.standing(q_trial, root, rows) & tried).reshape(len(bad), trials)
+    ok = np.zeros(len(tried), dtype=bool)
+    ok[tried] = corrector.standing(q_trial, root, rows)
+    ok = ok.reshape(len(bad), trials)
     found = ok.any(axis=1)
     first = np.argmax(ok[found], axis=1)  # the smallest height change, then the most tilt kept
     need[bad[found]] = changes[first // len(TILT_SHARES)]
