@@ -21,8 +21,9 @@ from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.transforms import pose_matrices
 from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
+from .sagittal import SagittalWaist, planar_legs
 from .stance import fit_waist
-from .waist import calm_height
+from .waist import calm_height, keep_tilt
 from .preview import PreviewGains, PreviewSettings, follow_zmp
 
 MAX_ZMP_ERROR_M = 0.3  # the most of one sample's multibody ZMP error a pass corrects
@@ -76,12 +77,19 @@ class Corrector:
         self.full_reach = [leg_length(tree, leg) for leg in legs]  # a swing foot is pulled in only past it
         self.split: _SplitBody | None = None
         self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
+        self.base_rot = root_rot  # the plan's waist rotation; root_rot is the waist's as last solved
+        planar = planar_legs(tree, legs)  # legs without an ankle roll: the waist rolls across (sagittal.py)
+        self.family = None if planar is None else SagittalWaist(
+            tree, planar, model, rest, {foot: 1.0 - share for foot, share in self.air_share.items()}, period_s)
 
     def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Legs solved for the waist over xy (N, 2) at its height: (q, root position (N, 3)).
         A swing foot out of reach aims at the nearest point it can reach. quick: from q alone,
         without restarts (the waist moved a little from where q was solved)."""
-        root_pos = np.column_stack([xy, self.height])
+        if self.family is not None:  # the command is where the upright waist would be: rolled there
+            self.root_rot, root_pos = self.family.place(xy, self.height, self.base_rot, q, self.goals)
+        else:
+            root_pos = np.column_stack([xy, self.height])
         root = pose_matrices(self.root_rot, root_pos)
         air = {foot: ~down for foot, down in self.down.items()}
         goals = within_reach(self.tree, self.legs, self.full_reach, q, root, self.goals, air)
@@ -150,6 +158,12 @@ class Corrector:
             return multibody_zmp(self.tree, q, pose_matrices(self.root_rot, root_pos), 1.0 / self.period,
                                  model=self.model)
         return self.split.zmp(q, self.root_rot, root_pos, 1.0 / self.period)
+
+    def untilt(self, kept: np.ndarray) -> None:
+        """Keep only `kept` (N,) of the waist's tilt (core.balance.stance)."""
+        self.root_rot = keep_tilt(self.root_rot, kept)
+        self.base_rot = keep_tilt(self.base_rot, kept)
+        self.tilt_kept = self.tilt_kept * kept
 
 
 class _SplitBody:
@@ -243,7 +257,7 @@ def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.nda
         error = target - zmp
         score = rms_error(error)
         if best is None or score < best[0]:
-            best = (score, q, root_pos, com_path, zmp, com)
+            best = (score, q, root_pos, com_path, zmp, com, corrector.root_rot)
         elif score > best[0] * (1.0 + STALL_SHARE):  # past its best: the passes oscillate from here
             break
         if score < settings.tolerance_m or index == passes - 1:  # the last pass only measures
@@ -255,7 +269,8 @@ def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.nda
         com_path = com_path + step
         xy = xy + step  # the waist carries most of the body: the CoM follows it closely
         q, root_pos = corrector.solve(q, xy, quick=True)  # small moves: from q alone
-    return best[1:]
+    corrector.root_rot = best[6]  # the waist's rotation with the best pass (legs without ankle roll turn it)
+    return best[1:6]
 
 
 ANDERSON_MEMORY = 4

@@ -53,6 +53,7 @@ class StepBounds:
     lean: float = 1.0  # share of the way to a foot the waist can go with both soles flat
     natural_m: float = 0.0  # the width between the feet as built
     probe: "Probe | None" = None  # what the bounds were probed with: each step is checked with it
+    planes: bool = False  # legs without an ankle roll: the width is between the feet's planes at the hips
 
     def limit(self, ref_pose: np.ndarray, ref_flat: np.ndarray, pose: np.ndarray, flat: np.ndarray,
               side: str, shrink: float = 1.0) -> np.ndarray:
@@ -66,9 +67,12 @@ class StepBounds:
         rel = pose[:2, 3] - ref_pose[:2, 3]
         sign = 1.0 if side == "left" else -1.0
         dx = shrink * float(np.clip(rel @ forward, -self.back_m, self.forward_m))
-        dy = sign * float(np.clip(sign * (rel @ left), self.width_min_m, self.width_max_m))
-        dy = sign * self.natural_m + shrink * (dy - sign * self.natural_m)
         rel_turn = shrink * float(np.clip(wrap(heading(pose[:3, :3] @ flat.T) - turn), -self.turn_rad, self.turn_rad))
+        # legs without an ankle roll: the width between the feet's fore-aft planes where the hips are,
+        # halfway along the step (a turned foot's plane crosses the other's)
+        bend = 0.5 * dx * np.tan(rel_turn) if self.planes else 0.0
+        dy = sign * float(np.clip(sign * (rel @ left - bend), self.width_min_m, self.width_max_m))
+        dy = sign * self.natural_m + shrink * (dy - sign * self.natural_m) + bend
         out = pose.copy()
         out[:2, 3] = ref_pose[:2, 3] + dx * forward + dy * left
         out[:3, :3] = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turn + rel_turn) @ flat
@@ -156,6 +160,10 @@ def heel_off_angles(bounds: StepBounds, flats: dict[str, np.ndarray], edges: dic
     return np.where(ok.any(axis=1), ROLLS_RAD[np.argmax(ok, axis=1)], ROLLS_RAD[-1])
 
 
+FAMILY_ROLL_RAD = (0.15, 0.25)  # legs without an ankle roll: the waist's roll across double support
+FAMILY_STEP_M = 0.5
+
+
 def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float,
                 reach: float, foot_height: dict[str, float], foot_width: float,
                 standing: dict[str, np.ndarray]) -> StepBounds:
@@ -179,10 +187,14 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
     if min(len(leg.columns) for leg in legs.values()) < FULL_LEG:
         # no ankle roll: a flat foot keeps its hip near the foot's own fore-aft plane, so the feet
         # stand parallel, no wider than built and no narrower than the legs stand flat
+        # and the waist rolls across (core.balance.sagittal) only where they stand narrower than the hips:
+        # by up to arccos(width / built width)
         turn = min(turn, PARALLEL_TURN_RAD)
-        width_min, width_max = probe.parallel_width(natural, foot_width), natural
+        width_min = max(probe.parallel_width(natural, foot_width), natural * np.cos(FAMILY_ROLL_RAD[1]))
+        width_max = max(width_min, natural * np.cos(FAMILY_ROLL_RAD[0]))
+        ahead, behind = min(ahead, FAMILY_STEP_M), min(behind, FAMILY_STEP_M)
     return StepBounds(MARGIN * ahead, MARGIN * behind, width_min, width_max, turn, forward_axis, left_axis, lean,
-                      natural, probe)
+                      natural, probe, min(len(leg.columns) for leg in legs.values()) < FULL_LEG)
 
 
 class Probe:

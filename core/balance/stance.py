@@ -56,8 +56,7 @@ def fit_waist(corrector, q: np.ndarray, root_pos: np.ndarray, bad: np.ndarray, s
     drop[bad[found]] = 1.0 - TILT_SHARES[first % len(TILT_SHARES)]
     if drop.any():
         kept = 1.0 - np.clip(envelope(drop, width), 0.0, 1.0)
-        corrector.root_rot = keep_tilt(corrector.root_rot, kept)
-        corrector.tilt_kept = corrector.tilt_kept * kept
+        corrector.untilt(kept)
     return need
 
 

@@ -1,0 +1,313 @@
+"""The waist of a robot whose legs have no ankle roll, placed where both its stance soles stay flat.
+
+The lowest joints of such a leg (hip pitch, knee, ankle pitch on the H1) turn about one axis, so
+with its sole level the first of them (the hip) stays in a vertical plane fixed to the foot, the
+foot's fore-aft plane. The waist cannot then slide sideways over a standing foot: it moves across
+by rolling about the stance hip. In double support both hips are held, w apart, in planes d apart:
+the waist's roll theta and yaw phi keep cos(theta) cos(phi) = d / w, a circle of radius
+arccos(d / w), and the upper body sways across only as far as that roll leans it.
+
+`SagittalWaist.place` turns the correction's command (where an upright waist would stand) into a
+waist pose on that family: the upper body's lever across where the command puts it, each hip whose
+foot is down in its foot's plane, the yaw on the branch chosen for each double support.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.interpolate import PchipInterpolator
+from scipy.ndimage import gaussian_filter1d
+
+from ..model.kinematics import REVOLUTE, KinematicTree
+from ..model.transforms import axis_angle_to_matrix, pose_matrices
+from .inertia import MassModel
+from .leg_chain import Link, foot_chain, link_walk
+from .legs import FULL_LEG, LegIK
+
+PARALLEL_COS = 0.999  # joint axes this parallel turn in one plane
+HIP_WEIGHT = 30.0  # a metre of hip out of its foot's plane weighs like 30 m of the upper body's lever across
+YAW_PRIOR = 0.02  # a radian of waist yaw off its branch weighs like 2 cm of lever (it only picks the branch)
+ROLL_PRIOR = 0.01
+GN_ITERATIONS = 12
+HEAD_ITERATIONS = 6
+STEP_RAD = 1e-5  # finite-difference step of the waist's roll and yaw (and metres across)
+MAX_ROLL_RAD = 0.4
+ROLL_PLAN_WEIGHT = 0.5  # in double support a radian of roll off its plan weighs like 50 cm of lever
+YAW_PLAN_WEIGHT = 0.2
+RAMP_S = 0.1
+SMOOTH_S = 0.02  # the waist's roll and yaw are smoothed over about this long (a Gaussian's sigma)
+FAMILY_ROLLS = 33
+STAND_M = 0.001  # a hip this near its foot's plane stands
+LEAN_SHARE = 0.9  # of the family's roll a double support starts and ends at
+BRANCH_START_RAD = 0.25  # the air share's ramp (core.balance.correction.PRIOR_RAMP_S)  # the waist rolls no further from its plan (the H1's hip roll stops at 0.43)
+
+
+@dataclass
+class PlanarLeg:
+    """A leg's joints above its planar tail (head) and the plane the tail keeps in the foot frame."""
+
+    leg: LegIK
+    head: list[Link]  # the walk from the base through the tail's first link
+    head_columns: np.ndarray  # q columns of the joints above the tail
+    axis_foot: np.ndarray  # (3,) the tail's joint axis in the foot link's frame
+    offset_m: float  # the hip's distance from the foot link's origin along that axis
+    left: float  # +1 for a leg on the waist's left (+y), -1 on its right
+
+    @classmethod
+    def build(cls, tree: KinematicTree, leg: LegIK) -> "PlanarLeg | None":
+        """None for a leg whose foot can roll (six joints) or whose lowest joints do not turn in one plane."""
+        if len(leg.columns) >= FULL_LEG:
+            return None
+        jointed = [link for link in leg.links if tree.qindex[link] >= 0]
+        zero = tree.zero_pose()
+        axes = np.array([zero[link, :3, :3] @ tree.axes[link] for link in jointed])
+        tail = 1
+        while tail < len(jointed) and abs(axes[-tail - 1] @ axes[-1]) > PARALLEL_COS:
+            tail += 1
+        head = len(jointed) - tail
+        if tail < 3 or head < 2 or not (tree.kind[jointed] == REVOLUTE).all():
+            return None
+        first = jointed[head]
+        foot = zero[leg.foot]
+        axis_foot = foot[:3, :3].T @ axes[-1]
+        offset = float(axis_foot @ (foot[:3, :3].T @ (zero[first, :3, 3] - foot[:3, 3])))
+        walk = link_walk(tree, leg.links[:leg.links.index(first) + 1])
+        side = float(np.sign((zero[leg.base, :3, :3].T @ (zero[first, :3, 3] - zero[leg.base, :3, 3]))[1]))
+        return cls(leg, walk, leg.columns[:head], axis_foot, offset, side)
+
+    def plane_miss(self, base: np.ndarray, goal: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """How far (F,) the hip is from its foot's plane with the waist at base (F, 4, 4) and the foot at
+        goal (F, 4, 4), the head joints turned so the tail's axis is the foot's (from x (F, H)); and those
+        head angles."""
+        target = goal[:, :3, :3] @ self.axis_foot
+        x = np.column_stack([x, np.zeros(len(x))])
+        for _ in range(HEAD_ITERATIONS):
+            _, _, axes, origins = foot_chain(self.head, x, base)
+            error = target - axes[:, -1]
+            jac = np.cross(axes[:, :-1], axes[:, -1:])  # (F, H, 3): d axis / d angle
+            normal = np.einsum("fhi,fki->fhk", jac, jac) + 1e-9 * np.eye(jac.shape[1])
+            x[:, :-1] += np.linalg.solve(normal, np.einsum("fhi,fi->fh", jac, error)[..., None])[..., 0]
+        _, _, axes, origins = foot_chain(self.head, x, base)
+        return np.einsum("fi,fi->f", target, origins[:, -1] - goal[:, :3, 3]) - self.offset_m, x[:, :-1]
+
+
+def planar_legs(tree: KinematicTree, legs: list[LegIK]) -> list[PlanarLeg] | None:
+    """Every leg as a PlanarLeg, or None where any leg can roll its foot (it needs none of this)."""
+    built = [PlanarLeg.build(tree, leg) for leg in legs]
+    return None if any(p is None for p in built) or len(built) != 2 else built
+
+
+@dataclass
+class _Samples:
+    """One placement's per-sample inputs and what each residual weighs (all (F, ...) arrays)."""
+
+    xy: np.ndarray  # (F, 2) the command
+    height: np.ndarray  # (F,)
+    base_rot: np.ndarray  # (F, 3, 3)
+    across: np.ndarray  # (F, 3) the plan's waist's left on the ground
+    upright: np.ndarray  # (F, 3) where the upper body's CoM is under the plan's waist at the command
+    goals: list[np.ndarray]  # per leg (F, 4, 4)
+    hips: list[np.ndarray]  # per leg (F,) weight of its hip's miss
+    command: np.ndarray  # (F,) weight of the upper body's miss across
+    roll_w: np.ndarray  # (F,) weight of the roll's miss from roll_to
+    roll_to: np.ndarray
+    yaw_w: np.ndarray
+    yaw_to: np.ndarray
+
+    def take(self, rows: np.ndarray) -> "_Samples":
+        return _Samples(*[[a[rows] for a in v] if isinstance(v, list) else v[rows] for v in vars(self).values()])
+
+
+class SagittalWaist:
+    """Waist poses on the family where each foot that is down stays flat (module docstring).
+
+    On one foot the waist rolls about the stance hip as far as puts the upper body where the
+    command has it. Through each double support the roll sweeps from leaning over the foot that
+    stood to leaning over the foot that will stand, the yaw through its branch's side of the circle
+    (toward the leading foot), as one planned path: the command does not move the waist there."""
+
+    def __init__(self, tree: KinematicTree, legs: list[PlanarLeg], model: MassModel, rest: np.ndarray,
+                 down_share: dict[int, np.ndarray], period_s: float):
+        self.legs, self.period_s = legs, period_s
+        self.lever = _upper_lever(tree, legs, model, rest)  # (3,) the upper body's CoM in the waist frame
+        self.down_share = [down_share[p.leg.foot] for p in legs]  # per leg (N,): 1 on the ground, 0 in the air
+        self.lean = [-p.left for p in legs]  # the roll's sign leaning the upper body over each foot
+        self.params: np.ndarray | None = None  # the last placement's (across, roll, yaw): the next starts there
+        self.planned: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (both, roll, yaw) per sample
+
+    def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
+              goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The waist's rotation (N, 3, 3) and position (N, 3) for the command xy (N, 2) at height (N,),
+        the plan's rotation base_rot (N, 3, 3) turned by a roll about its fore-aft axis and a yaw; the
+        feet at goals (N, 4, 4) per foot link; q (N, n) the legs' joints as they were."""
+        forward = base_rot[:, :, 0].copy()
+        forward[:, 2] = 0.0
+        forward /= np.linalg.norm(forward, axis=1, keepdims=True)
+        across = np.column_stack([-forward[:, 1], forward[:, 0], np.zeros(len(xy))])
+        upright = np.column_stack([xy, height]) + base_rot @ self.lever
+        zero = np.zeros(len(xy))
+        samples = _Samples(xy, height, base_rot, across, upright, [goals[p.leg.foot] for p in self.legs],
+                           [HIP_WEIGHT * share for share in self.down_share], zero + 1.0, zero, zero, zero, zero)
+        heads = [q[:, p.head_columns].copy() for p in self.legs]
+        if self.planned is None or len(self.planned[0]) != len(xy):
+            self.planned = self._plan(samples, heads, forward)
+        both, roll, yaw = self.planned
+        samples.command = 1.0 - both
+        samples.roll_w, samples.roll_to = ROLL_PLAN_WEIGHT * both, roll
+        samples.yaw_w, samples.yaw_to = np.full(len(xy), YAW_PLAN_WEIGHT), yaw
+        if self.params is None or len(self.params) != len(xy):
+            self.params = np.column_stack([zero, roll, yaw])
+        params, _ = self._fit(self.params.copy(), np.ones(3, bool), samples, heads)
+        # samples solved apart may settle in different basins where the objectives hand over (a foot's
+        # weight ramping in or out): the waist's path smoothed, then its place across solved again
+        params[:, 1:] = gaussian_filter1d(params[:, 1:], SMOOTH_S / self.period_s, axis=0, mode="nearest")
+        params, _ = self._fit(params, np.array([True, False, False]), samples, heads)
+        self.params = params
+        return self._pose(params, samples)
+
+    def _plan(self, samples: _Samples, heads: list[np.ndarray], forward: np.ndarray):
+        """Per sample how far both feet are down (N,) and the planned roll and yaw (N,) of the double supports."""
+        share = np.minimum(*self.down_share)
+        full = share > 1.0 - 1e-9
+        roll, yaw = np.zeros(len(share)), np.zeros(len(share))
+        spans = _runs(full)
+        if not spans:
+            return share, roll, yaw
+        mids = np.array([(a + b - 1) // 2 for a, b in spans])
+        grid, yaws, stands = self._family(samples, heads, mids, forward)
+        for (a, b), yaw_k, ok in zip(spans, yaws, stands):
+            lo, hi = grid[ok].min(initial=0.0), grid[ok].max(initial=0.0)
+            ends = [lean * LEAN_SHARE * (hi if lean > 0 else -lo) for lean in
+                    (self._standing_before(a), self._standing_after(b))]
+            u = (np.arange(a, b) - a + 0.5) / (b - a)
+            blend = (1.0 - np.cos(np.pi * u)) / 2.0
+            roll[a:b] = (1.0 - blend) * ends[0] + blend * ends[1]
+            yaw[a:b] = np.interp(roll[a:b], grid[ok], yaw_k[ok]) if ok.any() else 0.0
+            # the ramps on either side hold the double support's first and last roll
+            ramp_in = slice(max(0, a - _ramp_samples(self.period_s)), a)
+            ramp_out = slice(b, min(len(share), b + _ramp_samples(self.period_s)))
+            roll[ramp_in], roll[ramp_out] = roll[a], roll[b - 1]
+        # on one foot the yaw goes from one double support's last to the next one's first (it is free there)
+        inside = np.flatnonzero(full)
+        yaw = PchipInterpolator(inside, yaw[inside], extrapolate=False)(np.arange(len(share)))
+        yaw = np.where(np.isnan(yaw), np.interp(np.arange(len(share)), inside, yaw[inside]), yaw)
+        return share, roll, yaw
+
+    def _family(self, samples: _Samples, heads: list[np.ndarray], mids: np.ndarray, forward: np.ndarray):
+        """The roll-yaw family of the double supports at samples mids: the rolls tried (R,), per
+        double support the yaw at each (D, R) and whether both feet stand there (D, R). The yaw's
+        branch is the one toward the leading foot (its hip forward), else the other where that one
+        rolls less far."""
+        grid = np.linspace(-MAX_ROLL_RAD, MAX_ROLL_RAD, FAMILY_ROLLS)
+        rows = np.repeat(mids, len(grid))
+        part = samples.take(rows)
+        part.command = np.zeros(len(rows))
+        part.roll_w, part.roll_to = np.full(len(rows), 10.0), np.tile(grid, len(mids))
+        part.yaw_w, part.yaw_to = np.full(len(rows), YAW_PRIOR), np.zeros(len(rows))
+        ahead = np.einsum("fi,fi->f", part.goals[1][:, :3, 3] - part.goals[0][:, :3, 3], forward[rows])
+        lead = np.where(np.abs(ahead) > 0.02, np.sign(ahead) * self.lean[1], 1.0)  # the leading foot's hip forward
+        found = []
+        for side in (lead, -lead):
+            start = np.column_stack([np.zeros(len(rows)), part.roll_to, side * BRANCH_START_RAD])
+            params, hip_heads = self._fit(start, np.ones(3, bool), part, [h[rows] for h in heads])
+            res, _ = self._residual(params, part, hip_heads)
+            ok = (np.abs(res[:, 1:3]) < HIP_WEIGHT * STAND_M).all(axis=1) & (np.abs(params[:, 1] - part.roll_to) < 1e-3)
+            found.append((params[:, 2].reshape(len(mids), -1), ok.reshape(len(mids), -1)))
+        first, second = found
+        take = second[1].sum(axis=1) > first[1].sum(axis=1)
+        return grid, np.where(take[:, None], second[0], first[0]), np.where(take[:, None], second[1], first[1])
+
+    def _standing_before(self, a: int) -> float:
+        """The lean over the foot that stood alone before sample a (0 at the clip's start)."""
+        for i in range(a - 1, -1, -1):
+            alone = [k for k, share in enumerate(self.down_share) if share[i] > 0.5]
+            if len(alone) == 1:
+                return float(self.lean[alone[0]])
+        return 0.0
+
+    def _standing_after(self, b: int) -> float:
+        for i in range(b, len(self.down_share[0])):
+            alone = [k for k, share in enumerate(self.down_share) if share[i] > 0.5]
+            if len(alone) == 1:
+                return float(self.lean[alone[0]])
+        return 0.0
+
+    def _fit(self, params: np.ndarray, free: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
+        """Damped Gauss-Newton per sample on the free ones of (across, roll, yaw): (params, head angles)."""
+        res, heads = self._residual(params, samples, heads)
+        cost = (res ** 2).sum(axis=1)
+        damping = np.full(len(params), 1e-4)
+        cols = np.flatnonzero(free)
+        for _ in range(GN_ITERATIONS):
+            jac = np.empty(res.shape + (len(cols),))
+            for j, k in enumerate(cols):
+                trial = params.copy()
+                trial[:, k] += STEP_RAD
+                jac[..., j] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
+            normal = np.einsum("fri,frj->fij", jac, jac)
+            normal += (damping[:, None] * (np.einsum("fii->fi", normal) + 1e-6))[:, :, None] * np.eye(len(cols))
+            step = np.zeros_like(params)
+            step[:, cols] = -np.linalg.solve(normal, np.einsum("fri,fr->fi", jac, res)[..., None])[..., 0]
+            step = np.clip(step, -MAX_STEP, MAX_STEP)
+            trial = _bounded(params + step)
+            trial_res, trial_heads = self._residual(trial, samples, heads)
+            trial_cost = (trial_res ** 2).sum(axis=1)
+            better = trial_cost < cost
+            params[better], res[better], cost[better] = trial[better], trial_res[better], trial_cost[better]
+            heads = [np.where(better[:, None], t, h) for t, h in zip(trial_heads, heads)]
+            damping = np.where(better, damping * 0.3, damping * 10.0)
+            if np.abs(step[better]).max(initial=0.0) < 1e-7:
+                break
+        return params, heads
+
+    def _pose(self, params: np.ndarray, samples: _Samples) -> tuple[np.ndarray, np.ndarray]:
+        roll = axis_angle_to_matrix(np.array([1.0, 0.0, 0.0]), params[:, 1])
+        yaw = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), params[:, 2])
+        rot = yaw @ samples.base_rot @ roll
+        pos = np.column_stack([samples.xy, samples.height]) + params[:, :1] * samples.across
+        return rot, pos
+
+    def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
+        rot, pos = self._pose(params, samples)
+        base = pose_matrices(rot, pos)
+        res = [samples.command * np.einsum("fi,fi->f", pos + rot @ self.lever - samples.upright, samples.across)]
+        out_heads = []
+        for planar, head, goal, weight in zip(self.legs, heads, samples.goals, samples.hips):
+            miss, head = planar.plane_miss(base, goal, head)
+            res.append(weight * miss)
+            out_heads.append(head)
+        res.append(samples.yaw_w * (params[:, 2] - samples.yaw_to))
+        res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
+        return np.column_stack(res), out_heads
+
+
+def _ramp_samples(period_s: float) -> int:
+    return max(1, int(round(RAMP_S / period_s)))
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    edges = np.flatnonzero(np.diff(np.r_[0, flags.astype(int), 0]))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+MAX_STEP = np.array([0.02, 0.1, 0.1])  # one iteration moves the waist at most this far across (m), in roll, in yaw
+MAX_YAW_RAD = 0.33  # the hip's twist follows the foot within 20 degrees (core.balance.legs)
+
+
+def _bounded(params: np.ndarray) -> np.ndarray:
+    out = params.copy()
+    out[:, 1] = np.clip(out[:, 1], -MAX_ROLL_RAD, MAX_ROLL_RAD)
+    out[:, 2] = np.clip(out[:, 2], -MAX_YAW_RAD, MAX_YAW_RAD)
+    return out
+
+
+def _upper_lever(tree: KinematicTree, legs: list[PlanarLeg], model: MassModel, rest: np.ndarray) -> np.ndarray:
+    """The CoM of the links no leg joint moves, in the waist's frame, at the median posture."""
+    moved = {link for p in legs for link in p.leg.links}
+    keep = np.array([int(k) not in moved for k in model.links])
+    upper = model.subset(keep)
+    q = np.median(rest, axis=0)[None]
+    poses = tree.forward(q, pose_matrices(np.eye(3)[None], np.zeros((1, 3))))[0, upper.links]
+    com = np.einsum("kij,kj->ki", poses[:, :3, :3], upper.com_local) + poses[:, :3, 3]
+    return np.einsum("k,ki->i", upper.mass, com) / upper.total
