@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
-from scipy.ndimage import gaussian_filter1d
 
 from ..model.kinematics import REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
@@ -33,10 +32,7 @@ GN_ITERATIONS = 12
 HEAD_ITERATIONS = 6
 STEP_RAD = 1e-5  # finite-difference step of the waist's roll and yaw (and metres across)
 MAX_ROLL_RAD = 0.4
-ROLL_PLAN_WEIGHT = 0.5  # in double support a radian of roll off its plan weighs like 50 cm of lever
-YAW_PLAN_WEIGHT = 0.2
 RAMP_S = 0.1
-SMOOTH_S = 0.02  # the waist's roll and yaw are smoothed over about this long (a Gaussian's sigma)
 FAMILY_ROLLS = 33
 STAND_M = 0.001  # a hip this near its foot's plane stands
 LEAN_SHARE = 0.9  # of the family's roll a double support starts and ends at
@@ -113,7 +109,11 @@ class _Samples:
     roll_w: np.ndarray  # (F,) weight of the roll's miss from roll_to
     roll_to: np.ndarray
     yaw_w: np.ndarray
-    yaw_to: np.ndarray
+    yaw_to: np.ndarray  # also the yaw on one foot, where the family's curve does not set it
+    curve: np.ndarray  # (F,) int: the double support whose roll-yaw curve sets the yaw (-1: none)
+    slave: np.ndarray  # (F,) how far that curve sets it (both feet's down share)
+    roll_lo: np.ndarray  # (F,) the roll's range
+    roll_hi: np.ndarray
 
     def take(self, rows: np.ndarray) -> "_Samples":
         return _Samples(*[[a[rows] for a in v] if isinstance(v, list) else v[rows] for v in vars(self).values()])
@@ -134,7 +134,8 @@ class SagittalWaist:
         self.down_share = [down_share[p.leg.foot] for p in legs]  # per leg (N,): 1 on the ground, 0 in the air
         self.lean = [-p.left for p in legs]  # the roll's sign leaning the upper body over each foot
         self.params: np.ndarray | None = None  # the last placement's (across, roll, yaw): the next starts there
-        self.planned: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (both, roll, yaw) per sample
+        self.planned: tuple | None = None  # per sample (slave, yaw_to, curve, roll_lo, roll_hi): _plan
+        self.table = np.zeros((1, FAMILY_ROLLS))  # per double support the yaw at each of the family's rolls
 
     def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
               goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -148,51 +149,47 @@ class SagittalWaist:
         upright = np.column_stack([xy, height]) + base_rot @ self.lever
         zero = np.zeros(len(xy))
         samples = _Samples(xy, height, base_rot, across, upright, [goals[p.leg.foot] for p in self.legs],
-                           [HIP_WEIGHT * share for share in self.down_share], zero + 1.0, zero, zero, zero, zero)
+                           [HIP_WEIGHT * share for share in self.down_share], zero + 1.0, zero, zero, zero, zero,
+                           np.full(len(xy), -1), zero, zero - MAX_ROLL_RAD, zero + MAX_ROLL_RAD)
         heads = [q[:, p.head_columns].copy() for p in self.legs]
         if self.planned is None or len(self.planned[0]) != len(xy):
             self.planned = self._plan(samples, heads, forward)
-        both, roll, yaw = self.planned
-        samples.command = 1.0 - both
-        samples.roll_w, samples.roll_to = ROLL_PLAN_WEIGHT * both, roll
-        samples.yaw_w, samples.yaw_to = np.full(len(xy), YAW_PLAN_WEIGHT), yaw
+        samples.slave, samples.yaw_to, samples.curve, samples.roll_lo, samples.roll_hi = self.planned
         if self.params is None or len(self.params) != len(xy):
-            self.params = np.column_stack([zero, roll, yaw])
-        params, _ = self._fit(self.params.copy(), np.ones(3, bool), samples, heads)
-        # samples solved apart may settle in different basins where the objectives hand over (a foot's
-        # weight ramping in or out): the waist's path smoothed, then its place across solved again
-        params[:, 1:] = gaussian_filter1d(params[:, 1:], SMOOTH_S / self.period_s, axis=0, mode="nearest")
-        params, _ = self._fit(params, np.array([True, False, False]), samples, heads)
+            self.params = np.column_stack([zero, np.clip(zero, samples.roll_lo, samples.roll_hi), zero])
+        params, _ = self._fit(self.params.copy(), np.array([True, True, False]), samples, heads)
         self.params = params
         return self._pose(params, samples)
 
     def _plan(self, samples: _Samples, heads: list[np.ndarray], forward: np.ndarray):
-        """Per sample how far both feet are down (N,) and the planned roll and yaw (N,) of the double supports."""
+        """Per sample: how far both feet are down, the yaw on one foot (from one double support's
+        last to the next one's first), the double support whose curve sets the yaw, the roll's range."""
+        n = len(samples.xy)
         share = np.minimum(*self.down_share)
         full = share > 1.0 - 1e-9
-        roll, yaw = np.zeros(len(share)), np.zeros(len(share))
+        yaw, curve = np.zeros(n), np.full(n, -1)
+        lo, hi = np.full(n, -MAX_ROLL_RAD), np.full(n, MAX_ROLL_RAD)
         spans = _runs(full)
         if not spans:
-            return share, roll, yaw
+            self.table = np.zeros((1, FAMILY_ROLLS))
+            return share, yaw, curve, lo, hi
         mids = np.array([(a + b - 1) // 2 for a, b in spans])
         grid, yaws, stands = self._family(samples, heads, mids, forward)
-        for (a, b), yaw_k, ok in zip(spans, yaws, stands):
-            lo, hi = grid[ok].min(initial=0.0), grid[ok].max(initial=0.0)
-            ends = [lean * LEAN_SHARE * (hi if lean > 0 else -lo) for lean in
+        self.table = np.array([np.interp(grid, grid[ok], y[ok]) if ok.any() else np.zeros(len(grid))
+                               for y, ok in zip(yaws, stands)])
+        ramp = _ramp_samples(self.period_s)
+        for k, ((a, b), ok) in enumerate(zip(spans, stands)):
+            low, high = (grid[ok].min(), grid[ok].max()) if ok.any() else (0.0, 0.0)
+            ends = [lean * LEAN_SHARE * (high if lean > 0 else -low) for lean in
                     (self._standing_before(a), self._standing_after(b))]
-            u = (np.arange(a, b) - a + 0.5) / (b - a)
-            blend = (1.0 - np.cos(np.pi * u)) / 2.0
-            roll[a:b] = (1.0 - blend) * ends[0] + blend * ends[1]
-            yaw[a:b] = np.interp(roll[a:b], grid[ok], yaw_k[ok]) if ok.any() else 0.0
-            # the ramps on either side hold the double support's first and last roll
-            ramp_in = slice(max(0, a - _ramp_samples(self.period_s)), a)
-            ramp_out = slice(b, min(len(share), b + _ramp_samples(self.period_s)))
-            roll[ramp_in], roll[ramp_out] = roll[a], roll[b - 1]
-        # on one foot the yaw goes from one double support's last to the next one's first (it is free there)
-        inside = np.flatnonzero(full)
-        yaw = PchipInterpolator(inside, yaw[inside], extrapolate=False)(np.arange(len(share)))
-        yaw = np.where(np.isnan(yaw), np.interp(np.arange(len(share)), inside, yaw[inside]), yaw)
-        return share, roll, yaw
+            yaw[a], yaw[b - 1] = np.interp(ends, grid, self.table[k])
+            near = slice(max(0, a - ramp), min(n, b + ramp))
+            curve[near] = k
+            lo[a:b], hi[a:b] = low, high
+        inside = np.flatnonzero(full & ((np.r_[True, ~full[:-1]]) | (np.r_[~full[1:], True])))  # each one's ends
+        yaw = PchipInterpolator(inside, yaw[inside], extrapolate=False)(np.arange(n)) if len(inside) > 1 else yaw
+        yaw = np.where(np.isnan(yaw), np.interp(np.arange(n), inside, yaw[inside]), yaw)
+        return np.where(curve >= 0, share, 0.0), yaw, curve, lo, hi
 
     def _family(self, samples: _Samples, heads: list[np.ndarray], mids: np.ndarray, forward: np.ndarray):
         """The roll-yaw family of the double supports at samples mids: the rolls tried (R,), per
@@ -202,7 +199,7 @@ class SagittalWaist:
         grid = np.linspace(-MAX_ROLL_RAD, MAX_ROLL_RAD, FAMILY_ROLLS)
         rows = np.repeat(mids, len(grid))
         part = samples.take(rows)
-        part.command = np.zeros(len(rows))
+        part.command, part.slave = np.zeros(len(rows)), np.zeros(len(rows))
         part.roll_w, part.roll_to = np.full(len(rows), 10.0), np.tile(grid, len(mids))
         part.yaw_w, part.yaw_to = np.full(len(rows), YAW_PRIOR), np.zeros(len(rows))
         ahead = np.einsum("fi,fi->f", part.goals[1][:, :3, 3] - part.goals[0][:, :3, 3], forward[rows])
@@ -251,6 +248,7 @@ class SagittalWaist:
             step[:, cols] = -np.linalg.solve(normal, np.einsum("fri,fr->fi", jac, res)[..., None])[..., 0]
             step = np.clip(step, -MAX_STEP, MAX_STEP)
             trial = _bounded(params + step)
+            trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
             trial_res, trial_heads = self._residual(trial, samples, heads)
             trial_cost = (trial_res ** 2).sum(axis=1)
             better = trial_cost < cost
@@ -263,10 +261,22 @@ class SagittalWaist:
 
     def _pose(self, params: np.ndarray, samples: _Samples) -> tuple[np.ndarray, np.ndarray]:
         roll = axis_angle_to_matrix(np.array([1.0, 0.0, 0.0]), params[:, 1])
-        yaw = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), params[:, 2])
+        yaw = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), self._yaw(params, samples))
         rot = yaw @ samples.base_rot @ roll
         pos = np.column_stack([samples.xy, samples.height]) + params[:, :1] * samples.across
         return rot, pos
+
+    def _yaw(self, params: np.ndarray, samples: _Samples) -> np.ndarray:
+        """The waist's yaw: where samples.slave > 0 the double support's curve at the roll, blended with
+        yaw_to; elsewhere params' own (free) yaw."""
+        if not samples.slave.any():
+            return params[:, 2]
+        spot = np.clip((params[:, 1] + MAX_ROLL_RAD) / (2 * MAX_ROLL_RAD) * (FAMILY_ROLLS - 1), 0, FAMILY_ROLLS - 1 - 1e-9)
+        cell = spot.astype(int)
+        frac = spot - cell
+        row = np.maximum(samples.curve, 0)
+        on_curve = self.table[row, cell] * (1.0 - frac) + self.table[row, cell + 1] * frac
+        return samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
 
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
         rot, pos = self._pose(params, samples)
@@ -277,7 +287,7 @@ class SagittalWaist:
             miss, head = planar.plane_miss(base, goal, head)
             res.append(weight * miss)
             out_heads.append(head)
-        res.append(samples.yaw_w * (params[:, 2] - samples.yaw_to))
+        res.append(samples.yaw_w * (self._yaw(params, samples) - samples.yaw_to))
         res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
         return np.column_stack(res), out_heads
 
