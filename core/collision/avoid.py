@@ -180,16 +180,15 @@ class SeparationTerm:
         fallback = np.where(np.linalg.norm(mid, axis=-1, keepdims=True) > 1e-9, mid, [0.0, 0.0, 1.0])
         normal = np.where(np.linalg.norm(gap, axis=-1, keepdims=True) > 1e-9, gap, fallback)
         normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
-        for k, v in enumerate(self.variables):
-            pose = poses[int(v)][f]
-            axis = pose[:, :3, :3] @ self.tree.axes[v]  # (K, 3)
-            if self._prismatic[k]:
-                rate_a = rate_b = np.einsum("ki,ki->k", axis, normal)
-            else:
-                joint = pose[:, :3, 3]
-                rate_a = np.einsum("ki,ki->k", np.cross(axis, ca - joint), normal)
-                rate_b = np.einsum("ki,ki->k", np.cross(axis, cb - joint), normal)
-            grad[:, k] = self._scale[k] * (rate_a * self.moves[k, p, 0] - rate_b * self.moves[k, p, 1])
+        # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
+        axis = np.stack([poses[int(v)][:, :3, :3] @ self.tree.axes[v] for v in self.variables], axis=1)  # (F, V, 3)
+        joint = np.stack([poses[int(v)][:, :3, 3] for v in self.variables], axis=1)
+        moment = np.where(self._prismatic[:, None], axis, np.cross(joint, axis))[f]  # (K, V, 3); a slide: a.n
+        axis = np.where(self._prismatic[:, None], 0.0, axis)[f]
+        along = np.einsum("kvi,ki->kv", moment, normal)
+        rate_a = np.einsum("kvi,ki->kv", axis, np.cross(ca, normal)) + along
+        rate_b = np.einsum("kvi,ki->kv", axis, np.cross(cb, normal)) + along
+        grad[:] = self._scale * (rate_a * self.moves[:, p, 0].T - rate_b * self.moves[:, p, 1].T)
         return f, p, dist[f, p], grad
 
     def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
