@@ -52,7 +52,8 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     so a hand turns away where that costs less than moving the arm.
 
     separation: the rows keeping bodies apart over all their joints (core.collision.avoid.SeparationTerm:
-    margin, root, distance(q, root, within), near(q, frames), gradient(q, root, within)).
+    margin, root, distance(q, root, within), near(q, frames), gradient(q, root, within, still),
+    still_poses(q, root)).
     max_step: (V,) per frame, the chains' columns one after the other.
     """
     if separation is None:
@@ -211,6 +212,7 @@ class _Corrections:
         self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
         self.metric, self.lower, self.upper, self.steps = metric, lower, upper, steps
         self.inverse = spd_inverse(metric)  # once, for every step
+        self.still = separation.still_poses(q[rows], separation.root[rows])  # links no step moves: once
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
@@ -225,7 +227,8 @@ class _Corrections:
         """One correction of the `live` rows (toward (L, V): the change wished for besides, all of
         them moved; else only those inside); the rows that were inside."""
         separation, margin, frames = self.separation, self.separation.margin, self.rows[live]
-        f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M)
+        still = {link: pose[live] for link, pose in self.still.items()}
+        f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M, still)
         inside = np.zeros(len(live), dtype=bool)
         inside[f[dist < margin - TOLERANCE_M]] = True
         moved = np.ones(len(live), dtype=bool) if toward is not None else inside

@@ -96,16 +96,16 @@ class SeparationTerm:
         self._capsule_row = np.array([row.get(int(link), 0) for link in model.capsule_link], dtype=int)
         self._used, local = np.unique(self.capsules, return_inverse=True)  # the capsules read, and where
         self._local = local.reshape(self.capsules.shape)
-        self._middle = model.ends[self._used].mean(axis=1)  # (U, 3) in their links' frames
 
-    def _near(self, q: np.ndarray, root: np.ndarray, within: float):
+    def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
         capsules) and the entries (f, p) whose capsules' spheres come within `within`, with their
-        exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3)."""
-        poses = self.tree.poses(q, root, self._links)
+        exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
+        still: poses (F, 4, 4) of links the term's joints do not move, on these frames (still_poses)."""
+        poses = self.tree.poses(q, root, self._links, still)
         rot = np.stack([poses[link][:, :3, :3] for link in self._links], axis=1)  # (F, L, 3, 3)
         pos = np.stack([poses[link][:, :3, 3] for link in self._links], axis=1)
-        centre = np.einsum("fbij,bj->fbi", rot[:, self._body_row], self._centre) + pos[:, self._body_row]
+        centre = _in_world(rot, pos, self._body_row, self._centre[:, None])[:, :, 0]  # (F, B, 3)
         a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
         apart = np.linalg.norm(centre[:, a] - centre[:, b], axis=-1) - self._radius[a] - self._radius[b]  # (F, P)
         dist = apart[:, self._owner]
@@ -115,24 +115,36 @@ class SeparationTerm:
         entry = np.repeat(np.arange(len(f)), counts)
         p = self._grouped[self._starts[pair][entry] + np.arange(counts.sum()) - begin[entry]]
         f = f[entry]
-        # capsules' bounding spheres: their middles once per frame, then per entry a subtraction
+        # the capsules' ends in the world once per frame (F, U, 2, 3), their middles bounding spheres' centres
         used = self._capsule_row[self._used]
-        middle = np.einsum("fuij,uj->fui", rot[:, used], self._middle) + pos[:, used]  # (F, U, 3)
+        ends = _in_world(rot, pos, used, self.model.ends[self._used])
+        middle = 0.5 * (ends[:, :, 0] + ends[:, :, 1])
         a, b = self._local[p, 0], self._local[p, 1]
         gap = middle[f, a] - middle[f, b]
         dist[f, p] = np.linalg.norm(gap, axis=-1) - self._half[self.capsules[p, 0]] - self._half[self.capsules[p, 1]]
         keep = dist[f, p] < within
-        f, p, gap = f[keep], p[keep], gap[keep]
-        ends = []
-        for side in (0, 1):
-            cap = self.capsules[p, side]
-            link = self._capsule_row[cap]
-            ends.append(np.einsum("kij,kej->kei", rot[f, link], self.model.ends[cap]) + pos[f, link][:, None])
+        f, p, gap, a, b = f[keep], p[keep], gap[keep], a[keep], b[keep]
         radius = self.model.radius
-        exact, ca, cb = capsule_distance(ends[0][:, 0], ends[0][:, 1], radius[self.capsules[p, 0]],
-                                         ends[1][:, 0], ends[1][:, 1], radius[self.capsules[p, 1]])
+        first, second = ends[f, a], ends[f, b]  # (K, 2, 3)
+        exact, ca, cb = capsule_distance(first[:, 0], first[:, 1], radius[self.capsules[p, 0]],
+                                         second[:, 0], second[:, 1], radius[self.capsules[p, 1]])
         dist[f, p] = exact
         return poses, dist, (f, p, ca, cb, gap)
+
+    def still_poses(self, q: np.ndarray, root: np.ndarray) -> dict:
+        """Poses {link: (F, 4, 4)} of the links the term reads (and their ancestors) that its joints
+        do not move, for q (F, n) and root (F, 4, 4): the same on every step of a correction."""
+        variables = {int(v) for v in self.variables}
+        still = set()
+        for link in self._links:
+            path = _ancestors(self.tree, link)
+            if not variables & set(path):
+                still.update(path)
+            else:  # the links above the highest joint that moves it
+                top = max(k for k, up in enumerate(path) if up in variables)
+                still.update(path[top + 1:])
+        still.discard(0)
+        return self.tree.poses(q, root, sorted(still)) if still else {}
 
     def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None) -> np.ndarray:
         """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default
@@ -152,11 +164,12 @@ class SeparationTerm:
         keep = dist.min(axis=0) < self.margin + reach
         return SeparationTerm(self.separation, self.variables, self.capsules[keep], self._all_moves, self.root)
 
-    def gradient(self, q: np.ndarray, root: np.ndarray, within: float):
+    def gradient(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
         """The frame-pair entries closer than `within`: frames (K,), pairs (K,), signed distances
         (K,) and their gradient (K, V) over the term's joints (the unit vector between the closest
-        points, carried through each joint's motion). Sparse: most pairs of most frames are far."""
-        poses, dist, (f, p, ca, cb, mid) = self._near(q, root, within)
+        points, carried through each joint's motion). Sparse: most pairs of most frames are far.
+        still: these frames' poses of the links the joints do not move (still_poses)."""
+        poses, dist, (f, p, ca, cb, mid) = self._near(q, root, within, still)
         inside = dist[f, p] < within
         f, p, ca, cb, mid = f[inside], p[inside], ca[inside], cb[inside], mid[inside]
         grad = np.zeros((len(f), len(self.variables)))
@@ -167,16 +180,15 @@ class SeparationTerm:
         fallback = np.where(np.linalg.norm(mid, axis=-1, keepdims=True) > 1e-9, mid, [0.0, 0.0, 1.0])
         normal = np.where(np.linalg.norm(gap, axis=-1, keepdims=True) > 1e-9, gap, fallback)
         normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
-        for k, v in enumerate(self.variables):
-            pose = poses[int(v)][f]
-            axis = pose[:, :3, :3] @ self.tree.axes[v]  # (K, 3)
-            if self._prismatic[k]:
-                rate_a = rate_b = np.einsum("ki,ki->k", axis, normal)
-            else:
-                joint = pose[:, :3, 3]
-                rate_a = np.einsum("ki,ki->k", np.cross(axis, ca - joint), normal)
-                rate_b = np.einsum("ki,ki->k", np.cross(axis, cb - joint), normal)
-            grad[:, k] = self._scale[k] * (rate_a * self.moves[k, p, 0] - rate_b * self.moves[k, p, 1])
+        # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
+        axis = np.stack([poses[int(v)][:, :3, :3] @ self.tree.axes[v] for v in self.variables], axis=1)  # (F, V, 3)
+        joint = np.stack([poses[int(v)][:, :3, 3] for v in self.variables], axis=1)
+        moment = np.where(self._prismatic[:, None], axis, np.cross(joint, axis))[f]  # (K, V, 3); a slide: a.n
+        axis = np.where(self._prismatic[:, None], 0.0, axis)[f]
+        along = np.einsum("kvi,ki->kv", moment, normal)
+        rate_a = np.einsum("kvi,ki->kv", axis, np.cross(ca, normal)) + along
+        rate_b = np.einsum("kvi,ki->kv", axis, np.cross(cb, normal)) + along
+        grad[:] = self._scale * (rate_a * self.moves[:, p, 0].T - rate_b * self.moves[:, p, 1].T)
         return f, p, dist[f, p], grad
 
     def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -187,6 +199,16 @@ class SeparationTerm:
         jac = np.zeros(res.shape + (len(self.variables),))
         res[f, p], jac[f, p] = self.weight * (self.margin - dist), -self.weight * grad
         return res, jac
+
+
+def _in_world(rot: np.ndarray, pos: np.ndarray, rows: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """(F, U, E, 3): points (U, E, 3), each set in the frame of link row rows[u] of rotations
+    (F, L, 3, 3) and positions (F, L, 3), in the world. One product per set over all frames
+    (U matrices of 3F rows): a batch of F x U 3x3 products costs ten times more."""
+    frames, count = len(rot), len(rows)
+    stacked = rot[:, rows].transpose(1, 0, 2, 3).reshape(count, 3 * frames, 3)
+    turned = (stacked @ points.transpose(0, 2, 1)).reshape(count, frames, 3, -1).transpose(1, 0, 3, 2)
+    return turned + pos[:, rows, None]
 
 
 def _ancestors(tree: KinematicTree, link: int) -> list[int]:

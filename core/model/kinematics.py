@@ -132,15 +132,17 @@ class KinematicTree:
             out[:, i] = out[:, self.parent[i]] @ local
         return out
 
-    def poses(self, q, root, links) -> dict[int, np.ndarray]:
-        """World transforms {link: (F, 4, 4)} of `links`, evaluating only them and their ancestors."""
+    def poses(self, q, root, links, known: dict | None = None) -> dict[int, np.ndarray]:
+        """World transforms {link: (F, 4, 4)} of `links`, evaluating only them and their ancestors;
+        known: transforms already computed for these q and root (taken as they are)."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
+        known = known or {}
         needed = set()
         for link in links:
-            while link >= 0 and link not in needed:
+            while link >= 0 and link not in needed and link not in known:
                 needed.add(int(link))
                 link = int(self.parent[link])
-        out = {0: np.broadcast_to(np.eye(4) if root is None else root, (q.shape[0], 4, 4))}
+        out = {0: np.broadcast_to(np.eye(4) if root is None else root, (q.shape[0], 4, 4)), **known}
         for i in sorted(needed - {0}):  # parents come before children
             local = self.origins[i]
             if self.kind[i] != FIXED:

@@ -314,3 +314,33 @@ def test_room_made_is_ramped_within_the_joint_speed_and_never_less_than_asked():
     assert np.all(np.abs(np.diff(out, axis=0)) <= 0.1 + 1e-12)
     # at top speed the lead can only be built before, and lost after: from the start, to the end
     np.testing.assert_allclose(out[[0, 40, 79], 0], shape[[0, 40, 79], 0] + [0.3, 0.0, -0.2], atol=1e-12)
+
+
+def test_separation_gradient_matches_finite_differences_with_and_without_still_poses(g1):
+    """G1 left arm and hand in random postures within their limits: the analytic distance gradient
+    over the arm's joints (one product per joint, all close pairs at once) is the central difference
+    of the exact capsule distances, and posing the links the arm does not move once (still_poses)
+    changes nothing."""
+    from core.collision.avoid import Separation
+
+    tree, pairs = g1, collision_pairs(g1)
+    arm = [tree.link_index(name) for name in tree.link_names
+           if name.startswith("left_") and any(part in name for part in ("shoulder", "elbow", "wrist"))]
+    term = Separation(tree, pairs).term(arm, np.tile(np.eye(4), (40, 1, 1)))
+    rng = np.random.default_rng(3)
+    q = rng.uniform(np.maximum(tree.lower, -1.5), np.minimum(tree.upper, 1.5), size=(40, tree.dof))
+    root = term.root
+    f, p, dist, grad = term.gradient(q, root, 0.3)
+    f2, p2, dist2, grad2 = term.gradient(q, root, 0.3, term.still_poses(q, root))
+    assert len(f) > 100 and np.array_equal(f, f2) and np.array_equal(p, p2)
+    np.testing.assert_allclose(grad2, grad, atol=1e-12)
+    np.testing.assert_allclose(dist2, dist, atol=1e-12)
+    clear = dist > -0.005  # crossing axes push along the middles' line instead: no derivative there
+    step = 1e-6
+    for k, link in enumerate(term.variables):
+        col = tree.qindex[link]
+        ahead, back = q.copy(), q.copy()
+        ahead[:, col] += step
+        back[:, col] -= step
+        rate = (term.distance(ahead, root, 0.5)[f, p] - term.distance(back, root, 0.5)[f, p]) / (2 * step)
+        np.testing.assert_allclose(grad[clear, k], rate[clear], atol=1e-4)
