@@ -90,12 +90,31 @@ class Corrector:
             self.root_rot, root_pos = self.family.place(xy, self.height, self.base_rot, q, self.goals)
         else:
             root_pos = np.column_stack([xy, self.height])
-        root = pose_matrices(self.root_rot, root_pos)
+        return self._legs(q, pose_matrices(self.root_rot, root_pos), quick), root_pos
+
+    def _legs(self, q: np.ndarray, root: np.ndarray, quick: bool = False) -> np.ndarray:
+        """The legs solved under the waist at root (N, 4, 4); a swing foot out of reach aims at the
+        nearest point it can reach."""
         air = {foot: ~down for foot, down in self.down.items()}
         goals = within_reach(self.tree, self.legs, self.full_reach, q, root, self.goals, air)
         q, _ = solve_legs(self.tree, self.legs, q, root, goals, self.rest, self.air_share, quick=quick,
                           period_s=self.period)
-        return q, root_pos
+        return q
+
+    def lateral_range(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For legs without an ankle roll: the direction across the waist's heading (N, 2), how far
+        along it the whole-body CoM reaches each way (lo, hi (N,), metres) with the feet that are down
+        standing, the waist over xy (N, 2) rolled to each end of its range (core.balance.sagittal),
+        and the CoM's height between those ends (N,)."""
+        ends = []
+        for side in (-1.0, 1.0):
+            rot, pos = self.family.leaning(xy, self.height, self.base_rot, q, self.goals, side)
+            root = pose_matrices(rot, pos)
+            ends.append(centre_of_mass(self.tree, self._legs(q, root), root, self.model))
+        forward = self.base_rot[:, :2, 0] / np.linalg.norm(self.base_rot[:, :2, 0], axis=1, keepdims=True)
+        across = np.column_stack([-forward[:, 1], forward[:, 0]])
+        reach = np.array([np.einsum("fi,fi->f", across, end[:, :2]) for end in ends])
+        return across, reach.min(axis=0), reach.max(axis=0), (ends[0][:, 2] + ends[1][:, 2]) / 2.0
 
     def standing(self, q: np.ndarray, root: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """True where every foot that is down is where its goal is (position and level), for
@@ -215,18 +234,20 @@ def _ease(s: np.ndarray) -> np.ndarray:
 
 
 def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height: float, target: np.ndarray,
-            plan: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> Balanced:
+            plan: Callable[[np.ndarray, np.ndarray], bool] | None = None,
+            path: tuple[np.ndarray, np.ndarray] | None = None) -> Balanced:
     """The waist path whose multibody ZMP follows target (N, 2).
 
     First the cart-table CoM path at com_height, the waist `offset` (N, 2) from it; with that
     path the plan is made to stand: the waist's height fitted, and plan(q, root poses) may move
     the feet's goals in place (returning whether it did), up to PLAN_ROUNDS times. Then each
     multibody pass feeds the ZMP's error through the preview controller and moves the waist by
-    the CoM correction it gives (Kajita et al. 2003)."""
+    the CoM correction it gives (Kajita et al. 2003). path: (CoM, cart-table ZMP) (N, 2) planned
+    elsewhere (core.balance.lateral), taken instead of the preview controller's."""
     settings = corrector.settings
     preview = PreviewSettings(corrector.period, com_height, settings.q, settings.r, settings.preview_s)
     gains = PreviewGains.build(preview)
-    com_path, cart_zmp = follow_zmp(target, preview, gains)
+    com_path, cart_zmp = follow_zmp(target, preview, gains) if path is None else path
     xy = com_path + offset
     changed = 0.0
     q, root_pos, xy, changed = corrector.track(q, xy, com_path, fit=True)

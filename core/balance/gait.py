@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 from scipy.interpolate import CubicSpline
+from scipy.ndimage import gaussian_filter1d
 
 from ..chains.mapping import Mapping
 from ..feet.contacts import Contacts, flags_to_intervals
@@ -25,12 +26,13 @@ from ..motion.source import SourceMotion
 from ..retarget import RetargetResult, retarget
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
-from .inertia import BalanceError, MassModel, centre_of_mass, ground_push, link_motion
+from .inertia import GRAVITY, BalanceError, MassModel, centre_of_mass, ground_push, link_motion
+from .lateral import band_constraints, plan_path, support_constraints, zmp_operator
 from .legs import pose_errors
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
-from .support import CONTACT_M, support_margins
+from .support import CONTACT_M, support_margins, support_polygon
 from .waist import keep_tilt
 
 Progress = Callable[[float, str], None]
@@ -40,6 +42,9 @@ MIN_PUSH = 0.5  # share of the robot's weight the ground must carry at least, at
 MAX_THROW_M = 0.04  # a swing that throws the multibody ZMP further from its target is calmed
 SLIDE_WARNING_M = 0.001  # a stance foot moving more than this (the issue's "0") is said in the warnings
 TAME_SHARE = 0.4  # how much of a too-fast swing's style one round takes back
+SUPPORT_SHRINK_M = 0.012  # a planned ZMP stays this far inside the support (issue 12 asks 10 mm)
+CARRY_SAFETY = 0.1  # share of the roll's lateral reach left unused at each end
+COM_HEIGHT_SMOOTH_S = 0.05  # the CoM's height the lateral plan uses, smoothed over this (Gaussian sigma)
 
 
 @dataclass
@@ -184,12 +189,18 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
         return moved
 
     com_height = float(np.mean(clip_com[:, 2]))
-    rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan)
+    path = None
+    if coarse.family is not None:  # legs without an ankle roll: the CoM only where the roll carries it
+        com, zmp, heights = carried_path(coarse, plan, rows, offset[rows], com_height, settings.correction)
+        plan.target, path = _cart_zmp(plan.times[rows], com, heights, plan.times), (com, zmp)
+    rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan, path)
     plan.root_rot = keep_tilt(plan.root_rot, np.interp(plan.times, plan.times[rows], coarse.tilt_kept))
     fine = Corrector(tree, plan.legs, model, {link: path.poses for link, path in plan.paths.items()},
                      {link: path.down for link, path in plan.paths.items()}, plan.root_rot,
                      _resample(plan.times[rows], coarse.height, plan.times), plan.q, period, settings.correction,
                      plan.level_tol)
+    if coarse.family is not None and coarse.family.params is not None:  # the waist's roll from where it got
+        fine.family.params = _resample(plan.times[rows], coarse.family.params, plan.times)
     legs = np.concatenate([leg.columns for leg in plan.legs])
     guess = plan.q.copy()
     guess[:, legs] = _resample(plan.times[rows], rough.q[:, legs], plan.times)
@@ -202,6 +213,47 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     c = settings.correction
     _, cart_zmp = follow_zmp(plan.target, PreviewSettings(period, com_height, c.q, c.r, c.preview_s))
     return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, rough.height_change_m)
+
+
+def carried_path(coarse: Corrector, plan: GaitPlan, rows: np.ndarray, offset: np.ndarray, com_height: float,
+                 settings: CorrectionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(CoM, cart-table ZMP) (R, 2) on the coarse samples rows for legs without an ankle roll, and
+    the CoM's height (R,): the path whose ZMP follows the plan's target as closely as it can while
+    staying SUPPORT_SHRINK_M inside the support polygon, its CoM across within what the waist's roll
+    carries (core.balance.lateral). The ZMP is the target the robot can then meet. The waist's
+    height is fitted first: where the legs cannot stand it moves the CoM by centimetres, which the
+    cart-table's ZMP must know."""
+    preview = PreviewSettings(coarse.period, com_height, settings.q, settings.r, settings.preview_s)
+    com, _ = follow_zmp(plan.target[rows], preview)
+    coarse.fit_height(plan.q[rows], com + offset)
+    across, lo, hi, heights = coarse.lateral_range(plan.q[rows], com + offset)
+    heights = gaussian_filter1d(heights, COM_HEIGHT_SMOOTH_S / coarse.period, mode="nearest")
+    room = hi - lo
+    lo, hi = lo + CARRY_SAFETY * room, hi - CARRY_SAFETY * room
+    op = zmp_operator(len(rows), coarse.period, heights)
+    polygons = _support_polygons(plan, rows)
+    planned = plan_path(plan.target[rows], coarse.period, heights, settings.r,
+                        [support_constraints(polygons, op, SUPPORT_SHRINK_M), band_constraints(across, lo, hi)])
+    return planned.com, planned.zmp, heights
+
+
+def _support_polygons(plan: GaitPlan, rows: np.ndarray) -> list[np.ndarray | None]:
+    """The planned support polygon at each of rows: the hull of the feet that are down."""
+    links = list(plan.paths)
+    points = [plan.bodies[link].world(plan.paths[link].poses[rows]) for link in links]
+    out = []
+    for k in range(len(rows)):
+        down = [link for link in links if plan.paths[link].down[rows[k]]]
+        out.append(support_polygon(np.concatenate([points[links.index(link)][k] for link in down]), 0.0,
+                                   np.concatenate([plan.bodies[link].radius for link in down])) if down else None)
+    return out
+
+
+def _cart_zmp(t: np.ndarray, com: np.ndarray, heights: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The cart-table ZMP (N, 2) at times of the CoM path com (R, 2) at heights (R,) through t (C2 splines)."""
+    path, lift = CubicSpline(t, com, axis=0, bc_type="clamped"), CubicSpline(t, heights, bc_type="clamped")
+    at = np.clip(times, t[0], t[-1])
+    return path(at) - (lift(at) / (GRAVITY + lift(at, 2)))[:, None] * path(at, 2)
 
 
 def _resample(t: np.ndarray, values: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -1,0 +1,131 @@
+"""The CoM path planned as one smooth path over the clip, inside what the legs can carry (issue 12).
+
+The preview controller (core.balance.preview) gives the CoM path whose cart-table ZMP follows a
+target, with no bound on where the CoM goes. Legs without an ankle roll (core.balance.sagittal)
+move the CoM across only as far as the waist's roll leans it, a range that changes sample by
+sample; a path outside that range is one the roll cannot follow. Here the path c (N, 2) minimises
+
+    sum |p_k - target_k|^2 + jerk_weight sum |c'''_k|^2,    p = c - (z_c / g) c''
+
+subject to each sample's ZMP p_k inside its support polygon shrunk by a margin, and the CoM's
+component across the waist's heading inside [lo_k, hi_k]; with the squares replaced by absolute
+values it is a sparse linear programme (banded differences), and each constraint gets an excess
+that costs much more than any error, so where they cannot all be met the plan says where and by
+how much.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
+
+from .inertia import GRAVITY
+
+EXCESS_WEIGHT = 100.0  # a metre past a constraint costs as much as this many metres of ZMP error
+SLACK_M = 1e-4  # a constraint counts as missed beyond this
+
+
+@dataclass
+class Constraints:
+    """Linear inequalities rows . z <= bound on the stacked path z = (c_x, c_y) (2N,)."""
+
+    rows: sparse.csr_matrix
+    bound: np.ndarray
+
+
+@dataclass
+class PlannedPath:
+    com: np.ndarray  # (N, 2) metres
+    zmp: np.ndarray  # (N, 2) its cart-table ZMP
+    violation_m: float  # the furthest a constraint is missed (0: all met together)
+    missed: int  # how many constraints are missed
+
+
+def differences(n: int, order: int) -> sparse.csr_matrix:
+    """The (n - order, n) forward difference of the given order."""
+    d = sparse.identity(n, format="csr")
+    for _ in range(order):
+        d = d[1:] - d[:-1]
+    return d.tocsr()
+
+
+def zmp_operator(n: int, period_s: float, com_height_m: float | np.ndarray) -> sparse.csr_matrix:
+    """p = c - z c'' / (g + z'') on n samples (central second difference; the ends held still), the
+    CoM's height z (metres, one or (n,)) known: its vertical acceleration scales the ground's push."""
+    z = np.broadcast_to(np.asarray(com_height_m, dtype=float), (n,))
+    lift = np.zeros(n)
+    lift[1:-1] = np.diff(z, 2) / period_s ** 2
+    scale = z / (GRAVITY + lift) / period_s ** 2
+    second = sparse.diags([np.r_[scale[1:-1], 0.0], np.r_[0.0, -2.0 * scale[1:-1], 0.0], np.r_[0.0, scale[1:-1]]],
+                          [-1, 0, 1], shape=(n, n))
+    return (sparse.identity(n) - second).tocsr()
+
+
+def support_constraints(polygons: list[np.ndarray | None], op: sparse.csr_matrix, margin_m: float) -> Constraints:
+    """Each sample's cart-table ZMP (op @ c per axis) inside its counter-clockwise polygon (M, 2),
+    shrunk by margin_m (a segment or a point: within margin_m of it is not asked; skipped)."""
+    entries, bounds = [], []
+    for k, poly in enumerate(polygons):
+        if poly is None or len(poly) < 3:
+            continue
+        edge = np.roll(poly, -1, axis=0) - poly
+        normal = np.column_stack([edge[:, 1], -edge[:, 0]])  # outward for a counter-clockwise hull
+        length = np.linalg.norm(normal, axis=1)
+        keep = length > 1e-9
+        normal, start = normal[keep] / length[keep, None], poly[keep]
+        entries.append((k, normal))
+        bounds.append(np.einsum("ij,ij->i", normal, start) - margin_m)
+    if not entries:
+        return Constraints(sparse.csr_matrix((0, 2 * op.shape[0])), np.zeros(0))
+    op_rows = op.tocsr()
+    blocks = [sparse.hstack([sparse.csr_matrix(normal[:, :1]) @ op_rows[k], sparse.csr_matrix(normal[:, 1:]) @ op_rows[k]])
+              for k, normal in entries]
+    return Constraints(sparse.vstack(blocks).tocsr(), np.concatenate(bounds))
+
+
+def band_constraints(across: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Constraints:
+    """lo_k <= across_k . c_k <= hi_k (across (N, 2) unit; an infinite bound is not asked)."""
+    rows = sparse.hstack([sparse.diags(across[:, 0]), sparse.diags(across[:, 1])]).tocsr()
+    upper, lower = np.isfinite(hi), np.isfinite(lo)
+    return Constraints(sparse.vstack([rows[upper], -rows[lower]]).tocsr(), np.r_[hi[upper], -lo[lower]])
+
+
+def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndarray, jerk_weight: float,
+              constraints: list[Constraints]) -> PlannedPath:
+    """The CoM path (N, 2) whose cart-table ZMP follows target (N, 2) with little jerk, meeting
+    every constraint as far as they can be met together (module docstring). A linear programme
+    (HiGHS): the ZMP's error, the jerk and each constraint's excess weighed by their absolute
+    values, the excess EXCESS_WEIGHT times a metre of ZMP error. The path starts and ends still."""
+    n = len(target)
+    op = zmp_operator(n, period_s, com_height_m)
+    jerk = differences(n, 3) / period_s ** 3
+    two = lambda m: sparse.block_diag([m, m]).tocsr()  # noqa: E731  (the same operator on x and y)
+    zmp, jerks = two(op), jerk_weight * two(jerk)
+    rows = sparse.vstack([c.rows for c in constraints]).tocsr()
+    bound = np.concatenate([c.bound for c in constraints])
+    nz, nj, m = 2 * n, jerks.shape[0], len(bound)
+    # variables: z (path), u (|zmp - target|), v (|jerk|), e (constraint excess >= 0)
+    eye = lambda k: sparse.identity(k, format="csr")  # noqa: E731
+    zero = lambda r, c: sparse.csr_matrix((r, c))  # noqa: E731
+    goal = np.r_[target[:, 0], target[:, 1]]
+    upper = sparse.vstack([
+        sparse.hstack([zmp, -eye(nz), zero(nz, nj), zero(nz, m)]),
+        sparse.hstack([-zmp, -eye(nz), zero(nz, nj), zero(nz, m)]),
+        sparse.hstack([jerks, zero(nj, nz), -eye(nj), zero(nj, m)]),
+        sparse.hstack([-jerks, zero(nj, nz), -eye(nj), zero(nj, m)]),
+        sparse.hstack([rows, zero(m, nz), zero(m, nj), -eye(m)])]).tocsc()
+    limit = np.r_[goal, -goal, np.zeros(2 * nj), bound]
+    still = sparse.vstack([differences(n, 1)[:2], differences(n, 1)[-2:]])
+    equal = sparse.hstack([two(still), zero(2 * still.shape[0], nz + nj + m)]).tocsc()
+    cost = np.r_[np.zeros(nz), np.ones(nz), np.ones(nj), np.full(m, EXCESS_WEIGHT)]
+    bounds = [(None, None)] * nz + [(0, None)] * (nz + nj + m)
+    out = linprog(cost, A_ub=upper, b_ub=limit, A_eq=equal, b_eq=np.zeros(equal.shape[0]), bounds=bounds,
+                  method="highs")
+    if out.x is None:
+        raise ValueError(f"lateral path: {out.message}")
+    com = out.x[:nz].reshape(2, n).T
+    excess = out.x[nz + nz + nj:]
+    return PlannedPath(com, np.column_stack([op @ com[:, 0], op @ com[:, 1]]), float(excess.max(initial=0.0)),
+                       int(np.sum(excess > SLACK_M)))

@@ -1,0 +1,57 @@
+"""The CoM path planned inside what the legs carry (core.balance.lateral): its cart-table ZMP stays
+inside each sample's support shrunk by the margin, its CoM across inside its band, and where the
+two cannot both hold the plan says by how much."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.balance.inertia import GRAVITY
+from core.balance.lateral import band_constraints, plan_path, support_constraints, zmp_operator
+
+PERIOD_S, HEIGHT_M = 0.01, 0.7
+
+
+def _square(centre_y: float, half_m: float = 0.05) -> np.ndarray:
+    """A sole from above, counter-clockwise (4, 2)."""
+    return np.array([[-half_m, centre_y - half_m], [half_m, centre_y - half_m], [half_m, centre_y + half_m],
+                     [-half_m, centre_y + half_m]])
+
+
+def _steps(n: int = 300):
+    """Weight shifts between two soles 0.2 m apart, 0.6 s on each; the target ZMP jumps between
+    their centres and, half of the time, points 8 cm outside the sole it stands on."""
+    side = np.where((np.arange(n) // 60) % 2 == 0, 0.1, -0.1)
+    polygons = [_square(y) for y in side]
+    target = np.column_stack([np.zeros(n), side * 1.8])
+    return target, polygons, side
+
+
+def test_zmp_stays_inside_the_shrunk_support_and_the_path_is_still_at_both_ends():
+    target, polygons, side = _steps()
+    op = zmp_operator(len(target), PERIOD_S, HEIGHT_M)
+    planned = plan_path(target, PERIOD_S, HEIGHT_M, 1e-6, [support_constraints(polygons, op, 0.012)])
+    assert planned.violation_m < 1e-6 and planned.missed == 0
+    inner = np.abs(planned.zmp[:, 1] - side)  # distance from the sole's centre across
+    assert inner.max() <= 0.05 - 0.012 + 1e-6 and np.abs(planned.zmp[:, 0]).max() <= 0.038 + 1e-6
+    # the ZMP is the cart-table's of the path (p = c - h/g c'')
+    c = planned.com[:, 1]
+    assert np.allclose(planned.zmp[1:-1, 1], c[1:-1] - HEIGHT_M / GRAVITY * np.diff(c, 2) / PERIOD_S ** 2)
+    assert np.allclose(c[:3], c[0]) and np.allclose(c[-3:], c[-1])
+    # it goes as near the target as the support lets it: at the sole's edge where the target is outside
+    assert np.median(inner) > 0.03
+
+
+def test_com_across_stays_in_its_band_and_an_impossible_band_is_measured():
+    target, polygons, side = _steps()
+    n = len(target)
+    op = zmp_operator(n, PERIOD_S, HEIGHT_M)
+    across = np.tile([0.0, 1.0], (n, 1))
+    lo, hi = np.full(n, -0.08), np.full(n, 0.08)  # standing still the CoM is over the ZMP: 62 mm at least
+    planned = plan_path(target, PERIOD_S, HEIGHT_M, 1e-6, [support_constraints(polygons, op, 0.012),
+                                                           band_constraints(across, lo, hi)])
+    assert planned.violation_m < 1e-6
+    assert np.abs(planned.com[:, 1]).max() <= 0.08 + 1e-6
+    # the CoM held 27 mm from the middle: on the far sole the ZMP cannot stay 0.6 s (the cart falls)
+    tight = plan_path(target, PERIOD_S, HEIGHT_M, 1e-6, [support_constraints(polygons, op, 0.012),
+                                                         band_constraints(across, lo / 3, hi / 3)])
+    assert tight.violation_m > 0.005 and tight.missed > 0
