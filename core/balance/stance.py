@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.transforms import pose_matrices
-from .legs import solve_legs
+from .legs import solve_legs, stretch
 from .waist import keep_tilt
 
 TILT_SHARES = np.array([1.0, 0.0])  # of the waist's tilt tried where a foot that is down cannot stand, most first
@@ -37,6 +37,9 @@ def fit_waist(corrector, q: np.ndarray, root_pos: np.ndarray, bad: np.ndarray, s
     # the tilt given up only where a leg that is down stands at a joint's limit: elsewhere it is no
     # cause, and those trials are not solved
     tried = np.tile(np.tile(TILT_SHARES == 1.0, len(changes)), len(bad)) | np.repeat(at_limit(corrector, q, bad), trials)
+    if corrector.family is not None:  # legs without an ankle roll: only the height the cause asks for
+        way = height_cause(corrector, q, root_pos, bad)
+        tried &= (np.sign(np.repeat(changes, len(TILT_SHARES)))[None, :] * way[:, None] > 0).ravel()
     rows = np.repeat(bad, trials)[tried]
     share = np.tile(np.tile(TILT_SHARES, len(changes)), len(bad))[tried]
     position = root_pos[rows].copy()
@@ -61,6 +64,24 @@ def fit_waist(corrector, q: np.ndarray, root_pos: np.ndarray, bad: np.ndarray, s
 
 
 LIMIT_TOL_RAD = 1e-3
+
+
+def height_cause(corrector, q: np.ndarray, root_pos: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(len(rows),) which way a height change can mend a foot that is down: -1 (lower) where a hip is
+    beyond its leg's reach of its foot's goal, +1 (raise) where a leg that is down is bent to its
+    ankle's limit, 0 where neither (a foot turned or tilted by the waist's roll and yaw: no height
+    mends it). The H1 walk's height fit, asked everywhere, found a trial height that happened to
+    stand and raised the waist up to 14 cm over 0.8 s, the straight stance leg off its foot."""
+    root = pose_matrices(corrector.root_rot[rows], root_pos[rows])
+    goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
+    down = {foot: d[rows] for foot, d in corrector.down.items()}
+    reach = [corrector.settings.reach * length for length in corrector.full_reach]
+    far = stretch(corrector.tree, corrector.legs, reach, q[rows], root, goals, down) > 0.0
+    bent = np.zeros(len(rows), dtype=bool)
+    for leg in corrector.legs:
+        ankle = q[rows, leg.columns[-1]]
+        bent |= down[leg.foot] & ((ankle <= leg.lower[-1] + LIMIT_TOL_RAD) | (ankle >= leg.upper[-1] - LIMIT_TOL_RAD))
+    return np.where(far, -1, np.where(bent, 1, 0))
 
 
 def at_limit(corrector, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
