@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
-from scipy.ndimage import gaussian_filter1d
+from scipy import sparse
+from scipy.sparse.linalg import spsolve
 
 from ..model.kinematics import REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
 from .inertia import MassModel
 from .leg_chain import Link, foot_chain, link_walk
+from .lateral import differences
 from .legs import FULL_LEG, LegIK
 
 PARALLEL_COS = 0.999  # joint axes this parallel turn in one plane
@@ -33,8 +35,10 @@ GN_ITERATIONS = 12
 HEAD_ITERATIONS = 6
 STEP_RAD = 1e-5  # finite-difference step of the waist's roll and yaw (and metres across)
 MAX_ROLL_RAD = 0.4
-SMOOTH_S = 0.12  # the waist's place across and roll smoothed over this (Gaussian sigma): 0.05 / 0.08 / 0.12 s
-#                  gave the H1 walk ZMP RMS 69 / 55 / 46 mm (none 0.37 m)
+PATH_ACC_S2 = 0.09  # the waist path's acceleration weighed as a 0.88 m CoM's ZMP weighs it (h / g)
+PATH_HALVINGS = 6
+PATH_STEPS = 3  # H1 walk, ZMP RMS / outside / slide: 1 step 116 mm / 25 % / 63 mm, 3: 41 / 7.8 / 48, 5: 37 / 8.9 / 53
+#                (CPU 16 / 16 / 28 s); PATH_ACC_S2 0.03 with 3 steps: 57 mm / 16 % / 30 mm, 0.3: 47 / 23 / 57
 RAMP_S = 0.1
 FAMILY_ROLLS = 33
 STAND_M = 0.001  # a hip this near its foot's plane stands
@@ -149,12 +153,48 @@ class SagittalWaist:
         if self.params is None or len(self.params) != len(xy):
             zero = np.zeros(len(xy))
             self.params = np.column_stack([zero, np.clip(zero, samples.roll_lo, samples.roll_hi), zero])
-        params, _ = self._fit(self.params.copy(), np.array([True, True, False]), samples, heads)
-        self.params = params
+        params, heads = self._fit(self.params.copy(), np.array([True, True, False]), samples, heads)
         # each sample's fit stops within a fraction of a millimetre, and h / g = 0.09 s^2 turns a
-        # millimetre's jitter between 10 ms samples into a metre of ZMP: the placement is smoothed
-        params = gaussian_filter1d(params, SMOOTH_S / self.period_s, axis=0, mode="nearest")
+        # millimetre's jitter between 10 ms samples into a metre of ZMP: the place is fitted again
+        # as one path, its acceleration weighed as the ZMP weighs it
+        for _ in range(PATH_STEPS):
+            params = self._fit_path(params, samples, heads)
+        self.params = params
         return self._pose(params, samples)
+
+    def _fit_path(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]) -> np.ndarray:
+        """Gauss-Newton on the whole path of (across, roll) (N, 2 of params' 3): each sample's
+        residuals (the hips in their feet's planes, the upper body where the command has it) and the
+        path's acceleration, PATH_ACC_S2 s^2 times the upper body's across (m/s^2): one banded solve
+        a step."""
+        n, cols = len(params), [0, 1]
+        res, heads = self._residual(params, samples, heads)
+        jac = np.empty(res.shape + (2,))
+        for j in cols:
+            trial = params.copy()
+            trial[:, j] += STEP_RAD
+            jac[..., j] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
+        rows = np.arange(n * res.shape[1]).reshape(n, -1)[:, :, None].repeat(2, axis=2)
+        columns = (2 * np.arange(n)[:, None, None] + np.arange(2)[None, None, :]).repeat(res.shape[1], axis=1)
+        each = sparse.csr_matrix((jac.ravel(), (rows.ravel(), columns.ravel())), shape=(res.size, 2 * n))
+        second = differences(n, 2) / self.period_s ** 2
+        weights = PATH_ACC_S2 * np.array([1.0, max(abs(self.lever[2]), 1e-3)])  # the roll leans the lever across
+        smooth = sparse.vstack([sparse.kron(second, sparse.csr_matrix(np.diag(np.eye(2)[c] * weights)))
+                                for c in cols]).tocsr()
+        now = params[:, :2].ravel()
+        normal = (each.T @ each + smooth.T @ smooth + 1e-9 * sparse.identity(2 * n)).tocsc()
+        step = spsolve(normal, -(each.T @ res.ravel() + smooth.T @ (smooth @ now))).reshape(n, 2)
+        cost = (res ** 2).sum() + ((smooth @ now) ** 2).sum()
+        for _ in range(PATH_HALVINGS):
+            trial = params.copy()
+            trial[:, :2] += np.clip(step, -MAX_STEP[:2], MAX_STEP[:2])
+            trial = _bounded(trial)
+            trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
+            trial_res, _ = self._residual(trial, samples, heads)
+            if (trial_res ** 2).sum() + ((smooth @ trial[:, :2].ravel()) ** 2).sum() < cost:
+                return trial
+            step = step / 2.0
+        return params
 
     def leaning(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
                 goals: dict[int, np.ndarray], side: float) -> tuple[np.ndarray, np.ndarray]:
