@@ -150,13 +150,15 @@ class SagittalWaist:
         the plan's rotation base_rot (N, 3, 3) turned by a roll about its fore-aft axis and a yaw; the
         feet at goals (N, 4, 4) per foot link; q (N, n) the legs' joints as they were."""
         samples, heads = self._samples(xy, height, base_rot, q, goals)
-        if self.params is None or len(self.params) != len(xy):
+        params = self.params
+        if params is None or len(params) != len(xy):
             zero = np.zeros(len(xy))
-            self.params = np.column_stack([zero, np.clip(zero, samples.roll_lo, samples.roll_hi), zero])
-        params, heads = self._fit(self.params.copy(), np.array([True, True, False]), samples, heads)
+            params = np.column_stack([zero, np.clip(zero, samples.roll_lo, samples.roll_hi), zero])
+            params, heads = self._fit(params, np.array([True, True, False]), samples, heads)
         # each sample's fit stops within a fraction of a millimetre, and h / g = 0.09 s^2 turns a
-        # millimetre's jitter between 10 ms samples into a metre of ZMP: the place is fitted again
-        # as one path, its acceleration weighed as the ZMP weighs it
+        # millimetre's jitter between 10 ms samples into a metre of ZMP: the place is fitted as one
+        # path, its acceleration weighed as the ZMP weighs it (from the last placement: the fit per
+        # sample only starts it)
         for _ in range(PATH_STEPS):
             params = self._fit_path(params, samples, heads)
         self.params = params
