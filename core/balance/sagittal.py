@@ -37,8 +37,9 @@ STEP_RAD = 1e-5  # finite-difference step of the waist's roll and yaw (and metre
 MAX_ROLL_RAD = 0.4
 PATH_ACC_S2 = 0.09  # the waist path's acceleration weighed as a 0.88 m CoM's ZMP weighs it (h / g)
 PATH_HALVINGS = 6
-PATH_STEPS = 3  # H1 walk, ZMP RMS / outside / slide: 1 step 116 mm / 25 % / 63 mm, 3: 41 / 7.8 / 48, 5: 37 / 8.9 / 53
-#                (CPU 16 / 16 / 28 s); PATH_ACC_S2 0.03 with 3 steps: 57 mm / 16 % / 30 mm, 0.3: 47 / 23 / 57
+PATH_STEPS = 2  # from the last placement, the H1 walk's ZMP RMS / worst margin / outside / slide / tilt with 1, 2, 3, 5
+#                steps: 50 / -113 / 26 % / 53 / 8.0, 43 / -110 / 9.8 % / 28 / 4.7, 41 / -116 / 12.4 % / 52 / 7.8,
+#                44 / -141 / 11.6 % / 35 / 6.0 (mm, degrees); PATH_ACC_S2 0.01 / 0.03 / 0.3 at 3 steps: RMS 67 / 46 / 41
 RAMP_S = 0.1
 FAMILY_ROLLS = 33
 STAND_M = 0.001  # a hip this near its foot's plane stands
