@@ -194,7 +194,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     guess = plan.q.copy()
     guess[:, legs] = _resample(plan.times[rows], rough.q[:, legs], plan.times)
     xy = _resample(plan.times[rows], rough.root_position[:, :2], plan.times)
-    q, root_pos, _ = fine.solve_standing(guess, xy)  # the height fitted again: a stance's last few cycles
+    q, root_pos, _ = fine.solve_standing(guess, xy, rounds=2)  # the height fitted again: a stance's last few cycles
     com_path = _resample(plan.times[rows], rough.com_path, plan.times)
     # what the coarse samples did not see (the swing legs between them): a few passes at the cycle
     q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, xy, com_path, plan.target, com_height, FINE_PASSES)
