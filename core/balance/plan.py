@@ -139,7 +139,7 @@ def _stances(bake: RetargetResult, clip_feet: dict[str, np.ndarray], flags: Cont
         last = max(stepped, key=lambda st: st.start)  # the step into the stance the clip ends in
         shares = check_steps(bounds, [bounds.relative(st.reference.pose, flats[st.reference.side], st.pose,
                                                       flats[st.side], st.side) for st in stepped],
-                             [st is last for st in stepped])
+                             [st is last for st in stepped], [st.reference.side == "left" for st in stepped])
         if (shares >= 1.0).all():
             break
         for stance, share in zip(stepped, shares):

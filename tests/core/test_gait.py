@@ -394,7 +394,8 @@ def _step_bounds(tree: KinematicTree):
 def test_each_step_is_checked_with_the_waist_where_double_support_has_it():
     """The G1's forward bound is probed with the waist 15-85 % of the way between the feet (the
     walk's double supports), not over either foot; check_steps shortens a step the legs do not
-    stand across, and a stance the clip ends in is checked with the waist further toward each foot."""
+    stand across, and a stance the clip ends in is checked with the waist further toward each foot
+    (or, told the foot stood on, behind it)."""
     from core.balance.reach import check_steps
 
     bounds = _step_bounds(KinematicTree(parse_urdf(ROBOTS["g1"])))
@@ -411,6 +412,12 @@ def test_each_step_is_checked_with_the_waist_where_double_support_has_it():
     # a shortened step stands
     short = share(0.45, False)
     assert check_steps(bounds, [(beside + short * 0.45 * probe.forward, 0.0)], [False])[0] == 1.0
+    # told the foot it stands on, a last stance is checked with the waist also behind that foot (the
+    # final double support's waist trails the target ZMP there): a 0.3 m step is shortened, the
+    # stance as built stands
+    for standing_left in (True, False):
+        assert check_steps(bounds, [(beside + 0.3 * probe.forward, 0.0)], [True], [standing_left])[0] < 1.0
+        assert check_steps(bounds, [(beside, 0.0)], [True], [standing_left])[0] == 1.0
 
 
 def test_h1_stances_are_placed_parallel_within_the_width_its_legs_stand_flat():
@@ -440,9 +447,10 @@ def test_h1_stances_are_placed_parallel_within_the_width_its_legs_stand_flat():
 
 
 def test_a_shortened_step_is_made_up_on_the_next_ones():
-    """The person steps 0.5 m, 0.75 m, then stops; the G1 can step about 0.33 m forward. Each step
-    aims at the person's footprint, so the walk ends where the person stood (the steps after the
-    clamped one taking up the distance, each still within the bounds), not 0.17 m short."""
+    """The person steps 1.5 and 2.25 times as far as the G1 can step forward (0.59 and 0.89 m), then
+    stops. Each step aims at the person's footprint, so the walk ends where the person stood (the
+    steps after the clamped one taking up the distance, each still within the bounds), not a
+    quarter of a bound short."""
     from core.balance.foot_path import plan_stances
     from core.feet.geometry import standing_rotation
 
@@ -454,7 +462,9 @@ def test_a_shortened_step_is_made_up_on_the_next_ones():
     flats = {side: standing_rotation(bodies[side], zero[link, :3, :3]) for side, link in feet.items()}
     forward = np.r_[bounds.forward_axis, 0.0]
     frames = 100
-    person = {"left": [(0, 25, 0.0), (45, 70, 0.5), (90, 100, 0.75)], "right": [(0, 35, 0.0), (55, 100, 0.75)]}
+    far = bounds.forward_m
+    person = {"left": [(0, 25, 0.0), (45, 70, 1.5 * far), (90, 100, 2.25 * far)],
+              "right": [(0, 35, 0.0), (55, 100, 2.25 * far)]}
     poses, flags = {}, {}
     for side, stances in person.items():
         poses[side] = np.repeat(np.eye(4)[None], frames, axis=0)
@@ -471,10 +481,10 @@ def test_a_shortened_step_is_made_up_on_the_next_ones():
     stances, moved = plan_stances(poses, flags, bodies, flats, nearest)
     along = {side: [float((st.pose[:3, 3] - zero[feet[side], :3, 3]) @ forward) for st in items]
              for side, items in stances.items()}
-    assert moved == 2 and bounds.forward_m < 0.375
-    assert along["left"][1] == pytest.approx(bounds.forward_m)  # 0.5 m asked, clamped
-    assert along["right"][1] == pytest.approx(2 * bounds.forward_m)  # 0.75 m asked from 0.33 m: clamped again
-    assert along["left"][2] == pytest.approx(0.75)  # the stop: where the person stood
+    assert moved == 2
+    assert along["left"][1] == pytest.approx(far)  # 1.5 bounds asked, clamped
+    assert along["right"][1] == pytest.approx(2 * far)  # 2.25 asked from 1: clamped again
+    assert along["left"][2] == pytest.approx(2.25 * far)  # the stop: where the person stood
     assert along["right"][1] - along["left"][1] <= bounds.forward_m + 1e-9
 
 
