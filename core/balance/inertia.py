@@ -102,6 +102,12 @@ def ground_push(motion: "LinkMotion", model: MassModel) -> np.ndarray:
     return (model.mass * (motion.acc[..., 2] + GRAVITY)).sum(axis=1) / (model.total * GRAVITY)
 
 
+def com_push(com: np.ndarray, fps: float) -> np.ndarray:
+    """ground_push of a motion unfiltered, from its whole-body centre of mass (F, 3) alone: the sum
+    of m (z'' + g) over the links is M (z_com'' + g), so no link need be moved to know it."""
+    return 1.0 + _second_derivative(com[:, 2], 1.0 / fps) / GRAVITY
+
+
 @dataclass
 class LinkMotion:
     """What the ZMP needs of some links over frames: each one's centre of mass (F, K, 3) and its
