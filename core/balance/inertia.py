@@ -128,8 +128,9 @@ class LinkMotion:
         dt = 1.0 / fps
         acc = _second_derivative(_smooth(com, fps, cutoff_hz), dt)
         omega = _angular_velocity(rot, dt)  # (F, K, 3) world
-        inertia = rot @ model.inertia_local[None] @ np.swapaxes(rot, -1, -2)
-        momentum = _smooth(np.einsum("fkij,fkj->fi", inertia, omega), fps, cutoff_hz)  # summed over links
+        # R I R^T omega, turned into each link's frame and back (no 3x3 product per link and frame)
+        spun = np.einsum("kij,fkj->fki", model.inertia_local, np.einsum("fkji,fkj->fki", rot, omega))
+        momentum = _smooth(np.einsum("fkij,fkj->fi", rot, spun), fps, cutoff_hz)  # summed over links
         torque = np.gradient(momentum, dt, axis=0) if len(momentum) > 1 else np.zeros_like(momentum)
         return cls(com, acc, torque)
 
