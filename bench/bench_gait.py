@@ -45,9 +45,7 @@ def held(motion: SourceMotion, seconds: float) -> SourceMotion:
     """The clip with its first and last frames held so that it lasts `seconds`."""
     extra = max(0, int(round(seconds * motion.fps)) - motion.frames)
     index = np.r_[np.zeros(extra // 2, int), np.arange(motion.frames), np.full(extra - extra // 2, motion.frames - 1)]
-    return SourceMotion(motion.bone_names, motion.parents, motion.heads[index], motion.tails[index],
-                        motion.root_rotation[index], motion.rest_heads, motion.rest_tails, motion.rest_root_rotation,
-                        motion.fps, motion.name)
+    return motion.at_frames(index)
 
 
 def held_contacts(contacts: Contacts, frames: int) -> Contacts:

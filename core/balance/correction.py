@@ -77,16 +77,22 @@ class Corrector:
         self.split: _SplitBody | None = None
         self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
 
-    def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False,
+              span: slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """Legs solved for the waist over xy (N, 2) at its height: (q, root position (N, 3)).
         A swing foot out of reach aims at the nearest point it can reach. quick: from q alone,
-        without restarts (the waist moved a little from where q was solved)."""
+        without restarts (the waist moved a little from where q was solved). span: only these
+        samples are solved again (the others keep q's legs)."""
         root_pos = np.column_stack([xy, self.height])
-        root = pose_matrices(self.root_rot, root_pos)
-        air = {foot: ~down for foot, down in self.down.items()}
-        goals = within_reach(self.tree, self.legs, self.full_reach, q, root, self.goals, air)
-        q, _ = solve_legs(self.tree, self.legs, q, root, goals, self.rest, self.air_share, quick=quick,
-                          period_s=self.period)
+        root = pose_matrices(self.root_rot[span], root_pos[span])
+        air = {foot: ~down[span] for foot, down in self.down.items()}
+        goals = within_reach(self.tree, self.legs, self.full_reach, q[span], root,
+                             {foot: goal[span] for foot, goal in self.goals.items()}, air)
+        solved, _ = solve_legs(self.tree, self.legs, q[span], root, goals, self.rest[span],
+                               {foot: share[span] for foot, share in self.air_share.items()}, quick=quick,
+                               period_s=self.period)
+        q = q.copy()
+        q[span] = solved
         return q, root_pos
 
     def standing(self, q: np.ndarray, root: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -131,14 +137,18 @@ class Corrector:
         q, root_pos = self.solve(q, xy)
         return q, root_pos, xy, changed
 
-    def solve_standing(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    def solve_standing(self, q: np.ndarray, xy: np.ndarray, rounds: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
         """solve, then fit_height, then the legs again from where they got where the height
         moved: (q, root position, the largest height change)."""
         q, root_pos = self.solve(q, xy)
-        height, rot = self.height, self.root_rot
-        changed = self.fit_height(q, xy, solved=True)
-        if not (np.array_equal(height, self.height) and rot is self.root_rot):  # moved where a foot could not stand
-            q, root_pos = self.solve(q, xy)
+        changed = 0.0
+        for _ in range(rounds):
+            height, rot = self.height, self.root_rot
+            changed = max(changed, self.fit_height(q, xy, solved=True))
+            moved = np.flatnonzero((height != self.height) | (rot != self.root_rot).any(axis=(1, 2)))
+            if len(moved) == 0:
+                break
+            q, root_pos = self.solve(q, xy, span=slice(moved[0], moved[-1] + 1))  # where the waist moved
         return q, root_pos, changed
 
     def zmp(self, q: np.ndarray, root_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

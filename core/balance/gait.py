@@ -25,7 +25,7 @@ from ..motion.source import SourceMotion
 from ..retarget import RetargetResult, retarget
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
-from .inertia import BalanceError, MassModel, centre_of_mass, ground_push, link_motion
+from .inertia import BalanceError, MassModel, centre_of_mass, com_push
 from .legs import pose_errors
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
@@ -167,8 +167,8 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
 
     def replan(q_now: np.ndarray, root_now: np.ndarray) -> bool:  # issue 12, step 4
         rate = 1.0 / (period * stride)
-        push = ground_push(link_motion(tree, q_now, root_now, rate, model, cutoff_hz=0.0), model)  # unfiltered
-        zmp, _ = coarse.zmp(q_now, root_now[:, :3, 3])  # the readout's ZMP, the links no leg moves weighed once
+        zmp, com = coarse.zmp(q_now, root_now[:, :3, 3])  # the readout's ZMP, the links no leg moves weighed once
+        push = com_push(com, rate)  # unfiltered
         thrown = np.linalg.norm(zmp - plan.target[rows], axis=1)
         moved = False
         for link, path in plan.paths.items():
@@ -194,7 +194,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     guess = plan.q.copy()
     guess[:, legs] = _resample(plan.times[rows], rough.q[:, legs], plan.times)
     xy = _resample(plan.times[rows], rough.root_position[:, :2], plan.times)
-    q, root_pos, _ = fine.solve_standing(guess, xy)  # the height fitted again: a stance's last few cycles
+    q, root_pos, _ = fine.solve_standing(guess, xy, rounds=2)  # the height fitted again: a stance's last few cycles
     com_path = _resample(plan.times[rows], rough.com_path, plan.times)
     # what the coarse samples did not see (the swing legs between them): a few passes at the cycle
     q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, xy, com_path, plan.target, com_height, FINE_PASSES)

@@ -102,6 +102,12 @@ def ground_push(motion: "LinkMotion", model: MassModel) -> np.ndarray:
     return (model.mass * (motion.acc[..., 2] + GRAVITY)).sum(axis=1) / (model.total * GRAVITY)
 
 
+def com_push(com: np.ndarray, fps: float) -> np.ndarray:
+    """ground_push of a motion unfiltered, from its whole-body centre of mass (F, 3) alone: the sum
+    of m (z'' + g) over the links is M (z_com'' + g), so no link need be moved to know it."""
+    return 1.0 + _second_derivative(com[:, 2], 1.0 / fps) / GRAVITY
+
+
 @dataclass
 class LinkMotion:
     """What the ZMP needs of some links over frames: each one's centre of mass (F, K, 3) and its
@@ -122,8 +128,9 @@ class LinkMotion:
         dt = 1.0 / fps
         acc = _second_derivative(_smooth(com, fps, cutoff_hz), dt)
         omega = _angular_velocity(rot, dt)  # (F, K, 3) world
-        inertia = rot @ model.inertia_local[None] @ np.swapaxes(rot, -1, -2)
-        momentum = _smooth(np.einsum("fkij,fkj->fi", inertia, omega), fps, cutoff_hz)  # summed over links
+        # R I R^T omega, turned into each link's frame and back (no 3x3 product per link and frame)
+        spun = np.einsum("kij,fkj->fki", model.inertia_local, np.einsum("fkji,fkj->fki", rot, omega))
+        momentum = _smooth(np.einsum("fkij,fkj->fi", rot, spun), fps, cutoff_hz)  # summed over links
         torque = np.gradient(momentum, dt, axis=0) if len(momentum) > 1 else np.zeros_like(momentum)
         return cls(com, acc, torque)
 

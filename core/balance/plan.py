@@ -133,13 +133,24 @@ def _stances(bake: RetargetResult, clip_feet: dict[str, np.ndarray], flags: Cont
         except ValueError as exc:
             raise BalanceError(f"clip {bake.report.get('source', '')!r}: {exc}") from None
 
+    checked: dict[tuple, float] = {}  # a step planned again unchanged is not checked again
+
+    def check(stepped: list[Stance]) -> np.ndarray:
+        last = max(stepped, key=lambda st: st.start)  # the step into the stance the clip ends in
+        steps = [(*bounds.relative(st.reference.pose, flats[st.reference.side], st.pose, flats[st.side], st.side),
+                  st is last, st.reference.side == "left") for st in stepped]
+        keys = [(*np.round(place, 9), round(turn, 9), *rest) for place, turn, *rest in steps]
+        new = [i for i, key in enumerate(keys) if key not in checked]
+        if new:
+            shares = check_steps(bounds, [steps[i][:2] for i in new], [steps[i][2] for i in new],
+                                 [steps[i][3] for i in new])
+            checked.update((keys[i], float(share)) for i, share in zip(new, shares))
+        return np.array([checked[key] for key in keys])
+
     stances, moved = plan()
     for _ in range(CHECK_ROUNDS):
         stepped = [st for items in stances.values() for st in items if st.reference is not None]
-        last = max(stepped, key=lambda st: st.start)  # the step into the stance the clip ends in
-        shares = check_steps(bounds, [bounds.relative(st.reference.pose, flats[st.reference.side], st.pose,
-                                                      flats[st.side], st.side) for st in stepped],
-                             [st is last for st in stepped])
+        shares = check(stepped)
         if (shares >= 1.0).all():
             break
         for stance, share in zip(stepped, shares):
