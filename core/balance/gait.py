@@ -16,7 +16,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..chains.mapping import Mapping
-from ..feet.contacts import Contacts, DetectSettings, flags_to_intervals
+from ..feet.contacts import SIDES, Contacts, DetectSettings, flags_to_intervals
 from ..feet.plant import resolve_contacts
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
@@ -151,6 +151,10 @@ def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings
         raise BalanceError(f"clip {motion.name!r}: no foot contacts, so no steps to keep ({'; '.join(warnings)})")
     flags, notes = gait_contacts(flags)
     warnings += notes
+    unnamed = [side for side in SIDES if side not in flags.feet]
+    if unnamed:  # a contacts file of one foot: the plan asked for the other and stopped with "error: right"
+        raise BalanceError(f"clip {motion.name!r}: the contacts give no {unnamed[0]} foot; a gait steps with both "
+                           "feet (give both in the contacts file)")
     never = [side for side, side_flags in flags.feet.items() if not side_flags.any()]
     if never:  # a clip shorter than a contact: say so, not "the right foot never touches the ground"
         short = (f"; a detected contact lasts at least {DetectSettings.min_contact_s} s"

@@ -84,3 +84,13 @@ def test_a_clip_that_never_steps_stands_and_says_its_stance_moved(walk, g1):
     assert report["stance_slide_m"] < 1e-4
     assert any(w.startswith("the clip never steps, and the stance it stands in was moved") for w in report["warnings"])
     assert not any("step(s) moved" in w for w in report["warnings"])
+
+
+def test_contacts_of_one_foot_are_refused_naming_the_other(walk, g1):
+    """A contacts file giving the left foot alone stopped the gait with the bare KeyError 'right'."""
+    from core.feet.contacts import Contacts
+
+    motion = _frames(walk, np.arange(60))
+    contacts = Contacts({"left": np.ones(60, bool)}, motion.fps)
+    with pytest.raises(BalanceError, match="the contacts give no right foot"):
+        generate_gait(motion, g1, auto_map(motion, g1), contacts=contacts)
