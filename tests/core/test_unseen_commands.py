@@ -94,3 +94,15 @@ def test_contacts_of_one_foot_are_refused_naming_the_other(walk, g1):
     contacts = Contacts({"left": np.ones(60, bool)}, motion.fps)
     with pytest.raises(BalanceError, match="the contacts give no right foot"):
         generate_gait(motion, g1, auto_map(motion, g1), contacts=contacts)
+
+
+def test_a_balance_on_feet_without_soles_says_why_it_fails(g1):
+    """simple_humanoid's legs end at the ankle with no foot geometry: its support is a point and the
+    readout said 100 % outside with no word of why."""
+    simple = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "simple_humanoid.urdf"))
+    warned = {}
+    for name, tree in (("simple", simple), ("g1", g1)):
+        readout = balance_readout(tree, np.zeros((20, tree.dof)), np.tile(np.eye(4), (20, 1, 1)), 100.0)
+        warned[name] = [w for w in readout["warnings"] if "stands on a sole" in w]
+    assert len(warned["simple"]) == 1 and "'r_ankle', 'l_ankle'" in warned["simple"][0]
+    assert warned["g1"] == []
