@@ -158,7 +158,7 @@ def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings
     never = [side for side, side_flags in flags.feet.items() if not side_flags.any()]
     if never:  # a clip shorter than a contact: say so, not "the right foot never touches the ground"
         short = (f"; a detected contact lasts at least {DetectSettings.min_contact_s} s"
-                 if isinstance(contacts, str) else "")
+                 if isinstance(contacts, str) and motion.frames / motion.fps <= DetectSettings.min_contact_s else "")
         raise BalanceError(f"clip {motion.name!r}: the {never[0]} foot is never on the ground over its "
                            f"{motion.frames} frame(s) ({motion.frames / motion.fps:.3f} s{short}): a gait needs "
                            "a stance for each foot")

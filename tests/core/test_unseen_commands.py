@@ -71,6 +71,10 @@ def test_a_clip_of_one_frame_is_refused_as_too_short_for_a_gait(walk, g1):
     with pytest.raises(BalanceError, match=r"never on the ground over its 1 frame\(s\) \(0\.008 s; a detected "
                                            r"contact lasts at least"):
         generate_gait(motion, g1, auto_map(motion, g1))
+    swing = _frames(walk, np.arange(100, 130))  # 0.25 s with the left foot in the air throughout
+    with pytest.raises(BalanceError, match=r"the left foot is never on the ground over its 30 frame\(s\) "
+                                           r"\(0\.250 s\): a gait needs"):
+        generate_gait(swing, g1, auto_map(swing, g1))
 
 
 def test_a_clip_that_never_steps_stands_and_says_its_stance_moved(walk, g1):
