@@ -48,6 +48,8 @@ class ROBOT_RETARGET_OT_check_balance(bpy.types.Operator):
     @reports_errors
     def execute(self, context):
         readout = action_balance(find_robot(context), context.scene)
+        for warning in readout["warnings"]:
+            self.report({'WARNING'}, warning)
         self.report({'INFO'}, balance_summary(readout))
         return {'FINISHED'}
 

@@ -16,7 +16,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..chains.mapping import Mapping
-from ..feet.contacts import Contacts, flags_to_intervals
+from ..feet.contacts import SIDES, Contacts, DetectSettings, flags_to_intervals
 from ..feet.plant import resolve_contacts
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
@@ -101,10 +101,14 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
                      settings.zmp_offset_m, settings.correction.reach, warnings, person)
     if plan.steps_moved:
         b = plan.bounds
-        warnings.append(f"{plan.steps_moved} step(s) moved to the nearest the robot can take (up to "
-                        f"{b.forward_m:.2f} m forward, {b.back_m:.2f} m back, feet {b.width_min_m:.2f}-"
-                        f"{b.width_max_m:.2f} m apart, turning {np.degrees(b.turn_rad):.0f} degrees); "
-                        "later steps aim at the person's footprints again")
+        bounds = (f"(up to {b.forward_m:.2f} m forward, {b.back_m:.2f} m back, feet {b.width_min_m:.2f}-"
+                  f"{b.width_max_m:.2f} m apart, turning {np.degrees(b.turn_rad):.0f} degrees)")
+        if any(plan.swings.values()):
+            warnings.append(f"{plan.steps_moved} step(s) moved to the nearest the robot can take {bounds}; "
+                            "later steps aim at the person's footprints again")
+        else:  # a clip that never steps: what moved is the stance the person stands in
+            warnings.append(f"the clip never steps, and the stance it stands in was moved to the nearest the robot "
+                            f"can stand in {bounds}")
     if plan.bounds.lean < 0.5:
         warnings.append(f"robot {tree.robot.name!r} can lean only {100 * plan.bounds.lean:.0f} % of the way toward "
                         "a foot with both soles flat (a leg without an ankle roll, or too little hip roll): "
@@ -147,6 +151,17 @@ def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings
         raise BalanceError(f"clip {motion.name!r}: no foot contacts, so no steps to keep ({'; '.join(warnings)})")
     flags, notes = gait_contacts(flags)
     warnings += notes
+    unnamed = [side for side in SIDES if side not in flags.feet]
+    if unnamed:  # a contacts file of one foot: the plan asked for the other and stopped with "error: right"
+        raise BalanceError(f"clip {motion.name!r}: the contacts give no {unnamed[0]} foot; a gait steps with both "
+                           "feet (give both in the contacts file)")
+    never = [side for side, side_flags in flags.feet.items() if not side_flags.any()]
+    if never:  # a clip shorter than a contact: say so, not "the right foot never touches the ground"
+        short = (f"; a detected contact lasts at least {DetectSettings.min_contact_s} s"
+                 if isinstance(contacts, str) and motion.frames / motion.fps <= DetectSettings.min_contact_s else "")
+        raise BalanceError(f"clip {motion.name!r}: the {never[0]} foot is never on the ground over its "
+                           f"{motion.frames} frame(s) ({motion.frames / motion.fps:.3f} s{short}): a gait needs "
+                           "a stance for each foot")
     return flags
 
 

@@ -28,7 +28,7 @@ from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, check_steps, heel_off_angles, step_bounds
 from .rollover import heel_offs, toe_edge
-from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance
+from .support import CONTACT_M, NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
 
@@ -200,14 +200,6 @@ def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, uppe
         out[:, others] = np.median(q[:, others], axis=0)
     return out
 
-
-NARROW_SOLE_M = 0.03  # a sole narrower than this is a line to balance on (feet without geometry: a point)
-
-
-def foot_width(body: BodyPoints, flat: np.ndarray) -> float:
-    """Across the sole (the foot's lateral extent standing level), metres."""
-    level = body.points @ flat.T
-    return float(np.ptp(level[:, 1]) + 2 * body.radius.max())
 
 
 def sole_centre(body: BodyPoints, flat: np.ndarray) -> np.ndarray:
