@@ -149,8 +149,6 @@ def _udp_socket(address: tuple[str, int]) -> socket.socket:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.stream.session import FrameError
-
     if args.max_frames is not None and args.max_frames < 1:
         raise CommandError(f"--max-frames {args.max_frames}: give a number of frames, 1 or more")
     source, target = _endpoint(args.input, "--input"), _endpoint(args.output, "--output")
@@ -160,25 +158,14 @@ def run(args: argparse.Namespace) -> int:
     emit = _Output(target, tree.joint_names)
     warnings: list[str] = []
     live = _Live(session, emit, args.rate) if source else _Paced(session, emit, args.rate)
-    frames = 0
-    for number, (line, received) in enumerate(live.lines(source), start=1):
-        if not line.strip():
-            continue
-        where = f"input line {number}: " if source is None else f"datagram {number}: "
-        try:
-            parsed = session.parse(line, where)
-        except FrameError as exc:
-            session.count_bad()
-            if len(warnings) < 20:
-                warnings.append(str(exc))
-            continue
-        if parsed is None:
-            break
-        live.push(*parsed, received)
-        frames += 1
-        if args.max_frames is not None and frames >= args.max_frames:
-            break
+    try:
+        _take_frames(live, source, session, args.max_frames, warnings)
+        interrupted = False
+    except KeyboardInterrupt:  # a live stream is stopped by hand: its record and report still get written
+        interrupted = True
     report = session.report()
+    if interrupted:
+        warnings.append(f"interrupted (Ctrl-C) after {report['frames']} frame(s): the stream ends there")
     report.update(input=args.input, output=args.output, outputs=len(emit.sent), rate_hz=args.rate,
                   warnings=report["warnings"] + warnings)
     if record is not None and emit.sent:
@@ -194,6 +181,31 @@ def run(args: argparse.Namespace) -> int:
           f"p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms; predicting {report['predict_ms']:.1f} ms "
           f"({report['predictor']})", file=sys.stderr)
     return 0
+
+
+def _take_frames(live, source, session, max_frames: int | None, warnings: list[str]) -> None:
+    """Feed the input's frames to the session until END, the input's end or --max-frames; a bad
+    line is counted, named in `warnings` (the first 20) and skipped."""
+    from ..core.stream.session import FrameError
+
+    frames = 0
+    for number, (line, received) in enumerate(live.lines(source), start=1):
+        if not line.strip():
+            continue
+        where = f"input line {number}: " if source is None else f"datagram {number}: "
+        try:
+            parsed = session.parse(line, where)
+        except FrameError as exc:
+            session.count_bad()
+            if len(warnings) < 20:
+                warnings.append(str(exc))
+            continue
+        if parsed is None:
+            return
+        live.push(*parsed, received)
+        frames += 1
+        if max_frames is not None and frames >= max_frames:
+            return
 
 
 class _Paced:

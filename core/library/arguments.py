@@ -207,7 +207,8 @@ def print_warnings(warnings, prefix: str = "") -> None:
 
 def run_command(parser: argparse.ArgumentParser, argv: list[str], prog: str, errors: tuple,
                 message=str) -> int:
-    """Parse and run a subcommand; bad input (`errors`) is one line on stderr and exit code 1."""
+    """Parse and run a subcommand; bad input (`errors`) is one line on stderr and exit code 1;
+    Ctrl-C is one line and exit code 130 (the shell's code for SIGINT), not a traceback."""
     try:
         args = parser.parse_args(list(argv))
     except SystemExit as ex:  # --help or a usage error: argparse already printed
@@ -220,3 +221,6 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str], prog: str, err
     except errors as ex:  # one line, not a traceback, for bad input
         print(f"{prog}: error: {message(ex)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # outputs are written atomically: nothing half-written is left
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
