@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
     p.add_argument("--output", default="-", help="- (stdout, one JSON object per line, the default) or "
                                                  "udp://HOST:PORT")
     p.add_argument("--predict-ms", type=float, metavar="MS",
-                   help="how far ahead to output (default: the measured latency, processing plus filter lag)")
+                   help="how far past its input frame's time each pose is for (default: the measured "
+                        "processing latency); the filter's lag is made up on top of it")
     p.add_argument("--predictor", choices=PREDICTORS, default="auto",
                    help="none, extrapolate (a polynomial through the latest samples), match (continue from "
                         "where the stream or a library clip moved alike) or auto (whichever has been closer; "
