@@ -126,12 +126,13 @@ class _Output:
             text = json.dumps({"seq": int(out.seq), "t": float(out.time_s),
                                "root": [float(v) for v in pose.root_position] + [float(v) for v in quat],
                                "q": [float(v) for v in pose.q], "joint_names": self.joint_names})
+        # kept before it goes out: a Ctrl-C right after a pose reached the receiver still records it
+        self.sent.append((out.time_s, pose.root_position, quat, pose.q))
         if self.sock is not None:
             self.sock.sendto(text.encode("ascii"), self.target)
         else:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
-        self.sent.append((out.time_s, pose.root_position, quat, pose.q))
 
 
 def _number(value: float) -> str:
