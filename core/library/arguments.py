@@ -178,6 +178,13 @@ def check_output(path: Path, overwrite: bool) -> Path:
     return path
 
 
+def refuse_folder(path: Path, flag: str = "--source") -> None:
+    """A folder given where one clip goes is said as such (it read 'not found'): batch takes folders."""
+    if Path(path).is_dir():
+        raise CommandError(f"{path}: a folder, not a clip file ({flag} takes one clip; "
+                           "batch --inputs takes a folder)")
+
+
 def check_outputs(paths: list, overwrite: bool, inputs: list = ()) -> list[Path | None]:
     """check_output for each given path (None and "" stay None), and no two of them, nor an
     output and an input, the same file: `--report` given the CSV's name would replace the CSV,

@@ -128,3 +128,11 @@ def test_ctrl_c_mid_bake_is_one_line_and_exit_130_with_nothing_written(tmp_path,
         signal.signal(signal.SIGINT, previous)
     err = capsys.readouterr().err
     assert err.strip() == "robot-retarget-core: interrupted" and not out.exists()
+
+
+def test_a_folder_as_the_source_is_said_to_be_one(tmp_path, clip, capsys):
+    """A folder given to bake (batch's --inputs takes folders) read "unsupported clip type ''"."""
+    out = tmp_path / "walk.csv"
+    assert main(["bake", "--source", str(clip.parent), "--robot", str(G1), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{clip.parent}: a folder, not a clip file" in err and "--inputs" in err and not out.exists(), err
