@@ -104,3 +104,35 @@ def test_an_export_named_for_another_format_is_refused(tmp_path, clip, capsys):
     assert main(["export", "--source", str(clip), "--robot", str(G1), "--format", "npz", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "walk.csv: npz playback files are named *.npz" in err and not out.exists()
+
+
+def test_ctrl_c_mid_bake_is_one_line_and_exit_130_with_nothing_written(tmp_path, clip, capsys, monkeypatch):
+    """A real SIGINT while the clip bakes (as Ctrl-C sends it): one line on stderr, the shell's
+    code for SIGINT, no traceback and no output file."""
+    import signal
+
+    import core.library.cli as cli
+
+    bake = cli.bake_clip_file
+
+    def interrupted_bake(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return bake(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "bake_clip_file", interrupted_bake)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even where the runner ignores it
+    try:
+        out = tmp_path / "walk.csv"
+        assert main(["bake", "--source", str(clip), "--robot", str(G1), "--out", str(out)]) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err
+    assert err.strip() == "robot-retarget-core: interrupted" and not out.exists()
+
+
+def test_a_folder_as_the_source_is_said_to_be_one(tmp_path, clip, capsys):
+    """A folder given to bake (batch's --inputs takes folders) read "unsupported clip type ''"."""
+    out = tmp_path / "walk.csv"
+    assert main(["bake", "--source", str(clip.parent), "--robot", str(G1), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{clip.parent}: a folder, not a clip file" in err and "--inputs" in err and not out.exists(), err
