@@ -108,7 +108,8 @@ def add_batch_parser(sub, func) -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786); default: "
                                                           "a local cluster of --workers processes")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="clips exported at the same time (processes)")
-    p.add_argument("--report", help="JSON summary report to write (a re-run of the same batch replaces its earlier summary)")
+    p.add_argument("--report", help="JSON summary report to write (a re-run of the same batch replaces its "
+                                    "earlier summary)")
     add_source_up(p)
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # a Blender worker of the extension
     p.set_defaults(func=func)
