@@ -98,6 +98,15 @@ def test_a_preset_for_another_skeleton_or_robot_names_its_file(tmp_path, clip, c
     err = capsys.readouterr().err
     assert str(preset) in err and f"chain {leg.name!r}" in err and "no bone 'LeftHipp'" in err
 
+    mapping = auto_map(read_clip(clip), KinematicTree(parse_urdf(G1)))
+    mapping.allow_collision = [["left_rubber_hand", "right_rubber_hnd"]]  # a typo in the collision overrides
+    mapping.save(preset, overwrite=True)
+    assert main(["bake", "--source", str(clip), "--robot", str(G1), "--mapping", str(preset),
+                 "--out", str(tmp_path / "c.csv")]) == 1
+    err = capsys.readouterr().err
+    assert str(preset) in err and "allow_collision" in err and "no link 'right_rubber_hnd'" in err
+    assert not (tmp_path / "c.csv").exists()
+
 
 def test_an_export_named_for_another_format_is_refused(tmp_path, clip, capsys):
     out = tmp_path / "walk.csv"
