@@ -36,52 +36,6 @@ RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
 
 
-ROOM_SLACK_M = 0.01  # the in-solve rows push this far beyond the margin: a penalty stops short of its aim
-ROOM_REACH_M = 0.03  # frames with a pair this far beyond margin + slack are solved again with the rows
-
-
-class RoomPenalty:
-    """The rows weight * max(0, margin + slack - d) of a chain's checked pairs, as a chain solve
-    carries them (core.chains.solver.solve_chain's `room`): the shape answer of frames near a
-    contact is solved again with them, so the separation pass after it starts near its answer.
-
-    term: the checked pairs the chain's joints move (core.collision.avoid.SeparationTerm over the
-    chain's variables, or over a group holding them: `select` their positions in the term's)."""
-
-    def __init__(self, term, q: np.ndarray, select: np.ndarray | None = None, slack: float = ROOM_SLACK_M):
-        self.term, self.within = term, term.margin + slack
-        self.select = np.arange(len(term.variables)) if select is None else np.asarray(select)
-        self.weight = term.weight ** 2
-        self.still = term.still_poses(q, term.root)  # links the chain does not move: once
-
-    def near(self, q: np.ndarray) -> np.ndarray:
-        """Frames of q (F, n) with a pair within reach of the rows."""
-        dist = self.term.distance(q, self.term.root, 0.0, self.still)  # lower bounds are enough
-        frames = np.flatnonzero(dist.min(axis=1, initial=np.inf) < self.within + ROOM_REACH_M)
-        if len(frames):  # only the pairs that come within reach on those frames
-            self.term = self.term.near(q, frames, reach=self.within - self.term.margin + ROOM_REACH_M,
-                                       dist=dist[frames])
-        return frames
-
-    def __call__(self, q: np.ndarray, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per frame of q (R, n) (clip frames `frames`): the rows' cost (R,), gradient (R, V) and
-        Gauss-Newton matrix (R, V, V) over the chain's joints."""
-        still = {link: pose[frames] for link, pose in self.still.items()}
-        f, _, dist, grad = self.term.gradient(q, self.term.root[frames], self.within, still)
-        grad = grad[:, self.select]
-        short = self.within - dist
-        count = len(self.select)
-        cost = np.bincount(f, self.weight * short ** 2, minlength=len(q))
-        gradient, gn = np.zeros((len(q), count)), np.zeros((len(q), count, count))
-        if len(f) == 0:
-            return cost, gradient, gn
-        starts = np.flatnonzero(np.diff(f, prepend=-1))  # entries come by frame: sums over runs
-        gradient[f[starts]] = np.add.reduceat(-self.weight * short[:, None] * grad, starts, axis=0)
-        outer = (self.weight * grad[:, :, None] * grad[:, None, :]).reshape(len(f), -1)
-        gn[f[starts]] = np.add.reduceat(outer, starts, axis=0).reshape(-1, count, count)
-        return cost, gradient, gn
-
-
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
                    targets: np.ndarray, weights: np.ndarray, separation, options: SolveOptions | None = None,
                    max_step: np.ndarray | None = None) -> None:

@@ -235,7 +235,7 @@ class SolveOptions:
 
 def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
                 targets: np.ndarray, weights: np.ndarray, options: SolveOptions | None = None,
-                max_step: np.ndarray | None = None, room=None) -> None:
+                max_step: np.ndarray | None = None) -> None:
     """Move the chain's joint columns of q (F, n) so its points reach targets (F, M, 3).
 
     weights (M,) already include the 1/length normalisation. Joint limits are
@@ -244,10 +244,7 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
     predecessor are solved again starting from it, so a motion that reaches a
     limit stays on one branch instead of flipping between two equally good ones.
 
-    room: None, or what keeps the chain's bodies apart inside the solve (core.chains.separation.
-    RoomPenalty): after the shape solve, the frames near a contact are solved again with its
-    rows, so a separation pass after this one starts near its answer.
-    Bodies kept apart exactly: core.chains.separation.separate_chain after this solve.
+    Bodies kept apart: core.chains.separation.separate_chain after this solve.
     """
     options = options or SolveOptions()
     cols = kin.columns
@@ -255,9 +252,6 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
         return
     problem = _Problem(tree, kin, anchor, q, targets, weights, options)
     x, cost = _coarse_to_fine(problem, np.clip(q[:, cols], problem.lower, problem.upper))
-    if room is not None:
-        problem = _Problem(tree, kin, anchor, q, targets, weights, options, room)
-        x, cost = _room_in_solve(problem, x, cost)
     if max_step is not None:
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
@@ -279,21 +273,6 @@ def _coarse_to_fine(problem: "_Problem", x: np.ndarray, stride: int = 8):
     every = np.arange(frames)
     start = np.column_stack([np.interp(every, coarse, xc[:, k]) for k in range(x.shape[1])])
     return _in_blocks(problem, start, every, iterations=max(2, (problem.options.iterations + 2) // 3))
-
-
-def _room_in_solve(problem: "_Problem", x: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x and cost with the frames where the chain comes near a checked pair solved again, from
-    their shape answer, with the rows keeping the pair apart (problem.room); each frame is still
-    pulled toward the shape answer of the frame before it."""
-    cols = problem.kin.columns
-    q = problem.q.copy()
-    q[:, cols] = x
-    frames = problem.room.near(q)
-    if len(frames) == 0:
-        return x, cost
-    x, cost = x.copy(), cost.copy()
-    x[frames], cost[frames] = problem.solve(x[frames], x[np.maximum(frames - 1, 0)], frames)
-    return x, cost
 
 
 def _in_blocks(problem: "_Problem", x: np.ndarray, frames: np.ndarray, iterations: int | None = None,
@@ -322,7 +301,7 @@ def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step
     x, cost = x.copy(), cost.copy()
     active = np.flatnonzero((np.abs(np.diff(x, axis=0)) > max_step).any(axis=1)) + 1
     tracker = _Problem(problem.tree, problem.kin, problem.anchor, problem.q, problem.targets,
-                       problem.weights, replace(problem.options, iterations=iterations), problem.room)
+                       problem.weights, replace(problem.options, iterations=iterations))
     for _ in range(horizon):
         if len(active) == 0:
             break
@@ -342,10 +321,9 @@ def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step
 class _Problem:
     """One chain's weighted least-squares problem over frames, with LM iterations."""
 
-    def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions, room=None):
+    def __init__(self, tree, kin, anchor, q, targets, weights, options: SolveOptions):
         self.tree, self.kin, self.anchor, self.q = tree, kin, anchor, q
         self.targets, self.weights, self.options = targets, weights, options
-        self.room = room  # None, or rows keeping bodies apart: room(q (R, n), frames (R,)) -> cost, gradient, GN matrix
         cols = kin.columns
         self.lower, self.upper = tree.lower[cols], tree.upper[cols]
         self.rest = np.clip(0.0 if options.rest is None else options.rest[cols], self.lower, self.upper)
@@ -375,8 +353,6 @@ class _Problem:
                 return np.concatenate([x[:1], x[:-1]], axis=0)
             return x[np.maximum(rows - 1, 0)]
 
-        everywhere = np.arange(len(self.q)) if frames is None else np.asarray(frames)
-
         def evaluate(xv, rows, sw):
             qr = q[rows]
             qr[:, cols] = xv
@@ -384,15 +360,10 @@ class _Problem:
             res = (pts - targets[rows]) * sw[..., None]
             cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(rows)) ** 2).sum(1)
                     + prior * ((xv - self.rest) ** 2).sum(1))
-            if self.room is not None:
-                room_cost, room_grad, room_gn = self.room(qr, everywhere[rows])
-                return pts, (jac, room_cost, room_grad, room_gn), res, cost + room_cost
             return pts, jac, res, cost
 
         sw = np.sqrt(weights)
         pts, jac, res, cost = evaluate(x, slice(None), sw)
-        if self.room is not None:
-            jac, room_cost, room_grad, room_gn = jac
         active = np.arange(nframes)
         for _ in range(opts.iterations if iterations is None else iterations):
             if len(active) == 0:
@@ -408,16 +379,13 @@ class _Problem:
                 # the cost a trial must beat is the one under the new weights
                 cost[active] = ((res[active] ** 2).sum((1, 2))
                                 + smooth * ((xa - reference(active)) ** 2).sum(1)
-                                + prior * ((xa - self.rest) ** 2).sum(1)
-                                + (0.0 if self.room is None else room_cost[active]))
+                                + prior * ((xa - self.rest) ** 2).sum(1))
             count = len(xa)
             jw = (jac[active] * sw_a[..., None, None]).reshape(count, -1, nvar)
             jwt = jw.transpose(0, 2, 1)
             hess = jwt @ jw
             grad = ((jwt @ res[active].reshape(count, -1, 1))[..., 0]
                     + smooth * (xa - reference(active)) + prior * (xa - self.rest))
-            if self.room is not None:
-                hess, grad = hess + room_gn[active], grad + room_grad[active]
             diag = np.einsum("fii->fi", hess)
             system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
             step = -spd_solve(system, grad)
@@ -427,9 +395,6 @@ class _Problem:
             gain = cost[active] - t_cost
             rows = np.arange(nframes) if isinstance(active, slice) else active
             won = rows[better]
-            if self.room is not None:
-                t_jac, t_room, t_grad, t_gn = t_jac
-                room_cost[won], room_grad[won], room_gn[won] = t_room[better], t_grad[better], t_gn[better]
             x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
             res[won], cost[won] = t_res[better], t_cost[better]
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))

@@ -146,13 +146,11 @@ class SeparationTerm:
         still.discard(0)
         return self.tree.poses(q, root, sorted(still)) if still else {}
 
-    def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None,
-                 still: dict | None = None) -> np.ndarray:
+    def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None) -> np.ndarray:
         """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default
-        margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction).
-        still: these frames' poses of the links the joints do not move (still_poses)."""
+        margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction)."""
         root = self.root if root is None else root
-        return self._near(q, root, self.margin + NEAR_M if within is None else within, still)[1]
+        return self._near(q, root, self.margin + NEAR_M if within is None else within)[1]
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":

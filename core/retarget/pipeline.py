@@ -28,7 +28,7 @@ from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.reroot import hung_from
 from ..model.urdf import Robot, missing_meshes
 from ..chains.mapping import Mapping, RetargetSettings
-from ..chains.separation import RoomPenalty, separate_chain, separate_chains
+from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import SolveOptions, rate_limit, solve_chain
 from ..collision import collision_pairs
 from ..collision.avoid import Separation, collision_figures
@@ -219,15 +219,13 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
                            rest=neutral)
     q = np.zeros((len(root), tree.dof))
     q[:] = neutral
-    groups = {id(plan): group for group in room_groups(tree, plans) for plan in group} if apart is not None else {}
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
         max_step = step_limits(tree.velocity[plan.kin.columns], motion.fps)
         step = options
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-            room = room_in_solve(apart, groups.get(id(plan)), plan, q, root) if groups else None
-            solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step, room)
+            solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step)
             if apart is not None and plan.mapping.role in PLANTED_ROLES:
                 separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)],
                                apart.term(plan.kin.chain.variables, root), step, max_step)
@@ -237,20 +235,6 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
             targets[id(plan)] = (turned, targets[id(plan)][1])
             step = replace(options, iterations=max(2, options.iterations // 2))  # from the solved pose: close
     return q
-
-
-def room_in_solve(apart: Separation, group: list | None, plan, q: np.ndarray, root: np.ndarray):
-    """The rows keeping a chain that makes room at the end of the bake (keep_apart) apart inside
-    its own solve, so that pass starts near its answer: over the pairs its group moves (an arm's
-    include its hand's bodies), or None (a planted chain, no pair)."""
-    if group is None:
-        return None
-    variables = [int(v) for v in plan.kin.chain.variables]
-    grouped = [int(v) for member in group for v in member.kin.chain.variables] if plan is group[0] else variables
-    term = apart.term(grouped, root)
-    if term is None:
-        return None
-    return RoomPenalty(term, q, np.array([grouped.index(v) for v in variables], dtype=int))
 
 
 def torso_aim(motion, tree, mapping, plans, targets, to_robot, root_rot, floating):
