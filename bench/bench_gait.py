@@ -12,6 +12,7 @@ and the ZMP against its target over time (the README's picture).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -95,7 +96,7 @@ def plot(tree: KinematicTree, result, path: Path) -> None:
     figure.savefig(path, dpi=80)
 
 
-def main() -> None:
+def main(plot_to: Path | None = None) -> None:
     walk = clips.load(clips.WALK)
     for robot in ("g1", "h1"):
         tree = KinematicTree(parse_urdf(clips.ROBOTS[robot]))
@@ -104,8 +105,8 @@ def main() -> None:
         result = generate_gait(walk, tree, mapping)
         report = result.report
         seconds, cpu = time.perf_counter() - started, time.process_time() - started_cpu
-        if robot == "g1" and "--plot" in sys.argv:
-            plot(tree, result, Path(sys.argv[sys.argv.index("--plot") + 1]))
+        if robot == "g1" and plot_to is not None:
+            plot(tree, result, plot_to)
         print(f"{robot}: walk ({walk.frames / walk.fps:.1f} s) at {report['rate_hz']:.0f} Hz in {seconds:.2f} s "
               f"({cpu:.2f} s of CPU); "
               f"{report['steps']} steps; travel {report['travel_m']:.2f} m of the scaled source's "
@@ -135,4 +136,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plot", type=Path, metavar="PNG", help="draw the G1 walk's gait to this picture")
+    main(parser.parse_args().plot)
