@@ -90,8 +90,8 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     warnings += bake.report.get("warnings", [])
     robot = tree
     tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
-    person = _from_pelvis(robot, tree, bake.unplanted) if bake.unplanted is not None else None
-    bake = _from_pelvis(robot, tree, bake)
+    person = _from_pelvis(robot, tree, rerooted, bake.unplanted) if bake.unplanted is not None else None
+    bake = _from_pelvis(robot, tree, rerooted, bake)
     model = MassModel.build(tree)
     progress(0.4, "planning feet and waist")
     end_s = (motion.frames - 1) / motion.fps
@@ -129,13 +129,15 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
                       settings.period_s, plan.target, balanced.zmp, balanced.com, report)
 
 
-def _from_pelvis(robot: KinematicTree, tree: KinematicTree, bake: RetargetResult) -> RetargetResult:
-    """The bake on `tree`, the robot re-rooted at its pelvis: the pelvis's pose as the root pose,
-    the joints in that tree's order (the same bake when nothing was re-rooted)."""
+def _from_pelvis(robot: KinematicTree, tree: KinematicTree, rerooted, bake: RetargetResult) -> RetargetResult:
+    """The bake on `tree`, the robot re-rooted at its pelvis: the pelvis's pose as the root pose (its
+    frame where the re-rooting puts it), the joints in that tree's order (the same bake when nothing
+    was re-rooted)."""
     if tree is robot:
         return bake
     root = pose_matrices(bake.root_rotation, bake.root_position)
-    pelvis = robot.link_transform(bake.q, robot.link_index(tree.robot.root_link), root)
+    link = tree.robot.root_link
+    pelvis = rerooted.new_pose(link, robot.link_transform(bake.q, robot.link_index(link), root))
     q = bake.q[:, [robot.joint_names.index(name) for name in tree.joint_names]]
     return RetargetResult(tree.joint_names, q, pelvis[:, :3, 3].copy(), pelvis[:, :3, :3].copy(), bake.fps,
                           bake.report)

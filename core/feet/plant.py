@@ -135,7 +135,7 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
         return None
     flags = {leg.side: contacts.feet[leg.side] for leg in legs}
     frames = {leg.side: FootFrames.measure(tree, leg, q, root_rot, flags[leg.side], fps, settings) for leg in legs}
-    root = _root(root_pos, frames, flags, fps, settings)
+    root = _root(root_pos, _hip_offset(tree, legs, root_rot), frames, flags, fps, settings)
     goals = {leg.side: foot_goals(leg, frames[leg.side], pose_matrices(root_rot, root), flags[leg.side], fps,
                                   settings) for leg in legs}
     check = _Check(tree, legs, Bodies(tree), settings)
@@ -229,17 +229,32 @@ def _smooth_change(move: np.ndarray, fps: float, settings: PlantSettings) -> np.
 
 # ----------------------------------------------------------------------- root ---
 
-def _root(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:
-    """Root positions (F, 3): horizontally carried by planted feet, vertically on the ground."""
+def _hip_offset(tree: KinematicTree, legs: list[Leg], root_rot: np.ndarray) -> np.ndarray:
+    """Where the hips' centre is from the root link's origin (F, 3), metres, in the world: the
+    point whose path is smoothed, as the root's origin is wherever the URDF puts it."""
+    zero = tree.zero_pose()
+    hips = np.mean([zero[leg.kin.chain.paths[0].links[0], :3, 3] for leg in legs], axis=0)
+    return root_rot @ hips
+
+
+def _root(plain: np.ndarray, hips: np.ndarray, frames: dict, flags: dict, fps: float,
+          settings: PlantSettings) -> np.ndarray:
+    """Root positions (F, 3): horizontally carried by planted feet, vertically on the ground;
+    hips (F, 3): the hips' centre from the root's origin (_hip_offset)."""
     out = plain.copy()
-    out[:, :2] = _root_xy(plain[:, :2], frames, flags, fps, settings)
+    out[:, :2] = _root_xy(plain[:, :2], hips[:, :2], frames, flags, fps, settings)
     out[:, 2] = _root_z(plain[:, 2], frames, flags, fps, settings)
     return out
 
 
-def _root_xy(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:
-    """Integrate the root's velocity: minus the planted feet's, the source's in flight; smoothed.
+def _root_xy(plain: np.ndarray, hips: np.ndarray, frames: dict, flags: dict, fps: float,
+             settings: PlantSettings) -> np.ndarray:
+    """Integrate the hips' velocity: the root's minus the planted feet's, the source's in flight;
+    smoothed; the root's origin (F, 2) is the hips' centre less `hips` (F, 2).
 
+    The hips' centre, not the root link's origin, is the point smoothed: the origin is wherever
+    the URDF puts it, and the pelvis' sway turns a point off the hips about them (a G1 re-rooted
+    at its ankle has its pelvis frame at the left hip: its knees baked 0.09 rad apart).
     Anchored at the first frame's source root and nowhere else: a pull back to the source's
     travel (a 0.05 Hz low-pass of the difference) reached over the whole clip, so a walk cut at
     frame 400 had its root moved by 15-54 mm, varying, and its ankles by up to 0.3 rad. The robot
@@ -252,12 +267,14 @@ def _root_xy(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings:
     carried, count = np.zeros((n - 1, 2)), np.zeros(n - 1)
     for side, foot in frames.items():
         held = (flags[side][:-1] & flags[side][1:]).astype(float)
-        carried -= held[:, None] * foot.pivot_step
+        carried -= held[:, None] * foot.pivot_step  # the root's origin moves as the foot moves back
         count += held
     share = np.minimum(count, 1.0)[:, None]
-    velocity = share * carried / np.maximum(count, 1.0)[:, None] + (1.0 - share) * np.diff(plain, axis=0)
-    xy = plain[0] + np.concatenate([np.zeros((1, 2)), np.cumsum(velocity, axis=0)])
-    return butterworth_lowpass(xy, fps, settings.path_hz, order=2)
+    centre = plain + hips
+    velocity = share * (carried / np.maximum(count, 1.0)[:, None] + np.diff(hips, axis=0)) \
+        + (1.0 - share) * np.diff(centre, axis=0)
+    xy = centre[0] + np.concatenate([np.zeros((1, 2)), np.cumsum(velocity, axis=0)])
+    return butterworth_lowpass(xy, fps, settings.path_hz, order=2) - hips
 
 
 def _root_z(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:

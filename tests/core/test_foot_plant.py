@@ -401,3 +401,22 @@ def test_a_cut_clip_is_planted_as_the_whole_clip():
     moved = full.root_position[start:][far] - cut.root_position[far]
     assert np.abs(moved[:, :2] - moved[:, :2].mean(axis=0)).max() < 0.005  # metres: a rigid shift
     assert np.abs(moved[:, 2]).max() < 0.006  # heights are not integrated, only smoothed
+
+
+def test_a_robot_rooted_at_its_ankle_plants_the_same_legs(g1_walk):
+    """The G1 described from its left ankle is solved hung from its pelvis, whose frame then sits
+    at the left hip joint, 12 cm from the G1's: planted, the same joints and the same motion.
+    Before: legs up to 0.09 rad apart (the walk), as the spine's shape began at the root link's
+    origin (the root leaned 0.3 deg apart) and the root's path was smoothed at that origin."""
+    from tests.robot_variants import rooted_at
+
+    tree, motion, mapping, contacts, _, planted = g1_walk
+    ankle = KinematicTree(rooted_at(tree.robot, "left_ankle_roll_link"))
+    result = retarget(motion, ankle, auto_map(motion, ankle), contacts=contacts)
+    assert result.report["feet_planted"]
+    order = [ankle.joint_names.index(name) for name in tree.joint_names]
+    assert np.abs(result.q[:, order] - planted.q).max() < 1e-6
+    for name in ("left_ankle_roll_link", "right_ankle_roll_link", "torso_link"):
+        here = ankle.link_transform(result.q, ankle.link_index(name), _root(result))[:, :3, 3]
+        there = tree.link_transform(planted.q, tree.link_index(name), _root(planted))[:, :3, 3]
+        assert np.abs(here - there).max() < 1e-6, name
