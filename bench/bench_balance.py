@@ -7,6 +7,7 @@ command on that bake's CSV (start-up included), once.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -56,4 +57,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help says what it measures
     main()

@@ -12,6 +12,7 @@ and the ZMP against its target over time (the README's picture).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -45,9 +46,7 @@ def held(motion: SourceMotion, seconds: float) -> SourceMotion:
     """The clip with its first and last frames held so that it lasts `seconds`."""
     extra = max(0, int(round(seconds * motion.fps)) - motion.frames)
     index = np.r_[np.zeros(extra // 2, int), np.arange(motion.frames), np.full(extra - extra // 2, motion.frames - 1)]
-    return SourceMotion(motion.bone_names, motion.parents, motion.heads[index], motion.tails[index],
-                        motion.root_rotation[index], motion.rest_heads, motion.rest_tails, motion.rest_root_rotation,
-                        motion.fps, motion.name)
+    return motion.at_frames(index)
 
 
 def held_contacts(contacts: Contacts, frames: int) -> Contacts:
@@ -97,7 +96,7 @@ def plot(tree: KinematicTree, result, path: Path) -> None:
     figure.savefig(path, dpi=80)
 
 
-def main() -> None:
+def main(plot_to: Path | None = None) -> None:
     walk = clips.load(clips.WALK)
     for robot in ("g1", "h1"):
         tree = KinematicTree(parse_urdf(clips.ROBOTS[robot]))
@@ -106,8 +105,8 @@ def main() -> None:
         result = generate_gait(walk, tree, mapping)
         report = result.report
         seconds, cpu = time.perf_counter() - started, time.process_time() - started_cpu
-        if robot == "g1" and "--plot" in sys.argv:
-            plot(tree, result, Path(sys.argv[sys.argv.index("--plot") + 1]))
+        if robot == "g1" and plot_to is not None:
+            plot(tree, result, plot_to)
         print(f"{robot}: walk ({walk.frames / walk.fps:.1f} s) at {report['rate_hz']:.0f} Hz in {seconds:.2f} s "
               f"({cpu:.2f} s of CPU); "
               f"{report['steps']} steps; travel {report['travel_m']:.2f} m of the scaled source's "
@@ -137,4 +136,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plot", type=Path, metavar="PNG", help="draw the G1 walk's gait to this picture")
+    main(parser.parse_args().plot)

@@ -12,6 +12,7 @@ fastest joint over its limit. Also the via orientations alone (waypoint_orientat
 """
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -76,4 +77,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help says what it measures
     main()

@@ -67,8 +67,8 @@ def _variant(planted_feet: bool = False, checked: bool = True, bounded: bool = T
     def stances(clip, flags, bodies, flats, limit=None, aims=None):
         return plan_stances(clip, flags, bodies, flats, limit if bounded else None, None if planted_feet else aims)
 
-    def check(bounds, steps, last):
-        return check_steps(bounds, steps, last) if checked and bounded else np.ones(len(steps))
+    def check(bounds, steps, last, standing_left=None):
+        return check_steps(bounds, steps, last, standing_left) if checked and bounded else np.ones(len(steps))
 
     plan_module.plan_stances, plan_module.check_steps = stances, check
     try:

@@ -17,6 +17,7 @@
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,4 +231,5 @@ def _fits(band: list[tuple[float, float]], low: float, high: float) -> bool:
     return any(lo <= low and high <= hi for lo, hi in band)
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help says what it measures
     main()

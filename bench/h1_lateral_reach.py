@@ -24,6 +24,7 @@ foot? Issue 12's third question, answered with numbers from the robot's own URDF
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -218,4 +219,5 @@ def main() -> None:
               f"{figures[0]}; rolling in single support {figures[1]}; 2 cm narrower, rolling throughout {figures[2]}")
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help says what it measures
     main()

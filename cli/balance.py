@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import CommandError, check_outputs, write_report
+from .common import CommandError, check_outputs, print_warnings, write_report
 
 
 def add_parser(sub) -> None:
@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     report.update(motion_file=str(Path(args.motion).absolute()), robot_file=str(Path(args.robot).absolute()),
                   rate_hz=fps)
     write_report(report_path, report, args.overwrite)
+    print_warnings(report["warnings"])
     margin = report["min_support_margin_m"]
     print(f"{report['frames']} frames: ZMP outside the support on {report['zmp_outside_support_pct']:.1f} % of "
           f"frames; worst margin {'none' if margin is None else f'{1000 * margin:.0f} mm'}; "

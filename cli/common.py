@@ -16,7 +16,7 @@ from pathlib import Path
 import bpy
 
 from ..core.library.arguments import (CommandError, add_clip_arguments, add_outputs, add_source_up, check_output,
-                                      check_outputs, clip_range, print_warnings, write_report)
+                                      check_outputs, clip_range, print_warnings, refuse_folder, write_report)
 from ..operators.common import USER_ERRORS
 
 COMMAND_ID = "robot_retarget"
@@ -34,6 +34,7 @@ def import_clip(path: Path, up: str = "Y") -> bpy.types.Object:
     """Import a motion clip with Blender's own importer; returns its armature. up: a BVH file's up axis."""
     from ..core.motion.bvh import load_bvh
 
+    refuse_folder(path)
     if not path.is_file():
         raise CommandError(f"{path}: source clip not found")
     before = set(bpy.data.objects)

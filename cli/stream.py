@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
     p.add_argument("--output", default="-", help="- (stdout, one JSON object per line, the default) or "
                                                  "udp://HOST:PORT")
     p.add_argument("--predict-ms", type=float, metavar="MS",
-                   help="how far ahead to output (default: the measured latency, processing plus filter lag)")
+                   help="how far past its input frame's time each pose is for (default: the measured "
+                        "processing latency); the filter's lag is made up on top of it")
     p.add_argument("--predictor", choices=PREDICTORS, default="auto",
                    help="none, extrapolate (a polynomial through the latest samples), match (continue from "
                         "where the stream or a library clip moved alike) or auto (whichever has been closer; "
@@ -125,12 +126,13 @@ class _Output:
             text = json.dumps({"seq": int(out.seq), "t": float(out.time_s),
                                "root": [float(v) for v in pose.root_position] + [float(v) for v in quat],
                                "q": [float(v) for v in pose.q], "joint_names": self.joint_names})
+        # kept before it goes out: a Ctrl-C right after a pose reached the receiver still records it
+        self.sent.append((out.time_s, pose.root_position, quat, pose.q))
         if self.sock is not None:
             self.sock.sendto(text.encode("ascii"), self.target)
         else:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
-        self.sent.append((out.time_s, pose.root_position, quat, pose.q))
 
 
 def _number(value: float) -> str:
@@ -149,8 +151,6 @@ def _udp_socket(address: tuple[str, int]) -> socket.socket:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.stream.session import FrameError
-
     if args.max_frames is not None and args.max_frames < 1:
         raise CommandError(f"--max-frames {args.max_frames}: give a number of frames, 1 or more")
     source, target = _endpoint(args.input, "--input"), _endpoint(args.output, "--output")
@@ -160,25 +160,14 @@ def run(args: argparse.Namespace) -> int:
     emit = _Output(target, tree.joint_names)
     warnings: list[str] = []
     live = _Live(session, emit, args.rate) if source else _Paced(session, emit, args.rate)
-    frames = 0
-    for number, (line, received) in enumerate(live.lines(source), start=1):
-        if not line.strip():
-            continue
-        where = f"input line {number}: " if source is None else f"datagram {number}: "
-        try:
-            parsed = session.parse(line, where)
-        except FrameError as exc:
-            session.count_bad()
-            if len(warnings) < 20:
-                warnings.append(str(exc))
-            continue
-        if parsed is None:
-            break
-        live.push(*parsed, received)
-        frames += 1
-        if args.max_frames is not None and frames >= args.max_frames:
-            break
+    try:
+        _take_frames(live, source, session, args.max_frames, warnings)
+        interrupted = False
+    except KeyboardInterrupt:  # a live stream is stopped by hand: its record and report still get written
+        interrupted = True
     report = session.report()
+    if interrupted:
+        warnings.append(f"interrupted (Ctrl-C) after {report['frames']} frame(s): the stream ends there")
     report.update(input=args.input, output=args.output, outputs=len(emit.sent), rate_hz=args.rate,
                   warnings=report["warnings"] + warnings)
     if record is not None and emit.sent:
@@ -194,6 +183,31 @@ def run(args: argparse.Namespace) -> int:
           f"p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms; predicting {report['predict_ms']:.1f} ms "
           f"({report['predictor']})", file=sys.stderr)
     return 0
+
+
+def _take_frames(live, source, session, max_frames: int | None, warnings: list[str]) -> None:
+    """Feed the input's frames to the session until END, the input's end or --max-frames; a bad
+    line is counted, named in `warnings` (the first 20) and skipped."""
+    from ..core.stream.session import FrameError
+
+    frames = 0
+    for number, (line, received) in enumerate(live.lines(source), start=1):
+        if not line.strip():
+            continue
+        where = f"input line {number}: " if source is None else f"datagram {number}: "
+        try:
+            parsed = session.parse(line, where)
+        except FrameError as exc:
+            session.count_bad()
+            if len(warnings) < 20:
+                warnings.append(str(exc))
+            continue
+        if parsed is None:
+            return
+        live.push(*parsed, received)
+        frames += 1
+        if max_frames is not None and frames >= max_frames:
+            return
 
 
 class _Paced:

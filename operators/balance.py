@@ -11,30 +11,36 @@ from ..core.balance import balance_readout
 from ..core.feet.contacts import flags_to_intervals
 from ..core.model.transforms import pose_matrices, quat_to_matrix
 from .common import reports_errors, tree_from_rig
-from .export import action_table, find_robot, scene_fps
+from .export import action_samples, find_robot, scene_fps
 
 BALANCE_PROPERTY = "robot_retarget_balance"
 
 
 def action_balance(robot, scene) -> dict:
     """The balance readout of the robot's active action at its keys (headless: no UI needed),
-    with the frames whose ZMP leaves the support as [first, last] ranges; stored on the action."""
+    with the scene frames whose ZMP leaves the support as [first, last] ranges; stored on the
+    action. Keys evenly spaced are read at their own rate (a gait keyed at its control cycle
+    reads as its report does, in a scene of any frame rate); keys spaced unevenly, at every
+    whole frame."""
     fps = scene_fps(scene)
-    table = action_table(robot, fps)
+    table, rate = action_samples(robot, fps)
     tree = tree_from_rig(robot)
     root = pose_matrices(quat_to_matrix(table.root_quaternion), table.root_position)
-    readout = balance_readout(tree, table.q, root, fps, per_frame=True)
-    first = int(round(robot.animation_data.action.frame_range[0]))
+    readout = balance_readout(tree, table.q, root, rate, per_frame=True)
+    frames = robot.animation_data.action.frame_range[0] + table.time * fps  # scene frame of each sample
     margins = np.array([-np.inf if m is None else m for m in readout.pop("support_margin_m")])
     readout.pop("zmp_m"), readout.pop("com_m")
-    readout["frames_outside"] = [[first + a, first + b - 1] for a, b in flags_to_intervals(margins < 0.0)]
+    readout["rate_hz"] = rate
+    readout["frames_outside"] = [[int(np.floor(frames[a] + 1e-6)), int(np.ceil(frames[b - 1] - 1e-6))]
+                                 for a, b in flags_to_intervals(margins < 0.0)]
     robot.animation_data.action[BALANCE_PROPERTY] = json.dumps(readout)
     return readout
 
 
 def balance_summary(readout: dict) -> str:
     margin = readout["min_support_margin_m"]
-    return (f"ZMP outside the support on {readout['zmp_outside_support_pct']:.0f} % of {readout['frames']} frames; "
+    rate = f" keys at {readout['rate_hz']:.0f} Hz" if "rate_hz" in readout else " frames"
+    return (f"ZMP outside the support on {readout['zmp_outside_support_pct']:.0f} % of {readout['frames']}{rate}; "
             f"worst margin {'none' if margin is None else f'{1000 * margin:.0f} mm'}")
 
 
@@ -48,6 +54,8 @@ class ROBOT_RETARGET_OT_check_balance(bpy.types.Operator):
     @reports_errors
     def execute(self, context):
         readout = action_balance(find_robot(context), context.scene)
+        for warning in readout["warnings"]:
+            self.report({'WARNING'}, warning)
         self.report({'INFO'}, balance_summary(readout))
         return {'FINISHED'}
 

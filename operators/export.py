@@ -95,8 +95,10 @@ def _evaluated(action, slot, channels) -> tuple[np.ndarray, np.ndarray]:
     return frames, values
 
 
-def action_table(robot, fps: float, frame_range: tuple[int, int] | None = None) -> BakeTable:
-    """The robot's active action as keyed samples: time from 0 s, root pose, joints in URDF order."""
+def action_table(robot, fps: float, frame_range: tuple[int, int] | None = None,
+                 whole_frames: bool = False) -> BakeTable:
+    """The robot's active action as keyed samples (or, with whole_frames, evaluated on every whole
+    frame): time from 0 s, root pose, joints in URDF order."""
     adt = robot.animation_data
     if adt is None or adt.action is None or adt.action_slot is None:
         raise ValueError(f"robot rig {robot.name!r} has no action to export (bake one first)")
@@ -104,6 +106,8 @@ def action_table(robot, fps: float, frame_range: tuple[int, int] | None = None) 
     layout = rig_layout(tree)
     channels = _channels(layout)
     try:
+        if whole_frames:
+            raise ValueError("evaluate on whole frames")
         frames, values = anim_io.read_channels(adt.action, adt.action_slot, channels)
     except ValueError:  # hand-edited: keys on different frames per channel
         frames, values = _evaluated(adt.action, adt.action_slot, channels)
@@ -116,6 +120,27 @@ def action_table(robot, fps: float, frame_range: tuple[int, int] | None = None) 
     position, rotation = bone_to_root_pose(layout, values[:, :3], quat)
     return BakeTable(list(tree.joint_names), (frames - frames[0]) / fps, position,
                      quat_continuous(matrix_to_quat(rotation)), values[:, 7:])
+
+
+def even_rate(time_s: np.ndarray) -> float | None:
+    """Samples per second of keys spaced evenly in time (a gait keyed at its 200 Hz control cycle
+    in a 30 fps scene: 200), else None (keys a user moved or deleted). Velocities and
+    accelerations taken at any other rate are wrong by its ratio squared."""
+    if len(time_s) < 2:
+        return None
+    step = np.diff(time_s)
+    return float(1.0 / step[0]) if step[0] > 0 and np.allclose(step, step[0], rtol=1e-3, atol=1e-9) else None
+
+
+def action_samples(robot, fps: float) -> tuple[BakeTable, float]:
+    """The active action as samples evenly spaced in time, and their rate (Hz): its keys where
+    they are evenly spaced (a gait keyed at its control cycle), else every whole frame. What
+    takes velocities and accelerations (balance, its overlay) reads the motion this way."""
+    table = action_table(robot, fps)
+    rate = even_rate(table.time)
+    if rate is None:
+        return action_table(robot, fps, whole_frames=True), fps
+    return table, rate
 
 
 def scene_fps(scene) -> float:

@@ -41,12 +41,12 @@ class OverlayTrace:
 def overlay_trace(robot, scene) -> OverlayTrace:
     """What the overlay draws for the robot's active action (headless)."""
     from ..operators.common import tree_from_rig
-    from ..operators.export import action_table, scene_fps
+    from ..operators.export import action_samples, scene_fps
     from ..operators.gait import TRACE_PROPERTY
 
     fps = scene_fps(scene)
     action = robot.animation_data.action
-    table = action_table(robot, fps)
+    table, rate = action_samples(robot, fps)
     tree = tree_from_rig(robot)
     root = pose_matrices(quat_to_matrix(table.root_quaternion), table.root_position)
     stored = action.get(TRACE_PROPERTY)
@@ -56,7 +56,7 @@ def overlay_trace(robot, scene) -> OverlayTrace:
         frames, zmp, com = (np.asarray(trace[k], float) for k in ("frames", "zmp", "com"))
         target = np.asarray(trace["target_zmp"], float)
     else:
-        readout = balance_readout(tree, table.q, root, fps, per_frame=True)
+        readout = balance_readout(tree, table.q, root, rate, per_frame=True)
         frames = first + table.time * fps
         zmp, com, target = np.asarray(readout["zmp_m"]), np.asarray(readout["com_m"]), None
     feet = foot_links(tree)

@@ -66,7 +66,8 @@ class Corrector:
 
     def __init__(self, tree: KinematicTree, legs: list[LegIK], model: MassModel, goals: dict[int, np.ndarray],
                  down: dict[int, np.ndarray], root_rot: np.ndarray, height: np.ndarray, rest: np.ndarray,
-                 period_s: float, settings: CorrectionSettings, level_tol: float = np.radians(1.0)):
+                 period_s: float, settings: CorrectionSettings, level_tol: float = np.radians(1.0),
+                 sagittal_waist: bool = False):
         self.tree, self.legs, self.model, self.goals, self.down = tree, legs, model, goals, down
         self.root_rot, self.height, self.period, self.settings = root_rot, height, period_s, settings
         self.rest = rest  # (N, n) the retargeted angles: legs restart from them, on the person's branch
@@ -78,28 +79,36 @@ class Corrector:
         self.split: _SplitBody | None = None
         self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
         self.base_rot = root_rot  # the plan's waist rotation; root_rot is the waist's as last solved
-        planar = planar_legs(tree, legs)  # legs without an ankle roll: the waist rolls across (sagittal.py)
+        # legs without an ankle roll, asked for (GaitSettings.sagittal_waist): the waist rolls across (sagittal.py)
+        planar = planar_legs(tree, legs) if sagittal_waist else None
         self.family = None if planar is None else SagittalWaist(
             tree, planar, model, rest, {foot: 1.0 - share for foot, share in self.air_share.items()}, period_s)
 
-    def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False,
+              span: slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """Legs solved for the waist over xy (N, 2) at its height: (q, root position (N, 3)).
         A swing foot out of reach aims at the nearest point it can reach. quick: from q alone,
-        without restarts (the waist moved a little from where q was solved)."""
+        without restarts (the waist moved a little from where q was solved). span: only these
+        samples are solved again (the others keep q's legs)."""
         if self.family is not None:  # the command is where the upright waist would be: rolled there
             self.root_rot, root_pos = self.family.place(xy, self.height, self.base_rot, q, self.goals)
+            span = slice(None)  # placed as one path, the waist moved everywhere: every sample's legs follow
         else:
             root_pos = np.column_stack([xy, self.height])
-        return self._legs(q, pose_matrices(self.root_rot, root_pos), quick), root_pos
+        q = q.copy()
+        q[span] = self._legs(q[span], pose_matrices(self.root_rot[span], root_pos[span]), quick, span)
+        return q, root_pos
 
-    def _legs(self, q: np.ndarray, root: np.ndarray, quick: bool = False) -> np.ndarray:
-        """The legs solved under the waist at root (N, 4, 4); a swing foot out of reach aims at the
-        nearest point it can reach."""
-        air = {foot: ~down for foot, down in self.down.items()}
-        goals = within_reach(self.tree, self.legs, self.full_reach, q, root, self.goals, air)
-        q, _ = solve_legs(self.tree, self.legs, q, root, goals, self.rest, self.air_share, quick=quick,
-                          period_s=self.period)
-        return q
+    def _legs(self, q: np.ndarray, root: np.ndarray, quick: bool = False, span: slice = slice(None)) -> np.ndarray:
+        """The legs (of samples span, given as q (S, n)) solved under the waist at root (S, 4, 4); a
+        swing foot out of reach aims at the nearest point it can reach."""
+        air = {foot: ~down[span] for foot, down in self.down.items()}
+        goals = within_reach(self.tree, self.legs, self.full_reach, q, root,
+                             {foot: goal[span] for foot, goal in self.goals.items()}, air)
+        solved, _ = solve_legs(self.tree, self.legs, q, root, goals, self.rest[span],
+                               {foot: share[span] for foot, share in self.air_share.items()}, quick=quick,
+                               period_s=self.period)
+        return solved
 
     def lateral_range(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For legs without an ankle roll: the direction across the waist's heading (N, 2), how far
@@ -162,14 +171,18 @@ class Corrector:
         q, root_pos = self.solve(q, xy)
         return q, root_pos, xy, changed
 
-    def solve_standing(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    def solve_standing(self, q: np.ndarray, xy: np.ndarray, rounds: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
         """solve, then fit_height, then the legs again from where they got where the height
         moved: (q, root position, the largest height change)."""
         q, root_pos = self.solve(q, xy)
-        height, rot = self.height, self.root_rot
-        changed = self.fit_height(q, xy, solved=True)
-        if not (np.array_equal(height, self.height) and rot is self.root_rot):  # moved where a foot could not stand
-            q, root_pos = self.solve(q, xy)
+        changed = 0.0
+        for _ in range(rounds):
+            height, rot = self.height, self.root_rot
+            changed = max(changed, self.fit_height(q, xy, solved=True))
+            moved = np.flatnonzero((height != self.height) | (rot != self.root_rot).any(axis=(1, 2)))
+            if len(moved) == 0:
+                break
+            q, root_pos = self.solve(q, xy, span=slice(moved[0], moved[-1] + 1))  # where the waist moved
         return q, root_pos, changed
 
     def zmp(self, q: np.ndarray, root_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

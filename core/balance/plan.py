@@ -28,7 +28,7 @@ from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, check_steps, heel_off_angles, step_bounds
 from .rollover import heel_offs, toe_edge
-from .support import CONTACT_M, foot_bodies, foot_links, level_tolerance
+from .support import CONTACT_M, NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
 
@@ -54,7 +54,7 @@ class GaitPlan:
 
 def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags: Contacts, times: np.ndarray,
               foot: FootSettings, upper_body: bool, waist_tilt: float, zmp_offset_m, reach: float,
-              warnings: list[str], person: RetargetResult | None = None) -> GaitPlan:
+              warnings: list[str], person: RetargetResult | None = None, sagittal_waist: bool = False) -> GaitPlan:
     """person: the bake before its feet were planted (RetargetResult.unplanted): the feet step where
     the scaled clip has them. The planted bake pins a foot the person swings wherever the gait's
     contacts keep it down, and holds the body back with it (the walk onto the G1: 1.52 of 2.00 m)."""
@@ -79,7 +79,8 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
                         "or visual geometry): a line or a point to balance on, so the ZMP will leave the support; "
                         "give the feet their sole geometry")
     bounds = step_bounds(tree, leg_of, np.median(bake.q, axis=0), float(np.median(bake.root_position[:, 2])), reach,
-                         {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width, flats)
+                         {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width, flats,
+                         sagittal_waist)
 
     stances, moved = _stances(bake, clip_feet, flags, {side: bodies[link] for side, link in by_side.items()}, flats,
                               bounds, aims)
@@ -133,13 +134,24 @@ def _stances(bake: RetargetResult, clip_feet: dict[str, np.ndarray], flags: Cont
         except ValueError as exc:
             raise BalanceError(f"clip {bake.report.get('source', '')!r}: {exc}") from None
 
+    checked: dict[tuple, float] = {}  # a step planned again unchanged is not checked again
+
+    def check(stepped: list[Stance]) -> np.ndarray:
+        last = max(stepped, key=lambda st: st.start)  # the step into the stance the clip ends in
+        steps = [(*bounds.relative(st.reference.pose, flats[st.reference.side], st.pose, flats[st.side], st.side),
+                  st is last, st.reference.side == "left") for st in stepped]
+        keys = [(*np.round(place, 9), round(turn, 9), *rest) for place, turn, *rest in steps]
+        new = [i for i, key in enumerate(keys) if key not in checked]
+        if new:
+            shares = check_steps(bounds, [steps[i][:2] for i in new], [steps[i][2] for i in new],
+                                 [steps[i][3] for i in new])
+            checked.update((keys[i], float(share)) for i, share in zip(new, shares))
+        return np.array([checked[key] for key in keys])
+
     stances, moved = plan()
     for _ in range(CHECK_ROUNDS):
         stepped = [st for items in stances.values() for st in items if st.reference is not None]
-        last = max(stepped, key=lambda st: st.start)  # the step into the stance the clip ends in
-        shares = check_steps(bounds, [bounds.relative(st.reference.pose, flats[st.reference.side], st.pose,
-                                                      flats[st.side], st.side) for st in stepped],
-                             [st is last for st in stepped])
+        shares = check(stepped)
         if (shares >= 1.0).all():
             break
         for stance, share in zip(stepped, shares):
@@ -189,14 +201,6 @@ def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, uppe
         out[:, others] = np.median(q[:, others], axis=0)
     return out
 
-
-NARROW_SOLE_M = 0.03  # a sole narrower than this is a line to balance on (feet without geometry: a point)
-
-
-def foot_width(body: BodyPoints, flat: np.ndarray) -> float:
-    """Across the sole (the foot's lateral extent standing level), metres."""
-    level = body.points @ flat.T
-    return float(np.ptp(level[:, 1]) + 2 * body.radius.max())
 
 
 def sole_centre(body: BodyPoints, flat: np.ndarray) -> np.ndarray:

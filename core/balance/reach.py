@@ -33,6 +33,9 @@ SWAYS = (1.0, 0.8, 0.6, 0.4, 0.2, 0.0)  # shares of the way from one foot to the
 STEP_SWAY = 0.7  # each step is checked with the waist 15 % to 85 % of the way between the feet: in the
 #                 G1 walk's double supports it goes from 13-61 % to 49-89 % of the way to the front foot
 LAST_SWAY = 0.85  # and a stance the clip ends in, where the robot stands for long, 7.5 % to 92.5 %
+LAST_BEYOND = 0.15  # or, knowing the foot stood on, the waist up to this share of the step behind it (the G1
+#                   walk: at 0 its last stance slid 14 mm; 0.1-0.25 meet the targets, and at 0.25 no last stance
+#                   stands, not even as built, so the walk ends in the stance as built)
 MARGIN = 0.85  # of the probed bounds a step may use: the waist is not always where the probe had it
 PARALLEL_TURN_RAD = np.radians(2.0)  # the most a fewer-jointed leg's foot turns from the other's
 NARROWER = np.linspace(0.0, 0.1, 51)  # metres narrower than built tried with parallel soles
@@ -95,13 +98,18 @@ class StepBounds:
 SHRINKS = np.array([0.85, 0.7, 0.55, 0.4, 0.25, 0.1, 0.0])  # shares of a step tried where it does not stand
 
 
-def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last: list[bool]) -> np.ndarray:
+def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last: list[bool],
+                standing_left: list[bool] | None = None) -> np.ndarray:
     """Per step (the right foot's place and turn from the left, StepBounds.relative), the largest
     share of it (from the stance as built) the robot stands across with the waist anywhere double
     support has it (STEP_SWAY), 1 where the whole step stands: a step inside the bounds may still
     be too far for its width and turn together. last: per step, whether the robot stands there at
-    the clip's end, the waist anywhere between the feet for as long as the clip lasts (it is
-    checked over each foot as far as the robot leans)."""
+    the clip's end. standing_left: per step, whether the foot stood on while stepping is the left
+    one; then a last stance is also checked with the waist over that foot and LAST_BEYOND past it
+    (the target ZMP ramps from that foot to between the feet and the waist trails it: with the G1
+    walk's last stance as the person's, the waist stood 23 % of the way behind the foot at
+    touch-down, and the landing foot was out of reach). Without it, a last stance is
+    checked with the waist toward each foot as far as the robot leans (LAST_SWAY)."""
     probe = bounds.probe
     out = np.ones(len(steps))
     if not _full_legs(probe) or not steps:
@@ -112,6 +120,14 @@ def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last:
         offsets = np.array([natural + a * (steps[i][0] - natural) for a, i in zip(shares_of_step, index)])
         turns = np.array([a * steps[i][1] for a, i in zip(shares_of_step, index)])
         whole = np.array([last[i] for i in index])
+        if standing_left is not None:  # every step as a step, a last one also from behind its standing foot
+            ok = probe.stands(offsets, turns)
+            if whole.any():
+                behind = np.array([[-LAST_BEYOND, 0.0] if standing_left[i] else [1.0 + LAST_BEYOND, 1.0]
+                                   for i in index[whole]])
+                ok[whole] &= probe.trial(np.repeat(offsets[whole], 2, axis=0), behind.ravel(),
+                                         turns=np.repeat(turns[whole], 2)).reshape(-1, 2).all(axis=1)
+            return ok
         ok = np.ones(len(index), dtype=bool)
         for sway, rows in ((probe.sway, ~whole), (min(bounds.lean, LAST_SWAY), whole)):
             if rows.any():
@@ -166,9 +182,10 @@ FAMILY_STEP_M = 0.5
 
 def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float,
                 reach: float, foot_height: dict[str, float], foot_width: float,
-                standing: dict[str, np.ndarray]) -> StepBounds:
+                standing: dict[str, np.ndarray], sagittal_waist: bool = False) -> StepBounds:
     """Probe the robot at waist height `height` (root z, metres) from the posture `rest` (n,);
-    a foot counts as level within core.balance.support.level_tolerance of its width."""
+    a foot counts as level within core.balance.support.level_tolerance of its width.
+    sagittal_waist: legs without an ankle roll step as GaitSettings.sagittal_waist has them."""
     probe = Probe.build(tree, legs, rest, height, reach, foot_height, foot_width, standing)
     natural, forward_axis, left_axis = probe.natural, probe.forward, probe.left
     for sway in SWAYS:  # how far toward a foot the waist can go standing as built (less without an ankle roll)
@@ -187,14 +204,18 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
     if min(len(leg.columns) for leg in legs.values()) < FULL_LEG:
         # no ankle roll: a flat foot keeps its hip near the foot's own fore-aft plane, so the feet
         # stand parallel, no wider than built and no narrower than the legs stand flat
-        # and the waist rolls across (core.balance.sagittal) only where they stand narrower than the hips:
-        # by up to arccos(width / built width)
         turn = min(turn, PARALLEL_TURN_RAD)
-        width_min = max(probe.parallel_width(natural, foot_width), natural * np.cos(FAMILY_ROLL_RAD[1]))
-        width_max = max(width_min, natural * np.cos(FAMILY_ROLL_RAD[0]))
-        ahead, behind = min(ahead, FAMILY_STEP_M), min(behind, FAMILY_STEP_M)
-    return StepBounds(MARGIN * ahead, MARGIN * behind, width_min, width_max, turn, forward_axis, left_axis, lean,
-                      natural, probe, min(len(leg.columns) for leg in legs.values()) < FULL_LEG)
+        width_min, width_max = probe.parallel_width(natural, foot_width), natural
+        if sagittal_waist:  # and the waist rolls across (core.balance.sagittal) where they stand narrower
+            #               than the hips: by up to arccos(width / built width)
+            width_min = max(width_min, natural * np.cos(FAMILY_ROLL_RAD[1]))
+            width_max = max(width_min, natural * np.cos(FAMILY_ROLL_RAD[0]))
+            ahead, behind = min(ahead, FAMILY_STEP_M), min(behind, FAMILY_STEP_M)
+    # each step of full legs is checked with them (check_steps): the margin ahead only cost travel on
+    # every step the person takes longer (the G1 walk's last four: 80 % of the scaled source's travel)
+    ahead = ahead if _full_legs(probe) else MARGIN * ahead
+    return StepBounds(ahead, MARGIN * behind, width_min, width_max, turn, forward_axis, left_axis, lean,
+                      natural, probe, sagittal_waist and not _full_legs(probe))
 
 
 class Probe:

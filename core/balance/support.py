@@ -47,6 +47,30 @@ def foot_bodies(tree: KinematicTree, feet: list[int]) -> list[BodyPoints]:
     return [body_points(tree, link, subtree_links(tree, link)) for link in feet]
 
 
+NARROW_SOLE_M = 0.03  # a sole narrower than this is a line to balance on (feet without geometry: a point)
+
+
+def foot_width(body: BodyPoints, flat: np.ndarray) -> float:
+    """Across the sole (the foot's lateral extent standing level), metres."""
+    level = body.points @ flat.T
+    return float(np.ptp(level[:, 1]) + 2 * body.radius.max())
+
+
+def narrow_soles(tree: KinematicTree) -> list[str]:
+    """A warning when a foot's sole is under NARROW_SOLE_M across: the readout's support is then
+    a line or a point and the ZMP is outside on nearly every frame, whatever the motion (a leg
+    ending at its ankle without foot geometry, mesh files missing)."""
+    zero = tree.zero_pose()
+    widths = {tree.link_names[body.link]: foot_width(body, standing_rotation(body, zero[body.link, :3, :3]))
+              for body in _feet_seen_from_pelvis(tree)}
+    narrow = [name for name, width in widths.items() if width < NARROW_SOLE_M]
+    if not narrow:
+        return []
+    return [f"robot {tree.robot.name!r}: foot {', '.join(map(repr, narrow))} stands on a sole "
+            f"{100 * min(widths.values()):.1f} cm across (its collision or visual geometry): a line or a point to "
+            "balance on, so the ZMP leaves the support on nearly every frame; give the feet their soles"]
+
+
 def _feet_seen_from_pelvis(tree: KinematicTree) -> list[BodyPoints]:
     """The feet's bodies in `tree`'s own link frames, found on the robot hung from its pelvis: a
     URDF rooted in a leg (at a foot) has its legs only from the middle of the body, and its
@@ -183,7 +207,7 @@ def balance_readout(tree: KinematicTree, q: np.ndarray, root: np.ndarray, fps: f
            "zmp_outside_support_pct": float(100.0 * np.mean(margins < 0.0)) if len(q) else 0.0,
            "min_support_margin_m": float(supported.min()) if supported.size else None,
            "frames_without_support": int(np.sum(~grounded)),
-           "frames_without_ground_force": int(np.sum(light))}
+           "frames_without_ground_force": int(np.sum(light)), "warnings": narrow_soles(tree)}
     if per_frame:
         out.update(zmp_m=zmp.tolist(), com_m=com.tolist(),
                    support_margin_m=[float(m) if np.isfinite(m) else None for m in margins])

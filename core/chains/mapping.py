@@ -141,6 +141,11 @@ class Mapping:
                              *([chain.robot_start] if chain.robot_start else [])]:
                     if link not in links:
                         raise MappingError(f"{origin}: chain {chain.name!r}: robot {robot!r} has no link {link!r}")
+        for key in ("allow_collision", "check_collision"):
+            for pair in getattr(self, key) if links is not None else []:
+                for link in pair:
+                    if link not in links:
+                        raise MappingError(f"{origin}: {key} {pair}: robot {robot!r} has no link {link!r}")
 
     def save(self, path, overwrite: bool = False) -> Path:
         return write_text_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n", overwrite=overwrite)

@@ -135,7 +135,7 @@ def robot_chain(tree: KinematicTree, chain: ChainMapping, fractions: list[np.nda
             movers.update(links[: links.index(link) + 1])
         begin = start if not paths else 0.0
         if not paths:
-            origin = _point_at(cum, holders, start) if start > 0 else (links[0], np.zeros(3))
+            origin = _point_at(cum, holders, start) if start > 0 else (links[0], _local(zero, links[0], pts[0]))
         paths.append(RobotPath(links, np.array(point_link), np.array(point_local),
                                float(cum[-1] * (1.0 - begin)), (holders[-1][0], holders[-1][1])))
     ordered = sorted({i for p in link_paths for i in p}, key=tree.depth)
@@ -148,9 +148,12 @@ def robot_polyline(tree: KinematicTree, links: list[int], tip_offset=None) -> tu
     """A robot path's shape at the zero pose: the links at its corners (its base, its joints and
     its tip) and their points (C, 3), the tip offset's point appended. A frame fixed inside the
     path (a flange, a sensor mount) is no joint: as a corner it bent the polyline, and G1 with a
-    frame fixed 2 cm off its knee baked its ankles 0.09 rad apart."""
+    frame fixed 2 cm off its knee baked its ankles 0.09 rad apart. A path from the root link starts
+    at its first joint: the root's frame is wherever the URDF puts it (a G1 re-rooted at an ankle and
+    hung from its pelvis again has the pelvis frame at the hip, and its spine leaned 0.3 deg apart)."""
     last = len(links) - 1
-    corners = [i for k, i in enumerate(links) if k in (0, last) or tree.kind[i] != FIXED]
+    first = 1 if last > 0 and tree.parent[links[0]] < 0 else 0
+    corners = [i for k, i in enumerate(links) if k >= first and (k in (first, last) or tree.kind[i] != FIXED)]
     zero = tree.zero_pose()
     pts = [zero[i, :3, 3] for i in corners]
     if tip_offset is not None:

@@ -97,12 +97,30 @@ def _support(points: np.ndarray, radii: np.ndarray) -> np.ndarray:
     return (points @ _UNIT.T + radii[:, None]).max(axis=0)
 
 
+AXES_TIE = 1e-6  # principal spreads this close (relative) do not decide the axes between them
+
+
 def _principal_axes(points: np.ndarray) -> np.ndarray:
+    """The points' principal axes, largest spread first. Where spreads tie (a cylinder across its
+    axis, a sphere), the points do not decide the axes in that plane and SVD returns whatever
+    rounding leaves: G1 written again to 12 digits turned a shoulder's slabs and changed its
+    capsule. There the link frame's axes, taken into the plane, are the axes."""
     if len(points) < 2:
         return np.eye(3)
-    _, _, axes = np.linalg.svd(points - points.mean(axis=0), full_matrices=False)
+    _, spread, axes = np.linalg.svd(points - points.mean(axis=0), full_matrices=False)
     if len(axes) < 3:
         return np.vstack([axes, np.cross(*axes[:2])[None] if len(axes) == 2 else np.eye(3)[:3 - len(axes)]])[:3]
+    tied = np.abs(np.diff(spread)) <= AXES_TIE * spread[0]
+    if tied.all():
+        return np.eye(3)
+    if tied.any():
+        k = int(np.argmax(tied))  # axes k and k + 1 span the tied plane; the other axis is kept
+        single = axes[2 if k == 0 else 0]
+        frame = np.eye(3) - np.outer(np.eye(3) @ single, single)  # the frame's axes in the plane
+        first = frame[int(np.argmax(np.linalg.norm(frame, axis=1) - 1e-9 * np.arange(3)))]
+        first /= np.linalg.norm(first)
+        axes = axes.copy()
+        axes[k], axes[k + 1] = first, np.cross(single, first)  # right-handed either way
     return axes
 
 

@@ -5,9 +5,11 @@ position, so the chain shapes are kept):
 
 1. Root. Horizontally the root moves so that a planted foot stays where it
    is (the stance foot carries the body, as in walking); in flight it keeps
-   the source's velocity, and a slow pull keeps the source's travel. The
-   path is smoothed: the feet's frame-to-frame jitter, summed into the root,
-   would shake the pelvis (the legs take up the difference).
+   the source's velocity. The path is integrated from the clip's first frame,
+   where it starts at the source's (scaled) root, and pulled nowhere: a clip
+   cut from a longer one gets the same path moved rigidly. It is smoothed:
+   the feet's frame-to-frame jitter, summed into the root, would shake the
+   pelvis (the legs take up the difference).
    Vertically it takes the lowest height at which every planted foot
    reaches the ground, smoothed, and carried across flights.
 2. Foot targets (core.feet.targets). A contact's first frame fixes the
@@ -61,7 +63,7 @@ class PlantSettings:
     track_iterations: int = 3  # per re-solve of a frame that jumped, from its predecessor (0: no tracking)
     smooth_hz: float = 3.0  # root height changes are smoothed below this
     path_hz: float = 3.5  # the root's horizontal path is smoothed below this (a walk's sway kept, the 9 Hz shake gone)
-    drift_hz: float = 0.05  # the root drifts back to the source's travel below this
+    stance_s: float = 1.75  # a foot's stance tilt: the median over contact frames this near a contact (targets)
     float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
     max_change_rad: float = 0.5  # no joint moves further from its unplanted angle (no branch flips)
     passes: int = 3  # solve passes; each moves the root toward feet that missed their goals
@@ -132,8 +134,8 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
     if not legs:
         return None
     flags = {leg.side: contacts.feet[leg.side] for leg in legs}
-    frames = {leg.side: FootFrames.measure(tree, leg, q, root_rot, flags[leg.side], settings) for leg in legs}
-    root = _root(root_pos, frames, flags, fps, settings)
+    frames = {leg.side: FootFrames.measure(tree, leg, q, root_rot, flags[leg.side], fps, settings) for leg in legs}
+    root = _root(root_pos, _hip_offset(tree, legs, root_rot), frames, flags, fps, settings)
     goals = {leg.side: foot_goals(leg, frames[leg.side], pose_matrices(root_rot, root), flags[leg.side], fps,
                                   settings) for leg in legs}
     check = _Check(tree, legs, Bodies(tree), settings)
@@ -227,29 +229,52 @@ def _smooth_change(move: np.ndarray, fps: float, settings: PlantSettings) -> np.
 
 # ----------------------------------------------------------------------- root ---
 
-def _root(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:
-    """Root positions (F, 3): horizontally carried by planted feet, vertically on the ground."""
+def _hip_offset(tree: KinematicTree, legs: list[Leg], root_rot: np.ndarray) -> np.ndarray:
+    """Where the hips' centre is from the root link's origin (F, 3), metres, in the world: the
+    point whose path is smoothed, as the root's origin is wherever the URDF puts it."""
+    zero = tree.zero_pose()
+    hips = np.mean([zero[leg.kin.chain.paths[0].links[0], :3, 3] for leg in legs], axis=0)
+    return root_rot @ hips
+
+
+def _root(plain: np.ndarray, hips: np.ndarray, frames: dict, flags: dict, fps: float,
+          settings: PlantSettings) -> np.ndarray:
+    """Root positions (F, 3): horizontally carried by planted feet, vertically on the ground;
+    hips (F, 3): the hips' centre from the root's origin (_hip_offset)."""
     out = plain.copy()
-    out[:, :2] = _root_xy(plain[:, :2], frames, flags, fps, settings)
+    out[:, :2] = _root_xy(plain[:, :2], hips[:, :2], frames, flags, fps, settings)
     out[:, 2] = _root_z(plain[:, 2], frames, flags, fps, settings)
     return out
 
 
-def _root_xy(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:
-    """Integrate the root's velocity: minus the planted feet's, the source's in flight; smoothed."""
+def _root_xy(plain: np.ndarray, hips: np.ndarray, frames: dict, flags: dict, fps: float,
+             settings: PlantSettings) -> np.ndarray:
+    """Integrate the hips' velocity: the root's minus the planted feet's, the source's in flight;
+    smoothed; the root's origin (F, 2) is the hips' centre less `hips` (F, 2).
+
+    The hips' centre, not the root link's origin, is the point smoothed: the origin is wherever
+    the URDF puts it, and the pelvis' sway turns a point off the hips about them (a G1 re-rooted
+    at its ankle has its pelvis frame at the left hip: its knees baked 0.09 rad apart).
+    Anchored at the first frame's source root and nowhere else: a pull back to the source's
+    travel (a 0.05 Hz low-pass of the difference) reached over the whole clip, so a walk cut at
+    frame 400 had its root moved by 15-54 mm, varying, and its ankles by up to 0.3 rad. The robot
+    travels as far as its own planted feet carry it (the walk onto the G1: 2.26 m, the scaled
+    source 2.00 m); its velocity depends on nearby frames only, so a cut clip's path is the
+    whole clip's moved rigidly."""
     n = len(plain)
     if n < 2:
         return plain.copy()
     carried, count = np.zeros((n - 1, 2)), np.zeros(n - 1)
     for side, foot in frames.items():
         held = (flags[side][:-1] & flags[side][1:]).astype(float)
-        carried -= held[:, None] * foot.pivot_step
+        carried -= held[:, None] * foot.pivot_step  # the root's origin moves as the foot moves back
         count += held
     share = np.minimum(count, 1.0)[:, None]
-    velocity = share * carried / np.maximum(count, 1.0)[:, None] + (1.0 - share) * np.diff(plain, axis=0)
-    xy = plain[0] + np.concatenate([np.zeros((1, 2)), np.cumsum(velocity, axis=0)])
-    xy = butterworth_lowpass(xy, fps, settings.path_hz, order=2)
-    return xy + butterworth_lowpass(plain - xy, fps, settings.drift_hz, order=2)
+    centre = plain + hips
+    velocity = share * (carried / np.maximum(count, 1.0)[:, None] + np.diff(hips, axis=0)) \
+        + (1.0 - share) * np.diff(centre, axis=0)
+    xy = centre[0] + np.concatenate([np.zeros((1, 2)), np.cumsum(velocity, axis=0)])
+    return butterworth_lowpass(xy, fps, settings.path_hz, order=2) - hips
 
 
 def _root_z(plain: np.ndarray, frames: dict, flags: dict, fps: float, settings: PlantSettings) -> np.ndarray:
@@ -510,14 +535,14 @@ def contact_figures(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root: n
 
 
 def cancel_residual_slide(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np.ndarray,
-                          root_pos: np.ndarray, contacts: Contacts, fps: float,
-                          drift_hz: float = 0.1) -> np.ndarray:
+                          root_pos: np.ndarray, contacts: Contacts, fps: float) -> np.ndarray:
     """Root positions (F, 3) shifted horizontally so planted contact points stop creeping.
 
     Smoothing the legs lets a planted foot creep by millimetres per frame; moving
     the whole body back by the creep of the feet that are down (their mean when
     both are) removes it without touching a joint. The running correction is
-    high-passed at `drift_hz` so the robot still travels as far as the source.
+    summed from the first frame, like the root's path (_root_xy), and not high-passed: a
+    0.1 Hz high-pass reached over the whole clip, so where a clip was cut moved the root.
     """
     world = pose_matrices(root_rot, root_pos)
     steps, down = [], []
@@ -535,7 +560,6 @@ def cancel_residual_slide(tree: KinematicTree, legs: list[Leg], q: np.ndarray, r
     count = down.sum(axis=0)
     creep = np.einsum("sf,sfi->fi", down, steps) / np.maximum(count, 1.0)[:, None]
     correction = np.vstack([np.zeros((1, 2)), -np.cumsum(creep, axis=0)])
-    correction -= butterworth_lowpass(correction, fps, drift_hz, order=2)
     out = root_pos.copy()
     out[:, :2] += correction
     return out

@@ -108,7 +108,8 @@ def add_batch_parser(sub, func) -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786); default: "
                                                           "a local cluster of --workers processes")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="clips exported at the same time (processes)")
-    p.add_argument("--report", help="JSON summary report to write")
+    p.add_argument("--report", help="JSON summary report to write (a re-run of the same batch replaces its "
+                                    "earlier summary)")
     add_source_up(p)
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # a Blender worker of the extension
     p.set_defaults(func=func)
@@ -178,6 +179,13 @@ def check_output(path: Path, overwrite: bool) -> Path:
     return path
 
 
+def refuse_folder(path: Path, flag: str = "--source") -> None:
+    """A folder given where one clip goes is said as such (it read 'not found'): batch takes folders."""
+    if Path(path).is_dir():
+        raise CommandError(f"{path}: a folder, not a clip file ({flag} takes one clip; "
+                           "batch --inputs takes a folder)")
+
+
 def check_outputs(paths: list, overwrite: bool, inputs: list = ()) -> list[Path | None]:
     """check_output for each given path (None and "" stay None), and no two of them, nor an
     output and an input, the same file: `--report` given the CSV's name would replace the CSV,
@@ -207,7 +215,8 @@ def print_warnings(warnings, prefix: str = "") -> None:
 
 def run_command(parser: argparse.ArgumentParser, argv: list[str], prog: str, errors: tuple,
                 message=str) -> int:
-    """Parse and run a subcommand; bad input (`errors`) is one line on stderr and exit code 1."""
+    """Parse and run a subcommand; bad input (`errors`) is one line on stderr and exit code 1;
+    Ctrl-C is one line and exit code 130 (the shell's code for SIGINT), not a traceback."""
     try:
         args = parser.parse_args(list(argv))
     except SystemExit as ex:  # --help or a usage error: argparse already printed
@@ -220,3 +229,6 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str], prog: str, err
     except errors as ex:  # one line, not a traceback, for bad input
         print(f"{prog}: error: {message(ex)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # outputs are written atomically: nothing half-written is left
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 import tomllib
@@ -138,7 +139,7 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
         raise CommandError("--scheduler is the address of a Dask scheduler: use it with --engine dask")
     robots = batch_robots(args.robot, args.mapping)
     jobs = plan_batch(batch_inputs(args.inputs), robots, Path(args.out_dir), settings.format)
-    report_path = check_output(Path(args.report).absolute(), settings.overwrite) if args.report else None
+    report_path = _summary_path(Path(args.report).absolute(), settings.overwrite) if args.report else None
     summary = Summary(robots, settings, args.engine, args.workers)
     todo = []
     for job in jobs:
@@ -159,11 +160,27 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
         stream = run_local(core_jobs, options, args.workers)
     _report_progress(summary, stream, len(todo), (blender_runner or _needs_blender)(blender_jobs))
     result = summary.to_dict(jobs)
-    write_report(report_path, result, settings.overwrite)
+    write_report(report_path, result, True)  # _summary_path said it may go there
     print(f"batch: {result['succeeded']} of {len(jobs)} clips exported, {result['failed']} failed"
           + (f", {result['skipped']} skipped (complete)" if result["skipped"] else "")
           + f" ({result['seconds']:.1f} s)" + (f"; wrote {report_path}" if report_path else ""))
     return 1 if result["failed"] else 0
+
+
+def _summary_path(path: Path, overwrite: bool) -> Path:
+    """Where the batch's summary goes. Re-running the same command resumes the batch (complete
+    clips are skipped), and its summary lists every clip again, the skipped ones too: so the
+    summary of an earlier run of a batch is replaced. Any other file there is kept unless
+    --overwrite (which also redoes every clip)."""
+    return check_output(path, overwrite or _is_batch_summary(path))
+
+
+def _is_batch_summary(path: Path) -> bool:
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(old, dict) and {"clips", "succeeded", "failed", "skipped", "engine"} <= set(old)
 
 
 def _report_progress(summary: Summary, stream: Iterator[dict], total: int, more: Iterator[dict]) -> None:

@@ -27,7 +27,7 @@ from ..playback.report import export_report, playback_summary
 from ..retarget import RetargetResult, auto_map, retarget
 from ..retarget.automap import automap_frames
 from ..retarget.summary import report_summary
-from .arguments import CommandError, clip_range
+from .arguments import CommandError, clip_range, refuse_folder
 from .blas import one_blas_thread
 
 NEEDS_BLENDER = (".fbx", ".blend")
@@ -64,6 +64,7 @@ def load_robot(path, mapping_path=None) -> RobotModel:
 def read_clip(path, up: str = "Y") -> SourceMotion:
     """A BVH clip as source motion; other clip types need Blender's importers."""
     path = Path(path).absolute()
+    refuse_folder(path)
     suffix = path.suffix.lower()
     if suffix in NEEDS_BLENDER:
         raise CommandError(f"{path}: {suffix} files need Blender: use the extension's command "

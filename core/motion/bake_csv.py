@@ -64,6 +64,7 @@ def read_bake_csv(path) -> BakeTable:
     if header[: len(ROOT_COLUMNS)] != ROOT_COLUMNS:
         raise BakeCSVError(f"{path}, line 1: header must start with {','.join(ROOT_COLUMNS)}")
     data = numbers(path, lines, header)
+    _check_frames(path, data)
     return BakeTable(header[len(ROOT_COLUMNS):], data[:, 0], data[:, 1:4], data[:, 4:8], data[:, 8:])
 
 
@@ -75,7 +76,23 @@ def numbers(path, lines: list[str], header: list[str]) -> np.ndarray:
         if len(values) != len(header):
             raise BakeCSVError(f"{path}, line {number}: {len(values)} values, expected {len(header)}")
         try:
-            rows.append([float(v) for v in values])
+            row = [float(v) for v in values]
         except ValueError:
             raise BakeCSVError(f"{path}, line {number}: not a number") from None
+        bad = [name for name, value in zip(header, row) if not np.isfinite(value)]
+        if bad:  # float() reads nan and inf: a motion holding them poses nothing
+            raise BakeCSVError(f"{path}, line {number}: {bad[0]} is {values[header.index(bad[0])].strip()}, "
+                               "not a finite number")
+        rows.append(row)
     return np.array(rows, dtype=float).reshape(len(rows), len(header))
+
+
+def _check_frames(path, data: np.ndarray) -> None:
+    """Frame times that increase and root quaternions that are rotations, naming the first bad line:
+    a repeated time makes a rate of zero and a zero quaternion no orientation at all."""
+    if len(data) > 1 and np.any(np.diff(data[:, 0]) <= 0):
+        line = int(np.argmax(np.diff(data[:, 0]) <= 0)) + 3
+        raise BakeCSVError(f"{path}, line {line}: time_s {data[line - 2, 0]!r} does not increase")
+    norms = np.linalg.norm(data[:, 4:8], axis=1)
+    if np.any(norms < 1e-6):
+        raise BakeCSVError(f"{path}, line {int(np.argmax(norms < 1e-6)) + 2}: root quaternion is zero")

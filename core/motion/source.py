@@ -44,6 +44,12 @@ class SourceMotion:
         except ValueError:
             raise KeyError(f"source has no bone {bone!r}") from None
 
+    def at_frames(self, index: np.ndarray, name: str | None = None) -> "SourceMotion":
+        """The clip played at frames `index` (K,) of this one (a frame may repeat: a held pose)."""
+        return SourceMotion(self.bone_names, self.parents, self.heads[index], self.tails[index],
+                            self.root_rotation[index], self.rest_heads, self.rest_tails, self.rest_root_rotation,
+                            self.fps, self.name if name is None else name)
+
     def children(self, i: int) -> list[int]:
         return [j for j, p in enumerate(self.parents) if p == i]
 

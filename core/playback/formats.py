@@ -295,7 +295,24 @@ def read_playback(path, fmt: str | None = None, *, joint_names: list[str] | None
         if isinstance(exc, PlaybackFormatError):
             raise
         raise PlaybackFormatError(f"{path}: not a readable {fmt} playback file ({exc})") from None
+    _check_samples(path, track)
     return PlaybackFile(path, fmt, track, info)
+
+
+def _check_samples(path: Path, track: PlaybackTrack) -> None:
+    """Every value finite and every root quaternion a rotation, naming the first bad sample: an
+    npz with one NaN knee read as a robot never on the ground, and a zero quaternion as no pose."""
+    columns = [("root_x", "root_y", "root_z"), ("root_qw", "root_qx", "root_qy", "root_qz"), track.joint_names]
+    for names, values in zip(columns, (track.root_position, track.root_quaternion, track.q)):
+        bad = ~np.isfinite(np.asarray(values, float).reshape(track.samples, -1))
+        if bad.any():
+            k, c = np.argwhere(bad)[0]
+            raise PlaybackFormatError(f"{path}: sample {k} ({k * track.period_s:.6g} s): {names[c]} is "
+                                      f"{values[k][c]}, not a finite number")
+    norms = np.linalg.norm(track.root_quaternion, axis=1)
+    if np.any(norms < 1e-6):
+        k = int(np.argmax(norms < 1e-6))
+        raise PlaybackFormatError(f"{path}: sample {k} ({k * track.period_s:.6g} s): root quaternion is zero")
 
 
 def _guess_format(path: Path) -> str:

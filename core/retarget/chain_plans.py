@@ -115,7 +115,7 @@ def _aligned(motion: SourceMotion, tree: KinematicTree, chain: ChainMapping, src
             k = links.index(tree.link_index(link))
         except (KeyError, ValueError):
             raise RetargetError(f"chain {chain.name!r}: robot link {link!r} is not inside the chain") from None
-        return rob_cum[max(c for c, i in enumerate(corners) if links.index(i) <= k)] / rob_cum[-1]
+        return rob_cum[max((c for c, i in enumerate(corners) if links.index(i) <= k), default=0)] / rob_cum[-1]
 
     start = robot_at(chain.robot_start) if chain.robot_start else 0.0
     src_at, rob_at = [0.0], [start]

@@ -305,7 +305,7 @@ def _quat_matrices(quat: np.ndarray) -> np.ndarray:
     ], axis=-2)
 
 
-@pytest.mark.parametrize("case", ["frames", "frames_syntax", "mapping", "robot", "report_exists"])
+@pytest.mark.parametrize("case", ["frames", "frames_syntax", "mapping", "robot", "folder", "report_exists"])
 def test_bad_input_in_process(extension, clean_scene, capsys, tmp_path, case):
     out = tmp_path / "out.csv"
     args = ["bake", "--source", WALK, "--robot", G1, "--out", out]
@@ -323,6 +323,9 @@ def test_bad_input_in_process(extension, clean_scene, capsys, tmp_path, case):
         robot = tmp_path / "missing.urdf"
         args[4] = robot
         words = [str(robot), "not found"]
+    elif case == "folder":  # a folder of clips is batch's; it read "source clip not found"
+        args[2] = WALK.parent
+        words = [str(WALK.parent), "a folder, not a clip file", "--inputs"]
     else:
         report = tmp_path / "report.json"
         report.write_text("{}\n", encoding="utf-8")

@@ -33,7 +33,7 @@ def test_zip_contents(extension_zip):
         names = zf.namelist()
         staged = tomllib.loads(zf.read("blender_manifest.toml").decode())
     top = {n.split("/", 1)[0] for n in names}
-    for excluded in ("tests", "tools", ".ci", "bench", ".git", "build", "dist", ".venv"):
+    for excluded in ("tests", "tools", ".ci", "bench", "docs", ".git", "build", "dist", ".venv"):
         assert excluded not in top, f"{excluded}/ was packed"
     for excluded in ("Makefile", "requirements-dev.txt", "pytest.ini", ".gitignore"):
         assert excluded not in names

@@ -83,6 +83,30 @@ def test_stream_of_nothing_usable_fails_and_max_frames_must_be_positive(tmp_path
         assert proc.returncode != 0 and "--max-frames" in error_lines(proc.stderr)[-1]
 
 
+def test_ctrl_c_ends_a_stream_as_end_does(tmp_path):
+    """A live stream has no end of its own: Ctrl-C (SIGINT) stops it, and the record and the report
+    of what came are still written, the interruption said once, no traceback."""
+    import os
+    import signal
+
+    record, report_path = tmp_path / "live.csv", tmp_path / "live.json"
+    env = {k: v for k, v in os.environ.items() if k != "BLENDER_USER_RESOURCES"}
+    proc = subprocess.Popen([str(LAUNCHER), "stream", "--skeleton", str(WALK), "--robot", str(G1),
+                             "--record", str(record), "--report", str(report_path)],
+                            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc.stdin.write("\n".join(_frame_lines(30)) + "\n")
+    proc.stdin.flush()  # and left open: the stream waits for more, as a live one does
+    outputs = [json.loads(proc.stdout.readline()) for _ in range(30)]
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in stderr, stderr
+    assert sum("interrupted (Ctrl-C) after 30 frame(s)" in line for line in error_lines(stderr)) == 1, stderr
+    report = json.loads(report_path.read_text())
+    assert report["frames"] == 30 and any("interrupted (Ctrl-C)" in w for w in report["warnings"])
+    assert np.allclose(read_csv(record)[1][:, 8:], [o["q"] for o in outputs])
+
+
 def test_stream_refuses_a_bad_endpoint():
     proc = _stream("--input", "tcp://localhost:1")
     assert proc.returncode != 0 and "udp://HOST:PORT" in error_lines(proc.stderr)[-1]

@@ -197,6 +197,10 @@ def _good_lines(tmp_path) -> list[str]:
     (3, lambda row: row.replace(",", ",abc,", 1).rsplit(",", 1)[0], "not a number"),
     (5, lambda row: "", "values, expected"),                              # blank line in the data
     (7, lambda row: row.replace(row.split(",")[2], "1.0.0", 1), "not a number"),
+    # float() reads these: the balance readout took a NaN knee for a robot never on the ground
+    (4, lambda row: ",".join(row.split(",")[:-1] + ["nan"]), "waist_yaw_joint is nan, not a finite"),
+    (5, lambda row: ",".join(row.split(",")[:3] + ["-inf"] + row.split(",")[4:]), "root_z is -inf"),
+    (6, lambda row: ",".join(row.split(",")[:4] + ["0", "0", "0", "0"] + row.split(",")[8:]), "quaternion is zero"),
 ])
 def test_malformed_row_names_file_and_line(tmp_path, line, mutate, words):
     lines = _good_lines(tmp_path)
@@ -205,6 +209,15 @@ def test_malformed_row_names_file_and_line(tmp_path, line, mutate, words):
     with pytest.raises(BakeCSVError, match=words) as info:
         read_bake_csv(path)
     assert str(info.value).startswith(f"{path}, line {line}: ")
+
+
+def test_frame_times_that_do_not_increase_name_the_line(tmp_path):
+    lines = _good_lines(tmp_path)
+    lines[4] = lines[3].split(",")[0] + "," + lines[4].split(",", 1)[1]  # line 5 repeats line 4's time
+    path = _write_lines(tmp_path, lines)
+    with pytest.raises(BakeCSVError, match="time_s .* does not increase") as info:
+        read_bake_csv(path)
+    assert str(info.value).startswith(f"{path}, line 5: ")
 
 
 @pytest.mark.parametrize("header", [

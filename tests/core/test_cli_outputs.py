@@ -98,9 +98,50 @@ def test_a_preset_for_another_skeleton_or_robot_names_its_file(tmp_path, clip, c
     err = capsys.readouterr().err
     assert str(preset) in err and f"chain {leg.name!r}" in err and "no bone 'LeftHipp'" in err
 
+    mapping = auto_map(read_clip(clip), KinematicTree(parse_urdf(G1)))
+    mapping.allow_collision = [["left_rubber_hand", "right_rubber_hnd"]]  # a typo in the collision overrides
+    mapping.save(preset, overwrite=True)
+    assert main(["bake", "--source", str(clip), "--robot", str(G1), "--mapping", str(preset),
+                 "--out", str(tmp_path / "c.csv")]) == 1
+    err = capsys.readouterr().err
+    assert str(preset) in err and "allow_collision" in err and "no link 'right_rubber_hnd'" in err
+    assert not (tmp_path / "c.csv").exists()
+
 
 def test_an_export_named_for_another_format_is_refused(tmp_path, clip, capsys):
     out = tmp_path / "walk.csv"
     assert main(["export", "--source", str(clip), "--robot", str(G1), "--format", "npz", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "walk.csv: npz playback files are named *.npz" in err and not out.exists()
+
+
+def test_ctrl_c_mid_bake_is_one_line_and_exit_130_with_nothing_written(tmp_path, clip, capsys, monkeypatch):
+    """A real SIGINT while the clip bakes (as Ctrl-C sends it): one line on stderr, the shell's
+    code for SIGINT, no traceback and no output file."""
+    import signal
+
+    import core.library.cli as cli
+
+    bake = cli.bake_clip_file
+
+    def interrupted_bake(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return bake(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "bake_clip_file", interrupted_bake)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even where the runner ignores it
+    try:
+        out = tmp_path / "walk.csv"
+        assert main(["bake", "--source", str(clip), "--robot", str(G1), "--out", str(out)]) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err
+    assert err.strip() == "robot-retarget-core: interrupted" and not out.exists()
+
+
+def test_a_folder_as_the_source_is_said_to_be_one(tmp_path, clip, capsys):
+    """A folder given to bake (batch's --inputs takes folders) read "unsupported clip type ''"."""
+    out = tmp_path / "walk.csv"
+    assert main(["bake", "--source", str(clip.parent), "--robot", str(G1), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{clip.parent}: a folder, not a clip file" in err and "--inputs" in err and not out.exists(), err

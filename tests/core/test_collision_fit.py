@@ -63,3 +63,30 @@ def test_outline_rows_hold_the_farthest_point_on_random_hulls(seed):
     found, every, searched = _farthest_both_ways(balls, rng.random(30) * 0.02, rng)
     np.testing.assert_allclose(found, every, rtol=0, atol=1e-15)
     assert searched == 1.0
+
+
+def test_a_body_whose_spreads_tie_gets_the_same_capsules_from_a_urdf_written_again(tmp_path):
+    """The G1's shoulder is a cylinder across the arm: its spread is the same in every direction
+    across the cylinder, and SVD left the axes there to rounding. The same URDF written again to
+    12 digits (rpy 1.5707963267949) got another capsule (radius 40.37 against 40.45 mm), the left
+    and right shoulders different ones, and the hop baked with avoidance turned a wrist 0.29 rad
+    differently on 44 frames. Now both read the link frame's axes in the tied plane."""
+    from tests.robot_variants import write_urdf
+
+    robot = parse_urdf(G1)
+    trees = [KinematicTree(robot), KinematicTree(parse_urdf(write_urdf(robot, tmp_path / "again.urdf")))]
+    fitted = []
+    for tree in trees:
+        bodies = {}
+        for side in ("left", "right"):
+            points, radii, _ = body_geometry(tree, tree.link_index(f"{side}_shoulder_pitch_link"))
+            bodies[side] = fit.fit_capsules(points, radii)
+        fitted.append(bodies)
+    for side in ("left", "right"):
+        (a0, b0, r0), = fitted[0][side]
+        (a1, b1, r1), = fitted[1][side]
+        assert abs(r0 - r1) < 1e-9 and np.abs(a0 - a1).max() < 1e-9 and np.abs(b0 - b1).max() < 1e-9
+    mirror = np.array([1.0, -1.0, 1.0])  # the shoulders mirror each other about the body's middle
+    left, right = fitted[0]["left"][0], fitted[0]["right"][0]
+    assert abs(left[2] - right[2]) < 1e-6
+    assert np.abs(np.diff(left[:2], axis=0) - np.diff(right[:2], axis=0) * mirror).max() < 1e-6

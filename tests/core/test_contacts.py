@@ -190,6 +190,29 @@ def test_cmu_hop_footfalls_in_any_units(cmu):
     assert (~a.feet["left"] & ~a.feet["right"]).any()
 
 
+CUT_OPEN = pytest.mark.xfail(strict=True, reason=(
+    "the ground level is a clip-wide percentile of the slow heights: the walk's one low left toe (frames 390-404) "
+    "puts the toes' ground 0.05 leg lengths lower in 0:500 than in the whole clip (94, 88 and 61 frames differ "
+    "beyond 0.3 s of the cuts 0:500, 200:800, 100:700; 2026-12-02). A median over each point's rests makes every "
+    "cut agree, but raises the whole walk's toe level 0.042 -> 0.045 and the hop's 0.032 -> 0.071 leg lengths: a "
+    "left contact of the walk begins 7 frames earlier on a toe 0.049 above it (height_on 0.05) and the H1 slides "
+    "there (21.7 mm/s, target 20), the hop onto the H1 sinks on one frame; see README, Planted feet"))
+
+
+@pytest.mark.parametrize("start, end", [pytest.param(0, 500, marks=CUT_OPEN), pytest.param(200, 800, marks=CUT_OPEN),
+                                        pytest.param(100, 700, marks=CUT_OPEN), (400, 995)])
+def test_contacts_do_not_depend_on_where_the_clip_was_cut(cmu, start, end):
+    """Frames start:end of the walk detected alone have the whole clip's contacts on those frames,
+    beyond 0.3 s of a cut (where the speed filter and the hysteresis have nothing before them)."""
+    _, walk, mapping = cmu
+    whole = detect_contacts(walk, mapping)
+    cut = detect_contacts(walk.at_frames(np.arange(start, end)), mapping)
+    edge = int(round(0.3 * walk.fps))
+    far = slice(edge if start > 0 else 0, (end - start) - (edge if end < walk.frames else 0))
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(cut.feet[side][far], whole.feet[side][start:end][far], err_msg=side)
+
+
 def test_stricter_thresholds_find_less_contact(cmu):
     _, walk, mapping = cmu
     loose = detect_contacts(walk, mapping)

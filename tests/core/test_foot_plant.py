@@ -378,3 +378,45 @@ def test_the_planted_root_is_as_smooth_as_the_source_hips(g1_walk):
         return float(np.percentile(np.linalg.norm(accel, axis=1), 90))
 
     assert shake(planted) < 1.5 * shake(plain)
+
+
+def test_a_cut_clip_is_planted_as_the_whole_clip():
+    """Frames 400:995 of the walk baked alone plant the legs as the whole clip's bake does on
+    the same frames beyond 1.5 s from the cut (a foot's stance tilt is a median over the contact
+    frames within PlantSettings.stance_s = 1.75 s of its contact), and the root up to a
+    horizontal translation (the planted path is integrated from the clip's first frame).
+    Measured: legs 0.037 rad, root 1.8 mm off a translation, 2.1 mm in height; before, 0.28 rad,
+    17 mm and 11 mm: a slow pull to the source's travel and a clip-wide stance tilt reached the cut."""
+    tree = KinematicTree(parse_urdf(G1))
+    whole = load_bvh(WALK).to_source_motion()
+    mapping = auto_map(whole, tree)
+    contacts = detect_contacts(whole, mapping)
+    full = retarget(whole, tree, mapping, contacts=contacts)
+    start = 400
+    cut = retarget(_clip(WALK, slice(start, whole.frames)), tree, mapping,
+                   contacts=contacts.sliced(start, whole.frames))
+    far = slice(int(round(1.5 * whole.fps)), None)  # frames more than 1.5 s after the cut
+    legs = [i for i, name in enumerate(full.joint_names) if any(k in name for k in ("hip", "knee", "ankle"))]
+    assert np.abs(full.q[start:][far][:, legs] - cut.q[far][:, legs]).max() < 0.06
+    moved = full.root_position[start:][far] - cut.root_position[far]
+    assert np.abs(moved[:, :2] - moved[:, :2].mean(axis=0)).max() < 0.005  # metres: a rigid shift
+    assert np.abs(moved[:, 2]).max() < 0.006  # heights are not integrated, only smoothed
+
+
+def test_a_robot_rooted_at_its_ankle_plants_the_same_legs(g1_walk):
+    """The G1 described from its left ankle is solved hung from its pelvis, whose frame then sits
+    at the left hip joint, 12 cm from the G1's: planted, the same joints and the same motion.
+    Before: legs up to 0.09 rad apart (the walk), as the spine's shape began at the root link's
+    origin (the root leaned 0.3 deg apart) and the root's path was smoothed at that origin."""
+    from tests.robot_variants import rooted_at
+
+    tree, motion, mapping, contacts, _, planted = g1_walk
+    ankle = KinematicTree(rooted_at(tree.robot, "left_ankle_roll_link"))
+    result = retarget(motion, ankle, auto_map(motion, ankle), contacts=contacts)
+    assert result.report["feet_planted"]
+    order = [ankle.joint_names.index(name) for name in tree.joint_names]
+    assert np.abs(result.q[:, order] - planted.q).max() < 1e-6
+    for name in ("left_ankle_roll_link", "right_ankle_roll_link", "torso_link"):
+        here = ankle.link_transform(result.q, ankle.link_index(name), _root(result))[:, :3, 3]
+        there = tree.link_transform(planted.q, tree.link_index(name), _root(planted))[:, :3, 3]
+        assert np.abs(here - there).max() < 1e-6, name

@@ -128,7 +128,7 @@ def test_extra_bones_are_not_limbs(scramble, clip, g1, original, tmp_path):
 
 # ------------------------------------------------------------------ robots ---
 
-from core.model.reroot import reroot  # noqa: E402
+from core.model.reroot import hung_from, reroot  # noqa: E402
 from tests import robot_variants as RV  # noqa: E402
 
 SIDEWAYS = {"left_shoulder_roll_joint": np.pi / 2, "right_shoulder_roll_joint": -np.pi / 2}
@@ -202,6 +202,21 @@ def test_rerooting_keeps_every_link_where_it_was(g1):
     for name in g1.link_names:
         back = rerooted.original_pose(name, poses[:, tree.link_index(name)])
         np.testing.assert_allclose(back, poses0[:, g1.link_index(name)], atol=1e-12)
+
+
+@pytest.mark.parametrize("root", ["left_ankle_roll_link", "torso_link", "right_knee_link"])
+def test_hung_from_its_pelvis_a_re_rooted_g1_is_the_g1(g1, root):
+    """A G1 rooted elsewhere, hung from its pelvis again, has every link frame where the G1 has
+    it, the pelvis's too: re-hung, the pelvis frame sat on the joint it hung from (from the ankle:
+    on the left hip joint, 12 cm off), and a root's path or tilt solved about it moved the robot;
+    it is moved to the trunk joint (the waist), where the G1 puts it."""
+    tree = KinematicTree(RV.rooted_at(g1.robot, root))
+    hung, rerooted = hung_from(tree, "pelvis")
+    assert hung.robot.root_link == "pelvis" and rerooted is not None
+    zero, zero0 = hung.zero_pose(), g1.zero_pose()
+    for name in g1.link_names:
+        np.testing.assert_allclose(zero[hung.link_index(name)], zero0[g1.link_index(name)], atol=1e-12, err_msg=name)
+    assert hung_from(g1, "pelvis") == (g1, None)  # the G1's own pelvis frame is on its waist joint
 
 
 def test_a_root_bone_on_the_floor(clip, g1, original, tmp_path):

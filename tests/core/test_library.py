@@ -164,10 +164,22 @@ def test_resume_writes_only_the_missing_outputs(tmp_path):
     # an output that does not read back is not a result: the next run writes it again
     broken = out_dir / sorted(first)[0]
     broken.write_bytes(broken.read_bytes()[:100])
-    third = subprocess.run(command(*args), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # the same command again (its --report too): the earlier run's summary is replaced by this one's
+    third = subprocess.run(command(*args, "--report", tmp_path / "again.json"), cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
     assert third.returncode == 0, third.stderr
     assert sum(line.startswith("ok ") for line in third.stdout.splitlines()) == 1
     read_playback(broken)
+    summary = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert summary["skipped"] == 5 and summary["succeeded"] == 1 and len(summary["clips"]) == 6
+
+    # a file there that is not a batch's summary is the user's: kept, the batch refused before any work
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"clips": "mine"}', encoding="utf-8")
+    refused = subprocess.run(command(*args, "--report", notes), cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+    assert refused.returncode != 0 and "file exists" in refused.stderr
+    assert notes.read_text(encoding="utf-8") == '{"clips": "mine"}'
 
 
 def test_bad_batch_input_is_one_line(tmp_path):

@@ -422,6 +422,50 @@ def test_bad_files_name_the_file_and_line(tmp_path):
         read_playback(path)
 
 
+@pytest.mark.parametrize("fmt", ["npz", "pkl", "unitree-csv", "mujoco-keyframes"])
+def test_nan_values_and_zero_quaternions_name_the_sample(tmp_path, fmt):
+    """The readers took NaN and a zero root quaternion as numbers: `balance` read an npz with one
+    NaN knee as a robot never on the ground, exit 0."""
+    for field, row, words in (("q", 7, "sample 7 \\(0.14 s\\): elbow is nan"),
+                              ("root_quaternion", 3, "sample 3 \\(0.06 s\\): root quaternion is zero")):
+        track = make_track()
+        values = getattr(track, field)
+        values[row] = np.nan if field == "q" else 0.0
+        path = tmp_path / f"wave_{field}{FORMATS[fmt]}"
+        if field == "q":  # the writers refuse what is not finite: put it in the file afterwards
+            write_playback(path, make_track(), fmt)
+            _spoil(path, fmt, row)
+        else:
+            write_playback(path, track, fmt)
+        with pytest.raises(PlaybackFormatError, match=words):
+            read_back(path, fmt, track)
+
+
+def _spoil(path, fmt: str, row: int) -> None:
+    """Sample `row`'s elbow (joint 1) made NaN in a written file."""
+    if fmt == "npz":
+        data = dict(np.load(path, allow_pickle=False))
+        data["dof_pos"][row, 1] = np.nan
+        np.savez(path, **data)
+    elif fmt == "pkl":
+        data = pickle.loads(path.read_bytes())
+        data["dof_pos"][row, 1] = np.nan
+        path.write_bytes(pickle.dumps(data))
+    elif fmt == "unitree-csv":
+        lines = path.read_text(encoding="utf-8").splitlines()
+        values = lines[row].split(",")
+        values[8] = "nan"
+        lines[row] = ",".join(values)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    else:
+        text = path.read_text(encoding="utf-8")
+        keys = [m.end() for m in re.finditer('qpos="', text)]
+        start = keys[row]
+        values = text[start:text.index('"', start)].split()
+        values[8] = "nan"
+        path.write_text(text[:start] + " ".join(values) + text[text.index('"', start):], encoding="utf-8")
+
+
 def test_csv_off_the_control_cycle_is_refused(tmp_path):
     path = tmp_path / "wave.csv"
     write_playback(path, make_track(), "csv")

@@ -1,0 +1,90 @@
+"""GaitSettings.sagittal_waist (experimental, off by default): legs without an ankle roll (the H1)
+get their waist rolled and turned on the family that keeps both soles flat (core.balance.sagittal),
+the CoM planned within what that roll carries (core.balance.lateral) and the steps' width set by
+the roll. Its default-off twin is tests/core/test_gait.py; these ask what the option changes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from core.balance.gait import GaitSettings
+from core.balance.reach import FAMILY_ROLL_RAD
+from core.balance.support import foot_bodies, foot_links, foot_width, level_tolerance
+from core.feet.geometry import standing_rotation
+from core.model.kinematics import KinematicTree
+from core.model.transforms import pose_matrices
+from core.model.urdf import parse_urdf
+from core.motion.bvh import load_bvh
+from tests.core.test_gait import ROBOTS, WALK, _gait, _step_bounds
+
+# the H1 walk with the option off (bench/bench_gait.py, 2026-12-02): what the option is measured against
+OFF_OUTSIDE_PCT, OFF_SLIDE_M, OFF_TILT_DEG = 16.7, 0.100, 11.0
+
+
+@pytest.fixture(scope="module")
+def h1_rolled_walk():
+    return _gait(load_bvh(WALK).to_source_motion(), "h1", GaitSettings(sagittal_waist=True))
+
+
+def test_h1_steps_are_as_wide_as_the_waists_roll_needs():
+    """With the option the waist moves across by rolling, which needs the feet's fore-aft planes
+    closer than the hips: the widest stance is cos(0.15) of the H1's built width (FAMILY_ROLL_RAD),
+    the narrowest no narrower than the probe stood flat nor than the largest roll (0.25 rad) leaves
+    the hips, steps still parallel (2 degrees at most), and a limited step's width is between the
+    feet's planes halfway along it (the turned foot's plane crosses the other's)."""
+    h1 = KinematicTree(parse_urdf(ROBOTS["h1"]))
+    bounds = _step_bounds(h1, sagittal_waist=True)
+    zero = h1.zero_pose()
+    left, right = (h1.link_index(f"{side}_ankle_link") for side in ("left", "right"))
+    built = float(np.linalg.norm(zero[left, :2, 3] - zero[right, :2, 3]))
+    assert np.degrees(bounds.turn_rad) <= 2.0 + 1e-9
+    assert bounds.width_max_m == pytest.approx(built * np.cos(FAMILY_ROLL_RAD[0]), abs=1e-9)
+    assert bounds.width_max_m < built - 0.004  # off: the built 40.6 cm (test_gait.py)
+    assert built * np.cos(FAMILY_ROLL_RAD[1]) - 1e-9 <= bounds.width_min_m < bounds.width_max_m
+    flat_left, flat_right = zero[left, :3, :3], zero[right, :3, :3]
+    out = Rotation.from_euler("z", -29, degrees=True).as_matrix()  # the person's step: 55 cm across, turned out
+    placed = bounds.limit(pose_matrices(flat_left, np.zeros(3)), flat_left,
+                          pose_matrices(out @ flat_right, np.array([0.3, -0.55, 0.0])), flat_right, "right")
+    turn = Rotation.from_matrix(placed[:3, :3] @ flat_right.T)
+    assert np.degrees(turn.magnitude()) <= 2.0 + 1e-6
+    heading = turn.as_euler("zyx")[0]
+    assert abs(placed[1, 3] - 0.5 * 0.3 * np.tan(heading)) == pytest.approx(bounds.width_max_m, abs=1e-9)
+    assert placed[0, 3] == pytest.approx(0.3)
+    # a six-joint G1 is not touched by the option
+    g1 = KinematicTree(parse_urdf(ROBOTS["g1"]))
+    on, off = _step_bounds(g1, sagittal_waist=True), _step_bounds(g1)
+    assert (on.width_min_m, on.width_max_m, on.forward_m, on.planes) == (off.width_min_m, off.width_max_m,
+                                                                          off.forward_m, False)
+
+
+def test_h1_walk_with_the_rolled_waist_slides_and_tilts_less(h1_rolled_walk):
+    """The option's point: on the H1 walk the stance soles slide and tilt less than with it off
+    (OFF_*: 100 mm, 11 degrees, 16.7 % of samples outside), and the worst margin is less far
+    out (-498 mm off). What it does not yet reach is why it is off: its ZMP follows the target it
+    plans to 51-52 mm RMS (off: 6 mm; the issue asks 10), and the torso-rooted H1 walks another gait."""
+    report = h1_rolled_walk[2].report
+    assert report["steps"] == 11
+    assert report["stance_slide_m"] < 0.75 * OFF_SLIDE_M
+    assert report["stance_tilt_deg"] < 0.8 * OFF_TILT_DEG
+    assert report["zmp_outside_support_pct"] < OFF_OUTSIDE_PCT
+    assert report["min_support_margin_m"] > -0.3
+    assert report["multibody_zmp_rms_error_m"] > 0.010  # not yet the issue's target: the option stays off
+
+
+def test_h1_rolled_walks_tilt_warning_says_its_figure(h1_rolled_walk):
+    """The soles tilt a few degrees with the option (11 off): the warning is said where the tilt
+    passes what keeps the H1's narrow sole on the ground (level_tolerance, 5.7 degrees), with its
+    figure; the slide and the ZMP leaving the feet are still said."""
+    tree = h1_rolled_walk[0]
+    report = h1_rolled_walk[2].report
+    zero = tree.zero_pose()
+    width = min(foot_width(body, standing_rotation(body, zero[body.link, :3, :3]))
+                for body in foot_bodies(tree, foot_links(tree)))
+    tilt = report["stance_tilt_deg"]
+    assert 1.0 < tilt < 10.0
+    said = [w for w in report["warnings"] if "stance sole tilts" in w]
+    assert bool(said) == (tilt > np.degrees(level_tolerance(width)))
+    assert all(f"up to {tilt:.0f} degrees" in w for w in said)
+    assert any("stance foot slides" in w for w in report["warnings"])
+    assert any("the multibody ZMP leaves the feet" in w for w in report["warnings"])

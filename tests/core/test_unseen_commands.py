@@ -1,0 +1,112 @@
+"""The newer commands (gait, balance) on robots and clips from elsewhere, as an outside check
+would run them: a URDF missing one body's mass, a clip of one frame, a clip that never steps."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.balance import BalanceError, MassModel, balance_readout
+from core.balance.gait import generate_gait
+from core.model.kinematics import KinematicTree
+from core.model.urdf import parse_urdf
+from core.motion.bvh import load_bvh
+from core.retarget.automap import auto_map
+from core.retarget.pipeline import retarget
+
+ROOT = Path(__file__).resolve().parents[2]
+WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
+G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
+H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+DOUBLE_SUPPORT_FRAME = 260  # both of the walk's feet flat on the ground
+
+
+@pytest.fixture(scope="module")
+def walk():
+    return load_bvh(WALK)
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return KinematicTree(parse_urdf(G1))
+
+
+def _frames(clip, frames: np.ndarray):
+    return dataclasses.replace(clip, motion=clip.motion[frames]).to_source_motion()
+
+
+def _g1_with_knee_mass(tmp_path, mass: str | None) -> KinematicTree:
+    """G1 with its left knee's <inertial> removed (None) or its mass set."""
+    text = G1.read_text()
+    knee = re.search(r'<link\s+name="left_knee_link">.*?(<inertial>.*?</inertial>)', text, re.S)
+    inertial = knee.group(1)
+    changed = "" if mass is None else re.sub(r'<mass value="[^"]*"', f'<mass value="{mass}"', inertial)
+    path = tmp_path / "g1_knee.urdf"
+    path.write_text(text[:knee.start(1)] + changed + text[knee.end(1):])
+    return KinematicTree(parse_urdf(path))
+
+
+@pytest.mark.parametrize("mass", [None, "0"])
+def test_a_moving_body_without_mass_is_named_and_the_bake_still_works(mass, walk, tmp_path):
+    """A G1 whose knee lost its <inertial> read the walk's worst margin -514 mm (-469 with it)
+    and said nothing: the figures were of another robot. Fixed sensors without mass (the H1's
+    camera and logo) are fine, as URDF allows."""
+    tree = _g1_with_knee_mass(tmp_path, mass)
+    with pytest.raises(BalanceError, match="'left_knee_link' moves and has geometry but no <inertial>"):
+        MassModel.build(tree)
+    motion = _frames(walk, np.arange(240, 300))
+    result = retarget(motion, tree, auto_map(motion, tree), contacts="off", figures=False)
+    assert np.all(np.isfinite(result.q)) and len(result.q) == 60
+    with pytest.raises(BalanceError, match="left_knee_link"):
+        balance_readout(tree, result.q, np.tile(np.eye(4), (60, 1, 1)), motion.fps)
+    assert MassModel.build(KinematicTree(parse_urdf(H1))).total > 50.0
+
+
+def test_a_clip_of_one_frame_is_refused_as_too_short_for_a_gait(walk, g1):
+    """Both feet flat on the ground, and the refusal read 'the right foot never touches the ground'."""
+    motion = _frames(walk, np.array([DOUBLE_SUPPORT_FRAME]))
+    with pytest.raises(BalanceError, match=r"never on the ground over its 1 frame\(s\) \(0\.008 s; a detected "
+                                           r"contact lasts at least"):
+        generate_gait(motion, g1, auto_map(motion, g1))
+    swing = _frames(walk, np.arange(100, 130))  # 0.25 s with the left foot in the air throughout
+    with pytest.raises(BalanceError, match=r"the left foot is never on the ground over its 30 frame\(s\) "
+                                           r"\(0\.250 s\): a gait needs"):
+        generate_gait(swing, g1, auto_map(swing, g1))
+
+
+def test_a_clip_that_never_steps_stands_and_says_its_stance_moved(walk, g1):
+    """The walk's double support held 1.5 s: the person stands a stride apart, wider than the G1
+    stands, so the stance is moved; the warning spoke of '1 step(s) moved ... later steps aim at
+    the person's footprints again' for a gait of no step."""
+    motion = _frames(walk, np.full(180, DOUBLE_SUPPORT_FRAME))
+    report = generate_gait(motion, g1, auto_map(motion, g1)).report
+    assert report["steps"] == 0 and report["steps_moved"] == 1
+    assert report["zmp_outside_support_pct"] == 0.0 and report["min_support_margin_m"] > 0.05
+    assert report["stance_slide_m"] < 1e-4
+    assert any(w.startswith("the clip never steps, and the stance it stands in was moved") for w in report["warnings"])
+    assert not any("step(s) moved" in w for w in report["warnings"])
+
+
+def test_contacts_of_one_foot_are_refused_naming_the_other(walk, g1):
+    """A contacts file giving the left foot alone stopped the gait with the bare KeyError 'right'."""
+    from core.feet.contacts import Contacts
+
+    motion = _frames(walk, np.arange(60))
+    contacts = Contacts({"left": np.ones(60, bool)}, motion.fps)
+    with pytest.raises(BalanceError, match="the contacts give no right foot"):
+        generate_gait(motion, g1, auto_map(motion, g1), contacts=contacts)
+
+
+def test_a_balance_on_feet_without_soles_says_why_it_fails(g1):
+    """simple_humanoid's legs end at the ankle with no foot geometry: its support is a point and the
+    readout said 100 % outside with no word of why."""
+    simple = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "simple_humanoid.urdf"))
+    warned = {}
+    for name, tree in (("simple", simple), ("g1", g1)):
+        readout = balance_readout(tree, np.zeros((20, tree.dof)), np.tile(np.eye(4), (20, 1, 1)), 100.0)
+        warned[name] = [w for w in readout["warnings"] if "stands on a sole" in w]
+    assert len(warned["simple"]) == 1 and "'r_ankle', 'l_ankle'" in warned["simple"][0]
+    assert warned["g1"] == []
