@@ -246,9 +246,10 @@ def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
                    "sample (branch h1-s7b) at 39.5 cm hold the feet to 7 mm, but the waist's yaw jumps between samples "
                    "(62 jumps over 0.1 rad, 48 after re-solving each from its neighbour; ZMP RMS 0.27 m), and its "
                    "banded path solve slides 106 mm: what is needed is the waist planned as one path that enters each "
-                   "double support on its roll-yaw family. Placed on that family per sample (branch h1-s9-family) the "
-                   "soles stay within 2-5 degrees but each hand-over between a double support and one foot bumps the CoM: ZMP RMS "
-                   "0.56 m; the target ZMP and CoM must be planned with the family as one path")
+                   "double support on its roll-yaw family. That path, with the lateral CoM planned inside what the roll "
+                   "carries, is GaitSettings(sagittal_waist=True), off by default (tests/core/test_sagittal_waist.py): "
+                   "soles within 8 degrees, slide 56-62 mm, 15-16 % outside, but ZMP RMS about 50 mm: its multibody "
+                   "passes stall, the waist moving sideways only by rolling")
 def test_issue_targets_on_h1(h1_walk):
     report = h1_walk[2].report
     assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
