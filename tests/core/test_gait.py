@@ -233,9 +233,9 @@ def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
     assert report["travel_m"] == pytest.approx(report["source_travel_m"], rel=0.2)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured 2026-12-02: worst margin -556 mm,"
-                   " ZMP outside the support on 18.0 % of samples, stance slide 104 mm, stance soles tilted up to 11 "
-                   "degrees, multibody ZMP RMS 3.5 mm, 11 of 11 steps, travel 98 % on the person's footprints). The ZMP follows its target (1-6 mm RMS in every phase "
+@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured at the end of 2026-12-02: worst margin "
+                   "-498 mm, ZMP outside the support on 16.7 % of samples, stance slide 100 mm, stance soles tilted up "
+                   "to 11 degrees, multibody ZMP RMS 6.3 mm, 11 of 11 steps, travel 99 % on the person's footprints). The ZMP follows its target (1-6 mm RMS in every phase "
                    "but the standing start, 16 mm) and over the soles where the plan puts them it would be inside on "
                    "every sample (worst +5 mm): what fails is the five-joint legs under a waist the correction moves "
                    "sideways upright. With both soles flat the waist sways only by rolling and yawing together, and "
