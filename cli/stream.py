@@ -83,6 +83,8 @@ def _session(args: argparse.Namespace):
     from ..core.stream.session import StreamSession, StreamSettings
 
     for path, flag in [(args.skeleton, "--skeleton"), (args.robot, "--robot")] + [(c, "--library") for c in args.library]:
+        if Path(path).is_dir():
+            raise CommandError(f"{flag} {path}: a folder, not a file ({flag} takes one file)")
         if not Path(path).is_file():
             raise CommandError(f"{flag} {path}: file not found")
     if args.rate is not None and not args.rate > 0:

@@ -112,6 +112,11 @@ def test_stream_refuses_a_bad_endpoint():
     assert proc.returncode != 0 and "udp://HOST:PORT" in error_lines(proc.stderr)[-1]
 
 
+def test_stream_says_a_folder_is_a_folder(tmp_path):
+    proc = _stream("--skeleton", tmp_path)  # the last --skeleton counts
+    assert proc.returncode != 0 and f"--skeleton {tmp_path}: a folder, not a file" in error_lines(proc.stderr)[-1]
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
