@@ -33,7 +33,7 @@ class RobotJob:
 
 @dataclass(frozen=True)
 class ClipJob:
-    """One clip onto one robot; overwrite: its output is there but does not read back."""
+    """One clip onto one robot; overwrite: its outputs may be replaced (a batch's own: see batch_todo)."""
 
     source: str
     out: str

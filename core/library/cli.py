@@ -141,15 +141,7 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
     jobs = plan_batch(batch_inputs(args.inputs), robots, Path(args.out_dir), settings.format)
     report_path = _summary_path(Path(args.report).absolute(), settings.overwrite) if args.report else None
     summary = Summary(robots, settings, args.engine, args.workers)
-    todo = []
-    for job in jobs:
-        if settings.overwrite or not any(p.exists() for p in output_paths(Path(job.out), settings.format)):
-            todo.append(job)
-        elif complete_outputs(job.out, settings.format):
-            summary.clips.append(skipped_status(job))
-            print(status_line(summary.clips[-1]), flush=True)
-        else:  # an output that does not read back: not a result, write it again
-            todo.append(dataclasses.replace(job, overwrite=True))
+    todo = batch_todo(jobs, settings.format, settings.overwrite, summary)
     options = BatchOptions(settings, args.source_up, generator or f"{GENERATOR} {package_version()}",
                            contacts=args.contacts)
     core_jobs = [j for j in todo if Path(j.source).suffix.lower() not in NEEDS_BLENDER]
@@ -165,6 +157,22 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
           + (f", {result['skipped']} skipped (complete)" if result["skipped"] else "")
           + f" ({result['seconds']:.1f} s)" + (f"; wrote {report_path}" if report_path else ""))
     return 1 if result["failed"] else 0
+
+
+def batch_todo(jobs: list[ClipJob], fmt: str, overwrite: bool, summary: Summary) -> list[ClipJob]:
+    """The jobs to run; complete outputs are skipped (into the summary) unless `overwrite`. Every
+    job run may replace its outputs: they were missing or did not read back when the batch began,
+    so what is there when it writes is this batch's own (a worker killed after writing a clip's
+    file, whose clip an engine retries, left it: the retry failed with 'file exists')."""
+    todo = []
+    for job in jobs:
+        if not overwrite and any(p.exists() for p in output_paths(Path(job.out), fmt)) \
+                and complete_outputs(job.out, fmt):
+            summary.clips.append(skipped_status(job))
+            print(status_line(summary.clips[-1]), flush=True)
+        else:
+            todo.append(dataclasses.replace(job, overwrite=True))
+    return todo
 
 
 def _summary_path(path: Path, overwrite: bool) -> Path:

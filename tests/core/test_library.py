@@ -245,3 +245,24 @@ def test_export_and_batch_plant_feet_as_bake_does_unless_told_off(tmp_path):
                                   "--contacts", tmp_path / "missing.json"), cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode != 0 and "missing.json: contacts file not found" in proc.stderr
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_a_retried_clip_replaces_what_its_killed_attempt_wrote(tmp_path):
+    """An engine retries a clip whose worker died after writing its file (a killed worker, as in the
+    engines' tests): the retry must replace that file, not fail with 'file exists'."""
+    from core.library.batch import BatchOptions, RobotJob, Summary, plan_batch, run_clip
+    from core.library.cli import batch_todo
+    from core.playback.prepare import ExportSettings
+
+    clips, bad = library(tmp_path, 1)
+    bad.unlink()
+    settings = ExportSettings(format="npz", period_s=0.02, allow_violations=True)
+    robots = [RobotJob("g1", str(G1))]
+    jobs = plan_batch(sorted(clips.glob("*.bvh")), robots, tmp_path / "out", "npz")
+    todo = batch_todo(jobs, "npz", False, Summary(robots, settings, "local", 1))
+    options = BatchOptions(settings, "Y", "test")
+    first = run_clip(todo[0], options)  # the attempt whose worker is killed after the write
+    assert first["status"] == "ok", first
+    again = run_clip(todo[0], options)  # the engine's retry of the same clip
+    assert again["status"] == "ok", again
+    read_playback(Path(todo[0].out))
