@@ -106,9 +106,8 @@ def action_table(robot, fps: float, frame_range: tuple[int, int] | None = None,
     layout = rig_layout(tree)
     channels = _channels(layout)
     try:
-        if whole_frames:
-            raise ValueError("evaluate on whole frames")
-        frames, values = anim_io.read_channels(adt.action, adt.action_slot, channels)
+        frames, values = (_evaluated(adt.action, adt.action_slot, channels) if whole_frames
+                          else anim_io.read_channels(adt.action, adt.action_slot, channels))
     except ValueError:  # hand-edited: keys on different frames per channel
         frames, values = _evaluated(adt.action, adt.action_slot, channels)
     if frame_range is not None:

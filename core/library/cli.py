@@ -166,8 +166,7 @@ def batch_todo(jobs: list[ClipJob], fmt: str, overwrite: bool, summary: Summary)
     file, whose clip an engine retries, left it: the retry failed with 'file exists')."""
     todo = []
     for job in jobs:
-        if not overwrite and any(p.exists() for p in output_paths(Path(job.out), fmt)) \
-                and complete_outputs(job.out, fmt):
+        if not overwrite and complete_outputs(job.out, fmt):
             summary.clips.append(skipped_status(job))
             print(status_line(summary.clips[-1]), flush=True)
         else:
