@@ -20,6 +20,7 @@ from scipy.interpolate import PchipInterpolator
 from scipy import sparse
 from scipy.sparse.linalg import spsolve
 
+from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
 from .inertia import MassModel
@@ -238,7 +239,7 @@ class SagittalWaist:
         full = share > 1.0 - 1e-9
         yaw, curve = np.zeros(n), np.full(n, -1)
         lo, hi = np.full(n, -MAX_ROLL_RAD), np.full(n, MAX_ROLL_RAD)
-        spans = _runs(full)
+        spans = flags_to_intervals(full)
         if not spans:
             self.table = np.zeros((1, FAMILY_ROLLS))
             return share, yaw, curve, lo, hi
@@ -363,11 +364,6 @@ class SagittalWaist:
 
 def _ramp_samples(period_s: float) -> int:
     return max(1, int(round(RAMP_S / period_s)))
-
-
-def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
-    edges = np.flatnonzero(np.diff(np.r_[0, flags.astype(int), 0]))
-    return list(zip(edges[::2], edges[1::2]))
 
 
 MAX_STEP = np.array([0.02, 0.1, 0.1])  # one iteration moves the waist at most this far across (m), in roll, in yaw

@@ -535,7 +535,7 @@ def contact_figures(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root: n
 
 
 def cancel_residual_slide(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np.ndarray,
-                          root_pos: np.ndarray, contacts: Contacts, fps: float) -> np.ndarray:
+                          root_pos: np.ndarray, contacts: Contacts) -> np.ndarray:
     """Root positions (F, 3) shifted horizontally so planted contact points stop creeping.
 
     Smoothing the legs lets a planted foot creep by millimetres per frame; moving

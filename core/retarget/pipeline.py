@@ -359,7 +359,7 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
     q = lowpass(again.q, fps, method="butterworth", cutoff_hz=3.0 * settings.cutoff_hz,
                 lower=tree.lower, upper=tree.upper)
     q = rate_limit(q, step_limits(tree.velocity, fps))
-    root_pos = cancel_residual_slide(tree, legs, q, root_rot, again.root_position, flags, fps)
+    root_pos = cancel_residual_slide(tree, legs, q, root_rot, again.root_position, flags)
     return PlantResult(q, root_pos, max(planted.lifted_m, again.lifted_m))
 
 
