@@ -76,15 +76,16 @@ def numbers(path, lines: list[str], header: list[str]) -> np.ndarray:
         if len(values) != len(header):
             raise BakeCSVError(f"{path}, line {number}: {len(values)} values, expected {len(header)}")
         try:
-            row = [float(v) for v in values]
+            rows.append([float(v) for v in values])
         except ValueError:
             raise BakeCSVError(f"{path}, line {number}: not a number") from None
-        bad = [name for name, value in zip(header, row) if not np.isfinite(value)]
-        if bad:  # float() reads nan and inf: a motion holding them poses nothing
-            raise BakeCSVError(f"{path}, line {number}: {bad[0]} is {values[header.index(bad[0])].strip()}, "
-                               "not a finite number")
-        rows.append(row)
-    return np.array(rows, dtype=float).reshape(len(rows), len(header))
+    data = np.array(rows, dtype=float).reshape(len(rows), len(header))
+    bad = ~np.isfinite(data)
+    if bad.any():  # float() reads nan and inf: a motion holding them poses nothing
+        row, column = np.argwhere(bad)[0]
+        raise BakeCSVError(f"{path}, line {row + 2}: {header[column]} is "
+                           f"{lines[row + 1].split(',')[column].strip()}, not a finite number")
+    return data
 
 
 def _check_frames(path, data: np.ndarray) -> None:
