@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ..core.model.transforms import matrix_to_quat
-from .common import CommandError, add_source_up, check_outputs, print_warnings, write_report
+from .common import CommandError, add_source_up, check_outputs, print_warnings, refuse_folder, write_report
 
 
 def add_parser(sub) -> None:
@@ -83,8 +83,7 @@ def _session(args: argparse.Namespace):
     from ..core.stream.session import StreamSession, StreamSettings
 
     for path, flag in [(args.skeleton, "--skeleton"), (args.robot, "--robot")] + [(c, "--library") for c in args.library]:
-        if Path(path).is_dir():
-            raise CommandError(f"{flag} {path}: a folder, not a file ({flag} takes one file)")
+        refuse_folder(path, flag, "file", elsewhere="")
         if not Path(path).is_file():
             raise CommandError(f"{flag} {path}: file not found")
     if args.rate is not None and not args.rate > 0:

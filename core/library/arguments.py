@@ -179,11 +179,12 @@ def check_output(path: Path, overwrite: bool) -> Path:
     return path
 
 
-def refuse_folder(path: Path, flag: str = "--source") -> None:
-    """A folder given where one clip goes is said as such (it read 'not found'): batch takes folders."""
+def refuse_folder(path: Path, flag: str = "--source", what: str = "clip file",
+                  elsewhere: str = "batch --inputs takes a folder") -> None:
+    """A folder given where one file goes is said as such (it read 'not found')."""
     if Path(path).is_dir():
-        raise CommandError(f"{path}: a folder, not a clip file ({flag} takes one clip; "
-                           "batch --inputs takes a folder)")
+        raise CommandError(f"{path}: a folder, not a {what} ({flag} takes one {what.split()[0]}"
+                           + (f"; {elsewhere})" if elsewhere else ")"))
 
 
 def check_outputs(paths: list, overwrite: bool, inputs: list = ()) -> list[Path | None]:

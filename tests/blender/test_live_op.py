@@ -114,7 +114,7 @@ def test_stream_refuses_a_bad_endpoint():
 
 def test_stream_says_a_folder_is_a_folder(tmp_path):
     proc = _stream("--skeleton", tmp_path)  # the last --skeleton counts
-    assert proc.returncode != 0 and f"--skeleton {tmp_path}: a folder, not a file" in error_lines(proc.stderr)[-1]
+    assert proc.returncode != 0 and f"{tmp_path}: a folder, not a file (--skeleton takes one file)" in error_lines(proc.stderr)[-1]
 
 
 def _free_port() -> int:
