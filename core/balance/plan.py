@@ -28,7 +28,8 @@ from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, check_steps, heel_off_angles, step_bounds
 from .rollover import heel_offs, toe_edge
-from .support import CONTACT_M, NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance
+from .support import (CONTACT_M, NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance,
+                      narrow_sole_warning)
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
 
@@ -75,9 +76,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
         aims = {sides[link]: tree.link_transform(person.q, link, person_root) for link in feet}
     width = min(foot_width(bodies[link], standing[link]) for link in feet)
     if width < NARROW_SOLE_M:
-        warnings.append(f"robot {tree.robot.name!r} stands on soles {100 * width:.1f} cm across (its feet' collision "
-                        "or visual geometry): a line or a point to balance on, so the ZMP will leave the support; "
-                        "give the feet their sole geometry")
+        warnings.append(narrow_sole_warning(tree, width))
     bounds = step_bounds(tree, leg_of, np.median(bake.q, axis=0), float(np.median(bake.root_position[:, 2])), reach,
                          {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width, flats,
                          sagittal_waist)

@@ -59,16 +59,24 @@ def foot_width(body: BodyPoints, flat: np.ndarray) -> float:
 def narrow_soles(tree: KinematicTree) -> list[str]:
     """A warning when a foot's sole is under NARROW_SOLE_M across: the readout's support is then
     a line or a point and the ZMP is outside on nearly every frame, whatever the motion (a leg
-    ending at its ankle without foot geometry, mesh files missing)."""
-    zero = tree.zero_pose()
-    widths = {tree.link_names[body.link]: foot_width(body, standing_rotation(body, zero[body.link, :3, :3]))
-              for body in _feet_seen_from_pelvis(tree)}
-    narrow = [name for name, width in widths.items() if width < NARROW_SOLE_M]
-    if not narrow:
-        return []
-    return [f"robot {tree.robot.name!r}: foot {', '.join(map(repr, narrow))} stands on a sole "
-            f"{100 * min(widths.values()):.1f} cm across (its collision or visual geometry): a line or a point to "
-            "balance on, so the ZMP leaves the support on nearly every frame; give the feet their soles"]
+    ending at its ankle without foot geometry, mesh files missing). Cached on the tree, as the
+    readout asks on every call."""
+    cache = tree.__dict__.setdefault("_narrow_soles", {})
+    if "warnings" not in cache:
+        zero = tree.zero_pose()
+        widths = {tree.link_names[body.link]: foot_width(body, standing_rotation(body, zero[body.link, :3, :3]))
+                  for body in _feet_seen_from_pelvis(tree)}
+        narrow = [name for name, width in widths.items() if width < NARROW_SOLE_M]
+        cache["warnings"] = [narrow_sole_warning(tree, min(widths.values()), narrow)] if narrow else []
+    return list(cache["warnings"])
+
+
+def narrow_sole_warning(tree: KinematicTree, width_m: float, feet: list[str] = ()) -> str:
+    """What a sole `width_m` across means for balance, naming the feet when known."""
+    who = f"foot {', '.join(map(repr, feet))} " if feet else ""
+    return (f"robot {tree.robot.name!r}: {who}stands on soles {100 * width_m:.1f} cm across (its feet' collision or "
+            "visual geometry): a line or a point to balance on, so the ZMP leaves the support on nearly every "
+            "frame; give the feet their soles")
 
 
 def _feet_seen_from_pelvis(tree: KinematicTree) -> list[BodyPoints]:

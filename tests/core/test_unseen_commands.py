@@ -107,6 +107,6 @@ def test_a_balance_on_feet_without_soles_says_why_it_fails(g1):
     warned = {}
     for name, tree in (("simple", simple), ("g1", g1)):
         readout = balance_readout(tree, np.zeros((20, tree.dof)), np.tile(np.eye(4), (20, 1, 1)), 100.0)
-        warned[name] = [w for w in readout["warnings"] if "stands on a sole" in w]
+        warned[name] = [w for w in readout["warnings"] if "stands on soles" in w]
     assert len(warned["simple"]) == 1 and "'r_ankle', 'l_ankle'" in warned["simple"][0]
     assert warned["g1"] == []
