@@ -117,24 +117,22 @@ def _kmeans(points: np.ndarray, weight: np.ndarray, count: int) -> np.ndarray:
     for _ in range(1, count):
         gap = np.min([np.einsum("ni,ni->n", points - s, points - s) for s in seeds], axis=0)
         seeds.append(points[np.argmax(gap)])
-    seeds = np.array(seeds)
+    seeds, labels = np.array(seeds), None
     for _ in range(_KMEANS_ROUNDS):
-        labels = _nearest(points, seeds)
+        previous, labels = labels, _nearest(points, seeds)
+        if previous is not None and np.array_equal(labels, previous):
+            break  # the same parts: the same centres
         mass = np.bincount(labels, weight, minlength=count)
         if (mass <= 0).any():
             return seeds[mass > 0]
-        moved = np.stack([np.bincount(labels, weight * points[:, i], minlength=count) for i in range(3)], -1)
-        moved /= mass[:, None]
-        if np.array_equal(moved, seeds):
-            break
-        seeds = moved
+        seeds = np.stack([np.bincount(labels, weight * points[:, i], minlength=count) for i in range(3)], -1)
+        seeds /= mass[:, None]
     return seeds
 
 
 def _nearest(points: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """(N,) the nearest seed of each point."""
-    return np.argmin(((points[:, None] - seeds[None]) ** 2).sum(axis=-1), axis=1) if len(points) else \
-        np.zeros(0, dtype=int)
+    """(N,) the nearest seed of each point (|p - s|^2 less the |p|^2 all seeds share)."""
+    return np.argmin(np.einsum("ki,ki->k", seeds, seeds) - 2.0 * points @ seeds.T, axis=1)
 
 
 def _hull_area(points: np.ndarray) -> float:
@@ -143,4 +141,3 @@ def _hull_area(points: np.ndarray) -> float:
         return float(ConvexHull(points).area)
     except (QhullError, ValueError):
         return float(max(np.ptp(points, axis=0).max(), 1e-3) ** 2)
-
