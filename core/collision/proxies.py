@@ -3,9 +3,10 @@ process, and on disk (core.collision.store).
 
 A body is a link that moves (or the root) with every link fixed to it; its
 geometry is each link's URDF <collision> shapes, or its <visual> ones where a
-link has none (G1's rubber hands). One to six capsules cover a body's convex
-hull (core.collision.fit): they contain the meshes, so a distance between
-proxies is never more than between the meshes (conservative).
+link has none (G1's rubber hands). Capsules cover a body's mesh in parts
+(core.collision.parts), or its convex hull (core.collision.fit): they contain
+the meshes, so a distance between proxies is never more than between the
+meshes (conservative).
 """
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..feet.geometry import body_points, rigid_links
+from ..feet.geometry import body_points, geometry_points, rigid_links
 from ..model.kinematics import FIXED, KinematicTree
+from ..model.meshes import MeshError, load_mesh
+from ..model.urdf import resolve_mesh_path
 from .fit import fit_capsules
+from .parts import BodyMesh, fit_body
 from .store import stored, tree_numbers
 
 
@@ -122,9 +126,13 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
     for link in range(len(tree.link_names)):
         if link != 0 and tree.kind[link] == FIXED:
             continue
-        points, radii, missing = body_geometry(tree, link)
-        fitted = fit_capsules(points, radii) if points is not None else []
-        fitted += bone_capsules(tree, link) if missing else []
+        mesh = body_mesh(tree, link)
+        if mesh is not None:
+            fitted = fit_body(mesh)
+        else:
+            points, radii, missing = body_geometry(tree, link)
+            fitted = fit_capsules(points, radii) if points is not None else []
+            fitted += bone_capsules(tree, link) if missing else []
         if not fitted:
             continue
         for a, b, r in fitted:
@@ -156,6 +164,42 @@ def body_geometry(tree: KinematicTree, link: int) -> tuple[np.ndarray | None, np
     if not points:
         return None, None, missing
     return np.concatenate(points), np.concatenate(radii), missing
+
+
+def body_mesh(tree: KinematicTree, link: int) -> BodyMesh | None:
+    """The body's triangles and solid shapes in its link's frame (the shapes body_geometry
+    reads, meshes whole rather than their hulls); None without any mesh, or when a mesh file
+    cannot be read (body_geometry then says what is missing)."""
+    zero = tree.zero_pose()
+    to_link = np.linalg.inv(zero[link])
+    points, triangles, solid, radii, count, solids = [], [], [], [], 0, 0
+    for i in rigid_links(tree, link):
+        urdf_link = tree.robot.links[tree.link_names[i]]
+        offset = to_link @ zero[i]
+        for geom in urdf_link.collisions or urdf_link.visuals:
+            if geom.kind == "mesh":
+                source = tree.robot.source_path
+                path = resolve_mesh_path(geom.filename or "", source) if source is not None else None
+                try:
+                    verts, faces = load_mesh(path) if path is not None else (None, None)
+                except MeshError:
+                    verts = None
+                if verts is None or not len(faces):
+                    return None
+                local = (verts * np.asarray(geom.scale, float)) @ geom.origin[:3, :3].T + geom.origin[:3, 3]
+                triangles.append(faces + count)
+                solid.append(np.full(len(local), -1))
+                radius = np.zeros(len(local))
+            else:
+                local, radius = geometry_points(geom, tree.robot.source_path)
+                solid.append(np.full(len(local), solids))
+                solids += 1
+            points.append(local @ offset[:3, :3].T + offset[:3, 3])
+            radii.append(radius)
+            count += len(local)
+    if not triangles:
+        return None
+    return BodyMesh(np.concatenate(points), np.concatenate(radii), np.concatenate(triangles), np.concatenate(solid))
 
 
 BONE_RADIUS = 0.15  # a bone capsule's radius per metre of its length ...

@@ -82,7 +82,7 @@ def body_points(tree: KinematicTree, link: int, links: list[int] | None = None,
         for i in links:
             offset = to_link @ zero[i]
             for geom in getattr(tree.robot.links[tree.link_names[i]], kind):
-                p, r = _geometry_points(geom, tree.robot.source_path)
+                p, r = geometry_points(geom, tree.robot.source_path)
                 pts.append(p @ offset[:3, :3].T + offset[:3, 3])
                 rad.append(r)
         if pts and sum(len(p) for p in pts):
@@ -91,7 +91,7 @@ def body_points(tree: KinematicTree, link: int, links: list[int] | None = None,
                       np.zeros(1))
 
 
-def _geometry_points(geom: Geometry, urdf_path) -> tuple[np.ndarray, np.ndarray]:
+def geometry_points(geom: Geometry, urdf_path) -> tuple[np.ndarray, np.ndarray]:
     """Points (K, 3) and radii (K,) of one shape, in its link's frame."""
     if geom.kind == "sphere":
         local, radius = np.zeros((1, 3)), np.array([geom.radius or 0.0])
