@@ -17,7 +17,7 @@ and the four limbs, as limb_direction_error_deg averages them. --turn: the least
 line from where the shape put it instead (the room alone, no turn toward the actor's line; the
 bake's figure then its turn too).
 
-    .venv/bin/python bench/bench_collision_floor.py [--stride 10] [--reach 0.5] [--turn]
+    .venv/bin/python bench/bench_collision_floor.py [--stride 10] [--reach 0.5] [--turn] [--plot PNG]
 """
 from __future__ import annotations
 
@@ -99,6 +99,18 @@ class ArmFrames:
         poses = self.tree.poses(self.pose(x, f)[None], self.root[f:f + 1], [base, tip])
         return self.heading[f] @ (poses[tip][0, :3, 3] - poses[base][0, :3, 3])
 
+    def capsules(self, x: np.ndarray, f: int, names: tuple) -> list:
+        """(ends (2, 3) in the body's heading frame about the root, radius) of the capsules of
+        the links whose names hold one of `names`, the group's joints at x on frame f."""
+        model, tree = self.term.model, self.tree
+        links = sorted({int(link) for link in model.capsule_link
+                        if any(part in tree.link_names[link] for part in names)})
+        poses = tree.poses(self.pose(x, f)[None], self.root[f:f + 1], links)
+        centre = self.root[f, :3, 3]
+        return [((self.heading[f] @ (poses[int(link)][0, :3, :3] @ ends.T
+                                     + poses[int(link)][0, :3, 3:] - centre[:, None])).T, radius)
+                for link, ends, radius in zip(model.capsule_link, model.ends, model.radius) if int(link) in links]
+
     def error(self, x: np.ndarray, f: int) -> float:
         """The viewer's limb direction error (deg) on frame f with the group's joints at x."""
         return float(angle_deg(self.actor[f][None], self.line(x, f)[None])[0])
@@ -107,9 +119,9 @@ class ArmFrames:
         """Each checked pair's distance beyond the margin (m) on frame f with the joints at x."""
         return self.term.distance(self.pose(x, f)[None], self.root[f:f + 1])[0] - self.term.margin
 
-    def least(self, f: int, starts: list, reach: float) -> float | None:
+    def least(self, f: int, starts: list, reach: float) -> tuple[float, np.ndarray] | None:
         """The least error SLSQP finds on frame f from `starts` with every pair out of the
-        margin; None when no start ends outside it."""
+        margin, and the group's joints there; None when no start ends outside it."""
         x0 = self.q[f, self.cols]
         lower = np.maximum(self.tree.lower[self.cols], x0 - reach)
         upper = np.minimum(self.tree.upper[self.cols], x0 + reach)
@@ -118,8 +130,8 @@ class ArmFrames:
             found = minimize(self.error, np.clip(start, lower, upper), args=(f,), method="SLSQP",
                              bounds=list(zip(lower, upper)), options={"maxiter": 200, "ftol": 1e-6},
                              constraints=[{"type": "ineq", "fun": self.clearance, "args": (f,)}])
-            if self.clearance(found.x, f).min() > -1e-4 and (best is None or found.fun < best):
-                best = float(found.fun)
+            if self.clearance(found.x, f).min() > -1e-4 and (best is None or found.fun < best[0]):
+                best = (float(found.fun), found.x)
         return best
 
 
@@ -131,9 +143,43 @@ def arm_figures(arm: ArmFrames, after: np.ndarray, stride: int, reach: float) ->
         before = arm.error(arm.q[f, arm.cols], f)
         found = arm.least(int(f), [arm.q[f, arm.cols], after[f, arm.cols]], reach)
         if found is not None:
-            least.append(found - before)
+            least.append(found[0] - before)
             bake.append(arm.error(after[f, arm.cols], f) - before)
     return float(np.mean(least)), float(np.mean(bake)), len(least)
+
+
+def plot_frame(arm: ArmFrames, after: np.ndarray, f: int, reach: float, path: str) -> None:
+    """The arm's capsules and the pelvis', hips' and torso's from the front on frame f: where the
+    shape put them, the bake's room and the least error found (PNG at `path`)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    least = arm.least(f, [arm.q[f, arm.cols], after[f, arm.cols]], reach)
+    poses = [("shape (inside)", arm.q[f, arm.cols]), ("bake's room", after[f, arm.cols])]
+    poses += [("least error found", least[1])] if least is not None else []
+    figure, axes = plt.subplots(2, len(poses), figsize=(4 * len(poses), 8.4), sharey=True, squeeze=False)
+    for column, (title, x) in enumerate(poses):
+        for row, (across, label, limits) in enumerate(((1, "left of the body (m)", (0.45, -0.3)),
+                                                       (0, "ahead of the body (m)", (-0.3, 0.45)))):
+            ax = axes[row, column]
+            for part, colour in (("pelvis", "0.6"), ("torso", "0.6"), ("hip", "0.75"), ("waist", "0.75"),
+                                 ("left_shoulder", "tab:blue"), ("left_elbow", "tab:blue"),
+                                 ("left_wrist", "tab:red"), ("left_rubber", "tab:red")):
+                for ends, radius in arm.capsules(x, f, (part,)):
+                    for point in np.linspace(ends[0], ends[1], 8):  # the capsule's outline, seen across
+                        ax.add_patch(plt.Circle((point[across], point[2]), radius, color=colour, alpha=0.25, lw=0))
+            ax.set_aspect("equal")
+            ax.set_xlim(*limits)  # from the front the robot's left is on the right; from its left, ahead is right
+            ax.set_ylim(-0.45, 0.45)
+            ax.set_xlabel(label)
+            if row == 0:
+                ax.set_title(f"{title}: limb error {arm.error(x, f):.1f} deg")
+        axes[0, 0].set_ylabel("from the front: up from the root (m)")
+        axes[1, 0].set_ylabel("from its left: up from the root (m)")
+    figure.suptitle(f"G1 left arm, walk frame {f}: hand (red), arm (blue), pelvis, hips and torso (grey)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=70)
 
 
 def main() -> None:
@@ -141,6 +187,7 @@ def main() -> None:
     parser.add_argument("--stride", type=int, default=10)
     parser.add_argument("--reach", type=float, default=0.5)
     parser.add_argument("--turn", action="store_true", help="the line's least turn, not its error")
+    parser.add_argument("--plot", help="PNG of the walk's left arm on its first close frame, and stop")
     args = parser.parse_args()
     tree = KinematicTree(parse_urdf(clips.ROBOTS["g1"]))
     what = "line turned" if args.turn else "error"
@@ -148,6 +195,10 @@ def main() -> None:
         motion = clips.load(path)
         mapping = auto_map(motion, tree)
         seen = separation_inputs(motion, tree, mapping)
+        if args.plot:
+            arm = ArmFrames(motion, mapping, seen, "left")
+            plot_frame(arm, seen["after"], int(arm.close[0]), args.reach, args.plot)
+            return
         totals = np.zeros(2)
         for side in ("left", "right"):
             started = time.process_time()
