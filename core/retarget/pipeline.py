@@ -19,7 +19,7 @@ from .chain_plans import RetargetError, RootPlan, body_frames, chain_targets, pl
 from .mapping_check import mapping_figures
 from .neutral import neutral_posture, standing_root
 from .torso import TorsoAim, chest_target
-from .viewer import angle_deg, viewer_figures
+from .viewer import angle_deg, limb_ends, viewer_figures
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk, step_limits
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, contact_warnings,
                           plant_feet, resolve_contacts)
@@ -288,11 +288,20 @@ def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: 
         chains, variables = [], []
         for plan in group:  # anchors before the group moves: a hand's metric is read where it is
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-            chains.append((plan.kin, anchor, *targets[id(plan)]))
+            chains.append((plan.kin, anchor, *targets[id(plan)], _viewed_limb(tree, plan)))
             variables += list(plan.kin.chain.variables)
         columns = np.concatenate([plan.kin.columns for plan in group])
         max_step = step_limits(tree.velocity[columns], fps)
         separate_chains(tree, chains, q, apart.term(variables, root), options, max_step)
+
+
+def _viewed_limb(tree, plan) -> tuple[int, int] | None:
+    """(base link, tip link) of the line a viewer reads on an arm or a leg (shoulder to wrist,
+    hip to ankle: core.retarget.viewer), None on other chains."""
+    chain = plan.mapping
+    if chain.role not in ("arm", "leg") or not chain.robot_tips or not chain.source_tips:
+        return None
+    return tuple(tree.link_index(name) for name in limb_ends(chain)[2:])
 
 
 def room_groups(tree, plans) -> list[list]:

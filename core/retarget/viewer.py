@@ -49,7 +49,7 @@ def angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
 
 
-def _limb_ends(chain: ChainMapping) -> tuple[str, str, str, str]:
+def limb_ends(chain: ChainMapping) -> tuple[str, str, str, str]:
     """(source first joint, source tip, robot first joint, robot tip) of a leg (hip to ankle) or an
     arm (shoulder to wrist): the ankle is the last landmark of a hip-to-toe leg."""
     src_tip = chain.source_landmarks[-1] if chain.role == "leg" and chain.source_landmarks else chain.source_tips[0]
@@ -79,7 +79,7 @@ def viewer_figures(motion: SourceMotion, tree: KinematicTree, chains: list[Chain
     """
     limbs = [c for c in chains if c.enabled and c.role in ("leg", "arm") and c.side in ("left", "right")
              and c.source_tips and c.robot_tips]
-    ends = {c.name: _limb_ends(c) for c in limbs}
+    ends = {c.name: limb_ends(c) for c in limbs}
     marks = body_landmarks(limbs)
     links = sorted({tree.link_index(name) for e in ends.values() for name in e[2:]}
                    | {tree.link_index(rob) for _, rob in marks.values()})
