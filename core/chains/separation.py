@@ -7,9 +7,11 @@ min 1/2 dx' H dx subject to d + g dx >= margin (a few pairs) is solved on its du
 frames, and taken again from where it lands until the pairs are out. A joint the shape does not
 see (a wrist's roll about the forearm) is nearly free, so it turns first, the elbow before the
 shoulder when the shape says so; a limb's H also charges the turn of the line a viewer reads
-(shoulder to wrist), so it turns last. The rows themselves come from outside (core.collision builds
-them; chains never imports it): only frames near a contact pay, a clip without contacts costs a
-distance check.
+(shoulder to wrist), so it turns last. Once out, a limb's frames take a few more steps toward
+the least of their whole change plus the distance of the limb's line from the actor's (a path
+of least steps is not the least change, and the shape is not what a viewer reads). The rows
+themselves come from outside (core.collision builds them; chains never imports it): only frames
+near a contact pay, a clip without contacts costs a distance check.
 """
 from __future__ import annotations
 
@@ -37,6 +39,9 @@ HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk:
 LINE_WEIGHT = 0.3  # a turn of a limb's line costs this share of its tip's weight beyond its shape (README)
 RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
+WHOLE_STEPS = 2  # Gauss-Newton steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
+WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
+PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
 
 
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -96,6 +101,21 @@ class _Group:
             out[:, start:end, start:end] = block * (1.0 if start == 0 else HUNG_SHAPE_WEIGHT)
             start = end
         return out
+
+    def pull(self, q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """What moving away from the actor's limb lines costs at q (R, n), as a Gauss-Newton
+        model over the group's columns: (matrix (R, V, V), gradient (R, V)); None without a line."""
+        if all(line is None for line in self.lines):
+            return None
+        matrix = np.zeros((len(rows), len(self.columns), len(self.columns)))
+        gradient = np.zeros((len(rows), len(self.columns)))
+        start = 0
+        for problem, line in zip(self.problems, self.lines):
+            end = start + len(problem.kin.columns)
+            if line is not None:
+                matrix[:, start:end, start:end], gradient[:, start:end] = _line_pull(problem, line, q, rows)
+            start = end
+        return matrix, gradient
 
 
 def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray | None,
@@ -158,7 +178,7 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     metric = problem.metric(q[rows], rows)
     separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
-    correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps)
+    correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps, (problem, start))
     correct.out_of_reach(out)
     if shape is None:
         return out
@@ -210,6 +230,8 @@ def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consen
     out[at] = np.clip(shape[which] + consensus[which], correct.lower[which], correct.upper[which])
     correct.q[at[:, None], correct.cols] = out[at]
     correct.out_of_reach(out, which)
+    if correct.whole:  # its whole change already came back toward the shape as far as the bodies allow
+        return
     for _ in range(RELAX_STEPS):
         correct.step(out, which, shape[which] - out[at])
     correct.out_of_reach(out, which)
@@ -218,24 +240,67 @@ def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consen
 class _Corrections:
     """Linearised corrections of one group's close frames (`rows`), in place on q and out."""
 
-    def __init__(self, separation, q, cols, rows, metric, lower, upper, steps: int = LINEAR_STEPS):
+    def __init__(self, separation, q, cols, rows, metric, lower, upper, steps: int = LINEAR_STEPS,
+                 shape: tuple | None = None):
         self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
-        self.metric, self.lower, self.upper, self.steps = metric, lower, upper, steps
-        self.inverse = spd_inverse(metric)  # once, for every step
+        self.lower, self.upper, self.steps = lower, upper, steps
         self.still = separation.still_poses(q[rows], separation.root[rows])  # links no step moves: once
+        # (group, its columns before any room was made (R, V)): a limb's whole change is made least
+        self.group, self.shape = shape if shape is not None else (None, None)
+        self.whole = (self.group is not None and steps == LINEAR_STEPS
+                      and any(line is not None for line in self.group.lines))
+        self.change_metric = metric  # what the change from the shape costs
+        # a step out also charges moving the line away from the actor's (PULL_WEIGHT), as at the start
+        self.metric = metric + self.group.pull(q[rows], rows)[0] if self.whole else metric
+        self.inverse = spd_inverse(self.metric)  # once, for every step
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
-        each from where the last landed."""
+        each from where the last landed; on a limb then WHOLE_STEPS toward its least whole change
+        (_whole_step) and out of reach again from there."""
         live = np.arange(len(self.rows)) if live is None else live
+        every = live
         for _ in range(self.steps):
             live = self.step(out, live)
             if len(live) == 0:
                 break
+        if not self.whole:
+            return
+        moved, live = [], every
+        for _ in range(WHOLE_STEPS):
+            live = self._whole_step(out, live)
+            moved.append(live)
+        live = np.unique(np.concatenate(moved))  # out of reach again from where they went
+        for _ in range(self.steps):
+            if len(live) == 0:
+                break
+            live = self.step(out, live)
 
-    def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
+    def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """One step of the `live` rows toward the least of their whole change from the shape (its
+        metric) plus PULL_WEIGHT times the limb line's squared distance from the actor's, the pairs
+        linearised where they are (sequential quadratic programming). Each correction alone is the
+        least step out, and a path of least steps is not the least change: its sum turned the G1's
+        shoulder where a bent elbow and a turned hand cost the line less. Line and pull are taken
+        again where the limb is (a bend of 0.5 rad is far from linear). The rows moved: those whose
+        wished change exceeds WHOLE_TOLERANCE_RAD (the others are where they would go)."""
+        rows = self.rows[live]
+        matrix, gradient = self.group.pull(self.q[rows], rows)
+        change = self.change_metric[live]
+        metric = change + matrix
+        inverse = spd_inverse(metric)
+        wished = -np.einsum("rvw,rw->rv", inverse,
+                            np.einsum("rvw,rw->rv", change, out[rows] - self.shape[live]) + gradient)
+        far = np.abs(wished).max(axis=1) > WHOLE_TOLERANCE_RAD
+        if far.any():
+            self.step(out, live[far], wished[far], (metric[far], inverse[far]))
+        return live[far]
+
+    def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None,
+             metric: tuple | None = None) -> np.ndarray:
         """One correction of the `live` rows (toward (L, V): the change wished for besides, all of
-        them moved; else only those inside); the rows that were inside."""
+        them moved; else only those inside; metric: (H, H^-1) of those rows instead of the shape's);
+        the rows that were inside."""
         separation, margin, frames = self.separation, self.separation.margin, self.rows[live]
         still = {link: pose[live] for link, pose in self.still.items()}
         f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M, still)
@@ -248,7 +313,8 @@ class _Corrections:
         renumber = np.cumsum(moved) - 1
         at, f, dist, grad = live[moved], renumber[f[keep]], dist[keep], grad[keep]
         rows = self.rows[at]
-        step = _least_change((self.metric[at], self.inverse[at]), f, dist, grad, margin, out[rows], self.lower[at],
+        metric = (self.metric[at], self.inverse[at]) if metric is None else (metric[0][moved], metric[1][moved])
+        step = _least_change(metric, f, dist, grad, margin, out[rows], self.lower[at],
                              self.upper[at], None if toward is None else toward[moved])
         out[rows] = np.clip(out[rows] + step, self.lower[at], self.upper[at])
         self.q[rows[:, None], self.cols] = out[rows]
@@ -296,6 +362,20 @@ def _limb_metric(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, ro
     across = move - along[:, :, None] * np.einsum("ri,riv->rv", along, move)[:, None]
     tip = problem.weights[problem.kin.path_slices[0].stop - 1]
     return LINE_WEIGHT * tip * across.transpose(0, 2, 1) @ across + _gauss_newton(problem, jac[:, :count])
+
+
+def _line_pull(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray) -> tuple:
+    """(matrix (R, V, V), gradient (R, V)): the Gauss-Newton model at q of PULL_WEIGHT times the
+    tip's weight times the squared distance of the limb line's tip from the actor's line (through
+    the line's base, toward where the shape's targets put the chain's tip): what a viewer reads."""
+    points, jac = line.evaluate(problem.tree, problem.anchor[rows], q, True)
+    count, tip = len(problem.kin.point_link), problem.kin.path_slices[0].stop - 1
+    actor = problem.targets[rows, tip] - (points[:, tip] - points[:, count])  # from the line's base
+    actor /= np.maximum(np.linalg.norm(actor, axis=1, keepdims=True), 1e-9)
+    across = np.eye(3) - actor[:, :, None] * actor[:, None, :]  # (R, 3, 3)
+    weight = PULL_WEIGHT * problem.weights[tip]
+    seen = jac[:, count].transpose(0, 2, 1) @ across  # (R, V, 3)
+    return weight * seen @ jac[:, count], weight * np.einsum("rvi,ri->rv", seen, points[:, count])
 
 
 def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float,
