@@ -39,7 +39,7 @@ HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk:
 LINE_WEIGHT = 0.3  # a turn of a limb's line costs this share of its tip's weight beyond its shape (README)
 RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
-WHOLE_STEPS = 2  # Gauss-Newton steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
+WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
 
