@@ -134,11 +134,14 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     q = problem.q.copy()
     q[:, cols] = x
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
-    dist = separation.distance(q[look], separation.root[look], margin)
+    # the frames' distances and the close pairs' gradients at once: the first correction starts from them
+    dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M)
     close = dist.min(axis=1, initial=np.inf) < margin
     rows = look[close]
     if len(rows) == 0:
         return x
+    first = close[f]
+    first = ((np.cumsum(close) - 1)[f[first]], p[first], d[first], g[first])
     start = np.clip(problem.q[rows][:, cols], problem.lower, problem.upper)  # before any room was made
     lower = np.maximum(problem.lower, start - MAX_SEPARATION_RAD)
     upper = np.minimum(problem.upper, start + MAX_SEPARATION_RAD)
@@ -149,7 +152,7 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
     correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps)
-    correct.out_of_reach(out)
+    correct.out_of_reach(out, known=first)
     if shape is None:
         return out
     _one_answer_per_run(correct, out, shape[rows])
@@ -214,21 +217,28 @@ class _Corrections:
         self.inverse = spd_inverse(metric)  # once, for every step
         self.still = separation.still_poses(q[rows], separation.root[rows])  # links no step moves: once
 
-    def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None:
+    def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
-        each from where the last landed."""
+        each from where the last landed (known: the first one's gradient entries, see step)."""
         live = np.arange(len(self.rows)) if live is None else live
         for _ in range(self.steps):
-            live = self.step(out, live)
+            live, known = self.step(out, live, known=known), None
             if len(live) == 0:
                 break
 
-    def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
+    def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None,
+             known: tuple | None = None) -> np.ndarray:
         """One correction of the `live` rows (toward (L, V): the change wished for besides, all of
-        them moved; else only those inside); the rows that were inside."""
+        them moved; else only those inside); the rows that were inside. known: the live rows'
+        gradient entries (f, p, dist, grad) where they are, already evaluated."""
         separation, margin, frames = self.separation, self.separation.margin, self.rows[live]
-        still = {link: pose[live] for link, pose in self.still.items()}
-        f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M, still)
+        if known is not None:
+            f, p, dist, grad = known
+        else:
+            everyone = len(live) == len(self.rows) and np.array_equal(live, np.arange(len(live)))
+            still = self.still if everyone else {link: pose[live] for link, pose in self.still.items()}
+            f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M,
+                                                   still)
         inside = np.zeros(len(live), dtype=bool)
         inside[f[dist < margin - TOLERANCE_M]] = True
         moved = np.ones(len(live), dtype=bool) if toward is not None else inside
