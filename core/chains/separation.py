@@ -34,6 +34,7 @@ RELAX_STEPS = 2  # steps back toward the shape of frames started again from thei
 HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
 RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
+SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -109,7 +110,7 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
             # that side, so the next pass makes room with the others instead of undoing it
             held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
                     np.where(x < solved - 1e-9, np.minimum(held[1], x), held[1]))
-        frames = np.flatnonzero((x != last).any(axis=1))
+        frames = np.flatnonzero((np.abs(x - last) > SETTLED_RAD).any(axis=1))
         if len(frames) == 0:
             break
     return x
@@ -295,18 +296,25 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
 
 def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
     """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
-    (H^-1: `inverse`; projected Gauss-Seidel over each frame's few pairs, all frames at once)."""
+    (H^-1: `inverse`; projected Gauss-Seidel over each frame's few pairs, all frames at once:
+    each pair's multiplier is what its row asks once the others' are counted, three array
+    operations per pair and sweep, frames on the last axis)."""
     hg = inverse @ g.transpose(0, 2, 1)  # (R, V, K)
-    m = np.ascontiguousarray((g @ hg).transpose(1, 0, 2))  # (K, R, K): row k of every frame's matrix
-    diag = np.maximum(np.einsum("krk->kr", m), 1e-12)
-    lam = np.zeros(need.shape)
+    m = (g @ hg).transpose(1, 2, 0)  # (K, K, R): every frame's matrix, frames last
+    diag = np.maximum(np.einsum("kkr->kr", m), 1e-12)
+    others = m / diag[:, None]
+    others[np.arange(len(m)), np.arange(len(m))] = 0.0
+    others, aim = np.ascontiguousarray(others), np.ascontiguousarray(need.T / diag)
+    lam, last, row = np.zeros(aim.shape), np.empty(aim.shape), np.empty(aim.shape[1])  # lam (K, R)
     for _ in range(DUAL_SWEEPS):
-        last = lam.copy()
-        for k in range(need.shape[1]):
-            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - np.einsum("rj,rj->r", m[k], lam)) / diag[k])
+        last[:] = lam
+        for k in range(len(aim)):
+            np.einsum("jr,jr->r", others[k], lam, out=row)
+            np.subtract(aim[k], row, out=row)
+            np.maximum(row, 0.0, out=lam[k])
         if np.abs(lam - last).max(initial=0.0) < 1e-10:
             break
-    return np.einsum("rvk,rk->rv", hg, lam)
+    return np.einsum("rvk,kr->rv", hg, lam)
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:
