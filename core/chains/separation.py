@@ -34,6 +34,8 @@ RELAX_STEPS = 2  # steps back toward the shape of frames started again from thei
 HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
 RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
+GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections when this many times its frames against
+#                      before are against it (G1 hop: 243 and 186 there, 235 and 170 after, 180 and 154 before)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
@@ -185,8 +187,8 @@ def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndar
         other = np.median(out[rows[off]] - shape[off], axis=0)
         saved = out[rows[members]].copy()
         consensus[members] = other
-        _restart(correct, out, shape, consensus, members)
-        if len(_against(out[rows[members]] - shape[members], consensus[members])) >= len(off):
+        if not _restart(correct, out, shape, consensus, members, GIVE_UP_SHARE * len(off)) or \
+                len(_against(out[rows[members]] - shape[members], consensus[members])) >= len(off):
             out[rows[members]] = saved
             correct.q[rows[members][:, None], correct.cols] = saved
 
@@ -197,16 +199,21 @@ def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
 
 
 def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
-             which: np.ndarray) -> None:
+             which: np.ndarray, give_up: float = np.inf) -> bool:
     """Rows `which` started again from shape + consensus, out of reach from there, then back
-    toward their shape as far as the bodies allow."""
+    toward their shape as far as the bodies allow. give_up: after the way back, stop there
+    (False) when this many rows already turn against the consensus: a run tried whole on the
+    other answer that will not be kept (the last corrections change that count by a few)."""
     at = correct.rows[which]
     out[at] = np.clip(shape[which] + consensus[which], correct.lower[which], correct.upper[which])
     correct.q[at[:, None], correct.cols] = out[at]
     correct.out_of_reach(out, which)
     for _ in range(RELAX_STEPS):
         correct.step(out, which, shape[which] - out[at])
+    if len(_against(out[at] - shape[which], consensus[which])) >= give_up:
+        return False
     correct.out_of_reach(out, which)
+    return True
 
 
 class _Corrections:
