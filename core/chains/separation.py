@@ -97,14 +97,15 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
     early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
     ramps left inside, each frame moved only as far as its neighbours' speed allows (the rate
     limit keeps it): velocity limits hold, a last overlap may not.
-    Later passes look only at the frames the pass before moved."""
+    Later passes look only at the frames the pass before moved, not at those it left clear of
+    the margin where the ramp and the rate limit did not touch them."""
     shape, frames = x, None
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     for k in range(passes + FIX_PASSES):
         last, fixing = x, k >= passes and max_step is not None
         bounds = _within_reach(x, max_step, held) if fixing else held
-        solved = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
-                           FIX_STEPS if fixing else LINEAR_STEPS)
+        solved, clear = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
+                                  FIX_STEPS if fixing else LINEAR_STEPS)
         x = solved
         if max_step is not None:
             x = rate_limit(x if fixing else room_in_time(shape, x, max_step), max_step)
@@ -112,7 +113,8 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
             # that side, so the next pass makes room with the others instead of undoing it
             held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
                     np.where(x < solved - 1e-9, np.minimum(held[1], x), held[1]))
-        frames = np.flatnonzero((np.abs(x - last) > SETTLED_RAD).any(axis=1))
+        clear &= (np.abs(x - solved) <= 1e-12).all(axis=1)  # seen clear where it still is
+        frames = np.flatnonzero((np.abs(x - last) > SETTLED_RAD).any(axis=1) & ~clear)
         if len(frames) == 0:
             break
     return x
@@ -127,12 +129,14 @@ def _within_reach(x: np.ndarray, max_step: np.ndarray, held: tuple) -> tuple:
 
 
 def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None,
-              held: tuple | None = None, shape: np.ndarray | None = None, steps: int = LINEAR_STEPS) -> np.ndarray:
+              held: tuple | None = None, shape: np.ndarray | None = None,
+              steps: int = LINEAR_STEPS) -> tuple[np.ndarray, np.ndarray]:
     """x with the frames (of `frames`, default all) where bodies come closer than the margin
     moved by the least change of chain shape that keeps them out, within MAX_SEPARATION_RAD of
     where the chains were before any room was made: a limb deep inside the body gives way, it
     does not swing round the other side. shape: x before any room was made, on a first pass:
-    frames whose change turns a joint against the run around them start again from its median."""
+    frames whose change turns a joint against the run around them start again from its median.
+    Also (F,) bool: the frames whose every pair was seen clear of the margin where they end."""
     cols, margin = problem.columns, separation.margin
     q = problem.q.copy()
     q[:, cols] = x
@@ -141,8 +145,10 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M)
     close = dist.min(axis=1, initial=np.inf) < margin
     rows = look[close]
+    clear = np.zeros(len(x), dtype=bool)
+    clear[look[~close]] = True
     if len(rows) == 0:
-        return x
+        return x, clear
     first = close[f]
     first = ((np.cumsum(close) - 1)[f[first]], p[first], d[first], g[first])
     start = np.clip(problem.q[rows][:, cols], problem.lower, problem.upper)  # before any room was made
@@ -156,10 +162,10 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     out = x.copy()
     correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps)
     correct.out_of_reach(out, known=first)
-    if shape is None:
-        return out
-    _one_answer_per_run(correct, out, shape[rows])
-    return out
+    if shape is not None:
+        _one_answer_per_run(correct, out, shape[rows])
+    clear[rows] = (out[rows] == correct.clear_at).all(axis=1)
+    return out, clear
 
 
 def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndarray) -> None:
@@ -224,6 +230,7 @@ class _Corrections:
         self.metric, self.lower, self.upper, self.steps = metric, lower, upper, steps
         self.inverse = spd_inverse(metric)  # once, for every step
         self.still = separation.still_poses(q[rows], separation.root[rows])  # links no step moves: once
+        self.clear_at = np.full((len(rows), len(cols)), np.nan)  # where each row was last seen clear of the margin
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
@@ -247,8 +254,10 @@ class _Corrections:
             still = self.still if everyone else {link: pose[live] for link, pose in self.still.items()}
             f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M,
                                                    still)
-        inside = np.zeros(len(live), dtype=bool)
+        inside, near = np.zeros(len(live), dtype=bool), np.zeros(len(live), dtype=bool)
         inside[f[dist < margin - TOLERANCE_M]] = True
+        near[f[dist < margin]] = True
+        self.clear_at[live] = np.where(near[:, None], np.nan, out[frames])
         moved = np.ones(len(live), dtype=bool) if toward is not None else inside
         if not moved.any():
             return live[inside]
