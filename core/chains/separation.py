@@ -313,24 +313,28 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
 def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
     """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
     (H^-1: `inverse`; projected Gauss-Seidel over each frame's few pairs, all frames at once:
-    each pair's multiplier is what its row asks once the others' are counted, three array
-    operations per pair and sweep, frames on the last axis)."""
+    each pair's multiplier is what its row asks once the others' are counted, one product and
+    one clip per pair and sweep: the row's ask rides as a last multiplier fixed at 1, frames on
+    the last axis)."""
     hg = inverse @ g.transpose(0, 2, 1)  # (R, V, K)
     m = (g @ hg).transpose(1, 2, 0)  # (K, K, R): every frame's matrix, frames last
+    count = len(m)
     diag = np.maximum(np.einsum("kkr->kr", m), 1e-12)
-    others = m / diag[:, None]
-    others[np.arange(len(m)), np.arange(len(m))] = 0.0
-    others, aim = np.ascontiguousarray(others), np.ascontiguousarray(need.T / diag)
-    lam, last, row = np.zeros(aim.shape), np.empty(aim.shape), np.empty(aim.shape[1])  # lam (K, R)
+    rows = np.empty((count, count + 1, m.shape[2]))
+    rows[:, :count] = -m / diag[:, None]
+    rows[np.arange(count), np.arange(count)] = 0.0
+    rows[:, count] = need.T / diag
+    lam = np.zeros((count + 1, m.shape[2]))  # (K + 1, R)
+    lam[count] = 1.0
+    last, row = np.empty((count, m.shape[2])), np.empty(m.shape[2])
     for _ in range(DUAL_SWEEPS):
-        last[:] = lam
-        for k in range(len(aim)):
-            np.einsum("jr,jr->r", others[k], lam, out=row)
-            np.subtract(aim[k], row, out=row)
+        last[:] = lam[:count]
+        for k in range(count):
+            np.einsum("jr,jr->r", rows[k], lam, out=row)
             np.maximum(row, 0.0, out=lam[k])
-        if np.abs(lam - last).max(initial=0.0) < 1e-10:
+        if np.abs(lam[:count] - last).max(initial=0.0) < 1e-10:
             break
-    return np.einsum("rvk,kr->rv", hg, lam)
+    return np.einsum("rvk,kr->rv", hg, lam[:count])
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:
