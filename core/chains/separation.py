@@ -34,8 +34,8 @@ RELAX_STEPS = 2  # steps back toward the shape of frames started again from thei
 HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
 RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
-GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections when this many times its frames against
-#                      before are against it (G1 hop: 243 and 186 there, 235 and 170 after, 180 and 154 before)
+GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
+#                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
