@@ -118,7 +118,7 @@ def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last:
         return out
     natural = -bounds.natural_m * probe.left
     if not _full_legs(probe):
-        steps = [_along(bounds, place, turn) for place, turn in steps]
+        steps = [(_along(bounds, place), 0.0) for place, _ in steps]
 
     def stand(shares_of_step: np.ndarray, index: np.ndarray) -> np.ndarray:
         offsets = np.array([natural + a * (steps[i][0] - natural) for a, i in zip(shares_of_step, index)])
@@ -163,15 +163,15 @@ def _probed(bounds: StepBounds) -> bool:
     return _full_legs(probe) or bool(probe.stands(-bounds.natural_m * probe.left[None])[0])
 
 
-def _along(bounds: StepBounds, place: np.ndarray, turn: float) -> tuple[np.ndarray, float]:
-    """A step of legs without an ankle roll as the probe can stand it: its length along, the feet
-    parallel at the built width, where such legs stand flat under an upright waist (their width and
-    turn are bounded apart). What binds along is what binds six joints: the legs' reach and the
+def _along(bounds: StepBounds, place: np.ndarray) -> np.ndarray:
+    """The right foot's place (2,) for a step of legs without an ankle roll as the probe can stand
+    it, the feet parallel (turn 0): its length along, at the built width, where such legs stand
+    flat under an upright waist (their width and turn are bounded apart). What binds along is what binds six joints: the legs' reach and the
     ankles' pitch range with the waist toward or over a foot, which a leg without an ankle roll
     meets like any other (and a heel-off relieves: the rear foot rolls about its toe edge, parallel
     to its pitch joints)."""
     probe = bounds.probe
-    return float(place @ probe.forward) * probe.forward - bounds.natural_m * probe.left, 0.0
+    return float(place @ probe.forward) * probe.forward - bounds.natural_m * probe.left
 
 
 def heel_off_angles(bounds: StepBounds, flats: dict[str, np.ndarray], edges: dict[str, Edge],
@@ -187,7 +187,7 @@ def heel_off_angles(bounds: StepBounds, flats: dict[str, np.ndarray], edges: dic
         left, right = (rear, front) if rear_side == "left" else (front, rear)
         place, turn = bounds.relative(left, flats["left"], right, flats["right"], "right")
         if not _full_legs(probe):
-            place, turn = _along(bounds, place, turn)
+            place, turn = _along(bounds, place), 0.0
         places.append(place)
         turns.append(turn)
         shares.append(HEEL_OFF_WAIST if front_side == "right" else 1.0 - HEEL_OFF_WAIST)

@@ -60,7 +60,9 @@ def union_volumes(candidates: list[list[tuple]]) -> np.ndarray:
     radius = np.array([r for _, _, r in every])
     low = (ends.min(axis=1) - radius[:, None]).min(axis=0)
     high = (ends.max(axis=1) + radius[:, None]).max(axis=0)
-    step = float(np.prod(high - low) / GRID_STEPS ** 3) ** (1 / 3)
+    # cells of equal volume, but no more than GRID_STEPS^2 along the longest side: a line of capsules
+    # without radius (a mesh of slivers) has no volume to share out
+    step = max(float(np.prod(high - low) / GRID_STEPS ** 3) ** (1 / 3), float(np.max(high - low)) / GRID_STEPS ** 2)
     axes = [np.arange(lo + step / 2, hi, step) for lo, hi in zip(low, high)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     held = capsules_hold(grid, ends, radius)  # (C, G)
@@ -97,12 +99,14 @@ def _splits(mesh: BodyMesh) -> list[np.ndarray]:
     going whole to the part nearest its middle."""
     corners = mesh.points[mesh.triangles]  # (T, 3, 3)
     centres = corners.mean(axis=1)
-    weight = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
+    area = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
+    # every triangle counts a little (a sliver still belongs to a part); all slivers count alike
+    weight = area + 1e-12 * area.max() if area.max() > 0 else np.ones(len(area))
     solids = mesh.solid.max() + 1
     middles = np.array([mesh.points[mesh.solid == s].mean(axis=0) for s in range(solids)]).reshape(-1, 3)
     out = []
     for count in range(2, MAX_PARTS + 1):
-        seeds = _kmeans(centres, weight + 1e-12 * weight.max(), count)
+        seeds = _kmeans(centres, weight, count)
         if len(seeds) < count:
             break
         out.append(np.concatenate([_nearest(centres, seeds), _nearest(middles, seeds)]))

@@ -68,3 +68,14 @@ def test_on_every_g1_body_the_parts_are_tighter_or_fewer_and_reach_no_further_th
         assert hull_excess(capsules, mesh.points, mesh.radii) <= hull_excess(whole, mesh.points, mesh.radii) + 1e-12
         split += len(capsules) != len(whole) or parts < hull
     assert split >= 4  # the pelvis, the hips' pitch and roll links
+
+
+def test_a_mesh_of_slivers_only_is_covered_without_failing():
+    """Triangles without area (points on one line, as a mesh exported from a wire can have): the
+    k-means still weighs them (alike) and the volume grid stays finite; the capsules hold every point."""
+    points = np.column_stack([np.linspace(0.0, 0.3, 7), np.zeros(7), np.zeros(7)])
+    triangles = np.array([[i, i + 1, i + 2] for i in range(5)])
+    mesh = BodyMesh(points, np.zeros(len(points)), triangles, np.full(len(points), -1))
+    ends, radius = _arrays(fit_body(mesh))
+    assert capsules_hold(points, ends, radius + 1e-9).any(axis=0).all()
+    assert (union_volumes([fit_body(mesh)]) >= 0.0).all()
