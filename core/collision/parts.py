@@ -5,7 +5,8 @@ hang). Split into a few compact parts (k-means on the triangles' centroids, each
 whole in one part), each part's hull is covered as a hull is (core.collision.fit); of the
 whole hull's fit and every split's, the capsules that fill the least volume, a capsule
 charged as SPLIT_CAPSULE_COST_M of excess over the hull's surface, and a split only where its
-capsules reach no further beyond the hull (averaged over directions) than the whole's.
+capsules reach no further beyond the hull (averaged over directions) than the whole's, or
+fill less than SPLIT_TIGHTER of its volume (pieces far apart).
 Each triangle lies in its part's hull, inside that part's capsules: the union of the parts'
 capsules still holds the whole mesh (conservative).
 """
@@ -22,6 +23,7 @@ MAX_PARTS = 3  # parts a body's mesh is split into, at most (4 chose the same G1
 SPLIT_CAPSULE_COST_M = 0.003  # a capsule's charge, as excess over the hull's surface. At 1 mm the hands took
 # 8 capsules (83 on the G1): with avoidance 0.2 / 0.4 % of the walk's / hop's frames collided, not 0.1 / 0.3
 PART_CAPSULES = 3  # capsules per part when split
+SPLIT_TIGHTER = 0.5  # a split filling under this share of the whole fit's volume is taken even if it reaches further
 GRID_STEPS = 24  # grid points along each axis of the box the volumes are counted in
 _KMEANS_ROUNDS = 30
 
@@ -48,7 +50,9 @@ def fit_body(mesh: BodyMesh) -> list[tuple]:
     volume = union_volumes(candidates)
     area = _hull_area(mesh.points)
     reach = np.array([hull_excess(c, mesh.points, mesh.radii) for c in candidates])
-    volume[reach > reach[0]] = np.inf  # a split that bulges further out than the whole's fit is no tighter where it counts
+    # a split that bulges further out than the whole's fit is no tighter where it counts, unless it
+    # fills far less: pieces apart (two brackets on one link) have a hull mostly of air between them
+    volume[(reach > reach[0]) & (volume > SPLIT_TIGHTER * volume[0])] = np.inf
     cost = volume / area + SPLIT_CAPSULE_COST_M * np.array([len(c) - 1 for c in candidates])
     return candidates[int(np.argmin(cost))]
 
