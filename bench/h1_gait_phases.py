@@ -51,11 +51,12 @@ class Run:
     tree: KinematicTree
     plan: GaitPlan
     balanced: Balanced
+    report: dict
 
 
-def run_gait() -> Run:
-    """The bundled walk's gait on the H1, with the plan it balanced (read from the generator's step)."""
-    tree = KinematicTree(parse_urdf(clips.ROBOTS["h1"]))
+def run_gait(robot: str = "h1", settings: gait.GaitSettings | None = None) -> Run:
+    """The bundled walk's gait on the robot, with the plan it balanced (read from the generator's step)."""
+    tree = KinematicTree(parse_urdf(clips.ROBOTS[robot]))
     walk = clips.load(clips.WALK)
     seen = {}
     balance = gait._balance
@@ -66,10 +67,10 @@ def run_gait() -> Run:
 
     gait._balance = keep
     try:
-        gait.generate_gait(walk, tree, auto_map(walk, tree))
+        result = gait.generate_gait(walk, tree, auto_map(walk, tree), settings=settings)
     finally:
         gait._balance = balance
-    return Run(tree, seen["plan"], seen["balanced"])
+    return Run(tree, seen["plan"], seen["balanced"], result.report)
 
 
 def feet_by_side(plan: GaitPlan) -> tuple[int, int]:

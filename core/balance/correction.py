@@ -79,6 +79,7 @@ class Corrector:
         self.split: _SplitBody | None = None
         self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
         self.base_rot = root_rot  # the plan's waist rotation; root_rot is the waist's as last solved
+        self.command: np.ndarray | None = None  # (N, 2) the best pass's waist command (refine)
         # legs without an ankle roll, asked for (GaitSettings.sagittal_waist): the waist rolls across (sagittal.py)
         planar = planar_legs(tree, legs) if sagittal_waist else None
         self.family = None if planar is None else SagittalWaist(
@@ -295,7 +296,8 @@ def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.nda
         error = target - zmp
         score = rms_error(error)
         if best is None or score < best[0]:
-            best = (score, q, root_pos, com_path, zmp, com, corrector.root_rot)
+            best = (score, q, root_pos, com_path, zmp, com, corrector.root_rot, xy,
+                    None if corrector.family is None else corrector.family.params)
         elif score > best[0] * (1.0 + STALL_SHARE):  # past its best: the passes oscillate from here
             break
         if score < settings.tolerance_m or index == passes - 1:  # the last pass only measures
@@ -308,6 +310,9 @@ def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.nda
         xy = xy + step  # the waist carries most of the body: the CoM follows it closely
         q, root_pos = corrector.solve(q, xy, quick=True)  # small moves: from q alone
     corrector.root_rot = best[6]  # the waist's rotation with the best pass (legs without ankle roll turn it)
+    corrector.command = best[7]
+    if corrector.family is not None:  # the rolled waist's next placement starts from the best pass's
+        corrector.family.params = best[8]
     return best[1:6]
 
 

@@ -93,14 +93,16 @@ def band_constraints(across: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Cons
 
 
 def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndarray, jerk_weight: float,
-              constraints: list[Constraints]) -> PlannedPath:
+              constraints: list[Constraints], order: int = 3, excess_weight: float = EXCESS_WEIGHT) -> PlannedPath:
     """The CoM path (N, 2) whose cart-table ZMP follows target (N, 2) with little jerk, meeting
     every constraint as far as they can be met together (module docstring). A linear programme
     (HiGHS): the ZMP's error, the jerk and each constraint's excess weighed by their absolute
-    values, the excess EXCESS_WEIGHT times a metre of ZMP error. The path starts and ends still."""
+    values, the excess excess_weight times a metre of ZMP error. The path starts and ends still.
+    order: the derivative weighed instead of the jerk (3); 4, the snap, keeps the CoM's
+    acceleration and so the ZMP continuous (absolute values of the jerk let the ZMP jump)."""
     n = len(target)
     op = zmp_operator(n, period_s, com_height_m)
-    jerk = differences(n, 3) / period_s ** 3
+    jerk = differences(n, order) / period_s ** order
     two = lambda m: sparse.block_diag([m, m]).tocsr()  # noqa: E731  (the same operator on x and y)
     zmp, jerks = two(op), jerk_weight * two(jerk)
     rows = sparse.vstack([c.rows for c in constraints]).tocsr()
@@ -119,7 +121,7 @@ def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndar
     limit = np.r_[goal, -goal, np.zeros(2 * nj), bound]
     still = sparse.vstack([differences(n, 1)[:2], differences(n, 1)[-2:]])
     equal = sparse.hstack([two(still), zero(2 * still.shape[0], nz + nj + m)]).tocsc()
-    cost = np.r_[np.zeros(nz), np.ones(nz), np.ones(nj), np.full(m, EXCESS_WEIGHT)]
+    cost = np.r_[np.zeros(nz), np.ones(nz), np.ones(nj), np.full(m, excess_weight)]
     bounds = [(None, None)] * nz + [(0, None)] * (nz + nj + m)
     out = linprog(cost, A_ub=upper, b_ub=limit, A_eq=equal, b_eq=np.zeros(equal.shape[0]), bounds=bounds,
                   method="highs")

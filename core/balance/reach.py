@@ -4,13 +4,15 @@ nearest reachable one" (issue 12, step 4).
 The robot is probed once, standing on two level feet with an upright waist at the gait's
 height: a step is within reach when the legs meet both feet (within joint limits, the hip's
 twist bounded, the soles level within core.balance.support.level_tolerance) with the waist
-where a walk's double support has it (15-85 % of the way from one foot to the other, or as far
-toward them as the robot can lean standing as built: a leg without an ankle roll cannot lean
-sideways with its foot flat). That gives the longest step forward and back, the widest and
+where a walk's double support has it (15-85 % of the way from one foot to the other along the
+step; across, only as far toward them as the robot can lean standing as built: a leg without an
+ankle roll cannot lean sideways with its foot flat, but its waist still goes forward from one foot
+to the other). That gives the longest step forward and back, the widest and
 narrowest stance and the turn between the feet. A person's step outside them is clamped to them
 in the frame of the foot stepped from; then each step is checked with the legs at its own
-length, width and turn together (check_steps) and shortened toward the stance as built until it
-stands. heel_off_angles: how far a rear foot rolls onto its toe edge at lift-off
+length, width and turn together (check_steps; legs without an ankle roll at its length along,
+their width and turn bounded apart) and shortened toward the stance as built until it stands.
+heel_off_angles: how far a rear foot rolls onto its toe edge at lift-off
 (core.balance.rollover).
 """
 from __future__ import annotations
@@ -112,9 +114,11 @@ def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last:
     checked with the waist toward each foot as far as the robot leans (LAST_SWAY)."""
     probe = bounds.probe
     out = np.ones(len(steps))
-    if not _full_legs(probe) or not steps:
+    if not steps or not _probed(bounds):
         return out
     natural = -bounds.natural_m * probe.left
+    if not _full_legs(probe):
+        steps = [(_along(bounds, place), 0.0) for place, _ in steps]
 
     def stand(shares_of_step: np.ndarray, index: np.ndarray) -> np.ndarray:
         offsets = np.array([natural + a * (steps[i][0] - natural) for a, i in zip(shares_of_step, index)])
@@ -129,7 +133,7 @@ def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last:
                                          turns=np.repeat(turns[whole], 2)).reshape(-1, 2).all(axis=1)
             return ok
         ok = np.ones(len(index), dtype=bool)
-        for sway, rows in ((probe.sway, ~whole), (min(bounds.lean, LAST_SWAY), whole)):
+        for sway, rows in ((probe.sway, ~whole), (LAST_SWAY, whole)):
             if rows.any():
                 ok[rows] = probe.stands(offsets[rows], turns[rows], sway)
         return ok
@@ -145,9 +149,29 @@ def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last:
 
 def _full_legs(probe: "Probe | None") -> bool:
     """Whether the probe's legs meet any foot pose (six joints). A leg without an ankle roll meets a
-    foot's place, level and heading together only in special poses, so its steps and heel-offs are
-    not checked one by one: its stances stand parallel, within the widths the probe found (the H1)."""
+    foot's place, level and heading together only in special poses: its stances stand parallel,
+    within the widths the probe found (the H1), and its steps and heel-offs are checked along (_along)."""
     return probe is not None and min(len(leg.columns) for leg in probe.legs.values()) >= FULL_LEG
+
+
+def _probed(bounds: StepBounds) -> bool:
+    """Whether the probe can tell a step: it stands six-joint legs anywhere, fewer-jointed ones
+    only where they stand flat as built."""
+    probe = bounds.probe
+    if probe is None:
+        return False
+    return _full_legs(probe) or bool(probe.stands(-bounds.natural_m * probe.left[None])[0])
+
+
+def _along(bounds: StepBounds, place: np.ndarray) -> np.ndarray:
+    """The right foot's place (2,) for a step of legs without an ankle roll as the probe can stand
+    it, the feet parallel (turn 0): its length along, at the built width, where such legs stand
+    flat under an upright waist (their width and turn are bounded apart). What binds along is what binds six joints: the legs' reach and the
+    ankles' pitch range with the waist toward or over a foot, which a leg without an ankle roll
+    meets like any other (and a heel-off relieves: the rear foot rolls about its toe edge, parallel
+    to its pitch joints)."""
+    probe = bounds.probe
+    return float(place @ probe.forward) * probe.forward - bounds.natural_m * probe.left
 
 
 def heel_off_angles(bounds: StepBounds, flats: dict[str, np.ndarray], edges: dict[str, Edge],
@@ -156,12 +180,14 @@ def heel_off_angles(bounds: StepBounds, flats: dict[str, np.ndarray], edges: dic
     (core.balance.rollover.ROLLS_RAD) with which the robot stands at lift-off, the waist over the
     front foot (the largest tried where none does: rolling still helps the leg), radians."""
     probe = bounds.probe
-    if not _full_legs(probe) or not steps:
+    if not steps or not _probed(bounds):
         return np.zeros(len(steps))
     places, turns, shares, rear_left = [], [], [], []
     for rear_side, rear, front_side, front in steps:
         left, right = (rear, front) if rear_side == "left" else (front, rear)
         place, turn = bounds.relative(left, flats["left"], right, flats["right"], "right")
+        if not _full_legs(probe):
+            place, turn = _along(bounds, place), 0.0
         places.append(place)
         turns.append(turn)
         shares.append(HEEL_OFF_WAIST if front_side == "right" else 1.0 - HEEL_OFF_WAIST)
@@ -193,7 +219,10 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
         if probe.stands(np.array([-natural * left_axis]))[0]:
             break
     lean = probe.sway
-    probe.sway = min(lean, STEP_SWAY)  # a step: the waist where double support has it, not over a foot
+    # a step: the waist along it where double support has it, not over a foot, and across only as far
+    # as the robot leans (a leg without an ankle roll: the H1 walk's steps were probed with the waist
+    # midway, 0.80 m forward, and it stepped 0.74-0.77 m)
+    probe.sway, probe.lean = STEP_SWAY, lean
     span = 1.2 * min(leg_length(tree, leg) for leg in legs.values())
     lengths = np.linspace(0.0, span, PROBES)
     ahead, behind, wide = probe.longest([(lengths, natural, True, 1.0), (lengths, natural, True, -1.0),
@@ -227,6 +256,7 @@ class Probe:
         self.reach = [reach * leg_length(tree, legs[s]) for s in ("left", "right")]
         self.foot_height, self.forward, self.left = foot_height, forward_axis, left_axis
         self.sway = 1.0
+        self.lean = 1.0  # share of the way toward a foot the waist goes across (1: as far as a trial asks)
         self.natural = 0.0  # the width between the feet as built, metres
 
     @classmethod
@@ -282,7 +312,8 @@ class Probe:
     def trial(self, offsets: np.ndarray, shares: np.ndarray, rolls: dict[str, tuple[Edge, np.ndarray]] | None = None,
               solved: bool = False, turns: np.ndarray | None = None):
         """Whether the robot stands on each trial: the right foot at offsets (T, 2) from the left,
-        the waist upright at shares (T,) of the way from the left ankle to the right, lowered as
+        the waist upright at shares (T,) of the way from the left ankle to the right (across, no
+        further than the probe's lean), lowered as
         far as the legs' reach asks; rolls: per side, a foot rolled about an edge (core.balance.
         rollover) by angles (T,) radians (a heel-off), else level. solved: also the joints (T, n)
         and the root poses (T, 4, 4); turns (T,): the right foot turned from the left by so much,
@@ -292,6 +323,9 @@ class Probe:
         zero = self.tree.zero_pose()
         turns = np.zeros(count) if turns is None else turns
         goals = {}
+        across = offsets @ self.left  # the waist goes along the step as asked, across only as far as it leans
+        leaned = shares if self.lean >= 1.0 else np.clip(shares, 0.5 - self.lean / 2, 0.5 + self.lean / 2)
+        place = (shares * (offsets @ self.forward))[:, None] * self.forward + (leaned * across)[:, None] * self.left
         for side, leg, where, turn in (("left", left_leg, np.zeros((count, 2)), np.zeros(count)),
                                        ("right", right_leg, offsets, turns)):
             pose = np.repeat(np.eye(4)[None], count, axis=0)
@@ -304,7 +338,7 @@ class Probe:
             goals[leg.foot] = pose
         hip_offset = zero[0, :3, 3] - (zero[left_leg.hip, :3, 3] + zero[right_leg.hip, :3, 3]) / 2.0
         rot = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), turns / 2.0)
-        position = np.column_stack([shares[:, None] * offsets + (rot @ hip_offset)[:, :2], np.full(count, self.height)])
+        position = np.column_stack([place + (rot @ hip_offset)[:, :2], np.full(count, self.height)])
         q = np.repeat(self.rest[None], count, axis=0)
         legs = [left_leg, right_leg]
         position[:, 2] -= stretch(self.tree, legs, self.reach, q, pose_matrices(rot, position), goals)

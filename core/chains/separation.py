@@ -42,6 +42,9 @@ AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other 
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
+GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
+#                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
+SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -124,14 +127,15 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
     early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
     ramps left inside, each frame moved only as far as its neighbours' speed allows (the rate
     limit keeps it): velocity limits hold, a last overlap may not.
-    Later passes look only at the frames the pass before moved."""
+    Later passes look only at the frames the pass before moved, not at those it left clear of
+    the margin where the ramp and the rate limit did not touch them."""
     shape, frames = x, None
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     for k in range(passes + FIX_PASSES):
         last, fixing = x, k >= passes and max_step is not None
         bounds = _within_reach(x, max_step, held) if fixing else held
-        solved = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
-                           FIX_STEPS if fixing else LINEAR_STEPS)
+        solved, clear = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
+                                  FIX_STEPS if fixing else LINEAR_STEPS)
         x = solved
         if max_step is not None:
             x = rate_limit(x if fixing else room_in_time(shape, x, max_step), max_step)
@@ -139,7 +143,8 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
             # that side, so the next pass makes room with the others instead of undoing it
             held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
                     np.where(x < solved - 1e-9, np.minimum(held[1], x), held[1]))
-        frames = np.flatnonzero((x != last).any(axis=1))
+        clear &= (np.abs(x - solved) <= 1e-12).all(axis=1)  # seen clear where it still is
+        frames = np.flatnonzero((np.abs(x - last) > SETTLED_RAD).any(axis=1) & ~clear)
         if len(frames) == 0:
             break
     return x
@@ -154,21 +159,28 @@ def _within_reach(x: np.ndarray, max_step: np.ndarray, held: tuple) -> tuple:
 
 
 def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None,
-              held: tuple | None = None, shape: np.ndarray | None = None, steps: int = LINEAR_STEPS) -> np.ndarray:
+              held: tuple | None = None, shape: np.ndarray | None = None,
+              steps: int = LINEAR_STEPS) -> tuple[np.ndarray, np.ndarray]:
     """x with the frames (of `frames`, default all) where bodies come closer than the margin
     moved by the least change of chain shape that keeps them out, within MAX_SEPARATION_RAD of
     where the chains were before any room was made: a limb deep inside the body gives way, it
     does not swing round the other side. shape: x before any room was made, on a first pass:
-    frames whose change turns a joint against the run around them start again from its median."""
+    frames whose change turns a joint against the run around them start again from its median.
+    Also (F,) bool: the frames whose every pair was seen clear of the margin where they end."""
     cols, margin = problem.columns, separation.margin
     q = problem.q.copy()
     q[:, cols] = x
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
-    dist = separation.distance(q[look], separation.root[look], margin)
+    # the frames' distances and the close pairs' gradients at once: the first correction starts from them
+    dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M)
     close = dist.min(axis=1, initial=np.inf) < margin
     rows = look[close]
+    clear = np.zeros(len(x), dtype=bool)
+    clear[look[~close]] = True
     if len(rows) == 0:
-        return x
+        return x, clear
+    first = close[f]
+    first = ((np.cumsum(close) - 1)[f[first]], p[first], d[first], g[first])
     start = np.clip(problem.q[rows][:, cols], problem.lower, problem.upper)  # before any room was made
     lower = np.maximum(problem.lower, start - MAX_SEPARATION_RAD)
     upper = np.minimum(problem.upper, start + MAX_SEPARATION_RAD)
@@ -179,11 +191,11 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
     correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps, (problem, start))
-    correct.out_of_reach(out)
-    if shape is None:
-        return out
-    _one_answer_per_run(correct, out, shape[rows])
-    return out
+    correct.out_of_reach(out, known=first)
+    if shape is not None:
+        _one_answer_per_run(correct, out, shape[rows])
+    clear[rows] = (out[rows] == correct.clear_at).all(axis=1)
+    return out, clear
 
 
 def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndarray) -> None:
@@ -211,8 +223,8 @@ def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndar
         other = np.median(out[rows[off]] - shape[off], axis=0)
         saved = out[rows[members]].copy()
         consensus[members] = other
-        _restart(correct, out, shape, consensus, members)
-        if len(_against(out[rows[members]] - shape[members], consensus[members])) >= len(off):
+        if not _restart(correct, out, shape, consensus, members, GIVE_UP_SHARE * len(off)) or \
+                len(_against(out[rows[members]] - shape[members], consensus[members])) >= len(off):
             out[rows[members]] = saved
             correct.q[rows[members][:, None], correct.cols] = saved
 
@@ -223,18 +235,24 @@ def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
 
 
 def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
-             which: np.ndarray) -> None:
+             which: np.ndarray, give_up: float = np.inf) -> bool:
     """Rows `which` started again from shape + consensus, out of reach from there, then back
-    toward their shape as far as the bodies allow."""
+    toward their shape as far as the bodies allow. give_up: after the way back, stop there
+    (False) when this many rows already turn against the consensus: a run tried whole on the
+    other answer that will not be kept (the last corrections change that count by a few; a limb's
+    whole steps have no way back of their own: never given up there)."""
     at = correct.rows[which]
     out[at] = np.clip(shape[which] + consensus[which], correct.lower[which], correct.upper[which])
     correct.q[at[:, None], correct.cols] = out[at]
     correct.out_of_reach(out, which)
-    if correct.whole:  # its whole change already came back toward the shape as far as the bodies allow
-        return
+    if correct.whole:  # its whole change already came back toward the shape as far as the bodies allow;
+        return True   # nothing is left to give up (the caller counts the rows against the consensus)
     for _ in range(RELAX_STEPS):
         correct.step(out, which, shape[which] - out[at])
+    if len(_against(out[at] - shape[which], consensus[which])) >= give_up:
+        return False
     correct.out_of_reach(out, which)
+    return True
 
 
 class _Corrections:
@@ -253,15 +271,16 @@ class _Corrections:
         # a step out also charges moving the line away from the actor's (PULL_WEIGHT), as at the start
         self.metric = metric + self.group.pull(q[rows], rows)[0] if self.whole else metric
         self.inverse = spd_inverse(self.metric)  # once, for every step
+        self.clear_at = np.full((len(rows), len(cols)), np.nan)  # where each row was last seen clear of the margin
 
-    def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None:
+    def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
-        each from where the last landed; on a limb then WHOLE_STEPS toward its least whole change
-        (_whole_step) and out of reach again from there."""
+        each from where the last landed (known: the first one's gradient entries, see step); on a limb
+        then WHOLE_STEPS toward its least whole change (_whole_step) and out of reach again from there."""
         live = np.arange(len(self.rows)) if live is None else live
         every = live
         for _ in range(self.steps):
-            live = self.step(out, live)
+            live, known = self.step(out, live, known=known), None
             if len(live) == 0:
                 break
         if not self.whole:
@@ -293,19 +312,27 @@ class _Corrections:
                             np.einsum("rvw,rw->rv", change, out[rows] - self.shape[live]) + gradient)
         far = np.abs(wished).max(axis=1) > WHOLE_TOLERANCE_RAD
         if far.any():
-            self.step(out, live[far], wished[far], (metric[far], inverse[far]))
+            self.step(out, live[far], wished[far], metric=(metric[far], inverse[far]))
         return live[far]
 
     def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None,
-             metric: tuple | None = None) -> np.ndarray:
+             known: tuple | None = None, metric: tuple | None = None) -> np.ndarray:
         """One correction of the `live` rows (toward (L, V): the change wished for besides, all of
         them moved; else only those inside; metric: (H, H^-1) of those rows instead of the shape's);
-        the rows that were inside."""
+        the rows that were inside. known: the live rows' gradient entries (f, p, dist, grad) where
+        they are, already evaluated."""
         separation, margin, frames = self.separation, self.separation.margin, self.rows[live]
-        still = {link: pose[live] for link, pose in self.still.items()}
-        f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M, still)
-        inside = np.zeros(len(live), dtype=bool)
+        if known is not None:
+            f, p, dist, grad = known
+        else:
+            everyone = len(live) == len(self.rows) and np.array_equal(live, np.arange(len(live)))
+            still = self.still if everyone else {link: pose[live] for link, pose in self.still.items()}
+            f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M,
+                                                   still)
+        inside, near = np.zeros(len(live), dtype=bool), np.zeros(len(live), dtype=bool)
         inside[f[dist < margin - TOLERANCE_M]] = True
+        near[f[dist < margin]] = True
+        self.clear_at[live] = np.where(near[:, None], np.nan, out[frames])
         moved = np.ones(len(live), dtype=bool) if toward is not None else inside
         if not moved.any():
             return live[inside]
@@ -408,18 +435,29 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
 
 def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
     """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
-    (H^-1: `inverse`; projected Gauss-Seidel over each frame's few pairs, all frames at once)."""
+    (H^-1: `inverse`; projected Gauss-Seidel over each frame's few pairs, all frames at once:
+    each pair's multiplier is what its row asks once the others' are counted, one product and
+    one clip per pair and sweep: the row's ask rides as a last multiplier fixed at 1, frames on
+    the last axis)."""
     hg = inverse @ g.transpose(0, 2, 1)  # (R, V, K)
-    m = np.ascontiguousarray((g @ hg).transpose(1, 0, 2))  # (K, R, K): row k of every frame's matrix
-    diag = np.maximum(np.einsum("krk->kr", m), 1e-12)
-    lam = np.zeros(need.shape)
+    m = (g @ hg).transpose(1, 2, 0)  # (K, K, R): every frame's matrix, frames last
+    count = len(m)
+    diag = np.maximum(np.einsum("kkr->kr", m), 1e-12)
+    rows = np.empty((count, count + 1, m.shape[2]))
+    rows[:, :count] = -m / diag[:, None]
+    rows[np.arange(count), np.arange(count)] = 0.0
+    rows[:, count] = need.T / diag
+    lam = np.zeros((count + 1, m.shape[2]))  # (K + 1, R)
+    lam[count] = 1.0
+    last, row = np.empty((count, m.shape[2])), np.empty(m.shape[2])
     for _ in range(DUAL_SWEEPS):
-        last = lam.copy()
-        for k in range(need.shape[1]):
-            lam[:, k] = np.maximum(0.0, lam[:, k] + (need[:, k] - np.einsum("rj,rj->r", m[k], lam)) / diag[k])
-        if np.abs(lam - last).max(initial=0.0) < 1e-10:
+        last[:] = lam[:count]
+        for k in range(count):
+            np.einsum("jr,jr->r", rows[k], lam, out=row)
+            np.maximum(row, 0.0, out=lam[k])
+        if np.abs(lam[:count] - last).max(initial=0.0) < 1e-10:
             break
-    return np.einsum("rvk,rk->rv", hg, lam)
+    return np.einsum("rvk,kr->rv", hg, lam[:count])
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:

@@ -169,12 +169,17 @@ class SeparationTerm:
         (K,) and their gradient (K, V) over the term's joints (the unit vector between the closest
         points, carried through each joint's motion). Sparse: most pairs of most frames are far.
         still: these frames' poses of the links the joints do not move (still_poses)."""
+        return self.look(q, root, within, still)[1]
+
+    def look(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
+        """Signed distances (F, Q) as `distance` gives them (exact up to `within`) and the entries of
+        `gradient`, from one evaluation: a correction's first step needs both."""
         poses, dist, (f, p, ca, cb, mid) = self._near(q, root, within, still)
         inside = dist[f, p] < within
         f, p, ca, cb, mid = f[inside], p[inside], ca[inside], cb[inside], mid[inside]
         grad = np.zeros((len(f), len(self.variables)))
         if len(f) == 0:
-            return f, p, dist[f, p], grad
+            return dist, (f, p, dist[f, p], grad)
         gap = ca - cb
         # overlapping axes: push along the line between the capsules' middles instead
         fallback = np.where(np.linalg.norm(mid, axis=-1, keepdims=True) > 1e-9, mid, [0.0, 0.0, 1.0])
@@ -189,7 +194,7 @@ class SeparationTerm:
         rate_a = np.einsum("kvi,ki->kv", axis, np.cross(ca, normal)) + along
         rate_b = np.einsum("kvi,ki->kv", axis, np.cross(cb, normal)) + along
         grad[:] = self._scale * (rate_a * self.moves[:, p, 0].T - rate_b * self.moves[:, p, 1].T)
-        return f, p, dist[f, p], grad
+        return dist, (f, p, dist[f, p], grad)
 
     def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Hinge residuals (F, Q) and their Jacobian (F, Q, V) over the term's joints, both

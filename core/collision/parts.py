@@ -5,7 +5,8 @@ hang). Split into a few compact parts (k-means on the triangles' centroids, each
 whole in one part), each part's hull is covered as a hull is (core.collision.fit); of the
 whole hull's fit and every split's, the capsules that fill the least volume, a capsule
 charged as SPLIT_CAPSULE_COST_M of excess over the hull's surface, and a split only where its
-capsules reach no further beyond the hull (averaged over directions) than the whole's.
+capsules reach no further beyond the hull (averaged over directions) than the whole's, or
+fill less than SPLIT_TIGHTER of its volume (pieces far apart).
 Each triangle lies in its part's hull, inside that part's capsules: the union of the parts'
 capsules still holds the whole mesh (conservative).
 """
@@ -22,6 +23,7 @@ MAX_PARTS = 3  # parts a body's mesh is split into, at most (4 chose the same G1
 SPLIT_CAPSULE_COST_M = 0.003  # a capsule's charge, as excess over the hull's surface. At 1 mm the hands took
 # 8 capsules (83 on the G1): with avoidance 0.2 / 0.4 % of the walk's / hop's frames collided, not 0.1 / 0.3
 PART_CAPSULES = 3  # capsules per part when split
+SPLIT_TIGHTER = 0.5  # a split filling under this share of the whole fit's volume is taken even if it reaches further
 GRID_STEPS = 24  # grid points along each axis of the box the volumes are counted in
 _KMEANS_ROUNDS = 30
 
@@ -48,7 +50,9 @@ def fit_body(mesh: BodyMesh) -> list[tuple]:
     volume = union_volumes(candidates)
     area = _hull_area(mesh.points)
     reach = np.array([hull_excess(c, mesh.points, mesh.radii) for c in candidates])
-    volume[reach > reach[0]] = np.inf  # a split that bulges further out than the whole's fit is no tighter where it counts
+    # a split that bulges further out than the whole's fit is no tighter where it counts, unless it
+    # fills far less: pieces apart (two brackets on one link) have a hull mostly of air between them
+    volume[(reach > reach[0]) & (volume > SPLIT_TIGHTER * volume[0])] = np.inf
     cost = volume / area + SPLIT_CAPSULE_COST_M * np.array([len(c) - 1 for c in candidates])
     return candidates[int(np.argmin(cost))]
 
@@ -60,7 +64,9 @@ def union_volumes(candidates: list[list[tuple]]) -> np.ndarray:
     radius = np.array([r for _, _, r in every])
     low = (ends.min(axis=1) - radius[:, None]).min(axis=0)
     high = (ends.max(axis=1) + radius[:, None]).max(axis=0)
-    step = float(np.prod(high - low) / GRID_STEPS ** 3) ** (1 / 3)
+    # cells of equal volume, but no more than GRID_STEPS^2 along the longest side: a line of capsules
+    # without radius (a mesh of slivers) has no volume to share out
+    step = max(float(np.prod(high - low) / GRID_STEPS ** 3) ** (1 / 3), float(np.max(high - low)) / GRID_STEPS ** 2)
     axes = [np.arange(lo + step / 2, hi, step) for lo, hi in zip(low, high)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     held = capsules_hold(grid, ends, radius)  # (C, G)
@@ -97,12 +103,14 @@ def _splits(mesh: BodyMesh) -> list[np.ndarray]:
     going whole to the part nearest its middle."""
     corners = mesh.points[mesh.triangles]  # (T, 3, 3)
     centres = corners.mean(axis=1)
-    weight = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
+    area = 0.5 * np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]), axis=1)
+    # every triangle counts a little (a sliver still belongs to a part); all slivers count alike
+    weight = area + 1e-12 * area.max() if area.max() > 0 else np.ones(len(area))
     solids = mesh.solid.max() + 1
     middles = np.array([mesh.points[mesh.solid == s].mean(axis=0) for s in range(solids)]).reshape(-1, 3)
     out = []
     for count in range(2, MAX_PARTS + 1):
-        seeds = _kmeans(centres, weight + 1e-12 * weight.max(), count)
+        seeds = _kmeans(centres, weight, count)
         if len(seeds) < count:
             break
         out.append(np.concatenate([_nearest(centres, seeds), _nearest(middles, seeds)]))

@@ -449,3 +449,37 @@ def test_line_pull_is_the_gauss_newton_model_of_the_limb_lines_distance_from_the
     np.testing.assert_allclose(gradient, rate, atol=1e-6 * np.abs(rate).max())
     expected = weight * jac.transpose(0, 2, 1) @ across @ jac
     np.testing.assert_allclose(matrix, expected, atol=1e-6 * np.abs(expected).max())
+
+
+def test_least_change_dual_is_the_exact_quadratic_answer_where_its_sweeps_converge(monkeypatch):
+    """Per frame, the sweeps' change dx = H^-1 g' lambda, swept until it converges, is the least
+    1/2 dx' H dx with g dx >= need (every active set of the frame's pairs tried, the one that is
+    feasible with lambda >= 0 is the answer); frames without a pair (need -1, g 0) get no change.
+    (A bake stops at DUAL_SWEEPS: pairs pushing alike converge slowly, the steps go on from there.)"""
+    from itertools import combinations
+
+    from core.chains import separation
+    from core.chains.separation import _dual_step
+
+    monkeypatch.setattr(separation, "DUAL_SWEEPS", 2000)
+    rng = np.random.default_rng(5)
+    frames, pairs, joints = 200, 3, 7
+    root = rng.normal(size=(frames, joints, joints))
+    metric = root @ root.transpose(0, 2, 1) + joints * np.eye(joints)
+    g = rng.normal(size=(frames, pairs, joints))
+    need = rng.normal(size=(frames, pairs))
+    g[:20], need[:20] = 0.0, -1.0  # no pair on these frames
+    dx = _dual_step(np.linalg.inv(metric), g, need)
+    assert np.abs(dx[:20]).max() == 0.0
+    checked = 0
+    for f in range(20, frames):
+        inverse = np.linalg.inv(metric[f])
+        for size in range(pairs + 1):
+            for active in map(list, combinations(range(pairs), size)):
+                rows = g[f, active]
+                lam = np.linalg.solve(rows @ inverse @ rows.T, need[f, active]) if size else np.zeros(0)
+                exact = inverse @ rows.T @ lam
+                if (lam >= -1e-12).all() and (g[f] @ exact >= need[f] - 1e-9).all():
+                    np.testing.assert_allclose(dx[f], exact, atol=1e-6)
+                    checked += 1
+    assert checked == frames - 20  # one answer per frame

@@ -44,6 +44,21 @@ def test_an_l_shaped_body_is_covered_arm_by_arm_and_whole():
     assert capsules_hold(np.concatenate([on_faces, points]), ends, inflated).any(axis=0).all()
 
 
+def test_two_pieces_far_apart_are_covered_piece_by_piece():
+    """Two small tetrahedra 1 m apart on one link: the hull's fit is long capsules through the air
+    between them (its parts' capsules bulge a little further out, averaged over directions, but
+    fill a fraction of the volume); the split is taken and still holds every point."""
+    corners = np.array([[0.0, 0, 0], [0.05, 0, 0], [0, 0.05, 0], [0, 0, 0.05]])
+    faces = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    points = np.concatenate([corners, corners + [1.0, 0.0, 0.0]])
+    mesh = BodyMesh(points, np.zeros(len(points)), np.concatenate([faces, faces + 4]), np.full(len(points), -1))
+    capsules = fit_body(mesh)
+    parts, hull = union_volumes([capsules, fit_capsules(points, np.zeros(len(points)))])
+    assert parts < 0.5 * hull
+    ends, radius = _arrays(capsules)
+    assert capsules_hold(points, ends, radius + 1e-9).any(axis=0).all()
+
+
 def test_a_body_of_solid_shapes_only_keeps_the_hull_fit():
     points = np.array([[0.0, 0, 0], [0.1, 0, 0], [0.2, 0, 0]])
     radii = np.array([0.02, 0.03, 0.02])
@@ -68,3 +83,14 @@ def test_on_every_g1_body_the_parts_are_tighter_or_fewer_and_reach_no_further_th
         assert hull_excess(capsules, mesh.points, mesh.radii) <= hull_excess(whole, mesh.points, mesh.radii) + 1e-12
         split += len(capsules) != len(whole) or parts < hull
     assert split >= 4  # the pelvis, the hips' pitch and roll links
+
+
+def test_a_mesh_of_slivers_only_is_covered_without_failing():
+    """Triangles without area (points on one line, as a mesh exported from a wire can have): the
+    k-means still weighs them (alike) and the volume grid stays finite; the capsules hold every point."""
+    points = np.column_stack([np.linspace(0.0, 0.3, 7), np.zeros(7), np.zeros(7)])
+    triangles = np.array([[i, i + 1, i + 2] for i in range(5)])
+    mesh = BodyMesh(points, np.zeros(len(points)), triangles, np.full(len(points), -1))
+    ends, radius = _arrays(fit_body(mesh))
+    assert capsules_hold(points, ends, radius + 1e-9).any(axis=0).all()
+    assert (union_volumes([fit_body(mesh)]) >= 0.0).all()
