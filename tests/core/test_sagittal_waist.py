@@ -4,12 +4,16 @@ the CoM planned within what that roll carries (core.balance.lateral) and the ste
 the roll. Its default-off twin is tests/core/test_gait.py; these ask what the option changes."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
 from core.balance.gait import GaitSettings
+from core.balance.legs import leg_iks
 from core.balance.reach import FAMILY_ROLL_RAD
+from core.balance.stance import height_cause
 from core.balance.support import foot_bodies, foot_links, foot_width, level_tolerance
 from core.feet.geometry import standing_rotation
 from core.model.kinematics import KinematicTree
@@ -95,3 +99,39 @@ def test_h1_rolled_walks_tilt_warning_says_its_figure(h1_rolled_walk):
     assert all(f"up to {tilt:.0f} degrees" in w for w in said)
     assert any("stance foot slides" in w for w in report["warnings"])
     assert any("the multibody ZMP leaves the feet" in w for w in report["warnings"])
+
+
+def test_h1_height_cause_lowers_for_a_leading_ankle_at_its_limit():
+    """Which way the waist's height mends a leg that is down at its ankle pitch's limit: a shin leaning
+    back (a trailing leg) leans less with the waist higher, the knee less bent; a shin leaning forward
+    (a leading leg reaching) with the waist lower, the knee bent under the hip. The fit raised the waist
+    for both: over the H1 walk's last landing, its shin forward at the limit, it asked the waist up."""
+    h1 = KinematicTree(parse_urdf(ROBOTS["h1"]))
+    feet = foot_links(h1)
+    zero = h1.zero_pose()
+    legs = leg_iks(h1, feet, {f: standing_rotation(b, zero[f, :3, :3]) for f, b in zip(feet, foot_bodies(h1, feet))})
+    by_side = {h1.link_names[leg.foot].split("_")[0]: leg for leg in legs}
+    left, right = by_side["left"], by_side["right"]
+    rows = 4
+    root = np.repeat(zero[:1], rows, axis=0)
+    q = np.zeros((rows, len(h1.lower)))
+
+    def swing(leg, rows_swung, ahead):  # the leg's hip pitch (the joint above its knee) swung 0.3 rad
+        pitch = leg.columns[list(leg.columns).index(leg.knee) - 1]
+        trial = np.zeros((1, len(h1.lower)))
+        trial[0, pitch] = 0.3
+        sign = 1.0 if h1.link_transform(trial, leg.foot, zero[:1])[0, 0, 3] > zero[leg.foot, 0, 3] else -1.0
+        q[rows_swung, pitch] = sign * (0.3 if ahead else -0.3)
+
+    swing(left, [0, 2, 3], ahead=True)
+    swing(left, [1], ahead=False)
+    swing(right, [2], ahead=False)
+    q[[0, 1, 2], left.columns[-1]] = left.upper[-1]  # the left ankle at its limit on rows 0-2
+    q[2, right.columns[-1]] = right.lower[-1]  # and the right one on row 2
+    goals = {leg.foot: h1.link_transform(q, leg.foot, root) for leg in legs}
+    corrector = SimpleNamespace(tree=h1, legs=legs, root_rot=root[:, :3, :3], goals=goals,
+                                down={f: np.ones(rows, dtype=bool) for f in goals},
+                                settings=SimpleNamespace(reach=1.0), full_reach=[10.0, 10.0])  # no hip out of reach
+    way = height_cause(corrector, q, root[:, :3, 3], np.arange(rows))
+    # leaning forward: lower; back: raise; both ways: no height mends both; none at a limit: none
+    assert way.tolist() == [-1, 1, 0, 0]
