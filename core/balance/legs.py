@@ -41,6 +41,8 @@ class LegIK:
     branching: np.ndarray | None = None  # (J,) the joints whose far turn may mean another branch
     bend: float = 0.0  # a knee angle that is well bent, inside its limits (radians)
     walk: list | None = None  # the links as core.balance.leg_chain walks them, built on first use
+    yaw_weight_m: float | None = None  # a radian of the foot's heading weighs like this; None: YAW_WEIGHT_M for
+    #                                    legs of five joints (the whole pose's TILT_WEIGHT_M for six)
 
     @classmethod
     def build(cls, tree: KinematicTree, foot: int, other_feet: list[int],
@@ -284,6 +286,7 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
     leg's joints (F, J) and weighted error (F, 6 + J)."""
     # a leg of six joints meets the whole pose; with fewer, the foot keeps its place and stays level
     yaw = TILT_WEIGHT_M if len(leg.columns) >= FULL_LEG else YAW_WEIGHT_M
+    yaw = yaw if leg.yaw_weight_m is None else leg.yaw_weight_m
     weights = np.array([1.0, 1.0, 1.0, TILT_WEIGHT_M, TILT_WEIGHT_M, yaw])
     cols = leg.columns
     lower, upper = bounds

@@ -68,20 +68,42 @@ LIMIT_TOL_RAD = 1e-3
 
 def height_cause(corrector, q: np.ndarray, root_pos: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """(len(rows),) which way a height change can mend a foot that is down: -1 (lower) where a hip is
-    beyond its leg's reach of its foot's goal, +1 (raise) where a leg that is down is bent to its
-    ankle's limit, 0 where neither (a foot turned or tilted by the waist's roll and yaw: no height
-    mends it). The H1 walk's height fit, asked everywhere, found a trial height that happened to
-    stand and raised the waist up to 14 cm over 0.8 s, the straight stance leg off its foot."""
+    beyond its leg's reach of its foot's goal, else as a leg that is down at its ankle's limit asks
+    (ankle_cause), 0 where neither (a foot turned or tilted by the waist's roll and yaw: no height
+    mends it). The H1 walk's height fit, asked everywhere, found a trial height that happened to stand
+    and raised the waist up to 14 cm over 0.8 s, the straight stance leg off its foot."""
     root = pose_matrices(corrector.root_rot[rows], root_pos[rows])
     goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
     down = {foot: d[rows] for foot, d in corrector.down.items()}
     reach = [corrector.settings.reach * length for length in corrector.full_reach]
     far = stretch(corrector.tree, corrector.legs, reach, q[rows], root, goals, down) > 0.0
-    bent = np.zeros(len(rows), dtype=bool)
+    return np.where(far, -1, ankle_cause(corrector, q[rows], root, down))
+
+
+def ankle_cause(corrector, q: np.ndarray, root: np.ndarray, down: dict[int, np.ndarray]) -> np.ndarray:
+    """(F,) which way the waist's height relieves the legs that are down at their ankle's limit (q (F,
+    n), root (F, 4, 4), down per foot, at the same samples): a shin leaning back (the ankle behind the
+    knee, a trailing leg) leans less with the waist higher, the knee less bent; a shin leaning forward
+    (the ankle ahead, a leading leg reaching) leans less with it lower, the knee bent under the hip.
+    +1, -1, or 0 (none at a limit, or both ways: no height mends both). Raising for both (as before)
+    asked the H1 walk's waist up over its last landing (6.70-6.90 s), that foot ahead at its ankle's
+    limit with its hip already out of reach."""
+    forward = root[:, :2, 0] / np.linalg.norm(root[:, :2, 0], axis=1, keepdims=True)
+    up, low = np.zeros(len(q), dtype=bool), np.zeros(len(q), dtype=bool)
+    tree = corrector.tree
     for leg in corrector.legs:
-        ankle = q[rows, leg.columns[-1]]
-        bent |= down[leg.foot] & ((ankle <= leg.lower[-1] + LIMIT_TOL_RAD) | (ankle >= leg.upper[-1] - LIMIT_TOL_RAD))
-    return np.where(far, -1, np.where(bent, 1, 0))
+        ankle = q[:, leg.columns[-1]]
+        bent = down[leg.foot] & ((ankle <= leg.lower[-1] + LIMIT_TOL_RAD) | (ankle >= leg.upper[-1] - LIMIT_TOL_RAD))
+        ahead = np.zeros(len(q), dtype=bool)  # a leg without a knee: raise, as before
+        if leg.knee >= 0:
+            knee_link, ankle_link = (next(link for link in leg.links if tree.qindex[link] == column)
+                                     for column in (leg.knee, leg.columns[-1]))
+            shin = (tree.link_transform(q, ankle_link, root)[:, :2, 3]
+                    - tree.link_transform(q, knee_link, root)[:, :2, 3])
+            ahead = np.einsum("fi,fi->f", shin, forward) > 0.0
+        up |= bent & ~ahead
+        low |= bent & ahead
+    return np.where(up & low, 0, np.where(up, 1, np.where(low, -1, 0)))
 
 
 def at_limit(corrector, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
