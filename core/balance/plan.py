@@ -31,7 +31,7 @@ from .rollover import heel_offs, toe_edge
 from .support import (CONTACT_M, NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance,
                       narrow_sole_warning)
 from .target import target_zmp
-from .waist import calm_height, heading, keep_tilt, limit_turn, yaw_bounds
+from .waist import calm_height, heading, keep_tilt, limit_turn, undipped_height, yaw_bounds
 
 
 @dataclass
@@ -92,7 +92,10 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     heel_offs(paths, sides, edges, lambda steps: heel_off_angles(bounds, flats, edges, steps))
     end_s = (frames - 1) / bake.fps
     knots = np.unique(np.concatenate([[0.0, end_s], [p.time_s for path in paths.values() for p in path.points]]))
-    data_rot, position = _waist(bake, knots, times)
+    heights = bake.root_position[:, 2]
+    if sagittal_waist and person is not None:  # issue 12: no dip the person does not make
+        heights = undipped_height(heights, person.root_position[:, 2])
+    data_rot, position = _waist(bake, knots, times, heights)
     data_rot = keep_tilt(data_rot, waist_tilt)
     rate = 1.0 / (times[1] - times[0]) if len(times) > 1 else 1.0
     root_rot = limit_turn(data_rot, [(np.unwrap(heading(path.poses[:, :3, :3] @ standing[link].T)), path.down,
@@ -177,11 +180,14 @@ def foot_sides(tree: KinematicTree, mapping: Mapping, feet: list[int]) -> dict[i
     return out
 
 
-def _waist(bake: RetargetResult, knots: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The root's rotation (N, 3, 3) and position (N, 3) through its poses at the knots: cubic
-    in position, a rotation spline (continuous angular velocity) in rotation."""
+def _waist(bake: RetargetResult, knots: np.ndarray, times: np.ndarray,
+           heights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The root's rotation (N, 3, 3) and position (N, 3) through its poses at the knots, at the
+    clip's heights (F,) metres: cubic in position, a rotation spline (continuous angular velocity)
+    in rotation."""
     clip_time = np.arange(len(bake.q)) / bake.fps
-    position = np.column_stack([np.interp(knots, clip_time, bake.root_position[:, k]) for k in range(3)])
+    clip_position = np.column_stack([bake.root_position[:, :2], heights])
+    position = np.column_stack([np.interp(knots, clip_time, clip_position[:, k]) for k in range(3)])
     if len(knots) < 3:
         return np.repeat(bake.root_rotation[:1], len(times), 0), np.repeat(position[:1], len(times), 0)
     nearest = np.clip(np.round(knots * bake.fps).astype(int), 0, len(bake.q) - 1)

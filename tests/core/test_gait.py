@@ -250,10 +250,10 @@ def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
                    "banded path solve slides 106 mm: what is needed is the waist planned as one path that enters each "
                    "double support on its roll-yaw family. That path, with the lateral CoM planned inside what the roll "
                    "carries, is GaitSettings(sagittal_waist=True), off by default (tests/core/test_sagittal_waist.py): "
-                   "ZMP RMS 6.4 mm, soles within 3 degrees, but 3.7 % outside and slide 51 mm, nearly all at the left "
-                   "stance whose trailing ankle reaches its limit (5.85-6.54 s) and the step out of it, which lands "
-                   "80 mm out of the leg's reach; elsewhere 0.3 % outside, slides under 1 mm but where a leg is at "
-                   "its hip twist's limit (4 mm) or straight (8 mm)")
+                   "ZMP RMS 5.6 mm, soles within 1.1 degrees, but 1.0 % outside (6.00-6.59 s, worst 69 mm) and slide "
+                   "19 mm (the right stance 5.38-6.04 s); 3.7 % and 48 mm before its waist stopped following the "
+                   "planted bake's dip there (0.76-0.80 m) into the trailing ankle's limit; elsewhere slides 2-16 mm "
+                   "(the legs turn the feet where the waist's path leaves a hip off its foot's plane)")
 def test_issue_targets_on_h1(h1_walk):
     report = h1_walk[2].report
     assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0

@@ -69,12 +69,12 @@ def test_h1_steps_are_as_wide_as_the_waists_roll_needs():
 def test_h1_walk_with_the_rolled_waist_slides_and_tilts_less(h1_rolled_walk):
     """The option's point: on the H1 walk the stance soles slide and tilt less than with it off
     (OFF_*: 100 mm, 11 degrees, 16.7 % of samples outside), and the worst margin is less far
-    out (-498 mm off). Its multibody ZMP follows the target it plans (6.4 mm RMS; the issue asks
-    10, off gives 6.3): the bound below is 15 mm because the figure moves by millimetres with any
-    change of its input (6.4-10.6 mm measured; 51 mm before the target was the plan's own ZMP).
-    What it does not yet reach is why it is off: the stance at the trailing ankle's limit and the
-    step out of it (worst margin -157 mm, slide 51 mm), slides of 4 and 8 mm where a leg is at its
-    hip twist's limit or straight, and the torso-rooted H1 walks the same gait only to 0.5 mm."""
+    out (-498 mm off). Its multibody ZMP follows the target it plans (5.6 mm RMS; the issue asks
+    10, off gives 3.9): the bound below is 15 mm because the figure moves by millimetres with any
+    change of its input (4.3-10.6 mm measured; 51 mm before the target was the plan's own ZMP).
+    What it does not yet reach is why it is off: the stances at 5.38-6.59 s (worst margin -69 mm,
+    slide 19 mm), slides of 2-16 mm elsewhere, and the torso-rooted H1 walks the same gait only
+    to 0.5 mm."""
     report = h1_rolled_walk[2].report
     assert report["steps"] == 11
     assert report["multibody_zmp_rms_error_m"] < 0.015
@@ -82,6 +82,21 @@ def test_h1_walk_with_the_rolled_waist_slides_and_tilts_less(h1_rolled_walk):
     assert report["stance_tilt_deg"] < 0.8 * OFF_TILT_DEG
     assert report["zmp_outside_support_pct"] < OFF_OUTSIDE_PCT
     assert report["min_support_margin_m"] > -0.3
+
+
+def test_h1_rolled_walk_keeps_its_waist_up_where_only_the_planted_bake_dips(h1_rolled_walk):
+    """The plan's waist height follows the planted bake's, which dips where planting pins a foot the
+    person swings (0.76-0.80 m at 6.0-6.4 s, the person's 1.01-1.06 m): the trailing ankle went to
+    its limit there, the height fit raised the waist into the last landing and that step came 80 mm
+    beyond the leg's reach (before: worst margin -154 mm, 3.7 % of samples outside, slide 48 mm).
+    With the dip held to the person's (core.balance.waist.undipped_height): -69 mm, 1.0 %, 19 mm;
+    with the stance feet's heading weighed as their tilt as well (ROLLED_WAIST_YAW_WEIGHT_M, merged
+    the same day) -104 mm, 1.3 %, 15 mm: the margin bound is between that and the -154 before."""
+    report = h1_rolled_walk[2].report
+    assert report["min_support_margin_m"] > -0.13
+    assert report["zmp_outside_support_pct"] < 2.0
+    assert report["stance_slide_m"] < 0.03
+    assert report["travel_m"] > 0.8 * report["source_travel_m"]
 
 
 def test_h1_rolled_walks_tilt_warning_says_its_figure(h1_rolled_walk):
