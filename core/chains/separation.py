@@ -275,6 +275,10 @@ class _Corrections:
         self.metric = metric + self.group.pull(q[rows], rows)[0] if self.whole else metric
         self.inverse = spd_inverse(self.metric)  # once, for every step
         self.clear_at = np.full((len(rows), len(cols)), np.nan)  # where each row was last seen clear of the margin
+        # each row's last looked-at entries (row r, pair p, distance, gradient) and where it was then:
+        # a row a step found out of reach is still there for the whole step after it
+        self._seen_at = np.full((len(rows), len(cols)), np.nan)
+        self._seen = (np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0), np.zeros((0, len(cols))))
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
@@ -297,6 +301,27 @@ class _Corrections:
             if len(live) == 0:
                 break
             live = self.step(out, live)
+
+    def _look(self, out: np.ndarray, live: np.ndarray) -> tuple:
+        """The live rows' gradient entries (f into live, p, dist, grad) where they are: looked up
+        for rows looked at there before, evaluated for the others (and kept)."""
+        seen = (out[self.rows[live]] == self._seen_at[live]).all(axis=1)
+        new = live[~seen]
+        if len(new):
+            separation, frames = self.separation, self.rows[new]
+            everyone = len(new) == len(self.rows) and np.array_equal(new, np.arange(len(new)))
+            still = self.still if everyone else {link: pose[new] for link, pose in self.still.items()}
+            f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
+                                                   separation.margin + LOOKAHEAD_M, still)
+            r = self._seen[0]
+            old = ~np.isin(r, new)
+            self._seen = tuple(np.concatenate([a[old], b]) for a, b in zip(self._seen, (new[f], p, dist, grad)))
+            self._seen_at[new] = out[frames]
+        r = self._seen[0]
+        pick = np.isin(r, live)
+        where = np.full(len(self.rows), -1)
+        where[live] = np.arange(len(live))
+        return (where[r[pick]],) + tuple(a[pick] for a in self._seen[1:])
 
     def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One step of the `live` rows toward the least of their whole change from the shape (its
@@ -324,14 +349,8 @@ class _Corrections:
         them moved; else only those inside; metric: (H, H^-1) of those rows instead of the shape's);
         the rows that were inside. known: the live rows' gradient entries (f, p, dist, grad) where
         they are, already evaluated."""
-        separation, margin, frames = self.separation, self.separation.margin, self.rows[live]
-        if known is not None:
-            f, p, dist, grad = known
-        else:
-            everyone = len(live) == len(self.rows) and np.array_equal(live, np.arange(len(live)))
-            still = self.still if everyone else {link: pose[live] for link, pose in self.still.items()}
-            f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M,
-                                                   still)
+        margin, frames = self.separation.margin, self.rows[live]
+        f, p, dist, grad = known if known is not None else self._look(out, live)
         inside, near = np.zeros(len(live), dtype=bool), np.zeros(len(live), dtype=bool)
         inside[f[dist < margin - TOLERANCE_M]] = True
         near[f[dist < margin]] = True
