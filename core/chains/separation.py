@@ -44,6 +44,7 @@ WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further
 PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
 GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
 #                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
+WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (README: the third's cost 5 %, cleared none)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
@@ -135,7 +136,7 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
         last, fixing = x, k >= passes and max_step is not None
         bounds = _within_reach(x, max_step, held) if fixing else held
         solved, clear = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
-                                  FIX_STEPS if fixing else LINEAR_STEPS)
+                                  FIX_STEPS if fixing else LINEAR_STEPS, k < WHOLE_PASSES)
         x = solved
         if max_step is not None:
             x = rate_limit(x if fixing else room_in_time(shape, x, max_step), max_step)
@@ -160,12 +161,13 @@ def _within_reach(x: np.ndarray, max_step: np.ndarray, held: tuple) -> tuple:
 
 def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None,
               held: tuple | None = None, shape: np.ndarray | None = None,
-              steps: int = LINEAR_STEPS) -> tuple[np.ndarray, np.ndarray]:
+              steps: int = LINEAR_STEPS, whole: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """x with the frames (of `frames`, default all) where bodies come closer than the margin
     moved by the least change of chain shape that keeps them out, within MAX_SEPARATION_RAD of
     where the chains were before any room was made: a limb deep inside the body gives way, it
     does not swing round the other side. shape: x before any room was made, on a first pass:
     frames whose change turns a joint against the run around them start again from its median.
+    whole: a limb's frames take its whole steps once out (the first WHOLE_PASSES passes).
     Also (F,) bool: the frames whose every pair was seen clear of the margin where they end."""
     cols, margin = problem.columns, separation.margin
     q = problem.q.copy()
@@ -190,7 +192,8 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     metric = problem.metric(q[rows], rows)
     separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
-    correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps, (problem, start))
+    correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps,
+                          (problem, start) if whole else None)
     correct.out_of_reach(out, known=first)
     if shape is not None:
         _one_answer_per_run(correct, out, shape[rows])
@@ -272,6 +275,10 @@ class _Corrections:
         self.metric = metric + self.group.pull(q[rows], rows)[0] if self.whole else metric
         self.inverse = spd_inverse(self.metric)  # once, for every step
         self.clear_at = np.full((len(rows), len(cols)), np.nan)  # where each row was last seen clear of the margin
+        # each row's last looked-at entries (row r, pair p, distance, gradient) and where it was then:
+        # a row a step found out of reach is still there for the whole step after it
+        self._seen_at = np.full((len(rows), len(cols)), np.nan)
+        self._seen = (np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0), np.zeros((0, len(cols))))
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
@@ -294,6 +301,27 @@ class _Corrections:
             if len(live) == 0:
                 break
             live = self.step(out, live)
+
+    def _look(self, out: np.ndarray, live: np.ndarray) -> tuple:
+        """The live rows' gradient entries (f into live, p, dist, grad) where they are: looked up
+        for rows looked at there before, evaluated for the others (and kept)."""
+        seen = (out[self.rows[live]] == self._seen_at[live]).all(axis=1)
+        new = live[~seen]
+        if len(new):
+            separation, frames = self.separation, self.rows[new]
+            everyone = len(new) == len(self.rows) and np.array_equal(new, np.arange(len(new)))
+            still = self.still if everyone else {link: pose[new] for link, pose in self.still.items()}
+            f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
+                                                   separation.margin + LOOKAHEAD_M, still)
+            r = self._seen[0]
+            old = ~np.isin(r, new)
+            self._seen = tuple(np.concatenate([a[old], b]) for a, b in zip(self._seen, (new[f], p, dist, grad)))
+            self._seen_at[new] = out[frames]
+        r = self._seen[0]
+        pick = np.isin(r, live)
+        where = np.full(len(self.rows), -1)
+        where[live] = np.arange(len(live))
+        return (where[r[pick]],) + tuple(a[pick] for a in self._seen[1:])
 
     def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One step of the `live` rows toward the least of their whole change from the shape (its
@@ -321,14 +349,8 @@ class _Corrections:
         them moved; else only those inside; metric: (H, H^-1) of those rows instead of the shape's);
         the rows that were inside. known: the live rows' gradient entries (f, p, dist, grad) where
         they are, already evaluated."""
-        separation, margin, frames = self.separation, self.separation.margin, self.rows[live]
-        if known is not None:
-            f, p, dist, grad = known
-        else:
-            everyone = len(live) == len(self.rows) and np.array_equal(live, np.arange(len(live)))
-            still = self.still if everyone else {link: pose[live] for link, pose in self.still.items()}
-            f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], margin + LOOKAHEAD_M,
-                                                   still)
+        margin, frames = self.separation.margin, self.rows[live]
+        f, p, dist, grad = known if known is not None else self._look(out, live)
         inside, near = np.zeros(len(live), dtype=bool), np.zeros(len(live), dtype=bool)
         inside[f[dist < margin - TOLERANCE_M]] = True
         near[f[dist < margin]] = True
