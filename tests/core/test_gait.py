@@ -250,8 +250,8 @@ def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
                    "banded path solve slides 106 mm: what is needed is the waist planned as one path that enters each "
                    "double support on its roll-yaw family. That path, with the lateral CoM planned inside what the roll "
                    "carries, is GaitSettings(sagittal_waist=True), off by default (tests/core/test_sagittal_waist.py): "
-                   "ZMP RMS 5.6 mm, soles within 1.1 degrees, but 1.0 % outside (6.00-6.59 s, worst 69 mm) and slide "
-                   "19 mm (the right stance 5.38-6.04 s); 3.7 % and 48 mm before its waist stopped following the "
+                   "ZMP RMS 4 mm, soles within 1.5 degrees, but 1.3 % outside (6.00-6.59 s, worst 104 mm) and slide "
+                   "15 mm (the stances before the last step); 3.7 % and 48 mm before its waist stopped following the "
                    "planted bake's dip there (0.76-0.80 m) into the trailing ankle's limit; elsewhere slides 2-16 mm "
                    "(the legs turn the feet where the waist's path leaves a hip off its foot's plane)")
 def test_issue_targets_on_h1(h1_walk):
