@@ -21,6 +21,7 @@ from ..model.kinematics import KinematicTree
 from .batched import spd_inverse
 from .points import RobotPath
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
+from .switches import solve_switches
 
 SEPARATION_PASSES = 3  # separation passes followed by the ramp in time and the rate limit
 FIX_STEPS = 3  # linearised corrections per fix pass: a frame its neighbours' reach holds inside stays so
@@ -148,6 +149,8 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
         frames = np.flatnonzero((np.abs(x - last) > SETTLED_RAD).any(axis=1) & ~clear)
         if len(frames) == 0:
             break
+    if max_step is not None:  # where a run switches answers, a window of frames goes around the body together
+        x = solve_switches(problem, separation, x, shape, max_step, MAX_SEPARATION_RAD)
     return x
 
 

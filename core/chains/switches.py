@@ -1,0 +1,176 @@
+"""Frames left inside where a run of close frames switches between two answers: a short window
+of frames around each solved as one problem, so its path goes around the body.
+
+A frame alone cannot get out there: its neighbours sit on two answers either side of the body,
+and the joints' speed holds it between them. Together, the window's frames may all move: the
+least change from where they are (the chain shape's metric), every close pair linearised on
+every window frame, consecutive frames within the joints' speed (the frames just outside the
+window held), taken again from where it lands (sequential quadratic programming; each solve a
+least-distance problem, one NNLS: windows are few and small). A window is kept only where its
+frames then overlap less; windows of 2, then 4, then 12 frames each side (the G1 hop's four
+frames each came out with 2: 5 frames solved together).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import nnls
+
+SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, tried in turn
+SWITCH_STEPS = 6  # linearisations per window
+SWITCH_STEP_RAD = 0.35  # no joint turns further per linearisation (the trust region)
+SWITCH_AIM_M = 0.002  # the window aims this far beyond the margin: the linearisation falls short
+SWITCH_LOOKAHEAD_M = 0.02  # pairs this far beyond the margin are kept from closing in
+SLACK_SCALE = 1e-3  # a pair's shortfall of 1 mm costs as much as a unit of scaled change
+INSIDE_M = 0.001  # a frame this far inside the margin is left inside
+
+
+def solve_switches(problem, separation, x: np.ndarray, start: np.ndarray, max_step: np.ndarray,
+                   room_rad: float) -> np.ndarray:
+    """x (F, V) with each window around a frame still inside the margin solved as one problem
+    (module docstring). start: the columns before any room was made (F, V); no joint goes
+    further than room_rad from them. max_step: (V,) per frame."""
+    moved = np.flatnonzero((np.abs(x - start) > 1e-9).any(axis=1))
+    if len(moved) == 0:
+        return x
+    inside = moved[_violation(problem, separation, x, moved) > INSIDE_M]
+    lower = np.maximum(problem.lower, start - room_rad)
+    upper = np.minimum(problem.upper, start + room_rad)
+    x = x.copy()
+    for half in SWITCH_HALF_WIDTHS:
+        if len(inside) == 0:
+            break
+        for window in _windows(inside, half, len(x)):
+            _solve_window(problem, separation, x, window, lower, upper, max_step)
+        inside = inside[_violation(problem, separation, x, inside) > INSIDE_M]
+    return x
+
+
+def _windows(frames: np.ndarray, half: int, count: int) -> list:
+    """Frame ranges [a, b) of `half` frames either side of each of `frames`, overlapping ones merged."""
+    out = []
+    for frame in frames:
+        a, b = max(0, frame - half), min(count, frame + half + 1)
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return [np.arange(a, b) for a, b in out]
+
+
+def _posed(problem, values: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """The whole joint vector (len(frames), n) of these frames with the group's columns `values`."""
+    q = problem.q[frames].copy()
+    q[:, problem.columns] = values
+    return q
+
+
+def _violation(problem, separation, x: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """(len(frames),) how far each frame's closest pair is inside the margin (0 when clear)."""
+    dist = separation.distance(_posed(problem, x[frames], frames), separation.root[frames])
+    return np.maximum(0.0, separation.margin - dist.min(axis=1, initial=np.inf))
+
+
+def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower: np.ndarray,
+                  upper: np.ndarray, max_step: np.ndarray) -> None:
+    """The window's frames of x moved in place by SWITCH_STEPS linearised solves, kept only
+    where their summed overlap with the margin is then smaller."""
+    before = _violation(problem, separation, x, frames)
+    count, width = len(frames), x.shape[1]
+    origin = x[frames].copy()
+    metric = problem.metric(_posed(problem, origin, frames), frames) + 1e-6 * np.eye(width)
+    speed = _speed_rows(count, width, max_step, x, frames)
+    # w = L' y per frame (H = L L'): the cost is 1/2 |w - w0|^2, a least-distance problem
+    unscale = _block_diagonal(np.linalg.inv(np.linalg.cholesky(metric)).transpose(0, 2, 1))  # y = T w
+    w0 = np.linalg.solve(unscale, origin.ravel())
+    y = origin.copy()
+    binding = np.zeros(len(speed[0]), dtype=bool)  # speed rows that bound the last solve: taken first again
+    for _ in range(SWITCH_STEPS):
+        f, _p, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
+                                                separation.margin + SWITCH_LOOKAHEAD_M)
+        if not (dist < separation.margin).any():
+            break
+        pairs = np.zeros((len(f), count * width))
+        for k, (frame, g) in enumerate(zip(f, grad)):
+            pairs[k, frame * width:(frame + 1) * width] = g
+        need = separation.margin + SWITCH_AIM_M - dist + np.einsum("kv,kv->k", grad, y[f])
+        low = np.maximum(lower[frames], np.minimum(y - SWITCH_STEP_RAD, origin)).ravel()
+        high = np.minimum(upper[frames], np.maximum(y + SWITCH_STEP_RAD, origin)).ravel()
+        eye = np.eye(count * width)
+        a = np.vstack([speed[0], pairs, eye, -eye]) @ unscale
+        b = np.concatenate([speed[1], need, low, -high])
+        # each pair may fall short at a steep price (slack t, SLACK_SCALE t of it): always solvable
+        slack = np.zeros((len(a), len(f)))
+        slack[len(speed[0]) + np.arange(len(f)), np.arange(len(f))] = SLACK_SCALE
+        slack = np.vstack([slack, np.eye(len(f))])
+        first = np.zeros(len(a) + len(f), dtype=bool)
+        first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
+        u, used = _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]),
+                            np.concatenate([b - a @ w0, np.zeros(len(f))]), first)
+        if u is None:
+            break  # the joints' speed and range alone leave no way: kept as it is
+        u, binding = u[:len(w0)], used[:len(speed[0])]
+        y = np.clip((unscale @ (w0 + u)).reshape(count, width), lower[frames], upper[frames])
+    trial = x.copy()
+    trial[frames] = _within_speed(y, x, frames, max_step)
+    if _violation(problem, separation, trial, frames).sum() < before.sum():
+        x[frames] = trial[frames]
+
+
+def _speed_rows(count: int, width: int, max_step: np.ndarray, x: np.ndarray, frames: np.ndarray) -> tuple:
+    """(A, b) with A z >= b keeping consecutive window frames, and the first and last against the
+    frames just outside (held), within max_step of each other."""
+    rows, need = [], []
+    eye = np.eye(width)
+    for k in range(count - 1):
+        diff = np.zeros((width, count * width))
+        diff[:, (k + 1) * width:(k + 2) * width], diff[:, k * width:(k + 1) * width] = eye, -eye
+        rows += [diff, -diff]
+        need += [-max_step, -max_step]
+    for k, outside in ((0, frames[0] - 1), (count - 1, frames[-1] + 1)):
+        if 0 <= outside < len(x):
+            pick = np.zeros((width, count * width))
+            pick[:, k * width:(k + 1) * width] = eye
+            rows += [pick, -pick]
+            need += [x[outside] - max_step, -x[outside] - max_step]
+    return np.vstack(rows), np.concatenate(need)
+
+
+def _within_speed(y: np.ndarray, x: np.ndarray, frames: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+    """y with each frame held within max_step of the one before it (the frame before the window
+    held), so a solve that ended a hair over the joints' speed keeps it."""
+    out = y.copy()
+    last = x[frames[0] - 1] if frames[0] > 0 else out[0]
+    for k in range(len(out)):
+        out[k] = np.clip(out[k], last - max_step, last + max_step)
+        last = out[k]
+    return out
+
+
+def _block_diagonal(blocks: np.ndarray) -> np.ndarray:
+    """(R * V, R * V) with the (R, V, V) blocks on its diagonal."""
+    count, width = blocks.shape[:2]
+    out = np.zeros((count * width, count * width))
+    for k, block in enumerate(blocks):
+        out[k * width:(k + 1) * width, k * width:(k + 1) * width] = block
+    return out
+
+
+def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray) -> tuple:
+    """(u, rows used): the u of least |u| with g u >= h (Lawson and Hanson's least distance
+    programming: one nonnegative least squares on [g'; h']); (None, None) when no u meets them.
+    The rows `first` (bool) are taken first, any other only once the answer breaks it: most of
+    the window's speed and range rows never bind, and NNLS's cost grows with its rows."""
+    use = first.copy()
+    while True:
+        e = np.vstack([g[use].T, h[use][None, :]])
+        target = np.zeros(len(e))
+        target[-1] = 1.0
+        lam, _ = nnls(e, target, maxiter=50 * len(e[0]) + 50)
+        r = e @ lam - target
+        if abs(r[-1]) < 1e-12:
+            return None, None
+        u = -r[:-1] / r[-1]
+        broken = ~use & (g @ u < h - 1e-9)
+        if not broken.any():
+            return u, use
+        use |= broken
