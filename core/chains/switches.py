@@ -13,6 +13,7 @@ frames each came out with 2: 5 frames solved together).
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import block_diag
 from scipy.optimize import nnls
 
 SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, tried in turn
@@ -80,7 +81,7 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
     metric = problem.metric(_posed(problem, origin, frames), frames) + 1e-6 * np.eye(width)
     speed = _speed_rows(count, width, max_step, x, frames)
     # w = L' y per frame (H = L L'): the cost is 1/2 |w - w0|^2, a least-distance problem
-    unscale = _block_diagonal(np.linalg.inv(np.linalg.cholesky(metric)).transpose(0, 2, 1))  # y = T w
+    unscale = block_diag(*np.linalg.inv(np.linalg.cholesky(metric)).transpose(0, 2, 1))  # y = T w
     w0 = np.linalg.solve(unscale, origin.ravel())
     y = origin.copy()
     binding = np.zeros(len(speed[0]), dtype=bool)  # speed rows that bound the last solve: taken first again
@@ -143,15 +144,6 @@ def _within_speed(y: np.ndarray, x: np.ndarray, frames: np.ndarray, max_step: np
     for k in range(len(out)):
         out[k] = np.clip(out[k], last - max_step, last + max_step)
         last = out[k]
-    return out
-
-
-def _block_diagonal(blocks: np.ndarray) -> np.ndarray:
-    """(R * V, R * V) with the (R, V, V) blocks on its diagonal."""
-    count, width = blocks.shape[:2]
-    out = np.zeros((count * width, count * width))
-    for k, block in enumerate(blocks):
-        out[k * width:(k + 1) * width, k * width:(k + 1) * width] = block
     return out
 
 
