@@ -204,35 +204,43 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     return out, clear
 
 
-def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndarray) -> None:
+def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndarray,
+                        live: np.ndarray | None = None) -> None:
     """Frames of a run of close frames whose change turns a joint the other way than the run's
     median change (the arm in front of the hip there, behind it here) start again from that
     median and come back toward their shape as far as the bodies allow: one answer along a run,
     so the ramp in time mixes no two (a switch between them would pass through the body). A run
     where some frames still end on the other side (the median's answer cannot hold there) is
-    tried whole on theirs, kept if fewer of its frames then end against it."""
-    rows = correct.rows
-    run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
-    change = out[rows] - shape
-    consensus = np.zeros(change.shape)
+    tried whole on theirs, kept if fewer of its frames then end against it.
+    live: positions of the rows looked at (default all; runs are still those of all rows)."""
+    every = correct.rows
+    run = np.cumsum(np.diff(every, prepend=every[0]) > RUN_GAP_FRAMES)
+    live = np.arange(len(every)) if live is None else live
+    rows, run = every[live], run[live]
+    change = out[rows] - shape[live]
+    consensus = np.zeros(shape.shape)
     for k in np.unique(run):
-        consensus[run == k] = np.median(change[run == k], axis=0)
-    against = _against(change, consensus)
+        consensus[live[run == k]] = np.median(change[run == k], axis=0)
+    against = live[_against(change, consensus[live])]
     if len(against) == 0:
         return
-    _restart(correct, out, shape, consensus, against)
-    still = _against(out[rows] - shape, consensus)
+    _restart(correct, out, shape, consensus, [(against, np.inf)])
+    still = _against(out[rows] - shape[live], consensus[live])  # positions into live
+    tries = []  # (members, frames against before) of the runs tried whole on the other answer
     for k in np.unique(run[still]):
-        members, off = np.flatnonzero(run == k), still[run[still] == k]
+        members, off = live[run == k], live[still[run[still] == k]]
         if len(off) < RETRY_SHARE * len(members):
             continue  # a few frames off the run's answer: its median answer holds, the ramps join them
-        other = np.median(out[rows[off]] - shape[off], axis=0)
-        saved = out[rows[members]].copy()
-        consensus[members] = other
-        if not _restart(correct, out, shape, consensus, members, GIVE_UP_SHARE * len(off)) or \
-                len(_against(out[rows[members]] - shape[members], consensus[members])) >= len(off):
-            out[rows[members]] = saved
-            correct.q[rows[members][:, None], correct.cols] = saved
+        consensus[members] = np.median(out[every[off]] - shape[off], axis=0)
+        tries.append((members, len(off)))
+    if not tries:
+        return
+    saved = out.copy()
+    kept = _restart(correct, out, shape, consensus, [(members, GIVE_UP_SHARE * off) for members, off in tries])
+    for (members, off), went_on in zip(tries, kept):  # the runs all at once: each frame's steps are its own
+        if not went_on or len(_against(out[every[members]] - shape[members], consensus[members])) >= off:
+            out[every[members]] = saved[every[members]]
+            correct.q[every[members][:, None], correct.cols] = saved[every[members]]
 
 
 def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
@@ -241,24 +249,27 @@ def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
 
 
 def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
-             which: np.ndarray, give_up: float = np.inf) -> bool:
-    """Rows `which` started again from shape + consensus, out of reach from there, then back
-    toward their shape as far as the bodies allow. give_up: after the way back, stop there
-    (False) when this many rows already turn against the consensus: a run tried whole on the
-    other answer that will not be kept (the last corrections change that count by a few; a limb's
-    whole steps have no way back of their own: never given up there)."""
+             groups: list) -> list[bool]:
+    """Rows of each group (which, give_up) started again from shape + consensus, out of reach from
+    there, then back toward their shape as far as the bodies allow; all groups in the same steps
+    (a row's steps are its own). give_up: after the way back, a group stops there (False) when this
+    many of its rows already turn against the consensus: a run tried whole on the other answer that
+    will not be kept (the last corrections change that count by a few; a limb's whole steps have
+    no way back of their own: never given up there)."""
+    which = np.concatenate([rows for rows, _ in groups])
     at = correct.rows[which]
     out[at] = np.clip(shape[which] + consensus[which], correct.lower[which], correct.upper[which])
     correct.q[at[:, None], correct.cols] = out[at]
     correct.out_of_reach(out, which)
     if correct.whole:  # its whole change already came back toward the shape as far as the bodies allow;
-        return True   # nothing is left to give up (the caller counts the rows against the consensus)
+        return [True] * len(groups)  # nothing is left to give up (the caller counts the rows against the consensus)
     for _ in range(RELAX_STEPS):
         correct.step(out, which, shape[which] - out[at])
-    if len(_against(out[at] - shape[which], consensus[which])) >= give_up:
-        return False
-    correct.out_of_reach(out, which)
-    return True
+    went_on = [len(_against(out[correct.rows[rows]] - shape[rows], consensus[rows])) < give_up
+               for rows, give_up in groups]
+    if any(went_on):
+        correct.out_of_reach(out, np.concatenate([rows for (rows, _), on in zip(groups, went_on) if on]))
+    return went_on
 
 
 class _Corrections:
