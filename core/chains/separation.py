@@ -19,6 +19,7 @@ import numpy as np
 
 from ..model.kinematics import KinematicTree
 from .batched import spd_inverse
+from .coherence import coarse_rows
 from .points import RobotPath
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .switches import solve_switches
@@ -46,6 +47,7 @@ PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share 
 GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
 #                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (README: the third's cost 5 %, cleared none)
+TRIAL_EVERY = 3  # a limb's run tried whole on the other answer tries every this many of its close frames first
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
@@ -204,43 +206,69 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     return out, clear
 
 
-def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndarray,
-                        live: np.ndarray | None = None) -> None:
+def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndarray) -> None:
     """Frames of a run of close frames whose change turns a joint the other way than the run's
     median change (the arm in front of the hip there, behind it here) start again from that
     median and come back toward their shape as far as the bodies allow: one answer along a run,
     so the ramp in time mixes no two (a switch between them would pass through the body). A run
     where some frames still end on the other side (the median's answer cannot hold there) is
-    tried whole on theirs, kept if fewer of its frames then end against it.
-    live: positions of the rows looked at (default all; runs are still those of all rows)."""
-    every = correct.rows
-    run = np.cumsum(np.diff(every, prepend=every[0]) > RUN_GAP_FRAMES)
-    live = np.arange(len(every)) if live is None else live
-    rows, run = every[live], run[live]
-    change = out[rows] - shape[live]
-    consensus = np.zeros(shape.shape)
+    tried whole on theirs, kept if fewer of its frames then end against it (all such runs in the
+    same steps: each frame's steps are its own; a limb's runs on a sample of their frames first)."""
+    rows = correct.rows
+    run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
+    change = out[rows] - shape
+    consensus = np.zeros(change.shape)
     for k in np.unique(run):
-        consensus[live[run == k]] = np.median(change[run == k], axis=0)
-    against = live[_against(change, consensus[live])]
+        consensus[run == k] = np.median(change[run == k], axis=0)
+    against = _against(change, consensus)
     if len(against) == 0:
         return
     _restart(correct, out, shape, consensus, [(against, np.inf)])
-    still = _against(out[rows] - shape[live], consensus[live])  # positions into live
+    still = _against(out[rows] - shape, consensus)
     tries = []  # (members, frames against before) of the runs tried whole on the other answer
     for k in np.unique(run[still]):
-        members, off = live[run == k], live[still[run[still] == k]]
+        members, off = np.flatnonzero(run == k), still[run[still] == k]
         if len(off) < RETRY_SHARE * len(members):
             continue  # a few frames off the run's answer: its median answer holds, the ramps join them
-        consensus[members] = np.median(out[every[off]] - shape[off], axis=0)
+        consensus[members] = np.median(out[rows[off]] - shape[off], axis=0)
         tries.append((members, len(off)))
     if not tries:
         return
     saved = out.copy()
-    kept = _restart(correct, out, shape, consensus, [(members, GIVE_UP_SHARE * off) for members, off in tries])
-    for (members, off), went_on in zip(tries, kept):  # the runs all at once: each frame's steps are its own
-        if not went_on or len(_against(out[every[members]] - shape[members], consensus[members])) >= off:
-            out[every[members]] = saved[every[members]]
-            correct.q[every[members][:, None], correct.cols] = saved[every[members]]
+    if correct.whole:  # nothing to give up on a limb (_restart): its runs' samples show which to go on with
+        tries = _tried_first(correct, out, shape, consensus, tries, saved)
+        kept = [True] * len(tries)
+    else:
+        kept = _restart(correct, out, shape, consensus, [(members, GIVE_UP_SHARE * off) for members, off in tries])
+    for (members, off), went_on in zip(tries, kept):
+        if not went_on or len(_against(out[rows[members]] - shape[members], consensus[members])) >= off:
+            out[rows[members]] = saved[rows[members]]
+            correct.q[rows[members][:, None], correct.cols] = saved[rows[members]]
+
+
+def _tried_first(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
+                 tries: list, saved: np.ndarray) -> list:
+    """The tries (members, frames against before) worth finishing, finished: each run's every
+    TRIAL_EVERY-th close frame (and its ends) is tried on its new answer first, all runs in the
+    same steps; a run whose sample then ends against that answer at least as often as the run did
+    before would not be kept (G1 walk / hop: 6 of 8 runs tried, none kept), its sample is put
+    back (`saved`); the others' remaining frames follow. Each frame's steps are its own, so a run
+    finished ends where it would have tried whole: the same joints, a third of the frames' steps
+    spent on a run not kept."""
+    rows = correct.rows
+    samples = [members[coarse_rows(rows[members], TRIAL_EVERY, RUN_GAP_FRAMES)] for members, _ in tries]
+    _restart(correct, out, shape, consensus, [(sample, np.inf) for sample in samples])
+    going, rest = [], []
+    for (members, off), sample in zip(tries, samples):
+        if len(_against(out[rows[sample]] - shape[sample], consensus[sample])) * len(members) < off * len(sample):
+            going.append((members, off))
+            rest.append(np.setdiff1d(members, sample))
+        else:
+            out[rows[sample]] = saved[rows[sample]]
+            correct.q[rows[sample][:, None], correct.cols] = saved[rows[sample]]
+    if any(len(r) for r in rest):
+        _restart(correct, out, shape, consensus, [(r, np.inf) for r in rest if len(r)])
+    return going
 
 
 def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
