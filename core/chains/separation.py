@@ -250,9 +250,10 @@ def _tried_first(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, co
                  tries: list, saved: np.ndarray) -> list:
     """The tries (members, frames against before) worth finishing, finished: each run's every
     TRIAL_EVERY-th close frame (and its ends) is tried on its new answer first, all runs in the
-    same steps; a run whose sample then ends against that answer at least as often as the run did
-    before would not be kept (G1 walk / hop: 6 of 8 runs tried, none kept), its sample is put
-    back (`saved`); the others' remaining frames follow. Each frame's steps are its own, so a run
+    same steps; a run whose sample then ends against that answer more often than the run did
+    before, beyond a sample's spread (one standard error), would not be kept: its sample is put
+    back (`saved`); the others' remaining frames follow (G1 walk / hop: 2 and 2 of 6 and 3 runs
+    put back, none of them kept when tried whole). Each frame's steps are its own, so a run
     finished ends where it would have tried whole: the same joints, a third of the frames' steps
     spent on a run not kept."""
     rows = correct.rows
@@ -260,7 +261,8 @@ def _tried_first(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, co
     _restart(correct, out, shape, consensus, [(sample, np.inf) for sample in samples])
     going, rest = [], []
     for (members, off), sample in zip(tries, samples):
-        if len(_against(out[rows[sample]] - shape[sample], consensus[sample])) * len(members) < off * len(sample):
+        share, before = len(_against(out[rows[sample]] - shape[sample], consensus[sample])) / len(sample), off / len(members)
+        if share < before + np.sqrt(before * (1.0 - before) / len(sample)):  # within a sample's spread: go on
             going.append((members, off))
             rest.append(np.setdiff1d(members, sample))
         else:
