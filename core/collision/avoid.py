@@ -226,6 +226,21 @@ class SeparationTerm:
         grad[:] = (self._scale[:, None] * (rate_a * self.moves[:, p, 0] - rate_b * self.moves[:, p, 1])).T
         return dist, (f, p, dist[f, p], grad)
 
+    def look_close(self, q: np.ndarray, root: np.ndarray, close: float, within: float):
+        """`look` where only the frames with a pair closer than `close` need entries (a pass's
+        first look: a frame clear of the margin is done): distances (F, Q) exact up to `close`,
+        and up to `within` on those frames, with their entries closer than `within`. Most frames
+        of a clip are clear, and telling them so needs no exact distance beyond `close`."""
+        poses, dist, _ = self._near(q, root, close)
+        rows = np.flatnonzero(dist.min(axis=1, initial=np.inf) < close)
+        if len(rows) == len(q):
+            return self.look(q, root, within, poses)
+        if len(rows) == 0:
+            return dist, (rows, rows, np.zeros(0), np.zeros((0, len(self.variables))))
+        near, (f, p, d, g) = self.look(q[rows], root[rows], within, {link: pose[rows] for link, pose in poses.items()})
+        dist[rows] = near
+        return dist, (rows[f], p, d, g)
+
     def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Hinge residuals (F, Q) and their Jacobian (F, Q, V) over the term's joints, both
         computed only where a pair is inside the margin."""

@@ -92,12 +92,15 @@ def _step(tree: KinematicTree, link: int) -> tuple:
 
 def _turned(cols: np.ndarray, axis: np.ndarray, principal: int, angle: np.ndarray) -> np.ndarray:
     """cols (3, 3, F) of R times Rot(axis, angle): about +-x, +-y or +-z two columns mix."""
-    out = cols.copy()
+    out = np.empty_like(cols)
     if principal >= 0:
         i, j = (principal + 1) % 3, (principal + 2) % 3
         c, s = np.cos(angle), np.sin(angle) * axis[principal]
-        out[i] = c * cols[i] + s * cols[j]
-        out[j] = c * cols[j] - s * cols[i]
+        out[principal] = cols[principal]
+        np.multiply(c, cols[i], out=out[i])
+        out[i] += s * cols[j]
+        np.multiply(c, cols[j], out=out[j])
+        out[j] -= s * cols[i]
         return out
     local = axis_angle_to_matrix(axis, angle)  # (F, 3, 3)
     for k in range(3):
