@@ -180,7 +180,7 @@ def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | N
     q[:, cols] = x
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
     # the frames' distances and the close pairs' gradients at once: the first correction starts from them
-    dist, (f, p, d, g) = separation.look_close(q[look], separation.root[look], margin, margin + LOOKAHEAD_M)
+    dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M)
     close = dist.min(axis=1, initial=np.inf) < margin
     rows = look[close]
     clear = np.zeros(len(x), dtype=bool)

@@ -44,7 +44,12 @@ class Separation:
         self._rank = np.array([max((k for k, chain in enumerate(chains) if chain & up), default=-1)
                                for up in self._ancestors], dtype=int)
         self._chains = chains
-        self._terms: dict = {}  # the terms built, by joints and capsule pairs: a bake asks for each several times
+        # the terms built, by joints and capsule pairs, kept with the robot's pairs: every bake asks for the same
+        key = (self.margin, self.weight, tuple(tuple(sorted(chain)) for chain in chains))
+        kept = self.pairs.__dict__.setdefault("_separation_terms", {})
+        if kept.get(key, (None,))[0] is not tree:
+            kept[key] = (tree, {})
+        self._terms = kept[key][1]
 
     def term(self, variables, root: np.ndarray) -> "SeparationTerm | None":
         """The rows a solve of these joints (link indices: a chain's, or chains making room
@@ -53,7 +58,7 @@ class Separation:
         if key not in self._terms:
             self._terms[key] = self._term(list(key))
         term = self._terms[key]
-        return None if term is None else term.at(root)
+        return None if term is None else term.at(root, self)
 
     def subset(self, term: "SeparationTerm", keep: np.ndarray) -> "SeparationTerm":
         """The term on its capsule pairs `keep` (Q,) bool (built once per bake and set of pairs)."""
@@ -61,7 +66,7 @@ class Separation:
         key = (tuple(int(v) for v in term.variables), capsules.tobytes())
         if key not in self._terms:
             self._terms[key] = SeparationTerm(self, term.variables, capsules, term._all_moves, None)
-        return self._terms[key].at(term.root)
+        return self._terms[key].at(term.root, self)
 
     def _term(self, variables: list[int]) -> "SeparationTerm | None":
         caps = self.pairs.capsules
@@ -187,10 +192,11 @@ class SeparationTerm:
         keep = dist.min(axis=0) < self.margin + reach
         return self.separation.subset(self, keep)
 
-    def at(self, root: np.ndarray | None) -> "SeparationTerm":
-        """The same rows for other root poses (F, 4, 4)."""
+    def at(self, root: np.ndarray | None, separation: Separation | None = None) -> "SeparationTerm":
+        """The same rows for other root poses (F, 4, 4) (and a bake's `separation`)."""
         out = copy.copy(self)
         out.root = root
+        out.separation = separation or self.separation
         return out
 
     def gradient(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
@@ -225,21 +231,6 @@ class SeparationTerm:
         rate_b = (axis * _cross(cb.T, normal)).sum(axis=1) + along
         grad[:] = (self._scale[:, None] * (rate_a * self.moves[:, p, 0] - rate_b * self.moves[:, p, 1])).T
         return dist, (f, p, dist[f, p], grad)
-
-    def look_close(self, q: np.ndarray, root: np.ndarray, close: float, within: float):
-        """`look` where only the frames with a pair closer than `close` need entries (a pass's
-        first look: a frame clear of the margin is done): distances (F, Q) exact up to `close`,
-        and up to `within` on those frames, with their entries closer than `within`. Most frames
-        of a clip are clear, and telling them so needs no exact distance beyond `close`."""
-        poses, dist, _ = self._near(q, root, close)
-        rows = np.flatnonzero(dist.min(axis=1, initial=np.inf) < close)
-        if len(rows) == len(q):
-            return self.look(q, root, within, poses)
-        if len(rows) == 0:
-            return dist, (rows, rows, np.zeros(0), np.zeros((0, len(self.variables))))
-        near, (f, p, d, g) = self.look(q[rows], root[rows], within, {link: pose[rows] for link, pose in poses.items()})
-        dist[rows] = near
-        return dist, (rows[f], p, d, g)
 
     def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Hinge residuals (F, Q) and their Jacobian (F, Q, V) over the term's joints, both
