@@ -319,15 +319,16 @@ class _Corrections:
             still = self.still if everyone else {link: pose[new] for link, pose in self.still.items()}
             f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
                                                    separation.margin + LOOKAHEAD_M, still)
-            r = self._seen[0]
-            old = ~np.isin(r, new)
+            redone = np.zeros(len(self.rows), dtype=bool)  # a mask, not np.isin: no sort per step
+            redone[new] = True
+            old = ~redone[self._seen[0]]
             self._seen = tuple(np.concatenate([a[old], b]) for a, b in zip(self._seen, (new[f], p, dist, grad)))
             self._seen_at[new] = out[frames]
-        r = self._seen[0]
-        pick = np.isin(r, live)
         where = np.full(len(self.rows), -1)
         where[live] = np.arange(len(live))
-        return (where[r[pick]],) + tuple(a[pick] for a in self._seen[1:])
+        at = where[self._seen[0]]
+        pick = at >= 0
+        return (at[pick],) + tuple(a[pick] for a in self._seen[1:])
 
     def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One step of the `live` rows toward the least of their whole change from the shape (its
