@@ -135,11 +135,13 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
     the margin where the ramp and the rate limit did not touch them."""
     shape, frames = x, None
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
+    seen = np.zeros(len(x), dtype=bool)  # frames seen clear of the margin where they are
     for k in range(passes + FIX_PASSES):
         last, fixing = x, k >= passes and max_step is not None
         bounds = _within_reach(x, max_step, held) if fixing else held
         solved, clear = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
                                   FIX_STEPS if fixing else LINEAR_STEPS, k < WHOLE_PASSES)
+        seen = (seen & (solved == last).all(axis=1)) | clear
         x = solved
         if max_step is not None:
             x = rate_limit(x if fixing else room_in_time(shape, x, max_step), max_step)
@@ -148,11 +150,12 @@ def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray
             held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
                     np.where(x < solved - 1e-9, np.minimum(held[1], x), held[1]))
         clear &= (np.abs(x - solved) <= 1e-12).all(axis=1)  # seen clear where it still is
+        seen &= (np.abs(x - solved) <= 1e-12).all(axis=1)
         frames = np.flatnonzero((np.abs(x - last) > SETTLED_RAD).any(axis=1) & ~clear)
         if len(frames) == 0:
             break
     if max_step is not None:  # where a run switches answers, a window of frames goes around the body together
-        x = solve_switches(problem, separation, x, shape, max_step, MAX_SEPARATION_RAD)
+        x = solve_switches(problem, separation, x, shape, max_step, MAX_SEPARATION_RAD, seen)
     return x
 
 
@@ -357,15 +360,16 @@ class _Corrections:
             still = self.still if everyone else {link: pose[new] for link, pose in self.still.items()}
             f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
                                                    separation.margin + LOOKAHEAD_M, still)
-            r = self._seen[0]
-            old = ~np.isin(r, new)
+            redone = np.zeros(len(self.rows), dtype=bool)  # a mask, not np.isin: no sort per step
+            redone[new] = True
+            old = ~redone[self._seen[0]]
             self._seen = tuple(np.concatenate([a[old], b]) for a, b in zip(self._seen, (new[f], p, dist, grad)))
             self._seen_at[new] = out[frames]
-        r = self._seen[0]
-        pick = np.isin(r, live)
         where = np.full(len(self.rows), -1)
         where[live] = np.arange(len(live))
-        return (where[r[pick]],) + tuple(a[pick] for a in self._seen[1:])
+        at = where[self._seen[0]]
+        pick = at >= 0
+        return (at[pick],) + tuple(a[pick] for a in self._seen[1:])
 
     def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One step of the `live` rows toward the least of their whole change from the shape (its

@@ -26,11 +26,13 @@ INSIDE_M = 0.001  # a frame this far inside the margin is left inside
 
 
 def solve_switches(problem, separation, x: np.ndarray, start: np.ndarray, max_step: np.ndarray,
-                   room_rad: float) -> np.ndarray:
+                   room_rad: float, clear: np.ndarray | None = None) -> np.ndarray:
     """x (F, V) with each window around a frame still inside the margin solved as one problem
     (module docstring). start: the columns before any room was made (F, V); no joint goes
-    further than room_rad from them. max_step: (V,) per frame."""
-    moved = np.flatnonzero((np.abs(x - start) > 1e-9).any(axis=1))
+    further than room_rad from them. max_step: (V,) per frame. clear: (F,) bool, frames already
+    seen clear of the margin where they are (not measured again)."""
+    moved = (np.abs(x - start) > 1e-9).any(axis=1)
+    moved = np.flatnonzero(moved if clear is None else moved & ~clear)
     if len(moved) == 0:
         return x
     inside = moved[_violation(problem, separation, x, moved) > INSIDE_M]

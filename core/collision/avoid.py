@@ -9,11 +9,13 @@ carry it as hinge rows, weight * max(0, margin - distance), next to their foot g
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..model.kinematics import PRISMATIC, KinematicTree
+from ..model.posing import Poser
 from ..motion.frames import frame_blocks
 from .distance import capsule_distance
 from .pairs import CollisionPairs, body_distances, pair_distances
@@ -42,11 +44,31 @@ class Separation:
         self._rank = np.array([max((k for k, chain in enumerate(chains) if chain & up), default=-1)
                                for up in self._ancestors], dtype=int)
         self._chains = chains
+        # the terms built, by joints and capsule pairs, kept with the robot's pairs: every bake asks for the same
+        key = (self.margin, self.weight, tuple(tuple(sorted(chain)) for chain in chains))
+        kept = self.pairs.__dict__.setdefault("_separation_terms", {})
+        if kept.get(key, (None,))[0] is not tree:
+            kept[key] = (tree, {})
+        self._terms = kept[key][1]
 
     def term(self, variables, root: np.ndarray) -> "SeparationTerm | None":
         """The rows a solve of these joints (link indices: a chain's, or chains making room
         together) carries for root poses (F, 4, 4); None when they move no checked pair."""
-        variables = [int(v) for v in variables]
+        key = tuple(int(v) for v in variables)
+        if key not in self._terms:
+            self._terms[key] = self._term(list(key))
+        term = self._terms[key]
+        return None if term is None else term.at(root, self)
+
+    def subset(self, term: "SeparationTerm", keep: np.ndarray) -> "SeparationTerm":
+        """The term on its capsule pairs `keep` (Q,) bool (built once per bake and set of pairs)."""
+        capsules = term.capsules[keep]
+        key = (tuple(int(v) for v in term.variables), capsules.tobytes())
+        if key not in self._terms:
+            self._terms[key] = SeparationTerm(self, term.variables, capsules, term._all_moves, None)
+        return self._terms[key].at(term.root, self)
+
+    def _term(self, variables: list[int]) -> "SeparationTerm | None":
         caps = self.pairs.capsules
         moves = np.array([[v in self._ancestors[c] for c in range(len(self._ancestors))] for v in variables],
                          dtype=bool).reshape(len(variables), -1)  # (V, C)
@@ -57,7 +79,7 @@ class Separation:
             relative &= ~(later[caps[:, 0]] | later[caps[:, 1]])
         if not relative.any():
             return None
-        return SeparationTerm(self, np.array(variables, dtype=int), self.pairs.capsules[relative], moves, root)
+        return SeparationTerm(self, np.array(variables, dtype=int), self.pairs.capsules[relative], moves, None)
 
 
 class SeparationTerm:
@@ -90,24 +112,24 @@ class SeparationTerm:
         bodies, local = np.unique(body_pairs, return_inverse=True)
         self._body_pairs = local.reshape(-1, 2)
         centre, radius = model.body_spheres()
-        self._centre, self._radius = centre[bodies], radius[bodies]
-        row = {link: k for k, link in enumerate(self._links)}
-        self._body_row = np.array([row[model.body_links[b]] for b in bodies], dtype=int)
-        self._capsule_row = np.array([row.get(int(link), 0) for link in model.capsule_link], dtype=int)
+        self._radius = radius[bodies]
+        self._body_centres = [(int(model.body_links[b]), centre[b][None]) for b in bodies]
         self._used, local = np.unique(self.capsules, return_inverse=True)  # the capsules read, and where
         self._local = local.reshape(self.capsules.shape)
+        links = model.capsule_link[self._used]
+        self._capsule_ends = [(int(link), np.flatnonzero(links == link),
+                               model.ends[self._used[links == link]].reshape(-1, 3)) for link in np.unique(links)]
+        self._poser = Poser(self.tree, self._links)
 
     def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
         capsules) and the entries (f, p) whose capsules' spheres come within `within`, with their
         exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
-        still: poses (F, 4, 4) of links the term's joints do not move, on these frames (still_poses)."""
-        poses = self.tree.poses(q, root, self._links, still)
-        rot = np.stack([poses[link][:, :3, :3] for link in self._links], axis=1)  # (F, L, 3, 3)
-        pos = np.stack([poses[link][:, :3, 3] for link in self._links], axis=1)
-        centre = _in_world(rot, pos, self._body_row, self._centre[:, None])[:, :, 0]  # (F, B, 3)
+        still: poses (F frames) of links the term's joints do not move, on these frames (still_poses)."""
+        poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
+        centre = np.stack([poses[link].apply(local)[0] for link, local in self._body_centres])  # (B, 3, F)
         a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
-        apart = np.linalg.norm(centre[:, a] - centre[:, b], axis=-1) - self._radius[a] - self._radius[b]  # (F, P)
+        apart = (_norm(centre[a] - centre[b]) - (self._radius[a] + self._radius[b])[:, None]).T  # (F, P)
         dist = apart[:, self._owner]
         f, pair = np.nonzero(apart < within)
         counts = self._counts[pair]
@@ -115,17 +137,20 @@ class SeparationTerm:
         entry = np.repeat(np.arange(len(f)), counts)
         p = self._grouped[self._starts[pair][entry] + np.arange(counts.sum()) - begin[entry]]
         f = f[entry]
-        # the capsules' ends in the world once per frame (F, U, 2, 3), their middles bounding spheres' centres
-        used = self._capsule_row[self._used]
-        ends = _in_world(rot, pos, used, self.model.ends[self._used])
-        middle = 0.5 * (ends[:, :, 0] + ends[:, :, 1])
+        # the capsules' ends in the world (U, 2, 3, F), one product per link; their middles bounding spheres' centres
+        ends = np.empty((len(self._used), 2, 3, len(q)))
+        for link, rows, local in self._capsule_ends:
+            ends[rows] = poses[link].apply(local).reshape(len(rows), 2, 3, -1)
+        middle = 0.5 * (ends[:, 0] + ends[:, 1])
         a, b = self._local[p, 0], self._local[p, 1]
-        gap = middle[f, a] - middle[f, b]
-        dist[f, p] = np.linalg.norm(gap, axis=-1) - self._half[self.capsules[p, 0]] - self._half[self.capsules[p, 1]]
-        keep = dist[f, p] < within
+        gap = middle[a, :, f] - middle[b, :, f]  # (K, 3)
+        spheres = np.sqrt(np.einsum("ki,ki->k", gap, gap)) - self._half[self.capsules[p, 0]] \
+            - self._half[self.capsules[p, 1]]
+        dist[f, p] = spheres
+        keep = spheres < within
         f, p, gap, a, b = f[keep], p[keep], gap[keep], a[keep], b[keep]
         radius = self.model.radius
-        first, second = ends[f, a], ends[f, b]  # (K, 2, 3)
+        first, second = ends[a, :, :, f], ends[b, :, :, f]  # (K, 2, 3)
         exact, ca, cb = capsule_distance(first[:, 0], first[:, 1], radius[self.capsules[p, 0]],
                                          second[:, 0], second[:, 1], radius[self.capsules[p, 1]])
         dist[f, p] = exact
@@ -144,7 +169,10 @@ class SeparationTerm:
                 top = max(k for k, up in enumerate(path) if up in variables)
                 still.update(path[top + 1:])
         still.discard(0)
-        return self.tree.poses(q, root, sorted(still)) if still else {}
+        if not still:
+            return {}
+        poses = Poser(self.tree, still)(q, root)
+        return {link: poses[link] for link in still}
 
     def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None) -> np.ndarray:
         """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default
@@ -162,7 +190,14 @@ class SeparationTerm:
         if dist is None:
             dist = self.distance(q[frames], root[frames], 0.0)  # lower bounds are enough
         keep = dist.min(axis=0) < self.margin + reach
-        return SeparationTerm(self.separation, self.variables, self.capsules[keep], self._all_moves, self.root)
+        return self.separation.subset(self, keep)
+
+    def at(self, root: np.ndarray | None, separation: Separation | None = None) -> "SeparationTerm":
+        """The same rows for other root poses (F, 4, 4) (and a bake's `separation`)."""
+        out = copy.copy(self)
+        out.root = root
+        out.separation = separation or self.separation
+        return out
 
     def gradient(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
         """The frame-pair entries closer than `within`: frames (K,), pairs (K,), signed distances
@@ -184,16 +219,17 @@ class SeparationTerm:
         # overlapping axes: push along the line between the capsules' middles instead
         fallback = np.where(np.linalg.norm(mid, axis=-1, keepdims=True) > 1e-9, mid, [0.0, 0.0, 1.0])
         normal = np.where(np.linalg.norm(gap, axis=-1, keepdims=True) > 1e-9, gap, fallback)
-        normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
+        normal = (normal / np.linalg.norm(normal, axis=-1, keepdims=True)).T  # (3, K): entries last, as below
         # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
-        axis = np.stack([poses[int(v)][:, :3, :3] @ self.tree.axes[v] for v in self.variables], axis=1)  # (F, V, 3)
-        joint = np.stack([poses[int(v)][:, :3, 3] for v in self.variables], axis=1)
-        moment = np.where(self._prismatic[:, None], axis, np.cross(joint, axis))[f]  # (K, V, 3); a slide: a.n
-        axis = np.where(self._prismatic[:, None], 0.0, axis)[f]
-        along = np.einsum("kvi,ki->kv", moment, normal)
-        rate_a = np.einsum("kvi,ki->kv", axis, np.cross(ca, normal)) + along
-        rate_b = np.einsum("kvi,ki->kv", axis, np.cross(cb, normal)) + along
-        grad[:] = self._scale * (rate_a * self.moves[:, p, 0].T - rate_b * self.moves[:, p, 1].T)
+        axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])[:, :, f]  # (V, 3, K)
+        joint = np.stack([poses[int(v)].pos for v in self.variables])[:, :, f]
+        slide = self._prismatic[:, None, None]
+        moment = np.where(slide, axis, _cross(joint, axis))  # a slide: a.n
+        axis = np.where(slide, 0.0, axis)
+        along = (moment * normal).sum(axis=1)  # (V, K)
+        rate_a = (axis * _cross(ca.T, normal)).sum(axis=1) + along
+        rate_b = (axis * _cross(cb.T, normal)).sum(axis=1) + along
+        grad[:] = (self._scale[:, None] * (rate_a * self.moves[:, p, 0] - rate_b * self.moves[:, p, 1])).T
         return dist, (f, p, dist[f, p], grad)
 
     def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -206,14 +242,16 @@ class SeparationTerm:
         return res, jac
 
 
-def _in_world(rot: np.ndarray, pos: np.ndarray, rows: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """(F, U, E, 3): points (U, E, 3), each set in the frame of link row rows[u] of rotations
-    (F, L, 3, 3) and positions (F, L, 3), in the world. One product per set over all frames
-    (U matrices of 3F rows): a batch of F x U 3x3 products costs ten times more."""
-    frames, count = len(rot), len(rows)
-    stacked = rot[:, rows].transpose(1, 0, 2, 3).reshape(count, 3 * frames, 3)
-    turned = (stacked @ points.transpose(0, 2, 1)).reshape(count, frames, 3, -1).transpose(1, 0, 3, 2)
-    return turned + pos[:, rows, None]
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b for vectors on the second-last axis (..., 3, K): contiguous rows, no np.cross overhead."""
+    return np.stack([a[..., 1, :] * b[..., 2, :] - a[..., 2, :] * b[..., 1, :],
+                     a[..., 2, :] * b[..., 0, :] - a[..., 0, :] * b[..., 2, :],
+                     a[..., 0, :] * b[..., 1, :] - a[..., 1, :] * b[..., 0, :]], axis=-2)
+
+
+def _norm(vectors: np.ndarray) -> np.ndarray:
+    """Lengths (N, F) of vectors (N, 3, F)."""
+    return np.sqrt(vectors[:, 0] ** 2 + vectors[:, 1] ** 2 + vectors[:, 2] ** 2)
 
 
 def _ancestors(tree: KinematicTree, link: int) -> list[int]:
