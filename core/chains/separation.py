@@ -307,7 +307,7 @@ class _Corrections:
                 break
         if not self.whole:
             return
-        kept = self._whole_state(out, every)
+        kept = self._whole_state(out, every, live)
         moved, live = [], every
         for _ in range(WHOLE_STEPS):
             live = self._whole_step(out, live)
@@ -317,27 +317,25 @@ class _Corrections:
             if len(live) == 0:
                 break
             live = self.step(out, live)
-        self._keep_cheaper(out, every, kept)
+        self._keep_cheaper(out, every, kept, live)
 
-    def _whole_state(self, out: np.ndarray, live: np.ndarray) -> tuple:
-        """(joints (L, V), whole cost (L,), inside (L,) bool) of the live rows where they are."""
+    def _whole_state(self, out: np.ndarray, live: np.ndarray, inside: np.ndarray) -> tuple:
+        """(joints (L, V), whole cost (L,), inside (L,) bool) of the live rows where they are;
+        inside: the rows a way out left inside (moved since it last looked: not known to be out)."""
         rows = self.rows[live]
         change = out[rows] - self.shape[live]
         cost = 0.5 * np.einsum("rv,rvw,rw->r", change, WHOLE_SHAPE_WEIGHT * self.change_metric[live], change)
         cost += self.group.pull_cost(self.q[rows], rows)
-        f, _, dist, _ = self._look(out, live)
-        inside = np.zeros(len(live), dtype=bool)
-        inside[f[dist < self.separation.margin - TOLERANCE_M]] = True
-        return out[rows].copy(), cost, inside
+        return out[rows].copy(), cost, np.isin(live, inside)
 
-    def _keep_cheaper(self, out: np.ndarray, live: np.ndarray, kept: tuple) -> None:
+    def _keep_cheaper(self, out: np.ndarray, live: np.ndarray, kept: tuple, inside: np.ndarray) -> None:
         """The live rows whose whole steps left them costlier than before (kept: _whole_state
         there), or inside where they were out, put back and their trust region halved: linearised,
         the steps and the ways out after them are no descent of the whole cost (the G1's wrist
         roll swings 0.35 rad across a bound and back; four or eight steps cost the walk's left arm
         more than two)."""
         joints, cost, inside = kept
-        _, now, now_inside = self._whole_state(out, live)
+        _, now, now_inside = self._whole_state(out, live, inside)
         back = live[(now_inside & ~inside) | ((now_inside == inside) & (now > cost))]
         self.radius[back] *= 0.5
         out[self.rows[back]] = joints[np.isin(live, back)]
