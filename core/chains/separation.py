@@ -9,7 +9,8 @@ see (a wrist's roll about the forearm) is nearly free, so it turns first, the el
 shoulder when the shape says so; a limb's H also charges the turn of the line a viewer reads
 (shoulder to wrist), so it turns last. Once out, a limb's frames take a few more steps toward
 the least of their whole change plus the distance of the limb's line from the actor's (a path
-of least steps is not the least change, and the shape is not what a viewer reads). The rows
+of least steps is not the least change, and the shape is not what a viewer reads), kept only
+where they lower that cost (linearised, they need not). The rows
 themselves come from outside (core.collision builds them; chains never imports it): only frames
 near a contact pay, a clip without contacts costs a distance check.
 """
@@ -42,7 +43,7 @@ RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
-#                            (README: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
+#                            (README: G1 limbs +0.81 / +1.21 -> +0.57 / +1.02 deg with whole steps kept only where cheaper)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
 GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
@@ -364,7 +365,7 @@ class _Corrections:
 
     def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One step of the `live` rows toward the least of their whole change from the shape (its
-        metric) plus PULL_WEIGHT times the limb line's squared distance from the actor's, the pairs
+        metric, at WHOLE_SHAPE_WEIGHT) plus PULL_WEIGHT times the limb line's squared distance from the actor's, the pairs
         linearised where they are (sequential quadratic programming). Each correction alone is the
         least step out, and a path of least steps is not the least change: its sum turned the G1's
         shoulder where a bent elbow and a turned hand cost the line less. Line and pull are taken
