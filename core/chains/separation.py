@@ -43,7 +43,7 @@ RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
-#                            (README: G1 limbs +0.81 / +1.21 -> +0.57 / +1.02 deg with whole steps kept only where cheaper)
+#                            (README: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
 GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
@@ -335,9 +335,9 @@ class _Corrections:
         the steps and the ways out after them are no descent of the whole cost (the G1's wrist
         roll swings 0.35 rad across a bound and back; four or eight steps cost the walk's left arm
         more than two)."""
-        joints, cost, inside = kept
+        joints, cost, was_inside = kept
         _, now, now_inside = self._whole_state(out, live, inside)
-        back = live[(now_inside & ~inside) | ((now_inside == inside) & (now > cost))]
+        back = live[(now_inside & ~was_inside) | ((now_inside == was_inside) & (now > cost))]
         self.radius[back] *= 0.5
         out[self.rows[back]] = joints[np.isin(live, back)]
         self.q[self.rows[back][:, None], self.cols] = out[self.rows[back]]
