@@ -9,7 +9,8 @@ see (a wrist's roll about the forearm) is nearly free, so it turns first, the el
 shoulder when the shape says so; a limb's H also charges the turn of the line a viewer reads
 (shoulder to wrist), so it turns last. Once out, a limb's frames take a few more steps toward
 the least of their whole change plus the distance of the limb's line from the actor's (a path
-of least steps is not the least change, and the shape is not what a viewer reads). The rows
+of least steps is not the least change, and the shape is not what a viewer reads), kept only
+where they lower that cost (linearised, they need not). The rows
 themselves come from outside (core.collision builds them; chains never imports it): only frames
 near a contact pay, a clip without contacts costs a distance check.
 """
@@ -42,6 +43,8 @@ LINE_WEIGHT = 0.3  # a turn of a limb's line costs this share of its tip's weigh
 RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
+WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
+#                            (README: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
 GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
@@ -123,6 +126,15 @@ class _Group:
                 matrix[:, start:end, start:end], gradient[:, start:end] = _line_pull(problem, line, q, rows)
             start = end
         return matrix, gradient
+
+    def pull_cost(self, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """(R,) what the limb lines' distances from the actor's cost at q (R, n): the value of the
+        model `pull` gives (0 without a line)."""
+        out = np.zeros(len(rows))
+        for problem, line in zip(self.problems, self.lines):
+            if line is not None:
+                out += _line_cost(problem, line, q, rows)
+        return out
 
 
 def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray | None,
@@ -322,6 +334,7 @@ class _Corrections:
         self.metric = metric + self.group.pull(q[rows], rows)[0] if self.whole else metric
         self.inverse = spd_inverse(self.metric)  # once, for every step
         self.clear_at = np.full((len(rows), len(cols)), np.nan)  # where each row was last seen clear of the margin
+        self.radius = np.full(len(rows), STEP_RAD)  # each row's trust region for its whole steps: halved where they failed
         # each row's last looked-at entries (row r, pair p, distance, gradient) and where it was then:
         # a row a step found out of reach is still there for the whole step after it
         self._seen_at = np.full((len(rows), len(cols)), np.nan)
@@ -339,6 +352,7 @@ class _Corrections:
                 break
         if not self.whole:
             return
+        kept = self._whole_state(out, every, live)
         moved, live = [], every
         for _ in range(WHOLE_STEPS):
             live = self._whole_step(out, live)
@@ -348,6 +362,29 @@ class _Corrections:
             if len(live) == 0:
                 break
             live = self.step(out, live)
+        self._keep_cheaper(out, every, kept, live)
+
+    def _whole_state(self, out: np.ndarray, live: np.ndarray, inside: np.ndarray) -> tuple:
+        """(joints (L, V), whole cost (L,), inside (L,) bool) of the live rows where they are;
+        inside: the rows a way out left inside (moved since it last looked: not known to be out)."""
+        rows = self.rows[live]
+        change = out[rows] - self.shape[live]
+        cost = 0.5 * np.einsum("rv,rvw,rw->r", change, WHOLE_SHAPE_WEIGHT * self.change_metric[live], change)
+        cost += self.group.pull_cost(self.q[rows], rows)
+        return out[rows].copy(), cost, np.isin(live, inside)
+
+    def _keep_cheaper(self, out: np.ndarray, live: np.ndarray, kept: tuple, inside: np.ndarray) -> None:
+        """The live rows whose whole steps left them costlier than before (kept: _whole_state
+        there), or inside where they were out, put back and their trust region halved: linearised,
+        the steps and the ways out after them are no descent of the whole cost (the G1's wrist
+        roll swings 0.35 rad across a bound and back; four or eight steps cost the walk's left arm
+        more than two)."""
+        joints, cost, was_inside = kept
+        _, now, now_inside = self._whole_state(out, live, inside)
+        back = live[(now_inside & ~was_inside) | ((now_inside == was_inside) & (now > cost))]
+        self.radius[back] *= 0.5
+        out[self.rows[back]] = joints[np.isin(live, back)]
+        self.q[self.rows[back][:, None], self.cols] = out[self.rows[back]]
 
     def _look(self, out: np.ndarray, live: np.ndarray) -> tuple:
         """The live rows' gradient entries (f into live, p, dist, grad) where they are: looked up
@@ -373,7 +410,7 @@ class _Corrections:
 
     def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One step of the `live` rows toward the least of their whole change from the shape (its
-        metric) plus PULL_WEIGHT times the limb line's squared distance from the actor's, the pairs
+        metric, at WHOLE_SHAPE_WEIGHT) plus PULL_WEIGHT times the limb line's squared distance from the actor's, the pairs
         linearised where they are (sequential quadratic programming). Each correction alone is the
         least step out, and a path of least steps is not the least change: its sum turned the G1's
         shoulder where a bent elbow and a turned hand cost the line less. Line and pull are taken
@@ -381,18 +418,18 @@ class _Corrections:
         wished change exceeds WHOLE_TOLERANCE_RAD (the others are where they would go)."""
         rows = self.rows[live]
         matrix, gradient = self.group.pull(self.q[rows], rows)
-        change = self.change_metric[live]
+        change = WHOLE_SHAPE_WEIGHT * self.change_metric[live]
         metric = change + matrix
         inverse = spd_inverse(metric)
         wished = -np.einsum("rvw,rw->rv", inverse,
                             np.einsum("rvw,rw->rv", change, out[rows] - self.shape[live]) + gradient)
         far = np.abs(wished).max(axis=1) > WHOLE_TOLERANCE_RAD
         if far.any():
-            self.step(out, live[far], wished[far], metric=(metric[far], inverse[far]))
+            self.step(out, live[far], wished[far], metric=(metric[far], inverse[far]), radius=self.radius[live[far]])
         return live[far]
 
     def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None,
-             known: tuple | None = None, metric: tuple | None = None) -> np.ndarray:
+             known: tuple | None = None, metric: tuple | None = None, radius: np.ndarray | None = None) -> np.ndarray:
         """One correction of the `live` rows (toward (L, V): the change wished for besides, all of
         them moved; else only those inside; metric: (H, H^-1) of those rows instead of the shape's);
         the rows that were inside. known: the live rows' gradient entries (f, p, dist, grad) where
@@ -412,7 +449,8 @@ class _Corrections:
         rows = self.rows[at]
         metric = (self.metric[at], self.inverse[at]) if metric is None else (metric[0][moved], metric[1][moved])
         step = _least_change(metric, f, dist, grad, margin, out[rows], self.lower[at],
-                             self.upper[at], None if toward is None else toward[moved])
+                             self.upper[at], None if toward is None else toward[moved],
+                             STEP_RAD if radius is None else radius[moved][:, None])
         out[rows] = np.clip(out[rows] + step, self.lower[at], self.upper[at])
         self.q[rows[:, None], self.cols] = out[rows]
         return live[inside]
@@ -475,8 +513,20 @@ def _line_pull(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows
     return weight * seen @ jac[:, count], weight * np.einsum("rvi,ri->rv", seen, points[:, count])
 
 
+def _line_cost(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(R,) the value at q of the cost _line_pull models: PULL_WEIGHT times the tip's weight times
+    half the squared distance of the limb line's tip from the actor's line."""
+    points, _ = line.evaluate(problem.tree, problem.anchor[rows], q, False)
+    count, tip = len(problem.kin.point_link), problem.kin.path_slices[0].stop - 1
+    actor = problem.targets[rows, tip] - (points[:, tip] - points[:, count])
+    actor /= np.maximum(np.linalg.norm(actor, axis=1, keepdims=True), 1e-9)
+    across = points[:, count] - actor * np.einsum("ri,ri->r", actor, points[:, count])[:, None]
+    return 0.5 * PULL_WEIGHT * problem.weights[tip] * np.einsum("ri,ri->r", across, across)
+
+
 def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float,
-                  x: np.ndarray, lower: np.ndarray, upper: np.ndarray, toward: np.ndarray | None = None) -> np.ndarray:
+                  x: np.ndarray, lower: np.ndarray, upper: np.ndarray, toward: np.ndarray | None = None,
+                  radius: float | np.ndarray = STEP_RAD) -> np.ndarray:
     """Per frame, the joint change dx (R, V) of least 1/2 (dx - t)' H (dx - t) with d + g dx >= margin
     (metric: H (R, V, V) and its inverse)
     for its PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V);
@@ -500,7 +550,7 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
         h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
         step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
-    return step * np.minimum(1.0, STEP_RAD / np.maximum(largest, 1e-12))
+    return step * np.minimum(1.0, radius / np.maximum(largest, 1e-12))
 
 
 def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
