@@ -557,8 +557,8 @@ def test_g1_hop_runs_tried_on_a_sample_first_end_where_tried_whole(g1, monkeypat
     """A limb's run of close frames tried on the other answer is tried on every third frame first
     (core/chains/separation.py, _tried_first): the runs it goes on with end where trying them
     whole put them, the others are put back as before, so the joints are those of trying every
-    run whole, for fewer frames started again (measured on the hop: two of the left arm's three
-    runs put back, 12 % fewer frame-steps)."""
+    run whole, for fewer frames started again (measured on the hop: 12 % fewer with the whole steps
+    kept only where cheaper, 15 % before them)."""
     from dataclasses import replace
 
     import core.chains.separation as separation
@@ -581,4 +581,4 @@ def test_g1_hop_runs_tried_on_a_sample_first_end_where_tried_whole(g1, monkeypat
     whole = retarget(hop, g1, mapping, contacts="auto").q
     # the same to the dual's convergence (its sweeps stop when every frame of a step's batch has converged)
     np.testing.assert_allclose(sampled, whole, rtol=0.0, atol=1e-5)
-    assert sampled_starts < 0.85 * sum(started)
+    assert sampled_starts < 0.9 * sum(started)
