@@ -1,0 +1,67 @@
+"""A foot lifts off where its leg lets go of the ground, and lands where the leg reaches it, within
+the clip frame its contact ends or starts on (issue 12).
+
+Contacts are flags on the clip's frames: a foot flagged down on one frame and up on the next left
+the ground somewhere between the two, which at 30 Hz is 33 ms. The gait's stance ran to the end of
+that frame while the waist (the bake's, on the same frames) already rose and went on toward the
+front foot: a rear leg straight by then dragged its foot, rolled onto its toe edge, off the ground
+over the last cycles of its "stance" (the walk resampled to 30 Hz onto the G1: a 13.4 mm slide;
+at 120 Hz the frame is 8 ms and the same leg kept its knee bent), and the waist's height fitted
+for such cycles fought the height the next stance needs, each round of the fit undoing the last
+(a rear foot at its ankle's limit asking 2 cm up, the front leg straight 5 ms later asking 2 cm
+down: the walk at 30 Hz stood on neither foot at 2.43-2.57 s). So where a foot that is down is not
+where its goal is while the other foot is down, over the cycles next to its lift-off (touch-down)
+within that frame, its swing starts (ends) there instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.transforms import pose_matrices
+from .correction import STAND_TOL_M, TURN_TOL_RAD, Corrector, air_share
+from .foot_path import FootPath
+from .legs import pose_errors
+from .phases import Swing
+
+
+def swing_where_feet_let_go(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: dict[int, FootPath],
+                            swings: dict[str, list[Swing]], limits: dict[str, list[tuple[float, float]]]) -> int:
+    """Move each lift-off earlier over the cycles just before it, and each touch-down later over
+    those just after it, where the foot, though down, is not where its goal is (q (N, n) the legs
+    solved under the waist at root_pos (N, 3)) while the other feet are down; limits: per side and
+    swing, the earliest lift-off and the latest touch-down (s). The paths' down flags and swing
+    knots, the swings' times and the corrector's air shares change in place. Returns how many
+    lift-offs and touch-downs moved."""
+    root = pose_matrices(corrector.root_rot, root_pos)
+    moved = 0
+    for leg in corrector.legs:
+        path = paths[leg.foot]
+        miss, tilt, turn = pose_errors(corrector.tree, [leg], q, root, {leg.foot: path.poses})
+        loose = (miss >= STAND_TOL_M) | (tilt >= corrector.level_tol) | (turn >= TURN_TOL_RAD)
+        held = np.all([other.down for link, other in paths.items() if link != leg.foot], axis=0)
+        changed = False
+        for knots, swing, (earliest, latest) in zip(path.swings, swings[path.side], limits[path.side]):
+            # the stance's last cycle before the swing and its first after it (down: outside (lift, touch))
+            last = int(np.searchsorted(path.times, swing.lift_off_s + 1e-9)) - 1
+            first = int(np.searchsorted(path.times, swing.touch_down_s - 1e-9))
+            lift, touch = last, first
+            lowest = int(np.searchsorted(path.times, earliest - 1e-9))
+            highest = int(np.searchsorted(path.times, latest + 1e-9)) - 1
+            while lift > lowest and path.down[lift] and loose[lift] and held[lift]:
+                lift -= 1
+            while touch < highest and path.down[touch] and loose[touch] and held[touch]:
+                touch += 1
+            if lift < last:
+                path.down[lift + 1:last + 1] = False
+                swing.lift_off_s = knots.times[0] = float(path.times[lift])
+            if touch > first:
+                path.down[first:touch] = False
+                swing.touch_down_s = knots.times[-1] = float(path.times[touch])
+            if lift < last or touch > first:
+                path.refresh([knots])
+                changed = True
+                moved += (lift < last) + (touch > first)
+        if changed:
+            corrector.down[leg.foot] = path.down
+            corrector.air_share[leg.foot] = air_share(path.down, corrector.period)
+    return moved
