@@ -11,7 +11,9 @@ for such cycles fought the height the next stance needs, each round of the fit u
 (a rear foot at its ankle's limit asking 2 cm up, the front leg straight 5 ms later asking 2 cm
 down: the walk at 30 Hz stood on neither foot at 2.43-2.57 s). So where a foot that is down is not
 where its goal is while the other foot is down, over the cycles next to its lift-off (touch-down)
-within that frame, its swing starts (ends) there instead.
+within that frame, after (before) cycles where it stands, its swing starts (ends) there instead; a
+foot that does not stand there either (the H1's, off their goals through whole stances) keeps its
+times.
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ def swing_where_feet_let_go(corrector: Corrector, q: np.ndarray, root_pos: np.nd
                             swings: dict[str, list[Swing]], limits: dict[str, list[tuple[float, float]]]) -> int:
     """Move each lift-off earlier over the cycles just before it, and each touch-down later over
     those just after it, where the foot, though down, is not where its goal is (q (N, n) the legs
-    solved under the waist at root_pos (N, 3)) while the other feet are down; limits: per side and
+    solved under the waist at root_pos (N, 3)) while the other feet are down, to a cycle where it
+    stands; limits: per side and
     swing, the earliest lift-off and the latest touch-down (s). The paths' down flags and swing
     knots, the swings' times and the corrector's air shares change in place. Returns how many
     lift-offs and touch-downs moved."""
@@ -51,6 +54,10 @@ def swing_where_feet_let_go(corrector: Corrector, q: np.ndarray, root_pos: np.nd
                 lift -= 1
             while touch < highest and path.down[touch] and loose[touch] and held[touch]:
                 touch += 1
+            if loose[lift] or not path.down[lift]:  # a foot that did not stand before is not letting go
+                lift = last
+            if loose[touch] or not path.down[touch]:
+                touch = first
             if lift < last:
                 path.down[lift + 1:last + 1] = False
                 swing.lift_off_s = knots.times[0] = float(path.times[lift])
