@@ -254,7 +254,8 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     # the contacts end and start on the clip's frames: within one, a foot lifts off where its leg lets it go
     # (lands where it reaches), before the height is fitted for it (fitted, it fought the next stance's height)
     frame = 1.0 / bake.fps
-    limits = {side: [(s.lift_off_s - frame, s.touch_down_s + frame) for s in items] for side, items in plan.swings.items()}
+    limits = {side: [(s.lift_off_s - frame, s.touch_down_s + frame) for s in items]
+              for side, items in plan.swings.items()}
 
     def let_go(q: np.ndarray, root_pos: np.ndarray) -> int:
         return swing_where_feet_let_go(fine, q, root_pos, plan.paths, plan.swings, limits)

@@ -31,25 +31,26 @@ def swing_where_feet_let_go(corrector: Corrector, q: np.ndarray, root_pos: np.nd
     """Move each lift-off earlier over the cycles just before it, and each touch-down later over
     those just after it, where the foot, though down, is not where its goal is (q (N, n) the legs
     solved under the waist at root_pos (N, 3)) while the other feet are down, to a cycle where it
-    stands; limits: per side and
-    swing, the earliest lift-off and the latest touch-down (s). The paths' down flags and swing
-    knots, the swings' times and the corrector's air shares change in place. Returns how many
-    lift-offs and touch-downs moved."""
-    root = pose_matrices(corrector.root_rot, root_pos)
+    stands; limits: per side and swing, the earliest lift-off and the latest touch-down (s). The
+    paths' down flags and swing knots, the swings' times and the corrector's air shares change in
+    place. Returns how many lift-offs and touch-downs moved."""
     moved = 0
     for leg in corrector.legs:
         path = paths[leg.foot]
-        miss, tilt, turn = pose_errors(corrector.tree, [leg], q, root, {leg.foot: path.poses})
-        loose = (miss >= STAND_TOL_M) | (tilt >= corrector.level_tol) | (turn >= TURN_TOL_RAD)
+        ends = _stance_ends(path.times, swings[path.side], limits[path.side])
+        rows = np.unique(np.concatenate([np.r_[np.arange(lowest, last + 1), np.arange(first, highest + 1)]
+                                         for last, first, lowest, highest in ends] or [np.zeros(0, int)]))
+        rows = rows[(rows >= 0) & (rows < len(q))]
+        if not len(rows):
+            continue
+        miss, tilt, turn = pose_errors(corrector.tree, [leg], q[rows], pose_matrices(corrector.root_rot[rows],
+                                       root_pos[rows]), {leg.foot: path.poses[rows]})
+        loose = np.zeros(len(q), dtype=bool)  # only the cycles next to the swings are looked at
+        loose[rows] = (miss >= STAND_TOL_M) | (tilt >= corrector.level_tol) | (turn >= TURN_TOL_RAD)
         held = np.all([other.down for link, other in paths.items() if link != leg.foot], axis=0)
         changed = False
-        for knots, swing, (earliest, latest) in zip(path.swings, swings[path.side], limits[path.side]):
-            # the stance's last cycle before the swing and its first after it (down: outside (lift, touch))
-            last = int(np.searchsorted(path.times, swing.lift_off_s + 1e-9)) - 1
-            first = int(np.searchsorted(path.times, swing.touch_down_s - 1e-9))
+        for knots, swing, (last, first, lowest, highest) in zip(path.swings, swings[path.side], ends):
             lift, touch = last, first
-            lowest = int(np.searchsorted(path.times, earliest - 1e-9))
-            highest = int(np.searchsorted(path.times, latest + 1e-9)) - 1
             while lift > lowest and path.down[lift] and loose[lift] and held[lift]:
                 lift -= 1
             while touch < highest and path.down[touch] and loose[touch] and held[touch]:
@@ -72,3 +73,13 @@ def swing_where_feet_let_go(corrector: Corrector, q: np.ndarray, root_pos: np.nd
             corrector.down[leg.foot] = path.down
             corrector.air_share[leg.foot] = air_share(path.down, corrector.period)
     return moved
+
+
+def _stance_ends(times: np.ndarray, swings: list[Swing], limits: list[tuple[float, float]]) -> list[tuple[int, ...]]:
+    """Per swing, cycles (indices into times (N,) s): the stance's last before it, its first after it
+    (a foot is down outside (lift-off, touch-down)), the earliest the lift-off may move to and the
+    latest the touch-down may."""
+    return [(int(np.searchsorted(times, swing.lift_off_s + 1e-9)) - 1,
+             int(np.searchsorted(times, swing.touch_down_s - 1e-9)),
+             int(np.searchsorted(times, earliest - 1e-9)), int(np.searchsorted(times, latest + 1e-9)) - 1)
+            for swing, (earliest, latest) in zip(swings, limits)]
