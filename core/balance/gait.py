@@ -27,9 +27,9 @@ from ..retarget import RetargetResult, retarget
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
 from .inertia import BalanceError, MassModel, centre_of_mass, com_push
-from .lift_off import swing_where_feet_let_go
 from .lateral import band_constraints, plan_path, support_constraints, zmp_operator
 from .legs import pose_errors
+from .lift_off import swing_where_feet_let_go
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp

@@ -9,7 +9,7 @@ over the last cycles of its "stance" (the walk resampled to 30 Hz onto the G1: a
 at 120 Hz the frame is 8 ms and the same leg kept its knee bent), and the waist's height fitted
 for such cycles fought the height the next stance needs, each round of the fit undoing the last
 (a rear foot at its ankle's limit asking 2 cm up, the front leg straight 5 ms later asking 2 cm
-down: the walk at 30 Hz stood on neither foot at 2.43-2.57 s). So where a foot that is down is not
+down: the walk resampled in memory to 30 Hz stood on neither foot at 2.43-2.57 s). So where a foot that is down is not
 where its goal is while the other foot is down, over the cycles next to its lift-off (touch-down)
 within that frame, after (before) cycles where it stands, its swing starts (ends) there instead; a
 foot that does not stand there either (the H1's, off their goals through whole stances) keeps its
