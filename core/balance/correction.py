@@ -77,9 +77,7 @@ class Corrector:
         self.root_rot, self.height, self.period, self.settings = root_rot, height, period_s, settings
         self.rest = rest  # (N, n) the retargeted angles: legs restart from them, on the person's branch
         self.level_tol = level_tol  # radians a standing foot may tilt (core.balance.support.level_tolerance)
-        ramp = max(1, int(round(PRIOR_RAMP_S / period_s)))
-        self.air_share = {foot: _ease(np.clip(distance_transform_edt(~d) / ramp, 0.0, 1.0)) if d.any() else
-                          np.ones(len(d)) for foot, d in down.items()}
+        self.air_share = {foot: air_share(d, period_s) for foot, d in down.items()}
         self.full_reach = [leg_length(tree, leg) for leg in legs]  # a swing foot is pulled in only past it
         self.split: _SplitBody | None = None
         self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
@@ -179,13 +177,18 @@ class Corrector:
         q, root_pos = self.solve(q, xy)
         return q, root_pos, xy, changed
 
-    def solve_standing(self, q: np.ndarray, xy: np.ndarray, rounds: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
+    def solve_standing(self, q: np.ndarray, xy: np.ndarray, rounds: int = 1,
+                       settle: Callable[[np.ndarray, np.ndarray], object] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, float]:
         """solve, then fit_height, then the legs again from where they got where the height
-        moved: (q, root position, the largest height change)."""
+        moved: (q, root position, the largest height change). settle(q, root position): called
+        with the legs solved before each fit (it may change which feet are down)."""
         q, root_pos = self.solve(q, xy)
         changed = 0.0
         for _ in range(rounds):
             height, rot = self.height, self.root_rot
+            if settle is not None:
+                settle(q, root_pos)
             changed = max(changed, self.fit_height(q, xy, solved=True))
             moved = np.flatnonzero((height != self.height) | (rot != self.root_rot).any(axis=(1, 2)))
             if len(moved) == 0:
@@ -252,6 +255,15 @@ def _envelope(need: np.ndarray, width: int) -> np.ndarray:
     for _ in range(2):
         out = uniform_filter1d(out, width | 1, mode="nearest")
     return out
+
+
+def air_share(down: np.ndarray, period_s: float) -> np.ndarray:
+    """How much a leg leans on the person's posture at each sample (N,): 0 where its foot is down
+    (N,), easing to 1 over PRIOR_RAMP_S in the air (1 throughout for a foot never down)."""
+    if not down.any():
+        return np.ones(len(down))
+    ramp = max(1, int(round(PRIOR_RAMP_S / period_s)))
+    return _ease(np.clip(distance_transform_edt(~down) / ramp, 0.0, 1.0))
 
 
 def _ease(s: np.ndarray) -> np.ndarray:
