@@ -147,14 +147,17 @@ class Corrector:
             ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < self.level_tol) & (turn < turn_tol))
         return ok
 
-    def fit_height(self, q: np.ndarray, xy: np.ndarray, solved: bool = False) -> float:
+    def fit_height(self, q: np.ndarray, xy: np.ndarray, solved: np.ndarray | None = None) -> float:
         """Raise or lower the waist where a foot that is down cannot be reached (a leg stretched
         too far, or bent past its ankle's range in a deep crouch): the smallest change of height
-        that stands, smoothed; returns the largest change (metres). solved: q is already the
-        legs solved for the waist over xy at its height (no solve again)."""
-        root_pos = np.column_stack([xy, self.height])
-        if not solved:
+        that stands, smoothed; returns the largest change (metres). solved: the waist's position
+        (N, 3) for which q already has the legs solved (no solve again); the rolled waist stands
+        off the command xy (sagittal.py), and judged over xy the H1 walk's fine fit found 1622 of
+        1657 samples not standing and no height that stood (a trailing leg 18 mm off its foot)."""
+        if solved is None:
             q, root_pos = self.solve(q, xy)
+        else:
+            root_pos = solved
         bad = np.flatnonzero(~self.standing(q, pose_matrices(self.root_rot, root_pos)))
         if len(bad) == 0:
             return 0.0
@@ -186,7 +189,7 @@ class Corrector:
         changed = 0.0
         for _ in range(rounds):
             height, rot = self.height, self.root_rot
-            changed = max(changed, self.fit_height(q, xy, solved=True))
+            changed = max(changed, self.fit_height(q, xy, solved=root_pos))
             moved = np.flatnonzero((height != self.height) | (rot != self.root_rot).any(axis=(1, 2)))
             if len(moved) == 0:
                 break
