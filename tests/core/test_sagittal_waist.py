@@ -72,9 +72,9 @@ def test_h1_walk_with_the_rolled_waist_slides_and_tilts_less(h1_rolled_walk):
     out (-498 mm off). Its multibody ZMP follows the target it plans (5.6 mm RMS; the issue asks
     10, off gives 3.9): the bound below is 15 mm because the figure moves by millimetres with any
     change of its input (4.3-10.6 mm measured; 51 mm before the target was the plan's own ZMP).
-    What it does not yet reach is why it is off: the stances at 5.38-6.59 s (worst margin -69 mm,
-    slide 19 mm), slides of 2-16 mm elsewhere, and the torso-rooted H1 walks the same gait only
-    to 0.5 mm."""
+    What it does not yet reach is why it is off: since its height fit judges the placed waist (2.0
+    mm, +6 mm, never outside) the ZMP under 10 mm inside on a few samples, slides of 1.1-2.4 mm
+    where an ankle reaches its limit, and the torso-rooted H1 walks the same gait only to 0.5 mm."""
     report = h1_rolled_walk[2].report
     assert report["steps"] == 11
     assert report["multibody_zmp_rms_error_m"] < 0.015
