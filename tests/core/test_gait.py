@@ -297,10 +297,11 @@ def test_the_walk_resampled_to_30_hz_in_memory_meets_the_g1_targets():
                    "banded path solve slides 106 mm: what is needed is the waist planned as one path that enters each "
                    "double support on its roll-yaw family. That path, with the lateral CoM planned inside what the roll "
                    "carries, is GaitSettings(sagittal_waist=True), off by default (tests/core/test_sagittal_waist.py): "
-                   "ZMP RMS 4 mm, soles within 1.5 degrees, but 1.3 % outside (6.00-6.59 s, worst 104 mm) and slide "
-                   "15 mm (the stances before the last step); 3.7 % and 48 mm before its waist stopped following the "
-                   "planted bake's dip there (0.76-0.80 m) into the trailing ankle's limit; elsewhere slides 2-16 mm "
-                   "(the legs turn the feet where the waist's path leaves a hip off its foot's plane)")
+                   "ZMP RMS 2.0 mm, never outside, soles within 1.0 degree, but the worst margin +6 mm (under the 10 "
+                   "asked on 5 samples) and slides of 1.1-2.4 mm in the four stances whose ankle reaches its limit; "
+                   "1.3 % outside (worst 104 mm) and slide 15 mm before its height fit judged the waist where the roll "
+                   "places it (a trailing foot left the ground), 3.7 % and 48 mm before its waist stopped following "
+                   "the planted bake's dip into the trailing ankle's limit")
 def test_issue_targets_on_h1(h1_walk):
     report = h1_walk[2].report
     assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
