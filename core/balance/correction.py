@@ -34,6 +34,10 @@ STAND_TOL_M = 0.001
 TURN_TOL_RAD = 0.005  # a standing foot turned this far slides half a millimetre at a 10 cm toe
 HEIGHT_STEPS_M = np.array([-0.02, 0.02, -0.04, 0.04, -0.07, 0.07, -0.1, 0.1, -0.14, 0.14])  # waist height changes tried,
 #                 the smallest first, down before up
+ROLLED_HEIGHT_STEPS_M = np.r_[-0.01, 0.01, HEIGHT_STEPS_M]  # the rolled waist (sagittal.py) tries 1 cm first: a
+#   trailing leg a few millimetres short needs less than 2 cm, and 2 cm spread over 0.4 s each way sent other samples'
+#   legs to their limits, whose raise in the next round undid the lowering (H1 walk: a trailing foot 14 mm up at
+#   6.05 s, worst margin -25 mm; with 1 cm first +6 mm)
 HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
 ROLLED_WAIST_YAW_WEIGHT_M = TILT_WEIGHT_M  # a standing foot's heading under the rolled waist (sagittal.py), not
 #   0.02: where the waist's path leaves a hip 8-10 mm off its foot's plane a five-joint leg gave up the heading and
@@ -77,9 +81,7 @@ class Corrector:
         self.root_rot, self.height, self.period, self.settings = root_rot, height, period_s, settings
         self.rest = rest  # (N, n) the retargeted angles: legs restart from them, on the person's branch
         self.level_tol = level_tol  # radians a standing foot may tilt (core.balance.support.level_tolerance)
-        ramp = max(1, int(round(PRIOR_RAMP_S / period_s)))
-        self.air_share = {foot: _ease(np.clip(distance_transform_edt(~d) / ramp, 0.0, 1.0)) if d.any() else
-                          np.ones(len(d)) for foot, d in down.items()}
+        self.air_share = {foot: air_share(d, period_s) for foot, d in down.items()}
         self.full_reach = [leg_length(tree, leg) for leg in legs]  # a swing foot is pulled in only past it
         self.split: _SplitBody | None = None
         self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
@@ -91,6 +93,7 @@ class Corrector:
             tree, planar, model, rest, {foot: 1.0 - share for foot, share in self.air_share.items()}, period_s)
         if self.family is not None:  # a standing foot keeps its heading, its sole rolling a little instead
             self.legs = [replace(leg, yaw_weight_m=ROLLED_WAIST_YAW_WEIGHT_M) for leg in legs]
+        self.height_steps = HEIGHT_STEPS_M if self.family is None else ROLLED_HEIGHT_STEPS_M
 
     def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False,
               span: slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
@@ -147,19 +150,22 @@ class Corrector:
             ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < self.level_tol) & (turn < turn_tol))
         return ok
 
-    def fit_height(self, q: np.ndarray, xy: np.ndarray, solved: bool = False) -> float:
+    def fit_height(self, q: np.ndarray, xy: np.ndarray, solved: np.ndarray | None = None) -> float:
         """Raise or lower the waist where a foot that is down cannot be reached (a leg stretched
         too far, or bent past its ankle's range in a deep crouch): the smallest change of height
-        that stands, smoothed; returns the largest change (metres). solved: q is already the
-        legs solved for the waist over xy at its height (no solve again)."""
-        root_pos = np.column_stack([xy, self.height])
-        if not solved:
+        that stands, smoothed; returns the largest change (metres). solved: the waist's position
+        (N, 3) for which q already has the legs solved (no solve again); the rolled waist stands
+        off the command xy (sagittal.py), and judged over xy the H1 walk's fine fit found 1622 of
+        1657 samples not standing and no height that stood (a trailing leg 18 mm off its foot)."""
+        if solved is None:
             q, root_pos = self.solve(q, xy)
+        else:
+            root_pos = solved
         bad = np.flatnonzero(~self.standing(q, pose_matrices(self.root_rot, root_pos)))
         if len(bad) == 0:
             return 0.0
         width = max(1, int(round(HEIGHT_SMOOTH_S / self.period)))
-        need = fit_waist(self, q, root_pos, bad, HEIGHT_STEPS_M, width, _envelope)  # the tilt first (stance.py)
+        need = fit_waist(self, q, root_pos, bad, self.height_steps, width, _envelope)  # the tilt first (stance.py)
         self.height = calm_height(self.height + _envelope(np.clip(need, 0.0, None), width)
                                   - _envelope(np.clip(-need, 0.0, None), width), 1.0 / self.period)
         return float(np.abs(need).max())
@@ -179,14 +185,19 @@ class Corrector:
         q, root_pos = self.solve(q, xy)
         return q, root_pos, xy, changed
 
-    def solve_standing(self, q: np.ndarray, xy: np.ndarray, rounds: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
+    def solve_standing(self, q: np.ndarray, xy: np.ndarray, rounds: int = 1,
+                       settle: Callable[[np.ndarray, np.ndarray], object] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, float]:
         """solve, then fit_height, then the legs again from where they got where the height
-        moved: (q, root position, the largest height change)."""
+        moved: (q, root position, the largest height change). settle(q, root position): called
+        with the legs solved before each fit (it may change which feet are down)."""
         q, root_pos = self.solve(q, xy)
         changed = 0.0
         for _ in range(rounds):
             height, rot = self.height, self.root_rot
-            changed = max(changed, self.fit_height(q, xy, solved=True))
+            if settle is not None:
+                settle(q, root_pos)
+            changed = max(changed, self.fit_height(q, xy, solved=root_pos))
             moved = np.flatnonzero((height != self.height) | (rot != self.root_rot).any(axis=(1, 2)))
             if len(moved) == 0:
                 break
@@ -252,6 +263,15 @@ def _envelope(need: np.ndarray, width: int) -> np.ndarray:
     for _ in range(2):
         out = uniform_filter1d(out, width | 1, mode="nearest")
     return out
+
+
+def air_share(down: np.ndarray, period_s: float) -> np.ndarray:
+    """How much a leg leans on the person's posture at each sample (N,): 0 where its foot is down
+    (N,), easing to 1 over PRIOR_RAMP_S in the air (1 throughout for a foot never down)."""
+    if not down.any():
+        return np.ones(len(down))
+    ramp = max(1, int(round(PRIOR_RAMP_S / period_s)))
+    return _ease(np.clip(distance_transform_edt(~down) / ramp, 0.0, 1.0))
 
 
 def _ease(s: np.ndarray) -> np.ndarray:

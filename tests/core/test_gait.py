@@ -233,6 +233,53 @@ def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
     assert report["travel_m"] == pytest.approx(report["source_travel_m"], rel=0.2)
 
 
+def _walk_at(fps: float, tmp_path: Path | None) -> SourceMotion:
+    """The bundled walk resampled to fps (tests/variants.py), written to a BVH file and read back
+    as a clip from elsewhere would come (tmp_path), or as resampled (None)."""
+    from tests.variants import resampled, write_bvh
+
+    clip = resampled(load_bvh(WALK), fps)
+    if tmp_path is not None:
+        clip = load_bvh(write_bvh(clip, tmp_path / f"walk_{fps:g}.bvh"))
+    return clip.to_source_motion()
+
+
+def test_the_walk_at_30_hz_meets_the_g1_targets(tmp_path):
+    """Rate invariance: the same walk as a 30 Hz file (clips from elsewhere are often at 30 or 60 Hz).
+    Its contacts end on a 33 ms grid: a rear leg straight by then let its foot go before the contact's
+    end (a 13.4 mm slide), and the waist's height fitted for it fought the next stance's. Within that
+    frame a foot now lifts off where its leg lets go and lands where it reaches (core.balance.lift_off),
+    never further from the contacts' times."""
+    from core.balance.gait import walkable_contacts
+
+    clip = _walk_at(30.0, tmp_path)
+    tree, mapping, result = _gait(clip, "g1")
+    report = result.report
+    assert report["steps"] == 11
+    assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
+    assert report["multibody_zmp_rms_error_m"] <= 0.010
+    assert report["stance_slide_m"] < 0.001
+    assert report["travel_m"] == pytest.approx(report["source_travel_m"], rel=0.2)
+    contacts = swing_phases(walkable_contacts(clip, mapping, "auto", []))
+    moved = 0
+    for side, swings in report["swing_phases"].items():
+        lift, touch = (np.array([s[key] for s in swings]) for key in ("lift_off_s", "touch_down_s"))
+        clip_lift, clip_touch = (np.array([getattr(s, key) for s in contacts[side]])
+                                 for key in ("lift_off_s", "touch_down_s"))
+        assert ((lift <= clip_lift + 1e-6) & (lift > clip_lift - 1.0 / clip.fps)).all()
+        assert ((touch >= clip_touch - 1e-6) & (touch < clip_touch + 1.0 / clip.fps)).all()
+        moved += int(np.sum(lift < clip_lift - 0.003) + np.sum(touch > clip_touch + 0.003))
+    assert moved, "no lift-off or touch-down moved: the test no longer sees what it was written for"
+
+
+@pytest.mark.xfail(strict=True, reason="rate invariance not reached everywhere (2026-12-02): the walk resampled to 30 Hz "
+                   "in memory (its frame rate exactly 30, not 30.000003 as read back from a file) lands its right foot "
+                   "at 2.70 s with the multibody ZMP 25 mm ahead of its target: worst margin 7.2 mm (slide 0.75 mm)")
+def test_the_walk_resampled_to_30_hz_in_memory_meets_the_g1_targets():
+    report = _gait(_walk_at(30.0, None), "g1")[2].report
+    assert report["min_support_margin_m"] >= 0.010 and report["stance_slide_m"] < 0.001
+
+
 @pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured at the end of 2026-12-02: worst margin "
                    "-11 mm, ZMP outside the support on 14.1 % of samples, stance slide 139 mm, stance soles tilted up "
                    "to 13 degrees, multibody ZMP RMS 3.9 mm, 11 of 11 steps, travel 89 %; -498 mm, 16.7 %, 100 mm, 11 "
@@ -250,10 +297,11 @@ def test_the_walk_on_g1_travels_as_far_as_the_scaled_source(g1_walk):
                    "banded path solve slides 106 mm: what is needed is the waist planned as one path that enters each "
                    "double support on its roll-yaw family. That path, with the lateral CoM planned inside what the roll "
                    "carries, is GaitSettings(sagittal_waist=True), off by default (tests/core/test_sagittal_waist.py): "
-                   "ZMP RMS 4 mm, soles within 1.5 degrees, but 1.3 % outside (6.00-6.59 s, worst 104 mm) and slide "
-                   "15 mm (the stances before the last step); 3.7 % and 48 mm before its waist stopped following the "
-                   "planted bake's dip there (0.76-0.80 m) into the trailing ankle's limit; elsewhere slides 2-16 mm "
-                   "(the legs turn the feet where the waist's path leaves a hip off its foot's plane)")
+                   "ZMP RMS 2.0 mm, never outside, soles within 1.0 degree, but the worst margin +6 mm (under the 10 "
+                   "asked on 5 samples) and slides of 1.1-2.4 mm in the four stances whose ankle reaches its limit; "
+                   "1.3 % outside (worst 104 mm) and slide 15 mm before its height fit judged the waist where the roll "
+                   "places it (a trailing foot left the ground), 3.7 % and 48 mm before its waist stopped following "
+                   "the planted bake's dip into the trailing ankle's limit")
 def test_issue_targets_on_h1(h1_walk):
     report = h1_walk[2].report
     assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0

@@ -14,7 +14,7 @@ from core.balance.gait import GaitSettings, stance_slide
 from core.balance.legs import leg_iks
 from core.balance.reach import FAMILY_ROLL_RAD
 from core.balance.stance import height_cause
-from core.balance.support import foot_bodies, foot_links, foot_width, level_tolerance
+from core.balance.support import CONTACT_M, foot_bodies, foot_links, foot_width, level_tolerance
 from core.feet.contacts import flags_to_intervals
 from core.feet.geometry import standing_rotation
 from core.model.kinematics import KinematicTree
@@ -72,9 +72,9 @@ def test_h1_walk_with_the_rolled_waist_slides_and_tilts_less(h1_rolled_walk):
     out (-498 mm off). Its multibody ZMP follows the target it plans (5.6 mm RMS; the issue asks
     10, off gives 3.9): the bound below is 15 mm because the figure moves by millimetres with any
     change of its input (4.3-10.6 mm measured; 51 mm before the target was the plan's own ZMP).
-    What it does not yet reach is why it is off: the stances at 5.38-6.59 s (worst margin -69 mm,
-    slide 19 mm), slides of 2-16 mm elsewhere, and the torso-rooted H1 walks the same gait only
-    to 0.5 mm."""
+    What it does not yet reach is why it is off: since its height fit judges the placed waist (2.0
+    mm, +6 mm, never outside) the ZMP under 10 mm inside on a few samples, slides of 1.1-2.4 mm
+    where an ankle reaches its limit, and the torso-rooted H1 walks the same gait only to 0.5 mm."""
     report = h1_rolled_walk[2].report
     assert report["steps"] == 11
     assert report["multibody_zmp_rms_error_m"] < 0.015
@@ -100,21 +100,23 @@ def test_h1_rolled_walk_keeps_its_waist_up_where_only_the_planted_bake_dips(h1_r
 
 
 def test_h1_rolled_walks_tilt_warning_says_its_figure(h1_rolled_walk):
-    """The soles tilt a few degrees with the option (11 off): the warning is said where the tilt
+    """The soles tilt up to a degree or so with the option (11 off): the warning is said where the tilt
     passes what keeps the H1's narrow sole on the ground (level_tolerance, 5.7 degrees), with its
-    figure; the slide and the ZMP leaving the feet are still said."""
+    figure; the slide is still said, and the ZMP leaving the feet wherever it does (since the height
+    fit judges the placed waist it does not: 0 % outside, 1.3 % before)."""
     tree = h1_rolled_walk[0]
     report = h1_rolled_walk[2].report
     zero = tree.zero_pose()
     width = min(foot_width(body, standing_rotation(body, zero[body.link, :3, :3]))
                 for body in foot_bodies(tree, foot_links(tree)))
     tilt = report["stance_tilt_deg"]
-    assert 1.0 < tilt < 10.0
+    assert 0.0 < tilt < 10.0
     said = [w for w in report["warnings"] if "stance sole tilts" in w]
     assert bool(said) == (tilt > np.degrees(level_tolerance(width)))
     assert all(f"up to {tilt:.0f} degrees" in w for w in said)
     assert any("stance foot slides" in w for w in report["warnings"])
-    assert any("the multibody ZMP leaves the feet" in w for w in report["warnings"])
+    assert any("the multibody ZMP leaves the feet" in w for w in report["warnings"]) == (
+        report["zmp_outside_support_pct"] > 0.0)
 
 
 def test_h1_height_cause_lowers_for_a_leading_ankle_at_its_limit():
@@ -182,3 +184,20 @@ def test_h1_rolled_walks_stance_feet_stay_put_where_the_legs_can_hold_them(h1_ro
     assert len(checked) >= 5, checked
     worst = max(checked, key=lambda c: c[2])
     assert worst[2] < 0.001, f"the {worst[0]} stance from {worst[1]:.2f} s slides {1000 * worst[2]:.2f} mm"
+
+
+def test_h1_rolled_walks_stance_feet_stay_on_the_ground(h1_rolled_walk):
+    """A foot that is down touches the ground on every sample: its sole's lowest point within the
+    readout's contact distance (CONTACT_M, 5 mm), else the support shrinks to the other foot under a
+    ZMP planned between both. The height fit judged the legs with the waist at the command, not where
+    the roll placed it, and found no height that stood: the trailing leg of the step out of the left
+    stance at 5.85-6.54 s came 18 mm off its foot at 6.05 s and the right foot 29 mm at 4.87 s (worst
+    margin -104 mm, 1.3 % of samples outside); then, the passes carrying the waist on after the fit,
+    10 mm at 6.05 s (-15 mm)."""
+    tree, mapping, result = h1_rolled_walk
+    for side, (down, height, _) in _soles(tree, mapping, result).items():
+        lowest = height[down].min(axis=1)
+        worst = int(np.argmax(lowest))
+        assert lowest[worst] < CONTACT_M, (f"the {side} foot is {1000 * lowest[worst]:.1f} mm off the ground at "
+                                           f"{result.time_s[down][worst]:.3f} s while down")
+    assert result.report["min_support_margin_m"] > -0.005
