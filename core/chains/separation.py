@@ -10,9 +10,10 @@ shoulder when the shape says so; a limb's H also charges the turn of the line a 
 (shoulder to wrist), so it turns last. Once out, a limb's frames take a few more steps toward
 the least of their whole change plus the distance of the limb's line from the actor's (a path
 of least steps is not the least change, and the shape is not what a viewer reads), kept only
-where they lower that cost (linearised, they need not). The rows
-themselves come from outside (core.collision builds them; chains never imports it): only frames
-near a contact pay, a clip without contacts costs a distance check.
+where they lower that cost (linearised, they need not); what a change costs is
+core.chains.change_cost's. The rows themselves come from outside (core.collision builds them;
+chains never imports it): only frames near a contact pay, a clip without contacts costs a
+distance check.
 """
 from __future__ import annotations
 
@@ -20,10 +21,15 @@ import numpy as np
 
 from ..model.kinematics import KinematicTree
 from .batched import spd_inverse
+from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _limb_metric, _line_cost, _line_pull,
+                          _shape_metric)
 from .coherence import coarse_rows
-from .points import RobotPath
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .switches import solve_switches
+
+# the costs of a change live in change_cost; their names stay reachable here, where tests look for them
+__all__ = ["LINE_WEIGHT", "PULL_WEIGHT", "_limb_line", "_limb_metric", "_line_cost", "_line_pull", "_shape_metric",
+           "room_in_time", "separate_chain", "separate_chains"]
 
 SEPARATION_PASSES = 3  # separation passes followed by the ramp in time and the rate limit
 FIX_STEPS = 3  # linearised corrections per fix pass: a frame its neighbours' reach holds inside stays so
@@ -38,15 +44,12 @@ AIM_M = 0.001  # a correction aims this far beyond the margin: the linearisation
 DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
 RUN_GAP_FRAMES = 4  # close frames this near each other are one run, with one answer
 RELAX_STEPS = 2  # steps back toward the shape of frames started again from their run's answer
-HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
-LINE_WEIGHT = 0.3  # a turn of a limb's line costs this share of its tip's weight beyond its shape (README)
 RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
 AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
 #                            (README: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
-PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
 GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
 #                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (README: the third's cost 5 %, cleared none)
@@ -69,7 +72,7 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     joints move stay `separation.margin` apart; each change costs what it does to its own chain's
     shape, so a hand turns away where that costs less than moving the arm. limb: (base link, tip
     link) of the line a viewer reads (shoulder to wrist): a change that turns that line costs more
-    (_limb_metric), so a swivel about it, a bend or the hand make room first.
+    (core.chains.change_cost), so a swivel about it, a bend or the hand make room first.
 
     separation: the rows keeping bodies apart over all their joints (core.collision.avoid.SeparationTerm:
     margin, root, distance(q, root, within), near(q, frames), gradient(q, root, within, still),
@@ -79,7 +82,7 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     if separation is None:
         return
     chains = [(chain[:4], chain[4] if len(chain) > 4 else None) for chain in chains]
-    group = _Group([ChainProblem(tree, kin, anchor, q, targets, weights, options or SolveOptions())
+    group = ChainGroup([ChainProblem(tree, kin, anchor, q, targets, weights, options or SolveOptions())
                     for (kin, anchor, targets, weights), _ in chains if len(kin.columns)],
                    [limb for (kin, *_), limb in chains if len(kin.columns)])
     if len(group.columns) == 0:
@@ -88,56 +91,7 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
                                       max_step)
 
 
-class _Group:
-    """Chains making room together: their columns, limits and the cost of a change to their shapes."""
-
-    def __init__(self, problems: list, limbs: list | None = None):
-        self.problems = problems
-        self.columns = np.concatenate([p.kin.columns for p in problems]) if problems else np.zeros(0, dtype=int)
-        self.lower = np.concatenate([p.lower for p in problems]) if problems else np.zeros(0)
-        self.upper = np.concatenate([p.upper for p in problems]) if problems else np.zeros(0)
-        self.q = problems[0].q if problems else None
-        self.lines = [_limb_line(p, limb) for p, limb in zip(problems, limbs or [None] * len(problems))]
-
-    def metric(self, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """(R, V, V): each chain's metric on its own columns (block diagonal): a limb's by where
-        its line points (_limb_metric), any other's by its shape, the chains hanging from the
-        first (its hand) at HUNG_SHAPE_WEIGHT: where a limb points is what a viewer reads."""
-        out = np.zeros((len(rows), len(self.columns), len(self.columns)))
-        start = 0
-        for problem, line in zip(self.problems, self.lines):
-            end = start + len(problem.kin.columns)
-            block = _shape_metric(problem, q, rows) if line is None else _limb_metric(problem, line, q, rows)
-            out[:, start:end, start:end] = block * (1.0 if start == 0 else HUNG_SHAPE_WEIGHT)
-            start = end
-        return out
-
-    def pull(self, q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """What moving away from the actor's limb lines costs at q (R, n), as a Gauss-Newton
-        model over the group's columns: (matrix (R, V, V), gradient (R, V)); None without a line."""
-        if all(line is None for line in self.lines):
-            return None
-        matrix = np.zeros((len(rows), len(self.columns), len(self.columns)))
-        gradient = np.zeros((len(rows), len(self.columns)))
-        start = 0
-        for problem, line in zip(self.problems, self.lines):
-            end = start + len(problem.kin.columns)
-            if line is not None:
-                matrix[:, start:end, start:end], gradient[:, start:end] = _line_pull(problem, line, q, rows)
-            start = end
-        return matrix, gradient
-
-    def pull_cost(self, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """(R,) what the limb lines' distances from the actor's cost at q (R, n): the value of the
-        model `pull` gives (0 without a line)."""
-        out = np.zeros(len(rows))
-        for problem, line in zip(self.problems, self.lines):
-            if line is not None:
-                out += _line_cost(problem, line, q, rows)
-        return out
-
-
-def _keep_apart(problem: _Group, separation, x: np.ndarray, max_step: np.ndarray | None,
+def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.ndarray | None,
                 passes: int = SEPARATION_PASSES) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
@@ -179,7 +133,7 @@ def _within_reach(x: np.ndarray, max_step: np.ndarray, held: tuple) -> tuple:
             np.minimum(held[1], np.minimum(before, after) + max_step))
 
 
-def _separate(problem: _Group, separation, x: np.ndarray, frames: np.ndarray | None = None,
+def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray | None = None,
               held: tuple | None = None, shape: np.ndarray | None = None,
               steps: int = LINEAR_STEPS, whole: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """x with the frames (of `frames`, default all) where bodies come closer than the margin
@@ -454,74 +408,6 @@ class _Corrections:
         out[rows] = np.clip(out[rows] + step, self.lower[at], self.upper[at])
         self.q[rows[:, None], self.cols] = out[rows]
         return live[inside]
-
-
-def _shape_metric(problem: ChainProblem, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """What a joint change costs the chain's shape on these frames: its Gauss-Newton matrix
-    (R, V, V) at q (R, n), with the solve's weak pulls (previous frame, neutral) on the diagonal."""
-    _, jac = problem.kin.evaluate(problem.tree, problem.anchor[rows], q, True)  # (R, M, 3, V)
-    return _gauss_newton(problem, jac)
-
-
-def _gauss_newton(problem: ChainProblem, jac: np.ndarray) -> np.ndarray:
-    """The shape's Gauss-Newton matrix (R, V, V) from its points' Jacobian (R, M, 3, V)."""
-    options, count = problem.options, jac.shape[-1]
-    jw = (jac * np.sqrt(np.broadcast_to(problem.weights, jac.shape[:2]))[..., None, None]).reshape(
-        len(jac), -1, count)
-    return jw.transpose(0, 2, 1) @ jw + (options.smoothness + options.rest_prior) * np.eye(count)
-
-
-def _limb_line(problem: ChainProblem, limb: tuple | None) -> ChainKinematics | None:
-    """The chain's points followed by its limb line's tip measured from its base (limb: (base
-    link, tip link), their origins, as a viewer measures the limb); None without one, or when the
-    chain does not hold both links."""
-    chain = problem.kin.chain
-    if limb is None or not set(limb) <= set(chain.links):
-        return None
-    base, tip = (int(link) for link in limb)
-    line = RobotPath([tip], np.array([tip]), np.zeros((1, 3)), 0.0, (tip, np.zeros(3)))
-    return ChainKinematics.build(problem.tree, chain, extra=[(line, (base, np.zeros(3)))])
-
-
-def _limb_metric(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """What a joint change costs a limb (R, V, V): its shape's metric plus, LINE_WEIGHT times at
-    the weight of the chain's tip point, the move of the line's tip across the line (a turn of
-    the line a viewer reads; a move along it or a swivel about it adds nothing), so an arm bends,
-    swivels or turns its hand before it points elsewhere. Charging the turn alone, the rest of
-    the shape at a tenth, let the G1's arms make room by swivels and bends that linearised steps
-    overrate: limbs +1.50 / +2.00 deg where the shape alone costs +1.39 / +1.83 (README)."""
-    points, jac = line.evaluate(problem.tree, problem.anchor[rows], q, True)  # (R, M + 1, 3), (R, M + 1, 3, V)
-    count = len(problem.kin.point_link)
-    along = points[:, count] / np.maximum(np.linalg.norm(points[:, count], axis=1, keepdims=True), 1e-9)
-    move = jac[:, count]  # (R, 3, V)
-    across = move - along[:, :, None] * np.einsum("ri,riv->rv", along, move)[:, None]
-    tip = problem.weights[problem.kin.path_slices[0].stop - 1]
-    return LINE_WEIGHT * tip * across.transpose(0, 2, 1) @ across + _gauss_newton(problem, jac[:, :count])
-
-
-def _line_pull(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray) -> tuple:
-    """(matrix (R, V, V), gradient (R, V)): the Gauss-Newton model at q of PULL_WEIGHT times the
-    tip's weight times the squared distance of the limb line's tip from the actor's line (through
-    the line's base, toward where the shape's targets put the chain's tip): what a viewer reads."""
-    points, jac = line.evaluate(problem.tree, problem.anchor[rows], q, True)
-    count, tip = len(problem.kin.point_link), problem.kin.path_slices[0].stop - 1
-    actor = problem.targets[rows, tip] - (points[:, tip] - points[:, count])  # from the line's base
-    actor /= np.maximum(np.linalg.norm(actor, axis=1, keepdims=True), 1e-9)
-    across = np.eye(3) - actor[:, :, None] * actor[:, None, :]  # (R, 3, 3)
-    weight = PULL_WEIGHT * problem.weights[tip]
-    seen = jac[:, count].transpose(0, 2, 1) @ across  # (R, V, 3)
-    return weight * seen @ jac[:, count], weight * np.einsum("rvi,ri->rv", seen, points[:, count])
-
-
-def _line_cost(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """(R,) the value at q of the cost _line_pull models: PULL_WEIGHT times the tip's weight times
-    half the squared distance of the limb line's tip from the actor's line."""
-    points, _ = line.evaluate(problem.tree, problem.anchor[rows], q, False)
-    count, tip = len(problem.kin.point_link), problem.kin.path_slices[0].stop - 1
-    actor = problem.targets[rows, tip] - (points[:, tip] - points[:, count])
-    actor /= np.maximum(np.linalg.norm(actor, axis=1, keepdims=True), 1e-9)
-    across = points[:, count] - actor * np.einsum("ri,ri->r", actor, points[:, count])[:, None]
-    return 0.5 * PULL_WEIGHT * problem.weights[tip] * np.einsum("ri,ri->r", across, across)
 
 
 def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float,
