@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The H1's waist on its roll-yaw family (core.balance.sagittal, GaitSettings.sagittal_waist, off by
-default): how far it rolls and yaws with both soles flat, by stance width, and the gait's figures with it.
+"""The H1's waist on its roll-yaw family (core.balance.sagittal, GaitSettings.sagittal_waist, on by
+default for its legs since 2026-12-02): how far it rolls and yaws with both soles flat, by stance width, and the gait's figures with it.
 
     .venv/bin/python bench/h1_family.py [--no-gait]
 

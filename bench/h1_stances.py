@@ -5,7 +5,8 @@ length and width and the waist's height at its touch-down.
 
     .venv/bin/python bench/h1_stances.py [--robot h1|g1] [--sagittal-waist]
 
-About 10 s for the H1 (20 s with --sagittal-waist, GaitSettings.sagittal_waist), one BLAS thread.
+About 10 s for the H1 (20 s with --sagittal-waist, GaitSettings.sagittal_waist), one BLAS thread. Without
+the flag the waist is held upright (sagittal_waist=False), not the H1's default rolled waist.
 """
 from __future__ import annotations
 

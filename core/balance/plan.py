@@ -28,6 +28,7 @@ from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, check_steps, heel_off_angles, step_bounds
 from .rollover import heel_offs, toe_edge
+from .sagittal import planar_legs
 from .support import (CONTACT_M, NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance,
                       narrow_sole_warning)
 from .target import target_zmp
@@ -51,12 +52,15 @@ class GaitPlan:
     bounds: StepBounds
     steps_moved: int
     level_tol: float  # radians a standing foot may tilt
+    rolled: bool  # legs without an ankle roll under the rolled waist (GaitSettings.sagittal_waist)
 
 
 def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags: Contacts, times: np.ndarray,
               foot: FootSettings, upper_body: bool, waist_tilt: float, zmp_offset_m, reach: float,
-              warnings: list[str], person: RetargetResult | None = None, sagittal_waist: bool = False) -> GaitPlan:
-    """person: the bake before its feet were planted (RetargetResult.unplanted): the feet step where
+              warnings: list[str], person: RetargetResult | None = None,
+              sagittal_waist: bool | None = None) -> GaitPlan:
+    """sagittal_waist: as GaitSettings.sagittal_waist (None: the rolled waist where the legs are planar).
+    person: the bake before its feet were planted (RetargetResult.unplanted): the feet step where
     the scaled clip has them. The planted bake pins a foot the person swings wherever the gait's
     contacts keep it down, and holds the body back with it (the walk onto the G1: 1.52 of 2.00 m)."""
     feet = foot_links(tree)
@@ -68,6 +72,8 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     flats = {side: standing[link] for side, link in by_side.items()}
     legs = leg_iks(tree, feet, standing)
     leg_of = {sides[leg.foot]: leg for leg in legs}
+    if sagittal_waist is None:
+        sagittal_waist = planar_legs(tree, legs) is not None
     clip_root = pose_matrices(bake.root_rotation, bake.root_position)
     clip_feet = {sides[link]: tree.link_transform(bake.q, link, clip_root) for link in feet}
     aims = None
@@ -111,7 +117,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
                 tree.lower, tree.upper)  # a cubic through angles at a limit overshoots it between frames
     target = _target(paths, bodies, sides, standing, zmp_offset_m)
     return GaitPlan(times, legs, sides, bodies, paths, swings, root_rot, calm_height(position[:, 2], rate),
-                    q, target, bounds, moved, level_tolerance(width))
+                    q, target, bounds, moved, level_tolerance(width), sagittal_waist)
 
 
 CHECK_ROUNDS = 3  # the stances planned again at most this often where a step did not stand

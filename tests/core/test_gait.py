@@ -57,7 +57,13 @@ def g1_walk(walk):
 
 @pytest.fixture(scope="module")
 def h1_walk(walk):
-    return _gait(walk, "h1")
+    return _gait(walk, "h1")  # its waist rolled (GaitSettings.sagittal_waist's default for its legs)
+
+
+@pytest.fixture(scope="module")
+def h1_upright_walk(walk):
+    """The H1 walk with its waist held upright (its default before 2026-12-02): a gait that leaves its feet."""
+    return _gait(walk, "h1", GaitSettings(sagittal_waist=False))
 
 
 def _feet(tree, result):
@@ -280,28 +286,20 @@ def test_the_walk_resampled_to_30_hz_in_memory_meets_the_g1_targets():
     assert report["min_support_margin_m"] >= 0.010 and report["stance_slide_m"] < 0.001
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured at the end of 2026-12-02: worst margin "
-                   "-11 mm, ZMP outside the support on 14.1 % of samples, stance slide 139 mm, stance soles tilted up "
-                   "to 13 degrees, multibody ZMP RMS 3.9 mm, 11 of 11 steps, travel 89 %; -498 mm, 16.7 %, 100 mm, 11 "
-                   "degrees, 6.3 mm and 99 % before its steps were probed with the waist going along them). The slide is "
-                   "across: the last stance's foot turns under the upright waist. The ZMP follows its target (1-6 mm RMS in every phase "
-                   "but the standing start, 16 mm) and over the soles where the plan puts them it would be inside on "
-                   "every sample (worst +5 mm): what fails is the five-joint legs under a waist the correction moves "
-                   "sideways upright. With both soles flat the waist sways only by rolling and yawing together, and "
-                   "only at some widths (bench/h1_gait_phases.py): the CoM within +-2 cm at the built 40.6 cm, +-5 cm "
-                   "at 40 cm, +-7 cm at 39-39.5 cm (yaw up to 0.37-0.43 rad), not through the middle at 38-38.5 cm, not"
-                   " standing at 36-37 cm. The plan's double supports are 36-41.6 cm across and the preview CoM goes "
-                   "3-14 cm from their middle: none fits (7-8 of 12 would at 39-39.5 cm). Legs and waist solved per "
-                   "sample (branch h1-s7b) at 39.5 cm hold the feet to 7 mm, but the waist's yaw jumps between samples "
-                   "(62 jumps over 0.1 rad, 48 after re-solving each from its neighbour; ZMP RMS 0.27 m), and its "
-                   "banded path solve slides 106 mm: what is needed is the waist planned as one path that enters each "
-                   "double support on its roll-yaw family. That path, with the lateral CoM planned inside what the roll "
-                   "carries, is GaitSettings(sagittal_waist=True), off by default (tests/core/test_sagittal_waist.py): "
-                   "ZMP RMS 2.0 mm, never outside, soles within 1.0 degree, but the worst margin +6 mm (under the 10 "
-                   "asked on 5 samples) and slides of 1.1-2.4 mm in the four stances whose ankle reaches its limit; "
-                   "1.3 % outside (worst 104 mm) and slide 15 mm before its height fit judged the waist where the roll "
-                   "places it (a trailing foot left the ground), 3.7 % and 48 mm before its waist stopped following "
-                   "the planted bake's dip into the trailing ankle's limit")
+@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured 2026-12-02 with its waist rolled, "
+                   "the default for legs without an ankle roll since then: multibody ZMP RMS 2.0 mm, never outside the "
+                   "support, soles within 1.0 degree, 11 of 11 steps, travel 84 %, but the worst margin +6 mm, under "
+                   "the 10 asked on 5 samples, and slides of 1.1-2.4 mm in the four stances whose ankle reaches its "
+                   "limit (tests/core/test_sagittal_waist.py). With the waist upright (sagittal_waist=False): worst "
+                   "margin -11 mm, outside on 14.1 % of samples, slide 139 mm, soles tilted up to 13 degrees, ZMP RMS "
+                   "3.9 mm, travel 89 %; -498 mm, 16.7 %, 100 mm, 11 degrees, 6.3 mm and 99 % before its steps were "
+                   "probed with the waist going along them. Upright, the five-joint legs cannot lean the waist "
+                   "across with both soles flat: it sways only by rolling and yawing together, and only at some "
+                   "widths (bench/h1_gait_phases.py), which the rolled waist plans as one path entering each double "
+                   "support on its roll-yaw family, the lateral CoM inside what the roll carries; 1.3 % outside "
+                   "(worst 104 mm) and slide 15 mm before its height fit judged the waist where the roll places it, "
+                   "3.7 % and 48 mm before its waist stopped following the planted bake's dip into the trailing "
+                   "ankle's limit")
 def test_issue_targets_on_h1(h1_walk):
     report = h1_walk[2].report
     assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
@@ -397,10 +395,11 @@ def test_a_robot_rooted_at_its_torso_walks_the_same_gait(walk, g1_walk):
     assert report["min_support_margin_m"] == pytest.approx(g1_walk[2].report["min_support_margin_m"], abs=1e-4)
 
 
-def _same_gait_from_the_torso(walk, gait, feet: tuple[str, str], root: str = "torso_link") -> dict:
+def _same_gait_from_the_torso(walk, gait, feet: tuple[str, str], root: str = "torso_link",
+                              tol_m: float = 1e-6) -> dict:
     """The robot of `gait` rooted at its torso (or `root`) walks `walk`: its output is that link's own
-    pose and the URDF's joints, and its feet and torso are where the gait had them to a micrometre.
-    Its report."""
+    pose and the URDF's joints, and its feet and torso are where the gait had them to tol_m (a
+    micrometre unless told). Its report."""
     from tests.robot_variants import rooted_at
 
     tree, _, base = gait
@@ -412,7 +411,7 @@ def _same_gait_from_the_torso(walk, gait, feet: tuple[str, str], root: str = "to
     for name in feet + ("torso_link",):
         here = torso.link_transform(result.q, torso.link_index(name), root)
         there = tree.link_transform(base.q, tree.link_index(name), base_root)
-        assert np.abs(here[:, :3, 3] - there[:, :3, 3]).max() < 1e-6, name
+        assert np.abs(here[:, :3, 3] - there[:, :3, 3]).max() < tol_m, name
     return result.report
 
 
@@ -428,8 +427,12 @@ def test_a_robot_rooted_at_its_ankle_walks_the_same_gait(walk, g1_walk):
 
 def test_the_h1_rooted_at_its_torso_walks_the_same_gait(walk, h1_walk):
     """The H1 (five-joint legs: its stances are placed parallel, within the widths its legs were
-    probed to stand flat at) described from its torso: the same stances, feet and figures."""
-    report = _same_gait_from_the_torso(walk, h1_walk, ("left_ankle_link", "right_ankle_link"))
+    probed to stand flat at) described from its torso: the same stances, feet and figures. Its rolled
+    waist's passes amplify the re-rooting's 1e-6 m start difference: measured 2026-12-02, feet and torso
+    apart by 3e-8 m at the median sample but up to 0.04-0.06 mm (run to run) near the last stance
+    (samples 1338-1391 of 1657), joints up to 1.0 mrad, the figures within 3e-5 m and 1e-4 degree
+    (0.5 mm before its height fit judged the placed waist; 1e-6 m with the waist upright)."""
+    report = _same_gait_from_the_torso(walk, h1_walk, ("left_ankle_link", "right_ankle_link"), tol_m=2e-4)
     base = h1_walk[2].report
     for key in ("steps", "steps_moved"):
         assert report[key] == base[key]
@@ -526,11 +529,12 @@ def test_h1_steps_are_probed_with_its_waist_going_along_them():
     assert heel_off(0.4) == 0.0 and heel_off(0.6) > 0.0
 
 
-def test_h1_walks_steps_stand_along(h1_walk):
-    """The H1 walk with its steps bounded and checked along (above): the multibody ZMP's worst
-    margin -11 mm (-498 mm with the 0.74-0.77 m steps), still within 20 % of the scaled travel
-    (89 %; 99 % before). Its slide and the samples outside are still the xfail above."""
-    report = h1_walk[2].report
+def test_h1_walks_steps_stand_along(h1_upright_walk):
+    """The H1 walk with its waist upright and its steps bounded and checked along (above): the
+    multibody ZMP's worst margin -11 mm (-498 mm with the 0.74-0.77 m steps), still within 20 % of
+    the scaled travel (89 %; 99 % before). Its slide and the samples outside are still the xfail
+    above (the rolled waist's steps: tests/core/test_sagittal_waist.py)."""
+    report = h1_upright_walk[2].report
     assert report["steps"] == 11
     assert report["min_support_margin_m"] > -0.05
     assert abs(report["travel_m"] / report["source_travel_m"] - 1.0) < 0.2
@@ -642,13 +646,15 @@ def test_a_clip_named_the_mixamo_way_walks_the_same_gait(g1_walk):
     assert report["stance_slide_m"] == pytest.approx(base["stance_slide_m"], abs=1e-6)
 
 
-def test_a_gait_the_robot_would_not_stand_says_so(g1_walk, h1_walk):
-    """The H1's gait leaves its feet, slides and stands its soles on an edge (its xfail above): the
-    warnings say it, with the figures; the G1's, which stands, says none of it."""
-    h1 = h1_walk[2].report
+def test_a_gait_the_robot_would_not_stand_says_so(g1_walk, h1_upright_walk):
+    """The H1's gait with its waist upright leaves its feet, slides and stands its soles on an edge
+    (14.1 % outside, 139 mm, 13 degrees): the warnings say it, with the figures; the G1's, which
+    stands, says none of it."""
+    h1 = h1_upright_walk[2].report
     assert h1["zmp_outside_support_pct"] > 0 and any("the multibody ZMP leaves the feet" in w for w in h1["warnings"])
     assert h1["stance_slide_m"] > 0.001 and any("stance foot slides" in w for w in h1["warnings"])
     assert h1["stance_tilt_deg"] > 10.0 and any("stance sole tilts" in w for w in h1["warnings"])
+    assert any("can lean only 0 %" in w for w in h1["warnings"])  # the rolled waist leans: it says none
     g1 = g1_walk[2].report
     assert g1["stance_tilt_deg"] < 1.0
     assert not [w for w in g1["warnings"] if "leaves the feet" in w or "stance foot slides" in w or "tilts" in w]
