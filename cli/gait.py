@@ -28,12 +28,19 @@ def add_parser(sub) -> None:
                        help="arms and torso follow the clip (default)")
     upper.add_argument("--no-upper-body", dest="upper_body", action="store_false",
                        help="arms and torso hold the clip's median posture")
+    p.add_argument("--waist", choices=list(WAISTS), default="auto",
+                   help="legs without an ankle roll: the waist rolls and yaws to carry the body over a flat foot "
+                        "(rolled; balanced, about four times the CPU time) or stays upright (upright; faster, its "
+                        "ZMP may leave the feet); auto (the default) rolls it exactly where the legs need it")
     p.add_argument("--contacts", default="auto", metavar="auto|FILE.json",
                    help="the clip's foot contacts: detected (auto, the default) or a contacts file in 0-based "
                         "clip frames")
     add_outputs(p, "CSV file to write (bake CSV layout, one row per control cycle)")
     add_source_up(p)
     p.set_defaults(func=run)
+
+
+WAISTS = {"auto": None, "rolled": True, "upright": False}  # GaitSettings.sagittal_waist
 
 
 def period_from(args: argparse.Namespace) -> float:
@@ -64,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.merge_s < 0:
         raise CommandError(f"--merge-s {args.merge_s:g}: must not be negative")
     settings = GaitSettings(period_s=period_from(args), sensitivity=args.sensitivity, merge_s=args.merge_s,
-                            upper_body=args.upper_body)
+                            upper_body=args.upper_body, sagittal_waist=WAISTS[args.waist])
     inputs = clip_inputs(args)
     outcome = gait_action(inputs.scene, inputs.source, inputs.robot, inputs.mapping, inputs.start, inputs.end,
                           settings, contacts=inputs.contacts)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, FloatProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty
 
 from ..core.balance.gait import GaitResult, GaitSettings, generate_gait
 from ..core.chains.mapping import Mapping
@@ -89,6 +89,11 @@ class ROBOT_RETARGET_OT_generate_gait(bpy.types.Operator):
                            default=0.1, min=0.0, max=1.0, unit='TIME_ABSOLUTE')
     upper_body: BoolProperty(name="Upper Body", default=True,
                              description="Arms and torso follow the clip (off: they hold its median posture)")
+    waist: EnumProperty(name="Waist", default='AUTO', description="How the waist carries the body over a flat "
+                        "foot on legs without an ankle roll",
+                        items=[('AUTO', "Auto", "Rolled where the legs have no ankle roll, else upright"),
+                               ('ROLLED', "Rolled", "Rolls and yaws over the standing foot: balanced, slower"),
+                               ('UPRIGHT', "Upright", "Stays upright: faster, the ZMP may leave the feet")])
 
     @reports_errors
     def execute(self, context):
@@ -105,7 +110,8 @@ class ROBOT_RETARGET_OT_generate_gait(bpy.types.Operator):
         try:
             contacts = bake_contacts(True, source, np.arange(start, end + 1.0), scene_fps(context.scene))
             gait = GaitSettings(period_s=self.period_ms / 1000.0, sensitivity=self.sensitivity, merge_s=self.merge_s,
-                                upper_body=self.upper_body)
+                                upper_body=self.upper_body,
+                                sagittal_waist={'AUTO': None, 'ROLLED': True, 'UPRIGHT': False}[self.waist])
             outcome = gait_action(context.scene, source, robot, mapping, start, end, gait, contacts=contacts,
                                   progress=lambda f, m: wm.progress_update(int(100 * f)))
         finally:

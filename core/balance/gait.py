@@ -32,6 +32,7 @@ from .legs import pose_errors
 from .lift_off import swing_where_feet_let_go
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
+from .sagittal import planar_legs
 from .preview import PreviewSettings, follow_zmp
 from .support import CONTACT_M, support_margins, support_polygon
 from .waist import keep_tilt
@@ -388,6 +389,8 @@ def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balance
         "steps_moved": int(plan.steps_moved),
         "waist_height_change_m": balanced.height_change_m,
         "mass_kg": model.total,
+        # the waist as these legs took it: GaitSettings.sagittal_waist resolved, rolled only where the legs are planar
+        "waist": "rolled" if plan.rolled and planar_legs(tree, plan.legs) is not None else "upright",
         "warnings": warnings,
     }
 

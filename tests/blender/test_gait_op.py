@@ -11,6 +11,8 @@ import pytest
 
 from .test_cli import G1, ROOT, ROOT_HEADER, WALK, assert_one_line_error, launcher, read_csv
 
+H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+
 HOP = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
 GAIT_KEYS = {"steps", "swing_phases", "representative_points", "zmp_max_error_m", "zmp_rms_error_m",
              "multibody_zmp_max_error_m", "multibody_zmp_rms_error_m", "zmp_outside_support_pct",
@@ -37,6 +39,7 @@ def test_gait_writes_the_bake_layout_at_the_control_cycle(walk_gait):
     assert GAIT_KEYS <= set(report) and report["rate_hz"] == pytest.approx(250.0)
     assert report["period_s"] == pytest.approx(0.004) and report["steps"] >= 3
     assert "Gait of" in proc.stdout and "wrote" in proc.stdout
+    assert report["waist"] == "upright"  # --waist auto: the G1's legs have an ankle roll
     quaternion = rows[:, 4:8]
     assert np.allclose(np.linalg.norm(quaternion, axis=1), 1.0, atol=1e-9)
 
@@ -56,6 +59,17 @@ def test_gait_refuses_the_hop_naming_its_flights(tmp_path):
     proc = launcher("gait", "--source", HOP, "--robot", G1, "--out", tmp_path / "hop.csv")
     line = assert_one_line_error(proc, "flight phase(s)", "cmu_131_03_hop")
     assert " s" in line and not (tmp_path / "hop.csv").exists()
+
+
+def test_gait_waist_flag_reaches_the_generator(tmp_path):
+    """--waist upright on the H1 (legs without an ankle roll, rolled by default) keeps its waist upright,
+    and the report says which waist the legs took."""
+    proc = launcher("gait", "--source", WALK, "--robot", H1, "--frames", "0:240", "--waist", "upright",
+                    "--out", tmp_path / "h1.csv", "--report", tmp_path / "h1.json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "h1.json").read_text())["waist"] == "upright"
+    proc = launcher("gait", "--source", WALK, "--robot", H1, "--waist", "sideways", "--out", tmp_path / "x.csv")
+    assert proc.returncode != 0 and "--waist" in proc.stderr
 
 
 def test_gait_checks_its_arguments_before_the_work(tmp_path):

@@ -118,6 +118,7 @@ def test_h1_rolled_walks_tilt_warning_says_its_figure(h1_rolled_walk):
     assert all(f"up to {tilt:.0f} degrees" in w for w in said)
     assert any("stance foot slides" in w for w in report["warnings"])
     assert not any("can lean only" in w for w in report["warnings"])  # the rolled waist leans across
+    assert report["waist"] == "rolled"  # the default (None) resolved for legs without an ankle roll
     assert any("the multibody ZMP leaves the feet" in w for w in report["warnings"]) == (
         report["zmp_outside_support_pct"] > 0.0)
 
