@@ -267,3 +267,14 @@ def mimicking(robot: Robot, follower: str, leader: str, multiplier: float = 1.0)
     joints = [dataclasses.replace(j, mimic=Mimic(leader, multiplier, 0.0)) if j.name == follower else j
               for j in robot.joints]
     return Robot(robot.name, robot.links, joints, robot.root_link, robot.source_path)
+
+
+def random_root_poses(rng: np.random.Generator, frames: int) -> np.ndarray:
+    """Root poses (F, 4, 4) turned about random axes by up to half a turn either way and placed at
+    normally distributed points (metres): a robot's links checked away from the world's origin."""
+    root = np.tile(np.eye(4), (frames, 1, 1))
+    axis = rng.normal(size=(frames, 3))
+    root[:, :3, :3] = axis_angle_to_matrix(axis / np.linalg.norm(axis, axis=1, keepdims=True),
+                                           rng.uniform(-np.pi, np.pi, frames))
+    root[:, :3, 3] = rng.normal(size=(frames, 3))
+    return root

@@ -12,6 +12,7 @@ from core.chains.solver import ChainKinematics, rate_limit
 from core.feet.plant import Leg
 from core.model.kinematics import REVOLUTE, KinematicTree
 from core.model.transforms import axis_angle_to_matrix
+from tests.robot_variants import random_root_poses
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
@@ -37,12 +38,7 @@ def robot(request, walk):
 def _pose(tree, frames=40, seed=0):
     rng = np.random.default_rng(seed)
     q = np.clip(rng.uniform(-1.5, 1.5, (frames, tree.dof)), tree.lower, tree.upper)
-    root = np.tile(np.eye(4), (frames, 1, 1))
-    axes = rng.normal(size=(frames, 3))
-    root[:, :3, :3] = axis_angle_to_matrix(axes / np.linalg.norm(axes, axis=1, keepdims=True),
-                                           rng.uniform(-np.pi, np.pi, frames))
-    root[:, :3, 3] = rng.normal(size=(frames, 3))
-    return q, root
+    return q, random_root_poses(rng, frames)
 
 
 def _anchor(tree, chain, q, root):

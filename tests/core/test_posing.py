@@ -8,7 +8,7 @@ import pytest
 
 from core.model.kinematics import KinematicTree
 from core.model.posing import Poser
-from core.model.transforms import axis_angle_to_matrix
+from tests.robot_variants import random_root_poses
 from core.model.urdf import parse_urdf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,12 +24,7 @@ def _postures(tree: KinematicTree, frames: int, seed: int) -> tuple[np.ndarray, 
     """Random joint positions within the limits (F, n) and root poses (F, 4, 4)."""
     rng = np.random.default_rng(seed)
     q = rng.uniform(np.maximum(tree.lower, -2.0), np.minimum(tree.upper, 2.0), size=(frames, tree.dof))
-    root = np.tile(np.eye(4), (frames, 1, 1))
-    axis = rng.normal(size=(frames, 3))
-    root[:, :3, :3] = axis_angle_to_matrix(axis / np.linalg.norm(axis, axis=1, keepdims=True),
-                                           rng.uniform(-np.pi, np.pi, frames))
-    root[:, :3, 3] = rng.normal(size=(frames, 3))
-    return q, root
+    return q, random_root_poses(rng, frames)
 
 
 def test_poser_gives_the_trees_link_poses_and_keeps_known_ones(tree):
