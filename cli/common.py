@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import io
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,10 @@ def import_clip(path: Path, up: str = "Y") -> bpy.types.Object:
 
 def parse_frames(text: str | None, first: int, last: int) -> tuple[int, int]:
     """START:END in 0-based clip frames, END exclusive (Python slice), to Blender frames."""
-    start, end = clip_range(text, last - first + 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start, end = clip_range(text, last - first + 1)
+    print_warnings(str(note.message) for note in caught)
     return first + start, first + end - 1
 
 

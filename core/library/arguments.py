@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from ..motion.fileio import write_text_atomic
@@ -162,10 +163,12 @@ def clip_range(text: str | None, count: int) -> tuple[int, int]:
         end = int(end_text) if end_text.strip() else count
     except ValueError:
         raise CommandError(f"--frames {text!r}: expected START:END, e.g. 0:240") from None
-    start, end = max(start, 0), min(end, count)
-    if end <= start:
+    clamped = max(start, 0), min(end, count)
+    if clamped[1] <= clamped[0]:
         raise CommandError(f"--frames {text!r}: no frames in range (the clip has {count})")
-    return start, end
+    if clamped != (start, end):  # a slice would clamp silently; a user asking for more should hear it
+        warnings.warn(f"--frames {text!r}: the clip has {count} frames (0:{count}); using {clamped[0]}:{clamped[1]}")
+    return clamped
 
 
 def check_output(path: Path, overwrite: bool) -> Path:

@@ -101,7 +101,7 @@ def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contact
     with warnings.catch_warnings(record=True) as caught:  # the reader's notes go in the report, not to stderr
         warnings.simplefilter("always")
         motion = read_clip(source, up)
-    start, end = clip_range(frames, motion.frames)
+        start, end = clip_range(frames, motion.frames)
     mapping = robot.mapping
     if mapping is not None:
         mapping.check_names(str(robot.mapping_path or "mapping preset"), bones=motion.bone_names, source=motion.name)

@@ -145,3 +145,13 @@ def test_a_folder_as_the_source_is_said_to_be_one(tmp_path, clip, capsys):
     assert main(["bake", "--source", str(clip.parent), "--robot", str(G1), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert f"{clip.parent}: a folder, not a clip file" in err and "--inputs" in err and not out.exists(), err
+
+
+def test_frames_past_the_clip_are_used_up_to_its_end_and_the_report_says_so(tmp_path, clip, capsys):
+    out, report = tmp_path / "tail.csv", tmp_path / "tail.json"
+    assert main([str(a) for a in ["bake", "--source", clip, "--robot", G1, "--frames", "10:100000",
+                                  "--out", out, "--report", report]]) == 0, capsys.readouterr().err
+    written = json.loads(report.read_text(encoding="utf-8"))
+    count = written["frames"] + 10
+    assert any(w.startswith("--frames '10:100000'") and f"using 10:{count}" in w for w in written["warnings"]), \
+        written["warnings"]
