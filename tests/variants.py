@@ -107,6 +107,18 @@ def with_extra_bones(clip: BVHClip, extra: list[tuple[str, str, np.ndarray]]) ->
     return _with_motion(grown, np.array(offsets), ends, t, r, len(t), len(names))
 
 
+def with_leaf_bones(clip: BVHClip, suffix: str = "_end") -> BVHClip:
+    """Blender's FBX exporter's leaf bones (its default): every End Site becomes a motionless joint
+    named after its parent plus `suffix`, as long as its parent and pointing the same way."""
+    leaves = sorted(clip.end_sites)
+    extra = [(f"{clip.names[j]}{suffix}", clip.names[j], np.asarray(clip.end_sites[j], float)) for j in leaves]
+    out = with_extra_bones(clip, extra)
+    ends = {j: e for j, e in out.end_sites.items() if j not in leaves}
+    for k, j in enumerate(leaves):
+        ends[len(clip.names) + k] = np.asarray(clip.end_sites[j], float)
+    return dataclasses.replace(out, end_sites=ends)
+
+
 def main_child_direction(clip: BVHClip, j: int) -> np.ndarray | None:
     """The rest direction a joint's bone points: its End Site, else its longest child offset."""
     if j in clip.end_sites and np.linalg.norm(clip.end_sites[j]) > 1e-9:

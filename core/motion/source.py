@@ -50,6 +50,18 @@ class SourceMotion:
                             self.root_rotation[index], self.rest_heads, self.rest_tails, self.rest_root_rotation,
                             self.fps, self.name if name is None else name)
 
+    def without_leaves(self, gone: np.ndarray) -> "SourceMotion":
+        """The clip without the leaf bones marked in `gone` (B,) bool; the others re-indexed."""
+        keep = ~np.asarray(gone, dtype=bool)
+        parents = np.asarray(self.parents)
+        if (gone := ~keep).any() and (np.isin(np.flatnonzero(gone), parents) | (parents[gone] < 0)).any():
+            raise ValueError("only leaf bones with a parent can be left out")
+        new = np.cumsum(keep) - 1
+        kept_parents = np.where(parents[keep] >= 0, new[np.maximum(parents[keep], 0)], -1)
+        return SourceMotion([n for n, k in zip(self.bone_names, keep) if k], kept_parents, self.heads[:, keep],
+                            self.tails[:, keep], self.root_rotation, self.rest_heads[keep], self.rest_tails[keep],
+                            self.rest_root_rotation, self.fps, self.name)
+
     def children(self, i: int) -> list[int]:
         return [j for j, p in enumerate(self.parents) if p == i]
 

@@ -79,6 +79,8 @@ def relative_heights(points: np.ndarray, ends: np.ndarray, body: np.ndarray | No
 def source_skeleton(motion: SourceMotion) -> Skeleton:
     """The clip's skeleton in its most typical posture (reference_frame), not its rest pose;
     how low each bone ends is its median over the clip (the feet carry the weight most of the time)."""
+    if (markers := end_markers(motion)).any():
+        motion = motion.without_leaves(markers)
     moving = motion.frames > 0 and np.isfinite(motion.heads).all()
     if not moving:
         return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.rest_heads,
@@ -88,6 +90,23 @@ def source_skeleton(motion: SourceMotion) -> Skeleton:
     low = np.median(relative_heights(motion.heads, motion.tails, body), axis=0)
     return Skeleton(list(motion.bone_names), np.asarray(motion.parents), motion.heads[f],
                     motion.tails[f], moving_bones(motion), low, continues=continuing_bones(motion))
+
+
+def end_markers(motion: SourceMotion) -> np.ndarray:
+    """(B,) bool: leaf bones that only mark where their parent ends (an FBX's leaf bones, on by
+    default in Blender's exporter: `Foot_end` from the foot's end, as long again). Named so, starting
+    at the parent's end and never turning against it; their own far end is no point of the body,
+    so the skeleton is read without them (a head's leaf outreached the arms and was mapped as one)."""
+    out = np.zeros(len(motion.bone_names), dtype=bool)
+    parents = np.asarray(motion.parents)
+    rigid = ~moving_bones(motion) if motion.frames >= 3 else np.ones(len(out), dtype=bool)
+    for i, p in enumerate(parents):
+        if p < 0 or i in parents or not rigid[i] or not name_words.end_marker(motion.bone_names[i]):
+            continue
+        length = np.linalg.norm(motion.tails[:, p] - motion.heads[:, p], axis=1)
+        gap = np.linalg.norm(motion.heads[:, i] - motion.tails[:, p], axis=1)
+        out[i] = bool(np.all(gap <= np.maximum(0.02 * length, 1e-4)))
+    return out
 
 
 RIGID_DEG = 0.5  # a bone that keeps its angle to its parent within this over the clip is fixed to it

@@ -81,6 +81,15 @@ def auxiliary(name: str) -> bool:
     return bool(set(words(name, prefixes=True)) & AUXILIARY)
 
 
+END_WORDS = {"end", "nub"}  # Blender's FBX leaf bones (Foot_end), Mixamo's (HeadTop_End), 3ds Max's (Finger0Nub)
+
+
+def end_marker(name: str) -> bool:
+    """Named as a bone that only marks where its parent ends."""
+    ws = words(name)
+    return bool(ws) and ws[-1] in END_WORDS
+
+
 def majority_role(names: list[str]) -> tuple[str, float]:
     """The role most of `names` point at, and the share of the names that say anything that do."""
     roles = [r for r in (role(n) for n in names) if r]

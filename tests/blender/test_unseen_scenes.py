@@ -210,3 +210,31 @@ def test_balance_and_gait_are_undone_one_step_each(clean_scene, mods):
     rig = bpy.data.objects[rig_name]
     assert rig.animation_data.action.name == baked_name
     assert "robot_retarget_balance" not in rig.animation_data.action
+
+
+def test_an_fbx_with_blenders_leaf_bones_maps_and_bakes_as_the_bvh(clean_scene, mods, tmp_path):
+    """Blender's FBX exporter adds a leaf bone at every limb's end (on by default), as long as the
+    bone before it: the head's leaf then reached further from the chest than the hanging arms, and
+    auto-map took the neck for an arm and the right arm for the head."""
+    ref = reference(clean_scene, mods)
+    source = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and not o.get("urdf_path"))
+    bvh_chains = {c.name: (c.source_base, c.source_tips) for c in clean_scene.robot_retarget.chains}
+    path = tmp_path / "walk.fbx"
+    bpy.ops.object.select_all(action='DESELECT')
+    source.select_set(True)
+    assert bpy.ops.export_scene.fbx(filepath=str(path), use_selection=True, add_leaf_bones=True,
+                                    bake_anim=True) == {'FINISHED'}
+    scene = fresh(clean_scene)
+    scene.render.fps, scene.render.fps_base = 120, 1.0  # the walk's rate (importing the FBX does not set it)
+    before = set(bpy.data.objects)
+    assert bpy.ops.import_scene.fbx(filepath=str(path)) == {'FINISHED'}
+    fbx = next(o for o in bpy.data.objects if o not in before and o.type == 'ARMATURE')
+    assert any(b.name.endswith("_end") for b in fbx.data.bones)
+    rig = import_robot()
+    settings = pick(scene, fbx, rig, (1, 90))
+    assert {c.name: (c.source_base, c.source_tips) for c in settings.chains} == bvh_chains
+    assert bpy.ops.robot_retarget.bake() == {'FINISHED'}
+    f1, r1, q1, rep1 = baked(mods, rig)
+    assert len(f1) == len(ref[0])
+    assert rep1["automap_confidence"] == 1.0
+    assert abs(rep1["limb_direction_error_deg"] - ref[3]["limb_direction_error_deg"]) < 0.05

@@ -126,6 +126,18 @@ def test_extra_bones_are_not_limbs(scramble, clip, g1, original, tmp_path):
     assert _rms_deg(result.q, original[2].q) < 0.5
 
 
+@pytest.mark.parametrize("suffix", ["_end", "_End", "Nub"])
+def test_fbx_leaf_bones_are_end_sites(suffix, clip, g1, original, tmp_path):
+    """An FBX written by Blender (leaf bones on, its default) ends every limb in a motionless bone
+    from the last bone's end, as long again: its far end is no body point. Mapped and baked as the
+    same clip without them (with them the head outreached the arms and was mapped as one)."""
+    leafy = V.with_leaf_bones(clip, suffix)
+    motion, mapping, result = _bake(leafy, g1, tmp_path)
+    assert len(motion.bone_names) == len(clip.names) + len(clip.end_sites)
+    assert _chains(mapping) == _chains(original[1])
+    np.testing.assert_allclose(result.q, original[2].q, rtol=0, atol=1e-6)  # the file written again: 2e-8
+
+
 # ------------------------------------------------------------------ robots ---
 
 from core.model.reroot import hung_from, reroot  # noqa: E402
