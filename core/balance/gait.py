@@ -17,7 +17,7 @@ from scipy.interpolate import CubicSpline
 from scipy.ndimage import gaussian_filter1d
 
 from ..chains.mapping import Mapping
-from ..feet.contacts import SIDES, Contacts, DetectSettings, flags_to_intervals
+from ..feet.contacts import SIDES, Contacts, DetectSettings, flags_to_intervals, foot_tracks
 from ..feet.plant import resolve_contacts
 from ..model.kinematics import KinematicTree
 from ..model.reroot import hung_from
@@ -178,7 +178,8 @@ def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings
     flags = resolve_contacts(contacts, motion, mapping, warnings)
     if flags is None or not flags.feet:
         raise BalanceError(f"clip {motion.name!r}: no foot contacts, so no steps to keep ({'; '.join(warnings)})")
-    flags, notes = gait_contacts(flags)
+    soles = {side: np.minimum(track.heel[:, 2], track.toe[:, 2]) for side, track in foot_tracks(motion, mapping).items()}
+    flags, notes = gait_contacts(flags, heights=soles)
     warnings += notes
     unnamed = [side for side in SIDES if side not in flags.feet]
     if unnamed:  # a contacts file of one foot: the plan asked for the other and stopped with "error: right"

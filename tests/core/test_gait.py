@@ -387,6 +387,32 @@ def test_the_gait_does_not_depend_on_where_the_clip_faces(walk, g1_walk):
     assert report["min_support_margin_m"] >= 0.008 and report["stance_slide_m"] < 0.002
 
 
+def _mirror_name(name: str) -> str:
+    for a, b in (("Left", "Right"), ("Right", "Left"), ("L", "R"), ("R", "L"), ("l", "r"), ("r", "l")):
+        if name.startswith(a) and (len(a) > 1 or name[1:2].isupper() or name[1:] in ("hand",)):
+            return b + name[len(a):]
+    return name
+
+
+def test_the_mirrored_walk_walks_the_mirrored_gait(walk, g1_walk):
+    """The walk seen in a mirror (x negated, left and right names swapped): each foot steps when the
+    other did. Where both feet read up but the body does not fall, the foot kept down was the left
+    on a tie, whichever it was, so the mirrored walk stood on other feet there."""
+    flip = np.diag([-1.0, 1.0, 1.0])
+    mirrored = SourceMotion([_mirror_name(n) for n in walk.bone_names], walk.parents, walk.heads @ flip,
+                            walk.tails @ flip, flip @ walk.root_rotation @ flip, walk.rest_heads @ flip,
+                            walk.rest_tails @ flip, flip @ walk.rest_root_rotation @ flip, walk.fps, "walk_mirrored")
+    assert sorted(mirrored.bone_names) == sorted(walk.bone_names)
+    _, _, result = _gait(mirrored, "g1")
+    base, report = g1_walk[2].report, result.report
+    assert report["steps"] == base["steps"]
+    for side, other in (("left", "right"), ("right", "left")):
+        for key in ("lift_off_s", "touch_down_s"):
+            assert [s[key] for s in report["swing_phases"][side]] == \
+                pytest.approx([s[key] for s in base["swing_phases"][other]], abs=0.02)
+    assert report["min_support_margin_m"] == pytest.approx(base["min_support_margin_m"], abs=0.003)
+
+
 def test_a_robot_rooted_at_its_torso_walks_the_same_gait(walk, g1_walk):
     """The G1 described from its torso (legs hanging from the waist joints): the same gait, its
     output the torso's own pose and the URDF's joints."""
