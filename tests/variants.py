@@ -17,6 +17,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from core.motion.bvh import BVHClip
+from core.motion.source import SourceMotion
 
 ORDER = "ZXY"  # rotation channels written for every joint
 
@@ -416,3 +417,21 @@ def rest_pose_first(clip: BVHClip, frames: int) -> BVHClip:
     still_r[:, 0] = r[0, 0]
     return _with_motion(clip, np.asarray(clip.offsets, float), clip.end_sites, np.concatenate([still_t, t]),
                         np.concatenate([still_r, r]), frames + len(t), len(clip.names))
+
+
+def mirrored_name(name: str) -> str:
+    """CMU's side words swapped: LeftHip <-> RightHip, LHipJoint <-> RHipJoint, lhand <-> rhand."""
+    for a, b in (("Left", "Right"), ("Right", "Left"), ("L", "R"), ("R", "L"), ("l", "r"), ("r", "l")):
+        if name.startswith(a) and (len(a) > 1 or name[1:2].isupper() or name[1:] == "hand"):
+            return b + name[len(a):]
+    return name
+
+
+def mirrored_motion(motion: SourceMotion) -> SourceMotion:
+    """The clip seen in a mirror: world x negated, left and right names swapped (a left-footed actor)."""
+    flip = np.diag([-1.0, 1.0, 1.0])
+    names = [mirrored_name(n) for n in motion.bone_names]
+    assert sorted(names) == sorted(motion.bone_names), "a side word this helper does not know"
+    return SourceMotion(names, motion.parents, motion.heads @ flip, motion.tails @ flip,
+                        flip @ motion.root_rotation @ flip, motion.rest_heads @ flip, motion.rest_tails @ flip,
+                        flip @ motion.rest_root_rotation @ flip, motion.fps, f"{motion.name}_mirrored")

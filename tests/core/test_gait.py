@@ -28,6 +28,7 @@ from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.motion.source import SourceMotion
 from core.retarget.automap import auto_map
+from tests.variants import mirrored_motion
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK = ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh"
@@ -387,22 +388,11 @@ def test_the_gait_does_not_depend_on_where_the_clip_faces(walk, g1_walk):
     assert report["min_support_margin_m"] >= 0.008 and report["stance_slide_m"] < 0.002
 
 
-def _mirror_name(name: str) -> str:
-    for a, b in (("Left", "Right"), ("Right", "Left"), ("L", "R"), ("R", "L"), ("l", "r"), ("r", "l")):
-        if name.startswith(a) and (len(a) > 1 or name[1:2].isupper() or name[1:] in ("hand",)):
-            return b + name[len(a):]
-    return name
-
-
 def test_the_mirrored_walk_walks_the_mirrored_gait(walk, g1_walk):
     """The walk seen in a mirror (x negated, left and right names swapped): each foot steps when the
     other did. Where both feet read up but the body does not fall, the foot kept down was the left
     on a tie, whichever it was, so the mirrored walk stood on other feet there."""
-    flip = np.diag([-1.0, 1.0, 1.0])
-    mirrored = SourceMotion([_mirror_name(n) for n in walk.bone_names], walk.parents, walk.heads @ flip,
-                            walk.tails @ flip, flip @ walk.root_rotation @ flip, walk.rest_heads @ flip,
-                            walk.rest_tails @ flip, flip @ walk.rest_root_rotation @ flip, walk.fps, "walk_mirrored")
-    assert sorted(mirrored.bone_names) == sorted(walk.bone_names)
+    mirrored = mirrored_motion(walk)
     _, _, result = _gait(mirrored, "g1")
     base, report = g1_walk[2].report, result.report
     assert report["steps"] == base["steps"]

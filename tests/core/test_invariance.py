@@ -138,6 +138,26 @@ def test_fbx_leaf_bones_are_end_sites(suffix, clip, g1, original, tmp_path):
     np.testing.assert_allclose(result.q, original[2].q, rtol=0, atol=1e-6)  # the file written again: 2e-8
 
 
+def _other_side(name: str) -> str:
+    return name.replace("left", "\0").replace("right", "left").replace("\0", "right")
+
+
+@pytest.mark.parametrize("robot", ["g1", "h1"])
+def test_the_mirrored_walk_bakes_the_mirrored_motion(robot):
+    """The walk seen in a mirror onto a robot built the same on both sides: each joint moves as its
+    partner on the other side did (the same angle up to the sign a mirror gives roll and yaw), and
+    each limb reads the error its partner did. A tie broken toward the left would show here."""
+    tree = KinematicTree(parse_urdf(G1 if robot == "g1" else ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"))
+    walk = load_bvh(WALK).to_source_motion()
+    bakes = [retarget(m, tree, auto_map(m, tree), contacts="auto") for m in (walk, V.mirrored_motion(walk))]
+    names = bakes[0].joint_names
+    partner = [names.index(_other_side(n)) for n in names]
+    np.testing.assert_allclose(np.abs(bakes[1].q[:, partner]), np.abs(bakes[0].q), rtol=0, atol=1e-5)  # G1 1.4e-6
+    errors = [b.report["limb_direction_error_by_limb"] for b in bakes]
+    assert {_other_side(k): v for k, v in errors[1].items()} == pytest.approx(errors[0], abs=1e-4)
+    assert bakes[1].report["contact_preserved_pct"] == bakes[0].report["contact_preserved_pct"]
+
+
 # ------------------------------------------------------------------ robots ---
 
 from core.model.reroot import hung_from, reroot  # noqa: E402
