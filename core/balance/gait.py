@@ -109,6 +109,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     if not settings.period_s > 0:
         raise BalanceError(f"control period must be positive, got {settings.period_s!r} s")
     MassModel.build(tree)  # a robot without masses fails before the slow work
+    _require_two_legs(tree, mapping)
     warnings: list[str] = []
     flags = walkable_contacts(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
@@ -168,6 +169,17 @@ def _from_pelvis(robot: KinematicTree, tree: KinematicTree, rerooted, bake: Reta
     q = bake.q[:, [robot.joint_names.index(name) for name in tree.joint_names]]
     return RetargetResult(tree.joint_names, q, pelvis[:, :3, 3].copy(), pelvis[:, :3, :3].copy(), bake.fps,
                           bake.report)
+
+
+def _require_two_legs(tree: KinematicTree, mapping: Mapping) -> None:
+    """A gait steps on a left and a right leg: an arm or a legless robot says so, not that the clip
+    has no foot contacts."""
+    legs = {c.side for c in mapping.chains if c.role == "leg" and c.enabled}
+    missing = [side for side in SIDES if side not in legs]
+    if missing:
+        chains = ", ".join(c.name for c in mapping.chains if c.enabled) or "none"
+        raise BalanceError(f"robot {tree.robot.name!r}: no {' and no '.join(missing)} leg mapped (chains: {chains}): "
+                           "a gait steps on two legs; bake the clip instead, or map both legs")
 
 
 def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings: list[str]) -> Contacts:

@@ -348,6 +348,14 @@ def test_the_hop_is_refused_with_its_flight_times():
         _gait(hop, "g1")
 
 
+def test_a_robot_without_legs_is_refused_naming_what_it_has(walk):
+    """An arm (the Panda) maps the actor's arm and hand: the gait says it has no legs, not that the
+    clip has no foot contacts."""
+    tree = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"))
+    with pytest.raises(BalanceError, match=r"robot 'panda': no left and no right leg mapped \(chains: arm, hand\)"):
+        generate_gait(walk, tree, auto_map(walk, tree))
+
+
 def test_another_control_period(walk):
     frames = walk.frames
     short = SourceMotion(walk.bone_names, walk.parents, walk.heads[:frames // 2], walk.tails[:frames // 2],
