@@ -460,14 +460,17 @@ def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarr
     lam = np.zeros((count + 1, m.shape[2]))  # (K + 1, R)
     lam[count] = 1.0
     last, row = np.empty((count, m.shape[2])), np.empty(m.shape[2])
+    # views made once: a sweep is 2K numpy calls on a few hundred numbers, so each call's own cost counts
+    pairs, asks, multipliers = lam[:count], list(rows), list(lam[:count])
     for _ in range(DUAL_SWEEPS):
-        last[:] = lam[:count]
-        for k in range(count):
-            np.einsum("jr,jr->r", rows[k], lam, out=row)
-            np.maximum(row, 0.0, out=lam[k])
-        if np.abs(lam[:count] - last).max(initial=0.0) < 1e-10:
+        np.copyto(last, pairs)
+        for ask, multiplier in zip(asks, multipliers):
+            np.einsum("jr,jr->r", ask, lam, out=row)
+            np.maximum(row, 0.0, out=multiplier)
+        np.subtract(pairs, last, out=last)
+        if np.abs(last, out=last).max(initial=0.0) < 1e-10:
             break
-    return np.einsum("rvk,kr->rv", hg, lam[:count])
+    return np.einsum("rvk,kr->rv", hg, pairs)
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:
