@@ -54,6 +54,7 @@ GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its 
 #                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (README: the third's cost 5 %, cleared none)
 TRIAL_EVERY = 3  # a limb's run tried whole on the other answer tries every this many of its close frames first
+NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
@@ -113,10 +114,11 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
             x = rate_limit(x if fixing else room_in_time(shape, x, max_step), max_step)
             # a joint the ramp turned back (a neighbour's answer the other way won) is held on
             # that side, so the next pass makes room with the others instead of undoing it
-            held = (np.where(x > solved + 1e-9, np.maximum(held[0], x), held[0]),
-                    np.where(x < solved - 1e-9, np.minimum(held[1], x), held[1]))
-        clear &= (np.abs(x - solved) <= 1e-12).all(axis=1)  # seen clear where it still is
-        seen &= (np.abs(x - solved) <= 1e-12).all(axis=1)
+            held = (np.where(x > solved + NO_CHANGE_RAD, np.maximum(held[0], x), held[0]),
+                    np.where(x < solved - NO_CHANGE_RAD, np.minimum(held[1], x), held[1]))
+        still = (np.abs(x - solved) <= NO_CHANGE_RAD).all(axis=1)  # no ramp moved it (rounding's changes aside)
+        clear &= still  # seen clear where it still is
+        seen &= still
         frames = np.flatnonzero((np.abs(x - last) > SETTLED_RAD).any(axis=1) & ~clear)
         if len(frames) == 0:
             break
@@ -243,8 +245,10 @@ def _tried_first(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, co
 
 
 def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
-    """Rows whose change turns some joint the other way than the consensus, by more than AGAINST_RAD."""
-    return np.flatnonzero(((consensus * change < 0.0) & (np.abs(consensus - change) > AGAINST_RAD)).any(axis=1))
+    """Rows whose change turns some joint the other way than the consensus, by more than AGAINST_RAD.
+    A change or consensus within NO_CHANGE_RAD of none has no side: its sign is rounding's."""
+    sides = (consensus * change < 0.0) & (np.abs(consensus) > NO_CHANGE_RAD) & (np.abs(change) > NO_CHANGE_RAD)
+    return np.flatnonzero((sides & (np.abs(consensus - change) > AGAINST_RAD)).any(axis=1))
 
 
 def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
@@ -456,14 +460,17 @@ def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarr
     lam = np.zeros((count + 1, m.shape[2]))  # (K + 1, R)
     lam[count] = 1.0
     last, row = np.empty((count, m.shape[2])), np.empty(m.shape[2])
+    # views made once: a sweep is 2K numpy calls on a few hundred numbers, so each call's own cost counts
+    pairs, asks, multipliers = lam[:count], list(rows), list(lam[:count])
     for _ in range(DUAL_SWEEPS):
-        last[:] = lam[:count]
-        for k in range(count):
-            np.einsum("jr,jr->r", rows[k], lam, out=row)
-            np.maximum(row, 0.0, out=lam[k])
-        if np.abs(lam[:count] - last).max(initial=0.0) < 1e-10:
+        np.copyto(last, pairs)
+        for ask, multiplier in zip(asks, multipliers):
+            np.einsum("jr,jr->r", ask, lam, out=row)
+            np.maximum(row, 0.0, out=multiplier)
+        np.subtract(pairs, last, out=last)
+        if np.abs(last, out=last).max(initial=0.0) < 1e-10:
             break
-    return np.einsum("rvk,kr->rv", hg, lam[:count])
+    return np.einsum("rvk,kr->rv", hg, pairs)
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:
@@ -471,9 +478,9 @@ def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> 
     wherever it does, and never faster than max_step (V,) per frame when `shape` is not: the room
     made is ramped around the moving chain itself (a change ramped on its own, added to a shape
     already at full speed, would be cut back by the rate limit where it is needed)."""
-    change = moved - shape
-    above = _cone(np.where(change > 0.0, moved, -np.inf), max_step)
-    below = -_cone(np.where(change < 0.0, -moved, -np.inf), max_step)
+    change = moved - shape  # a change within NO_CHANGE_RAD of none is rounding's: it neither ramps nor holds
+    above = _cone(np.where(change > NO_CHANGE_RAD, moved, -np.inf), max_step)
+    below = -_cone(np.where(change < -NO_CHANGE_RAD, -moved, -np.inf), max_step)
     return np.minimum(np.maximum(shape, above), below)
 
 

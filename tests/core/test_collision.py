@@ -580,10 +580,8 @@ def test_g1_hop_runs_tried_on_a_sample_first_end_where_tried_whole(g1, monkeypat
     monkeypatch.setattr(separation, "TRIAL_EVERY", 1)  # the sample is the whole run: every run tried whole
     second = retarget(hop, g1, mapping, contacts="auto")
     sampled, whole = first.q, second.q
-    # the same to the dual's convergence (its sweeps stop when every frame of a step's batch has converged),
-    # but for a frame at a near-tie between two answers, which rounding can send either way: one run of
-    # the full suite in four had 4 of 31,958 values 0.085 rad apart, both sides clear of the body
-    apart = np.abs(sampled - whole) > 1e-5
-    assert apart.mean() < 1e-3, f"{apart.sum()} of {apart.size} joint values differ"
+    # the same to the dual's convergence (its sweeps stop when every frame of a step's batch has converged):
+    # a run's answer is no rounding's choice (a change within NO_CHANGE_RAD of none has no side)
+    np.testing.assert_allclose(sampled, whole, rtol=0.0, atol=1e-5)
     assert first.report["self_collision_pct"] == second.report["self_collision_pct"] == 0.0
     assert sampled_starts < 0.9 * sum(started)
