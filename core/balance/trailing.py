@@ -23,7 +23,6 @@ from .rollover import Edge
 
 TRAIL_ROLLS_RAD = np.array([0.02, 0.04, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4])  # further rolls tried, smallest first
 TRIAL_ITERATIONS = 20
-HEEL_RATE_RAD_S = 2.0  # the heel rises (the toe comes down) no faster than this
 TRAIL_STAND_M = 0.5 * STAND_TOL_M  # a trailing foot this near its goal (and level within half the tolerance) stands
 
 
@@ -66,7 +65,7 @@ def _roll_end(corrector: Corrector, leg, q: np.ndarray, root: np.ndarray, path: 
     need = _needed_roll(corrector, leg, q, root, path.poses, edge, rows)
     if not need.any():
         return False
-    profile = heel_rise(need, int(np.ceil(1.5 * need.max() / (HEEL_RATE_RAD_S * corrector.period))))
+    profile = heel_rise(need)
     path.poses[rows] = edge.rolled(path.poses[rows], profile)
     lift_m = knots.poses[next_to, 2, 3] - knots.poses[end, 2, 3]
     knots.poses[end] = path.poses[rows[-1]]
@@ -109,15 +108,14 @@ def _stands(corrector: Corrector, leg, q: np.ndarray, root: np.ndarray, goals: n
     return (miss < TRAIL_STAND_M) & (tilt < 0.5 * corrector.level_tol)
 
 
-def heel_rise(need: np.ndarray, shortest: int = 1) -> np.ndarray:
-    """A heel-off angle (F,) rising smoothly from 0 to need's largest by the first sample that needs
-    that much, over `shortest` samples at least, and held there; starting as late as keeps it at or
-    above need (F,) everywhere (from the first sample where it cannot)."""
-    top, peak = float(need.max()), int(np.argmax(need))
-    steps = np.arange(len(need))
-    latest = min(int(np.flatnonzero(need)[0]), peak - shortest + 1)  # before 0: already rising at the first sample
-    for first in range(latest, min(latest, 0) - 1, -1):
-        s = np.clip((steps - first + 1) / (peak - first + 1), 0.0, 1.0)
+def heel_rise(need: np.ndarray) -> np.ndarray:
+    """A heel-off angle (F,) rising smoothly from 0 to need's largest at the last sample, starting as
+    late as keeps it at or above need (F,) everywhere (from the first sample where none does).
+    Rising no faster than 2 rad/s instead, and held from the first sample needing the most, it began
+    earlier: the H1 walk's worst margin went from +5.6 to -7.5 mm (0.12 % of samples outside)."""
+    top, count = float(need.max()), len(need)
+    for first in range(int(np.flatnonzero(need)[0]), -1, -1):
+        s = np.clip((np.arange(count) - first + 1) / (count - first), 0.0, 1.0)
         rise = top * s * s * (3.0 - 2.0 * s)
         if (rise >= need - 1e-9).all():
             break
