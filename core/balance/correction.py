@@ -11,7 +11,7 @@ changes as little as lets it stand, smoothly.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -20,8 +20,8 @@ from scipy.ndimage import distance_transform_edt, maximum_filter1d, uniform_filt
 from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.transforms import pose_matrices
 from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
-from .legs import TILT_WEIGHT_M, LegIK, leg_length, pose_errors, solve_legs, within_reach
-from .sagittal import SagittalWaist, planar_legs
+from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
+from .sagittal import SagittalWaist, planar_legs, standing_legs
 from .stance import fit_waist
 from .waist import calm_height, keep_tilt
 from .preview import PreviewGains, PreviewSettings, follow_zmp
@@ -39,11 +39,6 @@ ROLLED_HEIGHT_STEPS_M = np.r_[-0.01, 0.01, HEIGHT_STEPS_M]  # the rolled waist (
 #   legs to their limits, whose raise in the next round undid the lowering (H1 walk: a trailing foot 14 mm up at
 #   6.05 s, worst margin -25 mm; with 1 cm first +6 mm)
 HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
-ROLLED_WAIST_YAW_WEIGHT_M = TILT_WEIGHT_M  # a standing foot's heading under the rolled waist (sagittal.py), not
-#   0.02: where the waist's path leaves a hip 8-10 mm off its foot's plane a five-joint leg gave up the heading and
-#   turned the standing foot 1-3 degrees (H1 walk: slides 1.7-12 mm away from 5.85-6.91 s); now the sole rolls up to
-#   0.7 degrees and those stances slide 0.0-0.7 mm where the legs stay off their limits (0.5 / 1.0 m: 7.4 / 7.7 mm
-#   ZMP RMS against 7.8, but two more stances slide 5-14 mm)
 
 
 @dataclass
@@ -91,8 +86,8 @@ class Corrector:
         planar = planar_legs(tree, legs) if sagittal_waist else None
         self.family = None if planar is None else SagittalWaist(
             tree, planar, model, rest, {foot: 1.0 - share for foot, share in self.air_share.items()}, period_s)
-        if self.family is not None:  # a standing foot keeps its heading, its sole rolling a little instead
-            self.legs = [replace(leg, yaw_weight_m=ROLLED_WAIST_YAW_WEIGHT_M) for leg in legs]
+        if self.family is not None:  # a standing foot keeps its place and heading, its sole rolling a little instead
+            self.legs = standing_legs(tree, legs)
         self.height_steps = HEIGHT_STEPS_M if self.family is None else ROLLED_HEIGHT_STEPS_M
 
     def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False,
@@ -120,6 +115,11 @@ class Corrector:
                                {foot: share[span] for foot, share in self.air_share.items()}, quick=quick,
                                period_s=self.period)
         return solved
+
+    def legs_under(self, q: np.ndarray, root: np.ndarray, span: slice = slice(None)) -> np.ndarray:
+        """The legs of samples span (given as q (S, n)) solved again under the waist poses root (S, 4, 4),
+        the waist where it is (a foot's goal changed, not the balance)."""
+        return self._legs(q, root, span=span)
 
     def lateral_range(self, q: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For legs without an ankle roll: the direction across the waist's heading (N, 2), how far

@@ -34,7 +34,9 @@ from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .sagittal import planar_legs
 from .preview import PreviewSettings, follow_zmp
+from .rollover import Edge, toe_edge
 from .support import CONTACT_M, support_margins, support_polygon
+from .trailing import roll_trailing_feet
 from .waist import keep_tilt
 
 Progress = Callable[[float, str], None]
@@ -77,8 +79,8 @@ class GaitSettings:
     # (core.balance.lateral), the steps' width set by the roll. None (the default): on where the legs'
     # lowest three joints turn about one axis (sagittal.planar_legs), off for legs with an ankle roll;
     # False forces the upright waist. The H1 walk at 200 Hz, rolled against upright: multibody ZMP RMS
-    # 2.0 against 3.9 mm, worst margin +6 against -11 mm, outside 0 against 14.1 % of samples, stance
-    # slide 2.4 against 139 mm, soles tilted 1.0 against 13 degrees, about four times the CPU.
+    # 2.2 against 3.9 mm, worst margin +6 against -11 mm, outside 0 against 14.1 % of samples, stance
+    # slide 0.5 against 139 mm, soles tilted 0.9 against 13 degrees, about four times the CPU.
     sagittal_waist: bool | None = None
 
 
@@ -283,15 +285,28 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, xy, com_path, plan.target, com_height, FINE_PASSES)
     if fine.family is not None:  # the rolled waist: the passes carried it on after its height was fitted, and
         # the trailing leg of a long step came up to 10 mm short of its foot (H1 walk, 6.03-6.05 s): the height
-        # fitted again where the passes left the waist, then the passes again from there
+        # fitted again where the passes left the waist, then the passes again from there; before each, a trailing
+        # foot that cannot stand before its lift-off rolls onto its toe (core.balance.trailing)
+        toes, heels = _edges(tree, plan, 1.0), _edges(tree, plan, -1.0)
+        q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
         q, root_pos, _ = fine.solve_standing(q, fine.command, rounds=2)
         q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, fine.command, com_path, plan.target, com_height,
                                                  ROLLED_FINE_PASSES)
+        q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
+        zmp, com = fine.zmp(q, root_pos)
     let_go(q, root_pos)  # and where the passes' waist let it go
     plan.root_rot = fine.root_rot  # the waist as it stands: its tilt given up where a foot could not stand
     c = settings.correction
     _, cart_zmp = follow_zmp(plan.target, PreviewSettings(period, com_height, c.q, c.r, c.preview_s))
     return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, rough.height_change_m)
+
+
+def _edges(tree: KinematicTree, plan: GaitPlan, way: float) -> dict[int, Edge]:
+    """Each foot link's toe edge (way +1) or heel edge (-1: the edge of the robot's backward, whose
+    positive roll lifts the toe) (core.balance.rollover), the foot standing level."""
+    zero = tree.zero_pose()
+    return {leg.foot: toe_edge(plan.bodies[leg.foot], leg.flat @ zero[leg.base, :3, :3], way * plan.bounds.forward_axis)
+            for leg in plan.legs}
 
 
 def carried_path(coarse: Corrector, plan: GaitPlan, rows: np.ndarray, offset: np.ndarray, com_height: float,

@@ -43,6 +43,10 @@ class LegIK:
     walk: list | None = None  # the links as core.balance.leg_chain walks them, built on first use
     yaw_weight_m: float | None = None  # a radian of the foot's heading weighs like this; None: YAW_WEIGHT_M for
     #                                    legs of five joints (the whole pose's TILT_WEIGHT_M for six)
+    sole: np.ndarray | None = None  # (3,) where the foot's place is measured, in its frame (None: its origin, the
+    #                                 ankle); a point of the sole: a foot the leg cannot meet tilts about it, no slide
+    roll_axis: np.ndarray | None = None  # (3,) the foot's long axis in its frame, and how a radian of a standing foot's
+    roll_weight_m: float | None = None  # roll about it weighs (None: as any tilt, TILT_WEIGHT_M)
 
     @classmethod
     def build(cls, tree: KinematicTree, foot: int, other_feet: list[int],
@@ -107,15 +111,17 @@ def leg_iks(tree: KinematicTree, feet: list[int], standing: dict[int, np.ndarray
 def _walk(tree: KinematicTree, leg: LegIK) -> list[Link]:
     """The leg's walk (core.balance.leg_chain), built on first use."""
     if leg.walk is None:
-        leg.walk = link_walk(tree, leg.links)
+        leg.walk = link_walk(tree, leg.links) + ([] if leg.sole is None else [Link(leg.sole.copy(), None, None)])
     return leg.walk
 
 
 def _residual(walk: list[Link], revolute: np.ndarray, x: np.ndarray, base: np.ndarray, goal: np.ndarray,
-              weights: np.ndarray, rest: np.ndarray, prior: np.ndarray):
+              weights: np.ndarray, rest: np.ndarray, prior: np.ndarray,
+              roll: tuple[np.ndarray, np.ndarray] | None = None):
     """Weighted pose error and prior (F, 6 + J) for the leg's joints x (F, J), and the pose
     error's Jacobian (F, 6, J) (the prior's is prior times the identity); weights (F, 6) of the
-    pose error, prior (F,) metres per radian toward rest (F, J)."""
+    pose error, prior (F,) metres per radian toward rest (F, J); roll: the foot's long axis (3,)
+    in its frame and how much (F,) the rotation error about it weighs against the other tilt."""
     rot, pos, axes, origins = foot_chain(walk, x, base)
     count = x.shape[1]
     lever = pos[:, None] - origins  # (F, J, 3)
@@ -128,6 +134,11 @@ def _residual(walk: list[Link], revolute: np.ndarray, x: np.ndarray, base: np.nd
     error = np.empty((len(x), 6 + count))
     error[:, :3] = goal[:, :3, 3] - pos
     error[:, 3:6] = rotation_errors(rot, goal[:, :3, :3])
+    if roll is not None:  # the turn about the goal's long axis scaled: (I + (s - 1) a a^T) on error and Jacobian
+        axis = goal[:, :3, :3] @ roll[0]
+        more = roll[1] - 1.0
+        error[:, 3:6] += (more * np.einsum("fi,fi->f", axis, error[:, 3:6]))[:, None] * axis
+        jac[:, 3:6] += (more[:, None] * np.einsum("fi,fij->fj", axis, jac[:, 3:6]))[:, None, :] * axis[:, :, None]
     error[:, :6] *= weights
     jac *= weights[:, :, None]
     error[:, 6:] = prior[:, None] * (rest - x)
@@ -164,7 +175,7 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
     problems, shares = [], []
     for leg in legs:
         base = tree.link_transform(q, leg.base, root)  # the pelvis: no leg joint moves it
-        goal = goals[leg.foot]
+        goal = goals[leg.foot] if leg.sole is None else at_sole(goals[leg.foot], leg.sole)
         share = np.asarray(air[leg.foot], float) if air is not None else np.zeros(len(q))
         prior = STANCE_PRIOR_M + (SWING_PRIOR_M - STANCE_PRIOR_M) * share
         problems.append((leg, base, goal, q[:, leg.columns], rest[:, leg.columns], prior, _bounds(leg, base, goal)))
@@ -217,6 +228,13 @@ def _solve_together(tree: KinematicTree, problems: list[tuple], iterations: int)
     x, err = _solve_leg(tree, problems[0][0], *joined, iterations, bounds, walk)
     cuts = np.cumsum(counts)[:-1]
     return list(zip(np.split(x, cuts), np.split(err, cuts)))
+
+
+def at_sole(poses: np.ndarray, sole: np.ndarray) -> np.ndarray:
+    """Foot poses (F, 4, 4) moved to the point sole (3,) of the foot's frame (its rotation kept)."""
+    out = poses.copy()
+    out[:, :3, 3] += poses[:, :3, :3] @ sole
+    return out
 
 
 JUMP_RAD_S = 30.0  # a leg joint turning faster than this (rad/s) has likely switched branch
@@ -290,10 +308,14 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
     weights = np.array([1.0, 1.0, 1.0, TILT_WEIGHT_M, TILT_WEIGHT_M, yaw])
     cols = leg.columns
     lower, upper = bounds
+    roll = None
+    if leg.roll_weight_m is not None:  # a standing foot's roll (its swing's as any tilt)
+        swing = np.clip((prior - STANCE_PRIOR_M) / (SWING_PRIOR_M - STANCE_PRIOR_M), 0.0, 1.0)
+        roll = (leg.roll_axis, 1.0 + (leg.roll_weight_m / TILT_WEIGHT_M - 1.0) * (1.0 - swing))
     weights = _pose_weights(weights, prior)
     x = np.clip(start, lower, upper)
     walk = _walk(tree, leg) if walk is None else walk
-    err, jac = _residual(walk, leg.revolute, x, base, goal, weights, rest, prior)
+    err, jac = _residual(walk, leg.revolute, x, base, goal, weights, rest, prior, roll)
     cost = (err ** 2).sum(1)
     lam = np.full(len(start), 1e-4)
     eye = np.eye(len(cols))
@@ -311,7 +333,7 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
         step = np.linalg.solve(hess + lam[active, None, None] * eye, (grad * free)[..., None])[..., 0]
         trial = np.clip(xa + step, lo, hi)
         t_err, t_jac = _residual(walk_rows(walk, active), leg.revolute, trial, base[active], goal[active],
-                                 weights[active], rest[active], p)
+                                 weights[active], rest[active], p, None if roll is None else (roll[0], roll[1][active]))
         t_cost = (t_err ** 2).sum(1)
         better = t_cost < cost[active]
         gaining = (cost[active] - t_cost) > GAIN_TOL * t_cost + 1e-16

@@ -29,8 +29,8 @@ from .phases import Swing
 from .reach import StepBounds, check_steps, heel_off_angles, step_bounds
 from .rollover import heel_offs, toe_edge
 from .sagittal import planar_legs
-from .support import (CONTACT_M, NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance,
-                      narrow_sole_warning)
+from .support import (NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance,
+                      narrow_sole_warning, sole_centre)
 from .target import target_zmp
 from .waist import calm_height, heading, keep_tilt, limit_turn, undipped_height, yaw_bounds
 
@@ -212,15 +212,6 @@ def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, uppe
         out[:, others] = np.median(q[:, others], axis=0)
     return out
 
-
-
-def sole_centre(body: BodyPoints, flat: np.ndarray) -> np.ndarray:
-    """The centre of the sole in the foot link's frame: the middle of the points that touch a
-    level floor when the foot stands level."""
-    level = body.points @ flat.T
-    bottom = level[:, 2] - body.radius
-    touching = body.points[bottom <= bottom.min() + CONTACT_M]
-    return (touching.min(axis=0) + touching.max(axis=0)) / 2.0
 
 
 def _target(paths: dict[int, FootPath], bodies, sides, standing, offset) -> np.ndarray:

@@ -13,7 +13,7 @@ foot is down in its foot's plane, the yaw on the branch chosen for each double s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
@@ -27,6 +27,7 @@ from .inertia import MassModel
 from .leg_chain import Link, foot_chain, link_walk
 from .lateral import differences
 from .legs import FULL_LEG, LegIK
+from .support import foot_bodies, sole_centre
 
 PARALLEL_COS = 0.999  # joint axes this parallel turn in one plane
 HIP_WEIGHT = 30.0  # a metre of hip out of its foot's plane weighs like 30 m of the upper body's lever across
@@ -98,6 +99,29 @@ class PlanarLeg:
             x[:, :-1] += np.linalg.solve(normal, np.einsum("fhi,fi->fh", jac, error)[..., None])[..., 0]
         _, _, axes, origins = foot_chain(self.head, x, base)
         return np.einsum("fi,fi->f", target, origins[:, -1] - goal[:, :3, 3]) - self.offset_m, x[:, :-1]
+
+
+STANCE_YAW_WEIGHT_M = 0.5  # a radian of a standing foot's heading (its toe slides as it turns). 0.02 before
+#   session 11: where the waist's path leaves a hip 8-10 mm off its foot's plane a five-joint leg gave up the heading
+#   and turned the standing foot 1-3 degrees (H1 walk: slides 1.7-12 mm); 0.2 (its tilt's) since, the place measured
+#   at the ankle: slides 0.0-0.7 mm off the legs' limits, 0.5 / 1.0 then: two more stances slid 5-14 mm
+STANCE_ROLL_WEIGHT_M = 0.02  # a radian of a standing foot's roll about its long axis, about the sole's centre
+
+
+def standing_legs(tree: KinematicTree, legs: list[LegIK]) -> list[LegIK]:
+    """The legs as the rolled waist solves them: a standing foot the leg cannot meet (its hip off the
+    foot's plane by the path's smoothing, a joint at its limit) rolls about its long axis at the sole's
+    centre, which moves no point of its sole across the ground, before it turns or moves (its place
+    measured at the ankle and its roll weighed as any tilt, the H1 walk's hips 13 mm off their planes
+    slid their feet 1.6 mm: a degree of tilt about the ankle moves the sole 1 mm, and the heading gave way)."""
+    zero = tree.zero_pose()
+    out = []
+    for leg, planar, body in zip(legs, planar_legs(tree, legs), foot_bodies(tree, [leg.foot for leg in legs])):
+        standing = leg.flat @ zero[leg.base, :3, :3]  # the foot's level rotation, the robot upright
+        along = np.cross(planar.axis_foot, standing[2])  # the world's up in the foot's frame: standing's last row
+        out.append(replace(leg, yaw_weight_m=STANCE_YAW_WEIGHT_M, sole=sole_centre(body, standing),
+                           roll_axis=along / np.linalg.norm(along), roll_weight_m=STANCE_ROLL_WEIGHT_M, walk=None))
+    return out
 
 
 def planar_legs(tree: KinematicTree, legs: list[LegIK]) -> list[PlanarLeg] | None:

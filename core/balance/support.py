@@ -47,6 +47,15 @@ def foot_bodies(tree: KinematicTree, feet: list[int]) -> list[BodyPoints]:
     return [body_points(tree, link, subtree_links(tree, link)) for link in feet]
 
 
+def sole_centre(body: BodyPoints, flat: np.ndarray) -> np.ndarray:
+    """The centre of the sole in the foot link's frame: the middle of the points that touch a
+    level floor when the foot stands level."""
+    level = body.points @ flat.T
+    bottom = level[:, 2] - body.radius
+    touching = body.points[bottom <= bottom.min() + CONTACT_M]
+    return (touching.min(axis=0) + touching.max(axis=0)) / 2.0
+
+
 NARROW_SOLE_M = 0.03  # a sole narrower than this is a line to balance on (feet without geometry: a point)
 
 

@@ -287,11 +287,25 @@ def test_the_walk_resampled_to_30_hz_in_memory_meets_the_g1_targets():
     assert report["min_support_margin_m"] >= 0.010 and report["stance_slide_m"] < 0.001
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 targets not reached on H1 (measured 2026-12-02 with its waist rolled, "
-                   "the default for legs without an ankle roll since then: multibody ZMP RMS 2.0 mm, never outside the "
-                   "support, soles within 1.0 degree, 11 of 11 steps, travel 84 %, but the worst margin +6 mm, under "
-                   "the 10 asked on 5 samples, and slides of 1.1-2.4 mm in the four stances whose ankle reaches its "
-                   "limit (tests/core/test_sagittal_waist.py). With the waist upright (sagittal_waist=False): worst "
+def test_h1_walk_meets_the_issue_targets_but_its_margin(h1_walk):
+    """The H1 walk, its waist rolled (the default for legs without an ankle roll): the multibody ZMP
+    never outside the support and within 10 mm RMS of its target, no stance foot sliding 1 mm (each
+    foot the leg cannot meet rolls about its sole's centre, and rolls onto its toe (heel) edge before
+    its lift-off (after its touch-down) where the trailing (leading) leg cannot stand: 2.4 mm before,
+    four stances whose ankle or hip twist reached its limit, 2026-12-02), every step, the travel
+    within 20 %. Its margin is the xfail below."""
+    report = h1_walk[2].report
+    assert report["zmp_outside_support_pct"] == 0.0
+    assert report["multibody_zmp_rms_error_m"] <= 0.010
+    assert report["stance_slide_m"] < 0.001
+    assert report["steps"] == 11
+    assert report["travel_m"] == pytest.approx(report["source_travel_m"], rel=0.2)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12's margin not reached on H1 (measured 2026-12-02 with its waist rolled, "
+                   "the default for legs without an ankle roll since then: multibody ZMP RMS 2.2 mm, never outside the "
+                   "support, slide 0.5 mm, soles within 0.9 degree, 11 of 11 steps, travel 84 %, but the worst margin "
+                   "+6 mm, under the 10 asked on 5 samples. With the waist upright (sagittal_waist=False): worst "
                    "margin -11 mm, outside on 14.1 % of samples, slide 139 mm, soles tilted up to 13 degrees, ZMP RMS "
                    "3.9 mm, travel 89 %; -498 mm, 16.7 %, 100 mm, 11 degrees, 6.3 mm and 99 % before its steps were "
                    "probed with the waist going along them. Upright, the five-joint legs cannot lean the waist "
@@ -303,9 +317,7 @@ def test_the_walk_resampled_to_30_hz_in_memory_meets_the_g1_targets():
                    "ankle's limit")
 def test_issue_targets_on_h1(h1_walk):
     report = h1_walk[2].report
-    assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
-    assert report["multibody_zmp_rms_error_m"] <= 0.010
-    assert report["stance_slide_m"] < 0.001
+    assert report["min_support_margin_m"] >= 0.010
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from core.balance.gait import stance_slide
+from core.balance.gait import SLIDE_WARNING_M, stance_slide
 from core.balance.legs import leg_iks
 from core.balance.reach import FAMILY_ROLL_RAD
 from core.balance.stance import height_cause
@@ -74,9 +74,8 @@ def test_h1_walk_with_the_rolled_waist_slides_and_tilts_less(h1_rolled_walk):
     10, off gives 3.9): the bound below is 15 mm because the figure moves by millimetres with any
     change of its input (4.3-10.6 mm measured; 51 mm before the target was the plan's own ZMP).
     Since its height fit judges the placed waist (2.0 mm, +6 mm, never outside) it is the default
-    for such legs; what it does not yet reach: the ZMP under 10 mm inside on a few samples, slides
-    of 1.1-2.4 mm where an ankle reaches its limit, and the torso-rooted H1 walks the same gait
-    only to 0.06 mm (test_gait.py's torso test)."""
+    for such legs; what it does not yet reach: the ZMP under 10 mm inside on a few samples, and the
+    torso-rooted H1 walks the same gait only to 0.06 mm (test_gait.py's torso test)."""
     report = h1_rolled_walk[2].report
     assert report["steps"] == 11
     assert report["multibody_zmp_rms_error_m"] < 0.015
@@ -92,7 +91,7 @@ def test_h1_rolled_walk_keeps_its_waist_up_where_only_the_planted_bake_dips(h1_r
     its limit there, the height fit raised the waist into the last landing and that step came 80 mm
     beyond the leg's reach (before: worst margin -154 mm, 3.7 % of samples outside, slide 48 mm).
     With the dip held to the person's (core.balance.waist.undipped_height): -69 mm, 1.0 %, 19 mm;
-    with the stance feet's heading weighed as their tilt as well (ROLLED_WAIST_YAW_WEIGHT_M, merged
+    with the stance feet's heading weighed as their tilt as well (core.balance.sagittal.standing_legs, merged
     the same day) -104 mm, 1.3 %, 15 mm: the margin bound is between that and the -154 before."""
     report = h1_rolled_walk[2].report
     assert report["min_support_margin_m"] > -0.13
@@ -104,8 +103,10 @@ def test_h1_rolled_walk_keeps_its_waist_up_where_only_the_planted_bake_dips(h1_r
 def test_h1_rolled_walks_tilt_warning_says_its_figure(h1_rolled_walk):
     """The soles tilt up to a degree or so with the option (11 off): the warning is said where the tilt
     passes what keeps the H1's narrow sole on the ground (level_tolerance, 5.7 degrees), with its
-    figure; the slide is still said, and the ZMP leaving the feet wherever it does (since the height
-    fit judges the placed waist it does not: 0 % outside, 1.3 % before)."""
+    figure; the slide where it passes 1 mm (since the trailing and leading feet roll onto an edge where
+    their legs cannot stand, core.balance.trailing, it does not: 0.5 mm, 2.4 before), and the ZMP leaving
+    the feet wherever it does (since the height fit judges the placed waist it does not: 0 % outside,
+    1.3 % before)."""
     tree = h1_rolled_walk[0]
     report = h1_rolled_walk[2].report
     zero = tree.zero_pose()
@@ -116,7 +117,7 @@ def test_h1_rolled_walks_tilt_warning_says_its_figure(h1_rolled_walk):
     said = [w for w in report["warnings"] if "stance sole tilts" in w]
     assert bool(said) == (tilt > np.degrees(level_tolerance(width)))
     assert all(f"up to {tilt:.0f} degrees" in w for w in said)
-    assert any("stance foot slides" in w for w in report["warnings"])
+    assert any("stance foot slides" in w for w in report["warnings"]) == (report["stance_slide_m"] > SLIDE_WARNING_M)
     assert not any("can lean only" in w for w in report["warnings"])  # the rolled waist leans across
     assert report["waist"] == "rolled"  # the default (None) resolved for legs without an ankle roll
     assert any("the multibody ZMP leaves the feet" in w for w in report["warnings"]) == (
