@@ -153,6 +153,7 @@ def test_h1_height_cause_lowers_for_a_leading_ankle_at_its_limit():
     goals = {leg.foot: h1.link_transform(q, leg.foot, root) for leg in legs}
     corrector = SimpleNamespace(tree=h1, legs=legs, root_rot=root[:, :3, :3], goals=goals,
                                 down={f: np.ones(rows, dtype=bool) for f in goals},
+                                landing={f: np.zeros(rows, dtype=bool) for f in goals},  # no foot lowering to land
                                 settings=SimpleNamespace(reach=1.0), full_reach=[10.0, 10.0])  # no hip out of reach
     way = height_cause(corrector, q, root[:, :3, 3], np.arange(rows))
     # leaning forward: lower; back: raise; both ways: no height mends both; none at a limit: none
