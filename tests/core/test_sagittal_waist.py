@@ -154,6 +154,7 @@ def test_h1_height_cause_lowers_for_a_leading_ankle_at_its_limit():
     goals = {leg.foot: h1.link_transform(q, leg.foot, root) for leg in legs}
     corrector = SimpleNamespace(tree=h1, legs=legs, root_rot=root[:, :3, :3], goals=goals,
                                 down={f: np.ones(rows, dtype=bool) for f in goals},
+                                landing={f: np.zeros(rows, dtype=bool) for f in goals},  # no foot lowering to land
                                 settings=SimpleNamespace(reach=1.0), full_reach=[10.0, 10.0])  # no hip out of reach
     way = height_cause(corrector, q, root[:, :3, 3], np.arange(rows))
     # leaning forward: lower; back: raise; both ways: no height mends both; none at a limit: none
@@ -206,3 +207,20 @@ def test_h1_rolled_walks_stance_feet_stay_on_the_ground(h1_rolled_walk):
         assert lowest[worst] < CONTACT_M, (f"the {side} foot is {1000 * lowest[worst]:.1f} mm off the ground at "
                                            f"{result.time_s[down][worst]:.3f} s while down")
     assert result.report["min_support_margin_m"] > -0.005
+
+
+def test_h1_rolled_waist_does_not_whip_round_at_a_touch_down(h1_rolled_walk):
+    """Before a foot lands the waist's yaw is blended toward the coming double support's roll-yaw
+    curve at the waist's roll. Read where the roll was, past the rolls both soles stand at (the curve
+    held at its end there), the yaw jumped onto the curve's steep end at the touch-down: 0.1 rad in
+    one 5 ms cycle at 1.835 s (19 rad/s), the multibody ZMP thrown 9 mm toward the standing sole's
+    edge (+5.6 mm inside). Read within the rolls the double support starts at: 8 rad/s (measured
+    2026-12-02); elsewhere within 20 ms of a touch-down 3 rad/s at most."""
+    _, _, result = h1_rolled_walk
+    yaw = np.unwrap(Rotation.from_matrix(result.root_rotation).as_euler("ZYX")[:, 0])
+    rate = np.abs(np.diff(yaw)) / result.period_s  # rad/s, between neighbouring cycles
+    for side, swings in result.report["swing_phases"].items():
+        for swing in swings:
+            near = np.abs(result.time_s[:-1] - swing["touch_down_s"]) <= 0.02
+            worst = rate[near].max()
+            assert worst < 12.0, f"{side} touch-down at {swing['touch_down_s']:.3f} s: {worst:.1f} rad/s"
