@@ -24,7 +24,7 @@ from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
 from .inertia import MassModel
-from .leg_chain import Link, foot_chain, link_walk
+from .leg_chain import Link, joint_frames, link_walk
 from .lateral import differences
 from .legs import FULL_LEG, LegIK
 
@@ -34,6 +34,7 @@ YAW_PRIOR = 0.02  # a radian of waist yaw off its branch weighs like 2 cm of lev
 ROLL_PRIOR = 0.01
 GN_ITERATIONS = 12
 HEAD_ITERATIONS = 6
+HEAD_CONVERGED_RAD = 1e-9  # a head step this small leaves the next one (its square) below a double's rounding
 STEP_RAD = 1e-5  # finite-difference step of the waist's roll and yaw (and metres across)
 MAX_ROLL_RAD = 0.4
 PATH_ACC_S2 = 0.09  # the waist path's acceleration weighed as a 0.88 m CoM's ZMP weighs it (h / g)
@@ -91,13 +92,35 @@ class PlanarLeg:
         target = goal[:, :3, :3] @ self.axis_foot
         x = np.column_stack([x, np.zeros(len(x))])
         for _ in range(HEAD_ITERATIONS):
-            _, _, axes, origins = foot_chain(self.head, x, base)
-            error = target - axes[:, -1]
-            jac = np.cross(axes[:, :-1], axes[:, -1:])  # (F, H, 3): d axis / d angle
-            normal = np.einsum("fhi,fki->fhk", jac, jac) + 1e-9 * np.eye(jac.shape[1])
-            x[:, :-1] += np.linalg.solve(normal, np.einsum("fhi,fi->fh", jac, error)[..., None])[..., 0]
-        _, _, axes, origins = foot_chain(self.head, x, base)
+            axes, _ = joint_frames(self.head, x, base)
+            step = _aim_step(axes[:, :-1], axes[:, -1], target)
+            x[:, :-1] += step
+            if np.abs(step).max(initial=0.0) < HEAD_CONVERGED_RAD:  # converging quadratically: the next is below rounding
+                break
+        axes, origins = joint_frames(self.head, x, base)
         return np.einsum("fi,fi->f", target, origins[:, -1] - goal[:, :3, 3]) - self.offset_m, x[:, :-1]
+
+
+def _aim_step(axes: np.ndarray, aim: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The Gauss-Newton step (F, H) of the joints about axes (F, H, 3) that turns the unit vector aim
+    (F, 3) they carry toward target (F, 3): d aim / d angle = axis x aim. Two joints (the H1's hip
+    yaw and roll) are solved in closed form: a batched LAPACK solve of 2 x 2 systems cost more than
+    the rest of the step."""
+    error = target - aim
+    jac = np.empty_like(axes)  # (F, H, 3) the cross products, as numpy.cross forms them
+    jac[..., 0] = axes[..., 1] * aim[:, None, 2] - axes[..., 2] * aim[:, None, 1]
+    jac[..., 1] = axes[..., 2] * aim[:, None, 0] - axes[..., 0] * aim[:, None, 2]
+    jac[..., 2] = axes[..., 0] * aim[:, None, 1] - axes[..., 1] * aim[:, None, 0]
+    if jac.shape[1] != 2:
+        normal = np.einsum("fhi,fki->fhk", jac, jac) + 1e-9 * np.eye(jac.shape[1])
+        return np.linalg.solve(normal, np.einsum("fhi,fi->fh", jac, error)[..., None])[..., 0]
+    first, second = jac[:, 0], jac[:, 1]
+    a = np.einsum("fi,fi->f", first, first) + 1e-9
+    b = np.einsum("fi,fi->f", first, second)
+    d = np.einsum("fi,fi->f", second, second) + 1e-9
+    r0, r1 = np.einsum("fi,fi->f", first, error), np.einsum("fi,fi->f", second, error)
+    det = a * d - b * b
+    return np.column_stack([(d * r0 - b * r1) / det, (a * r1 - b * r0) / det])
 
 
 def planar_legs(tree: KinematicTree, legs: list[LegIK]) -> list[PlanarLeg] | None:
@@ -148,6 +171,7 @@ class SagittalWaist:
         self.params: np.ndarray | None = None  # the last placement's (across, roll, yaw): the next starts there
         self.planned: tuple | None = None  # per sample (slave, yaw_to, curve, roll_lo, roll_hi): _plan
         self.table = np.zeros((1, FAMILY_ROLLS))  # per double support the yaw at each of the family's rolls
+        self._terms: tuple | None = None  # _fit_path's sparse parts for one path length (_path_terms)
 
     def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
               goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -181,15 +205,10 @@ class SagittalWaist:
             trial = params.copy()
             trial[:, j] += STEP_RAD
             jac[..., j] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
-        rows = np.arange(n * res.shape[1]).reshape(n, -1)[:, :, None].repeat(2, axis=2)
-        columns = (2 * np.arange(n)[:, None, None] + np.arange(2)[None, None, :]).repeat(res.shape[1], axis=1)
-        each = sparse.csr_matrix((jac.ravel(), (rows.ravel(), columns.ravel())), shape=(res.size, 2 * n))
-        second = differences(n, 2) / self.period_s ** 2
-        weights = PATH_ACC_S2 * np.array([1.0, max(abs(self.lever[2]), 1e-3)])  # the roll leans the lever across
-        smooth = sparse.vstack([sparse.kron(second, sparse.csr_matrix(np.diag(np.eye(2)[c] * weights)))
-                                for c in cols]).tocsr()
+        rows, columns, smooth, gram, ridge = self._path_terms(n, res.shape[1], cols)
+        each = sparse.csr_matrix((jac.ravel(), (rows, columns)), shape=(res.size, 2 * n))
         now = params[:, :2].ravel()
-        normal = (each.T @ each + smooth.T @ smooth + 1e-9 * sparse.identity(2 * n)).tocsc()
+        normal = (each.T @ each + gram + ridge).tocsc()
         step = spsolve(normal, -(each.T @ res.ravel() + smooth.T @ (smooth @ now))).reshape(n, 2)
         cost = (res ** 2).sum() + ((smooth @ now) ** 2).sum()
         for _ in range(PATH_HALVINGS):
@@ -202,6 +221,22 @@ class SagittalWaist:
                 return trial
             step = step / 2.0
         return params
+
+    def _path_terms(self, n: int, residuals: int, cols: list[int]):
+        """_fit_path's parts that depend only on the path's length, built once per length: the
+        Jacobian's sparse rows and columns (each sample's residuals against its own (across, roll)),
+        the weighted second differences of the path (the acceleration's residuals), their normal
+        matrix and the solve's ridge."""
+        key = (n, residuals, tuple(cols))
+        if self._terms is None or self._terms[0] != key:
+            rows = np.arange(n * residuals).reshape(n, -1)[:, :, None].repeat(2, axis=2)
+            columns = (2 * np.arange(n)[:, None, None] + np.arange(2)[None, None, :]).repeat(residuals, axis=1)
+            second = differences(n, 2) / self.period_s ** 2
+            weights = PATH_ACC_S2 * np.array([1.0, max(abs(self.lever[2]), 1e-3)])  # the roll leans the lever across
+            smooth = sparse.vstack([sparse.kron(second, sparse.csr_matrix(np.diag(np.eye(2)[c] * weights)))
+                                    for c in cols]).tocsr()
+            self._terms = (key, rows.ravel(), columns.ravel(), smooth, smooth.T @ smooth, 1e-9 * sparse.identity(2 * n))
+        return self._terms[1:]
 
     def leaning(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
                 goals: dict[int, np.ndarray], side: float) -> tuple[np.ndarray, np.ndarray]:
