@@ -189,7 +189,10 @@ class SagittalWaist:
         # path, its acceleration weighed as the ZMP weighs it (from the last placement: the fit per
         # sample only starts it)
         for _ in range(PATH_STEPS):
-            params = self._fit_path(params, samples, heads)
+            fitted = self._fit_path(params, samples, heads)
+            if fitted is params:  # no step gained: the next ones, from the same start, would repeat this one
+                break
+            params = fitted
         self.params = params
         return self._pose(params, samples)
 
