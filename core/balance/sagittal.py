@@ -358,9 +358,13 @@ class SagittalWaist:
         cost = (res ** 2).sum(axis=1)
         damping = np.full(len(params), 1e-4)
         cols = np.flatnonzero(free)
+        across = self._across_column(samples) if free[0] else None
         for _ in range(GN_ITERATIONS):
             jac = np.empty(res.shape + (len(cols),))
             for j, k in enumerate(cols):
+                if k == 0:
+                    jac[..., j] = across
+                    continue
                 trial = params.copy()
                 trial[:, k] += STEP_RAD
                 jac[..., j] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
