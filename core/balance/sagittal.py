@@ -95,7 +95,7 @@ class PlanarLeg:
             axes, _ = joint_frames(self.head, x, base)
             step = _aim_step(axes[:, :-1], axes[:, -1], target)
             x[:, :-1] += step
-            if np.abs(step).max(initial=0.0) < HEAD_CONVERGED_RAD:  # converging quadratically: the next is below rounding
+            if np.abs(step).max(initial=0.0) < HEAD_CONVERGED_RAD:  # quadratic: the next step is below rounding
                 break
         axes, origins = joint_frames(self.head, x, base)
         return np.einsum("fi,fi->f", target, origins[:, -1] - goal[:, :3, 3]) - self.offset_m, x[:, :-1]
