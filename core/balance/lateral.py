@@ -79,10 +79,25 @@ def support_constraints(polygons: list[np.ndarray | None], op: sparse.csr_matrix
         bounds.append(np.einsum("ij,ij->i", normal, start) - margin_m)
     if not entries:
         return Constraints(sparse.csr_matrix((0, 2 * op.shape[0])), np.zeros(0))
-    op_rows = op.tocsr()
-    blocks = [sparse.hstack([sparse.csr_matrix(normal[:, :1]) @ op_rows[k], sparse.csr_matrix(normal[:, 1:]) @ op_rows[k]])
-              for k, normal in entries]
-    return Constraints(sparse.vstack(blocks).tocsr(), np.concatenate(bounds))
+    return Constraints(_edge_rows(op.tocsr(), entries), np.concatenate(bounds))
+
+
+def _edge_rows(op: sparse.csr_matrix, entries: list[tuple[int, np.ndarray]]) -> sparse.csr_matrix:
+    """One row per polygon edge: its outward normal (nx, ny) times sample k's row of op, on the
+    stacked path (c_x, c_y) (2N,). Gathered at once, not a sparse product per sample (3 s of the H1
+    walk's plan); the entries are the same products, zeros dropped as a sparse product drops them."""
+    samples = np.concatenate([np.full(len(normal), k) for k, normal in entries])
+    normals = np.concatenate([normal for _, normal in entries])
+    start = op.indptr[samples]
+    counts = op.indptr[samples + 1] - start
+    edge = np.repeat(np.arange(len(samples)), counts)
+    at = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(start, counts)
+    columns, values = op.indices[at], op.data[at]
+    n = op.shape[1]
+    out = sparse.csr_matrix((np.r_[normals[edge, 0] * values, normals[edge, 1] * values],
+                             (np.r_[edge, edge], np.r_[columns, columns + n])), shape=(len(samples), 2 * n))
+    out.eliminate_zeros()
+    return out
 
 
 def band_constraints(across: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Constraints:
@@ -108,26 +123,25 @@ def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndar
     rows = sparse.vstack([c.rows for c in constraints]).tocsr()
     bound = np.concatenate([c.bound for c in constraints])
     nz, nj, m = 2 * n, jerks.shape[0], len(bound)
-    # variables: z (path), u (|zmp - target|), v (|jerk|), e (constraint excess >= 0)
+    # variables: z (path), r+ r- (zmp - target = r+ - r-), j+ j- (jerk = j+ - j-), e (constraint excess >= 0):
+    # each absolute value as an equality of two parts, not two inequalities, which halves HiGHS's time
+    # (the H1 walk's plan: 3.3 s against 6.9 s, the same path to 2e-9 m)
     eye = lambda k: sparse.identity(k, format="csr")  # noqa: E731
     zero = lambda r, c: sparse.csr_matrix((r, c))  # noqa: E731
     goal = np.r_[target[:, 0], target[:, 1]]
-    upper = sparse.vstack([
-        sparse.hstack([zmp, -eye(nz), zero(nz, nj), zero(nz, m)]),
-        sparse.hstack([-zmp, -eye(nz), zero(nz, nj), zero(nz, m)]),
-        sparse.hstack([jerks, zero(nj, nz), -eye(nj), zero(nj, m)]),
-        sparse.hstack([-jerks, zero(nj, nz), -eye(nj), zero(nj, m)]),
-        sparse.hstack([rows, zero(m, nz), zero(m, nj), -eye(m)])]).tocsc()
-    limit = np.r_[goal, -goal, np.zeros(2 * nj), bound]
     still = sparse.vstack([differences(n, 1)[:2], differences(n, 1)[-2:]])
-    equal = sparse.hstack([two(still), zero(2 * still.shape[0], nz + nj + m)]).tocsc()
-    cost = np.r_[np.zeros(nz), np.ones(nz), np.ones(nj), np.full(m, excess_weight)]
-    bounds = [(None, None)] * nz + [(0, None)] * (nz + nj + m)
-    out = linprog(cost, A_ub=upper, b_ub=limit, A_eq=equal, b_eq=np.zeros(equal.shape[0]), bounds=bounds,
-                  method="highs")
+    equal = sparse.vstack([
+        sparse.hstack([zmp, -eye(nz), eye(nz), zero(nz, 2 * nj), zero(nz, m)]),
+        sparse.hstack([jerks, zero(nj, 2 * nz), -eye(nj), eye(nj), zero(nj, m)]),
+        sparse.hstack([two(still), zero(2 * still.shape[0], 2 * nz + 2 * nj + m)])]).tocsc()
+    upper = sparse.hstack([rows, zero(m, 2 * nz + 2 * nj), -eye(m)]).tocsc()
+    cost = np.r_[np.zeros(nz), np.ones(2 * nz + 2 * nj), np.full(m, excess_weight)]
+    bounds = [(None, None)] * nz + [(0, None)] * (2 * nz + 2 * nj + m)
+    out = linprog(cost, A_ub=upper, b_ub=bound, A_eq=equal, b_eq=np.r_[goal, np.zeros(nj + 2 * still.shape[0])],
+                  bounds=bounds, method="highs")
     if out.x is None:
         raise ValueError(f"lateral path: {out.message}")
     com = out.x[:nz].reshape(2, n).T
-    excess = out.x[nz + nz + nj:]
+    excess = out.x[nz + 2 * nz + 2 * nj:]
     return PlannedPath(com, np.column_stack([op @ com[:, 0], op @ com[:, 1]]), float(excess.max(initial=0.0)),
                        int(np.sum(excess > SLACK_M)))

@@ -74,6 +74,35 @@ def foot_chain(walk: list[Link], x: np.ndarray, base: np.ndarray):
     return rot, pos, axes, origins
 
 
+def joint_frames(walk: list[Link], x: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per joint its world axis and position (F, J, 3) for the joints x (F, J) under base (F, 4, 4),
+    as foot_chain gives them (the same sums), without turning past the last joint or assembling
+    the foot's rotation: a solve that only aims a joint's axis (core.balance.sagittal) needs no more."""
+    cols = [base[:, :3, k] for k in range(3)]
+    pos = base[:, :3, 3]
+    count = x.shape[1]
+    axes, origins = np.empty((len(x), count, 3)), np.empty((len(x), count, 3))
+    j = 0
+    for link in walk:
+        pos = pos + combine(cols, link.shift)
+        if link.turn is not None:
+            cols = [combine(cols, link.turn[:, k]) for k in range(3)]
+        if link.axis is None:
+            continue
+        axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else combine(cols, link.axis)
+        axes[:, j] = axis
+        origins[:, j] = pos
+        j += 1
+        if j == count:
+            break
+        value = x[:, j - 1] * link.scale + link.offset
+        if link.prismatic:
+            pos = pos + axis * value[:, None]
+        else:
+            cols = turned(cols, link, value)
+    return axes, origins
+
+
 def combine(cols: list[np.ndarray], weights) -> np.ndarray:
     """sum_k cols[k] * weights[k] (F, 3): a rotation given by its columns times a vector (a
     weight may be per row (F,): legs solved together, stacked_walk)."""

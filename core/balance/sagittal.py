@@ -24,7 +24,7 @@ from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import REVOLUTE, KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
 from .inertia import MassModel
-from .leg_chain import Link, foot_chain, link_walk
+from .leg_chain import Link, joint_frames, link_walk
 from .lateral import differences
 from .legs import FULL_LEG, LegIK
 from .support import foot_bodies, sole_centre
@@ -35,6 +35,7 @@ YAW_PRIOR = 0.02  # a radian of waist yaw off its branch weighs like 2 cm of lev
 ROLL_PRIOR = 0.01
 GN_ITERATIONS = 12
 HEAD_ITERATIONS = 6
+HEAD_CONVERGED_RAD = 1e-9  # a head step this small leaves the next one (its square) below a double's rounding
 STEP_RAD = 1e-5  # finite-difference step of the waist's roll and yaw (and metres across)
 MAX_ROLL_RAD = 0.4
 PATH_ACC_S2 = 0.09  # the waist path's acceleration weighed as a 0.88 m CoM's ZMP weighs it (h / g)
@@ -92,12 +93,12 @@ class PlanarLeg:
         target = goal[:, :3, :3] @ self.axis_foot
         x = np.column_stack([x, np.zeros(len(x))])
         for _ in range(HEAD_ITERATIONS):
-            _, _, axes, origins = foot_chain(self.head, x, base)
-            error = target - axes[:, -1]
-            jac = np.cross(axes[:, :-1], axes[:, -1:])  # (F, H, 3): d axis / d angle
-            normal = np.einsum("fhi,fki->fhk", jac, jac) + 1e-9 * np.eye(jac.shape[1])
-            x[:, :-1] += np.linalg.solve(normal, np.einsum("fhi,fi->fh", jac, error)[..., None])[..., 0]
-        _, _, axes, origins = foot_chain(self.head, x, base)
+            axes, _ = joint_frames(self.head, x, base)
+            step = _aim_step(axes[:, :-1], axes[:, -1], target)
+            x[:, :-1] += step
+            if np.abs(step).max(initial=0.0) < HEAD_CONVERGED_RAD:  # quadratic: the next step is below rounding
+                break
+        axes, origins = joint_frames(self.head, x, base)
         return np.einsum("fi,fi->f", target, origins[:, -1] - goal[:, :3, 3]) - self.offset_m, x[:, :-1]
 
 
@@ -122,6 +123,28 @@ def standing_legs(tree: KinematicTree, legs: list[LegIK]) -> list[LegIK]:
         out.append(replace(leg, yaw_weight_m=STANCE_YAW_WEIGHT_M, sole=sole_centre(body, standing),
                            roll_axis=along / np.linalg.norm(along), roll_weight_m=STANCE_ROLL_WEIGHT_M, walk=None))
     return out
+
+
+def _aim_step(axes: np.ndarray, aim: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The Gauss-Newton step (F, H) of the joints about axes (F, H, 3) that turns the unit vector aim
+    (F, 3) they carry toward target (F, 3): d aim / d angle = axis x aim. Two joints (the H1's hip
+    yaw and roll) are solved in closed form: a batched LAPACK solve of 2 x 2 systems cost more than
+    the rest of the step."""
+    error = target - aim
+    jac = np.empty_like(axes)  # (F, H, 3) the cross products, as numpy.cross forms them
+    jac[..., 0] = axes[..., 1] * aim[:, None, 2] - axes[..., 2] * aim[:, None, 1]
+    jac[..., 1] = axes[..., 2] * aim[:, None, 0] - axes[..., 0] * aim[:, None, 2]
+    jac[..., 2] = axes[..., 0] * aim[:, None, 1] - axes[..., 1] * aim[:, None, 0]
+    if jac.shape[1] != 2:
+        normal = np.einsum("fhi,fki->fhk", jac, jac) + 1e-9 * np.eye(jac.shape[1])
+        return np.linalg.solve(normal, np.einsum("fhi,fi->fh", jac, error)[..., None])[..., 0]
+    first, second = jac[:, 0], jac[:, 1]
+    a = np.einsum("fi,fi->f", first, first) + 1e-9
+    b = np.einsum("fi,fi->f", first, second)
+    d = np.einsum("fi,fi->f", second, second) + 1e-9
+    r0, r1 = np.einsum("fi,fi->f", first, error), np.einsum("fi,fi->f", second, error)
+    det = a * d - b * b
+    return np.column_stack([(d * r0 - b * r1) / det, (a * r1 - b * r0) / det])
 
 
 def planar_legs(tree: KinematicTree, legs: list[LegIK]) -> list[PlanarLeg] | None:
@@ -174,6 +197,7 @@ class SagittalWaist:
         self.table = np.zeros((1, FAMILY_ROLLS))  # per double support the yaw at each of the family's rolls
         self.ranges = np.zeros((1, 2))  # per double support the rolls (low, high) both feet stand at
         self.entering = np.zeros(0, dtype=bool)  # per sample (N,): before a touch-down, blending toward its curve
+        self._terms: tuple | None = None  # _fit_path's sparse parts for one path length (_path_terms)
 
     def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
               goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -191,7 +215,10 @@ class SagittalWaist:
         # path, its acceleration weighed as the ZMP weighs it (from the last placement: the fit per
         # sample only starts it)
         for _ in range(PATH_STEPS):
-            params = self._fit_path(params, samples, heads)
+            fitted = self._fit_path(params, samples, heads)
+            if fitted is params:  # no step gained: the next ones, from the same start, would repeat this one
+                break
+            params = fitted
         self.params = params
         return self._pose(params, samples)
 
@@ -203,19 +230,14 @@ class SagittalWaist:
         n, cols = len(params), [0, 1]
         res, heads = self._residual(params, samples, heads)
         jac = np.empty(res.shape + (2,))
-        for j in cols:
-            trial = params.copy()
-            trial[:, j] += STEP_RAD
-            jac[..., j] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
-        rows = np.arange(n * res.shape[1]).reshape(n, -1)[:, :, None].repeat(2, axis=2)
-        columns = (2 * np.arange(n)[:, None, None] + np.arange(2)[None, None, :]).repeat(res.shape[1], axis=1)
-        each = sparse.csr_matrix((jac.ravel(), (rows.ravel(), columns.ravel())), shape=(res.size, 2 * n))
-        second = differences(n, 2) / self.period_s ** 2
-        weights = PATH_ACC_S2 * np.array([1.0, max(abs(self.lever[2]), 1e-3)])  # the roll leans the lever across
-        smooth = sparse.vstack([sparse.kron(second, sparse.csr_matrix(np.diag(np.eye(2)[c] * weights)))
-                                for c in cols]).tocsr()
+        jac[..., 0] = self._across_column(samples)
+        trial = params.copy()
+        trial[:, 1] += STEP_RAD
+        jac[..., 1] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
+        rows, columns, smooth, gram, ridge = self._path_terms(n, res.shape[1], cols)
+        each = sparse.csr_matrix((jac.ravel(), (rows, columns)), shape=(res.size, 2 * n))
         now = params[:, :2].ravel()
-        normal = (each.T @ each + smooth.T @ smooth + 1e-9 * sparse.identity(2 * n)).tocsc()
+        normal = (each.T @ each + gram + ridge).tocsc()
         step = spsolve(normal, -(each.T @ res.ravel() + smooth.T @ (smooth @ now))).reshape(n, 2)
         cost = (res ** 2).sum() + ((smooth @ now) ** 2).sum()
         for _ in range(PATH_HALVINGS):
@@ -228,6 +250,33 @@ class SagittalWaist:
                 return trial
             step = step / 2.0
         return params
+
+    def _across_column(self, samples: _Samples) -> np.ndarray:
+        """d residuals / d across (F, R), in closed form: moving the waist across turns nothing, so the
+        head joints stay and each hip moves with it (its miss by its plane's normal . across), the
+        upper body's lever too; the yaw and roll residuals do not move. A finite difference gave
+        the same to rounding at the cost of a residual (both legs' head solves) per step."""
+        column = [samples.command * np.einsum("fi,fi->f", samples.across, samples.across)]
+        for planar, goal, weight in zip(self.legs, samples.goals, samples.hips):
+            column.append(weight * np.einsum("fi,fi->f", goal[:, :3, :3] @ planar.axis_foot, samples.across))
+        zero = np.zeros(len(samples.across))
+        return np.column_stack(column + [zero, zero])
+
+    def _path_terms(self, n: int, residuals: int, cols: list[int]):
+        """_fit_path's parts that depend only on the path's length, built once per length: the
+        Jacobian's sparse rows and columns (each sample's residuals against its own (across, roll)),
+        the weighted second differences of the path (the acceleration's residuals), their normal
+        matrix and the solve's ridge."""
+        key = (n, residuals, tuple(cols))
+        if self._terms is None or self._terms[0] != key:
+            rows = np.arange(n * residuals).reshape(n, -1)[:, :, None].repeat(2, axis=2)
+            columns = (2 * np.arange(n)[:, None, None] + np.arange(2)[None, None, :]).repeat(residuals, axis=1)
+            second = differences(n, 2) / self.period_s ** 2
+            weights = PATH_ACC_S2 * np.array([1.0, max(abs(self.lever[2]), 1e-3)])  # the roll leans the lever across
+            smooth = sparse.vstack([sparse.kron(second, sparse.csr_matrix(np.diag(np.eye(2)[c] * weights)))
+                                    for c in cols]).tocsr()
+            self._terms = (key, rows.ravel(), columns.ravel(), smooth, smooth.T @ smooth, 1e-9 * sparse.identity(2 * n))
+        return self._terms[1:]
 
     def leaning(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
                 goals: dict[int, np.ndarray], side: float) -> tuple[np.ndarray, np.ndarray]:
@@ -340,9 +389,13 @@ class SagittalWaist:
         cost = (res ** 2).sum(axis=1)
         damping = np.full(len(params), 1e-4)
         cols = np.flatnonzero(free)
+        across = self._across_column(samples) if free[0] else None
         for _ in range(GN_ITERATIONS):
             jac = np.empty(res.shape + (len(cols),))
             for j, k in enumerate(cols):
+                if k == 0:
+                    jac[..., j] = across
+                    continue
                 trial = params.copy()
                 trial[:, k] += STEP_RAD
                 jac[..., j] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
