@@ -38,11 +38,6 @@ ROLLED_HEIGHT_STEPS_M = np.r_[-0.01, 0.01, HEIGHT_STEPS_M]  # the rolled waist (
 #   trailing leg a few millimetres short needs less than 2 cm, and 2 cm spread over 0.4 s each way sent other samples'
 #   legs to their limits, whose raise in the next round undid the lowering (H1 walk: a trailing foot 14 mm up at
 #   6.05 s, worst margin -25 mm; with 1 cm first +6 mm)
-LANDING_S = 0.04  # a foot this close to its touch-down is lowering onto its footprint: its leg must reach it there
-LANDING_TOL_M = 0.005  # (core.balance.support.CONTACT_M): a landing foot further off its goal than this is not
-#   reached. The H1 walk's last landing (a 0.88 m step) hung 20 mm above its footprint through its lowering, its
-#   hip out of reach, and met it within one cycle at the touch-down: the knee 0.25 rad in 5 ms, the multibody
-#   ZMP thrown 6.5 mm toward the standing sole's edge (+8.8 mm inside at 6.69 s), the foot sliding 2.4 mm after
 HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
 
 
@@ -94,10 +89,6 @@ class Corrector:
         if self.family is not None:  # a standing foot keeps its place and heading, its sole rolling a little instead
             self.legs = standing_legs(tree, legs)
         self.height_steps = HEIGHT_STEPS_M if self.family is None else ROLLED_HEIGHT_STEPS_M
-        # the rolled waist's landing feet must reach their footprints as they lower (LANDING_S); asked of the G1
-        # (six-joint legs) it lowered its waist for landings a few millimetres off: ZMP RMS 2.4 -> 2.8 mm
-        self.landing = {foot: landing(d, period_s) if self.family is not None else np.zeros(len(d), dtype=bool)
-                        for foot, d in down.items()}
 
     def solve(self, q: np.ndarray, xy: np.ndarray, quick: bool = False,
               span: slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
@@ -157,7 +148,6 @@ class Corrector:
         for leg in self.legs:
             miss, tilt, turn = pose_errors(self.tree, [leg], q, root, {leg.foot: self.goals[leg.foot][rows]})
             ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < self.level_tol) & (turn < turn_tol))
-            ok &= ~self.landing[leg.foot][rows] | (miss < LANDING_TOL_M)
         return ok
 
     def fit_height(self, q: np.ndarray, xy: np.ndarray, solved: np.ndarray | None = None) -> float:
@@ -282,16 +272,6 @@ def air_share(down: np.ndarray, period_s: float) -> np.ndarray:
         return np.ones(len(down))
     ramp = max(1, int(round(PRIOR_RAMP_S / period_s)))
     return _ease(np.clip(distance_transform_edt(~down) / ramp, 0.0, 1.0))
-
-
-def landing(down: np.ndarray, period_s: float) -> np.ndarray:
-    """(N,) True on the samples within LANDING_S before each touch-down of a foot down (N,) (not
-    the clip's first stance): the foot lowers straight onto its footprint there."""
-    ahead = max(1, int(round(LANDING_S / period_s)))
-    out = np.zeros(len(down), dtype=bool)
-    for k in np.flatnonzero(down[1:] & ~down[:-1]) + 1:
-        out[max(0, k - ahead):k] = True
-    return out & ~down
 
 
 def _ease(s: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.transforms import pose_matrices
-from .correction import STAND_TOL_M, TURN_TOL_RAD, Corrector, air_share, landing
+from .correction import STAND_TOL_M, TURN_TOL_RAD, Corrector, air_share
 from .foot_path import FootPath
 from .legs import pose_errors
 from .phases import Swing
@@ -72,8 +72,6 @@ def swing_where_feet_let_go(corrector: Corrector, q: np.ndarray, root_pos: np.nd
         if changed:
             corrector.down[leg.foot] = path.down
             corrector.air_share[leg.foot] = air_share(path.down, corrector.period)
-            if corrector.family is not None:
-                corrector.landing[leg.foot] = landing(path.down, corrector.period)
     return moved
 
 

@@ -195,8 +195,6 @@ class SagittalWaist:
         self.params: np.ndarray | None = None  # the last placement's (across, roll, yaw): the next starts there
         self.planned: tuple | None = None  # per sample (slave, yaw_to, curve, roll_lo, roll_hi): _plan
         self.table = np.zeros((1, FAMILY_ROLLS))  # per double support the yaw at each of the family's rolls
-        self.ranges = np.zeros((1, 2))  # per double support the rolls (low, high) both feet stand at
-        self.entering = np.zeros(0, dtype=bool)  # per sample (N,): before a touch-down, blending toward its curve
         self._terms: tuple | None = None  # _fit_path's sparse parts for one path length (_path_terms)
 
     def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
@@ -318,26 +316,21 @@ class SagittalWaist:
         yaw, curve = np.zeros(n), np.full(n, -1)
         lo, hi = np.full(n, -MAX_ROLL_RAD), np.full(n, MAX_ROLL_RAD)
         spans = flags_to_intervals(full)
-        self.entering = np.zeros(n, dtype=bool)
         if not spans:
-            self.table, self.ranges = np.zeros((1, FAMILY_ROLLS)), np.zeros((1, 2))
+            self.table = np.zeros((1, FAMILY_ROLLS))
             return share, yaw, curve, lo, hi
         mids = np.array([(a + b - 1) // 2 for a, b in spans])
         grid, yaws, stands = self._family(samples, heads, mids, forward)
         self.table = np.array([np.interp(grid, grid[ok], y[ok]) if ok.any() else np.zeros(len(grid))
                                for y, ok in zip(yaws, stands)])
         ramp = _ramp_samples(self.period_s)
-        self.ranges = np.zeros((len(spans), 2))
         for k, ((a, b), ok) in enumerate(zip(spans, stands)):
             low, high = (grid[ok].min(), grid[ok].max()) if ok.any() else (0.0, 0.0)
-            self.ranges[k] = low, high
             ends = [lean * LEAN_SHARE * (high if lean > 0 else -low) for lean in
                     (self._standing_before(a), self._standing_after(b))]
             yaw[a], yaw[b - 1] = np.interp(ends, grid, self.table[k])
             near = slice(max(0, a - ramp), min(n, b + ramp))
             curve[near] = k
-            self.entering[max(0, a - ramp):a] = True
-            self.entering[a:min(n, b + ramp)] = False
             lo[a:b], hi[a:b] = low, high
         inside = np.flatnonzero(full & ((np.r_[True, ~full[:-1]]) | (np.r_[~full[1:], True])))  # each one's ends
         yaw = PchipInterpolator(inside, yaw[inside], extrapolate=False)(np.arange(n)) if len(inside) > 1 else yaw
@@ -428,16 +421,10 @@ class SagittalWaist:
         yaw_to; elsewhere params' own (free) yaw."""
         if not samples.slave.any():
             return params[:, 2]
-        row = np.maximum(samples.curve, 0)
-        # before a foot lands, the curve is read within the rolls its double support starts at (LEAN_SHARE of
-        # its range, where _plan has yaw_to arrive): read to the range's end, where the curve is steep and then
-        # held, a roll entering the range at the touch-down turned the waist 0.1 rad in 5 ms (H1 walk, 1.835 s)
-        entering = self.entering if len(self.entering) == len(row) else np.zeros(len(row), dtype=bool)
-        inner = np.where(entering, LEAN_SHARE, 1.0)
-        roll = np.clip(params[:, 1], inner * self.ranges[row, 0], inner * self.ranges[row, 1])
-        spot = np.clip((roll + MAX_ROLL_RAD) / (2 * MAX_ROLL_RAD) * (FAMILY_ROLLS - 1), 0, FAMILY_ROLLS - 1 - 1e-9)
+        spot = np.clip((params[:, 1] + MAX_ROLL_RAD) / (2 * MAX_ROLL_RAD) * (FAMILY_ROLLS - 1), 0, FAMILY_ROLLS - 1 - 1e-9)
         cell = spot.astype(int)
         frac = spot - cell
+        row = np.maximum(samples.curve, 0)
         on_curve = self.table[row, cell] * (1.0 - frac) + self.table[row, cell + 1] * frac
         return samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
 

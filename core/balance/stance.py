@@ -76,8 +76,7 @@ def height_cause(corrector, q: np.ndarray, root_pos: np.ndarray, rows: np.ndarra
     goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
     down = {foot: d[rows] for foot, d in corrector.down.items()}
     reach = [corrector.settings.reach * length for length in corrector.full_reach]
-    lowering = {foot: down[foot] | corrector.landing[foot][rows] for foot in down}  # a landing foot must reach too
-    far = stretch(corrector.tree, corrector.legs, reach, q[rows], root, goals, lowering) > 0.0
+    far = stretch(corrector.tree, corrector.legs, reach, q[rows], root, goals, down) > 0.0
     return np.where(far, -1, ankle_cause(corrector, q[rows], root, down))
 
 
