@@ -544,7 +544,8 @@ def test_g1_hop_with_avoidance_leaves_no_frame_inside_where_a_run_switches_answe
     """G1 hop: where the left arm's answers switch inside a run of close frames (frames 183, 251,
     993 and 994, up to 4.1 cm inside the pelvis before), a window of frames solved together goes
     around the body (core/chains/switches.py): no frame collides, within the joints' speed
-    (measured 0.4 -> 0.0 %, worst 4.1 -> 0.0 cm, limbs +1.20 -> +1.21 deg)."""
+    (measured 0.4 -> 0.0 %, worst 4.1 -> 0.0 cm, limbs +1.20 -> +1.21 deg; since session 12 the
+    steady room's detours, windows whose change is smooth in time, core/chains/steady.py)."""
     from core.motion.bvh import load_bvh
 
     hop = load_bvh(ROOT / "tests/data/motion/cmu_131_03_hop.bvh").to_source_motion()
