@@ -4,7 +4,8 @@
 For each bake (core.retarget.retarget with planted feet, the default; the least CPU time of
 `--repeats` calls in one process, one core, off and on interleaved) prints the frames/s of that
 CPU time and the CPU seconds, self_collision_pct, the worst overlap,
-the limb direction error a viewer sees, and the cost of avoidance (speed and limb error).
+the limb direction error a viewer sees, the joints' mean jerk (report jerk_after: mean |d^3 q/dt^3|
+over frames and joints; a correction that flickers frame to frame shows there), and the cost of avoidance (speed and limb error).
 The robot's capsules and its allowed-collision matrix are computed once per robot, before
 the timed calls (as in a Blender session or a batch worker, which keep them).
 
@@ -65,7 +66,8 @@ def main() -> None:
                 print(f"  {name:<5} avoid {'on ' if avoid else 'off'} {len(motion.heads) / cpu:6.0f} frames/s "
                       f"({cpu:.2f} s CPU)  self_collision_pct {report['self_collision_pct']:5.1f}  worst "
                       f"{100 * worst['depth_m']:4.1f} cm {'/'.join(worst['pair'] or [])}  limbs "
-                      f"{report['limb_direction_error_deg']:.2f} deg", flush=True)
+                      f"{report['limb_direction_error_deg']:.2f} deg  jerk {report['jerk_after']:,.0f} rad/s^3",
+                      flush=True)
             (on, cpu_on), (off, cpu_off) = figures[True], figures[False]
             more = on["limb_direction_error_deg"] - off["limb_direction_error_deg"]
             print(f"  {name:<5} avoidance: bake {100 * (cpu_on / cpu_off - 1):+.0f} % CPU time "

@@ -25,7 +25,8 @@ from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _lim
                           _shape_metric)
 from .coherence import coarse_rows
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
-from .switches import solve_switches
+from .steady import steady_room
+from .switches import _violation, solve_switches
 
 # the costs of a change live in change_cost; their names stay reachable here, where tests look for them
 __all__ = ["LINE_WEIGHT", "PULL_WEIGHT", "_limb_line", "_limb_metric", "_line_cost", "_line_pull", "_shape_metric",
@@ -55,6 +56,10 @@ GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its 
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (README: the third's cost 5 %, cleared none)
 TRIAL_EVERY = 3  # a limb's run tried whole on the other answer tries every this many of its close frames first
 NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
+DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
+DETOUR_HALF_WIDTHS = (4, 8)  # frames each side of a frame the steady room left inside, solved together
+DETOUR_STEPS = 3  # linearisations per detour window (6, as the switch windows: 1.5 x the NNLS time, limbs the same)
+STEADY_ROOM = True  # the room made is made steady in time where the bake gives its frame rate (core.chains.steady)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
@@ -67,7 +72,8 @@ def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray
 
 
 def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation,
-                    options: SolveOptions | None = None, max_step: np.ndarray | None = None) -> None:
+                    options: SolveOptions | None = None, max_step: np.ndarray | None = None,
+                    fps: float | None = None) -> None:
     """Move the columns of chains making room together (an arm and the hand hanging from it:
     [(kin, anchor (F, 4, 4), targets, weights[, limb])]) in place, so that the checked pairs their
     joints move stay `separation.margin` apart; each change costs what it does to its own chain's
@@ -79,6 +85,7 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     margin, root, distance(q, root, within), near(q, frames), gradient(q, root, within, still),
     still_poses(q, root)).
     max_step: (V,) per frame, the chains' columns one after the other.
+    fps: the clip's frame rate: with max_step, the room made is made steady in time (_steady).
     """
     if separation is None:
         return
@@ -88,22 +95,56 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
                    [limb for (kin, *_), limb in chains if len(kin.columns)])
     if len(group.columns) == 0:
         return
-    q[:, group.columns] = _keep_apart(group, separation, np.clip(q[:, group.columns], group.lower, group.upper),
-                                      max_step)
+    shape = np.clip(q[:, group.columns], group.lower, group.upper)
+    steady = STEADY_ROOM and fps is not None and max_step is not None
+    x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
+    if steady:
+        x = _steady(group, separation, x, shape, max_step, fps)
+    q[:, group.columns] = x
+
+
+def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
+            fps: float) -> np.ndarray:
+    """x with the room made low-passed in time and the frames that put inside fixed
+    (core.chains.steady): each frame's least change alone flickers frame to frame."""
+    lower = np.maximum(problem.lower, shape - MAX_SEPARATION_RAD)
+    upper = np.minimum(problem.upper, shape + MAX_SEPARATION_RAD)
+
+    def inside(y, frames):
+        return _violation(problem, separation, y, frames)
+
+    def fix(y, frames):
+        out, _ = _separate(problem, separation, y, frames, None, None, LINEAR_STEPS, False)
+        return out
+
+    def finish(y):  # the fix passes and switch windows _keep_apart left out
+        reach = (np.full(y.shape, -np.inf), np.full(y.shape, np.inf))
+        for _ in range(FIX_PASSES):
+            y, _ = _separate(problem, separation, y, None, _within_reach(y, max_step, reach), None, FIX_STEPS, False)
+            y = rate_limit(y, max_step)
+        return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD)
+
+    def detour(y, frames):
+        return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD, inside=frames,
+                              smooth=DETOUR_SMOOTH, half_widths=DETOUR_HALF_WIDTHS, steps=DETOUR_STEPS)
+
+    return steady_room(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish)
 
 
 def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.ndarray | None,
-                passes: int = SEPARATION_PASSES) -> np.ndarray:
+                passes: int = SEPARATION_PASSES, fixes: bool = True) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
     ramps left inside, each frame moved only as far as its neighbours' speed allows (the rate
     limit keeps it): velocity limits hold, a last overlap may not.
     Later passes look only at the frames the pass before moved, not at those it left clear of
-    the margin where the ramp and the rate limit did not touch them."""
+    the margin where the ramp and the rate limit did not touch them.
+    fixes: False leaves the fix passes and the switch windows out (_steady smooths x first and
+    finishes it only where it needs it)."""
     shape, frames = x, None
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     seen = np.zeros(len(x), dtype=bool)  # frames seen clear of the margin where they are
-    for k in range(passes + FIX_PASSES):
+    for k in range(passes + (FIX_PASSES if fixes else 0)):
         last, fixing = x, k >= passes and max_step is not None
         bounds = _within_reach(x, max_step, held) if fixing else held
         solved, clear = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
@@ -122,7 +163,7 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
         frames = np.flatnonzero((np.abs(x - last) > SETTLED_RAD).any(axis=1) & ~clear)
         if len(frames) == 0:
             break
-    if max_step is not None:  # where a run switches answers, a window of frames goes around the body together
+    if max_step is not None and fixes:  # where a run switches answers, a window of frames goes around the body together
         x = solve_switches(problem, separation, x, shape, max_step, MAX_SEPARATION_RAD, seen)
     return x
 

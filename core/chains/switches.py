@@ -26,24 +26,30 @@ INSIDE_M = 0.001  # a frame this far inside the margin is left inside
 
 
 def solve_switches(problem, separation, x: np.ndarray, start: np.ndarray, max_step: np.ndarray,
-                   room_rad: float, clear: np.ndarray | None = None) -> np.ndarray:
+                   room_rad: float, clear: np.ndarray | None = None, inside: np.ndarray | None = None,
+                   smooth: float = 0.0, half_widths: tuple = SWITCH_HALF_WIDTHS,
+                   steps: int = SWITCH_STEPS) -> np.ndarray:
     """x (F, V) with each window around a frame still inside the margin solved as one problem
     (module docstring). start: the columns before any room was made (F, V); no joint goes
     further than room_rad from them. max_step: (V,) per frame. clear: (F,) bool, frames already
-    seen clear of the margin where they are (not measured again)."""
-    moved = (np.abs(x - start) > 1e-9).any(axis=1)
-    moved = np.flatnonzero(moved if clear is None else moved & ~clear)
-    if len(moved) == 0:
-        return x
-    inside = moved[_violation(problem, separation, x, moved) > INSIDE_M]
+    seen clear of the margin where they are (not measured again); inside: the frames inside,
+    known (nothing measured first). smooth: the window's change also costs this times its
+    second difference in time, squared, against its frames' mean metric (_smoothness): a
+    detour that starts and ends gently instead of the least one. steps: linearisations per window."""
+    if inside is None:
+        moved = (np.abs(x - start) > 1e-9).any(axis=1)
+        moved = np.flatnonzero(moved if clear is None else moved & ~clear)
+        if len(moved) == 0:
+            return x
+        inside = moved[_violation(problem, separation, x, moved) > INSIDE_M]
     lower = np.maximum(problem.lower, start - room_rad)
     upper = np.minimum(problem.upper, start + room_rad)
     x = x.copy()
-    for half in SWITCH_HALF_WIDTHS:
+    for half in half_widths:
         if len(inside) == 0:
             break
         for window in _windows(inside, half, len(x)):
-            _solve_window(problem, separation, x, window, lower, upper, max_step)
+            _solve_window(problem, separation, x, window, lower, upper, max_step, smooth, steps)
         inside = inside[_violation(problem, separation, x, inside) > INSIDE_M]
     return x
 
@@ -74,8 +80,8 @@ def _violation(problem, separation, x: np.ndarray, frames: np.ndarray) -> np.nda
 
 
 def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower: np.ndarray,
-                  upper: np.ndarray, max_step: np.ndarray) -> None:
-    """The window's frames of x moved in place by SWITCH_STEPS linearised solves, kept only
+                  upper: np.ndarray, max_step: np.ndarray, smooth: float = 0.0, steps: int = SWITCH_STEPS) -> None:
+    """The window's frames of x moved in place by `steps` linearised solves, kept only
     where their summed overlap with the margin is then smaller."""
     before = _violation(problem, separation, x, frames)
     count, width = len(frames), x.shape[1]
@@ -83,11 +89,16 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
     metric = problem.metric(_posed(problem, origin, frames), frames) + 1e-6 * np.eye(width)
     speed = _speed_rows(count, width, max_step, x, frames)
     # w = L' y per frame (H = L L'): the cost is 1/2 |w - w0|^2, a least-distance problem
-    unscale = block_diag(*np.linalg.inv(np.linalg.cholesky(metric)).transpose(0, 2, 1))  # y = T w
+    if smooth > 0.0:
+        whole = block_diag(*metric) + _smoothness(count, width, smooth * np.trace(metric, axis1=1, axis2=2).mean()
+                                                  / width)
+        unscale = np.linalg.inv(np.linalg.cholesky(whole)).T
+    else:
+        unscale = block_diag(*np.linalg.inv(np.linalg.cholesky(metric)).transpose(0, 2, 1))  # y = T w
     w0 = np.linalg.solve(unscale, origin.ravel())
     y = origin.copy()
     binding = np.zeros(len(speed[0]), dtype=bool)  # speed rows that bound the last solve: taken first again
-    for _ in range(SWITCH_STEPS):
+    for _ in range(steps):
         f, _p, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
                                                 separation.margin + SWITCH_LOOKAHEAD_M)
         if not (dist < separation.margin).any():
@@ -117,6 +128,16 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
     trial[frames] = _within_speed(y, x, frames, max_step)
     if _violation(problem, separation, trial, frames).sum() < before.sum():
         x[frames] = trial[frames]
+
+
+def _smoothness(count: int, width: int, weight: float) -> np.ndarray:
+    """(count * width,) squared: weight x the sum of the window's change's squared second
+    differences in time, the frames either side (unchanged) included, joint by joint."""
+    second = np.zeros((count + 2, count + 4))
+    for k in range(count + 2):
+        second[k, k:k + 3] = (1.0, -2.0, 1.0)
+    inner = second[:, 2:-2]  # the held frames either side change nothing
+    return weight * np.kron(inner.T @ inner, np.eye(width))
 
 
 def _speed_rows(count: int, width: int, max_step: np.ndarray, x: np.ndarray, frames: np.ndarray) -> tuple:

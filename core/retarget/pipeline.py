@@ -292,7 +292,7 @@ def keep_apart(tree, plans, q, root, targets, settings, apart: Separation, fps: 
             variables += list(plan.kin.chain.variables)
         columns = np.concatenate([plan.kin.columns for plan in group])
         max_step = step_limits(tree.velocity[columns], fps)
-        separate_chains(tree, chains, q, apart.term(variables, root), options, max_step)
+        separate_chains(tree, chains, q, apart.term(variables, root), options, max_step, fps)
 
 
 def _viewed_limb(tree, plan) -> tuple[int, int] | None:

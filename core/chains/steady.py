@@ -1,0 +1,113 @@
+"""The room a chain made, steady in time: each frame's least change alone flickers (a wrist's
+roll on one frame, the shoulder's yaw on the next, both ways out), which a robot plays as
+vibration. The change from the shape answer is low-passed over time; the frames the smoothing
+put back inside the margin are fixed with smooth bumps (a fix spread over its neighbours), and
+where rounds of that do not bring them out (a run switching
+answers: the smoothed path goes through the body) the path is blended back, smoothly, into the
+frame-by-frame answer around them.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy.ndimage import maximum_filter1d, uniform_filter1d
+
+from ..motion.filtering import butterworth_lowpass, rate_limit
+
+STEADY_CUTOFF_HZ = 6.0  # the room made is low-passed at the bake's own cutoff
+BUMP_S = 1 / 120  # a fix of frames the smoothing put inside is spread over this long (s) each side, twice
+BUMP_REACH = 1  # a fix is dilated over this many times BUMP_S before it is spread (_envelope)
+STEADY_ROUNDS = 8  # rounds of (fix the frames inside, spread the fix)
+BLEND_TRIES = 3  # widenings of the blend back into the frame-by-frame answer
+INSIDE_M = 0.001  # a frame this far inside the margin is fixed
+
+
+def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray, upper: np.ndarray,
+                max_step: np.ndarray, inside: Callable, fix: Callable, detour: Callable,
+                finish: Callable) -> np.ndarray:
+    """x (F, V, rad: the room made frame by frame) with its change from `shape` (F, V) low-passed
+    over time, within [lower, upper] (F, V) and max_step (V,) per frame. inside(y, frames) ->
+    (len(frames),) metres inside the margin; fix(y, frames) -> y with those frames moved out,
+    each alone; detour(y, frames) -> y with windows around those frames solved together, the
+    change smooth in time (core.chains.switches); finish(x) -> x with its frames still inside
+    moved out frame by frame and by windows (asked only where needed). Frames still inside after
+    STEADY_ROUNDS take a detour, then x's finished answer, blended in smoothly."""
+    change = x - shape
+    if len(x) < 8 or not (np.abs(change) > 1e-9).any():
+        return x
+    y = _bounded(shape + butterworth_lowpass(change, fps, STEADY_CUTOFF_HZ), lower, upper, max_step)
+    half = max(1, int(round(BUMP_S * fps)))
+    look = np.flatnonzero((np.abs(y - shape) > 1e-9).any(axis=1) | (np.abs(change) > 1e-9).any(axis=1))
+    depth = inside(y, look)
+    for _ in range(STEADY_ROUNDS):
+        frames = look[depth > INSIDE_M]
+        if len(frames) == 0:
+            return y
+        bumped = _bounded(y + _envelope(fix(y, frames) - y, half, BUMP_REACH), lower, upper, max_step)
+        depth = _again(inside, bumped, y, look, depth)
+        y = bumped
+    frames = look[depth > INSIDE_M]
+    if len(frames):
+        around = detour(y, frames)
+        depth = _again(inside, around, y, look, depth)
+        y = around
+    if not (depth > INSIDE_M).any():
+        return y
+    return _blended(finish(x), y, look, depth, half, max_step, inside)
+
+
+def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
+             max_step: np.ndarray, inside: Callable) -> np.ndarray:
+    """y blended into x around the look frames still inside (depth, metres), the blend's weight
+    1 on them and smooth around, widened while the blend leaves frames inside; a frame still
+    inside after BLEND_TRIES takes x (the frame-by-frame answer) as it is."""
+    weight = np.zeros(len(y))
+    out = y
+    for _ in range(BLEND_TRIES):
+        frames = look[depth > INSIDE_M]
+        if len(frames) == 0:
+            return out
+        mark = np.zeros((len(y), 1))
+        mark[frames] = 1.0
+        weight = np.maximum(weight, np.minimum(1.0, _envelope(mark, half, 3)[:, 0]))
+        blend = rate_limit(y + weight[:, None] * (x - y), max_step)
+        depth = _again(inside, blend, out, look, depth)
+        out = blend
+    out = out.copy()
+    frames = look[depth > INSIDE_M]
+    out[frames] = x[frames]
+    return out
+
+
+def _again(inside: Callable, y: np.ndarray, before: np.ndarray, look: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """depth (len(look),) measured again where y differs from `before` (the others have not moved)."""
+    depth = depth.copy()
+    moved = np.flatnonzero((y[look] != before[look]).any(axis=1))
+    if len(moved):
+        depth[moved] = inside(y, look[moved])
+    return depth
+
+
+def _bounded(y: np.ndarray, lower: np.ndarray, upper: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+    """y within its room and its joints' speed."""
+    return rate_limit(np.clip(y, lower, upper), max_step)
+
+
+def _envelope(bump: np.ndarray, half: int, reach: int = 2) -> np.ndarray:
+    """A smooth change (F, V) like `bump`, each sign's part dilated over reach x half frames, then
+    averaged twice over half frames. From reach 2 it is at least bump each way wherever bump is
+    (each average of a frame's window holds the frame's own value; 3: all of it for half frames
+    either side); reach 1 (the rounds' bumps) falls short of a lone frame's fix, which the next
+    round fixes again, and overshoots its neighbours less (G1 hop jerk 2.8 -> 2.4 x the bake's
+    without, README)."""
+    out = np.zeros(bump.shape)
+    for sign in (1.0, -1.0):
+        part = np.maximum(sign * bump, 0.0)
+        if not part.any():
+            continue
+        part = maximum_filter1d(part, 2 * reach * half + 1, axis=0, mode="nearest")
+        for _ in range(2):
+            part = uniform_filter1d(part, 2 * half + 1, axis=0, mode="nearest")
+        out += sign * part
+    return out
