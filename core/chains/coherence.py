@@ -1,10 +1,16 @@
-"""A sample of a run of close frames in time: a run moves smoothly, so its every k-th frame tells
-how the whole run would fare (core.chains.separation tries a run on another answer on such a
-sample before its other frames).
+"""One answer along a run of close frames (core.chains.separation's corrections): frames whose
+change turns a joint the other way than their run's start again from the run's answer, and a run
+whose frames end on the other answer is tried whole on it, first on a sample in time (a run moves
+smoothly, so its every k-th frame tells how the whole run would fare).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:  # its corrections' steps; separation imports this module, not the other way
+    from .separation import _Corrections as Corrections
 
 
 def coarse_rows(frames: np.ndarray, every: int, gap: int) -> np.ndarray:
@@ -15,3 +21,110 @@ def coarse_rows(frames: np.ndarray, every: int, gap: int) -> np.ndarray:
     run = np.cumsum(start) - 1
     index = np.arange(len(frames)) - np.flatnonzero(start)[run]  # position within its run
     return np.flatnonzero(start | end | (index % every == 0))
+
+RUN_GAP_FRAMES = 4  # close frames this near each other are one run, with one answer
+RELAX_STEPS = 2  # steps back toward the shape of frames started again from their run's answer
+RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
+AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
+GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
+#                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
+TRIAL_EVERY = 3  # a limb's run tried whole on the other answer tries every this many of its close frames first
+NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
+
+
+def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarray) -> None:
+    """Frames of a run of close frames whose change turns a joint the other way than the run's
+    median change (the arm in front of the hip there, behind it here) start again from that
+    median and come back toward their shape as far as the bodies allow: one answer along a run,
+    so the ramp in time mixes no two (a switch between them would pass through the body). A run
+    where some frames still end on the other side (the median's answer cannot hold there) is
+    tried whole on theirs, kept if fewer of its frames then end against it (all such runs in the
+    same steps: each frame's steps are its own; a limb's runs on a sample of their frames first)."""
+    rows = correct.rows
+    run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
+    change = out[rows] - shape
+    consensus = np.zeros(change.shape)
+    for k in np.unique(run):
+        consensus[run == k] = np.median(change[run == k], axis=0)
+    against = _against(change, consensus)
+    if len(against) == 0:
+        return
+    _restart(correct, out, shape, consensus, [(against, np.inf)])
+    still = _against(out[rows] - shape, consensus)
+    tries = []  # (members, frames against before) of the runs tried whole on the other answer
+    for k in np.unique(run[still]):
+        members, off = np.flatnonzero(run == k), still[run[still] == k]
+        if len(off) < RETRY_SHARE * len(members):
+            continue  # a few frames off the run's answer: its median answer holds, the ramps join them
+        consensus[members] = np.median(out[rows[off]] - shape[off], axis=0)
+        tries.append((members, len(off)))
+    if not tries:
+        return
+    saved = out.copy()
+    if correct.whole:  # nothing to give up on a limb (_restart): its runs' samples show which to go on with
+        tries = _tried_first(correct, out, shape, consensus, tries, saved)
+        kept = [True] * len(tries)
+    else:
+        kept = _restart(correct, out, shape, consensus, [(members, GIVE_UP_SHARE * off) for members, off in tries])
+    for (members, off), went_on in zip(tries, kept):
+        if not went_on or len(_against(out[rows[members]] - shape[members], consensus[members])) >= off:
+            out[rows[members]] = saved[rows[members]]
+            correct.q[rows[members][:, None], correct.cols] = saved[rows[members]]
+
+
+def _tried_first(correct: "Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
+                 tries: list, saved: np.ndarray) -> list:
+    """The tries (members, frames against before) worth finishing, finished: each run's every
+    TRIAL_EVERY-th close frame (and its ends) is tried on its new answer first, all runs in the
+    same steps; a run whose sample then ends against that answer more often than the run did
+    before, beyond a sample's spread (one standard error), would not be kept: its sample is put
+    back (`saved`); the others' remaining frames follow (G1 walk / hop: 2 and 2 of 6 and 3 runs
+    put back, none of them kept when tried whole). Each frame's steps are its own, so a run
+    finished ends where it would have tried whole: the same joints, a third of the frames' steps
+    spent on a run not kept."""
+    rows = correct.rows
+    samples = [members[coarse_rows(rows[members], TRIAL_EVERY, RUN_GAP_FRAMES)] for members, _ in tries]
+    _restart(correct, out, shape, consensus, [(sample, np.inf) for sample in samples])
+    going, rest = [], []
+    for (members, off), sample in zip(tries, samples):
+        share, before = len(_against(out[rows[sample]] - shape[sample], consensus[sample])) / len(sample), off / len(members)
+        if share < before + np.sqrt(before * (1.0 - before) / len(sample)):  # within a sample's spread: go on
+            going.append((members, off))
+            rest.append(np.setdiff1d(members, sample))
+        else:
+            out[rows[sample]] = saved[rows[sample]]
+            correct.q[rows[sample][:, None], correct.cols] = saved[rows[sample]]
+    if any(len(r) for r in rest):
+        _restart(correct, out, shape, consensus, [(r, np.inf) for r in rest if len(r)])
+    return going
+
+
+def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
+    """Rows whose change turns some joint the other way than the consensus, by more than AGAINST_RAD.
+    A change or consensus within NO_CHANGE_RAD of none has no side: its sign is rounding's."""
+    sides = (consensus * change < 0.0) & (np.abs(consensus) > NO_CHANGE_RAD) & (np.abs(change) > NO_CHANGE_RAD)
+    return np.flatnonzero((sides & (np.abs(consensus - change) > AGAINST_RAD)).any(axis=1))
+
+
+def _restart(correct: "Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
+             groups: list) -> list[bool]:
+    """Rows of each group (which, give_up) started again from shape + consensus, out of reach from
+    there, then back toward their shape as far as the bodies allow; all groups in the same steps
+    (a row's steps are its own). give_up: after the way back, a group stops there (False) when this
+    many of its rows already turn against the consensus: a run tried whole on the other answer that
+    will not be kept (the last corrections change that count by a few; a limb's whole steps have
+    no way back of their own: never given up there)."""
+    which = np.concatenate([rows for rows, _ in groups])
+    at = correct.rows[which]
+    out[at] = np.clip(shape[which] + consensus[which], correct.lower[which], correct.upper[which])
+    correct.q[at[:, None], correct.cols] = out[at]
+    correct.out_of_reach(out, which)
+    if correct.whole:  # its whole change already came back toward the shape as far as the bodies allow;
+        return [True] * len(groups)  # nothing is left to give up (the caller counts the rows against the consensus)
+    for _ in range(RELAX_STEPS):
+        correct.step(out, which, shape[which] - out[at])
+    went_on = [len(_against(out[correct.rows[rows]] - shape[rows], consensus[rows])) < give_up
+               for rows, give_up in groups]
+    if any(went_on):
+        correct.out_of_reach(out, np.concatenate([rows for (rows, _), on in zip(groups, went_on) if on]))
+    return went_on

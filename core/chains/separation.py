@@ -23,7 +23,7 @@ from ..model.kinematics import KinematicTree
 from .batched import spd_inverse
 from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _limb_metric, _line_cost, _line_pull,
                           _shape_metric)
-from .coherence import coarse_rows
+from .coherence import NO_CHANGE_RAD, one_answer_per_run
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .steady import steady_room
 from .switches import _violation, solve_switches
@@ -43,19 +43,11 @@ LOOKAHEAD_M = 0.01  # pairs this far beyond the margin are kept from closing in 
 TOLERANCE_M = 0.001  # a frame is done when its pairs are this close to the margin
 AIM_M = 0.001  # a correction aims this far beyond the margin: the linearisation falls a little short
 DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
-RUN_GAP_FRAMES = 4  # close frames this near each other are one run, with one answer
-RELAX_STEPS = 2  # steps back toward the shape of frames started again from their run's answer
-RETRY_SHARE = 0.5  # a run is tried whole on the other answer when this share of its frames ends there
-AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other way, starts from it
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
 #                            (README: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
-GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
-#                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (README: the third's cost 5 %, cleared none)
-TRIAL_EVERY = 3  # a limb's run tried whole on the other answer tries every this many of its close frames first
-NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
 DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
 DETOUR_HALF_WIDTHS = (4, 8)  # frames each side of a frame the steady room left inside, solved together
 DETOUR_STEPS = 3  # linearisations per detour window (6, as the switch windows: 1.5 x the NNLS time, limbs the same)
@@ -213,107 +205,9 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
                           (problem, start) if whole else None)
     correct.out_of_reach(out, known=first)
     if shape is not None:
-        _one_answer_per_run(correct, out, shape[rows])
+        one_answer_per_run(correct, out, shape[rows])
     clear[rows] = (out[rows] == correct.clear_at).all(axis=1)
     return out, clear
-
-
-def _one_answer_per_run(correct: "_Corrections", out: np.ndarray, shape: np.ndarray) -> None:
-    """Frames of a run of close frames whose change turns a joint the other way than the run's
-    median change (the arm in front of the hip there, behind it here) start again from that
-    median and come back toward their shape as far as the bodies allow: one answer along a run,
-    so the ramp in time mixes no two (a switch between them would pass through the body). A run
-    where some frames still end on the other side (the median's answer cannot hold there) is
-    tried whole on theirs, kept if fewer of its frames then end against it (all such runs in the
-    same steps: each frame's steps are its own; a limb's runs on a sample of their frames first)."""
-    rows = correct.rows
-    run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
-    change = out[rows] - shape
-    consensus = np.zeros(change.shape)
-    for k in np.unique(run):
-        consensus[run == k] = np.median(change[run == k], axis=0)
-    against = _against(change, consensus)
-    if len(against) == 0:
-        return
-    _restart(correct, out, shape, consensus, [(against, np.inf)])
-    still = _against(out[rows] - shape, consensus)
-    tries = []  # (members, frames against before) of the runs tried whole on the other answer
-    for k in np.unique(run[still]):
-        members, off = np.flatnonzero(run == k), still[run[still] == k]
-        if len(off) < RETRY_SHARE * len(members):
-            continue  # a few frames off the run's answer: its median answer holds, the ramps join them
-        consensus[members] = np.median(out[rows[off]] - shape[off], axis=0)
-        tries.append((members, len(off)))
-    if not tries:
-        return
-    saved = out.copy()
-    if correct.whole:  # nothing to give up on a limb (_restart): its runs' samples show which to go on with
-        tries = _tried_first(correct, out, shape, consensus, tries, saved)
-        kept = [True] * len(tries)
-    else:
-        kept = _restart(correct, out, shape, consensus, [(members, GIVE_UP_SHARE * off) for members, off in tries])
-    for (members, off), went_on in zip(tries, kept):
-        if not went_on or len(_against(out[rows[members]] - shape[members], consensus[members])) >= off:
-            out[rows[members]] = saved[rows[members]]
-            correct.q[rows[members][:, None], correct.cols] = saved[rows[members]]
-
-
-def _tried_first(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
-                 tries: list, saved: np.ndarray) -> list:
-    """The tries (members, frames against before) worth finishing, finished: each run's every
-    TRIAL_EVERY-th close frame (and its ends) is tried on its new answer first, all runs in the
-    same steps; a run whose sample then ends against that answer more often than the run did
-    before, beyond a sample's spread (one standard error), would not be kept: its sample is put
-    back (`saved`); the others' remaining frames follow (G1 walk / hop: 2 and 2 of 6 and 3 runs
-    put back, none of them kept when tried whole). Each frame's steps are its own, so a run
-    finished ends where it would have tried whole: the same joints, a third of the frames' steps
-    spent on a run not kept."""
-    rows = correct.rows
-    samples = [members[coarse_rows(rows[members], TRIAL_EVERY, RUN_GAP_FRAMES)] for members, _ in tries]
-    _restart(correct, out, shape, consensus, [(sample, np.inf) for sample in samples])
-    going, rest = [], []
-    for (members, off), sample in zip(tries, samples):
-        share, before = len(_against(out[rows[sample]] - shape[sample], consensus[sample])) / len(sample), off / len(members)
-        if share < before + np.sqrt(before * (1.0 - before) / len(sample)):  # within a sample's spread: go on
-            going.append((members, off))
-            rest.append(np.setdiff1d(members, sample))
-        else:
-            out[rows[sample]] = saved[rows[sample]]
-            correct.q[rows[sample][:, None], correct.cols] = saved[rows[sample]]
-    if any(len(r) for r in rest):
-        _restart(correct, out, shape, consensus, [(r, np.inf) for r in rest if len(r)])
-    return going
-
-
-def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
-    """Rows whose change turns some joint the other way than the consensus, by more than AGAINST_RAD.
-    A change or consensus within NO_CHANGE_RAD of none has no side: its sign is rounding's."""
-    sides = (consensus * change < 0.0) & (np.abs(consensus) > NO_CHANGE_RAD) & (np.abs(change) > NO_CHANGE_RAD)
-    return np.flatnonzero((sides & (np.abs(consensus - change) > AGAINST_RAD)).any(axis=1))
-
-
-def _restart(correct: "_Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,
-             groups: list) -> list[bool]:
-    """Rows of each group (which, give_up) started again from shape + consensus, out of reach from
-    there, then back toward their shape as far as the bodies allow; all groups in the same steps
-    (a row's steps are its own). give_up: after the way back, a group stops there (False) when this
-    many of its rows already turn against the consensus: a run tried whole on the other answer that
-    will not be kept (the last corrections change that count by a few; a limb's whole steps have
-    no way back of their own: never given up there)."""
-    which = np.concatenate([rows for rows, _ in groups])
-    at = correct.rows[which]
-    out[at] = np.clip(shape[which] + consensus[which], correct.lower[which], correct.upper[which])
-    correct.q[at[:, None], correct.cols] = out[at]
-    correct.out_of_reach(out, which)
-    if correct.whole:  # its whole change already came back toward the shape as far as the bodies allow;
-        return [True] * len(groups)  # nothing is left to give up (the caller counts the rows against the consensus)
-    for _ in range(RELAX_STEPS):
-        correct.step(out, which, shape[which] - out[at])
-    went_on = [len(_against(out[correct.rows[rows]] - shape[rows], consensus[rows])) < give_up
-               for rows, give_up in groups]
-    if any(went_on):
-        correct.out_of_reach(out, np.concatenate([rows for (rows, _), on in zip(groups, went_on) if on]))
-    return went_on
 
 
 class _Corrections:

@@ -556,29 +556,29 @@ def test_g1_hop_with_avoidance_leaves_no_frame_inside_where_a_run_switches_answe
 
 def test_g1_hop_runs_tried_on_a_sample_first_end_where_tried_whole(g1, monkeypatch):
     """A limb's run of close frames tried on the other answer is tried on every third frame first
-    (core/chains/separation.py, _tried_first): the runs it goes on with end where trying them
+    (core/chains/coherence.py, _tried_first): the runs it goes on with end where trying them
     whole put them, the others are put back as before, so the joints are those of trying every
     run whole, for fewer frames started again (measured on the hop: 12 % fewer with the whole steps
     kept only where cheaper, 15 % before them)."""
     from dataclasses import replace
 
-    import core.chains.separation as separation
+    import core.chains.coherence as coherence
     from core.motion.bvh import load_bvh
     from core.retarget import auto_map, retarget
 
     hop = load_bvh(ROOT / "tests/data/motion/cmu_131_03_hop.bvh").to_source_motion()
     mapping = auto_map(hop, g1)
     mapping.settings = replace(mapping.settings, avoid_self_collision=True)
-    started, restart = [], separation._restart
+    started, restart = [], coherence._restart
 
     def counted(correct, out, shape, consensus, groups):
         started.append(sum(len(rows) for rows, _ in groups))
         return restart(correct, out, shape, consensus, groups)
 
-    monkeypatch.setattr(separation, "_restart", counted)
+    monkeypatch.setattr(coherence, "_restart", counted)
     first = retarget(hop, g1, mapping, contacts="auto")
     sampled_starts, started[:] = sum(started), []
-    monkeypatch.setattr(separation, "TRIAL_EVERY", 1)  # the sample is the whole run: every run tried whole
+    monkeypatch.setattr(coherence, "TRIAL_EVERY", 1)  # the sample is the whole run: every run tried whole
     second = retarget(hop, g1, mapping, contacts="auto")
     sampled, whole = first.q, second.q
     # the same to the dual's convergence (its sweeps stop when every frame of a step's batch has converged):
