@@ -5,12 +5,25 @@ smoothly, so its every k-th frame tells how the whole run would fare).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # its corrections' steps; separation imports this module, not the other way
-    from .separation import _Corrections as Corrections
+
+class Corrections(Protocol):
+    """What a run's answer needs of separation's corrections (core.chains.separation._Corrections,
+    which imports this module, not the other way): the close frames, their joints, steps."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    q: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    whole: bool
+
+    def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None) -> object: ...
+
+    def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None: ...
 
 
 def coarse_rows(frames: np.ndarray, every: int, gap: int) -> np.ndarray:
