@@ -49,9 +49,28 @@ def foot_chain(walk: list[Link], x: np.ndarray, base: np.ndarray):
     (F, 4, 4), and per joint its world axis and position (F, J, 3). This runs at every iteration
     of every solve: the rotation is carried as its three columns (F, 3) and every fixed
     transform, axis and principal-axis turn is a sum over them, no 3x3 product per sample."""
+    cols, pos, axes, origins = _along(walk, x, base, to_foot=True)
+    rot = np.empty((len(x), 3, 3))
+    for k in range(3):
+        rot[:, :, k] = cols[k]
+    return rot, pos, axes, origins
+
+
+def joint_frames(walk: list[Link], x: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per joint its world axis and position (F, J, 3) for the joints x (F, J) under base (F, 4, 4),
+    as foot_chain gives them (the same sums), without turning past the last joint or assembling
+    the foot's rotation: a solve that only aims a joint's axis (core.balance.sagittal) needs no more."""
+    _, _, axes, origins = _along(walk, x, base, to_foot=False)
+    return axes, origins
+
+
+def _along(walk: list[Link], x: np.ndarray, base: np.ndarray, to_foot: bool):
+    """Down the leg: the frame's columns and position where it stops (the foot, or the last joint
+    when not to_foot), and each joint's world axis and position (F, J, 3)."""
     cols = [base[:, :3, k] for k in range(3)]
     pos = base[:, :3, 3]
-    axes, origins = np.empty((len(x), x.shape[1], 3)), np.empty((len(x), x.shape[1], 3))  # filled, not stacked
+    count = x.shape[1]
+    axes, origins = np.empty((len(x), count, 3)), np.empty((len(x), count, 3))  # filled, not stacked
     j = 0
     for link in walk:
         pos = pos + combine(cols, link.shift)
@@ -64,43 +83,13 @@ def foot_chain(walk: list[Link], x: np.ndarray, base: np.ndarray):
         origins[:, j] = pos
         value = x[:, j] * link.scale + link.offset
         j += 1
-        if link.prismatic:
-            pos = pos + axis * value[:, None]
-        else:
-            cols = turned(cols, link, value)
-    rot = np.empty((len(x), 3, 3))
-    for k in range(3):
-        rot[:, :, k] = cols[k]
-    return rot, pos, axes, origins
-
-
-def joint_frames(walk: list[Link], x: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per joint its world axis and position (F, J, 3) for the joints x (F, J) under base (F, 4, 4),
-    as foot_chain gives them (the same sums), without turning past the last joint or assembling
-    the foot's rotation: a solve that only aims a joint's axis (core.balance.sagittal) needs no more."""
-    cols = [base[:, :3, k] for k in range(3)]
-    pos = base[:, :3, 3]
-    count = x.shape[1]
-    axes, origins = np.empty((len(x), count, 3)), np.empty((len(x), count, 3))
-    j = 0
-    for link in walk:
-        pos = pos + combine(cols, link.shift)
-        if link.turn is not None:
-            cols = [combine(cols, link.turn[:, k]) for k in range(3)]
-        if link.axis is None:
-            continue
-        axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else combine(cols, link.axis)
-        axes[:, j] = axis
-        origins[:, j] = pos
-        j += 1
-        if j == count:
+        if j == count and not to_foot:
             break
-        value = x[:, j - 1] * link.scale + link.offset
         if link.prismatic:
             pos = pos + axis * value[:, None]
         else:
             cols = turned(cols, link, value)
-    return axes, origins
+    return cols, pos, axes, origins
 
 
 def combine(cols: list[np.ndarray], weights) -> np.ndarray:
