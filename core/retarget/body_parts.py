@@ -99,9 +99,14 @@ def end_markers(motion: SourceMotion) -> np.ndarray:
     so the skeleton is read without them (a head's leaf outreached the arms and was mapped as one)."""
     out = np.zeros(len(motion.bone_names), dtype=bool)
     parents = np.asarray(motion.parents)
+    named = [i for i, p in enumerate(parents)
+             if p >= 0 and i not in parents and name_words.end_marker(motion.bone_names[i])]
+    if not named:  # most clips: no bone is named so, and nothing is measured
+        return out
     rigid = ~moving_bones(motion) if motion.frames >= 3 else np.ones(len(out), dtype=bool)
-    for i, p in enumerate(parents):
-        if p < 0 or i in parents or not rigid[i] or not name_words.end_marker(motion.bone_names[i]):
+    for i in named:
+        p = parents[i]
+        if not rigid[i]:
             continue
         length = np.linalg.norm(motion.tails[:, p] - motion.heads[:, p], axis=1)
         gap = np.linalg.norm(motion.heads[:, i] - motion.tails[:, p], axis=1)
