@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
                        help="arms and torso hold the clip's median posture")
     p.add_argument("--waist", choices=list(WAISTS), default="auto",
                    help="legs without an ankle roll: the waist rolls and yaws to carry the body over a flat foot "
-                        "(rolled; balanced, about four times the CPU time) or stays upright (upright; faster, its "
+                        "(rolled; balanced, about 1.3 times the CPU time) or stays upright (upright; faster, its "
                         "ZMP may leave the feet); auto (the default) rolls it exactly where the legs need it")
     p.add_argument("--contacts", default="auto", metavar="auto|FILE.json",
                    help="the clip's foot contacts: detected (auto, the default) or a contacts file in 0-based "
