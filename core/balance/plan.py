@@ -213,7 +213,6 @@ def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, uppe
     return out
 
 
-
 def _target(paths: dict[int, FootPath], bodies, sides, standing, offset) -> np.ndarray:
     sole, down = {}, {}
     for link, path in paths.items():
