@@ -70,8 +70,10 @@ class Separation:
 
     def _term(self, variables: list[int]) -> "SeparationTerm | None":
         caps = self.pairs.capsules
+        if not variables:  # a solve without joints (a chain of fixed links) moves nothing
+            return None
         moves = np.array([[v in self._ancestors[c] for c in range(len(self._ancestors))] for v in variables],
-                         dtype=bool).reshape(len(variables), -1)  # (V, C)
+                         dtype=bool).reshape(len(variables), len(self._ancestors))  # (V, C)
         relative = (moves[:, caps[:, 0]] != moves[:, caps[:, 1]]).any(axis=0)
         rank = max((k for k, chain in enumerate(self._chains) if set(variables) & chain), default=None)
         if rank is not None:  # chains never give way to a body a later chain moves: that one makes room

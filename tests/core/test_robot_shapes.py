@@ -70,6 +70,20 @@ def test_every_shape_gets_legs_arms_and_spine(shape, bakes):
     assert result.report["limit_violations"] == 0
 
 
+
+@pytest.mark.parametrize("shape", ["no waist joint", "torso root, no waist, no head, elbow and ankle ends"])
+def test_avoidance_bakes_a_spine_without_joints(shape, walk):
+    """A robot whose spine chain has no joint (torso fixed to the pelvis) bakes with avoidance on:
+    the spine's solve moves nothing, so it keeps nothing apart (it stopped the bake with a reshape
+    error, 2026-12-02, session 13). The arms and legs still make room and the report says so."""
+    tree = KinematicTree(humanoid(**SHAPES[shape]))
+    mapping = auto_map(walk, tree)
+    mapping.settings = dataclasses.replace(mapping.settings, avoid_self_collision=True)
+    report = retarget(walk, tree, mapping).report
+    assert report["self_collision_avoided"] is True
+    assert report["limit_violations"] == 0
+    assert report["self_collision_pct"] == 0.0
+
 def _gimbal_frames(tree, q: np.ndarray) -> np.ndarray:
     """Frames where a shoulder's roll is within 25 degrees of a quarter turn: its pitch and yaw
     axes nearly line up, the answer is not unique to rounding, and two exact descriptions of one
