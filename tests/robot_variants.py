@@ -322,7 +322,8 @@ def renamed_robot(robot: Robot, rename) -> Robot:
     'L_'/'R_' prefixes or plain numbers: only the URDF's names change."""
     from core.model.urdf import Link, Mimic
 
-    links = {rename(n): Link(rename(n), link.visuals, link.collisions, link.inertial) for n, link in robot.links.items()}
+    links = {rename(n): Link(rename(n), link.visuals, link.collisions, link.inertial)
+             for n, link in robot.links.items()}
     joints = [dataclasses.replace(j, name=rename(j.name), parent=rename(j.parent), child=rename(j.child),
                                   mimic=None if j.mimic is None else Mimic(rename(j.mimic.joint), j.mimic.multiplier,
                                                                            j.mimic.offset))
@@ -353,4 +354,30 @@ def reordered(robot: Robot, seed: int = 0) -> Robot:
     names = list(robot.links)
     links = {names[k]: robot.links[names[k]] for k in rng.permutation(len(names))}
     joints = [robot.joints[k] for k in rng.permutation(len(robot.joints))]
+    return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
+
+
+def frames_turned(robot: Robot, turns: dict[str, np.ndarray]) -> Robot:
+    """The same robot with the frames of the links in `turns` (name -> 3x3) turned: the joint into
+    such a link is placed turned (its axis re-expressed), and everything the link holds (shapes,
+    inertial, child joints) is re-expressed in the turned frame, so no body moves. A foot whose
+    frame's x points sideways, a pelvis frame facing another way (exporters choose freely)."""
+    from core.model.urdf import Link
+
+    def turn(name: str) -> np.ndarray:
+        t = np.eye(4)
+        t[:3, :3] = np.asarray(turns.get(name, np.eye(3)), float)
+        return t
+
+    back = {name: np.linalg.inv(turn(name)) for name in robot.links}
+    links = {}
+    for name, link in robot.links.items():
+        inertial = link.inertial
+        if inertial is not None:
+            inertial = dataclasses.replace(inertial, origin=back[name] @ inertial.origin)
+        links[name] = Link(name, [_placed(g, back[name]) for g in link.visuals],
+                           [_placed(g, back[name]) for g in link.collisions], inertial)
+    joints = [dataclasses.replace(j, origin=back[j.parent] @ j.origin @ turn(j.child),
+                                  axis=turn(j.child)[:3, :3].T @ np.asarray(j.axis, float))
+              for j in robot.joints]
     return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
