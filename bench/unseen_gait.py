@@ -4,10 +4,11 @@ Writes variants of the bundled walk (tests/variants.py) and of the G1 (tests/rob
 to a folder, runs `tools/robot-retarget gait` on each (and `balance` on its CSV), and prints each
 one's figures beside the plain walk onto the plain G1's:
 
-    .venv/bin/python bench/unseen_gait.py [--out DIR] [--only NAME ...] [--jobs 2]
+    .venv/bin/python bench/unseen_gait.py [--out DIR] [--only NAME ...] [--jobs 2] [--robot URDF]
 
 Session 13 (2026-12-02): robots scaled 0.7 / 1.4, zeroed in a crouch, renamed (L_/R_ prefixes,
-numbers), listed in another order, without masses; clips in centimetres, Z-up, A-pose and
+numbers), listed in another order, their links' frames turned, facing +y, rooted at the torso,
+without masses; clips in centimetres, Z-up, A-pose and
 bones-along-X rests, Unreal and Biped names, of two steps, starting mid-stride, resampled to 60 Hz.
 """
 from __future__ import annotations
@@ -21,6 +22,9 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
+from scipy.spatial.transform import Rotation
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -42,19 +46,34 @@ def _clip(clip, frames: slice):
     return dataclasses.replace(clip, motion=clip.motion[frames])
 
 
-def write_variants(out: Path) -> dict[str, tuple[Path, Path, list[str]]]:
+def _turns(robot, root: bool) -> dict[str, np.ndarray]:
+    """Every link's frame but the root's turned at random (the same robot), or the root's alone turned
+    90 degrees about the vertical (a URDF facing +y, not REP 103's +x)."""
+    if root:
+        return {robot.root_link: Rotation.from_rotvec([0.0, 0.0, np.pi / 2]).as_matrix()}
+    rng = np.random.default_rng(13)
+    return {n: Rotation.from_rotvec(rng.normal(size=3)).as_matrix() for n in robot.links if n != robot.root_link}
+
+
+def write_variants(out: Path, urdf: Path = G1) -> dict[str, tuple[Path, Path, list[str]]]:
     """name -> (clip file, robot file, extra CLI arguments)."""
     out.mkdir(parents=True, exist_ok=True)
-    clip, g1 = load_bvh(WALK), parse_urdf(G1)
-    robots = {"g1": G1}
-    for name, robot in (("g1_x0.7", RV.scaled_robot(g1, 0.7)), ("g1_x1.4", RV.scaled_robot(g1, 1.4)),
-                        ("g1_bent", RV.zero_shifted(g1, BENT)),
-                        ("g1_LR", RV.renamed_robot(g1, RV.sided_prefixes)), ("g1_numbered", RV.numbered(g1)),
-                        ("g1_reordered", RV.reordered(g1)), ("g1_torso", RV.rooted_at(g1, "torso_link"))):
-        robots[name] = RV.write_urdf(robot, out / f"{name}.urdf")
-    massless = re.sub(r"<inertial>.*?</inertial>", "", G1.read_text(), flags=re.S)
-    robots["g1_massless"] = out / "g1_massless.urdf"
-    robots["g1_massless"].write_text(massless.replace('filename="meshes/', f'filename="{G1.parent}/meshes/'))
+    clip, base = load_bvh(WALK), parse_urdf(urdf)
+    name = "g1" if urdf == G1 else urdf.stem.split("_")[1]
+    robots = {name: urdf}
+    variants = [("x0.7", RV.scaled_robot(base, 0.7)), ("x1.4", RV.scaled_robot(base, 1.4)),
+                ("LR", RV.renamed_robot(base, RV.sided_prefixes)), ("numbered", RV.numbered(base)),
+                ("reordered", RV.reordered(base)), ("frames", RV.frames_turned(base, _turns(base, False))),
+                ("facing_y", RV.frames_turned(base, _turns(base, True))), ("torso", RV.rooted_at(base, "torso_link"))]
+    if urdf == G1:
+        variants.append(("bent", RV.zero_shifted(base, BENT)))
+    for suffix, robot in variants:
+        robots[f"{name}_{suffix}"] = RV.write_urdf(robot, out / f"{name}_{suffix}.urdf")
+    massless = re.sub(r"<inertial>.*?</inertial>", "", urdf.read_text(), flags=re.S)
+    robots[f"{name}_massless"] = out / f"{name}_massless.urdf"
+    robots[f"{name}_massless"].write_text(massless.replace('filename="meshes/', f'filename="{urdf.parent}/meshes/'))
+    if urdf != G1:
+        return {n: (WALK, path, []) for n, path in robots.items()}
     clips = {"walk": WALK}
     for name, variant in (("walk_cm", V.scaled(clip, 100.0)), ("walk_zup", V.z_up(clip)),
                           ("walk_apose", V.arms_posed(clip, ARMS, 45.0)), ("walk_alongx", V.along_x(clip)),
@@ -65,7 +84,7 @@ def write_variants(out: Path) -> dict[str, tuple[Path, Path, list[str]]]:
                           ("walk_60hz", V.resampled(clip, 60.0))):
         clips[name] = V.write_bvh(variant, out / f"{name}.bvh")
     runs = {name: (WALK, path, []) for name, path in robots.items()}
-    runs.update({name: (path, G1, ["--source-up", "Z"] if name == "walk_zup" else [])
+    runs.update({name: (path, urdf, ["--source-up", "Z"] if name == "walk_zup" else [])
                  for name, path in clips.items() if name != "walk"})
     return runs
 
@@ -114,14 +133,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/unseen_gait"))
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--robot", type=Path, default=G1, help="the robot whose variants to run (robot variants "
+                        "only unless the G1)")
     args = parser.parse_args()
-    runs = write_variants(args.out)
-    names = [n for n in runs if not args.only or n in args.only or n == "g1"]
+    runs = write_variants(args.out, args.robot.resolve())
+    first = next(iter(runs))
+    names = [n for n in runs if not args.only or n in args.only or n == first]
     with ThreadPoolExecutor(args.jobs) as pool:
         rows = dict(zip(names, pool.map(lambda n: run_one(n, *runs[n], args.out), names)))
-    base = rows["g1"].get("report")
+    base = rows[first].get("report")
     for name in names:
-        print(summary(rows[name], None if name == "g1" else base))
+        print(summary(rows[name], None if name == first else base))
     (args.out / "rows.json").write_text(json.dumps(rows, indent=1, default=str))
 
 
