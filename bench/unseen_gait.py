@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import subprocess
 import sys
 import time
@@ -69,9 +68,7 @@ def write_variants(out: Path, urdf: Path = G1) -> dict[str, tuple[Path, Path, li
         variants.append(("bent", RV.zero_shifted(base, BENT)))
     for suffix, robot in variants:
         robots[f"{name}_{suffix}"] = RV.write_urdf(robot, out / f"{name}_{suffix}.urdf")
-    massless = re.sub(r"<inertial>.*?</inertial>", "", urdf.read_text(), flags=re.S)
-    robots[f"{name}_massless"] = out / f"{name}_massless.urdf"
-    robots[f"{name}_massless"].write_text(massless.replace('filename="meshes/', f'filename="{urdf.parent}/meshes/'))
+    robots[f"{name}_massless"] = RV.write_urdf(RV.massless(base), out / f"{name}_massless.urdf")
     if urdf != G1:
         return {n: (WALK, path, []) for n, path in robots.items()}
     clips = {"walk": WALK}

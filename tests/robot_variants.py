@@ -381,3 +381,9 @@ def frames_turned(robot: Robot, turns: dict[str, np.ndarray]) -> Robot:
                                   axis=turn(j.child)[:3, :3].T @ np.asarray(j.axis, float))
               for j in robot.joints]
     return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
+
+
+def massless(robot: Robot) -> Robot:
+    """The robot without any <inertial> (a URDF written for kinematics only)."""
+    links = {n: dataclasses.replace(link, inertial=None) for n, link in robot.links.items()}
+    return Robot(robot.name, links, robot.joints, robot.root_link, robot.source_path)

@@ -9,7 +9,6 @@ same variants through `tools/robot-retarget gait` and `balance`.
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 import numpy as np
@@ -165,10 +164,7 @@ def test_a_cut_walk_walks_balanced(frames, steps, clip):
 def test_a_robot_without_masses_is_named_by_the_readout_and_still_bakes(clip, tmp_path):
     """Every <inertial> gone: gait and balance stop naming the robot and what is missing; the bake
     needs no masses."""
-    path = tmp_path / "g1_massless.urdf"
-    path.write_text(re.sub(r"<inertial>.*?</inertial>", "", G1.read_text(), flags=re.S)
-                    .replace('filename="meshes/', f'filename="{G1.parent}/meshes/'))
-    tree = KinematicTree(parse_urdf(path))
+    tree = KinematicTree(parse_urdf(RV.write_urdf(RV.massless(parse_urdf(G1)), tmp_path / "g1_massless.urdf")))
     motion = dataclasses.replace(clip, motion=clip.motion[240:300]).to_source_motion()
     result = retarget(motion, tree, auto_map(motion, tree), figures=False)
     assert np.all(np.isfinite(result.q)) and len(result.q) == 60
