@@ -119,14 +119,17 @@ def test_the_balance_readout_does_not_depend_on_how_the_robot_is_described(g1, g
 @pytest.mark.parametrize("scale", [0.7, 1.4])
 def test_a_smaller_or_larger_g1_walks_balanced(scale, clip, g1, g1_walk, tmp_path):
     """The G1 scaled (lengths, masses by scale^3, inertias by scale^5): another biped, the same clip.
-    It meets issue 12's targets and travels within 20 % of its own scaled source, which is the
-    G1's times the scale (measured 2026-12-02: 0.7 margin +13.6 mm, slide 0.91 mm, 86 %; 1.4
-    +11.5 mm, 0.17 mm, 83 %)."""
+    It takes the G1's steps, meets issue 12's targets and travels within 20 % of its own scaled
+    source, which is the G1's times the scale (measured 2026-12-02 through the command: 0.7 margin
+    +13.6 mm, slide 0.91 mm, 86 %, lift-offs within 6.6 ms of the G1's; 1.4 +11.5 mm, 0.17 mm, 83 %)."""
     tree = KinematicTree(parse_urdf(RV.write_urdf(RV.scaled_robot(g1.robot, scale), tmp_path / "g1_scaled.urdf")))
     report = _gait(clip.to_source_motion(), tree).report
     assert report["mass_kg"] == pytest.approx(scale ** 3 * g1_walk.report["mass_kg"], rel=1e-9)
     assert report["source_travel_m"] == pytest.approx(scale * g1_walk.report["source_travel_m"], rel=1e-6)
     assert report["steps"] == g1_walk.report["steps"] == 11
+    for side in ("left", "right"):  # the same steps: lift-offs within a few of the clip's frames of the G1's
+        assert [s["lift_off_s"] for s in report["swing_phases"][side]] == \
+            pytest.approx([s["lift_off_s"] for s in g1_walk.report["swing_phases"][side]], abs=0.02)
     assert report["zmp_outside_support_pct"] == 0.0 and report["min_support_margin_m"] >= 0.010
     assert report["stance_slide_m"] < 0.001
     assert abs(report["travel_m"] / report["source_travel_m"] - 1.0) <= 0.20
