@@ -278,3 +278,112 @@ def random_root_poses(rng: np.random.Generator, frames: int) -> np.ndarray:
                                            rng.uniform(-np.pi, np.pi, frames))
     root[:, :3, 3] = rng.normal(size=(frames, 3))
     return root
+
+
+# ------------------------------------------- session 13: G1 described at other sizes and names ---
+
+def _scaled_geometry(g: Geometry, s: float) -> Geometry:
+    origin = g.origin.copy()
+    origin[:3, 3] *= s
+    return dataclasses.replace(g, origin=origin, scale=g.scale * s if g.kind == "mesh" else g.scale,
+                               size=None if g.size is None else g.size * s,
+                               radius=None if g.radius is None else g.radius * s,
+                               length=None if g.length is None else g.length * s)
+
+
+def scaled_robot(robot: Robot, s: float) -> Robot:
+    """The robot `s` times as large, of the same density: lengths (joint and shape origins, shapes,
+    prismatic limits) times s, masses times s^3, inertia tensors times s^5. Angles and speeds stay."""
+    from core.model.urdf import Link
+
+    links = {}
+    for name, link in robot.links.items():
+        inertial = link.inertial
+        if inertial is not None:
+            origin = inertial.origin.copy()
+            origin[:3, 3] *= s
+            inertial = dataclasses.replace(inertial, mass=inertial.mass * s ** 3, origin=origin,
+                                           inertia=inertial.inertia * s ** 5)
+        links[name] = Link(name, [_scaled_geometry(g, s) for g in link.visuals],
+                           [_scaled_geometry(g, s) for g in link.collisions], inertial)
+    joints = []
+    for j in robot.joints:
+        origin = j.origin.copy()
+        origin[:3, 3] *= s
+        lengths = j.type == "prismatic"
+        joints.append(dataclasses.replace(j, origin=origin,
+                                          lower=j.lower * s if lengths and j.lower is not None else j.lower,
+                                          upper=j.upper * s if lengths and j.upper is not None else j.upper))
+    return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
+
+
+def renamed_robot(robot: Robot, rename) -> Robot:
+    """Every link and joint renamed by `rename` (old name -> new name), e.g. side words dropped for
+    'L_'/'R_' prefixes or plain numbers: only the URDF's names change."""
+    from core.model.urdf import Link, Mimic
+
+    links = {rename(n): Link(rename(n), link.visuals, link.collisions, link.inertial)
+             for n, link in robot.links.items()}
+    joints = [dataclasses.replace(j, name=rename(j.name), parent=rename(j.parent), child=rename(j.child),
+                                  mimic=None if j.mimic is None else Mimic(rename(j.mimic.joint), j.mimic.multiplier,
+                                                                           j.mimic.offset))
+              for j in robot.joints]
+    return Robot(robot.name, links, joints, rename(robot.root_link), robot.source_path)
+
+
+def sided_prefixes(name: str) -> str:
+    """'left_knee_joint' -> 'L_knee_joint', 'right_hip_roll_link' -> 'R_hip_roll_link': no side words."""
+    for word, letter in (("left_", "L_"), ("right_", "R_")):
+        if name.startswith(word):
+            return letter + name[len(word):]
+    return name
+
+
+def numbered(robot: Robot) -> Robot:
+    """Links named 'link0'..'linkN' and joints 'joint0'..'jointM' in the URDF's order: no name says
+    what or which side a part is."""
+    links = {n: f"link{k}" for k, n in enumerate(robot.links)}
+    joints = {j.name: f"joint{k}" for k, j in enumerate(robot.joints)}
+    return renamed_robot(robot, lambda n: links.get(n) or joints[n])
+
+
+def reordered(robot: Robot, seed: int = 0) -> Robot:
+    """The same robot with its links and joints listed in a shuffled order (a URDF written by
+    another exporter): joint order decides nothing about the robot."""
+    rng = np.random.default_rng(seed)
+    names = list(robot.links)
+    links = {names[k]: robot.links[names[k]] for k in rng.permutation(len(names))}
+    joints = [robot.joints[k] for k in rng.permutation(len(robot.joints))]
+    return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
+
+
+def frames_turned(robot: Robot, turns: dict[str, np.ndarray]) -> Robot:
+    """The same robot with the frames of the links in `turns` (name -> 3x3) turned: the joint into
+    such a link is placed turned (its axis re-expressed), and everything the link holds (shapes,
+    inertial, child joints) is re-expressed in the turned frame, so no body moves. A foot whose
+    frame's x points sideways, a pelvis frame facing another way (exporters choose freely)."""
+    from core.model.urdf import Link
+
+    def turn(name: str) -> np.ndarray:
+        t = np.eye(4)
+        t[:3, :3] = np.asarray(turns.get(name, np.eye(3)), float)
+        return t
+
+    back = {name: np.linalg.inv(turn(name)) for name in robot.links}
+    links = {}
+    for name, link in robot.links.items():
+        inertial = link.inertial
+        if inertial is not None:
+            inertial = dataclasses.replace(inertial, origin=back[name] @ inertial.origin)
+        links[name] = Link(name, [_placed(g, back[name]) for g in link.visuals],
+                           [_placed(g, back[name]) for g in link.collisions], inertial)
+    joints = [dataclasses.replace(j, origin=back[j.parent] @ j.origin @ turn(j.child),
+                                  axis=turn(j.child)[:3, :3].T @ np.asarray(j.axis, float))
+              for j in robot.joints]
+    return Robot(robot.name, links, joints, robot.root_link, robot.source_path)
+
+
+def massless(robot: Robot) -> Robot:
+    """The robot without any <inertial> (a URDF written for kinematics only)."""
+    links = {n: dataclasses.replace(link, inertial=None) for n, link in robot.links.items()}
+    return Robot(robot.name, links, robot.joints, robot.root_link, robot.source_path)

@@ -72,7 +72,7 @@ class GaitSettings:
     waist_tilt: float = 0.5  # share of the person's pelvis tilt the robot's waist keeps
     lift_m: float = 0.015  # the straight lift after lift-off and lowering before touch-down
     prepare_s: float = 0.06
-    zmp_offset_m: tuple[float, float] = (0.0, 0.0)  # target ZMP from the sole's centre, in the foot's frame
+    zmp_offset_m: tuple[float, float] = (0.0, 0.0)  # target ZMP from the sole's centre, along the level foot
     correction: CorrectionSettings = field(default_factory=CorrectionSettings)
     # For legs without an ankle roll (the H1): the waist rolls and turns on the family that keeps both
     # soles flat (core.balance.sagittal), its CoM path planned within what that roll carries

@@ -93,7 +93,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     frames = len(bake.q)
     for side, link in by_side.items():
         paths[link], swings[side] = foot_path(side, clip_feet[side], stances[side], bake.fps, frames, times,
-                                              bodies[link], foot, warnings)
+                                              bodies[link], foot, warnings, flats[side])
     edges = {side: toe_edge(bodies[link], flats[side], bounds.forward_axis) for side, link in by_side.items()}
     heel_offs(paths, sides, edges, lambda steps: heel_off_angles(bounds, flats, edges, steps))
     end_s = (frames - 1) / bake.fps
@@ -216,8 +216,8 @@ def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, uppe
 def _target(paths: dict[int, FootPath], bodies, sides, standing, offset) -> np.ndarray:
     sole, down = {}, {}
     for link, path in paths.items():
-        centre = sole_centre(bodies[link], standing[link])
-        centre[:2] += np.asarray(offset, dtype=float)
+        ahead, left = np.asarray(offset, dtype=float)  # along the level foot, whichever way its link frame points
+        centre = sole_centre(bodies[link], standing[link]) + standing[link].T @ np.array([ahead, left, 0.0])
         sole[sides[link]] = (path.poses[:, :3, :3] @ centre + path.poses[:, :3, 3])[:, :2]
         down[sides[link]] = path.down
     return target_zmp(sole, down)

@@ -49,11 +49,12 @@ def foot_bodies(tree: KinematicTree, feet: list[int]) -> list[BodyPoints]:
 
 def sole_centre(body: BodyPoints, flat: np.ndarray) -> np.ndarray:
     """The centre of the sole in the foot link's frame: the middle of the points that touch a
-    level floor when the foot stands level."""
+    level floor when the foot stands level, taken along the level foot's own length and width (the
+    link frame's axes may point anywhere: a G1 whose feet's frames were turned aimed 1.5 mm ahead)."""
     level = body.points @ flat.T
     bottom = level[:, 2] - body.radius
-    touching = body.points[bottom <= bottom.min() + CONTACT_M]
-    return (touching.min(axis=0) + touching.max(axis=0)) / 2.0
+    touching = level[bottom <= bottom.min() + CONTACT_M]
+    return flat.T @ ((touching.min(axis=0) + touching.max(axis=0)) / 2.0)
 
 
 NARROW_SOLE_M = 0.03  # a sole narrower than this is a line to balance on (feet without geometry: a point)
