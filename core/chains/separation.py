@@ -25,7 +25,8 @@ from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _lim
                           _shape_metric)
 from .coherence import NO_CHANGE_RAD, one_answer_per_run
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
-from .steady import steady_room
+from .polish import polish_room
+from .steady import steady_gain, steady_room
 from .switches import _violation, solve_switches
 
 # the costs of a change live in change_cost; their names stay reachable here, where tests look for them
@@ -52,6 +53,9 @@ DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second d
 DETOUR_HALF_WIDTHS = (4, 8)  # frames each side of a frame the steady room left inside, solved together
 DETOUR_STEPS = 3  # linearisations per detour window (6, as the switch windows: 1.5 x the NNLS time, limbs the same)
 STEADY_ROOM = True  # the room made is made steady in time where the bake gives its frame rate (core.chains.steady)
+POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.polish; README: G1 limbs -0.08 /
+#                     -0.14 deg for more jerk and CPU, so off)
+POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 
 
@@ -92,7 +96,21 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
     if steady:
         x = _steady(group, separation, x, shape, max_step, fps)
+        if POLISH_ROOM:
+            x = _polished(group, separation, x, shape, max_step, fps)
     q[:, group.columns] = x
+
+
+def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
+              fps: float) -> np.ndarray:
+    """x (steady, clear) moved toward its frames polished where a pair binds (core.chains.polish,
+    within POLISH_ROOM_RAD of the shape), that move low-passed in time (steady_gain)."""
+    lower = np.maximum(problem.lower, shape - POLISH_ROOM_RAD)
+    upper = np.minimum(problem.upper, shape + POLISH_ROOM_RAD)
+    better = polish_room(problem, separation, x, shape, lower, upper, _least_change, WHOLE_SHAPE_WEIGHT,
+                         LOOKAHEAD_M, STEP_RAD)
+    return steady_gain(x, better, fps, lower, upper, max_step,
+                       lambda y, frames: _violation(problem, separation, y, frames))
 
 
 def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,

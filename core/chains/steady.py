@@ -111,3 +111,20 @@ def _envelope(bump: np.ndarray, half: int, reach: int = 2) -> np.ndarray:
             part = uniform_filter1d(part, 2 * half + 1, axis=0, mode="nearest")
         out += sign * part
     return out
+
+
+def steady_gain(y: np.ndarray, better: np.ndarray, fps: float, lower: np.ndarray, upper: np.ndarray,
+                max_step: np.ndarray, inside: Callable) -> np.ndarray:
+    """y (F, V, clear of the margin) moved toward `better` (F, V: each frame's own better answer)
+    by that move low-passed in time, within [lower, upper] and max_step; where that puts frames
+    inside the margin, y is blended back in smoothly around them (y itself where that fails)."""
+    move = better - y
+    if len(y) < 8 or not (np.abs(move) > 1e-9).any():
+        return y
+    out = _bounded(y + butterworth_lowpass(move, fps, STEADY_CUTOFF_HZ), lower, upper, max_step)
+    look = np.flatnonzero((np.abs(out - y) > 1e-9).any(axis=1))
+    depth = inside(out, look)
+    if not (depth > INSIDE_M).any():
+        return out
+    half = max(1, int(round(BUMP_S * fps)))
+    return _blended(y, out, look, depth, half, max_step, inside)

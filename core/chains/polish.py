@@ -1,0 +1,115 @@
+"""A limb's room made, polished where a pair binds: the frames whose closest pair sits at the
+margin are taken toward the least of their whole change (the shape's at a small share, the limb
+line's distance from the actor's: core.chains.change_cost) by steps that each lower that cost
+and keep the pairs out (sequential quadratic programming with a backtracking line search), in
+a wider room than the passes' (a frame held at the passes' bound gets more). The passes' whole
+steps are kept only where cheaper after the fact and stop short; these do not undo themselves.
+Off by default (core.chains.separation.POLISH_ROOM; README, What was tried).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .batched import spd_inverse
+
+POLISH_STEPS = 4  # SQP steps (8: the same limbs, G1 2026-12-02)
+POLISH_TRIES = (1.0, 0.5, 0.25)  # step lengths tried in turn: the first that lowers the cost and stays out is taken
+POLISH_DECREASE = 1e-6  # a step must lower a frame's cost by at least this share of it
+POLISH_NEAR_M = 0.005  # frames whose closest pair is within margin + this are polished: where the room binds
+POLISH_CLEAR_M = 0.004  # a polished frame keeps its pairs this far beyond the margin (or no closer than
+#                         it was), so its gain low-passed in time leaves few frames inside
+
+
+class _Polish:
+    """The close frames (`rows`) of one group: their whole cost, clearance and SQP steps."""
+
+    def __init__(self, problem, separation, x: np.ndarray, shape: np.ndarray, rows: np.ndarray,
+                 lower: np.ndarray, upper: np.ndarray, shape_weight: float, lookahead: float):
+        self.problem, self.separation, self.shape, self.rows = problem, separation, shape, rows
+        self.lookahead = lookahead
+        self.q = problem.q[rows].copy()
+        self.q[:, problem.columns] = x[rows]
+        self.still = separation.still_poses(self.q, separation.root[rows])
+        self.change = shape_weight * problem.metric(self.q, rows)  # what the change from the shape costs
+        self.lower, self.upper = lower[rows], upper[rows]
+
+    def posed(self, at: np.ndarray, live: np.ndarray) -> np.ndarray:
+        q = self.q[live].copy()
+        q[:, self.problem.columns] = at
+        return q
+
+    def cost(self, at: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """(L,) the whole cost of the live rows with the group's joints at `at` (L, V)."""
+        d = at - self.shape[self.rows[live]]
+        return (0.5 * np.einsum("rv,rvw,rw->r", d, self.change[live], d)
+                + self.problem.pull_cost(self.posed(at, live), self.rows[live]))
+
+    def clearance(self, at: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """(L,) the live rows' least pair distance (m; exact up to margin + lookahead)."""
+        separation = self.separation
+        still = {link: pose[live] for link, pose in self.still.items()}
+        dist = separation._near(self.posed(at, live), separation.root[self.rows[live]],
+                                separation.margin + self.lookahead, still)[1]
+        return dist.min(axis=1, initial=np.inf)
+
+    def step(self, at: np.ndarray, live: np.ndarray, least_change: Callable, radius: float) -> np.ndarray:
+        """(L, V) the SQP step of the live rows from `at`: toward the least of the whole cost's
+        model there, the pairs linearised there kept POLISH_CLEAR_M beyond the margin."""
+        separation, frames = self.separation, self.rows[live]
+        q = self.posed(at, live)
+        still = {link: pose[live] for link, pose in self.still.items()}
+        f, _, d, g = separation.gradient(q, separation.root[frames], separation.margin + self.lookahead, still)
+        matrix, gradient = self.problem.pull(q, frames)
+        metric = self.change[live] + matrix
+        inverse = spd_inverse(metric)
+        wish = -np.einsum("rvw,rw->rv", inverse,
+                          np.einsum("rvw,rw->rv", self.change[live], at - self.shape[frames]) + gradient)
+        return least_change((metric, inverse), f, d, g, separation.margin + POLISH_CLEAR_M, at,
+                            self.lower[live], self.upper[live], wish, radius)
+
+
+def polish_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                least_change: Callable, shape_weight: float, lookahead: float, radius: float) -> np.ndarray:
+    """x (F, V) with its frames moved from `shape` whose closest pair is within POLISH_NEAR_M of
+    the margin taken POLISH_STEPS down their whole cost within [lower, upper] (F, V); each step
+    kept only where it lowers that cost and leaves no pair closer than the margin +
+    POLISH_CLEAR_M, or than it was. least_change: core.chains.separation's least change (its
+    linearised step, passed in: separation imports this module)."""
+    if all(line is None for line in problem.lines):
+        return x
+    rows = np.flatnonzero((np.abs(x - shape) > 1e-9).any(axis=1))
+    if len(rows) == 0:
+        return x
+    margin = separation.margin
+    q = problem.q[rows].copy()
+    q[:, problem.columns] = x[rows]
+    gap = separation._near(q, separation.root[rows], margin + lookahead)[1].min(axis=1, initial=np.inf)
+    rows, gap = rows[gap < margin + POLISH_NEAR_M], gap[gap < margin + POLISH_NEAR_M]
+    if len(rows) == 0:
+        return x
+    polish = _Polish(problem, separation, x, shape, rows, lower, upper, shape_weight, lookahead)
+    x = x.copy()
+    live = np.arange(len(rows))
+    now = polish.cost(x[rows], live)
+    for _ in range(POLISH_STEPS):
+        if len(live) == 0:
+            break
+        frames = rows[live]
+        step = polish.step(x[frames], live, least_change, radius)
+        pending, done = np.arange(len(live)), np.zeros(len(live), dtype=bool)
+        for length in POLISH_TRIES:  # backtracking: the first length that lowers the cost and stays out
+            if len(pending) == 0:
+                break
+            at = live[pending]
+            trial = np.clip(x[rows[at]] + length * step[pending], polish.lower[at], polish.upper[at])
+            cost, clear = polish.cost(trial, at), polish.clearance(trial, at)
+            ok = (cost < now[at] * (1.0 - POLISH_DECREASE)) & (clear >= np.minimum(margin + POLISH_CLEAR_M, gap[at]))
+            x[rows[at[ok]]] = trial[ok]
+            polish.q[at[ok][:, None], problem.columns] = trial[ok]
+            now[at[ok]], gap[at[ok]] = cost[ok], clear[ok]
+            done[pending[ok]] = True
+            pending = pending[~ok]
+        live = live[done]
+    return x
