@@ -307,12 +307,13 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
 
 
 def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.ndarray, com_path: np.ndarray,
-           target: np.ndarray, com_height: float, passes: int):
+           target: np.ndarray, com_height: float, passes: int, stall_share: float | None = None):
     """Multibody passes from the legs q and waist root_pos over xy (N, 2): each feeds the ZMP's
     error to target (N, 2) through the preview controller and moves the waist by the CoM
     correction it gives (Kajita et al. 2003), accelerated (_Mixer). They stop at the settings'
-    tolerance or once a pass does worse than the best: (q, root_pos, com_path, zmp, com) of the
-    best pass."""
+    tolerance or once a pass does stall_share (STALL_SHARE by default; inf: never) worse than the
+    best: (q, root_pos, com_path, zmp, com) of the best pass."""
+    stall_share = STALL_SHARE if stall_share is None else stall_share
     settings = corrector.settings
     preview = PreviewSettings(corrector.period, com_height, settings.q, settings.r, settings.preview_s)
     gains = PreviewGains.build(preview)
@@ -325,7 +326,7 @@ def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.nda
         if best is None or score < best[0]:
             best = (score, q, root_pos, com_path, zmp, com, corrector.root_rot, xy,
                     None if corrector.family is None else corrector.family.params)
-        elif score > best[0] * (1.0 + STALL_SHARE):  # past its best: the passes oscillate from here
+        elif score > best[0] * (1.0 + stall_share):  # past its best: the passes oscillate from here
             break
         if score < settings.tolerance_m or index == passes - 1:  # the last pass only measures
             break

@@ -44,6 +44,9 @@ BALANCE_PERIOD_S = 0.01  # the correction's sample period
 FINE_PASSES = 3  # multibody passes at the control cycle after the correction's
 ROLLED_FINE_PASSES = 10  # the rolled waist's passes again after its height is fitted where the first left it (they
 #   stop at the correction's 2 mm tolerance): the H1 walk's ZMP RMS 4.0 / 3.1 / 2.1 / 1.9 mm with 3 / 6 / 10 / 16
+#   passes. They run to their count (the best pass is kept), past a pass that does worse: at 100 Hz the H1 walk's
+#   went 12.3 / 9.4 / 8.7 / 10.3 mm and stopped there (the correction's stall rule), RMS 8.7 mm, worst margin -11 mm,
+#   outside on 0.8 % of samples; run on, 6.5 ... 2.8 mm (2026-12-02, session 13). At 200 Hz none does worse.
 MIN_PUSH = 0.5  # share of the robot's weight the ground must carry at least, at every sample
 MAX_THROW_M = 0.04  # a swing that throws the multibody ZMP further from its target is calmed
 SLIDE_WARNING_M = 0.001  # a stance foot moving more than this (the issue's "0") is said in the warnings
@@ -52,6 +55,9 @@ SUPPORT_SHRINK_M = 0.015  # a planned ZMP stays this far inside the support (iss
 #                          ZMP: the H1 walk away from its trailing ankle's limit at 5.85-6.91 s has 9.8 / 7.5 / 4.8 %
 #                          of samples under 10 mm at 12 / 14 / 15 mm; at 16 the programme cannot keep it on 4 cm soles)
 CARRY_SAFETY = 0.1  # share of the roll's lateral reach left unused at each end
+UNCARRIED_M = 0.005  # the lateral plan's CoM this far past what the roll carries is said (the H1 walk: never past it;
+#                     held 2.4 s on one foot: 101 mm, as no posture within its joint limits stands it there,
+#                     bench/h1_one_leg.py)
 # the lateral plan's path weighs its snap, not its jerk: with absolute values of the jerk the planned ZMP
 # jumped from edge to edge of the support (0.05 s high-pass: 47 mm RMS), where neither the cart-table ZMP of
 # the path resampled at the cycle nor the multibody ZMP follows; and its support is hard (1e4 a metre past it,
@@ -144,7 +150,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
                         "a foot with both soles flat (a leg without an ankle roll, or too little hip roll): "
                         "standing on one foot, that foot will tilt or slide; expect the ZMP outside the support")
     progress(0.5, "balancing")
-    balanced = _balance(tree, plan, model, bake, settings)
+    balanced = _balance(tree, plan, model, bake, settings, warnings)
     progress(0.95, "measuring")
     report = _report(tree, settings, plan, balanced, scaled_travel(motion, mapping, bake.report.get("root_scale")),
                      model, warnings)
@@ -212,7 +218,7 @@ def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings
 
 
 def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: RetargetResult,
-             settings: GaitSettings) -> Balanced:
+             settings: GaitSettings, warnings: list[str]) -> Balanced:
     """Balance the waist every BALANCE_PERIOD_S, then solve the legs at every control cycle."""
     period = settings.period_s
     stride = max(1, int(round(BALANCE_PERIOD_S / period)))
@@ -248,7 +254,8 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     com_height = float(np.mean(clip_com[:, 2]))
     path = None
     if coarse.family is not None:  # legs without an ankle roll: the CoM only where the roll carries it
-        com, zmp, heights = carried_path(coarse, plan, rows, offset[rows], com_height, settings.correction)
+        com, zmp, heights, short = carried_path(coarse, plan, rows, offset[rows], com_height, settings.correction)
+        warnings += uncarried_warning(plan.times[rows], short)
         # the target is the plan's own ZMP, which the programme kept inside the support; the cart-table ZMP
         # of a spline through its CoM (its second derivative) left the support by up to 0.19 m at the
         # phase changes (the H1 walk: 21.7 mm RMS from the programme's ZMP at its own samples)
@@ -293,7 +300,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
         q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
         q, root_pos, _ = fine.solve_standing(q, fine.command, rounds=2)
         q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, fine.command, com_path, plan.target, com_height,
-                                                 ROLLED_FINE_PASSES)
+                                                 ROLLED_FINE_PASSES, stall_share=np.inf)  # ROLLED_FINE_PASSES' note
         q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
         zmp, com = fine.zmp(q, root_pos)
     let_go(q, root_pos)  # and where the passes' waist let it go
@@ -312,26 +319,43 @@ def _edges(tree: KinematicTree, plan: GaitPlan, way: float) -> dict[int, Edge]:
 
 
 def carried_path(coarse: Corrector, plan: GaitPlan, rows: np.ndarray, offset: np.ndarray, com_height: float,
-                 settings: CorrectionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(CoM, cart-table ZMP) (R, 2) on the coarse samples rows for legs without an ankle roll, and
-    the CoM's height (R,): the path whose ZMP follows the plan's target as closely as it can while
-    staying SUPPORT_SHRINK_M inside the support polygon, its CoM across within what the waist's roll
-    carries (core.balance.lateral). The ZMP is the target the robot can then meet. The waist's
-    height is fitted first: where the legs cannot stand it moves the CoM by centimetres, which the
-    cart-table's ZMP must know."""
+                 settings: CorrectionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(CoM, cart-table ZMP) (R, 2) on the coarse samples rows for legs without an ankle roll, the
+    CoM's height (R,) and how far (R,) metres the CoM is planned past what the roll carries: the
+    path whose ZMP follows the plan's target as closely as it can while staying SUPPORT_SHRINK_M
+    inside the support polygon, its CoM across within what the waist's roll carries
+    (core.balance.lateral; where both cannot hold, the support wins and the legs miss their feet).
+    The ZMP is the target the robot can then meet. The waist's height is fitted first: where the
+    legs cannot stand it moves the CoM by centimetres, which the cart-table's ZMP must know."""
     preview = PreviewSettings(coarse.period, com_height, settings.q, settings.r, settings.preview_s)
     com, _ = follow_zmp(plan.target[rows], preview)
     coarse.fit_height(plan.q[rows], com + offset)
     across, lo, hi, heights = coarse.lateral_range(plan.q[rows], com + offset)
     heights = gaussian_filter1d(heights, COM_HEIGHT_SMOOTH_S / coarse.period, mode="nearest")
     room = hi - lo
-    lo, hi = lo + CARRY_SAFETY * room, hi - CARRY_SAFETY * room
     op = zmp_operator(len(rows), coarse.period, heights)
     polygons = _support_polygons(plan, rows)
     planned = plan_path(plan.target[rows], coarse.period, heights, LATERAL_SNAP_WEIGHT,
-                        [support_constraints(polygons, op, SUPPORT_SHRINK_M), band_constraints(across, lo, hi)],
+                        [support_constraints(polygons, op, SUPPORT_SHRINK_M),
+                         band_constraints(across, lo + CARRY_SAFETY * room, hi - CARRY_SAFETY * room)],
                         order=4, excess_weight=LATERAL_EXCESS_WEIGHT)
-    return planned.com, planned.zmp, heights
+    reach = np.einsum("fi,fi->f", across, planned.com)
+    short = np.maximum(np.maximum(lo - reach, reach - hi), 0.0)  # past the roll's whole reach
+    return planned.com, planned.zmp, heights, short
+
+
+def uncarried_warning(times: np.ndarray, short: np.ndarray) -> list[str]:
+    """The warning (none or one) where the CoM is planned further across than the waist's roll
+    carries it by more than UNCARRIED_M (short (R,) metres at times (R,) s): a long stance on one
+    foot of legs without an ankle roll, whose hips' roll stops before the body is over the foot."""
+    over = short > UNCARRIED_M
+    if not over.any():
+        return []
+    at = times[over]
+    return [f"the waist's roll cannot carry the CoM over the standing foot at {at[0]:.2f}-{at[-1]:.2f} s (up to "
+            f"{1000 * short.max():.0f} mm short): legs without an ankle roll lean the body over one foot only by "
+            "rolling the waist, as far as the hips' roll allows; the stance foot rolls onto its edge or the ZMP "
+            "leaves it there"]
 
 
 def _support_polygons(plan: GaitPlan, rows: np.ndarray) -> list[np.ndarray | None]:
