@@ -91,6 +91,7 @@ class SeparationTerm:
         self.separation, self._all_moves = separation, moves
         self.tree, self.model, self.margin, self.weight = tree, model, separation.margin, separation.weight
         self.root, self.variables = root, variables
+        self.still = None  # poses {link: LinkPose over root's frames} of the links the joints do not move, when kept
         self.capsules = capsules  # (Q, 2)
         self.moves = moves[:, self.capsules]  # (V, Q, 2)
         self._links = sorted({int(link) for link in model.capsule_link[np.unique(self.capsules)]}
@@ -174,11 +175,24 @@ class SeparationTerm:
         poses = Poser(self.tree, still)(q, root)
         return {link: poses[link] for link in still}
 
-    def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None) -> np.ndarray:
+    def with_still(self, q: np.ndarray) -> "SeparationTerm":
+        """The same term keeping the poses of the links its joints do not move, for q (F, n) on its
+        root's frames (still_poses): a solve that changes only the term's joints poses them once."""
+        out = copy.copy(self)
+        out.still = self.still_poses(q, self.root)
+        return out
+
+    def still_on(self, frames: np.ndarray) -> dict | None:
+        """The kept still poses (with_still) on some frames (indices into root's), or None."""
+        return None if self.still is None else {link: pose[frames] for link, pose in self.still.items()}
+
+    def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None,
+                 still: dict | None = None) -> np.ndarray:
         """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default
-        margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction)."""
+        margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction).
+        still: these frames' poses of the links the joints do not move (still_poses)."""
         root = self.root if root is None else root
-        return self._near(q, root, self.margin + NEAR_M if within is None else within)[1]
+        return self._near(q, root, self.margin + NEAR_M if within is None else within, still)[1]
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
@@ -190,12 +204,14 @@ class SeparationTerm:
         if dist is None:
             dist = self.distance(q[frames], root[frames], 0.0)  # lower bounds are enough
         keep = dist.min(axis=0) < self.margin + reach
-        return self.separation.subset(self, keep)
+        out = self.separation.subset(self, keep)
+        out.still = self.still  # the same joints: the same links stay still
+        return out
 
     def at(self, root: np.ndarray | None, separation: Separation | None = None) -> "SeparationTerm":
         """The same rows for other root poses (F, 4, 4) (and a bake's `separation`)."""
         out = copy.copy(self)
-        out.root = root
+        out.root, out.still = root, None
         out.separation = separation or self.separation
         return out
 
