@@ -13,7 +13,7 @@ frames each came out with 2: 5 frames solved together).
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import block_diag, lstsq
+from scipy.linalg import block_diag, qr, qr_delete, qr_insert, solve_triangular
 from scipy.optimize import nnls
 
 SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, tried in turn
@@ -199,9 +199,11 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     """(x, passive): x >= 0 of least |e x - target| over the columns `allowed` (bool), by Lawson and
     Hanson's active set from x, the least squares answer on its `passive` columns (all of x > 0).
     Each step solves only the passive columns (the few rows that hold: 11-44 of a window's
-    300), where scipy's nnls forms e'e over every column first (0.1-0.5 s a G1 hop window)."""
+    300), where scipy's nnls forms e'e over every column first (0.1-0.5 s a G1 hop window); their
+    QR factors are updated as a column comes or goes (_PassiveQR), not computed again."""
     x, passive = x.copy(), passive.copy()
     tol = 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
+    qr = _PassiveQR(e, target, np.flatnonzero(passive))
     refused = np.zeros(len(x), dtype=bool)  # a column that came back at once: not taken again until x moves
     for _ in range(3 * len(x) + 50):
         w = e.T @ (target - e[:, passive] @ x[passive])
@@ -210,9 +212,9 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
             return x, passive
         j = candidates[np.argmax(w[candidates])]
         passive[j] = True
+        qr.add(j)
         while True:
-            idx = np.flatnonzero(passive)
-            z = lstsq(e[:, idx], target, lapack_driver="gelsy", check_finite=False)[0]
+            idx, z = qr.solve()
             if (z > 0).all():
                 x[:] = 0.0
                 x[idx] = z
@@ -220,6 +222,7 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
                 break
             if x[j] == 0.0 and z[idx == j][0] <= 0.0 and (z[idx != j] > 0).all():
                 passive[j], refused[j] = False, True  # rounding's column: x stays
+                qr.remove(j)
                 break
             now = x[idx]
             bad = z <= 0.0
@@ -229,9 +232,38 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
             moved[np.flatnonzero(bad)[np.argmin(step)]] = 0.0
             x[:] = 0.0
             x[idx] = np.maximum(moved, 0.0)
-            passive[idx[moved <= tol]] = False
+            for column in idx[moved <= tol]:
+                passive[column] = False
+                qr.remove(column)
             refused[:] = False
     lam, _ = nnls(e[:, allowed], target, maxiter=50 * len(e[0]) + 50)  # not settled: the reference method
     x[:] = 0.0
     x[allowed] = lam
     return x, x > 0.0
+
+
+class _PassiveQR:
+    """The economic QR factors of e's passive columns (in the order they came), for their least
+    squares answer to target: a column in or out is an update (microseconds), where a new
+    factorisation of 40 columns of 300 costs about 0.2 ms."""
+
+    def __init__(self, e: np.ndarray, target: np.ndarray, columns: np.ndarray):
+        self.e, self.target, self.columns = e, target, list(int(c) for c in columns)
+        self.q, self.r = qr(e[:, self.columns], mode="economic") if self.columns else \
+            (np.zeros((len(e), 0)), np.zeros((0, 0)))
+
+    def add(self, column: int) -> None:
+        self.q, self.r = qr_insert(self.q, self.r, self.e[:, column], len(self.columns), which="col",
+                                   check_finite=False)
+        self.columns.append(int(column))
+
+    def remove(self, column: int) -> None:
+        self.q, self.r = qr_delete(self.q, self.r, self.columns.index(int(column)), which="col", check_finite=False)
+        self.columns.remove(int(column))
+
+    def solve(self) -> tuple[np.ndarray, np.ndarray]:
+        """(columns, ascending; their least squares answer)."""
+        k = len(self.columns)
+        z = solve_triangular(self.r[:k, :k], self.q[:, :k].T @ self.target, check_finite=False)
+        order = np.argsort(self.columns)
+        return np.asarray(self.columns)[order], z[order]
