@@ -92,6 +92,7 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     if len(group.columns) == 0:
         return
     shape = np.clip(q[:, group.columns], group.lower, group.upper)
+    separation = separation.with_still(q)  # the links the group does not move: posed once for every look
     steady = STEADY_ROOM and fps is not None and max_step is not None
     x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
     if steady:
@@ -201,7 +202,8 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     q[:, cols] = x
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
     # the frames' distances and the close pairs' gradients at once: the first correction starts from them
-    dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M)
+    dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M,
+                                         separation.still_on(look))
     close = dist.min(axis=1, initial=np.inf) < margin
     rows = look[close]
     clear = np.zeros(len(x), dtype=bool)
@@ -235,7 +237,9 @@ class _Corrections:
                  shape: tuple | None = None):
         self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
         self.lower, self.upper, self.steps = lower, upper, steps
-        self.still = separation.still_poses(q[rows], separation.root[rows])  # links no step moves: once
+        self.still = separation.still_on(rows)  # links no step moves: once
+        if self.still is None:
+            self.still = separation.still_poses(q[rows], separation.root[rows])
         # (group, its columns before any room was made (R, V)): a limb's whole change is made least
         self.group, self.shape = shape if shape is not None else (None, None)
         self.whole = (self.group is not None and steps == LINEAR_STEPS

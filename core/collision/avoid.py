@@ -93,6 +93,7 @@ class SeparationTerm:
         self.separation, self._all_moves = separation, moves
         self.tree, self.model, self.margin, self.weight = tree, model, separation.margin, separation.weight
         self.root, self.variables = root, variables
+        self.still = None  # poses {link: LinkPose over root's frames} of the links the joints do not move, when kept
         self.capsules = capsules  # (Q, 2)
         self.moves = moves[:, self.capsules]  # (V, Q, 2)
         self._links = sorted({int(link) for link in model.capsule_link[np.unique(self.capsules)]}
@@ -115,48 +116,54 @@ class SeparationTerm:
         self._body_pairs = local.reshape(-1, 2)
         centre, radius = model.body_spheres()
         self._radius = radius[bodies]
-        self._body_centres = [(int(model.body_links[b]), centre[b][None]) for b in bodies]
+        slot = {int(model.body_links[b]): k for k, b in enumerate(bodies)}  # each body is one link's
         self._used, local = np.unique(self.capsules, return_inverse=True)  # the capsules read, and where
         self._local = local.reshape(self.capsules.shape)
         links = model.capsule_link[self._used]
-        self._capsule_ends = [(int(link), np.flatnonzero(links == link),
-                               model.ends[self._used[links == link]].reshape(-1, 3)) for link in np.unique(links)]
+        # per link: its capsules' rows, their ends and then its body's centre in its frame (one product for all)
+        self._capsule_ends = [(int(link), np.flatnonzero(links == link), slot[int(link)],
+                               np.vstack([model.ends[self._used[links == link]].reshape(-1, 3),
+                                          centre[bodies[slot[int(link)]]][None]])) for link in np.unique(links)]
         self._poser = Poser(self.tree, self._links)
 
-    def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
+    def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
-        capsules) and the entries (f, p) whose capsules' spheres come within `within`, with their
-        exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
+        capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
+        `within`, with their exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
         still: poses (F frames) of links the term's joints do not move, on these frames (still_poses)."""
         poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
-        centre = np.stack([poses[link].apply(local)[0] for link, local in self._body_centres])  # (B, 3, F)
+        # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
+        ends = np.empty((len(self._used), 2, 3, len(q)))
+        centre = np.empty((len(self._radius), 3, len(q)))
+        for link, rows, body, local in self._capsule_ends:
+            points = poses[link].apply(local)
+            ends[rows] = points[:-1].reshape(len(rows), 2, 3, -1)
+            centre[body] = points[-1]
         a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
         apart = (_norm(centre[a] - centre[b]) - (self._radius[a] + self._radius[b])[:, None]).T  # (F, P)
-        dist = apart[:, self._owner]
+        dist = apart[:, self._owner] if dense else None
         f, pair = np.nonzero(apart < within)
         counts = self._counts[pair]
         begin = np.cumsum(counts) - counts
         entry = np.repeat(np.arange(len(f)), counts)
         p = self._grouped[self._starts[pair][entry] + np.arange(counts.sum()) - begin[entry]]
         f = f[entry]
-        # the capsules' ends in the world (U, 2, 3, F), one product per link; their middles bounding spheres' centres
-        ends = np.empty((len(self._used), 2, 3, len(q)))
-        for link, rows, local in self._capsule_ends:
-            ends[rows] = poses[link].apply(local).reshape(len(rows), 2, 3, -1)
-        middle = 0.5 * (ends[:, 0] + ends[:, 1])
+        middle = 0.5 * (ends[:, 0] + ends[:, 1])  # the capsules' bounding spheres' centres
         a, b = self._local[p, 0], self._local[p, 1]
         gap = middle[a, :, f] - middle[b, :, f]  # (K, 3)
         spheres = np.sqrt(np.einsum("ki,ki->k", gap, gap)) - self._half[self.capsules[p, 0]] \
             - self._half[self.capsules[p, 1]]
-        dist[f, p] = spheres
+        if dense:
+            dist[f, p] = spheres
         keep = spheres < within
         f, p, gap, a, b = f[keep], p[keep], gap[keep], a[keep], b[keep]
         radius = self.model.radius
         first, second = ends[a, :, :, f], ends[b, :, :, f]  # (K, 2, 3)
         exact, ca, cb = capsule_distance(first[:, 0], first[:, 1], radius[self.capsules[p, 0]],
                                          second[:, 0], second[:, 1], radius[self.capsules[p, 1]])
-        dist[f, p] = exact
-        return poses, dist, (f, p, ca, cb, gap)
+        if dense:
+            dist[f, p] = exact
+        return poses, dist, (f, p, exact, ca, cb, gap)
 
     def still_poses(self, q: np.ndarray, root: np.ndarray) -> dict:
         """Poses {link: (F, 4, 4)} of the links the term reads (and their ancestors) that its joints
@@ -176,11 +183,24 @@ class SeparationTerm:
         poses = Poser(self.tree, still)(q, root)
         return {link: poses[link] for link in still}
 
-    def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None) -> np.ndarray:
+    def with_still(self, q: np.ndarray) -> "SeparationTerm":
+        """The same term keeping the poses of the links its joints do not move, for q (F, n) on its
+        root's frames (still_poses): a solve that changes only the term's joints poses them once."""
+        out = copy.copy(self)
+        out.still = self.still_poses(q, self.root)
+        return out
+
+    def still_on(self, frames: np.ndarray) -> dict | None:
+        """The kept still poses (with_still) on some frames (indices into root's), or None."""
+        return None if self.still is None else {link: pose[frames] for link, pose in self.still.items()}
+
+    def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None,
+                 still: dict | None = None) -> np.ndarray:
         """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default
-        margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction)."""
+        margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction).
+        still: these frames' poses of the links the joints do not move (still_poses)."""
         root = self.root if root is None else root
-        return self._near(q, root, self.margin + NEAR_M if within is None else within)[1]
+        return self._near(q, root, self.margin + NEAR_M if within is None else within, still)[1]
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
@@ -192,12 +212,14 @@ class SeparationTerm:
         if dist is None:
             dist = self.distance(q[frames], root[frames], 0.0)  # lower bounds are enough
         keep = dist.min(axis=0) < self.margin + reach
-        return self.separation.subset(self, keep)
+        out = self.separation.subset(self, keep)
+        out.still = self.still  # the same joints: the same links stay still
+        return out
 
     def at(self, root: np.ndarray | None, separation: Separation | None = None) -> "SeparationTerm":
         """The same rows for other root poses (F, 4, 4) (and a bake's `separation`)."""
         out = copy.copy(self)
-        out.root = root
+        out.root, out.still = root, None
         out.separation = separation or self.separation
         return out
 
@@ -206,17 +228,17 @@ class SeparationTerm:
         (K,) and their gradient (K, V) over the term's joints (the unit vector between the closest
         points, carried through each joint's motion). Sparse: most pairs of most frames are far.
         still: these frames' poses of the links the joints do not move (still_poses)."""
-        return self.look(q, root, within, still)[1]
+        return self.look(q, root, within, still, dense=False)[1]
 
-    def look(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
-        """Signed distances (F, Q) as `distance` gives them (exact up to `within`) and the entries of
-        `gradient`, from one evaluation: a correction's first step needs both."""
-        poses, dist, (f, p, ca, cb, mid) = self._near(q, root, within, still)
-        inside = dist[f, p] < within
-        f, p, ca, cb, mid = f[inside], p[inside], ca[inside], cb[inside], mid[inside]
+    def look(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True):
+        """Signed distances (F, Q) as `distance` gives them (exact up to `within`; None unless
+        `dense`) and the entries of `gradient`, from one evaluation: a correction's first step needs both."""
+        poses, dist, (f, p, exact, ca, cb, mid) = self._near(q, root, within, still, dense)
+        inside = exact < within
+        f, p, exact, ca, cb, mid = f[inside], p[inside], exact[inside], ca[inside], cb[inside], mid[inside]
         grad = np.zeros((len(f), len(self.variables)))
         if len(f) == 0:
-            return dist, (f, p, dist[f, p], grad)
+            return dist, (f, p, exact, grad)
         gap = ca - cb
         # overlapping axes: push along the line between the capsules' middles instead
         fallback = np.where(np.linalg.norm(mid, axis=-1, keepdims=True) > 1e-9, mid, [0.0, 0.0, 1.0])
@@ -232,7 +254,7 @@ class SeparationTerm:
         rate_a = (axis * _cross(ca.T, normal)).sum(axis=1) + along
         rate_b = (axis * _cross(cb.T, normal)).sum(axis=1) + along
         grad[:] = (self._scale[:, None] * (rate_a * self.moves[:, p, 0] - rate_b * self.moves[:, p, 1])).T
-        return dist, (f, p, dist[f, p], grad)
+        return dist, (f, p, exact, grad)
 
     def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Hinge residuals (F, Q) and their Jacobian (F, Q, V) over the term's joints, both

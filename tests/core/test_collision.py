@@ -322,6 +322,45 @@ def test_room_made_is_ramped_within_the_joint_speed_and_never_less_than_asked():
     np.testing.assert_allclose(out[[0, 40, 79], 0], shape[[0, 40, 79], 0] + [0.3, 0.0, -0.2], atol=1e-12)
 
 
+def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(g1):
+    """G1 left arm and hand in random postures: a term keeping the poses of the links the arm does
+    not move over all frames (with_still, as a bake's separation does) gives, on any frames, the
+    distances and gradient entries of the term posing everything; a subset of its pairs (near)
+    keeps them; and how far each frame is inside the margin reads the same with exact distances
+    only below the margin as with exact distances to 6 cm (switches._violation)."""
+    from core.chains.switches import _violation
+    from core.collision.avoid import Separation
+
+    tree, pairs = g1, collision_pairs(g1)
+    arm = [tree.link_index(name) for name in tree.link_names
+           if name.startswith("left_") and any(part in name for part in ("shoulder", "elbow", "wrist"))]
+    rng = np.random.default_rng(7)
+    q = rng.uniform(np.maximum(tree.lower, -1.5), np.minimum(tree.upper, 1.5), size=(60, tree.dof))
+    term = Separation(tree, pairs).term(arm, np.tile(np.eye(4), (60, 1, 1)))
+    kept = term.with_still(q)
+    frames = np.sort(rng.choice(60, size=25, replace=False))
+    moved = q[frames].copy()
+    moved[:, [tree.qindex[v] for v in term.variables]] += 0.2  # only the term's joints change
+    root = term.root[frames]
+    np.testing.assert_allclose(kept.distance(moved, root, 0.06, kept.still_on(frames)),
+                               term.distance(moved, root, 0.06), atol=1e-12)
+    f, p, dist, grad = term.gradient(moved, root, 0.03)
+    f2, p2, dist2, grad2 = kept.gradient(moved, root, 0.03, kept.still_on(frames))
+    assert len(f) > 20 and np.array_equal(f, f2) and np.array_equal(p, p2)
+    np.testing.assert_allclose(dist2, dist, atol=1e-12)
+    np.testing.assert_allclose(grad2, grad, atol=1e-12)
+    assert kept.near(q, frames).still is kept.still
+
+    class Group:  # the problem _violation poses: its columns are the term's joints
+        columns = [tree.qindex[v] for v in term.variables]
+
+    Group.q = q
+    depth = _violation(Group, kept, q[:, Group.columns], np.arange(60))
+    full = np.maximum(0.0, term.margin - term.distance(q).min(axis=1))
+    assert (depth > 0.001).sum() >= 5
+    np.testing.assert_array_equal(depth, full)
+
+
 def test_separation_gradient_matches_finite_differences_with_and_without_still_poses(g1):
     """G1 left arm and hand in random postures within their limits: the analytic distance gradient
     over the arm's joints (one product per joint, all close pairs at once) is the central difference
@@ -538,6 +577,31 @@ def test_least_distance_is_the_least_change_meeting_every_row_and_takes_broken_r
         assert (lam >= -1e-6).all()
     g = np.array([[1.0, 0.0], [-1.0, 0.0]])
     assert _least_distance(g, np.array([1.0, 1.0]), np.ones(2, dtype=bool))[0] is None  # x >= 1 and x <= -1
+
+
+def test_window_nnls_with_updated_factors_is_scipys():
+    """The windows' NNLS (Lawson and Hanson over the passive columns, their QR factors updated as a
+    column comes or goes, continued when columns are allowed in) gives scipy's answer, also with
+    columns repeated or summed from others (the fit is unique, x need not be)."""
+    from scipy.optimize import nnls
+
+    from core.chains.switches import _nnls
+
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        e = rng.normal(size=(30, 60))
+        e[:, 10] = e[:, 3]
+        e[:, 11] = e[:, 4] + e[:, 5]
+        target = rng.normal(size=30) if trial % 2 else np.eye(30)[-1]
+        allowed = np.zeros(60, dtype=bool)
+        allowed[:20] = True
+        x, passive = _nnls(e, target, allowed, np.zeros(60), np.zeros(60, dtype=bool))
+        assert (x >= 0.0).all() and not x[20:].any()  # x may split between a column and its copy: the fit may not
+        np.testing.assert_allclose(e @ x, e[:, :20] @ nnls(e[:, :20], target)[0], atol=1e-9)
+        allowed[:] = True  # more columns allowed: go on from there
+        x, passive = _nnls(e, target, allowed, x, passive)
+        assert np.array_equal(passive, x > 0.0)
+        np.testing.assert_allclose(e @ x, e @ nnls(e, target)[0], atol=1e-9)
 
 
 def test_g1_hop_with_avoidance_leaves_no_frame_inside_where_a_run_switches_answers(g1):
