@@ -197,6 +197,7 @@ class SagittalWaist:
         self.table = np.zeros((1, FAMILY_ROLLS))  # per double support the yaw at each of the family's rolls
         self.ranges = np.zeros((1, 2))  # per double support the rolls (low, high) both feet stand at
         self.entering = np.zeros(0, dtype=bool)  # per sample (N,): before a touch-down, blending toward its curve
+        self.turn = np.zeros(0)  # per sample (N,) radians: its curve's middle heading less its own (_plan)
         self._terms: tuple | None = None  # _fit_path's sparse parts for one path length (_path_terms)
 
     def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
@@ -319,6 +320,7 @@ class SagittalWaist:
         lo, hi = np.full(n, -MAX_ROLL_RAD), np.full(n, MAX_ROLL_RAD)
         spans = flags_to_intervals(full)
         self.entering = np.zeros(n, dtype=bool)
+        self.turn = np.zeros(n)
         if not spans:
             self.table, self.ranges = np.zeros((1, FAMILY_ROLLS)), np.zeros((1, 2))
             return share, yaw, curve, lo, hi
@@ -328,14 +330,19 @@ class SagittalWaist:
                                for y, ok in zip(yaws, stands)])
         ramp = _ramp_samples(self.period_s)
         self.ranges = np.zeros((len(spans), 2))
+        heading = np.arctan2(forward[:, 1], forward[:, 0])
         for k, ((a, b), ok) in enumerate(zip(spans, stands)):
             low, high = (grid[ok].min(), grid[ok].max()) if ok.any() else (0.0, 0.0)
             self.ranges[k] = low, high
             ends = [lean * LEAN_SHARE * (high if lean > 0 else -low) for lean in
                     (self._standing_before(a), self._standing_after(b))]
-            yaw[a], yaw[b - 1] = np.interp(ends, grid, self.table[k])
             near = slice(max(0, a - ramp), min(n, b + ramp))
             curve[near] = k
+            # the curve is the waist's yaw from the plan's heading at the middle: the feet stand still, so where
+            # the plan's waist turns within a long double support (the person's pelvis turning as they stand)
+            # the yaw that keeps both hips in their feet's planes turns back by as much
+            self.turn[near] = _wrap(heading[mids[k]] - heading[near])
+            yaw[a], yaw[b - 1] = np.interp(ends, grid, self.table[k]) + self.turn[[a, b - 1]]
             self.entering[max(0, a - ramp):a] = True
             self.entering[a:min(n, b + ramp)] = False
             lo[a:b], hi[a:b] = low, high
@@ -439,6 +446,8 @@ class SagittalWaist:
         cell = spot.astype(int)
         frac = spot - cell
         on_curve = self.table[row, cell] * (1.0 - frac) + self.table[row, cell + 1] * frac
+        if len(self.turn) == len(row):
+            on_curve = on_curve + self.turn
         return samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
 
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
@@ -453,6 +462,11 @@ class SagittalWaist:
         res.append(samples.yaw_w * (self._yaw(params, samples) - samples.yaw_to))
         res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
         return np.column_stack(res), out_heads
+
+
+def _wrap(angle: np.ndarray) -> np.ndarray:
+    """Angles (radians) into [-pi, pi)."""
+    return (angle + np.pi) % (2.0 * np.pi) - np.pi
 
 
 def _ramp_samples(period_s: float) -> int:
