@@ -189,8 +189,9 @@ class SagittalWaist:
     (toward the leading foot), as one planned path: the command does not move the waist there."""
 
     def __init__(self, tree: KinematicTree, legs: list[PlanarLeg], model: MassModel, rest: np.ndarray,
-                 down_share: dict[int, np.ndarray], period_s: float):
+                 down_share: dict[int, np.ndarray], period_s: float, turn_back: bool = False):
         self.legs, self.period_s = legs, period_s
+        self.turn_back = turn_back  # a double support's yaw turned back as the plan's heading turns (CorrectionSettings)
         self.lever = _upper_lever(tree, legs, model, rest)  # (3,) the upper body's CoM in the waist frame
         self.down_share = [down_share[p.leg.foot] for p in legs]  # per leg (N,): 1 on the ground, 0 in the air
         self.lean = [-p.left for p in legs]  # the roll's sign leaning the upper body over each foot
@@ -330,7 +331,8 @@ class SagittalWaist:
         if not spans:
             self.table, self.ranges = np.zeros((1, FAMILY_ROLLS)), np.zeros((1, 2))
             return share, yaw, curve, lo, hi
-        self.yaw_room = self._twist_room(samples, forward)
+        if self.turn_back:
+            self.yaw_room = self._twist_room(samples, forward)
         mids = np.array([(a + b - 1) // 2 for a, b in spans])
         grid, yaws, stands = self._family(samples, heads, mids, forward)
         self.table = np.array([np.interp(grid, grid[ok], y[ok]) if ok.any() else np.zeros(len(grid))
@@ -348,7 +350,8 @@ class SagittalWaist:
             # the curve is the waist's yaw from the plan's heading at the middle: the feet stand still, so where
             # the plan's waist turns within a long double support (the person's pelvis turning as they stand)
             # the yaw that keeps both hips in their feet's planes turns back by as much
-            self.turn[near] = wrap(heading[mids[k]] - heading[near])
+            if self.turn_back:
+                self.turn[near] = wrap(heading[mids[k]] - heading[near])
             yaw[a], yaw[b - 1] = np.interp(ends, grid, self.table[k]) + self.turn[[a, b - 1]]
             self.entering[max(0, a - ramp):a] = True
             self.entering[a:min(n, b + ramp)] = False
@@ -466,7 +469,7 @@ class SagittalWaist:
         cell = spot.astype(int)
         frac = spot - cell
         on_curve = self.table[row, cell] * (1.0 - frac) + self.table[row, cell + 1] * frac
-        if len(self.turn) == len(row):  # turned back as the plan's heading turns, no further than the hips twist
+        if self.turn_back and len(self.turn) == len(row):  # turned back as the plan's heading turns, within the twist
             low, high = self.yaw_room
             on_curve = np.clip(on_curve + self.turn, np.minimum(low, on_curve), np.maximum(high, on_curve))
         return samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
