@@ -5,7 +5,9 @@ the walk held 2.4 s on one leg in mid-swing (tests/core/test_gait.py's held_walk
 the report's balance figures, then each phase's ZMP error, margin, slide and tilt
 (bench/h1_gait_phases.py) and each stance's slide and ankle (bench/h1_stances.py).
 
-    .venv/bin/python bench/h1_held.py [--clip walk|held|hold|all] [--robot h1|g1]
+    .venv/bin/python bench/h1_held.py [--clip walk|held|hold|all] [--robot h1|g1] [--turn-back]
+
+--turn-back: each double support's yaw turned back with the plan's heading (CorrectionSettings.turn_back_yaw).
 
 About 10-12 s of CPU per clip on the H1, one BLAS thread.
 """
@@ -26,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
 import core.balance.gait as gait  # noqa: E402
 from bench_gait import held, held_contacts  # noqa: E402
+from core.balance.correction import CorrectionSettings  # noqa: E402
 from core.feet.contacts import detect_contacts  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
@@ -51,7 +54,7 @@ def clip_and_contacts(name: str, tree: KinematicTree):
     return walk, "auto"
 
 
-def run(name: str, robot: str) -> None:
+def run(name: str, robot: str, turn_back: bool = False) -> None:
     tree = KinematicTree(parse_urdf(clips.ROBOTS[robot]))
     clip, contacts = clip_and_contacts(name, tree)
     seen = {}
@@ -64,11 +67,12 @@ def run(name: str, robot: str) -> None:
     gait._balance = keep
     try:
         started = time.process_time()
-        report = gait.generate_gait(clip, tree, auto_map(clip, tree), contacts=contacts).report
+        settings = gait.GaitSettings(correction=CorrectionSettings(turn_back_yaw=turn_back))
+        report = gait.generate_gait(clip, tree, auto_map(clip, tree), contacts=contacts, settings=settings).report
         cpu = time.process_time() - started
     finally:
         gait._balance = balance
-    print(f"{robot} {name} ({report['duration_s']:.1f} s, {cpu:.1f} s CPU, {report['steps']} steps): " + ", ".join(
+    print(f"{robot} {name}{' (yaw turned back)' if turn_back else ''} ({report['duration_s']:.1f} s, {cpu:.1f} s CPU, {report['steps']} steps): " + ", ".join(
         f"{label} {scale * report[key]:.2f} {unit}" for label, key, scale, unit in FIGURES))
     phase_table(Run(tree, seen["plan"], seen["balanced"], report))
     stances(tree, seen["plan"], seen["balanced"])
@@ -78,6 +82,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clip", default="all", choices=["walk", "held", "hold", "all"])
     parser.add_argument("--robot", default="h1", choices=["h1", "g1"])
+    parser.add_argument("--turn-back", action="store_true", help="CorrectionSettings(turn_back_yaw=True)")
     args = parser.parse_args()
     for name in (["walk", "held", "hold"] if args.clip == "all" else [args.clip]):
-        run(name, args.robot)
+        run(name, args.robot, args.turn_back)
