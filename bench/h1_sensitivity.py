@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How far the H1 walk's gait moves for a start that differs by rounding (issue 12): a chaos probe.
 
-    .venv/bin/python bench/h1_sensitivity.py [--robot h1|g1] [--runs read,float32,noise,torso] [--stages]
+    .venv/bin/python bench/h1_sensitivity.py [--robot h1|g1] [--runs read,float32,noise,torso] [--stages] [--turn-back]
 
 The bundled walk onto the robot at 200 Hz (its default waist: rolled for the H1), four ways that should give
 the same gait: the clip as read; its positions rounded to float32 (what Blender's BVH importer hands the CLI);
@@ -10,6 +10,7 @@ Each run's figures (worst margin, multibody ZMP RMS, slide) and how far its join
 (metres) are from the first run's. --stages also prints, stage by stage inside the gait (the plan's target, the
 lateral programme's CoM, each height fit, each round of passes), how far each run's output is from the first
 run's: the first stage whose difference grows far past 1e-6 m is where the passes amplify.
+--turn-back: each double support's yaw turned back with the plan's heading (CorrectionSettings.turn_back_yaw).
 Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle).
 """
 from __future__ import annotations
@@ -86,9 +87,10 @@ def _record(stages: list) -> None:
     correction.Corrector.fit_height = fit_height
 
 
-def run(args: tuple[str, str, bool]) -> dict:
-    how, robot, stages_on = args
-    from core.balance.gait import generate_gait
+def run(args: tuple[str, str, bool, bool]) -> dict:
+    how, robot, stages_on, turn_back = args
+    from core.balance.correction import CorrectionSettings
+    from core.balance.gait import GaitSettings, generate_gait
     from core.model.kinematics import KinematicTree
     from core.model.transforms import pose_matrices
     from core.model.urdf import parse_urdf
@@ -102,7 +104,8 @@ def run(args: tuple[str, str, bool]) -> dict:
     if how == "torso":
         tree = KinematicTree(rooted_at(tree.robot, "torso_link"))
     motion = started(how, clips.load(clips.WALK))
-    result = generate_gait(motion, tree, auto_map(motion, tree))
+    settings = GaitSettings(correction=CorrectionSettings(turn_back_yaw=turn_back))
+    result = generate_gait(motion, tree, auto_map(motion, tree), settings=settings)
     root = pose_matrices(result.root_rotation, result.root_position)
     feet = np.stack([tree.link_transform(result.q, tree.link_index(name), root)[:, :3, 3] for name in FEET[robot]])
     return {"how": how, "report": {k: result.report[k] for k in FIGURES + ("steps",)}, "q": _named(tree, result.q),
@@ -118,13 +121,14 @@ def main() -> None:
     parser.add_argument("--robot", default="h1", choices=("h1", "g1"))
     parser.add_argument("--runs", default=",".join(RUNS))
     parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--turn-back", action="store_true")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     hows = args.runs.split(",")
     with ProcessPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(run, [(how, args.robot, args.stages) for how in hows]))
+        results = list(pool.map(run, [(how, args.robot, args.stages, args.turn_back) for how in hows]))
     first = results[0]
-    print(f"{args.robot} walk at 200 Hz: margin mm, ZMP RMS mm, slide mm, outside %, travel m; joints (rad) and "
+    print(f"{args.robot} walk at 200 Hz{', yaw turned back' if args.turn_back else ''}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; joints (rad) and "
           f"feet (m) apart from '{first['how']}'")
     for r in results:
         rep = r["report"]
