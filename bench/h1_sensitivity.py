@@ -2,6 +2,7 @@
 """How far the H1 walk's gait moves for a start that differs by rounding (issue 12): a chaos probe.
 
     .venv/bin/python bench/h1_sensitivity.py [--robot h1|g1] [--runs read,float32,noise,torso] [--stages] [--turn-back]
+        [--width-share X]
 
 The bundled walk onto the robot at 200 Hz (its default waist: rolled for the H1), four ways that should give
 the same gait: the clip as read; its positions rounded to float32 (what Blender's BVH importer hands the CLI);
@@ -11,6 +12,8 @@ Each run's figures (worst margin, multibody ZMP RMS, slide) and how far its join
 lateral programme's CoM, each height fit, each round of passes), how far each run's output is from the first
 run's: the first stage whose difference grows far past 1e-6 m is where the passes amplify.
 --turn-back: each double support's yaw turned back with the plan's heading (CorrectionSettings.turn_back_yaw).
+--width-share X: the lateral plan's support shrunk by no more than X of half its width
+(core.balance.gait.SHRINK_WIDTH_SHARE, None by default).
 Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle).
 """
 from __future__ import annotations
@@ -87,8 +90,9 @@ def _record(stages: list) -> None:
     correction.Corrector.fit_height = fit_height
 
 
-def run(args: tuple[str, str, bool, bool]) -> dict:
-    how, robot, stages_on, turn_back = args
+def run(args: tuple[str, str, bool, bool, float | None]) -> dict:
+    how, robot, stages_on, turn_back, width_share = args
+    import core.balance.gait as gait
     from core.balance.correction import CorrectionSettings
     from core.balance.gait import GaitSettings, generate_gait
     from core.model.kinematics import KinematicTree
@@ -97,6 +101,7 @@ def run(args: tuple[str, str, bool, bool]) -> dict:
     from core.retarget.automap import auto_map
     from tests.robot_variants import rooted_at
 
+    gait.SHRINK_WIDTH_SHARE = width_share
     stages: list = []
     if stages_on:
         _record(stages)
@@ -122,13 +127,14 @@ def main() -> None:
     parser.add_argument("--runs", default=",".join(RUNS))
     parser.add_argument("--stages", action="store_true")
     parser.add_argument("--turn-back", action="store_true")
+    parser.add_argument("--width-share", type=float, default=None)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     hows = args.runs.split(",")
     with ProcessPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(run, [(how, args.robot, args.stages, args.turn_back) for how in hows]))
+        results = list(pool.map(run, [(how, args.robot, args.stages, args.turn_back, args.width_share) for how in hows]))
     first = results[0]
-    print(f"{args.robot} walk at 200 Hz{', yaw turned back' if args.turn_back else ''}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; joints (rad) and "
+    print(f"{args.robot} walk at 200 Hz{', yaw turned back' if args.turn_back else ''}{f', width share {args.width_share:g}' if args.width_share else ''}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; joints (rad) and "
           f"feet (m) apart from '{first['how']}'")
     for r in results:
         rep = r["report"]
