@@ -12,8 +12,8 @@ Each run's figures (worst margin, multibody ZMP RMS, slide) and how far its join
 lateral programme's CoM, each height fit, each round of passes), how far each run's output is from the first
 run's: the first stage whose difference grows far past 1e-6 m is where the passes amplify.
 --turn-back: each double support's yaw turned back with the plan's heading (CorrectionSettings.turn_back_yaw).
---width-share X: the lateral plan's support shrunk by no more than X of half its width
-(core.balance.gait.SHRINK_WIDTH_SHARE, None by default).
+--width-share X: the lateral plan's support shrunk by no more than X of half its width, or none: by the margin
+everywhere (core.balance.gait.SHRINK_WIDTH_SHARE, 0.85 unless given).
 Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle).
 """
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _record(stages: list) -> None:
     correction.Corrector.fit_height = fit_height
 
 
-def run(args: tuple[str, str, bool, bool, float | None]) -> dict:
+def run(args: tuple[str, str, bool, bool, str | None]) -> dict:
     how, robot, stages_on, turn_back, width_share = args
     import core.balance.gait as gait
     from core.balance.correction import CorrectionSettings
@@ -101,7 +101,8 @@ def run(args: tuple[str, str, bool, bool, float | None]) -> dict:
     from core.retarget.automap import auto_map
     from tests.robot_variants import rooted_at
 
-    gait.SHRINK_WIDTH_SHARE = width_share
+    if width_share is not None:  # else the module's own
+        gait.SHRINK_WIDTH_SHARE = None if width_share == "none" else float(width_share)
     stages: list = []
     if stages_on:
         _record(stages)
@@ -127,18 +128,22 @@ def main() -> None:
     parser.add_argument("--runs", default=",".join(RUNS))
     parser.add_argument("--stages", action="store_true")
     parser.add_argument("--turn-back", action="store_true")
-    parser.add_argument("--width-share", type=float, default=None)
+    parser.add_argument("--width-share", default=None, help="a share, or none (the gait's default unless given)")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     hows = args.runs.split(",")
     with ProcessPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(run, [(how, args.robot, args.stages, args.turn_back, args.width_share) for how in hows]))
+        jobs = [(how, args.robot, args.stages, args.turn_back, args.width_share) for how in hows]
+        results = list(pool.map(run, jobs))
     first = results[0]
-    print(f"{args.robot} walk at 200 Hz{', yaw turned back' if args.turn_back else ''}{f', width share {args.width_share:g}' if args.width_share else ''}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; joints (rad) and "
-          f"feet (m) apart from '{first['how']}'")
+    options = ((", yaw turned back" if args.turn_back else "")
+               + (f", width share {args.width_share}" if args.width_share else ""))
+    print(f"{args.robot} walk at 200 Hz{options}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; "
+          f"joints (rad) and feet (m) apart from '{first['how']}'")
     for r in results:
         rep = r["report"]
-        print(f"{r['how']:8s} {1000 * rep['min_support_margin_m']:+7.2f} {1000 * rep['multibody_zmp_rms_error_m']:6.2f} "
+        print(f"{r['how']:8s} {1000 * rep['min_support_margin_m']:+7.2f} "
+              f"{1000 * rep['multibody_zmp_rms_error_m']:6.2f} "
               f"{1000 * rep['stance_slide_m']:6.2f} {rep['zmp_outside_support_pct']:5.2f} {rep['travel_m']:.4f} "
               f"steps {rep['steps']}  joints {np.abs(r['q'] - first['q']).max():.1e}  "
               f"feet {np.abs(r['feet'] - first['feet']).max():.1e}")
