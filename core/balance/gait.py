@@ -54,6 +54,13 @@ TAME_SHARE = 0.4  # how much of a too-fast swing's style one round takes back
 SUPPORT_SHRINK_M = 0.015  # a planned ZMP stays this far inside the support (issue 12 asks 10 mm of the multibody
 #                          ZMP: the H1 walk away from its trailing ankle's limit at 5.85-6.91 s has 9.8 / 7.5 / 4.8 %
 #                          of samples under 10 mm at 12 / 14 / 15 mm; at 16 the programme cannot keep it on 4 cm soles)
+# the planned support shrunk by no more than this share of half its width (lateral.support_constraints; None: by
+# SUPPORT_SHRINK_M everywhere). The H1's 30 mm soles shrink to a line at 15 mm, on the brink of feasible, where the
+# programme's answer jumped between equal optima with the start's rounding and the gait with it. H1 walk
+# (bench/h1_sensitivity.py, its four starts: as read / float32 / 1e-6 m noise / torso-rooted; worst margin, slide):
+# None +5.6 / +8.2 / +7.6 / +5.6 mm, 0.47 / 2.07 / 2.02 / 0.47 mm; 0.8 +5.6 mm all, 2.1-2.2 mm; 0.85 +5.67-+5.72 mm,
+# 0.52-0.83 mm; 0.9 +6.6 mm all, 1.28-1.37 mm; 0.95 +7.1-+7.7 mm, 1.4-1.9 mm; 0.99 +7.5-+8.6 mm, 1.9-2.0 mm (session 13)
+SHRINK_WIDTH_SHARE: float | None = 0.85
 CARRY_SAFETY = 0.1  # share of the roll's lateral reach left unused at each end
 UNCARRIED_M = 0.005  # the lateral plan's CoM this far past what the roll carries is said (the H1 walk: never past it;
 #                     held 2.4 s on one foot: 101 mm, as no posture within its joint limits stands it there,
@@ -336,7 +343,7 @@ def carried_path(coarse: Corrector, plan: GaitPlan, rows: np.ndarray, offset: np
     op = zmp_operator(len(rows), coarse.period, heights)
     polygons = _support_polygons(plan, rows)
     planned = plan_path(plan.target[rows], coarse.period, heights, LATERAL_SNAP_WEIGHT,
-                        [support_constraints(polygons, op, SUPPORT_SHRINK_M),
+                        [support_constraints(polygons, op, SUPPORT_SHRINK_M, SHRINK_WIDTH_SHARE),
                          band_constraints(across, lo + CARRY_SAFETY * room, hi - CARRY_SAFETY * room)],
                         order=4, excess_weight=LATERAL_EXCESS_WEIGHT)
     reach = np.einsum("fi,fi->f", across, planned.com)

@@ -63,9 +63,15 @@ def zmp_operator(n: int, period_s: float, com_height_m: float | np.ndarray) -> s
     return (sparse.identity(n) - second).tocsr()
 
 
-def support_constraints(polygons: list[np.ndarray | None], op: sparse.csr_matrix, margin_m: float) -> Constraints:
+def support_constraints(polygons: list[np.ndarray | None], op: sparse.csr_matrix, margin_m: float,
+                        width_share: float | None = None) -> Constraints:
     """Each sample's cart-table ZMP (op @ c per axis) inside its counter-clockwise polygon (M, 2),
-    shrunk by margin_m (a segment or a point: within margin_m of it is not asked; skipped)."""
+    shrunk by margin_m (a segment or a point: within margin_m of it is not asked; skipped); with
+    width_share, by no more than that share of half the polygon's narrowest width. A sole as narrow
+    as twice the margin (the H1's 30 mm at 15 mm) otherwise shrinks to a line, on the brink of
+    feasible (rows met to 1e-6 m or missed by it as rounding has it), and the programme's answer
+    jumps between its equal optima there: the H1 walk's CoM 1.6 mm, its ZMP 9.7 mm apart from a
+    float32 start; 1.3e-6 m with 0.9 (bench/h1_sensitivity.py --stages)."""
     entries, bounds = [], []
     for k, poly in enumerate(polygons):
         if poly is None or len(poly) < 3:
@@ -75,8 +81,12 @@ def support_constraints(polygons: list[np.ndarray | None], op: sparse.csr_matrix
         length = np.linalg.norm(normal, axis=1)
         keep = length > 1e-9
         normal, start = normal[keep] / length[keep, None], poly[keep]
+        reach = np.einsum("ij,ij->i", normal, start)
+        shrink = margin_m
+        if width_share is not None:  # the narrowest extent across an edge (a convex polygon's width)
+            shrink = min(margin_m, width_share * float((reach - (poly @ normal.T).min(axis=0)).min()) / 2.0)
         entries.append((k, normal))
-        bounds.append(np.einsum("ij,ij->i", normal, start) - margin_m)
+        bounds.append(reach - shrink)
     if not entries:
         return Constraints(sparse.csr_matrix((0, 2 * op.shape[0])), np.zeros(0))
     return Constraints(_edge_rows(op.tocsr(), entries), np.concatenate(bounds))

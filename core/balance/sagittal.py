@@ -28,6 +28,7 @@ from .leg_chain import Link, joint_frames, link_walk
 from .lateral import differences
 from .legs import FULL_LEG, LegIK
 from .support import foot_bodies, sole_centre
+from .waist import heading as heading_of, wrap, yaw_bounds
 
 PARALLEL_COS = 0.999  # joint axes this parallel turn in one plane
 HIP_WEIGHT = 30.0  # a metre of hip out of its foot's plane weighs like 30 m of the upper body's lever across
@@ -48,6 +49,7 @@ PATH_STEPS = 4  # from the last placement. Since the target is the lateral plan'
 #                limit, 18 and 46 mm). Before those fixes 1 / 2 / 3 / 5 steps gave 50 / 43 / 41 / 44 mm
 RAMP_S = 0.1
 FAMILY_ROLLS = 33
+TWIST_ROOM = 0.95  # share of a hip twist's range the yaw turned back with the plan's heading may use
 STAND_M = 0.001  # a hip this near its foot's plane stands
 LEAN_SHARE = 0.9  # of the family's roll a double support starts and ends at
 BRANCH_START_RAD = 0.25  # the air share's ramp (core.balance.correction.PRIOR_RAMP_S)  # the waist rolls no further from its plan (the H1's hip roll stops at 0.43)
@@ -187,14 +189,20 @@ class SagittalWaist:
     (toward the leading foot), as one planned path: the command does not move the waist there."""
 
     def __init__(self, tree: KinematicTree, legs: list[PlanarLeg], model: MassModel, rest: np.ndarray,
-                 down_share: dict[int, np.ndarray], period_s: float):
+                 down_share: dict[int, np.ndarray], period_s: float, turn_back: bool = False):
         self.legs, self.period_s = legs, period_s
+        self.turn_back = turn_back  # a double support's yaw turned back as the plan's heading turns (CorrectionSettings)
         self.lever = _upper_lever(tree, legs, model, rest)  # (3,) the upper body's CoM in the waist frame
         self.down_share = [down_share[p.leg.foot] for p in legs]  # per leg (N,): 1 on the ground, 0 in the air
         self.lean = [-p.left for p in legs]  # the roll's sign leaning the upper body over each foot
         self.params: np.ndarray | None = None  # the last placement's (across, roll, yaw): the next starts there
         self.planned: tuple | None = None  # per sample (slave, yaw_to, curve, roll_lo, roll_hi): _plan
         self.table = np.zeros((1, FAMILY_ROLLS))  # per double support the yaw at each of the family's rolls
+        self.turn = np.zeros(0)  # per sample (N,) radians: its double support's middle heading less its own
+        zero = tree.zero_pose()
+        self.standing = [p.leg.flat @ zero[p.leg.base, :3, :3] for p in legs]  # each foot's level rotation, upright
+        self.twist_room = [yaw_bounds(tree, p.leg, TWIST_ROOM) for p in legs]
+        self.yaw_room = (np.zeros(0), np.zeros(0))  # per sample (N,) the yaw's range where each hip twists (_plan)
         self._terms: tuple | None = None  # _fit_path's sparse parts for one path length (_path_terms)
 
     def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
@@ -316,26 +324,48 @@ class SagittalWaist:
         yaw, curve = np.zeros(n), np.full(n, -1)
         lo, hi = np.full(n, -MAX_ROLL_RAD), np.full(n, MAX_ROLL_RAD)
         spans = flags_to_intervals(full)
+        self.turn = np.zeros(n)
         if not spans:
             self.table = np.zeros((1, FAMILY_ROLLS))
             return share, yaw, curve, lo, hi
+        if self.turn_back:
+            self.yaw_room = self._twist_room(samples, forward)
         mids = np.array([(a + b - 1) // 2 for a, b in spans])
         grid, yaws, stands = self._family(samples, heads, mids, forward)
         self.table = np.array([np.interp(grid, grid[ok], y[ok]) if ok.any() else np.zeros(len(grid))
                                for y, ok in zip(yaws, stands)])
         ramp = _ramp_samples(self.period_s)
+        heading = np.arctan2(forward[:, 1], forward[:, 0])
         for k, ((a, b), ok) in enumerate(zip(spans, stands)):
             low, high = (grid[ok].min(), grid[ok].max()) if ok.any() else (0.0, 0.0)
             ends = [lean * LEAN_SHARE * (high if lean > 0 else -low) for lean in
                     (self._standing_before(a), self._standing_after(b))]
-            yaw[a], yaw[b - 1] = np.interp(ends, grid, self.table[k])
             near = slice(max(0, a - ramp), min(n, b + ramp))
             curve[near] = k
+            # the curve is the waist's yaw from the plan's heading at the middle: the feet stand still, so where
+            # the plan's waist turns within a long double support (the person's pelvis turning as they stand)
+            # the yaw that keeps both hips in their feet's planes turns back by as much
+            if self.turn_back:
+                self.turn[near] = wrap(heading[mids[k]] - heading[near])
+            yaw[a], yaw[b - 1] = np.interp(ends, grid, self.table[k]) + self.turn[[a, b - 1]]
             lo[a:b], hi[a:b] = low, high
         inside = np.flatnonzero(full & ((np.r_[True, ~full[:-1]]) | (np.r_[~full[1:], True])))  # each one's ends
         yaw = PchipInterpolator(inside, yaw[inside], extrapolate=False)(np.arange(n)) if len(inside) > 1 else yaw
         yaw = np.where(np.isnan(yaw), np.interp(np.arange(n), inside, yaw[inside]), yaw)
         return np.where(curve >= 0, share, 0.0), yaw, curve, lo, hi
+
+    def _twist_room(self, samples: _Samples, forward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per sample (N,) the lowest and highest waist yaw from the plan's heading at which each foot
+        that is down stays within its hip's twist (core.balance.waist.yaw_bounds), -inf/inf where none is
+        down."""
+        base = np.arctan2(forward[:, 1], forward[:, 0])
+        low, high = np.full(len(base), -np.inf), np.full(len(base), np.inf)
+        for goal, standing, (lo, hi), share in zip(samples.goals, self.standing, self.twist_room, self.down_share):
+            foot = heading_of(goal[:, :3, :3] @ standing.T)
+            down = share > 1.0 - 1e-9
+            low = np.where(down, np.maximum(low, wrap(foot - hi - base)), low)
+            high = np.where(down, np.minimum(high, wrap(foot - lo - base)), high)
+        return low, high
 
     def _family(self, samples: _Samples, heads: list[np.ndarray], mids: np.ndarray, forward: np.ndarray):
         """The roll-yaw family of the double supports at samples mids: the rolls tried (R,), per
@@ -426,6 +456,9 @@ class SagittalWaist:
         frac = spot - cell
         row = np.maximum(samples.curve, 0)
         on_curve = self.table[row, cell] * (1.0 - frac) + self.table[row, cell + 1] * frac
+        if self.turn_back and len(self.turn) == len(row):  # turned back as the plan's heading turns, within the twist
+            low, high = self.yaw_room
+            on_curve = np.clip(on_curve + self.turn, np.minimum(low, on_curve), np.maximum(high, on_curve))
         return samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
 
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):

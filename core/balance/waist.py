@@ -25,14 +25,14 @@ def heading(rotation: np.ndarray) -> np.ndarray:
     return np.arctan2(rotation[..., 1, 0], rotation[..., 0, 0])
 
 
-def yaw_bounds(tree: KinematicTree, leg: LegIK) -> tuple[float, float]:
+def yaw_bounds(tree: KinematicTree, leg: LegIK, share: float = YAW_MARGIN) -> tuple[float, float]:
     """(lowest, highest) heading of the foot relative to the waist that the leg's vertical
-    joint allows, with the margin; a leg without one gets no turn at all."""
+    joint allows, `share` of its range; a leg without one gets no turn at all."""
     if leg.twist < 0:
         return 0.0, 0.0
     col = leg.columns[leg.twist]
     low, high = np.sort(leg.twist_sign * np.array([tree.lower[col], tree.upper[col]]))
-    return float(max(YAW_MARGIN * low, -MAX_TWIST_RAD)), float(min(YAW_MARGIN * high, MAX_TWIST_RAD))
+    return float(max(share * low, -MAX_TWIST_RAD)), float(min(share * high, MAX_TWIST_RAD))
 
 
 def wrap(angle: np.ndarray) -> np.ndarray:

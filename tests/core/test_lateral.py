@@ -55,3 +55,41 @@ def test_com_across_stays_in_its_band_and_an_impossible_band_is_measured():
     tight = plan_path(target, PERIOD_S, HEIGHT_M, 1e-6, [support_constraints(polygons, op, 0.012),
                                                          band_constraints(across, lo / 3, hi / 3)])
     assert tight.violation_m > 0.005 and tight.missed > 0
+
+
+def _narrow_steps(n: int = 340, half_across_m: float = 0.012):
+    """Walking in place on soles 10 cm long and 2 * half_across_m wide (the H1's are 30 mm wide), 0.1 m
+    either side: 0.6 s on each, 0.2 s of double support between (the hull of both soles), starting and
+    ending in one; the target ZMP at the standing sole's centre, ramping across the double support.
+    (polygons, target, the standing sole's centre across or NaN in double support)."""
+    phase = (np.arange(n) + 60) % 160
+    side = np.where(phase < 80, 0.1, -0.1)
+    double = (phase % 80) >= 60
+    sole = lambda y: np.array([[-0.05, y - half_across_m], [0.05, y - half_across_m],  # noqa: E731
+                               [0.05, y + half_across_m], [-0.05, y + half_across_m]])
+    both = np.array([[-0.05, -0.1 - half_across_m], [0.05, -0.1 - half_across_m], [0.05, 0.1 + half_across_m],
+                     [-0.05, 0.1 + half_across_m]])
+    polygons = [both if d else sole(y) for d, y in zip(double, side)]
+    ramp = np.clip(((phase % 80) - 60) / 20.0, 0.0, 1.0)
+    target = np.column_stack([np.zeros(n), side * (1.0 - 2.0 * ramp)])
+    return polygons, target, np.where(double, np.nan, side)
+
+
+def test_a_sole_as_narrow_as_twice_the_margin_keeps_a_share_of_its_width():
+    """Shrunk by a 12 mm margin, a 24 mm sole is a line; with width_share 0.9 it is shrunk by 0.9 of
+    its half-width instead (a 2.4 mm strip), and the plan moves with its soles as they move: soles
+    moved by 1e-7 m (rounding) move the path by less than 1e-5 m (the H1 walk's plan, its 30 mm
+    soles shrunk by 15 mm, moved 1.6 mm from a float32 start; on these soles without width_share
+    HiGHS returned no path at all, status "Not Set", 2026-12-02)."""
+    polygons, target, side = _narrow_steps()
+    op = zmp_operator(len(target), PERIOD_S, HEIGHT_M)
+    single = np.isfinite(side)
+    rng = np.random.default_rng(3)
+    moved = [poly + rng.normal(0.0, 1e-7, poly.shape) for poly in polygons]
+    plans = [plan_path(target, PERIOD_S, HEIGHT_M, 1e-3, [support_constraints(p, op, 0.012, width_share=0.9)],
+                       order=4, excess_weight=1e4) for p in (polygons, moved)]
+    for planned in plans:
+        assert planned.violation_m < 1e-6 and planned.missed == 0
+        assert np.abs(planned.zmp[single, 1] - side[single]).max() <= 0.0012 + 1e-6  # inside the 2.4 mm strip
+        assert np.abs(planned.zmp[:, 0]).max() <= 0.05 - 0.0108 + 1e-6
+    assert np.abs(plans[0].com - plans[1].com).max() < 1e-5

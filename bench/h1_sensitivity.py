@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""How far the H1 walk's gait moves for a start that differs by rounding (issue 12): a chaos probe.
+
+    .venv/bin/python bench/h1_sensitivity.py [--robot h1|g1] [--runs read,float32,noise,torso] [--stages] [--turn-back]
+        [--width-share X]
+
+The bundled walk onto the robot at 200 Hz (its default waist: rolled for the H1), four ways that should give
+the same gait: the clip as read; its positions rounded to float32 (what Blender's BVH importer hands the CLI);
+1e-6 m of noise on every bone's positions; the robot described from its torso (the re-rooting's rounding).
+Each run's figures (worst margin, multibody ZMP RMS, slide) and how far its joints (by name, radians) and feet
+(metres) are from the first run's. --stages also prints, stage by stage inside the gait (the plan's target, the
+lateral programme's CoM, each height fit, each round of passes), how far each run's output is from the first
+run's: the first stage whose difference grows far past 1e-6 m is where the passes amplify.
+--turn-back: each double support's yaw turned back with the plan's heading (CorrectionSettings.turn_back_yaw).
+--width-share X: the lateral plan's support shrunk by no more than X of half its width, or none: by the margin
+everywhere (core.balance.gait.SHRINK_WIDTH_SHARE, 0.85 unless given).
+Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core: before numpy loads BLAS
+    os.environ[var] = "1"
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import clips  # noqa: E402
+
+RUNS = ("read", "float32", "noise", "torso")
+FEET = {"h1": ("left_ankle_link", "right_ankle_link"), "g1": ("left_ankle_roll_link", "right_ankle_roll_link")}
+FIGURES = ("min_support_margin_m", "multibody_zmp_rms_error_m", "stance_slide_m", "zmp_outside_support_pct",
+           "travel_m")
+
+
+def started(how: str, motion):
+    """The walk `how` starts: as read, rounded to float32, or with 1e-6 m noise on its positions."""
+    from core.motion.source import SourceMotion
+    if how in ("read", "torso"):
+        return motion
+    if how == "float32":
+        heads, tails = motion.heads.astype(np.float32).astype(float), motion.tails.astype(np.float32).astype(float)
+        rot = motion.root_rotation.astype(np.float32).astype(float)
+    elif how == "noise":
+        rng = np.random.default_rng(12)
+        shift = rng.normal(0.0, 1e-6, motion.heads.shape)
+        heads, tails, rot = motion.heads + shift, motion.tails + shift, motion.root_rotation
+    else:
+        raise ValueError(how)
+    return SourceMotion(motion.bone_names, motion.parents, heads, tails, rot, motion.rest_heads, motion.rest_tails,
+                        motion.rest_root_rotation, motion.fps, motion.name)
+
+
+def _named(tree, q: np.ndarray) -> np.ndarray:
+    """q's columns in the order of the joints' names (trees rooted elsewhere order them otherwise)."""
+    return q[:, np.argsort(tree.joint_names)]
+
+
+def _record(stages: list) -> None:
+    """Wrap the gait's stages so each appends (name, arrays) to stages."""
+    from core.balance import correction, gait
+
+    def wrap(module, name, keep):
+        inner = getattr(module, name)
+
+        def wrapped(*args, **kwargs):
+            out = inner(*args, **kwargs)
+            stages.append((name, keep(args, out)))
+            return out
+        setattr(module, name, wrapped)
+
+    wrap(gait, "make_plan", lambda a, out: {"target": out.target.copy(), "height": out.height.copy()})
+    wrap(gait, "carried_path", lambda a, out: {"com": out[0].copy(), "zmp": out[1].copy()})
+    wrap(gait, "balance", lambda a, out: {"root": out.root_position.copy(), "q": _named(a[0].tree, out.q)})
+    wrap(gait, "refine", lambda a, out: {"root": out[1].copy(), "q": _named(a[0].tree, out[0]), "zmp": out[3].copy()})
+    wrap(correction, "refine", lambda a, out: {"root": out[1].copy(), "q": _named(a[0].tree, out[0])})
+    wrap(gait, "roll_trailing_feet", lambda a, out: {"q": _named(a[0].tree, out)})
+    fit = correction.Corrector.fit_height
+
+    def fit_height(self, *args, **kwargs):
+        out = fit(self, *args, **kwargs)
+        stages.append(("fit_height", {"height": self.height.copy(), "change": np.array([out])}))
+        return out
+    correction.Corrector.fit_height = fit_height
+
+
+def run(args: tuple[str, str, bool, bool, str | None]) -> dict:
+    how, robot, stages_on, turn_back, width_share = args
+    import core.balance.gait as gait
+    from core.balance.correction import CorrectionSettings
+    from core.balance.gait import GaitSettings, generate_gait
+    from core.model.kinematics import KinematicTree
+    from core.model.transforms import pose_matrices
+    from core.model.urdf import parse_urdf
+    from core.retarget.automap import auto_map
+    from tests.robot_variants import rooted_at
+
+    if width_share is not None:  # else the module's own
+        gait.SHRINK_WIDTH_SHARE = None if width_share == "none" else float(width_share)
+    stages: list = []
+    if stages_on:
+        _record(stages)
+    tree = KinematicTree(parse_urdf(clips.ROBOTS[robot]))
+    if how == "torso":
+        tree = KinematicTree(rooted_at(tree.robot, "torso_link"))
+    motion = started(how, clips.load(clips.WALK))
+    settings = GaitSettings(correction=CorrectionSettings(turn_back_yaw=turn_back))
+    result = generate_gait(motion, tree, auto_map(motion, tree), settings=settings)
+    root = pose_matrices(result.root_rotation, result.root_position)
+    feet = np.stack([tree.link_transform(result.q, tree.link_index(name), root)[:, :3, 3] for name in FEET[robot]])
+    return {"how": how, "report": {k: result.report[k] for k in FIGURES + ("steps",)}, "q": _named(tree, result.q),
+            "feet": feet, "stages": stages}
+
+
+def _gap(a: dict, b: dict) -> str:
+    return " ".join(f"{k} {np.abs(a[k] - b[k]).max():.1e}" for k in a if k in b and a[k].shape == b[k].shape)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robot", default="h1", choices=("h1", "g1"))
+    parser.add_argument("--runs", default=",".join(RUNS))
+    parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--turn-back", action="store_true")
+    parser.add_argument("--width-share", default=None, help="a share, or none (the gait's default unless given)")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    hows = args.runs.split(",")
+    with ProcessPoolExecutor(args.jobs) as pool:
+        jobs = [(how, args.robot, args.stages, args.turn_back, args.width_share) for how in hows]
+        results = list(pool.map(run, jobs))
+    first = results[0]
+    options = ((", yaw turned back" if args.turn_back else "")
+               + (f", width share {args.width_share}" if args.width_share else ""))
+    print(f"{args.robot} walk at 200 Hz{options}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; "
+          f"joints (rad) and feet (m) apart from '{first['how']}'")
+    for r in results:
+        rep = r["report"]
+        print(f"{r['how']:8s} {1000 * rep['min_support_margin_m']:+7.2f} "
+              f"{1000 * rep['multibody_zmp_rms_error_m']:6.2f} "
+              f"{1000 * rep['stance_slide_m']:6.2f} {rep['zmp_outside_support_pct']:5.2f} {rep['travel_m']:.4f} "
+              f"steps {rep['steps']}  joints {np.abs(r['q'] - first['q']).max():.1e}  "
+              f"feet {np.abs(r['feet'] - first['feet']).max():.1e}")
+    if args.stages:
+        for r in results[1:]:
+            print(f"\nstages of '{r['how']}' against '{first['how']}':")
+            for (name, a), (other, b) in zip(r["stages"], first["stages"]):
+                print(f"  {name:20s} {_gap(a, b)}" if name == other else f"  {name} / {other}: the stages part")
+            if len(r["stages"]) != len(first["stages"]):
+                print(f"  {len(r['stages'])} stages against {len(first['stages'])}")
+
+
+if __name__ == "__main__":
+    main()
