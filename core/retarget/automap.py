@@ -233,7 +233,7 @@ def robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]
         return hung, sk, parts
     turned_sk = robot_skeleton(turned)
     turned_parts = find_body_parts(turned_sk)
-    turned_sk.notes[:0] = sk.notes
+    turned_sk.notes, turned_sk.helpers = sk.notes, sk.helpers | turned_sk.helpers  # the same body, said once
     return turned, turned_sk, turned_parts
 
 
