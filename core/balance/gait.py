@@ -20,10 +20,10 @@ from ..chains.mapping import Mapping
 from ..feet.contacts import SIDES, Contacts, DetectSettings, flags_to_intervals, foot_tracks
 from ..feet.plant import resolve_contacts
 from ..model.kinematics import KinematicTree
-from ..model.reroot import hung_from
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
 from ..retarget import RetargetResult, retarget
+from ..retarget.facing import solved_robot
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
 from .inertia import BalanceError, MassModel, centre_of_mass, com_push
@@ -132,7 +132,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
                     figures=False)  # the bake's own report figures are not the gait's
     warnings += bake.report.get("warnings", [])
     robot = tree
-    tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
+    tree, rerooted = solved_robot(tree, mapping.robot_root)
     person = _from_pelvis(robot, tree, rerooted, bake.unplanted) if bake.unplanted is not None else None
     bake = _from_pelvis(robot, tree, rerooted, bake)
     model = MassModel.build(tree)

@@ -13,8 +13,8 @@ from scipy.spatial import ConvexHull, QhullError
 
 from ..feet.geometry import BodyPoints, body_points, standing_rotation, subtree_links
 from ..model.kinematics import KinematicTree
-from ..model.reroot import hung_from
 from ..retarget.automap import robot_body
+from ..retarget.facing import solved_robot
 from ..retarget.body_parts import find_body_parts, robot_skeleton
 from .inertia import BalanceError, MassModel, ground_push, link_motion, zmp_of
 
@@ -96,7 +96,7 @@ def _feet_seen_from_pelvis(tree: KinematicTree) -> list[BodyPoints]:
     hung = robot_body(tree)[0]
     if hung is tree:
         return foot_bodies(tree, foot_links(tree))
-    _, rerooted = hung_from(tree, hung.robot.root_link)
+    _, rerooted = solved_robot(tree, hung.robot.root_link)
     out = []
     for body in foot_bodies(hung, foot_links(hung)):
         name = hung.link_names[body.link]

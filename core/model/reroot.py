@@ -83,24 +83,31 @@ def _moved_link(link: Link, change: np.ndarray | None) -> Link:
     return dataclasses.replace(link, **fields)
 
 
-def hung_from(tree: KinematicTree, link: str) -> tuple[KinematicTree, Rerooted | None]:
+def hung_from(tree: KinematicTree, link: str,
+              facing: np.ndarray | None = None) -> tuple[KinematicTree, Rerooted | None]:
     """The kinematic tree of `tree`'s robot re-rooted at `link` (cached on `tree`), its root frame
     moved to its trunk joint (trunk_offset), and the re-rooting; `tree` itself and None when `link`
-    is already its root or is empty (a URDF's own root frame stays: a fixed base stands on it)."""
-    if not link or link == tree.robot.root_link:
+    is already its root or is empty (a URDF's own root frame stays: a fixed base stands on it).
+    facing (3, 3): the root frame also turned by it (a URDF whose root does not face +x, turned to
+    face where the robot does: core.retarget.facing), about its own origin at a URDF's own root."""
+    if not link or (link == tree.robot.root_link and facing is None):
         return tree, None
     cache = tree.__dict__.setdefault("_hung_from", {})
-    if link not in cache:
+    key = link if facing is None else (link, np.asarray(facing, dtype=float).tobytes())
+    if key not in cache:
         rerooted = reroot(tree.robot, link)
         hung = KinematicTree(rerooted.robot)
-        offset = trunk_offset(hung)
-        if offset is not None:
-            frame = np.eye(4)
-            frame[:3, 3] = offset
+        frame = np.eye(4)
+        if link != tree.robot.root_link:
+            offset = trunk_offset(hung)
+            frame[:3, 3] = 0.0 if offset is None else offset
+        if facing is not None:
+            frame[:3, :3] = facing
+        if not np.array_equal(frame, np.eye(4)):
             rerooted = reroot(tree.robot, link, frame)  # the hung root's frame is the link's own, moved
             hung = KinematicTree(rerooted.robot)
-        cache[link] = (hung, rerooted)
-    return cache[link]
+        cache[key] = (hung, rerooted)
+    return cache[key]
 
 
 def trunk_offset(tree: KinematicTree, tol_m: float = 1e-9) -> np.ndarray | None:

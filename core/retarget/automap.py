@@ -19,6 +19,7 @@ from ..motion.robot_source import tail_offsets
 from ..motion.source import SourceMotion
 from . import names as name_words
 from .body_parts import BodyParts, Skeleton, find_body_parts, robot_skeleton, segment_lengths, source_skeleton
+from .facing import solved_robot
 
 
 # Where the hand goes is what a viewer reads first; where a robot elbow cannot fold as far as
@@ -222,7 +223,22 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
 def robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]:
     """The robot's tree, skeleton and body parts seen from its pelvis: a URDF rooted above it
     (a world frame) or below it (the torso) is hung from the pelvis, and so is a humanoid's
-    rooted in a leg (at a foot, a knee), whose legs only show from the middle of the body."""
+    rooted in a leg (at a foot, a knee), whose legs only show from the middle of the body; a
+    legged robot's root frame is turned to face where its body does (core.retarget.facing)."""
+    hung, sk, parts = _hung_body(tree)
+    if not parts.legs:
+        return hung, sk, parts
+    turned, _ = solved_robot(tree, sk.names[parts.pelvis])
+    if turned is hung:
+        return hung, sk, parts
+    turned_sk = robot_skeleton(turned)
+    turned_parts = find_body_parts(turned_sk)
+    turned_sk.notes, turned_sk.helpers = sk.notes, sk.helpers | turned_sk.helpers  # the same body, said once
+    return turned, turned_sk, turned_parts
+
+
+def _hung_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]:
+    """robot_body before the facing turn."""
     rob_sk = robot_skeleton(tree)
     rob = find_body_parts(rob_sk)
     if not (rob.legs and rob.arms):  # rooted in a leg, the parts found from the root are not the body's

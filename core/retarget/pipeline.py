@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from .body_frame import orthonormalize
+from .facing import solved_robot
 from .chain_plans import RetargetError, RootPlan, body_frames, chain_targets, plan_chains
 from .mapping_check import mapping_figures
 from .neutral import neutral_posture, standing_root
@@ -25,7 +26,6 @@ from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide
                           plant_feet, resolve_contacts)
 from ..feet.contacts import DetectSettings
 from ..model.kinematics import KinematicTree, ancestor_path
-from ..model.reroot import hung_from
 from ..model.urdf import Robot, missing_meshes
 from ..chains.mapping import Mapping, RetargetSettings
 from ..chains.separation import separate_chain, separate_chains
@@ -75,8 +75,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     warnings: list[str] = []
     stages = StageTimer()
     robot = tree
-    # a robot rooted at its torso is solved from its pelvis (mapping.robot_root), then carried back
-    tree, rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
+    # a robot rooted at its torso is solved from its pelvis (mapping.robot_root), its root frame facing where
+    # the robot does, then carried back
+    tree, rerooted = solved_robot(tree, mapping.robot_root)
     if motion.frames == 0:
         raise RetargetError(f"source {motion.name!r} has no frames to retarget")
     with stages("plan"):

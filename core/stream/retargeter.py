@@ -17,7 +17,7 @@ from ..chains.frame import FrameKinematics, clip_values, solve_frame
 from ..chains.mapping import Mapping, RetargetSettings
 from ..chains.solver import SolveOptions
 from ..model.kinematics import KinematicTree
-from ..model.reroot import hung_from
+from ..retarget.facing import solved_robot
 from ..model.transforms import pose_matrices
 from ..motion.filtering import step_limits
 from ..motion.source import SourceMotion
@@ -110,7 +110,7 @@ class StreamRetargeter:
         self.settings = settings or mapping.settings
         self.robot, self.mapping, self.evaluations = tree, mapping, evaluations
         self.warnings: list[str] = []
-        tree, self.rerooted = hung_from(tree, mapping.robot_root if mapping.robot_root in tree.robot.links else "")
+        tree, self.rerooted = solved_robot(tree, mapping.robot_root)
         self.tree = tree
         self.plans = plan_chains(skeleton, tree, mapping, self.warnings)
         if not self.plans:

@@ -584,3 +584,32 @@ def test_h1_hop(clean_scene, mods):
     assert report["limit_violations"] == 0 and report["frames"] == 240
     assert report["max_speed_ratio"] <= 1.0 + 1e-6
     assert report["robot"] == "h1_19dof" and report["source"] == source.name
+
+
+def test_a_robot_whose_root_faces_plus_y_stands_where_the_g1_does(clean_scene, mods, tmp_path):
+    """The G1 with its pelvis frame turned a quarter turn about the vertical (the URDF faces +y,
+    not REP 103's +x), baked with the default settings: the root bone carries the URDF's own
+    pelvis frame, and every bone stands where the G1's does (before, its joints were up to 1.3
+    rad apart: core.retarget.facing)."""
+    from scipy.spatial.transform import Rotation
+
+    from tests import robot_variants as RV
+
+    settings, source, g1_rig = setup(clean_scene, frames=(1, 120))
+    bake()
+    urdf = mods["urdf"]
+    turn = Rotation.from_rotvec([0.0, 0.0, np.pi / 2]).as_matrix()
+    robot = RV.frames_turned(urdf.parse_urdf(G1), {"pelvis": turn})
+    turned = import_robot(RV.write_urdf(robot, tmp_path / "g1_facing_y.urdf"), name="g1_facing_y")
+    settings.robot = turned
+    assert bpy.ops.robot_retarget.auto_map() == {'FINISHED'}
+    bake()
+    layouts = [core_model(mods, G1)[1], core_model(mods, tmp_path / "g1_facing_y.urdf")[1]]
+    q = [robot_keys(mods, rig, layout)[2] for rig, layout in zip((g1_rig, turned), layouts)]
+    np.testing.assert_allclose(q[1], q[0], rtol=0, atol=Q_TOL)
+    for frame in (1, 60, 120):
+        clean_scene.frame_set(frame)
+        for bone in layouts[0].bones:
+            heads = [np.array(rig.matrix_world) @ np.array(rig.pose.bones[bone.name].matrix)[:, 3]
+                     for rig in (g1_rig, turned)]
+            assert np.abs(heads[1] - heads[0]).max() < FK_TOL, (frame, bone.name)

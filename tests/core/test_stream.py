@@ -452,3 +452,19 @@ def test_the_stream_onto_a_robot_rooted_at_its_torso_with_sideways_arms(g1, walk
     kept = [n for n in g1.link_names if n not in reframed]
     moved = np.abs(links[:, [tree.link_index(n) for n in kept]] - walk_streamed[1][:, [g1.link_index(n) for n in kept]])
     assert moved.max() < 0.005  # metres
+
+
+def test_the_stream_onto_a_robot_whose_root_faces_plus_y(g1, walk_streamed, tmp_path):
+    """G1's pelvis frame turned a quarter turn about the vertical (the URDF faces +y, not REP
+    103's +x): solved facing where its body does (core.retarget.facing), the same joints and
+    every link origin where the G1's is (the root pose given back in the URDF's own frame)."""
+    from scipy.spatial.transform import Rotation
+
+    from tests import robot_variants as RV
+
+    turn = Rotation.from_rotvec([0.0, 0.0, np.pi / 2]).as_matrix()
+    robot = RV.frames_turned(g1.robot, {g1.robot.root_link: turn})
+    tree = KinematicTree(parse_urdf(RV.write_urdf(robot, tmp_path / "facing_y.urdf")))
+    q, links = _streamed(load_bvh(WALK), tree)
+    assert np.abs(q - walk_streamed[0]).max() < 1e-6
+    assert np.abs(links - walk_streamed[1]).max() < 1e-6

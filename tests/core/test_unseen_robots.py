@@ -440,3 +440,43 @@ def test_g1_meshes_are_found_by_package_uri_in_a_workspace_and_by_file_uri(tmp_p
         robot = parse_urdf(path)
         assert sum(g.kind == "mesh" for link in robot.links.values() for g in link.collisions + link.visuals) > 30
         assert missing_meshes(robot) == [], path
+
+
+@pytest.mark.parametrize("degrees, naming", [(90, ""), (180, ""), (45, "numbered")])
+def test_a_g1_whose_root_frame_faces_elsewhere_bakes_the_same(degrees, naming, hop240, g1_bake, tmp_path):
+    """The G1's pelvis frame turned about the vertical (the URDF faces +y, -x or 45 degrees, not
+    REP 103's +x; at 45 degrees with no name saying what a part is): auto-map took the toe from the
+    side of the foot (legs 11 % short), planting split the feet's turns about other axes and the
+    joints landed up to 1.3 rad apart. The robot is now solved facing where its body does
+    (core.retarget.facing): the G1's joints, its feet where the G1's stand, and the root pose given
+    back in the URDF's own pelvis frame (measured 2026-12-02: within 1e-10 rad)."""
+    from scipy.spatial.transform import Rotation
+
+    from core.model.transforms import pose_matrices
+    from core.retarget.facing import solved_robot
+    from tests import robot_variants as RV
+
+    g1, mapping0, base = g1_bake
+    turn = Rotation.from_rotvec([0.0, 0.0, np.radians(degrees)]).as_matrix()
+    robot = RV.frames_turned(g1.robot, {g1.robot.root_link: turn})
+    names = {n: n for n in list(robot.links) + [j.name for j in robot.joints]}
+    if naming:
+        robot = RV.numbered(robot)
+        names = {n: f"link{k}" for k, n in enumerate(g1.robot.links)}
+        names.update({j.name: f"joint{k}" for k, j in enumerate(g1.robot.joints)})
+    tree, mapping, result = _variant_bake(robot, hop240, tmp_path)
+    assert solved_robot(g1, "pelvis") == (g1, None)  # the G1 faces +x: its own frame, the same bits
+    seen = solved_robot(tree, mapping.robot_root)[0]  # seen facing +x, it is the G1
+    assert np.abs(seen.zero_pose()[[seen.link_index(names[n]) for n in g1.link_names]] - g1.zero_pose()).max() < 1e-6
+    assert _robot_side(mapping) == [(c, names[b], [names[t] for t in tips]) for c, b, tips in _robot_side(mapping0)]
+    columns = [tree.joint_names.index(names[n]) for n in g1.joint_names]
+    assert np.abs(result.q[:, columns] - base.q).max() < 1e-6
+    root, base_root = (pose_matrices(r.root_rotation, r.root_position) for r in (result, base))
+    assert np.abs(root[:, :3, 3] - base_root[:, :3, 3]).max() < 1e-6  # the pelvis stands where the G1's does
+    assert np.abs(root[:, :3, :3] @ turn.T - base_root[:, :3, :3]).max() < 1e-6  # its frame turned as the URDF's
+    for foot in ("left_ankle_roll_link", "right_ankle_roll_link"):
+        here = tree.link_transform(result.q, tree.link_index(names[foot]), root)
+        there = g1.link_transform(base.q, g1.link_index(foot), base_root)
+        assert np.abs(here - there).max() < 1e-6, foot
+    for key in ("contact_preserved_pct", "limit_violations", "root_scale"):
+        assert result.report[key] == pytest.approx(base.report[key], abs=1e-9), key
