@@ -57,6 +57,9 @@ POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.
 #                     -0.14 deg for more jerk and CPU, so off)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
+HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is
+#                        (continuous in the input: the same motion written otherwise makes the same room, README);
+#                        False: only a joint already on its bound is held, another is cut at it
 
 
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -391,11 +394,19 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
     metric, inverse = metric
     step = toward + _dual_step(inverse, g, need)
-    held = ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
+    below, above = x + step < lower, x + step > upper
+    if not HOLD_AT_BOUND:  # only joints on their bound: one 3e-6 rad short is cut there instead (0.25 rad apart)
+        below, above = below & (x <= lower + 1e-9), above & (x >= upper - 1e-9)
+    held = below | above
     again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
     if len(again):
         h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-        step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
+        if HOLD_AT_BOUND:  # the held joint takes what is left to its bound, the others solve again around it
+            shift = (np.where(below, lower - x, np.where(above, upper - x, toward)) - toward)[again]
+            step[again] = toward[again] + shift + _dual_step(spd_inverse(h), g[again],
+                                                             need[again] - np.einsum("rkv,rv->rk", g[again], shift))
+        else:
+            step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, radius / np.maximum(largest, 1e-12))
 
