@@ -14,7 +14,8 @@ run's: the first stage whose difference grows far past 1e-6 m is where the passe
 --turn-back: each double support's yaw turned back with the plan's heading (CorrectionSettings.turn_back_yaw).
 --width-share X: the lateral plan's support shrunk by no more than X of half its width, or none: by the margin
 everywhere (core.balance.gait.SHRINK_WIDTH_SHARE, 0.85 unless given).
-Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle).
+Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle). --jobs 1 runs them one
+after another in one process: `--runs read,read --jobs 1` asks whether the same start walks the same gait twice.
 """
 from __future__ import annotations
 
@@ -62,16 +63,24 @@ def _named(tree, q: np.ndarray) -> np.ndarray:
     return q[:, np.argsort(tree.joint_names)]
 
 
+_RECORDING: list[list] = []  # the run's stage list, last: the stages are wrapped once per process (--jobs 1 runs
+#                               several gaits in one)
+
+
 def _record(stages: list) -> None:
-    """Wrap the gait's stages so each appends (name, arrays) to stages."""
+    """Wrap the gait's stages (once a process) so each appends (name, arrays) to stages."""
     from core.balance import correction, gait
+
+    _RECORDING.append(stages)
+    if len(_RECORDING) > 1:
+        return
 
     def wrap(module, name, keep):
         inner = getattr(module, name)
 
         def wrapped(*args, **kwargs):
             out = inner(*args, **kwargs)
-            stages.append((name, keep(args, out)))
+            _RECORDING[-1].append((name, keep(args, out)))
             return out
         setattr(module, name, wrapped)
 
@@ -85,7 +94,7 @@ def _record(stages: list) -> None:
 
     def fit_height(self, *args, **kwargs):
         out = fit(self, *args, **kwargs)
-        stages.append(("fit_height", {"height": self.height.copy(), "change": np.array([out])}))
+        _RECORDING[-1].append(("fit_height", {"height": self.height.copy(), "change": np.array([out])}))
         return out
     correction.Corrector.fit_height = fit_height
 
