@@ -64,7 +64,6 @@ def main() -> None:
                         help="hold a joint at its bound wherever it is (separation.HOLD_AT_BOUND)")
     args = parser.parse_args()
     if args.hold_at_bound:
-        from core.chains import separation
         separation.HOLD_AT_BOUND = True
     clips_ = {"walk": clips.load(clips.WALK), "hop": clips.load(clips.HOP)}
     for robot in ("g1", "h1"):

@@ -50,8 +50,8 @@ class _Polish:
         """(L,) the live rows' least pair distance (m; exact up to margin + lookahead)."""
         separation = self.separation
         still = {link: pose[live] for link, pose in self.still.items()}
-        dist = separation._near(self.posed(at, live), separation.root[self.rows[live]],
-                                separation.margin + self.lookahead, still)[1]
+        dist = separation.distance(self.posed(at, live), separation.root[self.rows[live]],
+                                   separation.margin + self.lookahead, still)
         return dist.min(axis=1, initial=np.inf)
 
     def step(self, at: np.ndarray, live: np.ndarray, least_change: Callable, radius: float) -> np.ndarray:
@@ -85,7 +85,7 @@ def polish_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np
     margin = separation.margin
     q = problem.q[rows].copy()
     q[:, problem.columns] = x[rows]
-    gap = separation._near(q, separation.root[rows], margin + lookahead)[1].min(axis=1, initial=np.inf)
+    gap = separation.distance(q, separation.root[rows], margin + lookahead).min(axis=1, initial=np.inf)
     rows, gap = rows[gap < margin + POLISH_NEAR_M], gap[gap < margin + POLISH_NEAR_M]
     if len(rows) == 0:
         return x

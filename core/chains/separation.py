@@ -81,8 +81,8 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     (core.chains.change_cost), so a swivel about it, a bend or the hand make room first.
 
     separation: the rows keeping bodies apart over all their joints (core.collision.avoid.SeparationTerm:
-    margin, root, distance(q, root, within), near(q, frames), gradient(q, root, within, still),
-    still_poses(q, root)).
+    margin, root, distance(q, root, within, still), near(q, frames), gradient(q, root, within, still),
+    still_poses(q, root), with_still(q) and still_on(frames): the still links posed once over all frames).
     max_step: (V,) per frame, the chains' columns one after the other.
     fps: the clip's frame rate: with max_step, the room made is made steady in time (_steady).
     """

@@ -208,7 +208,9 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     for _ in range(3 * len(x) + 50):
         w = e.T @ (target - e[:, passive] @ x[passive])
         candidates = np.flatnonzero(allowed & ~passive & ~refused & (w > tol))
-        if len(candidates) == 0:
+        # as many passive columns as rows fit target exactly: a w above tol is rounding there, and one more
+        # column left the QR factors non-square (solve_triangular's ValueError: an infeasible window's NNLS)
+        if len(candidates) == 0 or passive.sum() >= len(e):
             return x, passive
         j = candidates[np.argmax(w[candidates])]
         passive[j] = True
@@ -220,7 +222,7 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
                 x[idx] = z
                 refused[:] = False
                 break
-            if x[j] == 0.0 and z[idx == j][0] <= 0.0 and (z[idx != j] > 0).all():
+            if passive[j] and x[j] == 0.0 and z[idx == j][0] <= 0.0 and (z[idx != j] > 0).all():
                 passive[j], refused[j] = False, True  # rounding's column: x stays
                 qr.remove(j)
                 break

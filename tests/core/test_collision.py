@@ -604,6 +604,26 @@ def test_window_nnls_with_updated_factors_is_scipys():
         np.testing.assert_allclose(e @ x, e @ nnls(e, target)[0], atol=1e-9)
 
 
+def test_window_nnls_stops_at_an_exact_fit():
+    """More columns than rows, scaled 1e-2..1e2 (an infeasible window's least distance: the NNLS
+    fits its target exactly): once as many columns as rows are passive, a w above the tolerance is
+    rounding, and taking one more column in left the QR factors non-square (solve_triangular's
+    ValueError stopped the bake). It stops there with scipy's fit, and the window is infeasible."""
+    from scipy.optimize import nnls
+
+    from core.chains.switches import _least_distance, _nnls
+
+    rng = np.random.default_rng(3302)  # found by search: 3 of 20,000 such draws raised before
+    e = rng.normal(size=(15, 80)) * 10.0 ** rng.uniform(-2, 2, size=80)
+    target = np.eye(15)[-1]
+    first = rng.random(80) < 0.5
+    x, passive = _nnls(e, target, first, np.zeros(80), np.zeros(80, dtype=bool))
+    x, passive = _nnls(e, target, np.ones(80, dtype=bool), x, passive)
+    assert passive.sum() == 15 and (x >= 0.0).all()
+    np.testing.assert_allclose(e @ x, e @ nnls(e, target)[0], atol=1e-9)
+    assert _least_distance(e[:-1].T, e[-1], first) == (None, None)
+
+
 def test_g1_hop_with_avoidance_leaves_no_frame_inside_where_a_run_switches_answers(g1):
     """G1 hop: where the left arm's answers switch inside a run of close frames (frames 183, 251,
     993 and 994, up to 4.1 cm inside the pelvis before), a window of frames solved together goes

@@ -70,7 +70,6 @@ def test_every_shape_gets_legs_arms_and_spine(shape, bakes):
     assert result.report["limit_violations"] == 0
 
 
-
 @pytest.mark.parametrize("shape", ["no waist joint", "torso root, no waist, no head, elbow and ankle ends"])
 def test_avoidance_bakes_a_spine_without_joints(shape, walk):
     """A robot whose spine chain has no joint (torso fixed to the pelvis) bakes with avoidance on:
@@ -83,6 +82,7 @@ def test_avoidance_bakes_a_spine_without_joints(shape, walk):
     assert report["self_collision_avoided"] is True
     assert report["limit_violations"] == 0
     assert report["self_collision_pct"] == 0.0
+
 
 def _gimbal_frames(tree, q: np.ndarray) -> np.ndarray:
     """Frames where a shoulder's roll is within 25 degrees of a quarter turn: its pitch and yaw

@@ -290,16 +290,3 @@ def test_h1_standing_before_and_after_the_walk_keeps_the_issues_margin(h1_held_w
 def test_h1_standing_before_and_after_the_walk_stands_by_default():
     report = _held_gait(turn_back=False)
     assert report["zmp_outside_support_pct"] == 0.0 and report["multibody_zmp_rms_error_m"] <= 0.010
-
-
-@pytest.mark.xfail(strict=True, reason="a one-leg hold on the H1 (measured 2026-12-02, the walk held 2.4 s in mid-swing "
-                   "as test_gait.py's held_walk_gait does on the G1): the stance sole tilts 10.8 degrees through the hold "
-                   "(its five-joint leg cannot keep it flat under the held posture's waist), the multibody ZMP 17 mm "
-                   "outside on 4.1 % of samples, RMS 15.6 mm, slide 14 mm (session 13; 18 mm, 5.8 %, 20.7 mm before); with CorrectionSettings.turn_back_yaw "
-                   "26 mm outside on 1.3 %, RMS 11.7 mm, slide 4.7 mm")
-def test_h1_one_leg_hold_keeps_the_zmp_under_the_stance_foot():
-    walk = load_bvh(WALK).to_source_motion()
-    k, hold = int(4.5 * walk.fps), int(2.4 * walk.fps)
-    report = _gait(walk.at_frames(np.r_[np.arange(k), np.full(hold, k), np.arange(k, walk.frames)], "walk_hold"),
-                   "h1")[2].report
-    assert report["zmp_outside_support_pct"] == 0.0 and report["stance_slide_m"] < 0.001
