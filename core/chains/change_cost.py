@@ -7,6 +7,8 @@ their costs side by side on its columns.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .points import RobotPath
@@ -27,6 +29,15 @@ class ChainGroup:
         self.upper = np.concatenate([p.upper for p in problems]) if problems else np.zeros(0)
         self.q = problems[0].q if problems else None
         self.lines = [_limb_line(p, limb) for p, limb in zip(problems, limbs or [None] * len(problems))]
+
+    def on(self, frames: np.ndarray) -> "ChainGroup":
+        """The same chains on some frames only (indices), with their own copy of q there."""
+        q = self.q[frames].copy()
+        out = copy.copy(self)
+        out.problems = [ChainProblem(p.tree, p.kin, p.anchor[frames], q, p.targets[frames], p.weights, p.options)
+                        for p in self.problems]
+        out.q = q
+        return out
 
     def metric(self, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """(R, V, V): each chain's metric on its own columns (block diagonal): a limb's by where

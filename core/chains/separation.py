@@ -56,6 +56,7 @@ STEADY_ROOM = True  # the room made is made steady in time where the bake gives 
 POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.polish; README: G1 limbs -0.08 /
 #                     -0.14 deg for more jerk and CPU, so off)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
+SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (README)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is
 #                        (continuous in the input: the same motion written otherwise makes the same room, README);
@@ -84,7 +85,8 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     margin, root, distance(q, root, within, still), near(q, frames), gradient(q, root, within, still),
     still_poses(q, root), with_still(q) and still_on(frames): the still links posed once over all frames).
     max_step: (V,) per frame, the chains' columns one after the other.
-    fps: the clip's frame rate: with max_step, the room made is made steady in time (_steady).
+    fps: the clip's frame rate: with max_step, the room made is made steady in time (_steady), the
+    frame-by-frame room it starts from made on frames about 1 / SAMPLE_HZ apart (_sampled_apart).
     """
     if separation is None:
         return
@@ -97,12 +99,30 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     shape = np.clip(q[:, group.columns], group.lower, group.upper)
     separation = separation.with_still(q)  # the links the group does not move: posed once for every look
     steady = STEADY_ROOM and fps is not None and max_step is not None
-    x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
+    every = max(1, int(round(fps / SAMPLE_HZ))) if steady else 1
+    if every > 1 and len(shape) > 2 * every:
+        x = _sampled_apart(group, separation, shape, max_step, every)
+    else:
+        x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
     if steady:
         x = _steady(group, separation, x, shape, max_step, fps)
         if POLISH_ROOM:
             x = _polished(group, separation, x, shape, max_step, fps)
     q[:, group.columns] = x
+
+
+def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step: np.ndarray,
+                   every: int) -> np.ndarray:
+    """_keep_apart (its passes, no fixes) on every `every`-th frame and the last, the change from
+    the shape interpolated in time between them: the steady room keeps only that change's part
+    below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
+    fraction of the frame-steps (README)."""
+    frames = np.arange(len(shape))
+    sample = np.union1d(frames[::every], frames[-1:])
+    change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
+                         fixes=False) - shape[sample]
+    between = np.stack([np.interp(frames, sample, column) for column in change.T], axis=1)
+    return np.clip(shape + between, problem.lower, problem.upper)
 
 
 def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,

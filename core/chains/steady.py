@@ -21,6 +21,9 @@ BUMP_REACH = 1  # a fix is dilated over this many times BUMP_S before it is spre
 STEADY_ROUNDS = 8  # rounds of (fix the frames inside, spread the fix)
 BLEND_TRIES = 3  # widenings of the blend back into the frame-by-frame answer
 INSIDE_M = 0.001  # a frame this far inside the margin is fixed
+STALLED_ROUNDS = 1  # the rounds stop once this many leave no fewer frames inside than the fewest yet: the
+#                    frames left (a run switching answers) only move about, each round a fix (README)
+MOVED_RAD = 1e-9  # a frame moved no further keeps its depth (its distances move by about as many metres)
 
 
 def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray, upper: np.ndarray,
@@ -40,10 +43,15 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
     half = max(1, int(round(BUMP_S * fps)))
     look = np.flatnonzero((np.abs(y - shape) > 1e-9).any(axis=1) | (np.abs(change) > 1e-9).any(axis=1))
     depth = inside(y, look)
+    fewest, idle = len(look) + 1, 0
     for _ in range(STEADY_ROUNDS):
         frames = look[depth > INSIDE_M]
         if len(frames) == 0:
             return y
+        idle = idle + 1 if len(frames) >= fewest else 0
+        if idle >= STALLED_ROUNDS:  # the rounds only move the frames inside about: a run switching answers
+            break
+        fewest = min(fewest, len(frames))
         bumped = _bounded(y + _envelope(fix(y, frames) - y, half, BUMP_REACH), lower, upper, max_step)
         depth = _again(inside, bumped, y, look, depth)
         y = bumped
@@ -81,9 +89,10 @@ def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, 
 
 
 def _again(inside: Callable, y: np.ndarray, before: np.ndarray, look: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """depth (len(look),) measured again where y differs from `before` (the others have not moved)."""
+    """depth (len(look),) measured again where y moved from `before` by more than rounding (the
+    rate limit re-rounds every frame of a stretch at a joint's top speed: most of a clip's frames)."""
     depth = depth.copy()
-    moved = np.flatnonzero((y[look] != before[look]).any(axis=1))
+    moved = np.flatnonzero((np.abs(y[look] - before[look]) > MOVED_RAD).any(axis=1))
     if len(moved):
         depth[moved] = inside(y, look[moved])
     return depth

@@ -194,6 +194,12 @@ class SeparationTerm:
         """The kept still poses (with_still) on some frames (indices into root's), or None."""
         return None if self.still is None else {link: pose[frames] for link, pose in self.still.items()}
 
+    def on(self, frames: np.ndarray) -> "SeparationTerm":
+        """The same term on some of its root's frames (indices), with its kept still poses there."""
+        out = copy.copy(self)
+        out.root, out.still = self.root[frames], self.still_on(frames)
+        return out
+
     def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None,
                  still: dict | None = None) -> np.ndarray:
         """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default

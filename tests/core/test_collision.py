@@ -326,7 +326,7 @@ def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(
     """G1 left arm and hand in random postures: a term keeping the poses of the links the arm does
     not move over all frames (with_still, as a bake's separation does) gives, on any frames, the
     distances and gradient entries of the term posing everything; a subset of its pairs (near)
-    keeps them; and how far each frame is inside the margin reads the same with exact distances
+    and the term on some of its frames (on) keep them; and how far each frame is inside the margin reads the same with exact distances
     only below the margin as with exact distances to 6 cm (switches._violation)."""
     from core.chains.switches import _violation
     from core.collision.avoid import Separation
@@ -350,6 +350,9 @@ def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(
     np.testing.assert_allclose(dist2, dist, atol=1e-12)
     np.testing.assert_allclose(grad2, grad, atol=1e-12)
     assert kept.near(q, frames).still is kept.still
+    sampled = kept.on(frames)  # the term on some frames (a sampled first solve): their roots and still poses
+    np.testing.assert_allclose(sampled.distance(moved, None, 0.06, sampled.still_on(np.arange(len(frames)))),
+                               term.distance(moved, root, 0.06), atol=1e-12)
 
     class Group:  # the problem _violation poses: its columns are the term's joints
         columns = [tree.qindex[v] for v in term.variables]
