@@ -3,7 +3,7 @@
 H1 with avoidance on (each clip's own mapping, planted feet), one .npy (F, n) rad per bake, to
 compare a refactor's bakes with the code before it bit for bit (np.array_equal).
 
-Pin the process, or two bakes of the same code may differ (README, Self-collision, What was tried):
+Pin the process, or two bakes of the same code may differ (docs/history/self_collision.md, What was tried):
 
     OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 setarch x86_64 -R .venv/bin/python bench/avoid_joints.py OUT
 """

@@ -15,7 +15,7 @@ from .points import RobotPath
 from .solver import ChainKinematics, ChainProblem
 
 HUNG_SHAPE_WEIGHT = 0.3  # a hand's turn costs this share of its shape (G1 walk: limbs +1.65 -> +1.38 deg)
-LINE_WEIGHT = 0.3  # a turn of a limb's line costs this share of its tip's weight beyond its shape (README)
+LINE_WEIGHT = 0.3  # a turn of a limb's line costs this share of its tip's weight beyond its shape (docs/history/self_collision.md)
 PULL_WEIGHT = 3.0  # the limb line's distance from the actor's costs this share of its tip's weight in them
 
 
@@ -110,7 +110,7 @@ def _limb_metric(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, ro
     the line a viewer reads; a move along it or a swivel about it adds nothing), so an arm bends,
     swivels or turns its hand before it points elsewhere. Charging the turn alone, the rest of
     the shape at a tenth, let the G1's arms make room by swivels and bends that linearised steps
-    overrate: limbs +1.50 / +2.00 deg where the shape alone costs +1.39 / +1.83 (README)."""
+    overrate: limbs +1.50 / +2.00 deg where the shape alone costs +1.39 / +1.83 (docs/history/self_collision.md)."""
     points, jac = line.evaluate(problem.tree, problem.anchor[rows], q, True)  # (R, M + 1, 3), (R, M + 1, 3, V)
     count = len(problem.kin.point_link)
     along = points[:, count] / np.maximum(np.linalg.norm(points[:, count], axis=1, keepdims=True), 1e-9)

@@ -4,7 +4,7 @@ line's distance from the actor's: core.chains.change_cost) by steps that each lo
 and keep the pairs out (sequential quadratic programming with a backtracking line search), in
 a wider room than the passes' (a frame held at the passes' bound gets more). The passes' whole
 steps are kept only where cheaper after the fact and stop short; these do not undo themselves.
-Off by default (core.chains.separation.POLISH_ROOM; README, What was tried).
+Off by default (core.chains.separation.POLISH_ROOM; docs/history/self_collision.md).
 """
 from __future__ import annotations
 

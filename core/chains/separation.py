@@ -44,22 +44,22 @@ LOOKAHEAD_M = 0.01  # pairs this far beyond the margin are kept from closing in 
 TOLERANCE_M = 0.001  # a frame is done when its pairs are this close to the margin
 AIM_M = 0.001  # a correction aims this far beyond the margin: the linearisation falls a little short
 DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
-WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (README: G1 walk limbs +1.30 -> +0.80 deg)
+WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (docs/history/self_collision.md: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
-#                            (README: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
+#                            (docs/history/self_collision.md: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
-WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (README: the third's cost 5 %, cleared none)
+WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (docs/history/self_collision.md: the third's cost 5 %, cleared none)
 DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
 DETOUR_HALF_WIDTHS = (4, 8)  # frames each side of a frame the steady room left inside, solved together
 DETOUR_STEPS = 3  # linearisations per detour window (6, as the switch windows: 1.5 x the NNLS time, limbs the same)
 STEADY_ROOM = True  # the room made is made steady in time where the bake gives its frame rate (core.chains.steady)
-POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.polish; README: G1 limbs -0.08 /
+POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.polish; docs/history/self_collision.md: G1 limbs -0.08 /
 #                     -0.14 deg for more jerk and CPU, so off)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
-SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (README)
+SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (docs/history/self_collision.md)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is
-#                        (continuous in the input: the same motion written otherwise makes the same room, README);
+#                        (continuous in the input: the same motion written otherwise makes the same room, docs/history/self_collision.md);
 #                        False: only a joint already on its bound is held, another is cut at it
 
 
@@ -116,7 +116,7 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     """_keep_apart (its passes, no fixes) on every `every`-th frame and the last, the change from
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
-    fraction of the frame-steps (README)."""
+    fraction of the frame-steps (docs/history/self_collision.md)."""
     frames = np.arange(len(shape))
     sample = np.union1d(frames[::every], frames[-1:])
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,

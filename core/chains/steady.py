@@ -22,7 +22,7 @@ STEADY_ROUNDS = 8  # rounds of (fix the frames inside, spread the fix)
 BLEND_TRIES = 3  # widenings of the blend back into the frame-by-frame answer
 INSIDE_M = 0.001  # a frame this far inside the margin is fixed
 STALLED_ROUNDS = 1  # the rounds stop once this many leave no fewer frames inside than the fewest yet: the
-#                    frames left (a run switching answers) only move about, each round a fix (README)
+#                    frames left (a run switching answers) only move about, each round a fix (docs/history/self_collision.md)
 MOVED_RAD = 1e-9  # a frame moved no further keeps its depth (its distances move by about as many metres)
 
 
@@ -109,7 +109,7 @@ def _envelope(bump: np.ndarray, half: int, reach: int = 2) -> np.ndarray:
     (each average of a frame's window holds the frame's own value; 3: all of it for half frames
     either side); reach 1 (the rounds' bumps) falls short of a lone frame's fix, which the next
     round fixes again, and overshoots its neighbours less (G1 hop jerk 2.8 -> 2.4 x the bake's
-    without, README)."""
+    without, docs/history/self_collision.md)."""
     out = np.zeros(bump.shape)
     for sign in (1.0, -1.0):
         part = np.maximum(sign * bump, 0.0)

@@ -78,7 +78,7 @@ def _with_ankle(motion: SourceMotion, chain: ChainMapping, src: SourceChain, fra
 
     Where a leg points (hip to ankle) is what a viewer reads; weighted like the toe, the ankle
     keeps that direction when thigh, shin and foot proportions differ from the actor's
-    (walk onto G1, planted: left leg 4.0 -> see README's figures)."""
+    (walk onto G1, planted: left leg 4.0 deg before; now README, Benchmarks, what a viewer sees)."""
     fractions = np.asarray(fractions, dtype=float)
     if chain.role != "leg" or not chain.source_landmarks or chain.source_fractions or chain.robot_fractions:
         return fractions, None
