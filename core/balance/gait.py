@@ -314,7 +314,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
         # then the few cycles short of issue 12's margin (a touch-down's jerk, a heel the trailing roll raised
         # after the target was planned): the target moved inward there (core.balance.margin)
         q, root_pos, com_path, zmp, com = toward_margin(fine, q, root_pos, com_path, plan.target, com_height,
-                                                        plan.paths, zmp)
+                                                        plan.paths, zmp, com)
     let_go(q, root_pos)  # and where the passes' waist let it go
     plan.root_rot = fine.root_rot  # the waist as it stands: its tilt given up where a foot could not stand
     c = settings.correction

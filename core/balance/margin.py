@@ -60,19 +60,38 @@ def inward_target(target: np.ndarray, margin: np.ndarray, grad: np.ndarray, peri
 
 
 def toward_margin(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, com_path: np.ndarray,
-                  target: np.ndarray, com_height: float, paths: dict[int, FootPath], zmp: np.ndarray):
-    """MARGIN_ROUNDS rounds of: the margins measured, the target moved inward where they are short,
-    MARGIN_PASSES passes toward it from the best pass's waist: (q, root_pos, com_path, zmp, com)."""
-    com = None
+                  target: np.ndarray, com_height: float, paths: dict[int, FootPath], zmp: np.ndarray,
+                  com: np.ndarray):
+    """Up to MARGIN_ROUNDS rounds of: the margins measured, the target moved inward where they are
+    short, MARGIN_PASSES passes toward it from the best pass's waist. The round with the best worst
+    margin is kept (the passes' start among them), its waist left on the corrector as refine leaves
+    it: (q, root_pos, com_path, zmp, com)."""
+    state = (q, root_pos, com_path, zmp, com)
     aim = target
-    for _ in range(MARGIN_ROUNDS):
-        margin, grad = margins(corrector, q, root_pos, paths, zmp)
+    best = None
+    for round_ in range(MARGIN_ROUNDS + 1):
+        margin, grad = margins(corrector, q, root_pos, paths, state[3])
+        worst = float(margin.min()) if len(margin) else 0.0
+        if best is None or worst > best[0]:
+            best = (worst, state, _waist(corrector))
         moved = inward_target(aim, margin, grad, corrector.period)
-        if moved is aim:
+        if moved is aim or round_ == MARGIN_ROUNDS:
             break
         aim = moved
-        q, root_pos, com_path, zmp, com = refine(corrector, q, root_pos, corrector.command, com_path, aim,
-                                                 com_height, MARGIN_PASSES, stall_share=np.inf)
-    if com is None:
-        zmp, com = corrector.zmp(q, root_pos)
-    return q, root_pos, com_path, zmp, com
+        state = refine(corrector, q, root_pos, corrector.command, state[2], aim, com_height, MARGIN_PASSES,
+                       stall_share=np.inf)
+        q, root_pos = state[0], state[1]
+    _restore(corrector, best[2])
+    return best[1]
+
+
+def _waist(corrector: Corrector) -> tuple:
+    """What refine leaves on the corrector: the waist's rotation, its command, the rolled waist's place."""
+    family = corrector.family
+    return corrector.root_rot, corrector.command, None if family is None else family.params
+
+
+def _restore(corrector: Corrector, waist: tuple) -> None:
+    corrector.root_rot, corrector.command = waist[0], waist[1]
+    if corrector.family is not None:
+        corrector.family.params = waist[2]
