@@ -28,7 +28,8 @@ GRADIENT_M = 1e-4  # the finite-difference step of the margin's gradient
 def margins(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: dict[int, FootPath],
             zmp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The ZMP's margin (N,) inside the support of the feet as the legs put them (the report's), and
-    its gradient (N, 2): the unit inward normal of the nearest edge (0 without support)."""
+    where it is short of MARGIN_GOAL_M its gradient (N, 2): the unit inward normal of the nearest edge
+    (0 elsewhere and without support; the margin's test costs as much again per axis, so only there)."""
     root = pose_matrices(corrector.root_rot, root_pos)
     links = list(paths)
     poses = corrector.tree.poses(q, root, links)
@@ -36,11 +37,12 @@ def margins(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: di
     radius = np.concatenate([paths[link].body.radius for link in links])
     base = support_margins(points, zmp, 0.0, radius)
     grad = np.zeros_like(zmp)
+    short = np.flatnonzero(np.isfinite(base) & (base < MARGIN_GOAL_M))
     for axis in range(2):
         step = np.zeros(2)
         step[axis] = GRADIENT_M
-        grad[:, axis] = (support_margins(points, zmp + step, 0.0, radius)
-                         - support_margins(points, zmp - step, 0.0, radius)) / (2 * GRADIENT_M)
+        grad[short, axis] = (support_margins(points[short], zmp[short] + step, 0.0, radius)
+                             - support_margins(points[short], zmp[short] - step, 0.0, radius)) / (2 * GRADIENT_M)
     grad[~np.isfinite(grad)] = 0.0
     return base, grad
 
