@@ -30,6 +30,7 @@ from .inertia import BalanceError, MassModel, centre_of_mass, com_push
 from .lateral import band_constraints, plan_path, support_constraints, zmp_operator
 from .legs import pose_errors
 from .lift_off import swing_where_feet_let_go
+from .margin import toward_margin
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .sagittal import planar_legs
@@ -310,6 +311,10 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
                                                  ROLLED_FINE_PASSES, stall_share=np.inf)  # ROLLED_FINE_PASSES' note
         q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
         zmp, com = fine.zmp(q, root_pos)
+        # then the few cycles short of issue 12's margin (a touch-down's jerk, a heel the trailing roll raised
+        # after the target was planned): the target moved inward there (core.balance.margin)
+        q, root_pos, com_path, zmp, com = toward_margin(fine, q, root_pos, com_path, plan.target, com_height,
+                                                        plan.paths, zmp, com)
     let_go(q, root_pos)  # and where the passes' waist let it go
     plan.root_rot = fine.root_rot  # the waist as it stands: its tilt given up where a foot could not stand
     c = settings.correction
