@@ -108,6 +108,39 @@ def test_a_preset_for_another_skeleton_or_robot_names_its_file(tmp_path, clip, c
     assert not (tmp_path / "c.csv").exists()
 
 
+@pytest.mark.parametrize("field,value,words", [
+    ("robot_root", "pelvis_link", "robot_root: robot 'g1_29dof_rev_1_0' has no link 'pelvis_link'"),
+    ("source_root", "Hipps", "has no bone 'Hipps'"),
+    ("tip_weight", -5.0, "tip_weight: -5.0 is outside its range (at least 0.0)"),
+    ("points", -3, "points: -3 is outside its range (0 to 64)"),
+    ("smoothness", -1.0, "settings.smoothness: -1.0 is outside its range"),
+    ("iterations", 0, "settings.iterations: 0 is outside its range (1 to 100)"),
+])
+def test_a_preset_value_the_sidebar_would_not_take_names_its_file_and_field(tmp_path, clip, capsys, field,
+                                                                            value, words):
+    """Each of these once baked without a word (a new user's hand-edited preset): an unknown root
+    was ignored, a negative tip weight put NaN into the solve, a negative smoothness threw the
+    G1's arms 60 degrees off. Now the bake stops before anything is written, naming the field."""
+    from core.library.clip import read_clip
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
+    from core.retarget import auto_map
+
+    mapping = auto_map(read_clip(clip), KinematicTree(parse_urdf(G1)))
+    data = mapping.to_dict()
+    leg = next(c for c in data["chains"] if c["role"] == "leg")
+    target = data if field.endswith("_root") else leg if field in leg else data["settings"]
+    target[field] = value
+    preset = tmp_path / "edited.json"
+    preset.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "a.csv"
+    assert main(["bake", "--source", str(clip), "--robot", str(G1), "--mapping", str(preset),
+                 "--out", str(out), "--contacts", "off"]) == 1
+    err = capsys.readouterr().err
+    assert str(preset) in err and field in err and words in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
 def test_an_export_named_for_another_format_is_refused(tmp_path, clip, capsys):
     out = tmp_path / "walk.csv"
     assert main(["export", "--source", str(clip), "--robot", str(G1), "--format", "npz", "--out", str(out)]) == 1
