@@ -141,6 +141,32 @@ def test_a_preset_value_the_sidebar_would_not_take_names_its_file_and_field(tmp_
     assert not out.exists()
 
 
+@pytest.mark.parametrize("side", ["robot", "source"])
+def test_a_chain_whose_tip_is_not_below_its_base_is_named(tmp_path, clip, capsys, side):
+    """A preset whose left leg starts at the right hip stopped with "robot link 'left_ankle_roll_link'
+    does not descend from 'right_hip_pitch_link'": which of the preset's chains was left to guess
+    (the source side named it already)."""
+    from core.library.clip import read_clip
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
+    from core.retarget import auto_map
+
+    mapping = auto_map(read_clip(clip), KinematicTree(parse_urdf(G1)))
+    legs = {c.side: c for c in mapping.chains if c.role == "leg"}
+    if side == "robot":
+        legs["left"].robot_base = legs["right"].robot_base
+    else:
+        legs["left"].source_base = legs["right"].source_base
+    preset = mapping.save(tmp_path / "crossed.json")
+    out = tmp_path / "a.csv"
+    assert main(["bake", "--source", str(clip), "--robot", str(G1), "--mapping", str(preset),
+                 "--out", str(out), "--contacts", "off"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("chain") == 1 and f"chain {legs['left'].name!r}: {side}" in err, err
+    assert "does not descend from" in err, err
+    assert err.count("\n") == 1 and not out.exists()
+
+
 def test_an_export_named_for_another_format_is_refused(tmp_path, clip, capsys):
     out = tmp_path / "walk.csv"
     assert main(["export", "--source", str(clip), "--robot", str(G1), "--format", "npz", "--out", str(out)]) == 1
