@@ -435,6 +435,23 @@ def test_balance_names_a_missing_joint(walk_bake, tmp_path):
     assert_one_line_error(launcher("balance", "--motion", bad, "--robot", G1), "left_knee_joint")
 
 
+def test_balance_of_another_robots_motion_counts_the_joints_it_lacks(extension, capsys, tmp_path):
+    """The H1's bake checked against the G1 named five of the 13 joints it lacks and no more, as
+    if those five were all: a user fixing them one by one met the next five."""
+    from core.library.cli import main as core_main
+
+    h1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+    motion = tmp_path / "walk_h1.csv"
+    assert core_main(["bake", "--source", str(WALK), "--robot", str(h1), "--frames", "0:20", "--out", str(motion),
+                      "--contacts", "off"]) == 0
+    capsys.readouterr()
+    code, stdout, stderr = _main(extension, capsys, "balance", "--motion", motion, "--robot", G1)
+    header = motion.read_text().splitlines()[0].split(",")
+    lacking = [name for name, _, _ in urdf_joints(G1) if name not in header]
+    assert code == 1 and len(lacking) == 13
+    assert f"no column for 13 of the 29 joints of {G1}: {', '.join(lacking[:5])} and 8 more" in stderr, stderr
+
+
 def test_splice_main_sides_may_each_be_auto(extension):
     """`--main 1:auto` and `auto:7` detect the side written auto, as an empty side does."""
     import importlib
