@@ -167,6 +167,24 @@ def test_a_chain_whose_tip_is_not_below_its_base_is_named(tmp_path, clip, capsys
     assert err.count("\n") == 1 and not out.exists()
 
 
+def test_an_acceleration_limit_for_a_joint_the_robot_lacks_names_the_settings_file_before_the_bake(
+        tmp_path, clip, capsys, monkeypatch):
+    """An export settings file written for the H1 ("left_ankle_joint") given with the G1 failed after
+    the whole bake with a line that did not say which file held the joint."""
+    import core.library.cli as cli
+
+    settings = tmp_path / "h1_export.json"
+    settings.write_text(json.dumps({"rate_hz": 50, "joint_acceleration_limits": {"left_ankle_joint": 40.0}}))
+    baked = []
+    monkeypatch.setattr(cli, "bake_clip_file", lambda *a, **k: baked.append(a) or pytest.fail("baked"))
+    out = tmp_path / "a.csv"
+    assert main(["export", "--source", str(clip), "--robot", str(G1), "--settings", str(settings),
+                 "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{settings}: acceleration limit for joint 'left_ankle_joint'" in err and err.count("\n") == 1, err
+    assert not baked and not out.exists()
+
+
 def test_an_export_named_for_another_format_is_refused(tmp_path, clip, capsys):
     out = tmp_path / "walk.csv"
     assert main(["export", "--source", str(clip), "--robot", str(G1), "--format", "npz", "--out", str(out)]) == 1
