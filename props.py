@@ -12,11 +12,18 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty,
                        FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
 
-from .core.chains.mapping import ROLES, ChainMapping, Mapping, MappingError, RetargetSettings
+from .core.chains.mapping import (CHAIN_RANGES, ROLES, SETTING_RANGES, ChainMapping, Mapping, MappingError,
+                                  RetargetSettings)
 
 _SIDES = [("NONE", "None", "Not a sided limb"), ("LEFT", "Left", ""), ("RIGHT", "Right", "")]
 _LIST_FIELDS = ("source_tips", "robot_tips", "source_landmarks", "robot_landmarks")
 _FLOAT_LIST_FIELDS = ("source_fractions", "robot_fractions")
+
+
+def _bounds(ranges: dict[str, tuple], key: str) -> dict:
+    """min/max of a number field: the ranges a preset is checked against (core.chains.mapping)."""
+    low, high = ranges[key]
+    return {"min": low} if high is None else {"min": low, "max": high}
 
 
 def _is_armature(self, obj) -> bool:
@@ -38,10 +45,12 @@ class RobotRetargetChain(bpy.types.PropertyGroup):
     source_tip_tail: BoolProperty(name="Include Tip Tail", description="End the source chain at the tip bone's tail")
     use_tip_offset: BoolProperty(name="Tip Offset", description="End the robot chain at a point fixed in the tip link")
     robot_tip_offset: FloatVectorProperty(name="Tip Offset", size=3, subtype='TRANSLATION', unit='LENGTH')
-    points: IntProperty(name="Points", min=0, max=64, default=0,
+    points: IntProperty(name="Points", **_bounds(CHAIN_RANGES, "points"), default=0,
                         description="Reference points along the chain (0: one more than the robot chain's joints)")
-    tip_weight: FloatProperty(name="Tip Weight", min=0.0, default=3.0, description="Weight of the tip reference point")
-    weight: FloatProperty(name="Weight", min=0.0, default=1.0, description="Weight of the other reference points")
+    tip_weight: FloatProperty(name="Tip Weight", **_bounds(CHAIN_RANGES, "tip_weight"), default=3.0,
+                              description="Weight of the tip reference point")
+    weight: FloatProperty(name="Weight", **_bounds(CHAIN_RANGES, "weight"), default=1.0,
+                          description="Weight of the other reference points")
     source_landmarks: StringProperty(name="Source Landmarks", description="Comma-separated joints matched to robot landmarks (knee, ankle)")
     robot_landmarks: StringProperty(name="Robot Landmarks", description="Comma-separated robot links matching the source landmarks")
     robot_start: StringProperty(name="Robot Shape Start", description="Link where the robot limb's shape begins (empty: the base)")
@@ -61,10 +70,13 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
     objective: EnumProperty(name="Objective", default="l2", items=[
         ("l2", "Least Squares", "Weighted sum of squared reference-point distances"),
         ("l1", "Robust (L1)", "Sum of distances: one bad point pulls less")])
-    iterations: IntProperty(name="Iterations", default=RetargetSettings.iterations, min=1, max=100)
-    smoothness: FloatProperty(name="Smoothness", default=RetargetSettings.smoothness, min=0.0,
+    iterations: IntProperty(name="Iterations", default=RetargetSettings.iterations,
+                            **_bounds(SETTING_RANGES, "iterations"))
+    smoothness: FloatProperty(name="Smoothness", default=RetargetSettings.smoothness,
+                              **_bounds(SETTING_RANGES, "smoothness"),
                               description="Pull toward the previous frame where a chain is redundant")
-    rest_prior: FloatProperty(name="Rest Prior", default=RetargetSettings.rest_prior, min=0.0,
+    rest_prior: FloatProperty(name="Rest Prior", default=RetargetSettings.rest_prior,
+                              **_bounds(SETTING_RANGES, "rest_prior"),
                               description="Weak pull toward the robot's neutral posture (zero pose, arms hanging)")
     root_mode: EnumProperty(name="Root", default="follow", items=[
         ("follow", "Follow", "The robot travels like the source, scaled by leg length"),
@@ -78,14 +90,15 @@ class RobotRetargetSettings(bpy.types.PropertyGroup):
         ("butterworth", "Butterworth", "Zero-phase low-pass"),
         ("moving_average", "Moving Average", "Centred moving average"),
         ("none", "None", "No filtering")])
-    cutoff_hz: FloatProperty(name="Cutoff", default=RetargetSettings.cutoff_hz, min=0.1, max=100.0,
+    cutoff_hz: FloatProperty(name="Cutoff", default=RetargetSettings.cutoff_hz, **_bounds(SETTING_RANGES, "cutoff_hz"),
                              description="Low-pass cutoff frequency in Hz")
-    window: IntProperty(name="Window", default=RetargetSettings.window, min=1, max=99,
+    window: IntProperty(name="Window", default=RetargetSettings.window, **_bounds(SETTING_RANGES, "window"),
                         description="Moving-average window in frames")
     avoid_self_collision: BoolProperty(name="Avoid Self-Collision", default=RetargetSettings.avoid_self_collision,
                                        description="Keep the robot's links a margin apart in the solve "
                                                    "(their collision proxies)")
-    collision_margin: FloatProperty(name="Margin", default=RetargetSettings.collision_margin, min=0.0, max=0.2,
+    collision_margin: FloatProperty(name="Margin", default=RetargetSettings.collision_margin,
+                                    **_bounds(SETTING_RANGES, "collision_margin"),
                                     unit="LENGTH", description="Least distance kept between checked links")
     allow_collision: StringProperty(name="Allowed Pairs", description="Link pairs that may touch, from the "
                                     "mapping preset: 'link, link; link, link'")

@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     names, time_s, root_position, root_quaternion, joints = _read_motion(Path(args.motion))
     missing = [name for name in tree.joint_names if name not in names]
     if missing:
-        raise CommandError(f"{args.motion}: no column for joint(s) {', '.join(missing[:5])} of {args.robot}")
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""  # another robot's motion misses many
+        raise CommandError(f"{args.motion}: no column for {len(missing)} of the {len(tree.joint_names)} joints of "
+                           f"{args.robot}: {', '.join(missing[:5])}{more}")
     if len(time_s) < 2:
         raise CommandError(f"{args.motion}: needs at least two rows to tell the rate")
     q = joints[:, [names.index(name) for name in tree.joint_names]]

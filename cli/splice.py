@@ -176,7 +176,7 @@ def _bake_clips(args: argparse.Namespace, robot) -> list:
 
     from ..core.chains.mapping import Mapping
     from ..core.splice import Clip
-    from ..operators.common import action_frame_range, auto_map_objects
+    from ..operators.common import action_frame_range, auto_map_objects, tree_from_rig
     from ..operators.retarget import bake_action
     from .common import import_clip, print_warnings
 
@@ -185,6 +185,9 @@ def _bake_clips(args: argparse.Namespace, robot) -> list:
     for number, text in enumerate(args.source, start=1):
         path = Path(text)
         source = import_clip(path, args.source_up)
+        if preset is not None:  # a preset for another skeleton or robot fails naming its file, as in `bake`
+            preset.check_names(str(Path(args.mapping).absolute()), bones=[b.name for b in source.data.bones],
+                               source=source.name, links=list(tree_from_rig(robot).link_names), robot=robot.name)
         mapping = preset or auto_map_objects(source, robot, bpy.context.scene)
         outcome = bake_action(bpy.context.scene, source, robot, mapping, *action_frame_range(source))
         result = outcome.result

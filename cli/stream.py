@@ -94,6 +94,8 @@ def _session(args: argparse.Namespace):
     tree = KinematicTree(parse_urdf(args.robot))
     if args.mapping:
         mapping = Mapping.load(args.mapping)
+        mapping.check_names(str(Path(args.mapping).absolute()), bones=list(clip.names),
+                            source=Path(args.skeleton).stem, links=list(tree.link_names), robot=tree.robot.name)
     elif clip.frames:
         mapping = auto_map(clip.to_source_motion(up=args.source_up), tree)
     else:

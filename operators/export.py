@@ -59,8 +59,10 @@ def find_robot(context, name: str | None = None):
     """The robot to export: by name, else the Robot tab's robot, the active rig, or the only rig."""
     if name:
         obj = bpy.data.objects.get(name)
-        if not is_robot_rig(obj):
-            raise ValueError(f"object {name!r} is not a robot rig (an armature imported from a URDF)")
+        if not is_robot_rig(obj):  # a typo read "is not a robot rig" as if the object were there
+            rigs = sorted(o.name for o in context.scene.objects if is_robot_rig(o))
+            what = "no object of that name" if obj is None else "not a robot rig (an armature imported from a URDF)"
+            raise ValueError(f"object {name!r}: {what}; robot rigs in the scene: {', '.join(rigs) or 'none'}")
         return obj
     settings = getattr(context.scene, "robot_retarget", None)
     for obj in (getattr(settings, "robot", None), getattr(context, "active_object", None)):

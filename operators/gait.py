@@ -65,10 +65,12 @@ def gait_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
 
 def gait_summary(report: dict) -> str:
     margin = report["min_support_margin_m"]
+    lifted = report.get("samples_without_support", 0)  # the worst margin is over the others
     return (f"Gait of {report['steps']} steps at {report['rate_hz']:.0f} Hz: multibody ZMP "
             f"{1000 * report['multibody_zmp_rms_error_m']:.0f} mm RMS from its target, outside the feet on "
             f"{report['zmp_outside_support_pct']:.1f} % of samples (worst margin "
-            f"{'none' if margin is None else f'{1000 * margin:.0f} mm'}); stance slide "
+            f"{'none' if margin is None else f'{1000 * margin:.0f} mm'}"
+            f"{f' where a foot is down; no foot down on {lifted} samples' if lifted else ''}); stance slide "
             f"{1000 * report['stance_slide_m']:.1f} mm")
 
 

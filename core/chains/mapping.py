@@ -17,6 +17,13 @@ SETTING_CHOICES = {
     "ground": ("clip", "frame", "none"),
     "filter": ("butterworth", "moving_average", "none"),
 }
+# The numbers a preset may hold: the sidebar's bounds (props.py), so a preset bakes on the command
+# line as it does once loaded into the sidebar (which clamps to them). Outside them a bake went on
+# without a word: a negative tip weight put NaN into the solve's weights, a negative smoothness or
+# `points` threw limbs tens of degrees off. (low, high); None: unbounded.
+CHAIN_RANGES = {"points": (0, 64), "tip_weight": (0.0, None), "weight": (0.0, None)}
+SETTING_RANGES = {"iterations": (1, 100), "smoothness": (0.0, None), "rest_prior": (0.0, None),
+                  "cutoff_hz": (0.1, 100.0), "window": (1, 99), "collision_margin": (0.0, 0.2)}
 
 
 class MappingError(ValueError):
@@ -124,6 +131,17 @@ class Mapping:
             if getattr(settings, key) not in allowed:
                 raise MappingError(f"{origin}: settings.{key}: {getattr(settings, key)!r} is not one of "
                                    f"{', '.join(allowed)}")
+        _check_ranges(settings, SETTING_RANGES, f"{origin}: settings")
+        for i, c in enumerate(chains):
+            where = f"{origin}: chains[{i}] ({c.name!r})"
+            _check_ranges(c, CHAIN_RANGES, where)
+            if c.robot_tip_offset is not None and len(c.robot_tip_offset) != 3:
+                raise MappingError(f"{where}.robot_tip_offset: expected 3 numbers (x, y, z in the tip link), "
+                                   f"got {len(c.robot_tip_offset)}")
+            for key in ("source_fractions", "robot_fractions"):
+                values = getattr(c, key) or []
+                if not all(0.0 <= v <= 1.0 for v in values):
+                    raise MappingError(f"{where}.{key}: fractions of the chain's length lie in 0-1, got {values}")
         return mapping
 
     def check_names(self, origin: str, bones: list[str] | None = None, source: str = "",
@@ -131,6 +149,11 @@ class Mapping:
         """MappingError naming the preset (`origin`), the chain and the bone or link that the
         clip (`bones`, named `source`) or the robot (`links`, named `robot`) does not have: a
         preset written for another skeleton or robot fails before the bake, saying which file."""
+        roots = [("source_root", self.source_root, bones, f"source {source!r} has no bone"),
+                 ("robot_root", self.robot_root, links, f"robot {robot!r} has no link")]
+        for key, name, names, lacks in roots:  # empty: auto-map's choice; unknown was ignored silently
+            if name and names is not None and name not in names:
+                raise MappingError(f"{origin}: {key}: {lacks} {name!r}")
         for chain in self.enabled_chains():
             if bones is not None:
                 for bone in [chain.source_base, *chain.source_tips, *(chain.source_landmarks or [])]:
@@ -156,6 +179,15 @@ class Mapping:
 
 
 REPORT_ONLY = {"automap_confidence", "reasons", "notes"}  # what a bake report's mapping adds to its preset
+
+
+def _check_ranges(values, ranges: dict[str, tuple], where: str) -> None:
+    """MappingError naming the field whose number lies outside its (low, high) range."""
+    for key, (low, high) in ranges.items():
+        value = getattr(values, key)
+        if value < low or (high is not None and value > high):
+            span = f"at least {low}" if high is None else f"{low} to {high}"
+            raise MappingError(f"{where}.{key}: {value!r} is outside its range ({span})")
 
 
 def _link_pairs(value, where: str) -> list[list[str]]:

@@ -19,6 +19,7 @@ from typing import Callable, Iterator
 
 from ..motion.bake_csv import write_bake_csv
 from ..playback.formats import FORMATS, output_paths
+from ..playback.sampling import JointLimits, PlaybackError
 from ..retarget.summary import report_summary
 from .arguments import (CommandError, add_bake_parser, add_batch_parser, add_export_parser, check_output,
                         check_outputs, export_settings, print_warnings, run_command, write_report)
@@ -104,6 +105,11 @@ def export_files(args: argparse.Namespace, generator: str) -> tuple[dict, str]:
         raise CommandError(f"{Path(args.source).absolute()}: --robot ROBOT.urdf is required to bake a clip")
     check_contacts(args)
     robot = load_robot(args.robot, args.mapping)
+    if settings.joint_acceleration_limits:  # a joint the robot lacks fails before the bake, naming the file
+        try:
+            JointLimits.from_tree(robot.tree, settings.acceleration_limit, settings.joint_acceleration_limits)
+        except PlaybackError as exc:
+            raise CommandError(f"{Path(args.settings).absolute()}: {exc}") from None
     bake = bake_clip_file(args.source, robot, args.frames, args.contacts, args.source_up)
     return export_bake(bake, robot, out, settings, args.source, generator)
 

@@ -68,7 +68,7 @@ class ExportSettings:
         for key, value in data.items():
             kinds = _SETTING_TYPES[key]
             if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-                raise PlaybackError(f"{origin}: {key}: {value!r} is not a {' or '.join(k.__name__ for k in kinds)}")
+                raise PlaybackError(f"{origin}: {key}: {value!r} is not {_KIND_WORDS[kinds]}")
         data = dict(data)
         if "rate_hz" in data:
             rate = data.pop("rate_hz")
@@ -83,6 +83,8 @@ _NUMBER = (int, float)
 _SETTING_TYPES = {"format": (str,), "rate_hz": _NUMBER, "period_s": _NUMBER, "units": (str,),
                   "acceleration_limit": (*_NUMBER, type(None)), "joint_acceleration_limits": (dict,),
                   "retime": (bool,), "allow_violations": (bool,), "overwrite": (bool,)}
+_KIND_WORDS = {(str,): "text", _NUMBER: "a number", (*_NUMBER, type(None)): "a number or null",
+               (dict,): "an object (joint: limit)", (bool,): "true or false"}  # said as the JSON's words
 
 
 @dataclass

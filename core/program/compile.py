@@ -158,8 +158,23 @@ class _Compiler:
             module, origin, folded = self.module(member, items)
             if member.kind == "item":  # replaces the base motion's module of that part
                 items = [i for i in items if not (i.part == member.part and i.from_base)]
-            items.append(Item(member.part, module, origin, start, 1 if folded else member.timing.repeat))
+            item = Item(member.part, module, origin, start, 1 if folded else member.timing.repeat)
+            self._refuse_overlap(member, item, items)
+            items.append(item)
         return _Placed(items, voice)
+
+    def _refuse_overlap(self, member: Member, item: Item, items: list[Item]) -> None:
+        """Two modules of one part at once had their keys interleaved (core.program.timing.part_keys):
+        `WAIST <do:=turn>` over a base's WAIST jumped between both at every key, said only as timing
+        violations."""
+        clash = next((i for i in items if i.part == item.part and i.start_s < item.end_s - 1e-9
+                      and item.start_s < i.end_s - 1e-9), None)
+        if clash is not None:
+            fix = f"; `item {item.part} <do:=...>` replaces the base motion's" if clash.from_base else ""
+            raise self.error(member.line, member.column,
+                             f"{item.part} already plays {clash.module.name} at {clash.start_s:.2f}-{clash.end_s:.2f} s "
+                             f"(this one: {item.start_s:.2f}-{item.end_s:.2f} s): one part plays one module at a "
+                             f"time{fix}")
 
     def module(self, member: Member, items: list[Item]) -> tuple[Module, str, bool]:
         """The module a member places, the motion it comes from, and whether its repeats are

@@ -39,7 +39,10 @@ def plan_chains(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, war
     plans = []
     for chain in mapping.enabled_chains():
         src = source_chain(motion, chain)
-        robot_paths = [tree.path(chain.robot_base, t) for t in chain.robot_tips] if chain.robot_tips else []
+        try:  # a tip that is not below its base (a preset's typo) names the chain, as source_chain does
+            robot_paths = [tree.path(chain.robot_base, t) for t in chain.robot_tips] if chain.robot_tips else []
+        except KeyError as exc:
+            raise RetargetError(f"chain {chain.name!r}: {exc.args[0]}") from None
         if len(robot_paths) != len(src.paths):
             raise RetargetError(f"chain {chain.name!r}: {len(src.paths)} source tip(s) but "
                                 f"{len(robot_paths)} robot tip(s)")

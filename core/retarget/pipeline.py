@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from .body_frame import orthonormalize
+from .body_parts import find_body_parts, robot_skeleton
 from .facing import solved_robot
 from .chain_plans import RetargetError, RootPlan, body_frames, chain_targets, plan_chains
 from .mapping_check import mapping_figures
@@ -82,7 +83,10 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         raise RetargetError(f"source {motion.name!r} has no frames to retarget")
     with stages("plan"):
         motion = _bridged(motion, warnings)
-        _warn_missing_meshes(robot.robot, warnings)
+        # an arm (no leg chain, no legs on the robot): its warnings spoke of feet it does not have
+        legless = not any(c.role == "leg" for c in mapping.enabled_chains()) and \
+            not find_body_parts(robot_skeleton(tree)).legs
+        _warn_missing_meshes(robot.robot, warnings, legs=not legless)
         plans = plan_chains(motion, tree, mapping, warnings)
         if not plans:
             raise RetargetError("no chain could be mapped between the source and the robot")
@@ -108,7 +112,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         q = rate_limit(q, step_limits(tree.velocity, motion.fps))
     progress(0.96, "planting feet")
     with stages("contacts"):
-        flags = resolve_contacts(contacts, motion, mapping, warnings)
+        flags = resolve_contacts(contacts, motion, mapping, [] if legless else warnings)
     with stages("plant"):
         legs = [Leg.build(tree, p.mapping.side, p.kin, *targets[id(p)], p.robot.anchor)
                 for p in plans if p.mapping.role == "leg" and p.mapping.side in ("left", "right")]
@@ -373,15 +377,17 @@ def _smooth_planted(tree, legs, planted, root_rot, root_pos, flags, fps, setting
     return PlantResult(q, root_pos, max(planted.lifted_m, again.lifted_m))
 
 
-def _warn_missing_meshes(robot: Robot, warnings: list[str]) -> None:
+def _warn_missing_meshes(robot: Robot, warnings: list[str], legs: bool = True) -> None:
+    """legs: whether feet are mapped (an arm's warning spoke of feet it does not have)."""
     missing = missing_meshes(robot)
     if missing:
         link, filename = missing[0]
         total = sum(g.kind == "mesh" for lk in robot.links.values() for g in list(lk.collisions) + list(lk.visuals))
+        rough = ("self-collision and the feet use rough stand-ins (capsules along the bones, feet at their links' "
+                 "origins), so self_collision_pct and the feet's figures are rough" if legs else
+                 "self-collision uses rough stand-ins (capsules along the bones), so self_collision_pct is rough")
         warnings.append(f"robot {robot.name!r}: {len(missing)} of {total} mesh files not found next to "
-                        f"{robot.source_path} (first: link {link!r}, {filename}): self-collision and the feet "
-                        "use rough stand-ins (capsules along the bones, feet at their links' origins), so "
-                        "self_collision_pct and the feet's figures are rough")
+                        f"{robot.source_path} (first: link {link!r}, {filename}): {rough}")
 
 
 def _ground(tree, plans, legs, q, root_rot, root_pos, settings) -> np.ndarray:

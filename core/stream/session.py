@@ -285,6 +285,8 @@ class StreamSession:
         weights = np.r_[0.0, 0.0, 1.0, np.ones(4), np.ones(len(self.lower))]
         series = []
         for clip, motion in zip(library, motions):
+            # a clip on another hierarchy stopped with "chain 'spine': source has no bone 'Hips'", no file
+            mapping.check_names(f"library clip {_name(clip)}", bones=motion.bone_names, source=motion.name)
             baked = retarget(motion, self.tree, mapping, contacts="auto")
             rows = np.column_stack([baked.root_position, baked.root_quaternion, baked.q])
             series.append(_resampled(rows, clip.fps, self.rate_hz))

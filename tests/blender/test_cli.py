@@ -343,6 +343,31 @@ def test_bad_input_in_process(extension, clean_scene, capsys, tmp_path, case):
         assert report.read_text(encoding="utf-8") == "{}\n"
 
 
+@pytest.mark.parametrize("command", ["stream", "splice"])
+def test_stream_and_splice_name_the_preset_made_for_another_robot(extension, clean_scene, capsys, tmp_path,
+                                                                 command):
+    """A preset for the H1 given with the G1 stopped `bake` naming the preset file, but `stream` and
+    `splice` said only "robot 'g1_29dof_rev_1_0' has no link ...", with no file: which of the
+    pipeline's files was wrong was left to guess."""
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
+    from core.motion.bvh import load_bvh
+    from core.retarget import auto_map
+
+    h1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+    preset = tmp_path / "walk_h1.json"
+    auto_map(load_bvh(WALK).to_source_motion(), KinematicTree(parse_urdf(h1))).save(preset)
+    out = tmp_path / "out.csv"
+    args = (["stream", "--skeleton", WALK, "--robot", G1, "--mapping", preset, "--max-frames", "1"]
+            if command == "stream" else
+            ["splice", "--robot", G1, "--mapping", preset, "--source", WALK, "--source", WALK, "--out", out])
+    code, stdout, stderr = _main(extension, capsys, *args)
+    lines = error_lines(stderr)
+    assert code == 1 and len(lines) == 1, stderr
+    assert str(preset) in lines[0] and "robot 'g1_29dof_rev_1_0' has no link" in lines[0], lines[0]
+    assert not out.exists() and not stdout
+
+
 def test_a_z_up_bvh_with_source_up_z_bakes_like_the_y_up_file(walk_bake, tmp_path):
     """The walk rewritten as a Z-up BVH (world and rest offsets): read with --source-up Z it bakes
     the same robot motion; read as Y-up the actor lies on its back and auto-map says something
@@ -408,6 +433,23 @@ def test_balance_names_a_missing_joint(walk_bake, tmp_path):
     bad.write_text(",".join(header[k] for k in keep) + "\n"
                    + "\n".join(",".join(repr(v) for v in row[keep]) for row in rows) + "\n")
     assert_one_line_error(launcher("balance", "--motion", bad, "--robot", G1), "left_knee_joint")
+
+
+def test_balance_of_another_robots_motion_counts_the_joints_it_lacks(extension, capsys, tmp_path):
+    """The H1's bake checked against the G1 named five of the 13 joints it lacks and no more, as
+    if those five were all: a user fixing them one by one met the next five."""
+    from core.library.cli import main as core_main
+
+    h1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+    motion = tmp_path / "walk_h1.csv"
+    assert core_main(["bake", "--source", str(WALK), "--robot", str(h1), "--frames", "0:20", "--out", str(motion),
+                      "--contacts", "off"]) == 0
+    capsys.readouterr()
+    code, stdout, stderr = _main(extension, capsys, "balance", "--motion", motion, "--robot", G1)
+    header = motion.read_text().splitlines()[0].split(",")
+    lacking = [name for name, _, _ in urdf_joints(G1) if name not in header]
+    assert code == 1 and len(lacking) == 13
+    assert f"no column for 13 of the 29 joints of {G1}: {', '.join(lacking[:5])} and 8 more" in stderr, stderr
 
 
 def test_splice_main_sides_may_each_be_auto(extension):

@@ -189,6 +189,12 @@ def test_hand_edited_action_and_robot_choice(clean_scene, mods, tmp_path, walk_o
     with pytest.raises(ValueError, match=r"several robot rigs \(.*second.*\): pick one"):
         export.find_robot(bpy.context)
     assert export.find_robot(bpy.context, "second").name == "second"
+    # a typo in --object read "is not a robot rig" as if the object were there, naming no rig
+    with pytest.raises(ValueError, match=rf"object 'secnod': no object of that name; robot rigs in the scene: "
+                                         rf"{rig.name}, second$"):
+        export.find_robot(bpy.context, "secnod")
+    with pytest.raises(ValueError, match=r"object '.*': not a robot rig .* robot rigs in the scene: "):
+        export.find_robot(bpy.context, clean_scene.objects[0].name)
 
 
 def test_menu_panel_and_registration(extension):

@@ -108,6 +108,83 @@ def test_a_preset_for_another_skeleton_or_robot_names_its_file(tmp_path, clip, c
     assert not (tmp_path / "c.csv").exists()
 
 
+@pytest.mark.parametrize("field,value,words", [
+    ("robot_root", "pelvis_link", "robot_root: robot 'g1_29dof_rev_1_0' has no link 'pelvis_link'"),
+    ("source_root", "Hipps", "has no bone 'Hipps'"),
+    ("tip_weight", -5.0, "tip_weight: -5.0 is outside its range (at least 0.0)"),
+    ("points", -3, "points: -3 is outside its range (0 to 64)"),
+    ("smoothness", -1.0, "settings.smoothness: -1.0 is outside its range"),
+    ("iterations", 0, "settings.iterations: 0 is outside its range (1 to 100)"),
+])
+def test_a_preset_value_the_sidebar_would_not_take_names_its_file_and_field(tmp_path, clip, capsys, field,
+                                                                            value, words):
+    """Each of these once baked without a word (a new user's hand-edited preset): an unknown root
+    was ignored, a negative tip weight put NaN into the solve, a negative smoothness threw the
+    G1's arms 60 degrees off. Now the bake stops before anything is written, naming the field."""
+    from core.library.clip import read_clip
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
+    from core.retarget import auto_map
+
+    mapping = auto_map(read_clip(clip), KinematicTree(parse_urdf(G1)))
+    data = mapping.to_dict()
+    leg = next(c for c in data["chains"] if c["role"] == "leg")
+    target = data if field.endswith("_root") else leg if field in leg else data["settings"]
+    target[field] = value
+    preset = tmp_path / "edited.json"
+    preset.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "a.csv"
+    assert main(["bake", "--source", str(clip), "--robot", str(G1), "--mapping", str(preset),
+                 "--out", str(out), "--contacts", "off"]) == 1
+    err = capsys.readouterr().err
+    assert str(preset) in err and field in err and words in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("side", ["robot", "source"])
+def test_a_chain_whose_tip_is_not_below_its_base_is_named(tmp_path, clip, capsys, side):
+    """A preset whose left leg starts at the right hip stopped with "robot link 'left_ankle_roll_link'
+    does not descend from 'right_hip_pitch_link'": which of the preset's chains was left to guess
+    (the source side named it already)."""
+    from core.library.clip import read_clip
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
+    from core.retarget import auto_map
+
+    mapping = auto_map(read_clip(clip), KinematicTree(parse_urdf(G1)))
+    legs = {c.side: c for c in mapping.chains if c.role == "leg"}
+    if side == "robot":
+        legs["left"].robot_base = legs["right"].robot_base
+    else:
+        legs["left"].source_base = legs["right"].source_base
+    preset = mapping.save(tmp_path / "crossed.json")
+    out = tmp_path / "a.csv"
+    assert main(["bake", "--source", str(clip), "--robot", str(G1), "--mapping", str(preset),
+                 "--out", str(out), "--contacts", "off"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("chain") == 1 and f"chain {legs['left'].name!r}: {side}" in err, err
+    assert "does not descend from" in err, err
+    assert err.count("\n") == 1 and not out.exists()
+
+
+def test_an_acceleration_limit_for_a_joint_the_robot_lacks_names_the_settings_file_before_the_bake(
+        tmp_path, clip, capsys, monkeypatch):
+    """An export settings file written for the H1 ("left_ankle_joint") given with the G1 failed after
+    the whole bake with a line that did not say which file held the joint."""
+    import core.library.cli as cli
+
+    settings = tmp_path / "h1_export.json"
+    settings.write_text(json.dumps({"rate_hz": 50, "joint_acceleration_limits": {"left_ankle_joint": 40.0}}))
+    baked = []
+    monkeypatch.setattr(cli, "bake_clip_file", lambda *a, **k: baked.append(a) or pytest.fail("baked"))
+    out = tmp_path / "a.csv"
+    assert main(["export", "--source", str(clip), "--robot", str(G1), "--settings", str(settings),
+                 "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{settings}: acceleration limit for joint 'left_ankle_joint'" in err and err.count("\n") == 1, err
+    assert not baked and not out.exists()
+
+
 def test_an_export_named_for_another_format_is_refused(tmp_path, clip, capsys):
     out = tmp_path / "walk.csv"
     assert main(["export", "--source", str(clip), "--robot", str(G1), "--format", "npz", "--out", str(out)]) == 1

@@ -257,3 +257,30 @@ def test_unknown_setting_choice(tmp_path, field, value):
 @pytest.mark.parametrize("field", ["source_root", "robot_root"])
 def test_root_names_must_be_text(tmp_path, field):
     assert field in _load_error(tmp_path, _preset(**{field: 5}))
+
+
+@pytest.mark.parametrize("where,field,value", [
+    ("chain", "points", 65), ("chain", "weight", -0.5),
+    ("chain", "source_fractions", [0.5, 1.5]), ("chain", "robot_fractions", [-0.1, 1.0]),
+    ("chain", "robot_tip_offset", [0.1, 0.0]),
+    ("settings", "rest_prior", -0.01), ("settings", "cutoff_hz", 0.0), ("settings", "window", 0),
+    ("settings", "iterations", 101), ("settings", "collision_margin", -0.5),
+])
+def test_a_number_outside_the_sidebars_range_is_refused(tmp_path, where, field, value):
+    """The sidebar clamps these (props.py takes its bounds from the same ranges): a preset that
+    holds one outside them baked on the command line otherwise than once loaded in Blender."""
+    data = _preset()
+    (data["chains"][1] if where == "chain" else data["settings"])[field] = value
+    assert field in _load_error(tmp_path, data)
+
+
+def test_the_ranges_hold_the_defaults_and_their_edges(tmp_path):
+    from core.chains.mapping import CHAIN_RANGES, SETTING_RANGES
+
+    data = _preset()
+    for target, ranges in ((data["chains"][1], CHAIN_RANGES), (data["settings"], SETTING_RANGES)):
+        for field, (low, high) in ranges.items():
+            target[field] = high if high is not None else low
+    loaded = Mapping.load(_write(tmp_path, data))
+    assert loaded.settings.window == SETTING_RANGES["window"][1] and loaded.chains[1].points == 64
+    assert Mapping.load(Mapping().save(tmp_path / "defaults.json")) == Mapping()

@@ -435,7 +435,10 @@ def test_settings_validate_and_load(tmp_path):
     with pytest.raises(PlaybackError, match=f"{path}: unknown field.*speed"):
         ExportSettings.load(path)
     path.write_text('{"retime": "yes"}', encoding="utf-8")
-    with pytest.raises(PlaybackError, match="retime: 'yes' is not a bool"):
+    with pytest.raises(PlaybackError, match="retime: 'yes' is not true or false"):
+        ExportSettings.load(path)
+    path.write_text('{"rate_hz": "fast"}', encoding="utf-8")  # read "is not a int or float"
+    with pytest.raises(PlaybackError, match="rate_hz: 'fast' is not a number$"):
         ExportSettings.load(path)
     path.write_text('{"rate_hz": 0}', encoding="utf-8")
     with pytest.raises(PlaybackError, match="period 0 s: expected a positive number"):

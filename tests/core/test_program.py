@@ -229,3 +229,25 @@ def test_commands_move_parts_without_taught_data(library):
     assert wrist.module.values[:, 0].tolist() == [0.0, 1.5] and wrist.end_s == pytest.approx(0.5)
     with pytest.raises(ProgramError, match=r"line 3, column 2: .*no position 'wink'"):
         compile_program(parse('motion <do:="@F">\njoint motion to @F\n RIGHTEYE <do:=wink>\nend'), library)
+
+
+@pytest.mark.parametrize("line", [' RIGHTARM <do:="CHOP">', ' RIGHTARM <do:="CHOP"> <from:=timer 5>',
+                                  ' set RIGHTWRIST <start:=0> <end:=1> <speed:=3>\n RIGHTWRIST <do:="turn">'])
+def test_two_modules_of_one_part_at_once_are_an_error_naming_the_line(library, line):
+    """A part line without `item` over a base motion's module of that part (or over another of its
+    own) placed both: their keys interleaved, the part jumping between the two at every key (a new
+    user's `WAIST <do:=turn>` over a baked hop: 269 rad/s on the H1's torso), said only as timing
+    violations. `item` replaces the base's, and modules one after another still play."""
+    text = f'motion <do:="@M">\njoint motion to @M\n base <do:="WALK2">\n{line}\nend'
+    with pytest.raises(ProgramError) as caught:
+        compile_program(parse(text), library)
+    part = line.split()[-2] if line.startswith(" set") else line.split()[0]
+    assert caught.value.line == text.count("\n") and "one part plays one module at a time" in str(caught.value)
+    assert f"{part} already plays" in str(caught.value)
+    assert ("`item RIGHTARM" in str(caught.value)) == (part == "RIGHTARM")
+    if part == "RIGHTARM":
+        replaced = compile_program(parse(text.replace(" RIGHTARM <", " item RIGHTARM <")), library)
+        assert [m for m, _, _ in _items(replaced, "RIGHTARM")] == ["CHOP"]
+    after = ('motion <do:="@M">\njoint motion to @M\n RIGHTARM <do:="CHOP">\n'
+             ' RIGHTARM <do:="RLIFTUP"> <from:=item RIGHTARM[back]>\nend')
+    assert [m for m, _, _ in _items(compile_program(parse(after), library), "RIGHTARM")] == ["CHOP", "RLIFTUP"]

@@ -7,6 +7,7 @@ retarget should give; the stream's own unpredicted output is the truth its forec
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -253,6 +254,10 @@ def test_a_library_on_another_hierarchy_is_refused(g1):
     with pytest.raises(ValueError, match="hierarchy"):
         StreamSession(clip, g1, mapping, StreamSettings(placement="model", predict=PredictSettings(predictor="match")),
                       library=[other])
+    # forecast after mapping (the default placement): it read "chain 'spine': source has no bone 'Hips'",
+    # naming no library clip
+    with pytest.raises(ValueError, match=rf"library clip {re.escape(str(WALK))}: .*has no bone 'Hips'"):
+        StreamSession(clip, g1, mapping, StreamSettings(predict=PredictSettings(predictor="match")), library=[other])
 
 
 def _matching_and_extrapolating(path: Path, tree) -> dict[str, float]:

@@ -158,3 +158,18 @@ def test_a_rest_pose_before_the_clip_leaves_the_clip_as_it_was(walk2s, g1, tmp_p
     body = [i for i, n in enumerate(g1.joint_names) if BODY not in n]
     assert np.abs(result.q[60:, body] - base.q[30:, body]).max() < 0.1
     assert result.report["automap_confidence"] == 1.0
+
+
+def test_an_arm_is_not_warned_about_feet_it_does_not_have(hop, g1, tmp_path):
+    """The Panda (no meshes here) driven by the hop was warned that "the feet use rough stand-ins"
+    and "feet not planted: no left or right leg chain is mapped": an arm has no feet, and auto-map
+    already notes it has no legs. A legged robot driven by an upper-body clip is still told."""
+    panda = KinematicTree(parse_urdf(ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"))
+    motion = hop.to_source_motion()
+    warnings = retarget(motion, panda, auto_map(motion, panda), contacts="auto").report["warnings"]
+    assert any("mesh files not found" in w and "self_collision_pct is rough" in w for w in warnings), warnings
+    assert not [w for w in warnings if "feet" in w or "foot" in w], warnings
+    assert any("no legs" in w for w in warnings)
+    upper = V.without(hop, {"LHipJoint", "RHipJoint"}).to_source_motion()
+    told = retarget(upper, g1, auto_map(upper, g1), contacts="auto").report["warnings"]
+    assert any(w.startswith("feet not planted") for w in told), told

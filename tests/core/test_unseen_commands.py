@@ -110,3 +110,20 @@ def test_a_balance_on_feet_without_soles_says_why_it_fails(g1):
         warned[name] = [w for w in readout["warnings"] if "stands on soles" in w]
     assert len(warned["simple"]) == 1 and "'r_ankle', 'l_ankle'" in warned["simple"][0]
     assert warned["g1"] == []
+
+
+def test_a_gait_whose_stance_foot_lifts_says_so_instead_of_a_negative_worst(walk, g1):
+    """The walk's frames 100-400 as a G1 gait at the default 5 ms: its stance foot lifts up to 7 mm
+    at 1.73-1.81 s, no foot on the ground there. The report read 3.4 % of samples outside with a
+    worst margin of +19 mm and warned "worst -19 mm outside": the worst was taken over the samples
+    with a foot down, the outside share over all. Now the lifted samples are counted and said."""
+    report = generate_gait(_frames(walk, np.arange(100, 400)), g1, auto_map(walk.to_source_motion(), g1)).report
+    lifted = report["samples_without_support"]
+    said = [w for w in report["warnings"] if "the multibody ZMP leaves the feet" in w]
+    assert bool(said) == (report["zmp_outside_support_pct"] > 0.0)
+    for w in said:
+        assert all(float(mm) >= 0.0 for mm in re.findall(r"worst (-?[\d.]+) mm outside", w)), w
+        assert (f"no foot within 5 mm of the ground on {lifted} of them" in w) == (lifted > 0), w
+    if lifted and report["min_support_margin_m"] > 0.0:  # every sample outside is one without a foot down
+        assert report["zmp_outside_support_pct"] == pytest.approx(100.0 * lifted / report["samples"])
+        assert "worst" not in said[0]
