@@ -31,6 +31,13 @@ class HeadAim:
     scale: np.ndarray  # (2,) angle = x * scale + offset (core.balance.leg_chain.Link)
     offset: np.ndarray
 
+    def __post_init__(self):
+        w1, w2, p = self.first, self.second, self.aim
+        normal = np.cross(w1, w2)
+        self._against = np.column_stack([w1, w2, normal, np.cross(w1, normal)])  # v's products with these
+        self._fixed = (float(w1 @ w2), float(w1 @ p), float(w2 @ p), float(normal @ p), float(w1 @ np.cross(w2, p)),
+                       float(normal @ np.cross(w2, p)), float(normal @ normal))
+
     @classmethod
     def build(cls, head: list[Link]) -> "HeadAim | None":
         """None unless the head walks exactly two revolute joints above the tail's first."""
@@ -53,35 +60,30 @@ class HeadAim:
     def solve(self, base_rot: np.ndarray, target: np.ndarray, start: np.ndarray) -> np.ndarray | None:
         """The head's joints x (F, 2) that turn the tail's axis onto target (F, 3) under the waist's
         rotation base_rot (F, 3, 3), of the two solutions the nearer start (F, 2); None where some
-        sample cannot be aimed (the caller's Gauss-Newton then finds the nearest)."""
-        v = np.einsum("ji,fj->fi", self.before, np.einsum("fji,fj->fi", base_rot, target))
-        w1, w2, p = self.first, self.second, self.aim
-        cos = float(w1 @ w2)
-        denominator = cos * cos - 1.0
-        alpha = (cos * float(w2 @ p) - v @ w1) / denominator
-        beta = (cos * (v @ w1) - float(w2 @ p)) / denominator
-        normal = np.cross(w1, w2)
-        lever2 = (1.0 - alpha ** 2 - beta * beta - 2.0 * alpha * beta * cos) / float(normal @ normal)
+        sample cannot be aimed (the caller's Gauss-Newton then finds the nearest).
+
+        Rot(w1, a) Rot(w2, b) p = v: the middle vector c = Rot(w2, b) p = alpha w1 + beta w2 +
+        gamma (w1 x w2) keeps its parts along both axes, and each angle is the first subproblem's
+        (the sine axis . (u x w), the cosine of the parts across the axis), which with c so written
+        are a few products of v with fixed vectors: no (F, 3) cross product."""
+        cos, p_w1, p_w2, p_normal, p_triple, p_normal_triple, normal2 = self._fixed
+        v = np.einsum("fji,fj->fi", base_rot, target) @ self.before  # the target in the frame of the first joint
+        v_w1, v_w2, v_normal, v_lever = (v @ self._against).T
+        alpha = (cos * p_w2 - v_w1) / (cos * cos - 1.0)
+        beta = (cos * v_w1 - p_w2) / (cos * cos - 1.0)
+        lever2 = (1.0 - alpha ** 2 - beta * beta - 2.0 * alpha * beta * cos) / normal2
         if (lever2 < -REACH_TOL).any():
             return None
         lever = np.sqrt(np.maximum(lever2, 0.0))
         best, gap = None, None
-        for sign in (1.0, -1.0):
-            c = alpha[:, None] * w1 + beta[:, None] * w2 + (sign * lever)[:, None] * normal
-            angles = np.column_stack([_turn(w1, c, v), _turn(w2, np.broadcast_to(p, c.shape), c)])
-            x = (angles - self.offset) / self.scale
+        for gamma in (lever, -lever):
+            first = np.arctan2(beta * v_normal + gamma * v_lever, alpha * v_w1 + beta * v_w2 + gamma * v_normal - v_w1 ** 2)
+            second = np.arctan2(alpha * p_triple + gamma * p_normal_triple,
+                                alpha * p_w1 + beta * p_w2 + gamma * p_normal - p_w2 ** 2)
+            x = (np.column_stack([first, second]) - self.offset) / self.scale
             far = np.abs(wrap((x - start) * self.scale)).sum(axis=1)
             if best is None:
                 best, gap = x, far
             else:
-                nearer = far < gap
-                best[nearer] = x[nearer]
+                best[far < gap] = x[far < gap]
         return best
-
-
-def _turn(axis: np.ndarray, u: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The angle (F,) about the unit axis (3,) that turns u (F, 3) onto w (F, 3) (their parts
-    across the axis; Paden and Kahan's first subproblem)."""
-    u_across = u - np.outer(u @ axis, axis)
-    w_across = w - np.outer(w @ axis, axis)
-    return np.arctan2(np.cross(u_across, w_across) @ axis, np.einsum("fi,fi->f", u_across, w_across))
