@@ -176,9 +176,10 @@ def _solve_cutting(cost: np.ndarray, equal: sparse.csc_matrix, equal_bound: np.n
     """The same programme with its constraint rows added as they bind: solved without them, then
     each round the rows the path breaks or comes within CUT_NEAR_M of (each with its excess) are
     added and HiGHS's dual simplex goes on from the basis it has, until the path breaks none. Of the
-    H1 walk's 6,181 rows 198 bind; the whole programme took 7,792 iterations (a fifth of the gait's
-    CPU), this about 6,500 cheaper ones, half the time; its path within 5e-7 m of the whole one's, the
-    tolerance the optimum is flat to (the objective 1.7e-5 lower of 150). None where HiGHS's own
+    H1 walk's 6,181 rows 198 bind. Against the whole programme (session 14, one BLAS thread): the walk
+    1.3 against 2.4-3.0 s, the 10 s clip 2.2-2.4 against 4.0-4.4 s, the paths within 7e-9 / 6e-9 m (the
+    tolerance its optimum is flat to); held 2.4 s on one foot (its plan infeasible: each round's path
+    breaks hundreds of other rows, CUT_SLOW_SHARE) 5.6-6.0 against 4.5-4.7 s. None where HiGHS's own
     interface is not there (scipy's private module) or a round does not end optimal (HiGHS gave up
     at once on the rows of soles moved by 1e-7 m, tests/core/test_lateral.py): the caller solves the
     whole programme."""
@@ -188,6 +189,8 @@ def _solve_cutting(cost: np.ndarray, equal: sparse.csc_matrix, equal_bound: np.n
         return None
     solver = highs._Highs()
     solver.setOptionValue("output_flag", False)
+    # HiGHS's own scaling stopped one H1 walk's first solve at once ("Not Set"); unscaled, none of four plans did
+    solver.setOptionValue("simplex_scale_strategy", 0)
     lp = highs.HighsLp()
     lp.num_col_, lp.num_row_ = equal.shape[1], equal.shape[0]
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = equal.shape[1], equal.shape[0]
@@ -197,9 +200,10 @@ def _solve_cutting(cost: np.ndarray, equal: sparse.csc_matrix, equal_bound: np.n
     lp.col_lower_ = np.r_[np.full(nz, -np.inf), np.zeros(equal.shape[1] - nz)]
     lp.col_upper_ = np.full(equal.shape[1], np.inf)
     lp.row_lower_ = lp.row_upper_ = equal_bound
-    path = rows[:, :nz].tocsr()
+    path = rows.tocsr()  # on the path z alone
     added = np.zeros(len(bound), dtype=bool)
     order = np.zeros(0, dtype=int)  # the rows added, in the order of their excess columns
+    rounds, last = 0, np.inf
     solver.passModel(lp)
     while True:
         if solver.run() == highs.HighsStatus.kError or solver.getModelStatus() != highs.HighsModelStatus.kOptimal:
@@ -207,11 +211,15 @@ def _solve_cutting(cost: np.ndarray, equal: sparse.csc_matrix, equal_bound: np.n
         value = np.array(solver.getSolution().col_value)
         z = value[:nz]
         slack = bound - path @ z
-        if not (~added & (slack < -CUT_TOL_M)).any():  # the path breaks no row left out: the whole programme's optimum
+        broken = int((~added & (slack < -CUT_TOL_M)).sum())
+        if not broken:  # the path breaks no row left out: the whole programme's optimum
             excess = np.maximum(-slack, 0.0)
             excess[order] = value[equal.shape[1]:]
             return z, excess
-        new = np.flatnonzero(~added & (slack < CUT_NEAR_M))
+        # every row left at once where the rows come slowly (each round's path breaking more than half as many
+        # as the one before) or after CUT_ROUNDS: the whole programme, from the basis it has
+        rounds, slow, last = rounds + 1, broken > CUT_SLOW_SHARE * last, broken
+        new = np.flatnonzero(~added & ((slack < CUT_NEAR_M) | slow | (rounds >= CUT_ROUNDS)))
         columns, count = solver.getNumCol(), len(new)
         solver.addCols(count, np.full(count, excess_weight), np.zeros(count), np.full(count, np.inf), 0,
                        np.zeros(count, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
@@ -223,4 +231,6 @@ def _solve_cutting(cost: np.ndarray, equal: sparse.csc_matrix, equal_bound: np.n
 
 
 CUT_NEAR_M = 0.002  # rows the path comes this near are added with those it breaks (fewer rounds)
+CUT_ROUNDS = 4  # rounds of rows added before the rest all at once (the H1 walk needs four)
+CUT_SLOW_SHARE = 0.5  # a round whose path breaks more than this share of the rows the one before broke adds the rest
 CUT_TOL_M = 1e-9  # a row the path breaks by less than this is met (HiGHS's own tolerance is 1e-7)
