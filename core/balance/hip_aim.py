@@ -4,7 +4,7 @@ A leg without an ankle roll keeps its hip in its foot's plane when the two joint
 tail (the H1's hip yaw and roll) turn the tail's axis onto the foot's: two rotations that take one
 unit vector onto another, Paden and Kahan's second subproblem (Murray, Li and Sastry 1994, 3.2.2).
 Solved by Gauss-Newton this took four walks of the head per placement residual, about a fifth of
-the H1 gait's CPU; the closed form is one, and meets the converged Gauss-Newton angles to 5e-16 rad
+the H1 gait's CPU; the closed form is one, and meets the converged Gauss-Newton angles to 6e-16 rad
 on the H1 walk.
 """
 from __future__ import annotations
@@ -40,7 +40,8 @@ class HeadAim:
 
     @classmethod
     def build(cls, head: list[Link]) -> "HeadAim | None":
-        """None unless the head walks exactly two revolute joints above the tail's first."""
+        """None unless the head walks exactly two revolute joints above the tail's first, their axes
+        not parallel (then they aim nothing the one could not)."""
         turns, joints = [np.eye(3)], []
         for link in head:
             if link.turn is not None:
@@ -54,6 +55,8 @@ class HeadAim:
             return None
         unit = [j.axis / np.linalg.norm(j.axis) for j in joints]
         between, after = turns[1], turns[2]
+        if abs(unit[0] @ between @ unit[1]) > 1.0 - 1e-9:
+            return None
         return cls(turns[0], unit[0], between @ unit[1], between @ after @ unit[2],
                    np.array([joints[0].scale, joints[1].scale]), np.array([joints[0].offset, joints[1].offset]))
 

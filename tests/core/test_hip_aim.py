@@ -7,7 +7,8 @@ from dataclasses import replace
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from core.balance.leg_chain import joint_frames
+from core.balance.hip_aim import HeadAim
+from core.balance.leg_chain import Link, joint_frames
 from core.balance.legs import leg_iks
 from core.balance.sagittal import planar_legs
 from core.balance.support import foot_links
@@ -64,3 +65,13 @@ def _tail_axis(leg, waist, head):
     """The tail's first joint axis in the world (F, 3), the head at `head`."""
     axes, _ = joint_frames(leg.head, np.column_stack([head, np.zeros(len(head))]), waist)
     return axes[:, -1]
+
+
+def test_heads_of_other_shapes_keep_gauss_newton():
+    """Two parallel joints above the tail, or three, have no such closed form: HeadAim.build says None
+    (PlanarLeg.plane_miss then walks Gauss-Newton, as before)."""
+    z, y = np.array([0.0, 0.0, 1.0]), np.array([0.0, 1.0, 0.0])
+    link = lambda axis, k: Link(np.array([0.0, 0.0, -0.1]), None, axis, k)  # noqa: E731
+    assert HeadAim.build([link(z, 2), link(np.array([1.0, 0.0, 0.0]), 0), link(y, 1)]) is not None
+    assert HeadAim.build([link(z, 2), link(z, 2), link(y, 1)]) is None
+    assert HeadAim.build([link(z, 2), link(np.array([1.0, 0.0, 0.0]), 0), link(z, 2), link(y, 1)]) is None
