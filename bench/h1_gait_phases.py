@@ -61,8 +61,8 @@ def run_gait(robot: str = "h1", settings: gait.GaitSettings | None = None) -> Ru
     seen = {}
     balance = gait._balance
 
-    def keep(tree, plan, model, *rest):  # rest: bake, settings, warnings
-        seen["plan"], seen["balanced"] = plan, balance(tree, plan, model, *rest)
+    def keep(tree, plan, *rest):
+        seen["plan"], seen["balanced"] = plan, balance(tree, plan, *rest)
         return seen["balanced"]
 
     gait._balance = keep

@@ -60,8 +60,8 @@ def run(name: str, robot: str, turn_back: bool = False) -> None:
     seen = {}
     balance = gait._balance
 
-    def keep(tree, plan, model, *rest):  # the plan the generator balanced, for the phase tables (rest: bake, settings, warnings)
-        seen["plan"], seen["balanced"] = plan, balance(tree, plan, model, *rest)
+    def keep(tree, plan, *rest):  # the plan the generator balanced, for the phase tables
+        seen["plan"], seen["balanced"] = plan, balance(tree, plan, *rest)
         return seen["balanced"]
 
     gait._balance = keep
