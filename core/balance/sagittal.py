@@ -26,6 +26,7 @@ from ..model.transforms import axis_angle_to_matrix, pose_matrices
 from .inertia import MassModel
 from .leg_chain import Link, joint_frames, link_walk
 from .lateral import differences
+from .hip_aim import HeadAim
 from .legs import FULL_LEG, LegIK
 from .support import foot_bodies, sole_centre
 from .waist import heading as heading_of, wrap, yaw_bounds
@@ -65,6 +66,7 @@ class PlanarLeg:
     axis_foot: np.ndarray  # (3,) the tail's joint axis in the foot link's frame
     offset_m: float  # the hip's distance from the foot link's origin along that axis
     left: float  # +1 for a leg on the waist's left (+y), -1 on its right
+    aim: HeadAim | None = None  # the head's two joints in closed form (None: Gauss-Newton)
 
     @classmethod
     def build(cls, tree: KinematicTree, leg: LegIK) -> "PlanarLeg | None":
@@ -86,15 +88,16 @@ class PlanarLeg:
         offset = float(axis_foot @ (foot[:3, :3].T @ (zero[first, :3, 3] - foot[:3, 3])))
         walk = link_walk(tree, leg.links[:leg.links.index(first) + 1])
         side = float(np.sign((zero[leg.base, :3, :3].T @ (zero[first, :3, 3] - zero[leg.base, :3, 3]))[1]))
-        return cls(leg, walk, leg.columns[:head], axis_foot, offset, side)
+        return cls(leg, walk, leg.columns[:head], axis_foot, offset, side, HeadAim.build(walk))
 
     def plane_miss(self, base: np.ndarray, goal: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """How far (F,) the hip is from its foot's plane with the waist at base (F, 4, 4) and the foot at
         goal (F, 4, 4), the head joints turned so the tail's axis is the foot's (from x (F, H)); and those
         head angles."""
         target = goal[:, :3, :3] @ self.axis_foot
-        x = np.column_stack([x, np.zeros(len(x))])
-        for _ in range(HEAD_ITERATIONS):
+        aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x)
+        x = np.column_stack([x if aimed is None else aimed, np.zeros(len(x))])
+        for _ in range(0 if aimed is not None else HEAD_ITERATIONS):
             axes, _ = joint_frames(self.head, x, base)
             step = _aim_step(axes[:, :-1], axes[:, -1], target)
             x[:, :-1] += step

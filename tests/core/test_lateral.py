@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.balance.inertia import GRAVITY
+from core.balance import lateral
 from core.balance.lateral import band_constraints, plan_path, support_constraints, zmp_operator
 
 PERIOD_S, HEIGHT_M = 0.01, 0.7
@@ -93,3 +94,21 @@ def test_a_sole_as_narrow_as_twice_the_margin_keeps_a_share_of_its_width():
         assert np.abs(planned.zmp[single, 1] - side[single]).max() <= 0.0012 + 1e-6  # inside the 2.4 mm strip
         assert np.abs(planned.zmp[:, 0]).max() <= 0.05 - 0.0108 + 1e-6
     assert np.abs(plans[0].com - plans[1].com).max() < 1e-5
+
+
+def test_rows_added_as_they_bind_give_the_whole_programmes_path(monkeypatch):
+    """plan_path adds its constraint rows as the path reaches them (lateral._solve_cutting, HiGHS
+    going on from its basis): the same path and excess as with every row at once, where the rows
+    bind (the target outside the soles, a band the CoM cannot keep)."""
+    target, polygons, side = _steps()
+    n = len(target)
+    op = zmp_operator(n, PERIOD_S, HEIGHT_M)
+    across = np.tile([0.0, 1.0], (n, 1))
+    for lo, hi in ((np.full(n, -0.08), np.full(n, 0.08)), (np.full(n, -0.027), np.full(n, 0.027))):
+        constraints = [support_constraints(polygons, op, 0.012), band_constraints(across, lo, hi)]
+        cut = plan_path(target, PERIOD_S, HEIGHT_M, 1e-3, constraints, order=4, excess_weight=1e4)
+        with monkeypatch.context() as patch:
+            patch.setattr(lateral, "_solve_cutting", lambda *args: None)
+            whole = plan_path(target, PERIOD_S, HEIGHT_M, 1e-3, constraints, order=4, excess_weight=1e4)
+        assert np.abs(cut.com - whole.com).max() < 1e-6
+        assert abs(cut.violation_m - whole.violation_m) < 1e-6 and cut.missed == whole.missed
