@@ -487,14 +487,18 @@ def test_the_h1_rooted_at_its_torso_walks_the_same_gait(walk, h1_walk):
     apart by 3e-8 m at the median sample but up to 0.04-0.06 mm (run to run) near the last stance
     (samples 1338-1391 of 1657), joints up to 1.0 mrad, the figures within 3e-5 m and 1e-4 degree
     (0.5 mm before its height fit judged the placed waist; 1e-6 m with the waist upright); session 13,
-    the planned soles keeping a share of their width: feet 2.4e-5 m, joints 1 mrad (bench/h1_sensitivity.py)."""
-    report = _same_gait_from_the_torso(walk, h1_walk, ("left_ankle_link", "right_ankle_link"), tol_m=2e-4)
+    the planned soles keeping a share of their width: feet 2.4e-5 m, joints 1 mrad (bench/h1_sensitivity.py).
+    In whole test runs (other tests and BLAS threads before it) the feet came 0.22-0.26 mm apart (sessions
+    13, 14), and four starts that differ by rounding put the feet 0.29 mm apart (bench/h1_sensitivity.py,
+    session 14): the tolerances are the float32 twin's below, the rolled waist's own noise floor."""
+    report = _same_gait_from_the_torso(walk, h1_walk, ("left_ankle_link", "right_ankle_link"), tol_m=1e-3)
     base = h1_walk[2].report
     for key in ("steps", "steps_moved"):
         assert report[key] == base[key]
-    for key in ("min_support_margin_m", "stance_slide_m", "multibody_zmp_rms_error_m", "travel_m"):
-        assert report[key] == pytest.approx(base[key], abs=1e-4), key
-    assert report["stance_tilt_deg"] == pytest.approx(base["stance_tilt_deg"], abs=0.01)
+    for key, tol in (("min_support_margin_m", 5e-4), ("stance_slide_m", 5e-4), ("multibody_zmp_rms_error_m", 2e-4),
+                     ("travel_m", 1e-3)):
+        assert report[key] == pytest.approx(base[key], abs=tol), key
+    assert report["stance_tilt_deg"] == pytest.approx(base["stance_tilt_deg"], abs=0.05)
 
 
 def test_the_h1_walk_rounded_to_float32_walks_the_same_gait(walk, h1_walk):
