@@ -60,8 +60,8 @@ def run(name: str, robot: str, turn_back: bool = False) -> None:
     seen = {}
     balance = gait._balance
 
-    def keep(tree, plan, model, bake, settings):  # the plan the generator balanced, for the phase tables
-        seen["plan"], seen["balanced"] = plan, balance(tree, plan, model, bake, settings)
+    def keep(tree, plan, *args):  # the plan the generator balanced, for the phase tables
+        seen["plan"], seen["balanced"] = plan, balance(tree, plan, *args)
         return seen["balanced"]
 
     gait._balance = keep
