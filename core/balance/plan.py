@@ -20,7 +20,7 @@ from ..chains.mapping import Mapping
 from ..feet.contacts import Contacts
 from ..feet.geometry import BodyPoints, standing_rotation
 from ..model.kinematics import KinematicTree
-from ..model.transforms import axis_angle_to_matrix, pose_matrices
+from ..model.transforms import pose_matrices
 from ..retarget import RetargetResult
 from .foot_path import FootPath, FootSettings, Stance, foot_path, plan_stances, reanchor, sole_height
 from .inertia import BalanceError
@@ -32,7 +32,7 @@ from .sagittal import planar_legs
 from .support import (NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance,
                       narrow_sole_warning, sole_centre)
 from .target import target_zmp
-from .waist import calm_height, heading, held_while_standing, keep_tilt, limit_turn, undipped_height, wrap, yaw_bounds
+from .waist import calm_height, heading, keep_tilt, limit_turn, undipped_height, yaw_bounds
 
 
 @dataclass
@@ -101,13 +101,11 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     heights = bake.root_position[:, 2]
     if sagittal_waist and person is not None:  # issue 12: no dip the person does not make
         heights = undipped_height(heights, person.root_position[:, 2])
-    data_rot, position = _waist(bake, knots, times, heights, sagittal_waist and MONOTONE_HEADING)
+    data_rot, position = _waist(bake, knots, times, heights)
     data_rot = keep_tilt(data_rot, waist_tilt)
     rate = 1.0 / (times[1] - times[0]) if len(times) > 1 else 1.0
     root_rot = limit_turn(data_rot, [(np.unwrap(heading(path.poses[:, :3, :3] @ standing[link].T)), path.down,
                                       yaw_bounds(tree, leg_of[sides[link]])) for link, path in paths.items()], rate)
-    if sagittal_waist and HOLD_STANDING_HEADING:  # the rolled waist's yaw is its roll's while both feet stand
-        root_rot = held_while_standing(root_rot, np.logical_and.reduce([p.down for p in paths.values()]), times)
 
     def turn(t: float) -> tuple[np.ndarray, np.ndarray]:  # the waist's turn at t, about the waist
         i = int(np.clip(np.searchsorted(times, t), 0, len(times) - 1))
@@ -122,9 +120,6 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
                     q, target, bounds, moved, level_tolerance(width), sagittal_waist)
 
 
-MONOTONE_HEADING = False  # the rolled waist's heading PCHIP through the knots' (_monotone_heading); tried, not kept
-HOLD_STANDING_HEADING = True  # waist.held_while_standing for the rolled waist (issue 12: the H1's 10 s clip balances,
-#                               the walk does not: docs/notes/s14-h1held.md; reverted in the next commit)
 CHECK_ROUNDS = 3  # the stances planned again at most this often where a step did not stand
 
 
@@ -192,7 +187,7 @@ def foot_sides(tree: KinematicTree, mapping: Mapping, feet: list[int]) -> dict[i
 
 
 def _waist(bake: RetargetResult, knots: np.ndarray, times: np.ndarray,
-           heights: np.ndarray, monotone_heading: bool = False) -> tuple[np.ndarray, np.ndarray]:
+           heights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The root's rotation (N, 3, 3) and position (N, 3) through its poses at the knots, at the
     clip's heights (F,) metres: cubic in position, a rotation spline (continuous angular velocity)
     in rotation."""
@@ -203,18 +198,7 @@ def _waist(bake: RetargetResult, knots: np.ndarray, times: np.ndarray,
         return np.repeat(bake.root_rotation[:1], len(times), 0), np.repeat(position[:1], len(times), 0)
     nearest = np.clip(np.round(knots * bake.fps).astype(int), 0, len(bake.q) - 1)
     rotation = RotationSpline(knots, Rotation.from_matrix(bake.root_rotation[nearest]))(times).as_matrix()
-    if monotone_heading:
-        rotation = _monotone_heading(rotation, heading(bake.root_rotation[nearest]), knots, times)
     return rotation, PchipInterpolator(knots, position)(times)
-
-
-def _monotone_heading(rotation: np.ndarray, at_knots: np.ndarray, knots: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """rotation (N, 3, 3) turned about world z so its heading is the knots' headings (K,) interpolated
-    shape-preserving (PCHIP): the rotation spline's cubic overshoots between knots far apart, turning
-    the waist of a person who stands (the H1's 10 s clip: 0.38 rad past the bake's heading over its
-    last 2.5 s standing)."""
-    wanted = PchipInterpolator(knots, np.unwrap(at_knots))(times)
-    return axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), wrap(wanted - heading(rotation))) @ rotation
 
 
 def _joints(q: np.ndarray, fps: float, times: np.ndarray, legs: np.ndarray, upper_body: bool) -> np.ndarray:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import KinematicTree
 from ..model.transforms import axis_angle_to_matrix
 from ..motion.filtering import butterworth_lowpass
@@ -66,38 +65,6 @@ def limit_turn(root_rot: np.ndarray, feet: list[tuple[np.ndarray, np.ndarray, tu
     change = held_headings(waist, feet) - waist
     if len(change) > 16 and TURN_SMOOTH_HZ < 0.45 * rate_hz:
         change = butterworth_lowpass(change[:, None], rate_hz, TURN_SMOOTH_HZ, order=2)[:, 0]
-    return axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), change) @ root_rot
-
-
-HOLD_FROM_S, HOLD_FULL_S = -1.0, 0.0  # double supports longer than these are held in part, wholly (-1, 0: all;
-#                                      tried 0.6, 1.2: the standing ones only)
-
-
-def held_while_standing(root_rot: np.ndarray, both_down: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Waist rotations (N, 3, 3) whose heading holds still while both feet stand (both_down (N,)), at
-    its value in each double support's middle; between double supports the person's turn goes on,
-    offset by a cubic that starts and ends the turn at rest (heading continuous with its rate).
-
-    Legs without an ankle roll (core.balance.sagittal): with both soles flat the waist's yaw is
-    tied to its roll, so a person's pelvis turning as they stand (0.2-0.3 rad over the H1's 10 s
-    clip's standing ends) cannot be followed; the rolled waist's yaw is read from this heading."""
-    spans = flags_to_intervals(both_down)
-    if not spans or len(times) < 2:
-        return root_rot
-    waist = np.unwrap(heading(root_rot))
-    rate = np.gradient(waist, times)
-    change = np.zeros(len(waist))
-    for a, b in spans:  # a walking double support's short turn is followed, a standing one's held
-        held = np.clip((times[b - 1] - times[a] - HOLD_FROM_S) / (HOLD_FULL_S - HOLD_FROM_S), 0.0, 1.0)
-        change[a:b] = held * held * (3.0 - 2.0 * held) * (waist[(a + b - 1) // 2] - waist[a:b])
-    change[:spans[0][0]] = change[spans[0][0]]
-    change[spans[-1][1]:] = change[spans[-1][1] - 1]
-    for (_, end), (start, _) in zip(spans, spans[1:]):  # Hermite: change at each end, its rate -rate there
-        i, j = end - 1, start
-        span = times[j] - times[i]
-        s = (times[i:j + 1] - times[i]) / span
-        h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
-        change[i:j + 1] = h00 * change[i] - h10 * span * rate[i] + h01 * change[j] - h11 * span * rate[j]
     return axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), change) @ root_rot
 
 
