@@ -130,3 +130,28 @@ def test_settings_file_key(tmp_path):
     path.write_text(json.dumps({"mujoco_free_joint": "no"}), encoding="utf-8")
     with pytest.raises(PlaybackError, match="mujoco_free_joint: 'no' is not true or false"):
         ExportSettings.load(path)
+
+
+ARM_MJCF = """<mujoco model="arm2"><worldbody>{base}
+  <body name="upper" pos="0 0 0.1"><joint name="shoulder" type="hinge" axis="0 0 1"/>
+    <geom type="capsule" size="0.02" fromto="0 0 0 0.3 0 0"/>
+    <body name="fore" pos="0.3 0 0"><joint name="elbow" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" size="0.02" fromto="0 0 0 0.25 0 0"/></body></body>{end}
+</worldbody><include file="keys.xml"/></mujoco>"""
+
+
+@pytest.mark.parametrize("free_joint", [True, False])
+def test_mujoco_loads_the_keys_into_a_two_joint_arm(tmp_path, free_joint):
+    """Where MuJoCo is installed: each layout loads into its MJCF (floating or fixed base), qpos as written."""
+    mujoco = pytest.importorskip("mujoco")
+    base, end = ('<body name="base" pos="0 0 0.5"><freejoint/><geom type="box" size="0.05 0.05 0.05"/>',
+                 "</body>") if free_joint else ("", "")
+    (tmp_path / "arm.xml").write_text(ARM_MJCF.format(base=base, end=end), encoding="utf-8")
+    track = make_track()
+    track = PlaybackTrack(["shoulder", "elbow"], track.period_s, track.root_position, track.root_quaternion,
+                          track.q[:, :2])
+    write_playback(tmp_path / "keys.xml", track if free_joint else still_track(track), "mujoco-keyframes",
+                   free_joint=free_joint)
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "arm.xml"))
+    np.testing.assert_array_equal(model.key_qpos.reshape(model.nkey, model.nq), qpos_rows(tmp_path / "keys.xml"))
+    assert model.nq == (9 if free_joint else 2)
