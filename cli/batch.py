@@ -70,7 +70,8 @@ def _playback_argv(args: argparse.Namespace) -> list[str]:
     if getattr(args, "source_up", "Y") != "Y":
         argv += ["--source-up", args.source_up]
     argv += ["--contacts", getattr(args, "contacts", "auto")]
-    return argv + [f"--{f.replace('_', '-')}" for f in ("retime", "allow_violations", "overwrite") if getattr(args, f)]
+    return argv + [f"--{f.replace('_', '-')}" for f in ("retime", "allow_violations", "overwrite", "no_free_joint")
+                   if getattr(args, f, False)]
 
 
 def _export_argv(args: argparse.Namespace, job) -> list[str]:

@@ -165,7 +165,8 @@ def export_playback(robot, path, settings: ExportSettings, *, scene=None, source
                         retimed_seconds_added=result.retimed_seconds_added,
                         generator=f"robot_retarget {extension_version()}")
     paths = write_playback(path, result.track, settings.format, meta,
-                           degrees=settings.units == "deg", overwrite=settings.overwrite)
+                           degrees=settings.units == "deg", overwrite=settings.overwrite,
+                           free_joint=settings.mujoco_free_joint)
     if bake_report is None:
         bake_report = json.loads(action.get(REPORT_PROPERTY, "{}"))
     return ExportOutcome(paths, result, action.name, export_report(bake_report, result, settings, paths))
@@ -204,6 +205,9 @@ class ROBOT_RETARGET_OT_export_playback(bpy.types.Operator):
     allow_violations: BoolProperty(name="Allow Violations", default=False,
                                    description="Write even if limits are broken (they go into the metadata)")
     overwrite: BoolProperty(name="Overwrite", default=False, description="Replace existing files")
+    mujoco_free_joint: BoolProperty(name="Free Joint", default=True,
+                                    description="MuJoCo keyframes: qpos starts with the root's free joint; "
+                                                "off for a fixed-base MJCF (an arm), whose root must not move")
 
     @classmethod
     def poll(cls, context):
@@ -214,7 +218,7 @@ class ROBOT_RETARGET_OT_export_playback(bpy.types.Operator):
         return ExportSettings(format=self.format, period_s=period, units=self.units,
                               acceleration_limit=self.acceleration_limit if self.use_acceleration_limit else None,
                               retime=self.retime, allow_violations=self.allow_violations,
-                              overwrite=self.overwrite)
+                              overwrite=self.overwrite, mujoco_free_joint=self.mujoco_free_joint)
 
     @reports_errors
     def invoke(self, context, event):
@@ -242,6 +246,8 @@ class ROBOT_RETARGET_OT_export_playback(bpy.types.Operator):
         layout.prop(self, "timing")
         layout.prop(self, "rate_hz" if self.timing == "RATE" else "period_ms")
         layout.prop(self, "units")
+        if self.format == "mujoco-keyframes":
+            layout.prop(self, "mujoco_free_joint")
         col = layout.column(heading="Limits")
         col.prop(self, "use_acceleration_limit")
         sub = col.column()

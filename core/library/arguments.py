@@ -130,6 +130,9 @@ def playback_options(p: argparse.ArgumentParser) -> None:
                                                          "acceleration limits")
     p.add_argument("--allow-violations", action="store_true", help="write even if limits are broken")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    p.add_argument("--no-free-joint", dest="no_free_joint", action="store_true",
+                   help="mujoco-keyframes without the free joint (qpos = joints only), for a fixed-base "
+                        "MJCF such as an arm; refused if the root moves")
 
 
 def export_settings(args: argparse.Namespace) -> ExportSettings:
@@ -150,6 +153,8 @@ def export_settings(args: argparse.Namespace) -> ExportSettings:
     for flag in ("retime", "allow_violations", "overwrite"):
         if getattr(args, flag):
             changes[flag] = True
+    if args.no_free_joint:
+        changes["mujoco_free_joint"] = False
     return dataclasses.replace(settings, **changes).validate()
 
 

@@ -141,7 +141,7 @@ def export_bake(bake: ClipBake, robot: RobotModel, out: Path, settings: ExportSe
     meta = PlaybackMeta(robot=robot.name, source=source, limits=limits, violations=result.violations,
                         retimed_seconds_added=result.retimed_seconds_added, generator=generator)
     paths = write_playback(out, result.track, settings.format, meta, degrees=settings.units == "deg",
-                           overwrite=settings.overwrite)
+                           overwrite=settings.overwrite, free_joint=settings.mujoco_free_joint)
     report = dict(export_report(bake.result.report, result, settings, paths), source_file=source,
                   out=str(out), action=bake.name, robot_file=str(robot.path))
     return report, "\n".join([report_summary(bake.result.report), playback_summary(result, bake.name)])

@@ -9,6 +9,8 @@
 | `ros2-yaml`        | .yaml | (no root)       | trajectory_msgs/JointTrajectory                   |
 | `mujoco-keyframes` | .xml  | w x y z         | <keyframe><key time qpos/>: free joint, joints    |
 
+`mujoco-keyframes` without the free joint (a fixed-base arm): qpos is the joints only (core.playback.mujoco).
+
 Joints are in URDF order (movable joints), in radians (metres for prismatic
 joints); `csv` and `npz` may hold degrees, and say so. Every file is written
 atomically (temporary file + rename) and never replaces an existing file
@@ -33,6 +35,7 @@ import numpy as np
 from ..motion.bake_csv import ROOT_COLUMNS, BakeCSVError, BakeTable, bake_csv_text, read_bake_csv
 from ..motion.fileio import OutputError, write_bytes_atomic
 from ..motion.numbers import number_rows, number_text
+from .mujoco import FREE_JOINT_WIDTH, fixed_root_pose, has_free_joint, root_columns
 from .sampling import JointLimits, LimitViolation, PlaybackTrack, tick_times
 
 FORMATS = {"csv": ".csv", "unitree-csv": ".csv", "npz": ".npz", "pkl": ".pkl",
@@ -158,8 +161,11 @@ def _period_from(times: np.ndarray, path: Path, stated: float | None = None) -> 
 # -------------------------------------------------------------- writers ---
 
 def write_playback(path, track: PlaybackTrack, fmt: str, meta: PlaybackMeta | None = None, *,
-                   degrees: bool = False, overwrite: bool = False) -> list[Path]:
-    """Write `track` as `fmt`; returns the files written (nothing is written on error)."""
+                   degrees: bool = False, overwrite: bool = False, free_joint: bool = True) -> list[Path]:
+    """Write `track` as `fmt`; returns the files written (nothing is written on error).
+
+    free_joint=False (mujoco-keyframes only) writes the joints without the root, for a fixed-base
+    MJCF; it refuses a track whose root moves."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if degrees and fmt in RADIAN_ONLY:
@@ -171,6 +177,8 @@ def write_playback(path, track: PlaybackTrack, fmt: str, meta: PlaybackMeta | No
             if target.exists():
                 raise OutputError(f"{target}: file exists (choose another name or allow overwriting)")
     info = metadata(track, fmt, meta, degrees)
+    if fmt == "mujoco-keyframes" and not free_joint:
+        info.update(free_joint=False, root_pose=fixed_root_pose(track))  # only then: the default stays as it was
     blobs = _WRITERS[fmt](track, info, degrees)
     before = {target: target.read_bytes() if target.exists() else None for target in paths[:-1]}
     done: list[Path] = []
@@ -260,13 +268,20 @@ def _write_ros2_yaml(track: PlaybackTrack, info: dict, degrees: bool) -> list[by
 
 
 def _write_mujoco(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
-    qpos = number_rows(np.column_stack([track.root_position, track.root_quaternion, track.q]), " ")
     model = quoteattr(f"{info['robot'] or 'robot'} playback")
-    head = ['<?xml version="1.0" encoding="utf-8"?>',
-            "<!-- Robot Retarget playback. qpos = free joint x y z (m), quaternion w x y z, then the "
-            "joints in URDF order (rad; m for prismatic joints). Include this file in the robot's "
-            "MJCF (<include file=\"...\"/>): its free joint must come first and its joints in this "
-            "order. -->",
+    if info.get("free_joint", True):
+        qpos = number_rows(np.column_stack([track.root_position, track.root_quaternion, track.q]), " ")
+        layout = ("<!-- Robot Retarget playback. qpos = free joint x y z (m), quaternion w x y z, then the "
+                  "joints in URDF order (rad; m for prismatic joints). Include this file in the robot's "
+                  "MJCF (<include file=\"...\"/>): its free joint must come first and its joints in this "
+                  "order. -->")
+    else:
+        qpos = number_rows(track.q, " ")
+        layout = ("<!-- Robot Retarget playback, no free joint (fixed base). qpos = the joints in URDF "
+                  "order (rad; m for prismatic joints). Include this file in the robot's MJCF "
+                  "(<include file=\"...\"/>): it must have no free joint and its joints in this order; "
+                  "the root stays at root_pose (x y z, w x y z) in the comment below. -->")
+    head = ['<?xml version="1.0" encoding="utf-8"?>', layout,
             f"<!-- robot_retarget: {_comment_json(info)} -->",
             f"<mujoco model={model}>", "  <keyframe>"]
     keys = [b'    <key time="%s" qpos="%s"/>\n' % key for key in zip(number_rows(track.time_s[:, None], ""), qpos)]
@@ -506,15 +521,19 @@ def _read_mujoco(path: Path, joint_names, rate_hz) -> tuple[PlaybackTrack, dict]
     except ValueError as exc:
         raise PlaybackFormatError(f"{path}: <key> with a non-numeric time or qpos ({exc})") from None
     width = len(rows[0])
+    given = info.get("joint_names", joint_names)
+    free = has_free_joint(width, None if given is None else len(given), info)
+    least = FREE_JOINT_WIDTH if free else 0
     bad = next((i for i, r in enumerate(rows) if len(r) != width), None)
-    if bad is not None or width < 7:
+    if bad is not None or width < least:
         raise PlaybackFormatError(f"{path}: <key> {bad or 0} has {len(rows[bad or 0])} qpos values, "
-                                  f"expected {max(width, 7)}")
+                                  f"expected {max(width, least)}")
     data = np.stack(rows)
-    names = _names(width - 7, info.get("joint_names", joint_names), path)
+    names = _names(width - least, given, path)
     period = _period_from(times, path, info.get("period_s") or (1.0 / rate_hz if rate_hz else None))
     units = info.get("units", {}).get("joints")
-    return PlaybackTrack(names, period, data[:, :3], data[:, 3:7], data[:, 7:],
+    root = (data[:, :3], data[:, 3:7]) if free else root_columns(len(data), info)
+    return PlaybackTrack(names, period, *root, data[:, least:],
                          None if not units else np.array(units) == "m"), info
 
 

@@ -28,6 +28,7 @@ class ExportSettings:
     retime: bool = False
     allow_violations: bool = False
     overwrite: bool = False
+    mujoco_free_joint: bool = True  # false: mujoco-keyframes without the root, for a fixed-base MJCF
 
     @property
     def rate_hz(self) -> float:
@@ -82,7 +83,8 @@ class ExportSettings:
 _NUMBER = (int, float)
 _SETTING_TYPES = {"format": (str,), "rate_hz": _NUMBER, "period_s": _NUMBER, "units": (str,),
                   "acceleration_limit": (*_NUMBER, type(None)), "joint_acceleration_limits": (dict,),
-                  "retime": (bool,), "allow_violations": (bool,), "overwrite": (bool,)}
+                  "retime": (bool,), "allow_violations": (bool,), "overwrite": (bool,),
+                  "mujoco_free_joint": (bool,)}
 _KIND_WORDS = {(str,): "text", _NUMBER: "a number", (*_NUMBER, type(None)): "a number or null",
                (dict,): "an object (joint: limit)", (bool,): "true or false"}  # said as the JSON's words
 

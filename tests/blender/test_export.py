@@ -131,6 +131,9 @@ def test_operator_limits_retime_and_overwrite(clean_scene, mods, tmp_path, walk_
     with pytest.raises(RuntimeError, match="limit violation.*retime the motion or allow violations"):
         bpy.ops.robot_retarget.export_playback(**strict)
     assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError, match="mujoco_free_joint is false .* the root moves"):  # a walk has no fixed base
+        bpy.ops.robot_retarget.export_playback(**strict, allow_violations=True, mujoco_free_joint=False)
+    assert list(tmp_path.iterdir()) == []
     assert bpy.ops.robot_retarget.export_playback(**strict, allow_violations=True) == {'FINISHED'}
     allowed = mods["core.playback.formats"].read_playback(out)
     meta = allowed.metadata
