@@ -398,6 +398,24 @@ def test_another_control_period(walk):
     assert result.time_s[-1] <= (short.frames - 1) / short.fps + 1e-9
 
 
+@pytest.mark.parametrize("period_s", [0.003, 0.004, 0.005, 0.02])
+def test_a_cut_walk_keeps_its_stance_feet_down_at_any_control_period(walk, period_s):
+    """Issue 12's "any period" on a cut clip (`gait --frames 100:400`, a new user's trial): it starts
+    with the left foot in the air and ends in a crouch deeper than the G1 can make. Before
+    (2026-12-03), at every period the rear foot stood on its ankle's limit before its first
+    lift-off (slide 4 mm, tilted 8 degrees), and the waist raised for the crouch reached back to the
+    straight stance leg before it: at 5 ms that foot rose 6.9 mm at 1.72-1.82 s (17 samples
+    without a foot down), worst margin -87 mm at 4 ms and -165 mm at 3 ms."""
+    cut = walk.at_frames(np.arange(100, 400), "walk_100_400")
+    tree, mapping, result = _gait(cut, "g1", GaitSettings(period_s=period_s))
+    report = result.report
+    assert report["samples_without_support"] == 0
+    assert report["zmp_outside_support_pct"] == 0.0 and report["min_support_margin_m"] >= 0.010
+    assert report["stance_slide_m"] < 0.001
+    for side, (down, heights, _) in _soles(tree, mapping, result).items():
+        assert not _on_an_edge(heights[down]), f"{side} stance foot: {_on_an_edge(heights[down])}"
+
+
 def test_a_robot_without_masses_gets_a_clear_error(walk, tmp_path):
     text = ROBOTS["g1"].read_text()
     massless = re.sub(r"<inertial>.*?</inertial>", "", text, flags=re.S)
