@@ -94,9 +94,10 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     for side, link in by_side.items():
         paths[link], swings[side] = foot_path(side, clip_feet[side], stances[side], bake.fps, frames, times,
                                               bodies[link], foot, warnings, flats[side])
-    if sagittal_waist:  # the rolled waist starts as before: its passes amplify any change of the plan (the H1
-        # walk with the placed foot's start: worst margin +10.8 -> +10.6 mm, slide 0.83 -> 0.99 mm), and its path
-        # is worked on elsewhere
+    if sagittal_waist or bounds.lean < 1.0:  # a foot placed at the clip's start carries weight from the start
+        # (foot_path.FootPath.placed) where the waist cannot go over the other foot with both soles flat (the H1
+        # upright: worst margin -11 -> -245 mm with the target there), and for the rolled waist, whose passes
+        # amplify any change of the plan (the H1 walk: +10.8 -> +10.6 mm, slide 0.83 -> 0.99 mm)
         for path in paths.values():
             path.placed[:] = False
     edges = {side: toe_edge(bodies[link], flats[side], bounds.forward_axis) for side, link in by_side.items()}
