@@ -4,7 +4,8 @@ In single support the target sits at a chosen point of the stance foot's sole (i
 by default, plus a robot-specific offset in the foot's frame); in double support it moves
 from the foot being left to the foot being stepped on along a smooth ramp, so a preview
 controller can follow it without a step. Before the first and after the last single
-support it stays between the feet.
+support it stays between the feet; a clip that starts with a foot in the air starts between
+the feet and goes to the foot the person stands on until the other lands.
 """
 from __future__ import annotations
 
