@@ -68,7 +68,10 @@ def heel_offs(paths: dict, sides: dict[int, str], edges: dict[str, Edge], angles
             lift = int(np.searchsorted(path.times, knots.times[0], side="right")) - 1
             if lift <= 0 or not other.down[lift]:
                 continue
-            before = np.flatnonzero(~other.down[:lift])  # the front foot's touch-down: the double support's start
+            # the front foot's touch-down: the double support's start (a foot placed because the clip starts with
+            # it in the air lands at its first contact: from the clip's start, the rear foot of the cut walk rolled
+            # for 0.2 s with its ankle at its limit)
+            before = np.flatnonzero(~(other.down & ~other.placed)[:lift])
             start = before[-1] + 1 if len(before) else 0
             first = lift - int(HEEL_OFF_SHARE * (lift - start))
             if first < lift and path.down[first:lift + 1].all():

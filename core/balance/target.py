@@ -4,7 +4,8 @@ In single support the target sits at a chosen point of the stance foot's sole (i
 by default, plus a robot-specific offset in the foot's frame); in double support it moves
 from the foot being left to the foot being stepped on along a smooth ramp, so a preview
 controller can follow it without a step. Before the first and after the last single
-support it stays between the feet.
+support it stays between the feet; a clip that starts with a foot in the air starts between
+the feet and goes to the foot the person stands on until the other lands.
 """
 from __future__ import annotations
 
@@ -13,9 +14,25 @@ import numpy as np
 from ..feet.contacts import flags_to_intervals
 
 
-def target_zmp(sole: dict[str, np.ndarray], down: dict[str, np.ndarray]) -> np.ndarray:
+def target_zmp(sole: dict[str, np.ndarray], down: dict[str, np.ndarray],
+               placed: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """Target ZMP (F, 2) from each foot's sole point on the ground (F, 2), metres, and its
-    contact flags (F,) ('left', 'right')."""
+    contact flags (F,) ('left', 'right'). placed: per foot (F,), where it is down only because the
+    clip starts with it in the air (core.balance.foot_path): the target goes from between the feet
+    to the foot the person stands on over that span, and steps from there once the other lands."""
+    placed = placed or {}
+    down = {side: flags & ~placed[side] if side in placed else flags for side, flags in down.items()}
+    out = _target(sole, down)
+    mid = (sole["left"] + sole["right"]) / 2.0
+    for flags in placed.values():
+        first = int(np.argmin(flags)) if not flags.all() else len(flags)  # the samples before its first landing
+        if first > 0:
+            s = _smoothstep(np.linspace(0.0, 1.0, first + 1)[:-1])[:, None]
+            out[:first] = (1 - s) * mid[:first] + s * out[:first]
+    return out
+
+
+def _target(sole: dict[str, np.ndarray], down: dict[str, np.ndarray]) -> np.ndarray:
     left, right = down["left"], down["right"]
     frames = len(left)
     mid = (sole["left"] + sole["right"]) / 2.0

@@ -50,3 +50,20 @@ def test_the_preview_controller_follows_the_stepping_target():
     com, zmp = follow_zmp(target, PreviewSettings(period_s=0.01))
     assert np.abs(zmp - target).max() < 0.01
     assert com[-1, 0] > 0.4  # the body travelled forward with the feet
+
+
+def test_a_foot_placed_at_the_clips_start_takes_the_weight_only_once_it_lands():
+    """A clip starting with the left foot in the air (the walk cut at frame 100): the gait stands that
+    foot on its first stance from the start (placed), but the person stands on the right until the
+    left lands. The target goes from between the feet to the right foot while the left is placed,
+    then to the left over the double support before the right lifts, without a jump."""
+    sole, down = _steps()
+    placed = {"left": np.zeros(400, bool), "right": np.zeros(400, bool)}
+    placed["left"][:30] = True  # the left foot lands at 30, the right lifts at 50
+    zmp = target_zmp(sole, down, placed)
+    np.testing.assert_allclose(zmp[0], (sole["left"][0] + sole["right"][0]) / 2)
+    np.testing.assert_allclose(zmp[29], sole["right"][29], atol=2e-3)  # on the standing foot by the landing
+    assert (np.diff(zmp[:30, 1]) < 0).all() and (np.diff(zmp[30:50, 1]) > 0).all()  # right, then left
+    np.testing.assert_allclose(zmp[50:150], sole["left"][50:150])  # then the walk as before
+    assert np.linalg.norm(np.diff(zmp[:60], axis=0), axis=1).max() < 0.03
+    np.testing.assert_allclose(target_zmp(sole, down, None), target_zmp(sole, down))
