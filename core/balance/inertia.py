@@ -145,7 +145,8 @@ class LinkMotion:
         com = np.empty(poses.shape[:2] + (3,))  # R c + p, by hand: einsum over rows of three is slow
         c = model.com_local
         for a in range(3):
-            com[..., a] = rot[..., a, 0] * c[:, 0] + rot[..., a, 1] * c[:, 1] + rot[..., a, 2] * c[:, 2] + poses[..., a, 3]
+            com[..., a] = (rot[..., a, 0] * c[:, 0] + rot[..., a, 1] * c[:, 1] + rot[..., a, 2] * c[:, 2]
+                           + poses[..., a, 3])
         dt = 1.0 / fps
         acc = _second_derivative(_smooth(com, fps, cutoff_hz), dt)
         # R I R^T omega = R I Omega, Omega = R^T omega the body's rate (each link's own frame), summed over links
