@@ -46,14 +46,22 @@ def link_walk(tree: KinematicTree, links: list[int]) -> list[Link]:
 
 def foot_chain(walk: list[Link], x: np.ndarray, base: np.ndarray):
     """Foot rotation (F, 3, 3) and position (F, 3) for the leg's joints x (F, J) under `base`
-    (F, 4, 4), and per joint its world axis and position (F, J, 3). This runs at every iteration
-    of every solve: the rotation is carried as its three columns (F, 3) and every fixed
-    transform, axis and principal-axis turn is a sum over them, no 3x3 product per sample."""
-    cols, pos, axes, origins = _along(walk, x, base, to_foot=True)
+    (F, 4, 4), and per joint its world axis and position (F, J, 3) (frames first: the walk's
+    own layout, frames last, is foot_chain_last's)."""
+    cols, pos, axes, origins = foot_chain_last(walk, x, base)
     rot = np.empty((len(x), 3, 3))
     for k in range(3):
-        rot[:, :, k] = cols[k]
-    return rot, pos, axes, origins
+        rot[:, :, k] = cols[k].T
+    return rot, pos.T, axes.transpose(2, 0, 1), origins.transpose(2, 0, 1)
+
+
+def foot_chain_last(walk: list[Link], x: np.ndarray, base: np.ndarray):
+    """foot_chain with frames last: the foot rotation's columns (3 x (3, F)), its position (3, F)
+    and each joint's world axis and position (J, 3, F). This runs at every iteration of every solve:
+    the rotation is carried as its three columns and every fixed transform, axis and principal-axis
+    turn is a sum over them, no 3x3 product per sample; frames last, each of those sums runs over
+    contiguous rows of F numbers (frames first, numpy's loops over rows of three cost several times)."""
+    return _along(walk, x, base, to_foot=True)
 
 
 def joint_frames(walk: list[Link], x: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,16 +69,18 @@ def joint_frames(walk: list[Link], x: np.ndarray, base: np.ndarray) -> tuple[np.
     as foot_chain gives them (the same sums), without turning past the last joint or assembling
     the foot's rotation: a solve that only aims a joint's axis (core.balance.sagittal) needs no more."""
     _, _, axes, origins = _along(walk, x, base, to_foot=False)
-    return axes, origins
+    return axes.transpose(2, 0, 1), origins.transpose(2, 0, 1)
 
 
 def _along(walk: list[Link], x: np.ndarray, base: np.ndarray, to_foot: bool):
-    """Down the leg: the frame's columns and position where it stops (the foot, or the last joint
-    when not to_foot), and each joint's world axis and position (F, J, 3)."""
-    cols = [base[:, :3, k] for k in range(3)]
-    pos = base[:, :3, 3]
+    """Down the leg, frames last: the frame's columns (3 x (3, F)) and position (3, F) where it stops
+    (the foot, or the last joint when not to_foot), and each joint's world axis and position (J, 3, F)."""
+    frame = np.ascontiguousarray(base[:, :3, :].transpose(2, 1, 0))  # frame[k]: column k (3, F)
+    cols = [frame[0], frame[1], frame[2]]
+    pos = np.ascontiguousarray(base[:, :3, 3].T)
+    angles = np.ascontiguousarray(x.T)  # (J, F)
     count = x.shape[1]
-    axes, origins = np.empty((len(x), count, 3)), np.empty((len(x), count, 3))  # filled, not stacked
+    axes, origins = np.empty((count, 3, len(x))), np.empty((count, 3, len(x)))  # filled, not stacked
     j = 0
     for link in walk:
         pos = pos + combine(cols, link.shift)
@@ -79,26 +89,26 @@ def _along(walk: list[Link], x: np.ndarray, base: np.ndarray, to_foot: bool):
         if link.axis is None:
             continue
         axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else combine(cols, link.axis)
-        axes[:, j] = axis
-        origins[:, j] = pos
-        value = x[:, j] * link.scale + link.offset
+        axes[j] = axis
+        origins[j] = pos
+        value = angles[j] * link.scale + link.offset
         j += 1
         if j == count and not to_foot:
             break
         if link.prismatic:
-            pos = pos + axis * value[:, None]
+            pos = pos + axis * value
         else:
             cols = turned(cols, link, value)
     return cols, pos, axes, origins
 
 
 def combine(cols: list[np.ndarray], weights) -> np.ndarray:
-    """sum_k cols[k] * weights[k] (F, 3): a rotation given by its columns times a vector (a
-    weight may be per row (F,): legs solved together, stacked_walk)."""
+    """sum_k cols[k] * weights[k] (3, F): a rotation given by its columns (frames last) times a
+    vector (a weight may be per frame (F,): legs solved together, stacked_walk)."""
     out = None
     for column, weight in zip(cols, weights):
         if isinstance(weight, np.ndarray) and weight.ndim:
-            term = column * weight[:, None]
+            term = column * weight
         elif weight != 0.0:
             term = column if weight == 1.0 else column * weight
         else:
@@ -108,14 +118,14 @@ def combine(cols: list[np.ndarray], weights) -> np.ndarray:
 
 
 def turned(cols: list[np.ndarray], link: Link, angle: np.ndarray) -> list[np.ndarray]:
-    """A rotation's columns (3 x (F, 3)) turned by angle (F,) about the link's joint axis, fixed
+    """A rotation's columns (3 x (3, F)) turned by angle (F,) about the link's joint axis, fixed
     in its own frame: about a principal axis (nearly every URDF joint) two columns mix."""
     k = link.principal
     if k < 0:
         turn = axis_angle_to_matrix(link.axis, angle)  # (F, 3, 3)
-        return [sum(cols[i] * turn[:, i, m, None] for i in range(3)) for m in range(3)]
+        return [sum(cols[i] * turn[:, i, m] for i in range(3)) for m in range(3)]
     i, j = (k + 1) % 3, (k + 2) % 3
-    c, s = np.cos(angle)[:, None], (link.axis[k] * np.sin(angle))[:, None]
+    c, s = np.cos(angle), link.axis[k] * np.sin(angle)
     out = list(cols)
     out[i] = cols[i] * c + cols[j] * s
     out[j] = cols[j] * c - cols[i] * s

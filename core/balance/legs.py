@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import REVOLUTE, KinematicTree
-from .leg_chain import Link, foot_chain, link_walk, rotation_errors, rotvec, stacked_walk, walk_rows
+from .leg_chain import Link, foot_chain_last, link_walk, rotation_errors, rotvec, stacked_walk, walk_rows
 
 FULL_LEG = 6  # joints a leg needs to meet any foot pose from any pelvis (else it has no ankle roll)
 TILT_WEIGHT_M = 0.2  # a radian of sole tilt weighs like 20 cm of foot position
@@ -121,28 +121,38 @@ def _residual(walk: list[Link], revolute: np.ndarray, x: np.ndarray, base: np.nd
     """Weighted pose error and prior (F, 6 + J) for the leg's joints x (F, J), and the pose
     error's Jacobian (F, 6, J) (the prior's is prior times the identity); weights (F, 6) of the
     pose error, prior (F,) metres per radian toward rest (F, J); roll: the foot's long axis (3,)
-    in its frame and how much (F,) the rotation error about it weighs against the other tilt."""
-    rot, pos, axes, origins = foot_chain(walk, x, base)
-    count = x.shape[1]
-    lever = pos[:, None] - origins  # (F, J, 3)
-    jac = np.empty((len(x), 6, count))
+    in its frame and how much (F,) the rotation error about it weighs against the other tilt.
+    Built frames last (leg_chain.foot_chain_last), each sum over contiguous rows of F numbers,
+    and turned frames first once at the end: the same numbers, in half the time."""
+    cols, pos, axes, origins = foot_chain_last(walk, x, base)
+    frames, count = x.shape
+    lever = pos - origins  # (J, 3, F)
+    jac = np.empty((6, count, frames))
     turning = bool(revolute.all())  # nearly every leg: no joint to pick out
-    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):  # axis x lever, by hand: np.cross is slow on small rows
-        cross = axes[..., i] * lever[..., j] - axes[..., j] * lever[..., i]
-        jac[:, k] = cross if turning else np.where(revolute, cross, axes[..., k])
-        jac[:, 3 + k] = axes[..., k] if turning else np.where(revolute, axes[..., k], 0.0)
-    error = np.empty((len(x), 6 + count))
-    error[:, :3] = goal[:, :3, 3] - pos
-    error[:, 3:6] = rotation_errors(rot, goal[:, :3, :3])
+    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):  # axis x lever, by hand
+        cross = axes[:, i] * lever[:, j] - axes[:, j] * lever[:, i]
+        jac[k] = cross if turning else np.where(revolute[:, None], cross, axes[:, k])
+        jac[3 + k] = axes[:, k] if turning else np.where(revolute[:, None], axes[:, k], 0.0)
+    error = np.empty((6 + count, frames))
+    error[:3] = goal[:, :3, 3].T - pos
+    rot = np.empty((frames, 3, 3))
+    for k in range(3):
+        rot[:, :, k] = cols[k].T
+    error[3:6] = rotation_errors(rot, goal[:, :3, :3]).T
+    weights = weights.T
     if roll is not None:  # the turn about the goal's long axis scaled: (I + (s - 1) a a^T) on error and Jacobian
-        axis = goal[:, :3, :3] @ roll[0]
+        axis = (goal[:, :3, :3] @ roll[0]).T  # (3, F)
         more = roll[1] - 1.0
-        error[:, 3:6] += (more * np.einsum("fi,fi->f", axis, error[:, 3:6]))[:, None] * axis
-        jac[:, 3:6] += (more[:, None] * np.einsum("fi,fij->fj", axis, jac[:, 3:6]))[:, None, :] * axis[:, :, None]
-    error[:, :6] *= weights
-    jac *= weights[:, :, None]
-    error[:, 6:] = prior[:, None] * (rest - x)
-    return error, jac
+        products = axis * error[3:6]
+        along = more * ((products[0] + products[2]) + products[1])  # as einsum sums three: the same last bits
+        error[3:6] += along * axis
+        spread = more * (axis[0] * jac[3] + axis[1] * jac[4] + axis[2] * jac[5])  # (J, F)
+        for k in range(3):
+            jac[3 + k] += spread * axis[k]
+    error[:6] *= weights
+    jac *= weights[:, None]
+    error[6:] = prior * (rest.T - x.T)
+    return np.ascontiguousarray(error.T), np.ascontiguousarray(jac.transpose(2, 0, 1))
 
 
 def _pose_weights(weights: np.ndarray, prior: np.ndarray) -> np.ndarray:

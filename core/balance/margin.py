@@ -38,11 +38,10 @@ def margins(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: di
     base = support_margins(points, zmp, 0.0, radius)
     grad = np.zeros_like(zmp)
     short = np.flatnonzero(np.isfinite(base) & (base < MARGIN_GOAL_M))
+    steps = GRADIENT_M * np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    moved = support_margins(points[short], zmp[short][None] + steps[:, None], 0.0, radius)  # one support, four ZMPs
     for axis in range(2):
-        step = np.zeros(2)
-        step[axis] = GRADIENT_M
-        grad[short, axis] = (support_margins(points[short], zmp[short] + step, 0.0, radius)
-                             - support_margins(points[short], zmp[short] - step, 0.0, radius)) / (2 * GRADIENT_M)
+        grad[short, axis] = (moved[2 * axis] - moved[2 * axis + 1]) / (2 * GRADIENT_M)
     grad[~np.isfinite(grad)] = 0.0
     return base, grad
 

@@ -134,30 +134,34 @@ def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0,
                     radius: np.ndarray | None = None) -> np.ndarray:
     """Margins (F,) of the ZMP (F, 2) to the support polygon of foot points (F, P, 3): positive
     inside, negative outside, -inf with nothing on the ground. radius (P,): a sphere's point
-    touches the ground at its centre's height minus its radius.
+    touches the ground at its centre's height minus its radius. zmp may be several ZMPs (Z, F, 2)
+    over the same support: margins (Z, F), the polygon found once (the margin's gradient, margin.py).
 
     The all-pairs test below costs F x P^3: feet of a few dozen points go through it in
     blocks of frames; feet given as meshes (hundreds of hull points: Talos's 308 asked for
     217 GiB) get each frame's ground points reduced to their hull first."""
+    several = np.ndim(zmp) == 3
+    zmps = np.asarray(zmp, dtype=float) if several else np.asarray(zmp, dtype=float)[None]
     if points.shape[1] > ALL_PAIRS_POINTS:
         bottom = points[..., 2] - (0.0 if radius is None else radius)
         down = bottom <= ground_z + CONTACT_M
-        out = np.full(len(points), -np.inf)
+        out = np.full((len(zmps), len(points)), -np.inf)
         for f in np.flatnonzero(down.any(axis=1)):
             hull = _hull(points[f, down[f], :2])
             flat = np.column_stack([hull, np.full(len(hull), ground_z)])
-            out[f] = _margins_all_pairs(flat[None], zmp[f:f + 1], ground_z, None)[0]
-        return out
+            out[:, f] = _margins_all_pairs(flat[None], zmps[:, f:f + 1], ground_z, None)[:, 0]
+        return out if several else out[0]
     block = max(1, ALL_PAIRS_BUDGET // max(1, points.shape[1] ** 3))
-    return np.concatenate([_margins_all_pairs(points[i:i + block], zmp[i:i + block], ground_z, radius)
-                           for i in range(0, len(points), block)]) if len(points) else np.zeros(0)
+    out = np.concatenate([_margins_all_pairs(points[i:i + block], zmps[:, i:i + block], ground_z, radius)
+                          for i in range(0, len(points), block)], axis=1) if len(points) else np.zeros((len(zmps), 0))
+    return out if several else out[0]
 
 
-def _margins_all_pairs(points: np.ndarray, zmp: np.ndarray, ground_z: float,
+def _margins_all_pairs(points: np.ndarray, zmps: np.ndarray, ground_z: float,
                        radius: np.ndarray | None) -> np.ndarray:
-    """support_margins on all frames at once: an edge (i, j) between two points on the ground
-    is on the hull when no other such point lies to its right, so no hull is built frame by
-    frame."""
+    """support_margins (Z, F) on all frames at once, for each of the ZMPs (Z, F, 2): an edge (i, j)
+    between two points on the ground is on the hull when no other such point lies to its right, so
+    no hull is built frame by frame."""
     bottom = points[..., 2] - (0.0 if radius is None else radius)
     down = bottom <= ground_z + CONTACT_M  # (F, P)
     xy = points[..., :2]
@@ -170,17 +174,20 @@ def _margins_all_pairs(points: np.ndarray, zmp: np.ndarray, ground_z: float,
     on_hull = pair & np.all((cross >= -eps) | ~others, axis=3)
     spans = np.any((cross > eps) & others, axis=3)  # some point strictly left: the hull has area
     hull_edge = on_hull & spans & ~np.eye(points.shape[1], dtype=bool)[None]
-    to_p = zmp[:, None, :] - xy  # (F, i, 2)
-    length2 = np.maximum(np.einsum("fijk,fijk->fij", edge, edge), 1e-18)
-    t = np.clip(np.einsum("fik,fijk->fij", to_p, edge) / length2, 0.0, 1.0)
-    gap = np.linalg.norm(to_p[:, :, None, :] - t[..., None] * edge, axis=-1)  # (F, i, j) to each segment
-    side = edge[..., 0] * to_p[:, :, None, 1] - edge[..., 1] * to_p[:, :, None, 0]
     has_hull = hull_edge.any(axis=(1, 2))
-    inside = has_hull & np.all(side >= -eps, axis=(1, 2), where=hull_edge)
-    boundary = np.min(np.where(hull_edge, gap, np.inf), axis=(1, 2))
-    nearest_any = np.min(np.where(pair, gap, np.inf), axis=(1, 2))  # a segment or a point of contact
-    margin = np.where(has_hull, np.where(inside, boundary, -boundary), -nearest_any)
-    return np.where(down.any(axis=1), margin, -np.inf)
+    length2 = np.maximum(np.einsum("fijk,fijk->fij", edge, edge), 1e-18)
+    out = []
+    for zmp in zmps:
+        to_p = zmp[:, None, :] - xy  # (F, i, 2)
+        t = np.clip(np.einsum("fik,fijk->fij", to_p, edge) / length2, 0.0, 1.0)
+        gap = np.linalg.norm(to_p[:, :, None, :] - t[..., None] * edge, axis=-1)  # (F, i, j) to each segment
+        side = edge[..., 0] * to_p[:, :, None, 1] - edge[..., 1] * to_p[:, :, None, 0]
+        inside = has_hull & np.all(side >= -eps, axis=(1, 2), where=hull_edge)
+        boundary = np.min(np.where(hull_edge, gap, np.inf), axis=(1, 2))
+        nearest_any = np.min(np.where(pair, gap, np.inf), axis=(1, 2))  # a segment or a point of contact
+        margin = np.where(has_hull, np.where(inside, boundary, -boundary), -nearest_any)
+        out.append(np.where(down.any(axis=1), margin, -np.inf))
+    return np.array(out).reshape(len(zmps), len(points))
 
 
 def support_polygon(points: np.ndarray, ground_z: float = 0.0, radius: np.ndarray | None = None) -> np.ndarray | None:
