@@ -68,9 +68,8 @@ class FootPath:
     down: np.ndarray
     body: BodyPoints
     swings: list[SwingKnots] = field(default_factory=list)
-    # (N,) down only because the clip starts or ends with the foot in the air: the gait stands it on its first
-    # stance from the start and its last to the end, where the person stood on the other foot until it landed
-    # or from its lift-off
+    # (N,) down only because the clip starts with the foot in the air: the gait stands it on its first stance
+    # from the start, where the person stood on the other foot until it landed
     placed: np.ndarray | None = None
 
     def __post_init__(self) -> None:
@@ -196,8 +195,7 @@ def foot_path(side: str, clip_poses: np.ndarray, stances: list[Stance], fps: flo
         knots.append(SwingKnots(*_swing_knots(swing, clip_time, clip_poses, body, before, after, settings,
                                               np.eye(3) if flat is None else flat)))
         down[(times > swing.lift_off_s) & (times < swing.touch_down_s)] = False
-    placed = (times < stances[0].start / fps) | (times > stances[-1].end / fps)
-    path = FootPath(side, times, poses, down, body, knots, placed)
+    path = FootPath(side, times, poses, down, body, knots, times < stances[0].start / fps)
     path.refresh()
     return path, swings
 

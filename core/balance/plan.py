@@ -94,7 +94,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     for side, link in by_side.items():
         paths[link], swings[side] = foot_path(side, clip_feet[side], stances[side], bake.fps, frames, times,
                                               bodies[link], foot, warnings, flats[side])
-    if sagittal_waist or bounds.lean < 1.0:  # a foot placed at the clip's start (or end) carries weight there
+    if sagittal_waist or bounds.lean < 1.0:  # a foot placed at the clip's start carries weight from the start
         # (foot_path.FootPath.placed) where the waist cannot go over the other foot with both soles flat (the H1
         # upright: worst margin -11 -> -245 mm with the target there), and for the rolled waist, whose passes
         # amplify any change of the plan (the H1 walk: +10.8 -> +10.6 mm, slide 0.83 -> 0.99 mm)
@@ -105,9 +105,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     end_s = (frames - 1) / bake.fps
     # and a foot's first landing where the clip starts with it in the air (a touch-down of no swing: without it
     # the cut walk's waist turned and sank in one curve from the clip's start to the other foot's lift-off)
-    # (not the last lift-off of a foot placed at the clip's end: with that knot the cut walk 200:500 slid 1.1 mm at
-    # 5 ms, 1.6 mm at 3 ms, against 0.7 mm without)
-    landings = [stances[sides[link]][0].start / bake.fps for link, path in paths.items() if path.placed[0]]
+    landings = [stances[sides[link]][0].start / bake.fps for link, path in paths.items() if path.placed.any()]
     knots = np.unique(np.concatenate([[0.0, end_s], [p.time_s for path in paths.values() for p in path.points],
                                       landings]))
     heights = bake.root_position[:, 2]

@@ -5,8 +5,7 @@ by default, plus a robot-specific offset in the foot's frame); in double support
 from the foot being left to the foot being stepped on along a smooth ramp, so a preview
 controller can follow it without a step. Before the first and after the last single
 support it stays between the feet; a clip that starts with a foot in the air starts between
-the feet and goes to the foot the person stands on until the other lands, and one that ends
-with a foot in the air stays on the foot the person stands on from the other's lift-off.
+the feet and goes to the foot the person stands on until the other lands.
 """
 from __future__ import annotations
 
@@ -19,10 +18,8 @@ def target_zmp(sole: dict[str, np.ndarray], down: dict[str, np.ndarray],
                placed: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """Target ZMP (F, 2) from each foot's sole point on the ground (F, 2), metres, and its
     contact flags (F,) ('left', 'right'). placed: per foot (F,), where it is down only because the
-    clip starts or ends with it in the air (core.balance.foot_path): the target goes from between the
-    feet to the foot the person stands on before its landing, and steps from there once it lands; it
-    steps to the standing foot before its last lift-off as in a walk and stays there to the end (eased
-    back between the feet, the placed foot 8 mm off its footprint: the cut walk 200:500 at 5 ms)."""
+    clip starts with it in the air (core.balance.foot_path): the target goes from between the feet
+    to the foot the person stands on over that span, and steps from there once the other lands."""
     placed = placed or {}
     down = {side: flags & ~placed[side] if side in placed else flags for side, flags in down.items()}
     out = _target(sole, down)
