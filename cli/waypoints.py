@@ -50,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"{robot}: robot URDF not found")
     keys = read_path(args.path)
     tree = KinematicTree(parse_urdf(robot))
-    chain = make_chain(tree, args.tip, args.base)
+    try:
+        chain = make_chain(tree, args.tip, args.base)
+    except KeyError as exc:  # a link the robot lacks, or --tip not below --base: say which flags
+        raise CommandError(f"{robot}: --tip {args.tip} --base {args.base or tree.link_names[0]}: {exc.args[0]}") from None
     interpolated = args.mode == "interpolated"
     settings = FollowSettings(rate_hz=args.rate, mode="tangent" if interpolated else args.mode,
                               objective=args.objective, blend=args.blend,

@@ -7,6 +7,7 @@ and joint curves against their limits.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -75,6 +76,8 @@ def draw_figures(ax, tree, links, motion, frames, forward) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog="Writes out/demo.csv, out/demo_report.json "
+                            "and out/demo.png; takes no options.").parse_args()
     report = bake()
     table = read_bake_csv(OUT / "demo.csv")
     tree = KinematicTree(parse_urdf(ROBOT))

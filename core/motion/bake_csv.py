@@ -62,7 +62,11 @@ def read_bake_csv(path) -> BakeTable:
         raise BakeCSVError(f"{path}: empty file")
     header = next(csv.reader([lines[0]]))
     if header[: len(ROOT_COLUMNS)] != ROOT_COLUMNS:
-        raise BakeCSVError(f"{path}, line 1: header must start with {','.join(ROOT_COLUMNS)}")
+        hint = ""
+        if header and _is_number(header[0]):  # numbers on line 1: a file without a header (unitree-csv)
+            hint = ("; line 1 holds numbers, so this file has no header (a unitree-csv export?): "
+                    "export the motion as csv or npz to read it here")
+        raise BakeCSVError(f"{path}, line 1: header must start with {','.join(ROOT_COLUMNS)}{hint}")
     data = numbers(path, lines, header)
     _check_frames(path, data)
     return BakeTable(header[len(ROOT_COLUMNS):], data[:, 0], data[:, 1:4], data[:, 4:8], data[:, 8:])
@@ -97,3 +101,11 @@ def _check_frames(path, data: np.ndarray) -> None:
     norms = np.linalg.norm(data[:, 4:8], axis=1)
     if np.any(norms < 1e-6):
         raise BakeCSVError(f"{path}, line {int(np.argmax(norms < 1e-6)) + 2}: root quaternion is zero")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

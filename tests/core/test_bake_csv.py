@@ -251,3 +251,19 @@ def test_binary_file_is_named(tmp_path):
     with pytest.raises(BakeCSVError) as info:
         read_bake_csv(path)
     assert str(path) in str(info.value)
+
+
+def test_a_file_without_a_header_is_told_to_be_exported_as_csv(tmp_path):
+    """A headerless file (a unitree-csv export: numbers from line 1) names the file and line and says what to
+    export instead; a header with other words gets no such hint."""
+    path = tmp_path / "baked.csv"
+    write_bake_csv(path, _table())
+    headerless = tmp_path / "unitree.csv"
+    headerless.write_text("\n".join(path.read_text(encoding="utf-8").splitlines()[1:]) + "\n", encoding="utf-8")
+    with pytest.raises(BakeCSVError, match=r"unitree\.csv, line 1: .*no header.*export the motion as csv or npz"):
+        read_bake_csv(headerless)
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text("t," + path.read_text(encoding="utf-8").split(",", 1)[1], encoding="utf-8")
+    with pytest.raises(BakeCSVError, match=r"line 1: header must start with time_s") as caught:
+        read_bake_csv(renamed)
+    assert "no header" not in str(caught.value)
