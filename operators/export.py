@@ -25,6 +25,7 @@ from ..core.motion.bake_csv import BakeTable
 from ..core.playback import (ExportSettings, JointLimits, PlaybackResult, prepare_playback,
                              require_within_limits, violation_summary)
 from ..core.playback.formats import FORMATS, PlaybackMeta, write_playback
+from ..core.playback.mimic import mimic_joints
 from ..core.playback.report import export_report, playback_summary
 from ..core.model.rig import bone_to_root_pose, rig_layout
 from ..core.model.transforms import matrix_to_quat, quat_continuous
@@ -163,7 +164,7 @@ def export_playback(robot, path, settings: ExportSettings, *, scene=None, source
     meta = PlaybackMeta(robot=str(robot.get("urdf_robot", robot.name)), source=source or action.name,
                         limits=limits, violations=result.violations,
                         retimed_seconds_added=result.retimed_seconds_added,
-                        generator=f"robot_retarget {extension_version()}")
+                        generator=f"robot_retarget {extension_version()}", mimic=mimic_joints(tree.robot))
     paths = write_playback(path, result.track, settings.format, meta,
                            degrees=settings.units == "deg", overwrite=settings.overwrite,
                            free_joint=settings.mujoco_free_joint)

@@ -12,7 +12,8 @@ core.playback.readers, what both share in core.playback.layout; their names impo
 
 `mujoco-keyframes` without the free joint (a fixed-base arm): qpos is the joints only (core.playback.mujoco).
 
-Joints are in URDF order (movable joints), in radians (metres for prismatic
+Joints are in URDF order (movable joints; mimic joints as multiplier x leader +
+offset, except in ros2-yaml: core.playback.mimic), in radians (metres for prismatic
 joints); `csv` and `npz` may hold degrees, and say so. Every file is written
 atomically (temporary file + rename) and never replaces an existing file
 unless asked. Readers return radians whatever the file holds.
@@ -34,6 +35,7 @@ from ..motion.fileio import OutputError, write_bytes_atomic
 from ..motion.numbers import number_rows, number_text
 from .layout import (FORMATS, META_FORMAT, META_VERSION, QUATERNION_ORDER, RADIAN_ONLY, PlaybackFile,
                      PlaybackFormatError, PlaybackMeta, _joints_out, _xyzw, metadata, output_paths, sidecar_path)
+from . import mimic
 from .mujoco import fixed_root_pose
 from .readers import read_playback
 from .sampling import PlaybackTrack
@@ -58,24 +60,28 @@ def _check_finite(track: PlaybackTrack) -> None:
         raise ValueError(f"{len(track.joint_names)} joint names for {track.q.shape[1]} joint columns")
 
 
-
 def write_playback(path, track: PlaybackTrack, fmt: str, meta: PlaybackMeta | None = None, *,
                    degrees: bool = False, overwrite: bool = False, free_joint: bool = True) -> list[Path]:
     """Write `track` as `fmt`; returns the files written (nothing is written on error).
 
     free_joint=False (mujoco-keyframes only) writes the joints without the root, for a fixed-base
-    MJCF; it refuses a track whose root moves."""
+    MJCF; it refuses a track whose root moves. The robot's mimic joints (meta.mimic) are written
+    as multiplier x leader + offset wherever the format lists them (core.playback.mimic)."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if degrees and fmt in RADIAN_ONLY:
         raise ValueError(f"format {fmt!r} stores radians by convention; degrees are offered for csv and npz")
     _check_finite(track)
+    driven = meta.mimic if meta is not None and fmt not in mimic.LEFT_OUT else ()
+    track = mimic.with_mimic_joints(track, driven)
     paths = output_paths(path, fmt)
     if not overwrite:
         for target in paths:
             if target.exists():
                 raise OutputError(f"{target}: file exists (choose another name or allow overwriting)")
     info = metadata(track, fmt, meta, degrees)
+    if driven:
+        info["mimic"] = mimic.mimic_info(driven)  # only then: files of robots without them stay as they were
     if fmt == "mujoco-keyframes" and not free_joint:
         info.update(free_joint=False, root_pose=fixed_root_pose(track))  # only then: the default stays as it was
     blobs = _WRITERS[fmt](track, info, degrees)

@@ -38,6 +38,7 @@ class PlaybackMeta:
     violations: list = field(default_factory=list)  # LimitViolation or dicts
     retimed_seconds_added: float = 0.0
     generator: str = "robot_retarget"
+    mimic: tuple = ()  # MimicJoint (core.playback.mimic): driven joints the formats that list them get
 
 
 @dataclass
