@@ -34,21 +34,13 @@ class MimicJoint:
 
 
 def mimic_joints(robot: Robot) -> tuple[MimicJoint, ...]:
-    """The robot's mimic joints, a mimic of a mimic followed to its free leader."""
+    """The robot's mimic joints, a mimic of a mimic followed to its free leader (as KinematicTree does)."""
     movable = [j for j in robot.joints if j.movable]
     found = []
     for position, joint in enumerate(movable):
         if joint.mimic is None:
             continue
-        multiplier, offset, seen, lead = 1.0, 0.0, [joint.name], joint
-        while lead.mimic is not None:  # value(joint) = m * value(lead) + o, lead one step up
-            offset += multiplier * lead.mimic.offset
-            multiplier *= lead.mimic.multiplier
-            lead = robot.joint(lead.mimic.joint)
-            if lead.name in seen:
-                raise PlaybackError(f"{robot.source_path or robot.name}: mimic joints follow each other in a "
-                                    f"circle ({' -> '.join(seen + [lead.name])}): no joint drives them")
-            seen.append(lead.name)
+        lead, multiplier, offset = robot.mimic_source(joint.name)
         if not lead.movable:
             raise PlaybackError(f"{robot.source_path or robot.name}: mimic joint {joint.name!r} follows "
                                 f"{lead.type} joint {lead.name!r}, which has no value")

@@ -114,15 +114,18 @@ def test_multiplier_offset_a_mimic_of_a_mimic_and_the_urdf_order(tmp_path):
     np.testing.assert_allclose(read.q[:, 3], 0.5 * (-2.0 * lead + 0.25) - 0.1, rtol=0, atol=1e-15)
     np.testing.assert_array_equal(read.q[:, [0, 2]], track.q)
     assert read.is_prismatic().tolist() == [True, False, False, False]
+    for link, column in (("b", 1), ("d", 3)):  # what the rig and every solver see: the same values
+        np.testing.assert_allclose(tree.joint_value(track.q, tree.link_index(link)), read.q[:, column],
+                                   rtol=0, atol=1e-15)
 
 
 def test_mimic_joints_in_a_circle_are_refused_naming_them_and_the_file(tmp_path):
     path = tmp_path / "circle.urdf"
     path.write_text(SLIDES.replace('<mimic joint="lead" multiplier="-2" offset="0.25"/>', '<mimic joint="second"/>'))
-    with pytest.raises(PlaybackError) as info:
-        mimic_joints(parse_urdf(path))
-    assert str(info.value).startswith(f"{path}: mimic joints follow each other in a circle "
-                                      "(follow -> second -> follow)"), str(info.value)
+    with pytest.raises(URDFError) as info:
+        parse_urdf(path)
+    assert str(info.value).startswith(f"{path}, line 5: joint 'follow': <mimic> joints follow each other in a "
+                                      "circle (follow -> second -> follow)"), str(info.value)
 
 
 def test_a_motion_without_the_leader_is_refused():
