@@ -25,6 +25,8 @@ from ..core.motion.bake_csv import BakeTable
 from ..core.playback import (ExportSettings, JointLimits, PlaybackResult, prepare_playback,
                              require_within_limits, violation_summary)
 from ..core.playback.formats import FORMATS, PlaybackMeta, write_playback
+from ..core.playback.frame_rate import export_fps
+from ..core.playback.mimic import mimic_joints
 from ..core.playback.report import export_report, playback_summary
 from ..core.model.rig import bone_to_root_pose, rig_layout
 from ..core.model.transforms import matrix_to_quat, quat_continuous
@@ -148,6 +150,14 @@ def scene_fps(scene) -> float:
     return scene.render.fps / scene.render.fps_base
 
 
+def action_fps(robot, scene, choice: str = "auto") -> tuple[float, list[str]]:
+    """The frame rate of the robot's action (the scene's, checked against the rate its bake stored)
+    and the warnings that choice gives (core.playback.frame_rate)."""
+    action = robot.animation_data.action if robot.animation_data else None
+    baked = json.loads(action.get(REPORT_PROPERTY, "{}")).get("fps") if action is not None else None
+    return export_fps(scene_fps(scene), baked, choice, action.name if action is not None else robot.name)
+
+
 def export_playback(robot, path, settings: ExportSettings, *, scene=None, source: str = "",
                     frame_range: tuple[int, int] | None = None, bake_report: dict | None = None
                     ) -> ExportOutcome:
@@ -156,14 +166,16 @@ def export_playback(robot, path, settings: ExportSettings, *, scene=None, source
     settings.validate()
     tree = tree_from_rig(robot)
     limits = JointLimits.from_tree(tree, settings.acceleration_limit, settings.joint_acceleration_limits)
-    table = action_table(robot, scene_fps(scene), frame_range)
+    fps, notes = action_fps(robot, scene, settings.frame_rate)
+    table = action_table(robot, fps, frame_range)
     result = prepare_playback(table, limits, settings)
+    result.warnings[:0] = notes
     require_within_limits(result, settings.allow_violations)
     action = robot.animation_data.action
     meta = PlaybackMeta(robot=str(robot.get("urdf_robot", robot.name)), source=source or action.name,
                         limits=limits, violations=result.violations,
                         retimed_seconds_added=result.retimed_seconds_added,
-                        generator=f"robot_retarget {extension_version()}")
+                        generator=f"robot_retarget {extension_version()}", mimic=mimic_joints(tree.robot))
     paths = write_playback(path, result.track, settings.format, meta,
                            degrees=settings.units == "deg", overwrite=settings.overwrite,
                            free_joint=settings.mujoco_free_joint)
@@ -205,6 +217,10 @@ class ROBOT_RETARGET_OT_export_playback(bpy.types.Operator):
     allow_violations: BoolProperty(name="Allow Violations", default=False,
                                    description="Write even if limits are broken (they go into the metadata)")
     overwrite: BoolProperty(name="Overwrite", default=False, description="Replace existing files")
+    frame_rate: EnumProperty(name="Frame Rate", default="auto", items=[
+        ("auto", "Scene (Checked)", "The scene's frame rate; refused if the action was baked at another"),
+        ("scene", "Scene", "The scene's frame rate, even if the action was baked at another"),
+        ("bake", "Bake", "The frame rate the action was baked at, whatever the scene's now")])
     mujoco_free_joint: BoolProperty(name="Free Joint", default=True,
                                     description="MuJoCo keyframes: qpos starts with the root's free joint; "
                                                 "off for a fixed-base MJCF (an arm), whose root must not move")
@@ -218,7 +234,8 @@ class ROBOT_RETARGET_OT_export_playback(bpy.types.Operator):
         return ExportSettings(format=self.format, period_s=period, units=self.units,
                               acceleration_limit=self.acceleration_limit if self.use_acceleration_limit else None,
                               retime=self.retime, allow_violations=self.allow_violations,
-                              overwrite=self.overwrite, mujoco_free_joint=self.mujoco_free_joint)
+                              overwrite=self.overwrite, mujoco_free_joint=self.mujoco_free_joint,
+                              frame_rate=self.frame_rate)
 
     @reports_errors
     def invoke(self, context, event):
@@ -246,6 +263,7 @@ class ROBOT_RETARGET_OT_export_playback(bpy.types.Operator):
         layout.prop(self, "timing")
         layout.prop(self, "rate_hz" if self.timing == "RATE" else "period_ms")
         layout.prop(self, "units")
+        layout.prop(self, "frame_rate")
         if self.format == "mujoco-keyframes":
             layout.prop(self, "mujoco_free_joint")
         col = layout.column(heading="Limits")

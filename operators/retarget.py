@@ -11,6 +11,7 @@ from bpy.props import BoolProperty, StringProperty
 
 from ..core.chains.mapping import Mapping
 from ..core.model.rig import rig_layout, root_pose_to_bone
+from ..core.playback.frame_rate import default_rate_hint
 from ..core.retarget import RetargetResult, retarget
 from ..props import mapping_from_settings, settings_from_mapping
 from . import anim_io
@@ -31,7 +32,7 @@ class BakeOutcome:
 
 def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mapping: Mapping,
                 frame_start: int, frame_end: int, *, action_name: str | None = None,
-                replace: bool = False, progress=None, contacts=None) -> BakeOutcome:
+                replace: bool = False, progress=None, contacts=None, warnings: list[str] = ()) -> BakeOutcome:
     """Retarget frames [start, end] of `source` onto `robot` as a new action.
 
     The root bone carries the robot's root pose (location + quaternion); every
@@ -46,6 +47,7 @@ def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
     report(0.0, "sampling the source")
     motion = anim_io.sample_armature(source, frames, scene=scene)
     result = retarget(motion, tree, mapping, progress=lambda f, m: report(0.1 + 0.8 * f, m), contacts=contacts)
+    result.report["warnings"][:0] = list(warnings)  # the caller's, stored with the bake's own
     report(0.9, "writing keys")
     source_action = source.animation_data.action if source.animation_data else None
     name = action_name or f"{robot.name}|{source_action.name if source_action else source.name}"
@@ -118,14 +120,16 @@ class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
             settings_from_mapping(settings, automatic)
         mapping = mapping_from_settings(settings)
         start, end = bake_frame_range(context.scene, settings, source)
+        fps = context.scene.render.fps / context.scene.render.fps_base
+        hint = default_rate_hint(fps)  # Blender keeps no frame time for an imported BVH: only a warning can say
         wm.progress_begin(0, 100)
         try:
-            contacts = bake_contacts(settings.plant_feet, source, np.arange(start, end + 1.0),
-                                     context.scene.render.fps / context.scene.render.fps_base)
+            contacts = bake_contacts(settings.plant_feet, source, np.arange(start, end + 1.0), fps)
             outcome = bake_action(context.scene, source, robot, mapping, start, end,
                                   action_name=settings.action_name or None,
                                   replace=settings.replace_action,
-                                  progress=lambda f, m: wm.progress_update(int(100 * f)), contacts=contacts)
+                                  progress=lambda f, m: wm.progress_update(int(100 * f)), contacts=contacts,
+                                  warnings=[hint] if hint else [])
         finally:
             wm.progress_end()
         for warning in outcome.result.report.get("warnings", []):

@@ -133,6 +133,9 @@ def playback_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-free-joint", dest="no_free_joint", action="store_true",
                    help="mujoco-keyframes without the free joint (qpos = joints only), for a fixed-base "
                         "MJCF such as an arm; refused if the root moves")
+    p.add_argument("--frame-rate", dest="frame_rate", choices=["auto", "scene", "bake"],
+                   help="a .blend's action: the frame rate that makes its frames seconds when the scene's and "
+                        "the bake's differ (default auto: refused then)")
 
 
 def export_settings(args: argparse.Namespace) -> ExportSettings:
@@ -147,7 +150,7 @@ def export_settings(args: argparse.Namespace) -> ExportSettings:
         if not args.period > 0:
             raise CommandError(f"--period {args.period:g}: expected a positive number of seconds")
         changes["period_s"] = args.period
-    for flag in ("format", "units", "acceleration_limit"):
+    for flag in ("format", "units", "acceleration_limit", "frame_rate"):
         if getattr(args, flag) is not None:
             changes[flag] = getattr(args, flag)
     for flag in ("retime", "allow_violations", "overwrite"):

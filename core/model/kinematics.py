@@ -57,10 +57,11 @@ class KinematicTree:
             elif joint.type == "prismatic":
                 self.kind[i] = PRISMATIC
             if self.kind[i] != FIXED:
-                if joint.mimic is not None and joint.mimic.joint in qcol:
-                    self.qindex[i] = qcol[joint.mimic.joint]
-                    self.qscale[i] = joint.mimic.multiplier
-                    self.qoffset[i] = joint.mimic.offset
+                leader, multiplier, offset = robot.mimic_source(joint.name)  # itself when no mimic
+                if joint.mimic is not None and leader.name in qcol:  # a mimic of a mimic too
+                    self.qindex[i] = qcol[leader.name]
+                    self.qscale[i] = multiplier
+                    self.qoffset[i] = offset
                 elif joint.name in qcol:
                     self.qindex[i] = qcol[joint.name]
         # most URDF origins only translate; solvers skip the rotation product for them

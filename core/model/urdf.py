@@ -118,6 +118,19 @@ class Robot:
         except KeyError:
             raise KeyError(f"robot {self.name!r} has no joint {name!r}") from None
 
+    def mimic_source(self, name: str) -> tuple[Joint, float, float]:
+        """(leader, multiplier, offset) with value(name) = multiplier * value(leader) + offset, a
+        mimic of a mimic followed to the joint that is no mimic (the parser refuses circles)."""
+        joint = self.joint(name)
+        multiplier, offset = 1.0, 0.0
+        for _ in range(len(self.joints) + 1):
+            if joint.mimic is None:
+                return joint, multiplier, offset
+            offset += multiplier * joint.mimic.offset
+            multiplier *= joint.mimic.multiplier
+            joint = self.joint(joint.mimic.joint)
+        raise URDFError(f"robot {self.name!r}: mimic joint {name!r} follows a circle of mimic joints")
+
     def parent_joint(self, link: str) -> Joint | None:
         """The joint whose child is `link`; None for the root link."""
         if link not in self.links:
@@ -387,6 +400,23 @@ def _check_joints(links: dict[str, Link], joints: list[Joint], lines: list[int],
         if joint.mimic and (joint.mimic.joint not in names or joint.mimic.joint == joint.name):
             raise _err(src, what, line, f"<mimic> joint '{joint.mimic.joint}' is not "
                        "another joint of this robot")
+    _check_mimic_circles(joints, lines, src)
+
+
+def _check_mimic_circles(joints: list[Joint], lines: list[int], src: str) -> None:
+    """Mimic joints that follow each other round: no joint drives them."""
+    by_name = {j.name: j for j in joints}
+    for joint, line in zip(joints, lines):
+        seen = [joint.name]
+        lead = joint
+        while lead.mimic is not None:
+            lead = by_name[lead.mimic.joint]
+            if lead.name in seen:
+                if lead is joint:  # said once, at the first joint of the circle
+                    raise _err(src, f"joint '{joint.name}'", line, "<mimic> joints follow each other in a "
+                               f"circle ({' -> '.join(seen + [lead.name])}): no joint drives them")
+                break
+            seen.append(lead.name)
 
 
 def _find_root(links: dict[str, Link], joints: list[Joint], lines: dict[str, int],

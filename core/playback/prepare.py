@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ..motion.bake_csv import BakeTable
 from ..motion.fileio import read_json
 from .formats import FORMATS, RADIAN_ONLY
+from .frame_rate import CHOICES as FRAME_RATES
 from .retime import retime
 from .sampling import (DEFAULT_PERIOD_S, UNITS, JointLimits, LimitViolation, PlaybackError, PlaybackTrack,
                        _relative_times, check_limits, resample, violation_summary)
@@ -29,6 +30,7 @@ class ExportSettings:
     allow_violations: bool = False
     overwrite: bool = False
     mujoco_free_joint: bool = True  # false: mujoco-keyframes without the root, for a fixed-base MJCF
+    frame_rate: str = "auto"  # a Blender action's frames to seconds: the scene's, the bake's (frame_rate.py)
 
     @property
     def rate_hz(self) -> float:
@@ -50,6 +52,8 @@ class ExportSettings:
         if self.units == "deg" and self.format in RADIAN_ONLY:
             raise PlaybackError(f"format {self.format!r} stores radians by convention; "
                                 "degrees are offered for csv and npz")
+        if self.frame_rate not in FRAME_RATES:
+            raise PlaybackError(f"frame_rate {self.frame_rate!r}: expected one of {', '.join(FRAME_RATES)}")
         if self.acceleration_limit is not None and not self.acceleration_limit > 0:
             raise PlaybackError(f"acceleration limit {self.acceleration_limit!r}: expected a positive number")
         return self
@@ -84,7 +88,7 @@ _NUMBER = (int, float)
 _SETTING_TYPES = {"format": (str,), "rate_hz": _NUMBER, "period_s": _NUMBER, "units": (str,),
                   "acceleration_limit": (*_NUMBER, type(None)), "joint_acceleration_limits": (dict,),
                   "retime": (bool,), "allow_violations": (bool,), "overwrite": (bool,),
-                  "mujoco_free_joint": (bool,)}
+                  "mujoco_free_joint": (bool,), "frame_rate": (str,)}
 _KIND_WORDS = {(str,): "text", _NUMBER: "a number", (*_NUMBER, type(None)): "a number or null",
                (dict,): "an object (joint: limit)", (bool,): "true or false"}  # said as the JSON's words
 

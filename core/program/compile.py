@@ -66,13 +66,13 @@ class _Compiler:
                 if play.name is None:
                     yield from plays(play.body)
                 else:
-                    yield play.name, play.line, play.column
+                    yield play.name, *play.value_at
         used = list(plays(self.program.instructions))
         for definition in self.program.definitions.values():
             if definition.kind == "pileup":
                 used += list(plays(definition.members))
             else:
-                used += [(m.act, m.line, m.column) for m in definition.members
+                used += [(m.act, *m.value_at) for m in definition.members
                          if m.kind in ("base", "motion") and isinstance(m.act, str)]
         for name, line, column in used:
             if name.startswith("@"):
@@ -91,7 +91,7 @@ class _Compiler:
                     placed.voice += part.voice
                     at = max(at, part.duration)
             return placed
-        return self.motion(play.name, play.line, play.column, stack)
+        return self.motion(play.name, *play.value_at, stack)
 
     def definition(self, name: str, line: int, column: int) -> Definition:
         definition = self.definitions.get(name.lstrip("@").lower())
@@ -133,13 +133,13 @@ class _Compiler:
         voice: list[tuple[str, float]] = []
         for member in definition.members:
             if member.kind == "base":
-                base = self.motion(member.act, member.line, member.column, stack).as_base()
+                base = self.motion(member.act, *member.value_at, stack).as_base()
                 items += base.items
                 voice += base.voice
                 continue
             if member.kind == "motion":  # played `till` times back to back
                 start = self.start(member, items)
-                sub = self.motion(member.act, member.line, member.column, stack)
+                sub = self.motion(member.act, *member.value_at, stack)
                 for k in range(member.timing.repeat):
                     copy = sub.shifted(start + k * sub.duration)
                     items += copy.items
@@ -147,10 +147,10 @@ class _Compiler:
                 continue
             if member.part == "VOICE":
                 if not isinstance(member.act, Quoted):
-                    raise self.error(member.line, member.column, 'VOICE needs a quoted text, <do:="...">')
+                    raise self.error(*member.value_at, 'VOICE needs a quoted text, <do:="...">')
                 voice.append((member.act.text, self.start(member, items)))
                 continue
-            self._library(lambda: self.library.part(member.part), member.line, member.column)  # a known part
+            self._library(lambda: self.library.part(member.part), *member.part_at)  # a known part
             if member.kind == "item" and str(member.act).upper() == "FAULT":
                 items = [i for i in items if i.part != member.part]
                 continue
@@ -179,7 +179,7 @@ class _Compiler:
     def module(self, member: Member, items: list[Item]) -> tuple[Module, str, bool]:
         """The module a member places, the motion it comes from, and whether its repeats are
         already in it (a command's module holds them all)."""
-        part = self._library(lambda: self.library.part(member.part), member.line, member.column)
+        part = self._library(lambda: self.library.part(member.part), *member.part_at)
         previous = next((i.module for i in reversed(items) if i.part == member.part), None)
         act = member.act
         try:
@@ -196,7 +196,7 @@ class _Compiler:
                                    f"has no position {act!r}")
             return command_module(part, str(act).lower(), member.timing.repeat, previous), str(act).lower(), True
         except (LibraryError, ValueError) as exc:
-            raise self.error(member.line, member.column, str(exc)) from None
+            raise self.error(*member.value_at, str(exc)) from None
 
     def start(self, member: Member, items: list[Item]) -> float:
         timing = member.timing

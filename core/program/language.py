@@ -55,6 +55,8 @@ class Member:
     timing: Timing
     line: int
     column: int
+    value_at: tuple[int, int] = (0, 0)  # line, column of the act (<do:=VALUE>): where errors about it point
+    part_at: tuple[int, int] = (0, 0)   # ... of the part's name
 
 
 @dataclass
@@ -71,6 +73,7 @@ class Play:
     column: int
     repeat: int = 1
     body: list["Play"] = field(default_factory=list)
+    value_at: tuple[int, int] = (0, 0)  # line, column of the name (<do:=NAME>): where errors about it point
 
 
 @dataclass
@@ -202,7 +205,7 @@ def _play(reader: _Reader) -> Play:
     if token.kind not in ("name", "word"):
         raise reader.error('a motion name in quotes', token)
     reader.symbol(">")
-    return Play(token.text, start.line, start.column)
+    return Play(token.text, start.line, start.column, value_at=_at(token))
 
 
 def _combined(reader: _Reader) -> Definition:
@@ -259,10 +262,11 @@ def _member(reader: _Reader) -> Member:
         reader.next()
         token = reader.option("do")
         reader.symbol(">")
-        return Member("base", None, token.text, Timing(), start.line, start.column)
+        return Member("base", None, token.text, Timing(), start.line, start.column, _at(token))
     if reader.is_word("set"):
         reader.next()
         part = reader.next()
+        first = reader.peek() or part
         factors = {}
         while reader.is_symbol("<"):
             reader.symbol("<")
@@ -271,12 +275,12 @@ def _member(reader: _Reader) -> Member:
             value = reader.next()
             reader.symbol(">")
             factors[key.text.lower()] = _value(value)
-        return Member("set", part.text.upper(), factors, Timing(), start.line, start.column)
+        return Member("set", part.text.upper(), factors, Timing(), start.line, start.column, _at(first), _at(part))
     if reader.is_word("motion"):
         reader.next()
         token = reader.option("do")
         reader.symbol(">")
-        return Member("motion", None, token.text, _timings(reader), start.line, start.column)
+        return Member("motion", None, token.text, _timings(reader), start.line, start.column, _at(token))
     kind = "item" if reader.is_word("item") else "command"
     if kind == "item":
         reader.next()
@@ -285,7 +289,12 @@ def _member(reader: _Reader) -> Member:
         raise reader.error("a part name (RIGHTARM, MOUTH, ...)", part)
     token = reader.option("do")
     reader.symbol(">")
-    return Member(kind, part.text.upper(), _value(token), _timings(reader), start.line, start.column)
+    return Member(kind, part.text.upper(), _value(token), _timings(reader), start.line, start.column, _at(token),
+                  _at(part))
+
+
+def _at(token: Token) -> tuple[int, int]:
+    return token.line, token.column
 
 
 def _value(token: Token):

@@ -89,7 +89,7 @@ def test_a_program_error_names_its_line_and_column(walk_on_g1, extension):
     importlib.import_module(extension.__name__ + ".operators.program").make_part_collections(robot)
     text = bpy.data.texts.new("bad")
     text.from_string('motion <do:="@X">\njoint motion to @Y\nend\n')
-    with pytest.raises(RuntimeError, match=r"line 1, column 1: no definition of @X"):
+    with pytest.raises(RuntimeError, match=r"line 1, column 13: no definition of @X"):
         bpy.ops.robot_retarget.compile_program(text="bad")
 
 
@@ -136,7 +136,7 @@ def test_program_on_the_command_line(tmp_path):
 
     program.write_text('motion <do:="@KARATE">\njoint motion to @KARATE\n item RIGHTARM <do:=NOPE>\nend\n')
     proc = launcher("program", "--library", library, "--program", program, "--out", tmp_path / "t2.json")
-    assert_one_line_error(proc, "line 3, column 2", "NOPE")
+    assert_one_line_error(proc, "line 3, column 21", "NOPE")  # at the value, not at `item`
 
 
 def test_set_frame_times_refuses_a_joint_too_slow(walk_on_g1, extension):

@@ -144,9 +144,9 @@ def test_the_timing_check_against_velocity_limits(library, tmp_path):
 
 
 @pytest.mark.parametrize("text, where, words", [
-    ('motion <do:="@X">\njoint motion to @Y\nend', (1, 1), "no definition of @X"),
-    ('motion <do:="@@Y">\njoint motion to @Y\nend', (1, 1), "@@Y names a pile-up (@@) but @Y (line 2) is a joint"),
-    ('motion <do:="@Y">\npileup motion to @@Y\nend\njoint motion to @Y\n item RIGHTFINGER <do:=32>\nend', (5, 2),
+    ('motion <do:="@X">\njoint motion to @Y\nend', (1, 13), "no definition of @X"),
+    ('motion <do:="@@Y">\njoint motion to @Y\nend', (1, 13), "@@Y names a pile-up (@@) but @Y (line 2) is a joint"),
+    ('motion <do:="@Y">\npileup motion to @@Y\nend\njoint motion to @Y\n item RIGHTFINGER <do:=32>\nend', (5, 24),
      "finger pattern 32"),
     ('motion <do:="@Y">\njoint motion to @Y\n item RIGHTARM <do:=CHOP>\n', (3, 26), "'end' closing joint motion @Y"),
     ('motion <do:="@Y">\njoint motion to @Y\n item RIGHTARM <da:=CHOP>\nend', (3, 17), "expected 'do'"),
@@ -158,16 +158,36 @@ def test_errors_name_the_line_and_column(library, text, where, words):
     assert words in str(caught.value)
 
 
+@pytest.mark.parametrize("line, value", [
+    (' item RIGHTARM <do:=NOPE>', "NOPE"),                 # no module or position of that name
+    (' item RIGHTARM <do:="NOPE"> <from:=timer 5>', '"NOPE"'),  # no motion to lend a module
+    (' base <do:="NOPE">', '"NOPE"'),
+    (' motion <do:="@NOPE">', '"@NOPE"'),
+    (' RIGHTEYE <do:=wink>', "wink"),
+    (' VOICE <do:=hai>', "hai"),
+    (' item RIGHTFINGER <do:=40>', "40"),
+    (' item NOPART <do:=CHOP>', "NOPART"),                  # errors about the part point at the part
+])
+def test_a_module_lines_error_points_at_the_faulty_value(library, line, value):
+    """Not at the line's first word (`item`, `motion`, the part): the column a user is sent to holds
+    the value that is wrong."""
+    text = f'motion <do:="@K">\njoint motion to @K\n{line}\nend'
+    with pytest.raises(ProgramError) as caught:
+        compile_program(parse(text), library)
+    where = caught.value
+    assert where.line == 3 and line[where.column - 1:].startswith(value), (str(where), line)
+
+
 def test_an_at_name_that_is_a_pileup_is_an_error(library):
     text = 'motion <do:="@STEPS">\npileup motion to @@STEPS\n motion <do:="WALK3">\nend'
-    with pytest.raises(ProgramError, match=r"line 1, column 1: @STEPS names a joint motion \(@\) but @@STEPS"):
+    with pytest.raises(ProgramError, match=r"line 1, column 13: @STEPS names a joint motion \(@\) but @@STEPS"):
         compile_program(parse(text), library)
     text = 'motion <do:="@@STEPS">\njoint motion to @STEPS\n base <do:="WALK3">\nend'
     with pytest.raises(ProgramError, match=r"@@STEPS names a pile-up \(@@\) but @STEPS \(line 2\)"):
         compile_program(parse(text), library)
     # a definition that is never played is checked too
     text = 'motion <do:="WALK3">\njoint motion to @UNUSED\n motion <do:="@NOPE">\nend'
-    with pytest.raises(ProgramError, match=r"line 3, column 2: no definition of @NOPE"):
+    with pytest.raises(ProgramError, match=r"line 3, column 14: no definition of @NOPE"):
         compile_program(parse(text), library)
 
 
@@ -189,7 +209,7 @@ def test_the_reviews_cases(library):
     assert timeline.duration_s == pytest.approx(2.4)
     text = 'motion <do:="@G">\njoint motion to @G\n base <do:="WALK2">\n item LEFTLEG <do:=fault>\nend'
     assert "LEFTLEG" not in {i.part for i in compile_program(parse(text), library).items}
-    with pytest.raises(ProgramError, match=r"line 3, column 2: .*no part 'NOPART'"):
+    with pytest.raises(ProgramError, match=r"line 3, column 7: .*no part 'NOPART'"):
         compile_program(parse('motion <do:="@G">\njoint motion to @G\n item NOPART <do:=FAULT>\nend'), library)
     with pytest.raises(ProgramError, match=r"line 3, column \d+: timer -5"):
         parse('motion <do:="@G">\njoint motion to @G\n MOUTH <do:=open> <from:=timer -5>\nend')
@@ -227,7 +247,7 @@ def test_commands_move_parts_without_taught_data(library):
     assert np.allclose(np.diff(mouth.times), 0.1)  # 0.4 rad at 4 rad/s
     wrist = next(i for i in timeline.items if i.part == "RIGHTWRIST")
     assert wrist.module.values[:, 0].tolist() == [0.0, 1.5] and wrist.end_s == pytest.approx(0.5)
-    with pytest.raises(ProgramError, match=r"line 3, column 2: .*no position 'wink'"):
+    with pytest.raises(ProgramError, match=r"line 3, column 16: .*no position 'wink'"):
         compile_program(parse('motion <do:="@F">\njoint motion to @F\n RIGHTEYE <do:=wink>\nend'), library)
 
 

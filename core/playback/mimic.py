@@ -1,0 +1,71 @@
+"""URDF mimic joints in playback files: a driven joint written as multiplier x leader + offset.
+
+The motion holds the free joints only (a mimic joint is no variable of the
+retarget), but a simulator's model has the driven joint too: MuJoCo's qpos
+lists the Panda's second finger joint, and a key without it leaves that
+finger at the model's qpos0. So the formats whose joints are a model's
+joints get every movable joint in URDF order, mimic ones filled in here.
+A ROS JointTrajectory does not list them: ROS derives mimic joints itself
+(robot_state_publisher, ros2_control), and a trajectory controller refuses
+a joint it does not command.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.urdf import Robot
+from .sampling import PlaybackError, PlaybackTrack
+
+LEFT_OUT = ("ros2-yaml",)  # formats that list the free joints only
+
+
+@dataclass(frozen=True)
+class MimicJoint:
+    """A driven joint: value = multiplier * value(leader) + offset, the leader a free joint."""
+
+    name: str
+    leader: str
+    multiplier: float
+    offset: float
+    prismatic: bool
+    position: int  # its column among the robot's movable joints (URDF order, mimic ones included)
+
+
+def mimic_joints(robot: Robot) -> tuple[MimicJoint, ...]:
+    """The robot's mimic joints, a mimic of a mimic followed to its free leader (as KinematicTree does)."""
+    movable = [j for j in robot.joints if j.movable]
+    found = []
+    for position, joint in enumerate(movable):
+        if joint.mimic is None:
+            continue
+        lead, multiplier, offset = robot.mimic_source(joint.name)
+        if not lead.movable:
+            raise PlaybackError(f"{robot.source_path or robot.name}: mimic joint {joint.name!r} follows "
+                                f"{lead.type} joint {lead.name!r}, which has no value")
+        found.append(MimicJoint(joint.name, lead.name, multiplier, offset, joint.type == "prismatic", position))
+    return tuple(found)
+
+
+def with_mimic_joints(track: PlaybackTrack, mimic: tuple[MimicJoint, ...]) -> PlaybackTrack:
+    """The track with each mimic joint's column inserted at its URDF place."""
+    if not mimic:
+        return track
+    column = {name: i for i, name in enumerate(track.joint_names)}
+    names, prismatic = list(track.joint_names), list(track.is_prismatic())
+    values = [track.q[:, i] for i in range(len(names))]
+    for joint in sorted(mimic, key=lambda m: m.position):
+        if joint.leader not in column:
+            raise PlaybackError(f"mimic joint {joint.name!r} follows {joint.leader!r}, which the motion "
+                                f"does not have (joints {names[:3]}...)")
+        names.insert(joint.position, joint.name)
+        prismatic.insert(joint.position, joint.prismatic)
+        values.insert(joint.position, joint.multiplier * track.q[:, column[joint.leader]] + joint.offset)
+    return PlaybackTrack(names, track.period_s, track.root_position, track.root_quaternion,
+                         np.column_stack(values), np.array(prismatic, dtype=bool))
+
+
+def mimic_info(mimic: tuple[MimicJoint, ...]) -> list[dict]:
+    """The metadata rows: which written joints are driven, and how."""
+    return [{"joint": m.name, "leader": m.leader, "multiplier": m.multiplier, "offset": m.offset} for m in mimic]

@@ -1,0 +1,39 @@
+"""Which frame rate makes a Blender action's frames seconds: the scene's, checked against the bake's."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.playback import ExportSettings, PlaybackError
+from core.playback.frame_rate import default_rate_hint, export_fps
+
+
+def test_the_scene_rate_when_the_bake_agrees_or_stored_none():
+    assert export_fps(120.0, 120.0) == (120.0, [])
+    assert export_fps(30.0, None, "bake") == (30.0, [])  # a hand-keyed action: nothing to check against
+    ntsc = 30 / (30 / 29.97)  # fps / fps_base as Blender stores 29.97
+    assert export_fps(29.97, ntsc) == (29.97, [])
+
+
+def test_a_disagreement_is_refused_naming_both_rates_then_either_is_taken():
+    with pytest.raises(PlaybackError, match=r"'walk' was baked at 24 fps but the scene runs at 120 fps .*5 times"):
+        export_fps(120.0, 24.0, "auto", "walk")
+    fps, notes = export_fps(120.0, 24.0, "scene", "walk")
+    assert fps == 120.0 and "exported at the scene's 120 fps" in notes[0]
+    fps, notes = export_fps(120.0, 24.0, "bake", "walk")
+    assert fps == 24.0 and "exported at the bake's 24 fps" in notes[0]
+
+
+def test_the_hint_only_at_blenders_default():
+    assert "Blender's default" in default_rate_hint(24.0)
+    assert default_rate_hint(120.0) is None and default_rate_hint(23.976) is None
+
+
+def test_settings_key(tmp_path):
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"frame_rate": "bake"}), encoding="utf-8")
+    assert ExportSettings.load(path).frame_rate == "bake"
+    path.write_text(json.dumps({"frame_rate": "clip"}), encoding="utf-8")
+    with pytest.raises(PlaybackError, match="frame_rate 'clip': expected one of auto, scene, bake"):
+        ExportSettings.load(path)
