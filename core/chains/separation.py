@@ -24,6 +24,7 @@ from .batched import spd_inverse
 from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _limb_metric, _line_cost, _line_pull,
                           _shape_metric)
 from .coherence import NO_CHANGE_RAD, one_answer_per_run
+from .dual import dual_step
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import polish_room
 from .steady import steady_gain, steady_room
@@ -433,32 +434,9 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
 
 def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
     """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
-    (H^-1: `inverse`; projected Gauss-Seidel over each frame's few pairs, all frames at once:
-    each pair's multiplier is what its row asks once the others' are counted, one product and
-    one clip per pair and sweep: the row's ask rides as a last multiplier fixed at 1, frames on
-    the last axis)."""
-    hg = inverse @ g.transpose(0, 2, 1)  # (R, V, K)
-    m = (g @ hg).transpose(1, 2, 0)  # (K, K, R): every frame's matrix, frames last
-    count = len(m)
-    diag = np.maximum(np.einsum("kkr->kr", m), 1e-12)
-    rows = np.empty((count, count + 1, m.shape[2]))
-    rows[:, :count] = -m / diag[:, None]
-    rows[np.arange(count), np.arange(count)] = 0.0
-    rows[:, count] = need.T / diag
-    lam = np.zeros((count + 1, m.shape[2]))  # (K + 1, R)
-    lam[count] = 1.0
-    last, row = np.empty((count, m.shape[2])), np.empty(m.shape[2])
-    # views made once: a sweep is 2K numpy calls on a few hundred numbers, so each call's own cost counts
-    pairs, asks, multipliers = lam[:count], list(rows), list(lam[:count])
-    for _ in range(DUAL_SWEEPS):
-        np.copyto(last, pairs)
-        for ask, multiplier in zip(asks, multipliers):
-            np.einsum("jr,jr->r", ask, lam, out=row)
-            np.maximum(row, 0.0, out=multiplier)
-        np.subtract(pairs, last, out=last)
-        if np.abs(last, out=last).max(initial=0.0) < 1e-10:
-            break
-    return np.einsum("rvk,kr->rv", hg, pairs)
+    (H^-1: `inverse`), DUAL_SWEEPS projected Gauss-Seidel sweeps over each frame's few pairs
+    (core.chains.dual)."""
+    return dual_step(inverse, g, need, DUAL_SWEEPS)
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:

@@ -758,3 +758,32 @@ def test_steady_bumps_hold_every_fix_and_are_smooth():
     for reach in (1, 2):
         out = _envelope(bump, 2, reach)
         assert np.abs(np.diff(out, 3, axis=0)).sum() < np.abs(np.diff(bump, 3, axis=0)).sum()
+
+
+def test_dual_sweeps_on_floats_are_numpys_bits():
+    """The dual's sweeps on Python floats (few frames) give the numpy sweeps' multipliers to the
+    bit over two or more frames (the same sums in the same order; frames settled early left out),
+    and within rounding on one frame (numpy sums its row in SIMD lanes there)."""
+    from core.chains import dual
+
+    rng = np.random.default_rng(11)
+    for frames in (1, 2, 3, 7, 12):
+        for pairs in (1, 3, 6):
+            joints = 7
+            root = rng.normal(size=(frames, joints, joints))
+            inverse = np.linalg.inv(root @ root.transpose(0, 2, 1) + joints * np.eye(joints))
+            g = rng.normal(size=(frames, pairs, joints))
+            need = rng.normal(size=(frames, pairs))
+            g[0], need[0] = 0.0, -1.0  # a frame without pairs settles on its first sweep
+            hg = inverse @ g.transpose(0, 2, 1)
+            m = (g @ hg).transpose(1, 2, 0)
+            diag = np.maximum(np.einsum("kkr->kr", m), 1e-12)
+            rows = np.concatenate([-m / diag[:, None], (need.T / diag)[:, None]], axis=1)
+            rows[np.arange(pairs), np.arange(pairs)] = 0.0
+            for sweeps in (1, 5, 24):
+                arrays, floats = dual._sweep_arrays(rows, sweeps), dual._sweep_floats(rows, sweeps)
+                if frames > 1:
+                    assert np.array_equal(arrays, floats)
+                else:
+                    np.testing.assert_allclose(floats, arrays, rtol=1e-12, atol=1e-15)
+                assert floats[:, 0].max() == 0.0 and (floats >= 0.0).all()
