@@ -264,6 +264,7 @@ class _Corrections:
         self.still = separation.still_on(rows)  # links no step moves: once
         if self.still is None:
             self.still = separation.still_poses(q[rows], separation.root[rows])
+        self.placed = separation.placed(self.still)  # their capsules in the world: once
         # (group, its columns before any room was made (R, V)): a limb's whole change is made least
         self.group, self.shape = shape if shape is not None else (None, None)
         self.whole = (self.group is not None and steps == LINEAR_STEPS
@@ -332,10 +333,8 @@ class _Corrections:
         new = live[~seen]
         if len(new):
             separation, frames = self.separation, self.rows[new]
-            everyone = len(new) == len(self.rows) and np.array_equal(new, np.arange(len(new)))
-            still = self.still if everyone else {link: pose[new] for link, pose in self.still.items()}
             f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
-                                                   separation.margin + LOOKAHEAD_M, still)
+                                                   separation.margin + LOOKAHEAD_M, placed=self.placed.on(new))
             redone = np.zeros(len(self.rows), dtype=bool)  # a mask, not np.isin: no sort per step
             redone[new] = True
             old = ~redone[self._seen[0]]
