@@ -18,6 +18,7 @@ except ImportError:  # pragma: no cover - another numpy's layout
     _einsum = np.einsum
 
 CONVERGED = 1e-10  # the sweeps stop once no multiplier moved further
+_largest = np.maximum.reduce  # ndarray.max less its Python wrapper
 FLOAT_FRAMES = 6  # up to this many frames the sweeps run on Python floats (fewer calls than numpy's)
 
 
@@ -56,7 +57,7 @@ def _sweep_arrays(rows: np.ndarray, sweeps: int) -> np.ndarray:
             _einsum("jr,jr->r", ask, lam, out=row)
             np.maximum(row, 0.0, out=multiplier)
         np.subtract(pairs, last, out=last)
-        if np.abs(last, out=last).max(initial=0.0) < CONVERGED:
+        if _largest(np.abs(last, out=last), axis=None, initial=0.0) < CONVERGED:
             break
     return pairs
 
