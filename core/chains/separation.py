@@ -84,7 +84,8 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
 
     separation: the rows keeping bodies apart over all their joints (core.collision.avoid.SeparationTerm:
     margin, root, distance(q, root, within, still), near(q, frames), gradient(q, root, within, still),
-    still_poses(q, root), with_still(q) and still_on(frames): the still links posed once over all frames).
+    still_poses(q, root), with_still(q), still_on(frames) and kept_on(frames): the still links posed, and
+    their capsules placed, once over all frames).
     max_step: (V,) per frame, the chains' columns one after the other.
     fps: the clip's frame rate: with max_step, the room made is made steady in time (_steady), the
     frame-by-frame room it starts from made on frames about 1 / SAMPLE_HZ apart (_sampled_apart).
@@ -227,7 +228,7 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
     # the frames' distances and the close pairs' gradients at once: the first correction starts from them
     dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M,
-                                         separation.still_on(look))
+                                         **separation.kept_on(look))
     close = dist.min(axis=1, initial=np.inf) < margin
     rows = look[close]
     clear = np.zeros(len(x), dtype=bool)

@@ -112,6 +112,7 @@ class SeparationTerm:
         self.tree, self.model, self.margin, self.weight = tree, model, separation.margin, separation.weight
         self.root, self.variables = root, variables
         self.still = None  # poses {link: LinkPose over root's frames} of the links the joints do not move, when kept
+        self.placing = None  # their capsules in the world over root's frames (Placed), when kept
         self.capsules = capsules  # (Q, 2)
         self.moves = moves[:, self.capsules]  # (V, Q, 2)
         self._links = sorted({int(link) for link in model.capsule_link[np.unique(self.capsules)]}
@@ -232,25 +233,38 @@ class SeparationTerm:
         root's frames (still_poses): a solve that changes only the term's joints poses them once."""
         out = copy.copy(self)
         out.still = self.still_poses(q, self.root)
+        out.placing = out.placed(out.still) if out.still else None
         return out
 
     def still_on(self, frames: np.ndarray) -> dict | None:
         """The kept still poses (with_still) on some frames (indices into root's), or None."""
         return None if self.still is None else {link: pose[frames] for link, pose in self.still.items()}
 
+    def placed_on(self, frames: np.ndarray) -> "Placed | None":
+        """The kept still links' capsules (with_still) on some frames (indices into root's), to
+        be filled in by one look (distance, look, gradient), or None."""
+        return None if self.placing is None else self.placing.on(frames)
+
+    def kept_on(self, frames: np.ndarray) -> dict:
+        """What a look on some frames (indices into root's) takes of what the term keeps (with_still):
+        {"placed": placed_on(frames)}, the still links' capsules placed once for the clip, or
+        {"still": still_on(frames)}, their poses (None: nothing kept)."""
+        return {"placed": self.placed_on(frames)} if self.placing is not None else {"still": self.still_on(frames)}
+
     def on(self, frames: np.ndarray) -> "SeparationTerm":
         """The same term on some of its root's frames (indices), with its kept still poses there."""
         out = copy.copy(self)
-        out.root, out.still = self.root[frames], self.still_on(frames)
+        out.root, out.still, out.placing = self.root[frames], self.still_on(frames), self.placed_on(frames)
         return out
 
     def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None,
-                 still: dict | None = None) -> np.ndarray:
+                 still: dict | None = None, placed: "Placed | None" = None) -> np.ndarray:
         """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default
         margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction).
-        still: these frames' poses of the links the joints do not move (still_poses)."""
+        still: these frames' poses of the links the joints do not move (still_poses); placed:
+        instead, their capsules placed there (placed_on(frames))."""
         root = self.root if root is None else root
-        return self._near(q, root, self.margin + NEAR_M if within is None else within, still)[1]
+        return self._near(q, root, self.margin + NEAR_M if within is None else within, still, placed=placed)[1]
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
@@ -263,13 +277,13 @@ class SeparationTerm:
             dist = self.distance(q[frames], root[frames], 0.0)  # lower bounds are enough
         keep = dist.min(axis=0) < self.margin + reach
         out = self.separation.subset(self, keep)
-        out.still = self.still  # the same joints: the same links stay still
+        out.still = self.still  # the same joints: the same links stay still (their capsules, fewer, placed anew)
         return out
 
     def at(self, root: np.ndarray | None, separation: Separation | None = None) -> "SeparationTerm":
         """The same rows for other root poses (F, 4, 4) (and a bake's `separation`)."""
         out = copy.copy(self)
-        out.root, out.still = root, None
+        out.root, out.still, out.placing = root, None, None
         out.separation = separation or self.separation
         return out
 

@@ -353,6 +353,22 @@ def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(
     sampled = kept.on(frames)  # the term on some frames (a sampled first solve): their roots and still poses
     np.testing.assert_allclose(sampled.distance(moved, None, 0.06, sampled.still_on(np.arange(len(frames)))),
                                term.distance(moved, root, 0.06), atol=1e-12)
+    # the still links' capsules placed once over all frames (kept_on, as the bake's looks take them), on the
+    # term, its sample and a subset of its pairs (placed anew for their capsules): the same answers
+    assert set(kept.kept_on(frames)) == {"placed"} and set(term.kept_on(frames)) == {"still"}
+    np.testing.assert_array_equal(kept.distance(moved, root, 0.06, **kept.kept_on(frames)),
+                                  kept.distance(moved, root, 0.06, kept.still_on(frames)))
+    np.testing.assert_array_equal(sampled.distance(moved, None, 0.06, **sampled.kept_on(np.arange(len(frames)))),
+                                  kept.distance(moved, root, 0.06, kept.still_on(frames)))
+    for entries in (kept.gradient(moved, root, 0.03, **kept.kept_on(frames)),
+                    kept.gradient(moved, root, 0.03, placed=kept.placed(kept.still_on(frames)))):
+        for a, b in zip(entries, (f2, p2, dist2, grad2)):
+            np.testing.assert_array_equal(a, b)
+    subset = kept.near(q, frames)
+    assert subset.placing is None and len(subset.capsules) < len(kept.capsules)
+    for a, b in zip(subset.gradient(moved, root, 0.03, placed=subset.placed(kept.still_on(frames))),
+                    subset.gradient(moved, root, 0.03, kept.still_on(frames))):
+        np.testing.assert_array_equal(a, b)
 
     class Group:  # the problem _violation poses: its columns are the term's joints
         columns = [tree.qindex[v] for v in term.variables]
