@@ -112,7 +112,7 @@ class SeparationTerm:
         self.tree, self.model, self.margin, self.weight = tree, model, separation.margin, separation.weight
         self.root, self.variables = root, variables
         self.still = None  # poses {link: LinkPose over root's frames} of the links the joints do not move, when kept
-        self.placing = None  # their capsules in the world over root's frames (Placed), when kept
+        self.placing = None  # their capsules in the world over root's frames (Placed), once a look asked (placed_on)
         self.capsules = capsules  # (Q, 2)
         self.moves = moves[:, self.capsules]  # (V, Q, 2)
         self._links = sorted({int(link) for link in model.capsule_link[np.unique(self.capsules)]}
@@ -232,8 +232,7 @@ class SeparationTerm:
         """The same term keeping the poses of the links its joints do not move, for q (F, n) on its
         root's frames (still_poses): a solve that changes only the term's joints poses them once."""
         out = copy.copy(self)
-        out.still = self.still_poses(q, self.root)
-        out.placing = out.placed(out.still) if out.still else None
+        out.still, out.placing = self.still_poses(q, self.root), None
         return out
 
     def still_on(self, frames: np.ndarray) -> dict | None:
@@ -242,19 +241,25 @@ class SeparationTerm:
 
     def placed_on(self, frames: np.ndarray) -> "Placed | None":
         """The kept still links' capsules (with_still) on some frames (indices into root's), to
-        be filled in by one look (distance, look, gradient), or None."""
-        return None if self.placing is None else self.placing.on(frames)
+        be filled in by one look (distance, look, gradient), or None. Placed over all frames at the
+        first ask: a chain that nothing comes near never asks."""
+        if not self.still:
+            return None
+        if self.placing is None:
+            self.placing = self.placed(self.still)
+        return self.placing.on(frames)
 
     def kept_on(self, frames: np.ndarray) -> dict:
         """What a look on some frames (indices into root's) takes of what the term keeps (with_still):
         {"placed": placed_on(frames)}, the still links' capsules placed once for the clip, or
         {"still": still_on(frames)}, their poses (None: nothing kept)."""
-        return {"placed": self.placed_on(frames)} if self.placing is not None else {"still": self.still_on(frames)}
+        return {"placed": self.placed_on(frames)} if self.still else {"still": self.still_on(frames)}
 
     def on(self, frames: np.ndarray) -> "SeparationTerm":
         """The same term on some of its root's frames (indices), with its kept still poses there."""
         out = copy.copy(self)
-        out.root, out.still, out.placing = self.root[frames], self.still_on(frames), self.placed_on(frames)
+        out.root, out.still = self.root[frames], self.still_on(frames)
+        out.placing = None if self.placing is None else self.placing.on(frames)
         return out
 
     def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None,
@@ -277,7 +282,7 @@ class SeparationTerm:
             dist = self.distance(q[frames], root[frames], 0.0)  # lower bounds are enough
         keep = dist.min(axis=0) < self.margin + reach
         out = self.separation.subset(self, keep)
-        out.still = self.still  # the same joints: the same links stay still (their capsules, fewer, placed anew)
+        out.still, out.placing = self.still, None  # the same joints: the same links stay still (fewer capsules: placed anew)
         return out
 
     def at(self, root: np.ndarray | None, separation: Separation | None = None) -> "SeparationTerm":
