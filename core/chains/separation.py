@@ -265,7 +265,7 @@ class _Corrections:
         self.still = separation.still_on(rows)  # links no step moves: once
         if self.still is None:
             self.still = separation.still_poses(q[rows], separation.root[rows])
-        self.placed = separation.placed(self.still)  # their capsules in the world: once
+        self.placed = separation.placed(self.still, len(rows))  # their capsules in the world: once
         # (group, its columns before any room was made (R, V)): a limb's whole change is made least
         self.group, self.shape = shape if shape is not None else (None, None)
         self.whole = (self.group is not None and steps == LINEAR_STEPS

@@ -145,11 +145,10 @@ class SeparationTerm:
                                           centre[bodies[slot[int(link)]]][None]])) for link in np.unique(links)]
         self._poser = Poser(self.tree, self._links)
 
-    def placed(self, still: dict) -> "Placed":
-        """The capsules of the links in `still` (poses over F frames, still_poses) put in the world
-        once, and the poses the others are posed from: a correction's steps move none of them, so
-        each step's look places only the links its joints move."""
-        frames = next(iter(still.values())).pos.shape[-1] if still else 0
+    def placed(self, still: dict, frames: int) -> "Placed":
+        """The capsules of the links in `still` (poses over `frames` frames, still_poses) put in the
+        world once, and the poses the others are posed from: a correction's steps move none of them,
+        so each step's look places only the links its joints move."""
         ends = np.empty((len(self._used), 2, 3, frames))
         centre = np.empty((len(self._radius), 3, frames))
         self._place([entry for entry in self._capsule_ends if entry[0] in still], still, ends, centre)
@@ -168,12 +167,13 @@ class SeparationTerm:
             centre[body] = points[-1]
 
     def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True,
-              placed: tuple | None = None):
+              placed: "Placed | None" = None):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
         capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
         `within`, with their exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
         still: poses (F frames) of links the term's joints do not move, on these frames (still_poses);
-        placed: instead, their capsules placed on these frames (placed(still).on(frames)), the others' filled in here."""
+        placed: instead, their capsules placed on these frames (placed(still, F), placed_on(frames)), the
+        others' filled in here."""
         # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
         if placed is None:
             poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
@@ -246,7 +246,7 @@ class SeparationTerm:
         if not self.still:
             return None
         if self.placing is None:
-            self.placing = self.placed(self.still)
+            self.placing = self.placed(self.still, len(self.root))
         return self.placing.on(frames)
 
     def kept_on(self, frames: np.ndarray) -> dict:
@@ -293,16 +293,16 @@ class SeparationTerm:
         return out
 
     def gradient(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None,
-                 placed: tuple | None = None):
+                 placed: "Placed | None" = None):
         """The frame-pair entries closer than `within`: frames (K,), pairs (K,), signed distances
         (K,) and their gradient (K, V) over the term's joints (the unit vector between the closest
         points, carried through each joint's motion). Sparse: most pairs of most frames are far.
         still: these frames' poses of the links the joints do not move (still_poses); placed:
-        instead, their capsules placed there (placed(still).on(frames); filled in, so used once)."""
+        instead, their capsules placed there (placed_on(frames); filled in, so used once)."""
         return self.look(q, root, within, still, dense=False, placed=placed)[1]
 
     def look(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True,
-             placed: tuple | None = None):
+             placed: "Placed | None" = None):
         """Signed distances (F, Q) as `distance` gives them (exact up to `within`; None unless
         `dense`) and the entries of `gradient`, from one evaluation: a correction's first step needs both."""
         poses, dist, (f, p, exact, ca, cb, mid) = self._near(q, root, within, still, dense, placed)

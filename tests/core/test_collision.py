@@ -361,12 +361,13 @@ def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(
     np.testing.assert_array_equal(sampled.distance(moved, None, 0.06, **sampled.kept_on(np.arange(len(frames)))),
                                   kept.distance(moved, root, 0.06, kept.still_on(frames)))
     for entries in (kept.gradient(moved, root, 0.03, **kept.kept_on(frames)),
-                    kept.gradient(moved, root, 0.03, placed=kept.placed(kept.still_on(frames)))):
+                    kept.gradient(moved, root, 0.03, placed=kept.placed(kept.still_on(frames), len(frames)))):
         for a, b in zip(entries, (f2, p2, dist2, grad2)):
             np.testing.assert_array_equal(a, b)
     subset = kept.near(q, frames)
     assert subset.placing is None and len(subset.capsules) < len(kept.capsules)
-    for placed in (subset.placed(kept.still_on(frames)), subset.placed_on(frames)):
+    for placed in (subset.placed(kept.still_on(frames), len(frames)), subset.placed_on(frames),
+                   subset.placed({}, len(frames))):  # nothing still: every capsule placed by the look
         for a, b in zip(subset.gradient(moved, root, 0.03, placed=placed),
                         subset.gradient(moved, root, 0.03, kept.still_on(frames))):
             np.testing.assert_array_equal(a, b)
