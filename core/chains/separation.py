@@ -24,6 +24,7 @@ from .batched import spd_inverse
 from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _limb_metric, _line_cost, _line_pull,
                           _shape_metric)
 from .coherence import NO_CHANGE_RAD, one_answer_per_run
+from .dual import dual_step
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import polish_room
 from .steady import steady_gain, steady_room
@@ -83,7 +84,8 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
 
     separation: the rows keeping bodies apart over all their joints (core.collision.avoid.SeparationTerm:
     margin, root, distance(q, root, within, still), near(q, frames), gradient(q, root, within, still),
-    still_poses(q, root), with_still(q) and still_on(frames): the still links posed once over all frames).
+    still_poses(q, root), with_still(q), still_on(frames) and kept_on(frames): the still links posed, and
+    their capsules placed, once over all frames).
     max_step: (V,) per frame, the chains' columns one after the other.
     fps: the clip's frame rate: with max_step, the room made is made steady in time (_steady), the
     frame-by-frame room it starts from made on frames about 1 / SAMPLE_HZ apart (_sampled_apart).
@@ -226,7 +228,7 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
     # the frames' distances and the close pairs' gradients at once: the first correction starts from them
     dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M,
-                                         separation.still_on(look))
+                                         **separation.kept_on(look))
     close = dist.min(axis=1, initial=np.inf) < margin
     rows = look[close]
     clear = np.zeros(len(x), dtype=bool)
@@ -263,6 +265,7 @@ class _Corrections:
         self.still = separation.still_on(rows)  # links no step moves: once
         if self.still is None:
             self.still = separation.still_poses(q[rows], separation.root[rows])
+        self.placed = separation.placed(self.still, len(rows))  # their capsules in the world: once
         # (group, its columns before any room was made (R, V)): a limb's whole change is made least
         self.group, self.shape = shape if shape is not None else (None, None)
         self.whole = (self.group is not None and steps == LINEAR_STEPS
@@ -331,10 +334,8 @@ class _Corrections:
         new = live[~seen]
         if len(new):
             separation, frames = self.separation, self.rows[new]
-            everyone = len(new) == len(self.rows) and np.array_equal(new, np.arange(len(new)))
-            still = self.still if everyone else {link: pose[new] for link, pose in self.still.items()}
             f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
-                                                   separation.margin + LOOKAHEAD_M, still)
+                                                   separation.margin + LOOKAHEAD_M, placed=self.placed.on(new))
             redone = np.zeros(len(self.rows), dtype=bool)  # a mask, not np.isin: no sort per step
             redone[new] = True
             old = ~redone[self._seen[0]]
@@ -433,32 +434,9 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
 
 def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
     """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
-    (H^-1: `inverse`; projected Gauss-Seidel over each frame's few pairs, all frames at once:
-    each pair's multiplier is what its row asks once the others' are counted, one product and
-    one clip per pair and sweep: the row's ask rides as a last multiplier fixed at 1, frames on
-    the last axis)."""
-    hg = inverse @ g.transpose(0, 2, 1)  # (R, V, K)
-    m = (g @ hg).transpose(1, 2, 0)  # (K, K, R): every frame's matrix, frames last
-    count = len(m)
-    diag = np.maximum(np.einsum("kkr->kr", m), 1e-12)
-    rows = np.empty((count, count + 1, m.shape[2]))
-    rows[:, :count] = -m / diag[:, None]
-    rows[np.arange(count), np.arange(count)] = 0.0
-    rows[:, count] = need.T / diag
-    lam = np.zeros((count + 1, m.shape[2]))  # (K + 1, R)
-    lam[count] = 1.0
-    last, row = np.empty((count, m.shape[2])), np.empty(m.shape[2])
-    # views made once: a sweep is 2K numpy calls on a few hundred numbers, so each call's own cost counts
-    pairs, asks, multipliers = lam[:count], list(rows), list(lam[:count])
-    for _ in range(DUAL_SWEEPS):
-        np.copyto(last, pairs)
-        for ask, multiplier in zip(asks, multipliers):
-            np.einsum("jr,jr->r", ask, lam, out=row)
-            np.maximum(row, 0.0, out=multiplier)
-        np.subtract(pairs, last, out=last)
-        if np.abs(last, out=last).max(initial=0.0) < 1e-10:
-            break
-    return np.einsum("rvk,kr->rv", hg, pairs)
+    (H^-1: `inverse`), DUAL_SWEEPS projected Gauss-Seidel sweeps over each frame's few pairs
+    (core.chains.dual)."""
+    return dual_step(inverse, g, need, DUAL_SWEEPS)
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:

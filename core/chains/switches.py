@@ -77,7 +77,7 @@ def _violation(problem, separation, x: np.ndarray, frames: np.ndarray) -> np.nda
     """(len(frames),) how far each frame's closest pair is inside the margin (0 when clear): exact
     distances only below the margin (a lower bound at or beyond it reads 0 all the same)."""
     dist = separation.distance(_posed(problem, x[frames], frames), separation.root[frames], separation.margin,
-                               separation.still_on(frames))
+                               **separation.kept_on(frames))
     return np.maximum(0.0, separation.margin - dist.min(axis=1, initial=np.inf))
 
 
@@ -102,7 +102,7 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
     binding = np.zeros(len(speed[0]), dtype=bool)  # speed rows that bound the last solve: taken first again
     for _ in range(steps):
         f, _p, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
-                                                separation.margin + SWITCH_LOOKAHEAD_M, separation.still_on(frames))
+                                                separation.margin + SWITCH_LOOKAHEAD_M, **separation.kept_on(frames))
         if not (dist < separation.margin).any():
             break
         pairs = np.zeros((len(f), count * width))

@@ -84,6 +84,24 @@ class Separation:
         return SeparationTerm(self, np.array(variables, dtype=int), self.pairs.capsules[relative], moves, None)
 
 
+@dataclass
+class Placed:
+    """The capsules of the links a term's joints do not move, in the world over some frames
+    (SeparationTerm.placed): capsules' ends (U, 2, 3, F), bodies' centres (B, 3, F), the still
+    poses the moving links are posed from, the moving links' capsule entries and their poser."""
+
+    ends: np.ndarray
+    centre: np.ndarray
+    known: dict
+    moving: list
+    poser: Poser
+
+    def on(self, frames: np.ndarray) -> "Placed":
+        """A copy on some frames (indices): a look fills in the moving links' rows."""
+        return Placed(self.ends[..., frames], self.centre[..., frames],
+                      {link: pose[frames] for link, pose in self.known.items()}, self.moving, self.poser)
+
+
 class SeparationTerm:
     """One solve's hinge rows: the checked capsule pairs some of its joints move apart."""
 
@@ -94,6 +112,7 @@ class SeparationTerm:
         self.tree, self.model, self.margin, self.weight = tree, model, separation.margin, separation.weight
         self.root, self.variables = root, variables
         self.still = None  # poses {link: LinkPose over root's frames} of the links the joints do not move, when kept
+        self.placing = None  # their capsules in the world over root's frames (Placed), once a look asked (placed_on)
         self.capsules = capsules  # (Q, 2)
         self.moves = moves[:, self.capsules]  # (V, Q, 2)
         self._links = sorted({int(link) for link in model.capsule_link[np.unique(self.capsules)]}
@@ -126,19 +145,45 @@ class SeparationTerm:
                                           centre[bodies[slot[int(link)]]][None]])) for link in np.unique(links)]
         self._poser = Poser(self.tree, self._links)
 
-    def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True):
-        """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
-        capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
-        `within`, with their exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
-        still: poses (F frames) of links the term's joints do not move, on these frames (still_poses)."""
-        poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
-        # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
-        ends = np.empty((len(self._used), 2, 3, len(q)))
-        centre = np.empty((len(self._radius), 3, len(q)))
-        for link, rows, body, local in self._capsule_ends:
+    def placed(self, still: dict, frames: int) -> "Placed":
+        """The capsules of the links in `still` (poses over `frames` frames, still_poses) put in the
+        world once, and the poses the others are posed from: a correction's steps move none of them,
+        so each step's look places only the links its joints move."""
+        ends = np.empty((len(self._used), 2, 3, frames))
+        centre = np.empty((len(self._radius), 3, frames))
+        self._place([entry for entry in self._capsule_ends if entry[0] in still], still, ends, centre)
+        moving = [entry for entry in self._capsule_ends if entry[0] not in still]
+        links = {entry[0] for entry in moving} | {int(v) for v in self.variables}
+        above = {up for link in links for up in _ancestors(self.tree, link)}
+        return Placed(ends, centre, {link: pose for link, pose in still.items() if link in above}, moving,
+                      Poser(self.tree, links))
+
+    def _place(self, entries: list, poses: dict, ends: np.ndarray, centre: np.ndarray) -> None:
+        """The capsules' ends and bodies' centres of some links (_capsule_ends entries) in the world,
+        in place: one product per link."""
+        for link, rows, body, local in entries:
             points = poses[link].apply(local)
             ends[rows] = points[:-1].reshape(len(rows), 2, 3, -1)
             centre[body] = points[-1]
+
+    def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True,
+              placed: "Placed | None" = None):
+        """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
+        capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
+        `within`, with their exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
+        still: poses (F frames) of links the term's joints do not move, on these frames (still_poses);
+        placed: instead, their capsules placed on these frames (placed(still, F), placed_on(frames)), the
+        others' filled in here."""
+        # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
+        if placed is None:
+            poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
+            ends = np.empty((len(self._used), 2, 3, len(q)))
+            centre = np.empty((len(self._radius), 3, len(q)))
+            self._place(self._capsule_ends, poses, ends, centre)
+        else:
+            poses = placed.poser(q, root, placed.known)
+            ends, centre = placed.ends, placed.centre
+            self._place(placed.moving, poses, ends, centre)
         a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
         apart = (_norm(centre[a] - centre[b]) - (self._radius[a] + self._radius[b])[:, None]).T  # (F, P)
         dist = apart[:, self._owner] if dense else None
@@ -187,26 +232,44 @@ class SeparationTerm:
         """The same term keeping the poses of the links its joints do not move, for q (F, n) on its
         root's frames (still_poses): a solve that changes only the term's joints poses them once."""
         out = copy.copy(self)
-        out.still = self.still_poses(q, self.root)
+        out.still, out.placing = self.still_poses(q, self.root), None
         return out
 
     def still_on(self, frames: np.ndarray) -> dict | None:
         """The kept still poses (with_still) on some frames (indices into root's), or None."""
         return None if self.still is None else {link: pose[frames] for link, pose in self.still.items()}
 
+    def placed_on(self, frames: np.ndarray) -> "Placed | None":
+        """The kept still links' capsules (with_still) on some frames (indices into root's), to
+        be filled in by one look (distance, look, gradient), or None. Placed over all frames at the
+        first ask: a chain that nothing comes near never asks."""
+        if not self.still:
+            return None
+        if self.placing is None:
+            self.placing = self.placed(self.still, len(self.root))
+        return self.placing.on(frames)
+
+    def kept_on(self, frames: np.ndarray) -> dict:
+        """What a look on some frames (indices into root's) takes of what the term keeps (with_still):
+        {"placed": placed_on(frames)}, the still links' capsules placed once for the clip, or
+        {"still": still_on(frames)}, their poses (None: nothing kept)."""
+        return {"placed": self.placed_on(frames)} if self.still else {"still": self.still_on(frames)}
+
     def on(self, frames: np.ndarray) -> "SeparationTerm":
         """The same term on some of its root's frames (indices), with its kept still poses there."""
         out = copy.copy(self)
         out.root, out.still = self.root[frames], self.still_on(frames)
+        out.placing = None if self.placing is None else self.placing.on(frames)
         return out
 
     def distance(self, q: np.ndarray, root: np.ndarray | None = None, within: float | None = None,
-                 still: dict | None = None) -> np.ndarray:
+                 still: dict | None = None, placed: "Placed | None" = None) -> np.ndarray:
         """Signed distances (F, Q) of the term's capsule pairs, exact up to `within` (default
         margin + NEAR_M); beyond, a lower bound (bounding spheres: far pairs cost a subtraction).
-        still: these frames' poses of the links the joints do not move (still_poses)."""
+        still: these frames' poses of the links the joints do not move (still_poses); placed:
+        instead, their capsules placed there (placed_on(frames))."""
         root = self.root if root is None else root
-        return self._near(q, root, self.margin + NEAR_M if within is None else within, still)[1]
+        return self._near(q, root, self.margin + NEAR_M if within is None else within, still, placed=placed)[1]
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
@@ -219,27 +282,30 @@ class SeparationTerm:
             dist = self.distance(q[frames], root[frames], 0.0)  # lower bounds are enough
         keep = dist.min(axis=0) < self.margin + reach
         out = self.separation.subset(self, keep)
-        out.still = self.still  # the same joints: the same links stay still
+        out.still, out.placing = self.still, None  # the same joints: the same links stay still (fewer capsules: placed anew)
         return out
 
     def at(self, root: np.ndarray | None, separation: Separation | None = None) -> "SeparationTerm":
         """The same rows for other root poses (F, 4, 4) (and a bake's `separation`)."""
         out = copy.copy(self)
-        out.root, out.still = root, None
+        out.root, out.still, out.placing = root, None, None
         out.separation = separation or self.separation
         return out
 
-    def gradient(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None):
+    def gradient(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None,
+                 placed: "Placed | None" = None):
         """The frame-pair entries closer than `within`: frames (K,), pairs (K,), signed distances
         (K,) and their gradient (K, V) over the term's joints (the unit vector between the closest
         points, carried through each joint's motion). Sparse: most pairs of most frames are far.
-        still: these frames' poses of the links the joints do not move (still_poses)."""
-        return self.look(q, root, within, still, dense=False)[1]
+        still: these frames' poses of the links the joints do not move (still_poses); placed:
+        instead, their capsules placed there (placed_on(frames); filled in, so used once)."""
+        return self.look(q, root, within, still, dense=False, placed=placed)[1]
 
-    def look(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True):
+    def look(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True,
+             placed: "Placed | None" = None):
         """Signed distances (F, Q) as `distance` gives them (exact up to `within`; None unless
         `dense`) and the entries of `gradient`, from one evaluation: a correction's first step needs both."""
-        poses, dist, (f, p, exact, ca, cb, mid) = self._near(q, root, within, still, dense)
+        poses, dist, (f, p, exact, ca, cb, mid) = self._near(q, root, within, still, dense, placed)
         inside = exact < within
         f, p, exact, ca, cb, mid = f[inside], p[inside], exact[inside], ca[inside], cb[inside], mid[inside]
         grad = np.zeros((len(f), len(self.variables)))

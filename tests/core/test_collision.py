@@ -353,6 +353,24 @@ def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(
     sampled = kept.on(frames)  # the term on some frames (a sampled first solve): their roots and still poses
     np.testing.assert_allclose(sampled.distance(moved, None, 0.06, sampled.still_on(np.arange(len(frames)))),
                                term.distance(moved, root, 0.06), atol=1e-12)
+    # the still links' capsules placed once over all frames (kept_on, as the bake's looks take them), on the
+    # term, its sample and a subset of its pairs (placed anew for their capsules): the same answers
+    assert set(kept.kept_on(frames)) == {"placed"} and set(term.kept_on(frames)) == {"still"}
+    np.testing.assert_array_equal(kept.distance(moved, root, 0.06, **kept.kept_on(frames)),
+                                  kept.distance(moved, root, 0.06, kept.still_on(frames)))
+    np.testing.assert_array_equal(sampled.distance(moved, None, 0.06, **sampled.kept_on(np.arange(len(frames)))),
+                                  kept.distance(moved, root, 0.06, kept.still_on(frames)))
+    for entries in (kept.gradient(moved, root, 0.03, **kept.kept_on(frames)),
+                    kept.gradient(moved, root, 0.03, placed=kept.placed(kept.still_on(frames), len(frames)))):
+        for a, b in zip(entries, (f2, p2, dist2, grad2)):
+            np.testing.assert_array_equal(a, b)
+    subset = kept.near(q, frames)
+    assert subset.placing is None and len(subset.capsules) < len(kept.capsules)
+    for placed in (subset.placed(kept.still_on(frames), len(frames)), subset.placed_on(frames),
+                   subset.placed({}, len(frames))):  # nothing still: every capsule placed by the look
+        for a, b in zip(subset.gradient(moved, root, 0.03, placed=placed),
+                        subset.gradient(moved, root, 0.03, kept.still_on(frames))):
+            np.testing.assert_array_equal(a, b)
 
     class Group:  # the problem _violation poses: its columns are the term's joints
         columns = [tree.qindex[v] for v in term.variables]
@@ -758,3 +776,32 @@ def test_steady_bumps_hold_every_fix_and_are_smooth():
     for reach in (1, 2):
         out = _envelope(bump, 2, reach)
         assert np.abs(np.diff(out, 3, axis=0)).sum() < np.abs(np.diff(bump, 3, axis=0)).sum()
+
+
+def test_dual_sweeps_on_floats_are_numpys_bits():
+    """The dual's sweeps on Python floats (few frames) give the numpy sweeps' multipliers to the
+    bit over two or more frames (the same sums in the same order; frames settled early left out),
+    and within rounding on one frame (numpy sums its row in SIMD lanes there)."""
+    from core.chains import dual
+
+    rng = np.random.default_rng(11)
+    for frames in (1, 2, 3, 7, 12):
+        for pairs in (1, 3, 6):
+            joints = 7
+            root = rng.normal(size=(frames, joints, joints))
+            inverse = np.linalg.inv(root @ root.transpose(0, 2, 1) + joints * np.eye(joints))
+            g = rng.normal(size=(frames, pairs, joints))
+            need = rng.normal(size=(frames, pairs))
+            g[0], need[0] = 0.0, -1.0  # a frame without pairs settles on its first sweep
+            hg = inverse @ g.transpose(0, 2, 1)
+            m = (g @ hg).transpose(1, 2, 0)
+            diag = np.maximum(np.einsum("kkr->kr", m), 1e-12)
+            rows = np.concatenate([-m / diag[:, None], (need.T / diag)[:, None]], axis=1)
+            rows[np.arange(pairs), np.arange(pairs)] = 0.0
+            for sweeps in (1, 5, 24):
+                arrays, floats = dual._sweep_arrays(rows, sweeps), dual._sweep_floats(rows, sweeps)
+                if frames > 1:
+                    assert np.array_equal(arrays, floats)
+                else:
+                    np.testing.assert_allclose(floats, arrays, rtol=1e-12, atol=1e-15)
+                assert floats[:, 0].max() == 0.0 and (floats >= 0.0).all()
