@@ -18,6 +18,7 @@ import numpy as np
 from scipy.ndimage import distance_transform_edt, maximum_filter1d, uniform_filter1d
 
 from ..model.kinematics import KinematicTree, ancestor_path
+from ..model.posing import Poser
 from ..model.transforms import pose_matrices
 from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
@@ -248,20 +249,28 @@ class _SplitBody:
         self.others = np.setdiff1d(np.arange(tree.dof), np.concatenate([leg.columns for leg in legs]))
         self.key: tuple | None = None
         self.still: LinkMotion | None = None
+        self.poser = Poser(tree, self.moving.links)  # the legs' links posed at every pass, frames last
+        self.fixed_poser = Poser(tree, self.fixed.links)
 
     def zmp(self, q: np.ndarray, root_rot: np.ndarray, root_pos: np.ndarray, fps: float):
         if self.key is None or not (np.array_equal(self.key[0], q[:, self.others])
                                     and np.array_equal(self.key[1], root_rot)):
             self.key = (q[:, self.others].copy(), root_rot.copy())
-            poses = self.tree.forward(q, pose_matrices(root_rot, np.zeros((len(q), 3))))[:, self.fixed.links]
-            self.still = LinkMotion.of(poses, self.fixed, fps)
-        root = pose_matrices(root_rot, root_pos)
-        poses = self.tree.poses(q, root, [int(k) for k in self.moving.links])
-        legs = LinkMotion.of(np.stack([poses[int(k)] for k in self.moving.links], axis=1), self.moving, fps)
+            self.still = _motion(self.fixed_poser, self.fixed, q, pose_matrices(root_rot, np.zeros((len(q), 3))), fps)
+        legs = _motion(self.poser, self.moving, q, pose_matrices(root_rot, root_pos), fps)
         still = self.still.moved_by(root_pos, fps)
         both = LinkMotion(np.concatenate([legs.com, still.com], axis=1), np.concatenate([legs.acc, still.acc], axis=1),
                           legs.torque + still.torque)
         return zmp_of(both, self.model)
+
+
+def _motion(poser: Poser, model: MassModel, q: np.ndarray, root: np.ndarray, fps: float) -> LinkMotion:
+    """The model's links moving as q (F, n) under root (F, 4, 4) move them, posed frames last
+    (core.model.posing: a third of KinematicTree.poses' time; the same to rounding)."""
+    poses = poser(q, root)
+    cols = np.stack([poses[int(k)].cols for k in model.links])  # (K, 3, 3, F): [k, b, a] = R[a, b]
+    pos = np.stack([poses[int(k)].pos for k in model.links])  # (K, 3, F)
+    return LinkMotion.of_parts(cols.transpose(3, 0, 2, 1), pos.transpose(2, 0, 1), model, fps)
 
 
 def _envelope(need: np.ndarray, width: int) -> np.ndarray:
