@@ -59,7 +59,7 @@ def spd_solve_last(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     its diagonal are solved by it too (as spd_solve)."""
     n, count = len(b), b.shape[1]
     if count < LAST_SMALL_BATCH:
-        return np.linalg.solve(np.moveaxis(a, -1, 0), b.T[..., None])[..., 0].T
+        return np.linalg.solve(a.transpose(2, 0, 1), b.T[..., None])[..., 0].T
     low: list[list] = [[None] * n for _ in range(n)]
     inverse = [None] * n
     bad = np.zeros(count, dtype=bool)
@@ -86,8 +86,8 @@ def spd_solve_last(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             s = s - low[k][i] * x[k]
         x[i] = s * inverse[i]
     if bad.any():
-        x[:, bad] = np.linalg.solve(np.moveaxis(a[:, :, bad], -1, 0), b[:, bad].T[..., None])[..., 0].T
+        x[:, bad] = np.linalg.solve(a[:, :, bad].transpose(2, 0, 1), b[:, bad].T[..., None])[..., 0].T
     return x
 
 
-LAST_SMALL_BATCH = 128  # fewer systems than this: numpy's per-matrix solve beats spd_solve_last's ~100 operations
+LAST_SMALL_BATCH = 256  # fewer systems than this: numpy's per-matrix solve beats spd_solve_last's ~100 operations
