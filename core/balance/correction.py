@@ -85,6 +85,7 @@ class Corrector:
         self.air_share = {foot: air_share(d, period_s) for foot, d in down.items()}
         self.full_reach = [leg_length(tree, leg) for leg in legs]  # a swing foot is pulled in only past it
         self.split: _SplitBody | None = None
+        self._com_poser: Poser | None = None
         self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
         self.base_rot = root_rot  # the plan's waist rotation; root_rot is the waist's as last solved
         self.command: np.ndarray | None = None  # (N, 2) the best pass's waist command (refine)
@@ -188,7 +189,7 @@ class Corrector:
         changed = self.fit_height(q, xy) if fit else 0.0
         for _ in range(COM_TRACKING_STEPS):
             q, root_pos = self.solve(q, xy)
-            com = centre_of_mass(self.tree, q, pose_matrices(self.root_rot, root_pos), self.model)
+            com = self.centre_of_mass(q, pose_matrices(self.root_rot, root_pos))
             xy += com_path - com[:, :2]
         if fit:
             q, root_pos, again = self.solve_standing(q, xy)
@@ -224,6 +225,18 @@ class Corrector:
             return multibody_zmp(self.tree, q, pose_matrices(self.root_rot, root_pos), 1.0 / self.period,
                                  model=self.model)
         return self.split.zmp(q, self.root_rot, root_pos, 1.0 / self.period)
+
+    def centre_of_mass(self, q: np.ndarray, root: np.ndarray) -> np.ndarray:
+        """Whole-body centre of mass (F, 3) as inertia.centre_of_mass gives it (to rounding), the
+        links posed frames last (core.model.posing) instead of the whole tree's forward."""
+        if self._com_poser is None:
+            self._com_poser = Poser(self.tree, self.model.links)
+        poses = self._com_poser(q, root)
+        total = np.zeros((3, len(q)))
+        for link, mass, local in zip(self.model.links, self.model.mass, self.model.com_local):
+            pose = poses[int(link)]
+            total += mass * (pose.cols[0] * local[0] + pose.cols[1] * local[1] + pose.cols[2] * local[2] + pose.pos)
+        return (total / self.model.total).T
 
     def untilt(self, kept: np.ndarray) -> None:
         """Keep only `kept` (N,) of the waist's tilt (core.balance.stance)."""
