@@ -18,6 +18,7 @@ import numpy as np
 from scipy.ndimage import distance_transform_edt, maximum_filter1d, uniform_filter1d
 
 from ..model.kinematics import KinematicTree, ancestor_path
+from ..model.posing import Poser
 from ..model.transforms import pose_matrices
 from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
@@ -84,6 +85,7 @@ class Corrector:
         self.air_share = {foot: air_share(d, period_s) for foot, d in down.items()}
         self.full_reach = [leg_length(tree, leg) for leg in legs]  # a swing foot is pulled in only past it
         self.split: _SplitBody | None = None
+        self._com_poser: Poser | None = None
         self.tilt_kept = np.ones(len(root_rot))  # share of the plan's waist tilt kept so the feet stand (stance.py)
         self.base_rot = root_rot  # the plan's waist rotation; root_rot is the waist's as last solved
         self.command: np.ndarray | None = None  # (N, 2) the best pass's waist command (refine)
@@ -187,7 +189,7 @@ class Corrector:
         changed = self.fit_height(q, xy) if fit else 0.0
         for _ in range(COM_TRACKING_STEPS):
             q, root_pos = self.solve(q, xy)
-            com = centre_of_mass(self.tree, q, pose_matrices(self.root_rot, root_pos), self.model)
+            com = self.centre_of_mass(q, pose_matrices(self.root_rot, root_pos))
             xy += com_path - com[:, :2]
         if fit:
             q, root_pos, again = self.solve_standing(q, xy)
@@ -224,6 +226,18 @@ class Corrector:
                                  model=self.model)
         return self.split.zmp(q, self.root_rot, root_pos, 1.0 / self.period)
 
+    def centre_of_mass(self, q: np.ndarray, root: np.ndarray) -> np.ndarray:
+        """Whole-body centre of mass (F, 3) as inertia.centre_of_mass gives it (to rounding), the
+        links posed frames last (core.model.posing) instead of the whole tree's forward."""
+        if self._com_poser is None:
+            self._com_poser = Poser(self.tree, self.model.links)
+        poses = self._com_poser(q, root)
+        total = np.zeros((3, len(q)))
+        for link, mass, local in zip(self.model.links, self.model.mass, self.model.com_local):
+            pose = poses[int(link)]
+            total += mass * (pose.cols[0] * local[0] + pose.cols[1] * local[1] + pose.cols[2] * local[2] + pose.pos)
+        return (total / self.model.total).T
+
     def untilt(self, kept: np.ndarray) -> None:
         """Keep only `kept` (N,) of the waist's tilt (core.balance.stance)."""
         self.root_rot = keep_tilt(self.root_rot, kept)
@@ -248,20 +262,28 @@ class _SplitBody:
         self.others = np.setdiff1d(np.arange(tree.dof), np.concatenate([leg.columns for leg in legs]))
         self.key: tuple | None = None
         self.still: LinkMotion | None = None
+        self.poser = Poser(tree, self.moving.links)  # the legs' links posed at every pass, frames last
+        self.fixed_poser = Poser(tree, self.fixed.links)
 
     def zmp(self, q: np.ndarray, root_rot: np.ndarray, root_pos: np.ndarray, fps: float):
         if self.key is None or not (np.array_equal(self.key[0], q[:, self.others])
                                     and np.array_equal(self.key[1], root_rot)):
             self.key = (q[:, self.others].copy(), root_rot.copy())
-            poses = self.tree.forward(q, pose_matrices(root_rot, np.zeros((len(q), 3))))[:, self.fixed.links]
-            self.still = LinkMotion.of(poses, self.fixed, fps)
-        root = pose_matrices(root_rot, root_pos)
-        poses = self.tree.poses(q, root, [int(k) for k in self.moving.links])
-        legs = LinkMotion.of(np.stack([poses[int(k)] for k in self.moving.links], axis=1), self.moving, fps)
+            self.still = _motion(self.fixed_poser, self.fixed, q, pose_matrices(root_rot, np.zeros((len(q), 3))), fps)
+        legs = _motion(self.poser, self.moving, q, pose_matrices(root_rot, root_pos), fps)
         still = self.still.moved_by(root_pos, fps)
         both = LinkMotion(np.concatenate([legs.com, still.com], axis=1), np.concatenate([legs.acc, still.acc], axis=1),
                           legs.torque + still.torque)
         return zmp_of(both, self.model)
+
+
+def _motion(poser: Poser, model: MassModel, q: np.ndarray, root: np.ndarray, fps: float) -> LinkMotion:
+    """The model's links moving as q (F, n) under root (F, 4, 4) move them, posed frames last
+    (core.model.posing: a third of KinematicTree.poses' time; the same to rounding)."""
+    poses = poser(q, root)
+    cols = np.stack([poses[int(k)].cols for k in model.links])  # (K, 3, 3, F): [k, b, a] = R[a, b]
+    pos = np.stack([poses[int(k)].pos for k in model.links])  # (K, 3, F)
+    return LinkMotion.of_parts(cols.transpose(3, 0, 2, 1), pos.transpose(2, 0, 1), model, fps)
 
 
 def _envelope(need: np.ndarray, width: int) -> np.ndarray:

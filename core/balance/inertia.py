@@ -141,19 +141,25 @@ class LinkMotion:
     def of(cls, poses: np.ndarray, model: MassModel, fps: float,
            cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> "LinkMotion":
         """poses (F, K, 4, 4) of the model's links."""
-        rot = poses[..., :3, :3]
-        com = np.empty(poses.shape[:2] + (3,))  # R c + p, by hand: einsum over rows of three is slow
+        return cls.of_parts(poses[..., :3, :3], poses[..., :3, 3], model, fps, cutoff_hz)
+
+    @classmethod
+    def of_parts(cls, rot: np.ndarray, pos: np.ndarray, model: MassModel, fps: float,
+                 cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> "LinkMotion":
+        """of, the links' rotations (F, K, 3, 3) and positions (F, K, 3) given apart (views of
+        frames-last poses, core.model.posing, will do)."""
+        com = np.empty(pos.shape)  # R c + p, by hand: einsum over rows of three is slow
         c = model.com_local
         for a in range(3):
             com[..., a] = (rot[..., a, 0] * c[:, 0] + rot[..., a, 1] * c[:, 1] + rot[..., a, 2] * c[:, 2]
-                           + poses[..., a, 3])
+                           + pos[..., a])
         dt = 1.0 / fps
         acc = _second_derivative(_smooth(com, fps, cutoff_hz), dt)
         # R I R^T omega = R I Omega, Omega = R^T omega the body's rate (each link's own frame), summed over links
         body = _body_rates(rot, dt)
         inertia = model.inertia_local
         spun = [inertia[:, a, 0] * body[0] + inertia[:, a, 1] * body[1] + inertia[:, a, 2] * body[2] for a in range(3)]
-        summed = np.empty((len(poses), 3))
+        summed = np.empty((len(rot), 3))
         for a in range(3):
             summed[:, a] = (rot[..., a, 0] * spun[0] + rot[..., a, 1] * spun[1] + rot[..., a, 2] * spun[2]).sum(axis=1)
         momentum = _smooth(summed, fps, cutoff_hz)

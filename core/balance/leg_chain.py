@@ -75,12 +75,20 @@ def joint_frames(walk: list[Link], x: np.ndarray, base: np.ndarray) -> tuple[np.
 def _along(walk: list[Link], x: np.ndarray, base: np.ndarray, to_foot: bool):
     """Down the leg, frames last: the frame's columns (3 x (3, F)) and position (3, F) where it stops
     (the foot, or the last joint when not to_foot), and each joint's world axis and position (J, 3, F)."""
-    frame = np.ascontiguousarray(base[:, :3, :].transpose(2, 1, 0))  # frame[k]: column k (3, F)
+    return down_last(walk, np.ascontiguousarray(x.T), frames_last(base), to_foot)
+
+
+def frames_last(base: np.ndarray) -> np.ndarray:
+    """Poses (F, 4, 4) as (4, 3, F): [k] the rotation's column k (3, F), [3] the position (3, F)."""
+    return np.ascontiguousarray(base[:, :3, :].transpose(2, 1, 0))
+
+
+def down_last(walk: list[Link], angles: np.ndarray, frame: np.ndarray, to_foot: bool = True):
+    """_along with the joints (J, F) and the base frame (4, 3, F) (frames_last) given frames last."""
     cols = [frame[0], frame[1], frame[2]]
-    pos = np.ascontiguousarray(base[:, :3, 3].T)
-    angles = np.ascontiguousarray(x.T)  # (J, F)
-    count = x.shape[1]
-    axes, origins = np.empty((count, 3, len(x))), np.empty((count, 3, len(x)))  # filled, not stacked
+    pos = frame[3]
+    count, frames = angles.shape
+    axes, origins = np.empty((count, 3, frames)), np.empty((count, 3, frames))  # filled, not stacked
     j = 0
     for link in walk:
         pos = pos + combine(cols, link.shift)
@@ -144,6 +152,19 @@ def rotvec(m: np.ndarray) -> np.ndarray:
 def rotation_errors(rotation: np.ndarray, goal: np.ndarray) -> np.ndarray:
     """The turn (F, 3) that takes rotations (F, 3, 3) to their goals, as world rotation vectors."""
     return rotvec(goal @ np.swapaxes(rotation, 1, 2))
+
+
+def rotation_errors_last(cols: list[np.ndarray], goal: np.ndarray) -> np.ndarray:
+    """rotation_errors frames last: the rotations by their columns (3 x (3, F)), the goals as
+    goal[i, k] (3, 3, F); the turn (3, F). The same formula, without a 3x3 product per frame
+    (numpy's runs BLAS once per matrix): equal to rounding (1e-16)."""
+    rows = np.stack(cols)  # rows[k, j] = R[j, k]
+    m = (goal[:, :, None] * rows[None]).sum(axis=1)  # m[i, j] = sum_k G[i, k] R[j, k]: G R^T
+    v = 0.5 * np.stack([m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]])
+    sin = np.sqrt((v * v).sum(axis=0))
+    cos = 0.5 * (m[0, 0] + m[1, 1] + m[2, 2] - 1.0)
+    angle = np.arctan2(sin, cos)
+    return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)
 
 
 def stacked_walk(walks: list[list[Link]], counts: list[int]) -> list[Link] | None:

@@ -61,6 +61,17 @@ def test_centre_of_mass_link_by_link(robot):
         expected += inertial.mass * pose[:, :3, 3]
         total += inertial.mass
     np.testing.assert_allclose(centre_of_mass(robot, q, root), expected / total, atol=1e-12)
+    # the correction's own (its links posed frames last, core.model.posing): the same body
+    from core.balance.correction import CorrectionSettings, Corrector
+    from core.balance.legs import leg_iks
+    from core.balance.support import foot_links
+
+    feet = foot_links(robot)
+    level = {foot: np.tile(np.eye(4), (4, 1, 1)) for foot in feet}
+    corrector = Corrector(robot, leg_iks(robot, feet), MassModel.build(robot), level,
+                          {foot: np.ones(4, dtype=bool) for foot in feet}, root[:, :3, :3], np.zeros(4), q, 0.01,
+                          CorrectionSettings())
+    np.testing.assert_allclose(corrector.centre_of_mass(q, root), expected / total, atol=1e-12)
 
 
 def test_standing_still_the_zmp_is_under_the_centre_of_mass(robot):
