@@ -223,21 +223,24 @@ class SagittalWaist:
         # millimetre's jitter between 10 ms samples into a metre of ZMP: the place is fitted as one
         # path, its acceleration weighed as the ZMP weighs it (from the last placement: the fit per
         # sample only starts it)
+        known = None  # the residuals (and head angles) of params, from the step that took them
         for _ in range(PATH_STEPS):
-            fitted = self._fit_path(params, samples, heads)
+            fitted, known = self._fit_path(params, samples, heads, known)
             if fitted is params:  # no step gained: the next ones, from the same start, would repeat this one
                 break
             params = fitted
         self.params = params
         return self._pose(params, samples)
 
-    def _fit_path(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]) -> np.ndarray:
+    def _fit_path(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
+                  known: tuple | None = None) -> tuple[np.ndarray, tuple | None]:
         """Gauss-Newton on the whole path of (across, roll) (N, 2 of params' 3): each sample's
         residuals (the hips in their feet's planes, the upper body where the command has it) and the
         path's acceleration, PATH_ACC_S2 s^2 times the upper body's across (m/s^2): one banded solve
-        a step."""
+        a step. known: params' (residuals, head angles) where the step before worked them out.
+        Returns (the params stepped to, or params itself where no step gains; their known)."""
         n, cols = len(params), [0, 1]
-        res, heads = self._residual(params, samples, heads)
+        res, heads = self._residual(params, samples, heads) if known is None else known
         jac = np.empty(res.shape + (2,))
         jac[..., 0] = self._across_column(samples)
         trial = params.copy()
@@ -260,11 +263,11 @@ class SagittalWaist:
             # H1 walk: each such step 8 residuals, none gaining); the same steps taken as before
             bent = ((smooth @ trial[:, :2].ravel()) ** 2).sum()
             if bent < cost:
-                trial_res, _ = self._residual(trial, samples, heads)
+                trial_res, trial_heads = self._residual(trial, samples, heads)
                 if (trial_res ** 2).sum() + bent < cost:
-                    return trial
+                    return trial, (trial_res, trial_heads)
             step = step / 2.0
-        return params
+        return params, (res, heads)
 
     def _across_column(self, samples: _Samples) -> np.ndarray:
         """d residuals / d across (F, R), in closed form: moving the waist across turns nothing, so the
