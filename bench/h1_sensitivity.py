@@ -2,7 +2,7 @@
 """How far the H1 walk's gait moves for a start that differs by rounding (issue 12): a chaos probe.
 
     .venv/bin/python bench/h1_sensitivity.py [--robot h1|g1] [--runs read,float32,noise,torso] [--stages] [--turn-back]
-        [--width-share X]
+        [--width-share X] [--held]
 
 The bundled walk onto the robot at 200 Hz (its default waist: rolled for the H1), four ways that should give
 the same gait: the clip as read; its positions rounded to float32 (what Blender's BVH importer hands the CLI);
@@ -14,6 +14,8 @@ run's: the first stage whose difference grows far past 1e-6 m is where the passe
 --turn-back: each double support's yaw turned back with the plan's heading (CorrectionSettings.turn_back_yaw).
 --width-share X: the lateral plan's support shrunk by no more than X of half its width, or none: by the margin
 everywhere (core.balance.gait.SHRINK_WIDTH_SHARE, 0.85 unless given).
+--held: the 10 s clip (the walk with its ends held and the walk's own contacts, bench_gait.py) instead of the walk:
+a chaotic gait on the H1, so one start's figures are one draw.
 Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle). --jobs 1 runs them one
 after another in one process: `--runs read,read --jobs 1` asks whether the same start walks the same gait twice.
 """
@@ -99,8 +101,8 @@ def _record(stages: list) -> None:
     correction.Corrector.fit_height = fit_height
 
 
-def run(args: tuple[str, str, bool, bool, str | None]) -> dict:
-    how, robot, stages_on, turn_back, width_share = args
+def run(args: tuple[str, str, bool, bool, str | None, bool]) -> dict:
+    how, robot, stages_on, turn_back, width_share, held_clip = args
     import core.balance.gait as gait
     from core.balance.correction import CorrectionSettings
     from core.balance.gait import GaitSettings, generate_gait
@@ -119,8 +121,14 @@ def run(args: tuple[str, str, bool, bool, str | None]) -> dict:
     if how == "torso":
         tree = KinematicTree(rooted_at(tree.robot, "torso_link"))
     motion = started(how, clips.load(clips.WALK))
+    contacts = "auto"
+    if held_clip:  # as bench_gait.py times it
+        from bench_gait import held, held_contacts
+        from core.feet.contacts import detect_contacts
+        walk, motion = motion, held(motion, 10.0)
+        contacts = held_contacts(detect_contacts(walk, auto_map(walk, tree)), motion.frames)
     settings = GaitSettings(correction=CorrectionSettings(turn_back_yaw=turn_back))
-    result = generate_gait(motion, tree, auto_map(motion, tree), settings=settings)
+    result = generate_gait(motion, tree, auto_map(motion, tree), contacts=contacts, settings=settings)
     root = pose_matrices(result.root_rotation, result.root_position)
     feet = np.stack([tree.link_transform(result.q, tree.link_index(name), root)[:, :3, 3] for name in FEET[robot]])
     return {"how": how, "report": {k: result.report[k] for k in FIGURES + ("steps",)}, "q": _named(tree, result.q),
@@ -139,15 +147,16 @@ def main() -> None:
     parser.add_argument("--turn-back", action="store_true")
     parser.add_argument("--width-share", default=None, help="a share, or none (the gait's default unless given)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--held", action="store_true", help="the 10 s clip (the walk with its ends held)")
     args = parser.parse_args()
     hows = args.runs.split(",")
     with ProcessPoolExecutor(args.jobs) as pool:
-        jobs = [(how, args.robot, args.stages, args.turn_back, args.width_share) for how in hows]
+        jobs = [(how, args.robot, args.stages, args.turn_back, args.width_share, args.held) for how in hows]
         results = list(pool.map(run, jobs))
     first = results[0]
     options = ((", yaw turned back" if args.turn_back else "")
                + (f", width share {args.width_share}" if args.width_share else ""))
-    print(f"{args.robot} walk at 200 Hz{options}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; "
+    print(f"{args.robot} {'10 s clip' if args.held else 'walk'} at 200 Hz{options}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; "
           f"joints (rad) and feet (m) apart from '{first['how']}'")
     for r in results:
         rep = r["report"]

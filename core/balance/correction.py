@@ -360,12 +360,14 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
 
 
 def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.ndarray, com_path: np.ndarray,
-           target: np.ndarray, com_height: float, passes: int, stall_share: float | None = None):
+           target: np.ndarray, com_height: float, passes: int, stall_share: float | None = None,
+           measured: tuple[np.ndarray, np.ndarray] | None = None):
     """Multibody passes from the legs q and waist root_pos over xy (N, 2): each feeds the ZMP's
     error to target (N, 2) through the preview controller and moves the waist by the CoM
     correction it gives (Kajita et al. 2003), accelerated (_Mixer). They stop at the settings'
     tolerance or once a pass does stall_share (STALL_SHARE by default; inf: never) worse than the
-    best: (q, root_pos, com_path, zmp, com) of the best pass."""
+    best: (q, root_pos, com_path, zmp, com) of the best pass. measured: the start's (ZMP, CoM) where
+    the caller has them (corrector.zmp of q and root_pos as they stand: the margin rounds')."""
     stall_share = STALL_SHARE if stall_share is None else stall_share
     settings = corrector.settings
     preview = PreviewSettings(corrector.period, com_height, settings.q, settings.r, settings.preview_s)
@@ -373,7 +375,7 @@ def refine(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, xy: np.nda
     mixer = _Mixer(ANDERSON_MEMORY)
     best = None
     for index in range(max(1, passes)):
-        zmp, com = corrector.zmp(q, root_pos)
+        zmp, com = corrector.zmp(q, root_pos) if index or measured is None else measured
         error = target - zmp
         score = rms_error(error)
         if best is None or score < best[0]:

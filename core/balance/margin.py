@@ -80,7 +80,7 @@ def toward_margin(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, com
             break
         aim = moved
         state = refine(corrector, q, root_pos, corrector.command, state[2], aim, com_height, MARGIN_PASSES,
-                       stall_share=np.inf)
+                       stall_share=np.inf, measured=state[3:])
         q, root_pos = state[0], state[1]
     _restore(corrector, best[2])
     return best[1]

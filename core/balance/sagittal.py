@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 from scipy import sparse
-from scipy.sparse.linalg import spsolve
+from scipy.linalg import LinAlgError, solve_banded, solveh_banded
 
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import REVOLUTE, KinematicTree
@@ -223,42 +223,50 @@ class SagittalWaist:
         # millimetre's jitter between 10 ms samples into a metre of ZMP: the place is fitted as one
         # path, its acceleration weighed as the ZMP weighs it (from the last placement: the fit per
         # sample only starts it)
+        known = None  # the residuals (and head angles) of params, from the step that took them
         for _ in range(PATH_STEPS):
-            fitted = self._fit_path(params, samples, heads)
+            fitted, known = self._fit_path(params, samples, heads, known)
             if fitted is params:  # no step gained: the next ones, from the same start, would repeat this one
                 break
             params = fitted
         self.params = params
         return self._pose(params, samples)
 
-    def _fit_path(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]) -> np.ndarray:
+    def _fit_path(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
+                  known: tuple | None = None) -> tuple[np.ndarray, tuple | None]:
         """Gauss-Newton on the whole path of (across, roll) (N, 2 of params' 3): each sample's
         residuals (the hips in their feet's planes, the upper body where the command has it) and the
         path's acceleration, PATH_ACC_S2 s^2 times the upper body's across (m/s^2): one banded solve
-        a step."""
+        a step. known: params' (residuals, head angles) where the step before worked them out.
+        Returns (the params stepped to, or params itself where no step gains; their known)."""
         n, cols = len(params), [0, 1]
-        res, heads = self._residual(params, samples, heads)
+        res, heads = self._residual(params, samples, heads) if known is None else known
         jac = np.empty(res.shape + (2,))
         jac[..., 0] = self._across_column(samples)
         trial = params.copy()
         trial[:, 1] += STEP_RAD
         jac[..., 1] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
-        rows, columns, smooth, gram, ridge = self._path_terms(n, res.shape[1], cols)
-        each = sparse.csr_matrix((jac.ravel(), (rows, columns)), shape=(res.size, 2 * n))
+        smooth, band = self._path_terms(n, cols)
         now = params[:, :2].ravel()
-        normal = (each.T @ each + gram + ridge).tocsc()
-        step = spsolve(normal, -(each.T @ res.ravel() + smooth.T @ (smooth @ now))).reshape(n, 2)
+        step = _banded_step(band, jac, -(np.einsum("fri,fr->fi", jac, res).ravel() + smooth.T @ (smooth @ now)))
+        step = step.reshape(n, 2)
         cost = (res ** 2).sum() + ((smooth @ now) ** 2).sum()
         for _ in range(PATH_HALVINGS):
             trial = params.copy()
             trial[:, :2] += np.clip(step, -MAX_STEP[:2], MAX_STEP[:2])
             trial = _bounded(trial)
             trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
-            trial_res, _ = self._residual(trial, samples, heads)
-            if (trial_res ** 2).sum() + ((smooth @ trial[:, :2].ravel()) ** 2).sum() < cost:
-                return trial
+            # a trial whose acceleration alone costs the start's whole cost cannot gain: its residuals (both
+            # legs' head solves) are not worked out. The control cycle's placements start from the coarse path
+            # resampled, a few samples past their roll's range: clipped, every halving's path bends there (the
+            # H1 walk: each such step 8 residuals, none gaining); the same steps taken as before
+            bent = ((smooth @ trial[:, :2].ravel()) ** 2).sum()
+            if bent < cost:
+                trial_res, trial_heads = self._residual(trial, samples, heads)
+                if (trial_res ** 2).sum() + bent < cost:
+                    return trial, (trial_res, trial_heads)
             step = step / 2.0
-        return params
+        return params, (res, heads)
 
     def _across_column(self, samples: _Samples) -> np.ndarray:
         """d residuals / d across (F, R), in closed form: moving the waist across turns nothing, so the
@@ -271,20 +279,21 @@ class SagittalWaist:
         zero = np.zeros(len(samples.across))
         return np.column_stack(column + [zero, zero])
 
-    def _path_terms(self, n: int, residuals: int, cols: list[int]):
-        """_fit_path's parts that depend only on the path's length, built once per length: the
-        Jacobian's sparse rows and columns (each sample's residuals against its own (across, roll)),
-        the weighted second differences of the path (the acceleration's residuals), their normal
-        matrix and the solve's ridge."""
-        key = (n, residuals, tuple(cols))
+    def _path_terms(self, n: int, cols: list[int]):
+        """_fit_path's parts that depend only on the path's length, built once per length: the weighted
+        second differences of the path (the acceleration's residuals) and their normal matrix with the
+        solve's ridge, as its lower band (5, 2n) over the path's (across, roll) pairs."""
+        key = (n, tuple(cols))
         if self._terms is None or self._terms[0] != key:
-            rows = np.arange(n * residuals).reshape(n, -1)[:, :, None].repeat(2, axis=2)
-            columns = (2 * np.arange(n)[:, None, None] + np.arange(2)[None, None, :]).repeat(residuals, axis=1)
             second = differences(n, 2) / self.period_s ** 2
             weights = PATH_ACC_S2 * np.array([1.0, max(abs(self.lever[2]), 1e-3)])  # the roll leans the lever across
             smooth = sparse.vstack([sparse.kron(second, sparse.csr_matrix(np.diag(np.eye(2)[c] * weights)))
                                     for c in cols]).tocsr()
-            self._terms = (key, rows.ravel(), columns.ravel(), smooth, smooth.T @ smooth, 1e-9 * sparse.identity(2 * n))
+            gram = (smooth.T @ smooth + 1e-9 * sparse.identity(2 * n)).todia()
+            band = np.zeros((PATH_BAND + 1, 2 * n))
+            for d in range(PATH_BAND + 1):
+                band[d, :2 * n - d] = gram.diagonal(-d)
+            self._terms = (key, smooth, band)
         return self._terms[1:]
 
     def leaning(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
@@ -476,6 +485,30 @@ class SagittalWaist:
         res.append(samples.yaw_w * (self._yaw(params, samples) - samples.yaw_to))
         res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
         return np.column_stack(res), out_heads
+
+
+PATH_BAND = 4  # the path's normal matrix couples a sample's (across, roll) with its two neighbours' either side
+
+
+def _banded_step(band: np.ndarray, jac: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """The path's Gauss-Newton step (2F,): the normal matrix is the acceleration's (band, lower, (5, 2F))
+    plus each sample's own J^T J (jac (F, R, 2)), a banded symmetric matrix: a banded Cholesky solve, not
+    a general sparse LU (SuperLU took a third of the control cycle's placements); LU with pivoting on
+    the band where Cholesky fails."""
+    ab = band.copy()
+    block = np.einsum("fri,frj->fij", jac, jac)
+    ab[0, 0::2] += block[:, 0, 0]
+    ab[0, 1::2] += block[:, 1, 1]
+    ab[1, 0::2] += block[:, 1, 0]
+    try:
+        return solveh_banded(ab, rhs, lower=True)
+    except LinAlgError:
+        width = ab.shape[0] - 1
+        full = np.zeros((2 * width + 1, ab.shape[1]))
+        full[width:] = ab
+        for d in range(1, width + 1):  # the upper band, the lower's mirror
+            full[width - d, d:] = ab[d, :-d]
+        return solve_banded((width, width), full, rhs)
 
 
 def _ramp_samples(period_s: float) -> int:

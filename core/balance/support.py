@@ -151,9 +151,21 @@ def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0,
             flat = np.column_stack([hull, np.full(len(hull), ground_z)])
             out[:, f] = _margins_all_pairs(flat[None], zmps[:, f:f + 1], ground_z, None)[:, 0]
         return out if several else out[0]
-    block = max(1, ALL_PAIRS_BUDGET // max(1, points.shape[1] ** 3))
-    out = np.concatenate([_margins_all_pairs(points[i:i + block], zmps[:, i:i + block], ground_z, radius)
-                          for i in range(0, len(points), block)], axis=1) if len(points) else np.zeros((len(zmps), 0))
+    # frames grouped by which points touch the ground, each group's test over those points alone: the same
+    # numbers (a point off the ground takes no part in it), at an eighth of the cost on one foot of two
+    bottom = points[..., 2] - (0.0 if radius is None else radius)
+    patterns, group = np.unique(bottom <= ground_z + CONTACT_M, axis=0, return_inverse=True)
+    out = np.full((len(zmps), len(points)), -np.inf)
+    for k, pattern in enumerate(patterns):
+        cols = np.flatnonzero(pattern)
+        if len(cols) == 0:
+            continue
+        frames = np.flatnonzero(group.ravel() == k)
+        part = points[frames][:, cols]
+        block = max(1, ALL_PAIRS_BUDGET // len(cols) ** 3)
+        out[:, frames] = np.concatenate([
+            _margins_all_pairs(part[i:i + block], zmps[:, frames[i:i + block]], ground_z,
+                               None if radius is None else radius[cols]) for i in range(0, len(frames), block)], axis=1)
     return out if several else out[0]
 
 

@@ -280,3 +280,28 @@ def test_h1_standing_before_and_after_the_walk_balances_as_the_walk_does(h1_held
     assert report["stance_slide_m"] < 0.001
 
 
+
+
+def test_rolled_waist_path_step_is_the_sparse_normal_equations_solution():
+    """The path fit's step is solved on the band of its normal matrix (the acceleration's four bands
+    below the diagonal, each sample's 2 x 2 J^T J on it): the same step as the whole normal matrix
+    solved, at the control cycle's period, and by LU on the band where it is not positive definite."""
+    from core.balance.sagittal import SagittalWaist, _banded_step
+
+    waist = SagittalWaist.__new__(SagittalWaist)
+    waist.period_s, waist.lever, waist._terms = 0.005, np.array([0.0, 0.0, 0.3]), None
+    n = 60
+    smooth, band = waist._path_terms(n, [0, 1])
+    rng = np.random.default_rng(3)
+    jac = rng.normal(size=(n, 5, 2))
+    jac[20:30] = 0.0  # samples no residual moves (a foot in the air): the acceleration alone holds them
+    rhs = rng.normal(size=2 * n)
+    normal = (smooth.T @ smooth).toarray() + 1e-9 * np.eye(2 * n)
+    for k in range(n):
+        normal[2 * k:2 * k + 2, 2 * k:2 * k + 2] += jac[k].T @ jac[k]
+    want = np.linalg.solve(normal, rhs)
+    np.testing.assert_allclose(_banded_step(band, jac, rhs), want, rtol=1e-6, atol=1e-12 * np.abs(want).max())
+    indefinite = band.copy()
+    indefinite[0, ::3] *= -1.0  # Cholesky fails: LU with pivoting on the band
+    normal[np.arange(0, 2 * n, 3), np.arange(0, 2 * n, 3)] -= 2.0 * band[0, ::3]
+    np.testing.assert_allclose(_banded_step(indefinite, jac, rhs), np.linalg.solve(normal, rhs), rtol=1e-6)
