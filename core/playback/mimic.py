@@ -11,6 +11,7 @@ a joint it does not command.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,9 @@ class MimicJoint:
     offset: float
     prismatic: bool
     position: int  # its column among the robot's movable joints (URDF order, mimic ones included)
+    lower: float = -math.inf  # its own URDF limits (rad|m, /s): the retarget drives the leader's only
+    upper: float = math.inf
+    velocity: float = math.inf
 
 
 def mimic_joints(robot: Robot) -> tuple[MimicJoint, ...]:
@@ -44,18 +48,26 @@ def mimic_joints(robot: Robot) -> tuple[MimicJoint, ...]:
         if not lead.movable:
             raise PlaybackError(f"{robot.source_path or robot.name}: mimic joint {joint.name!r} follows "
                                 f"{lead.type} joint {lead.name!r}, which has no value")
-        found.append(MimicJoint(joint.name, lead.name, multiplier, offset, joint.type == "prismatic", position))
+        lower = -math.inf if joint.lower is None else float(joint.lower)
+        upper = math.inf if joint.upper is None else float(joint.upper)
+        velocity = float(joint.velocity) if joint.velocity else math.inf  # 0: none, as KinematicTree reads it
+        found.append(MimicJoint(joint.name, lead.name, multiplier, offset, joint.type == "prismatic", position,
+                                lower, upper, velocity))
     return tuple(found)
 
 
 def with_mimic_joints(track: PlaybackTrack, mimic: tuple[MimicJoint, ...]) -> PlaybackTrack:
-    """The track with each mimic joint's column inserted at its URDF place."""
-    if not mimic:
+    """The track with each mimic joint's column inserted at its URDF place; a track that has them
+    already (a file read back and written again) is left as it is, not given them twice."""
+    if not mimic or all(m.name in track.joint_names for m in mimic):
         return track
     column = {name: i for i, name in enumerate(track.joint_names)}
     names, prismatic = list(track.joint_names), list(track.is_prismatic())
     values = [track.q[:, i] for i in range(len(names))]
     for joint in sorted(mimic, key=lambda m: m.position):
+        if joint.name in column:
+            raise PlaybackError(f"mimic joint {joint.name!r}: the motion has a column of it but not of "
+                                "every mimic joint of the robot")
         if joint.leader not in column:
             raise PlaybackError(f"mimic joint {joint.name!r} follows {joint.leader!r}, which the motion "
                                 f"does not have (joints {names[:3]}...)")
@@ -69,3 +81,4 @@ def with_mimic_joints(track: PlaybackTrack, mimic: tuple[MimicJoint, ...]) -> Pl
 def mimic_info(mimic: tuple[MimicJoint, ...]) -> list[dict]:
     """The metadata rows: which written joints are driven, and how."""
     return [{"joint": m.name, "leader": m.leader, "multiplier": m.multiplier, "offset": m.offset} for m in mimic]
+

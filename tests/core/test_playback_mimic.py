@@ -170,3 +170,16 @@ def test_mujoco_holds_the_keys_of_the_panda_with_both_fingers_together(tmp_path,
         np.testing.assert_array_equal(data.qpos, read.q[25 * k])
         equality = data.efc_pos[data.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY]
         assert equality.size == 1 and abs(equality[0]) < 1e-12
+
+
+def test_a_file_read_back_and_written_again_keeps_its_mimic_joints_once(tmp_path, panda):
+    """A round trip: the Panda's keys read back hold both fingers; written again with the robot's
+    mimic joints they are the same file, not a 10-wide qpos with the second finger twice."""
+    robot, tree, limits, track = panda
+    meta = PlaybackMeta(robot="panda", limits=limits, mimic=mimic_joints(robot))
+    for fmt in ("npz", "mujoco-keyframes", "csv"):
+        first, again = tmp_path / f"first{FORMATS[fmt]}", tmp_path / f"again{FORMATS[fmt]}"
+        write_playback(first, track, fmt, meta)
+        write_playback(again, read_playback(first).track, fmt, meta)
+        assert again.read_bytes() == first.read_bytes(), fmt
+
