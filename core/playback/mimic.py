@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.urdf import Robot
-from .sampling import PlaybackError, PlaybackTrack
+from .sampling import JointLimits, PlaybackError, PlaybackTrack, check_limits, violation_summary
 
 LEFT_OUT = ("ros2-yaml",)  # formats that list the free joints only
 
@@ -82,3 +82,27 @@ def mimic_info(mimic: tuple[MimicJoint, ...]) -> list[dict]:
     """The metadata rows: which written joints are driven, and how."""
     return [{"joint": m.name, "leader": m.leader, "multiplier": m.multiplier, "offset": m.offset} for m in mimic]
 
+
+def mimic_limit_warnings(track: PlaybackTrack, mimic: tuple[MimicJoint, ...]) -> list[str]:
+    """Warnings for mimic joints whose written values leave their own URDF limits (position,
+    velocity). The retarget, the limit check and retime see the free leader only: a mimic with a
+    multiplier (or its own narrower range) can break its limits where the leader keeps to its own."""
+    leader = {name: i for i, name in enumerate(track.joint_names)}
+    mimic = tuple(m for m in mimic if m.leader in leader)
+    if not mimic:
+        return []
+    q = np.column_stack([m.multiplier * track.q[:, leader[m.leader]] + m.offset for m in mimic])
+    inf = np.full(len(mimic), np.inf)
+    limits = JointLimits([m.name for m in mimic], np.array([m.lower for m in mimic]),
+                         np.array([m.upper for m in mimic]), np.array([m.velocity for m in mimic]), inf,
+                         np.array([m.prismatic for m in mimic], dtype=bool))
+    found = check_limits(PlaybackTrack(limits.joint_names, track.period_s, track.root_position,
+                                       track.root_quaternion, q, limits.prismatic), limits)
+    warnings = []
+    for m in mimic:
+        own = [v for v in found if v.joint == m.name]
+        if own:
+            warnings.append(f"mimic joint {m.name!r} (= {m.multiplier:g} x {m.leader!r} {m.offset:+g}) leaves its "
+                            f"own limits, which the export does not check or retime ({violation_summary(own)}); "
+                            f"written as the URDF's mimic says: limit {m.leader!r} or fix the URDF")
+    return warnings
