@@ -30,6 +30,15 @@ def test_the_hint_only_at_blenders_default():
     assert default_rate_hint(120.0) is None and default_rate_hint(23.976) is None
 
 
+def test_the_hint_calms_a_24_fps_clip_and_tells_a_bvh_what_to_do():
+    """A clip truly at 24 fps (an FBX keyed in seconds) is told there is nothing to do; a 120 Hz BVH
+    where its rate is written (Frame Time) and what to set."""
+    hint = default_rate_hint(24.0)
+    assert "right for a clip recorded at 24 fps (nothing to do then)" in hint
+    for words in ("Scene FPS", "Frame Time 0.00833333", "five times too long", "1 / Frame Time", "bake again"):
+        assert words in hint, words
+
+
 def test_settings_key(tmp_path):
     path = tmp_path / "export.json"
     path.write_text(json.dumps({"frame_rate": "bake"}), encoding="utf-8")
@@ -37,3 +46,4 @@ def test_settings_key(tmp_path):
     path.write_text(json.dumps({"frame_rate": "clip"}), encoding="utf-8")
     with pytest.raises(PlaybackError, match="frame_rate 'clip': expected one of auto, scene, bake"):
         ExportSettings.load(path)
+
