@@ -25,7 +25,7 @@ from ..core.motion.bake_csv import BakeTable
 from ..core.playback import (ExportSettings, JointLimits, PlaybackResult, prepare_playback,
                              require_within_limits, violation_summary)
 from ..core.playback.formats import FORMATS, PlaybackMeta, write_playback
-from ..core.playback.frame_rate import export_fps
+from ..core.playback.frame_rate import bake_warnings, export_fps
 from ..core.playback.mimic import mimic_joints, mimic_limit_warnings
 from ..core.playback.report import export_report, playback_summary
 from ..core.model.rig import bone_to_root_pose, rig_layout
@@ -183,6 +183,7 @@ def export_playback(robot, path, settings: ExportSettings, *, scene=None, source
                            free_joint=settings.mujoco_free_joint)
     if bake_report is None:
         bake_report = json.loads(action.get(REPORT_PROPERTY, "{}"))
+    bake_report = dict(bake_report, warnings=bake_warnings(bake_report.get("warnings", []), fps))
     return ExportOutcome(paths, result, action.name, export_report(bake_report, result, settings, paths))
 
 

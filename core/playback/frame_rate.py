@@ -49,3 +49,10 @@ def default_rate_hint(fps: float) -> str | None:
             "120 Hz clip (Frame Time 0.00833333) bakes and exports five times too long; then set the scene's "
             "frame rate to 1 / Frame Time and bake again")
 
+
+def bake_warnings(warnings: list[str], fps: float) -> list[str]:
+    """The bake's stored warnings that still hold for an export at `fps`: the 24 fps hint goes when
+    the export is not at 24 fps (the scene set to the clip's rate, taken with frame_rate scene)."""
+    if default_rate_hint(fps) is not None:
+        return list(warnings)
+    return [w for w in warnings if not w.startswith(HINT_START)]

@@ -76,6 +76,7 @@ def test_a_scene_rate_changed_after_the_bake_is_refused_until_chosen(baked_at_24
                                      path, "--allow-violations", "--frame-rate", choice)
         assert code == 0, stderr
         assert f"exported at the {choice}'s" in stderr
+        assert ("Blender's default" in stderr) == (choice == "bake"), stderr  # exported at 120 fps: no such hint
         with np.load(path) as data:
             durations[choice] = (len(data["dof_pos"]) - 1) / float(data["fps"])
     assert durations == {"scene": pytest.approx(0.99, abs=0.01), "bake": pytest.approx(4.95, abs=0.01)}

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from core.playback import ExportSettings, PlaybackError
-from core.playback.frame_rate import default_rate_hint, export_fps
+from core.playback.frame_rate import bake_warnings, default_rate_hint, export_fps
 
 
 def test_the_scene_rate_when_the_bake_agrees_or_stored_none():
@@ -37,6 +37,17 @@ def test_the_hint_calms_a_24_fps_clip_and_tells_a_bvh_what_to_do():
     assert "right for a clip recorded at 24 fps (nothing to do then)" in hint
     for words in ("Scene FPS", "Frame Time 0.00833333", "five times too long", "1 / Frame Time", "bake again"):
         assert words in hint, words
+
+
+def test_the_stored_hint_goes_when_the_export_is_not_at_24_fps():
+    """A bake at 24 fps, the scene then set to the clip's 120 and exported at it (frame_rate scene):
+    the stored hint no longer holds; at 24 fps (frame_rate bake, or the scene left) it still does.
+    The older wording of the hint (stored with bakes before) goes too."""
+    older = ("the clip was read at the scene's 24 fps, Blender's default: a BVH imported without the importer's "
+             "Scene FPS is keyed one frame per clip frame")
+    stored = ["auto-map: robot: no legs", default_rate_hint(24.0), older]
+    assert bake_warnings(stored, 120.0) == ["auto-map: robot: no legs"]
+    assert bake_warnings(stored, 24.0) == stored
 
 
 def test_settings_key(tmp_path):
