@@ -58,3 +58,23 @@ def test_settings_key(tmp_path):
     with pytest.raises(PlaybackError, match="frame_rate 'clip': expected one of auto, scene, bake"):
         ExportSettings.load(path)
 
+
+def test_export_of_a_clip_refuses_a_frame_rate_it_would_not_use(tmp_path):
+    """`--frame-rate` chooses a .blend action's rate; a BVH is timed by its Frame Time, so `scene` or
+    `bake` with one would do nothing while the user thinks it did: refused, nothing written."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    clip, robot = root / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh", root / "tests" / "data" / "robots" / "franka_panda.urdf"
+    for choice in ("bake", "auto"):
+        out = tmp_path / f"{choice}.npz"
+        proc = subprocess.run([sys.executable, "-m", "core.library.cli", "export", "--source", clip, "--robot", robot,
+                               "--frames", "0:10", "--format", "npz", "--out", out, "--frame-rate", choice], cwd=root,
+                              capture_output=True, text=True, timeout=600)
+        if choice == "auto":
+            assert proc.returncode == 0 and out.is_file(), proc.stderr
+            continue
+        assert proc.returncode == 1 and not out.exists(), proc.stderr
+        assert f"--frame-rate bake: {clip} is a clip, timed by its own frame time" in proc.stderr, proc.stderr
