@@ -144,7 +144,8 @@ def test_a_mimic_of_an_unknown_joint_names_the_joint_and_file(tmp_path):
     with pytest.raises(URDFError) as info:
         parse_urdf(bad)
     message = str(info.value)
-    for needle in (str(bad), "joint 'panda_finger_joint2'", "<mimic> joint 'panda_finger_jiont1'", "line 342"):
+    for needle in (str(bad), "joint 'panda_finger_joint2'", "<mimic> joint 'panda_finger_jiont1'",
+                   "line 348"):  # the <mimic>'s line, where the typo is (its <joint> starts on 342)
         assert needle in message, message
 
 
