@@ -78,6 +78,20 @@ def with_mimic_joints(track: PlaybackTrack, mimic: tuple[MimicJoint, ...]) -> Pl
                          np.column_stack(values), np.array(prismatic, dtype=bool))
 
 
+def with_mimic_limits(limits: JointLimits | None, mimic: tuple[MimicJoint, ...]) -> JointLimits | None:
+    """The limits with a row per mimic joint at its URDF place (its own range and velocity, no
+    acceleration limit), so a file's `limits` rows name the joints its `joint_names` list."""
+    if limits is None or not mimic or all(m.name in limits.joint_names for m in mimic):
+        return limits
+    rows = list(zip(limits.joint_names, limits.lower, limits.upper, limits.velocity, limits.acceleration,
+                    limits.prismatic))
+    for m in sorted(mimic, key=lambda m: m.position):
+        rows.insert(m.position, (m.name, m.lower, m.upper, m.velocity, math.inf, m.prismatic))
+    names, *columns = zip(*rows)
+    return JointLimits(list(names), *(np.array(c, dtype=float) for c in columns[:-1]),
+                       np.array(columns[-1], dtype=bool))
+
+
 def mimic_info(mimic: tuple[MimicJoint, ...]) -> list[dict]:
     """The metadata rows: which written joints are driven, and how."""
     return [{"joint": m.name, "leader": m.leader, "multiplier": m.multiplier, "offset": m.offset} for m in mimic]

@@ -64,6 +64,10 @@ def test_panda_second_finger_follows_the_first_in_every_format(tmp_path, panda, 
         assert read.metadata["mimic"] == [{"joint": "panda_finger_joint2", "leader": "panda_finger_joint1",
                                            "multiplier": 1.0, "offset": 0.0}]
         assert read.metadata["units"]["joints"][-2:] == ["m", "m"]
+        rows = read.metadata["limits"]  # a row per written joint, the mimic one with its own range
+        assert [row["joint"] for row in rows] == names
+        assert rows[-1] == {"joint": "panda_finger_joint2", "type": "prismatic", "unit": "m", "lower": 0.0,
+                            "upper": 0.04, "velocity": 0.2, "acceleration": None}
 
 
 def test_the_exported_panda_file_holds_the_second_finger(tmp_path):
