@@ -116,7 +116,8 @@ def mimic_limit_warnings(track: PlaybackTrack, mimic: tuple[MimicJoint, ...]) ->
     for m in mimic:
         own = [v for v in found if v.joint == m.name]
         if own:
-            warnings.append(f"mimic joint {m.name!r} (= {m.multiplier:g} x {m.leader!r} {m.offset:+g}) leaves its "
+            rule = f"{m.multiplier:g} x {m.leader!r}" + (f" {m.offset:+g}" if m.offset else "")
+            warnings.append(f"mimic joint {m.name!r} (= {rule}) leaves its "
                             f"own limits, which the export does not check or retime ({violation_summary(own)}); "
                             f"written as the URDF's mimic says: limit {m.leader!r} or fix the URDF")
     return warnings
