@@ -79,6 +79,8 @@ def _export_argv(args: argparse.Namespace, job) -> list[str]:
     argv = ["--source", job.source, "--out", job.out, "--robot", job.robot.urdf]
     argv += ["--mapping", job.robot.mapping] if job.robot.mapping else []
     argv += _playback_argv(args)
+    if getattr(args, "frame_rate", None) and Path(job.source).suffix.lower() == ".blend":
+        argv += ["--frame-rate", args.frame_rate]  # a .blend's only: export refuses it with a clip
     return argv + (["--overwrite"] if job.overwrite and not args.overwrite else [])
 
 

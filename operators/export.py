@@ -25,8 +25,8 @@ from ..core.motion.bake_csv import BakeTable
 from ..core.playback import (ExportSettings, JointLimits, PlaybackResult, prepare_playback,
                              require_within_limits, violation_summary)
 from ..core.playback.formats import FORMATS, PlaybackMeta, write_playback
-from ..core.playback.frame_rate import export_fps
-from ..core.playback.mimic import mimic_joints
+from ..core.playback.frame_rate import bake_warnings, export_fps
+from ..core.playback.mimic import mimic_joints, mimic_limit_warnings
 from ..core.playback.report import export_report, playback_summary
 from ..core.model.rig import bone_to_root_pose, rig_layout
 from ..core.model.transforms import matrix_to_quat, quat_continuous
@@ -171,16 +171,19 @@ def export_playback(robot, path, settings: ExportSettings, *, scene=None, source
     result = prepare_playback(table, limits, settings)
     result.warnings[:0] = notes
     require_within_limits(result, settings.allow_violations)
+    mimic = mimic_joints(tree.robot)
+    result.warnings += mimic_limit_warnings(result.track, mimic)
     action = robot.animation_data.action
     meta = PlaybackMeta(robot=str(robot.get("urdf_robot", robot.name)), source=source or action.name,
                         limits=limits, violations=result.violations,
                         retimed_seconds_added=result.retimed_seconds_added,
-                        generator=f"robot_retarget {extension_version()}", mimic=mimic_joints(tree.robot))
+                        generator=f"robot_retarget {extension_version()}", mimic=mimic)
     paths = write_playback(path, result.track, settings.format, meta,
                            degrees=settings.units == "deg", overwrite=settings.overwrite,
                            free_joint=settings.mujoco_free_joint)
     if bake_report is None:
         bake_report = json.loads(action.get(REPORT_PROPERTY, "{}"))
+    bake_report = dict(bake_report, warnings=bake_warnings(bake_report.get("warnings", []), fps))
     return ExportOutcome(paths, result, action.name, export_report(bake_report, result, settings, paths))
 
 

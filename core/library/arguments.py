@@ -135,7 +135,8 @@ def playback_options(p: argparse.ArgumentParser) -> None:
                         "MJCF such as an arm; refused if the root moves")
     p.add_argument("--frame-rate", dest="frame_rate", choices=["auto", "scene", "bake"],
                    help="a .blend's action: the frame rate that makes its frames seconds when the scene's and "
-                        "the bake's differ (default auto: refused then)")
+                        "the bake's differ (default auto: refused then); a .bvh or .fbx clip is timed by its own "
+                        "frame time (export refuses scene|bake with one; batch and settings files leave them be)")
 
 
 def export_settings(args: argparse.Namespace) -> ExportSettings:

@@ -89,6 +89,10 @@ def run_bake(args: argparse.Namespace) -> int:
 def export_outputs(args: argparse.Namespace):
     """`export`'s checks before the slow work: (settings, playback file path)."""
     settings = export_settings(args)
+    source = Path(args.source).absolute()
+    if args.frame_rate in ("scene", "bake") and source.suffix.lower() != ".blend":  # a no-op would mislead
+        raise CommandError(f"--frame-rate {args.frame_rate}: {source} is a clip, timed by its own frame time "
+                           "(a BVH's Frame Time); --frame-rate chooses the rate of a .blend's baked action")
     out = Path(args.out).absolute()
     wanted = FORMATS[settings.format]
     if out.suffix.lower() not in (wanted, ".yml" if wanted == ".yaml" else wanted):

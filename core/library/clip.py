@@ -23,7 +23,7 @@ from ..motion.bvh import load_bvh
 from ..motion.source import SourceMotion
 from ..playback import ExportSettings, JointLimits, PlaybackMeta, prepare_playback, require_within_limits
 from ..playback.formats import write_playback
-from ..playback.mimic import mimic_joints
+from ..playback.mimic import mimic_joints, mimic_limit_warnings
 from ..playback.report import export_report, playback_summary
 from ..retarget import RetargetResult, auto_map, retarget
 from ..retarget.automap import automap_frames
@@ -138,10 +138,11 @@ def export_bake(bake: ClipBake, robot: RobotModel, out: Path, settings: ExportSe
     with one_blas_thread():
         result = prepare_playback(bake.table, limits, settings)
     require_within_limits(result, settings.allow_violations)
+    mimic = mimic_joints(robot.tree.robot)
+    result.warnings += mimic_limit_warnings(result.track, mimic)
     source = str(Path(source).absolute())
     meta = PlaybackMeta(robot=robot.name, source=source, limits=limits, violations=result.violations,
-                        retimed_seconds_added=result.retimed_seconds_added, generator=generator,
-                        mimic=mimic_joints(robot.tree.robot))
+                        retimed_seconds_added=result.retimed_seconds_added, generator=generator, mimic=mimic)
     paths = write_playback(out, result.track, settings.format, meta, degrees=settings.units == "deg",
                            overwrite=settings.overwrite, free_joint=settings.mujoco_free_joint)
     report = dict(export_report(bake.result.report, result, settings, paths), source_file=source,

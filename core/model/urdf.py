@@ -67,6 +67,7 @@ class Mimic:
     joint: str
     multiplier: float = 1.0
     offset: float = 0.0
+    line: int = field(default=0, compare=False)  # the <mimic>'s line in the file (0: not from a file)
 
 
 @dataclass(eq=False)
@@ -350,7 +351,7 @@ def _mimic(node: _Node, src: str, what: str) -> Mimic | None:
         raise _err(src, what, elem.line, "<mimic> needs attribute joint")
     return Mimic(elem.attrib["joint"],
                  _num(elem, "multiplier", src, what, default=1.0),
-                 _num(elem, "offset", src, what, default=0.0))
+                 _num(elem, "offset", src, what, default=0.0), elem.line)
 
 
 def _joint(node: _Node, src: str) -> Joint:
@@ -398,7 +399,7 @@ def _check_joints(links: dict[str, Link], joints: list[Joint], lines: list[int],
                        f"joint '{parent_of[joint.child]}' (a link may have only one)")
         parent_of[joint.child] = joint.name
         if joint.mimic and (joint.mimic.joint not in names or joint.mimic.joint == joint.name):
-            raise _err(src, what, line, f"<mimic> joint '{joint.mimic.joint}' is not "
+            raise _err(src, what, joint.mimic.line or line, f"<mimic> joint '{joint.mimic.joint}' is not "
                        "another joint of this robot")
     _check_mimic_circles(joints, lines, src)
 

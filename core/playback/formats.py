@@ -20,6 +20,7 @@ unless asked. Readers return radians whatever the file holds.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -74,6 +75,8 @@ def write_playback(path, track: PlaybackTrack, fmt: str, meta: PlaybackMeta | No
     _check_finite(track)
     driven = meta.mimic if meta is not None and fmt not in mimic.LEFT_OUT else ()
     track = mimic.with_mimic_joints(track, driven)
+    if driven:
+        meta = dataclasses.replace(meta, limits=mimic.with_mimic_limits(meta.limits, driven))
     paths = output_paths(path, fmt)
     if not overwrite:
         for target in paths:

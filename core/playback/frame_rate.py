@@ -36,10 +36,23 @@ def export_fps(scene_fps: float, baked_fps: float | None, choice: str = "auto",
     return fps, [f"{said}; exported at the {choice}'s {fps:g} fps (frame_rate {choice})"]
 
 
+HINT_START = "the clip was read at the scene's 24 fps, Blender's default"  # kept: stored with older bakes
+
+
 def default_rate_hint(fps: float) -> str | None:
-    """A warning for a bake read at Blender's default 24 fps (see the module's docstring)."""
+    """A warning for a bake read at Blender's default 24 fps (see the module's docstring): calm for a
+    clip that is 24 fps, and the way out for a BVH that is not (its Frame Time gives its rate)."""
     if abs(fps - BLENDER_DEFAULT_FPS) > _SAME * BLENDER_DEFAULT_FPS:
         return None
-    return ("the clip was read at the scene's 24 fps, Blender's default: a BVH imported without the importer's "
-            "Scene FPS is keyed one frame per clip frame, so a 120 Hz clip bakes and exports five times too "
-            "slow; if the clip was not recorded at 24 fps, set the scene's frame rate to its rate and bake again")
+    return (f"{HINT_START}: right for a clip recorded at 24 fps (nothing to do then), but a BVH imported "
+            "without the importer's Scene FPS is keyed one frame per clip frame whatever its Frame Time, so a "
+            "120 Hz clip (Frame Time 0.00833333) bakes and exports five times too long; then set the scene's "
+            "frame rate to 1 / Frame Time and bake again")
+
+
+def bake_warnings(warnings: list[str], fps: float) -> list[str]:
+    """The bake's stored warnings that still hold for an export at `fps`: the 24 fps hint goes when
+    the export is not at 24 fps (the scene set to the clip's rate, taken with frame_rate scene)."""
+    if default_rate_hint(fps) is not None:
+        return list(warnings)
+    return [w for w in warnings if not w.startswith(HINT_START)]

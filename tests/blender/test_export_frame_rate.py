@@ -76,6 +76,7 @@ def test_a_scene_rate_changed_after_the_bake_is_refused_until_chosen(baked_at_24
                                      path, "--allow-violations", "--frame-rate", choice)
         assert code == 0, stderr
         assert f"exported at the {choice}'s" in stderr
+        assert ("Blender's default" in stderr) == (choice == "bake"), stderr  # exported at 120 fps: no such hint
         with np.load(path) as data:
             durations[choice] = (len(data["dof_pos"]) - 1) / float(data["fps"])
     assert durations == {"scene": pytest.approx(0.99, abs=0.01), "bake": pytest.approx(4.95, abs=0.01)}
@@ -97,3 +98,21 @@ def test_the_operator_refuses_then_exports_at_the_chosen_rate(baked_at_24, mods,
     scene.render.fps = 24  # back at the bake's rate: nothing to choose
     again = export.export_playback(baked_at_24, tmp_path / "same.csv", settings, scene=scene)
     assert again.result.track.duration_s == pytest.approx((FRAMES[1] - FRAMES[0]) / 24, abs=0.01)
+
+
+def test_batch_passes_the_frame_rate_to_a_blend_and_not_to_a_clip(baked_at_24, extension, mods, capsys, tmp_path):
+    """`batch --frame-rate scene` over a .blend whose scene was set to the clip's 120 fps after the bake,
+    and a BVH beside it: the .blend is exported at 120 fps (the flag was dropped on the way to each
+    clip's export, so it was refused as if not given); the BVH, timed by its Frame Time, is not refused."""
+    bpy.context.scene.render.fps = 120
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    saved(folder)
+    test_export.walk_slice(folder, "walk_a.bvh", 0, 30)
+    out_dir, report = tmp_path / "out", tmp_path / "batch.json"
+    code, stdout, stderr = _main(extension, capsys, "batch", "--robot", G1, "--inputs", folder, "--format", "npz",
+                                 "--allow-violations", "--out-dir", out_dir, "--report", report, "--frame-rate", "scene")
+    summary = json.loads(report.read_text(encoding="utf-8"))
+    assert code == 0 and summary["succeeded"] == 2, (stderr, summary)
+    track = mods["core.playback.formats"].read_playback(out_dir / "scene.npz").track
+    assert track.duration_s == pytest.approx((FRAMES[1] - FRAMES[0]) / 120, abs=0.01)

@@ -15,7 +15,7 @@ from core.model.urdf import URDFError, parse_urdf, parse_urdf_string
 from core.motion.bake_csv import BakeTable
 from core.playback import ExportSettings, JointLimits, PlaybackError, PlaybackMeta, prepare_playback
 from core.playback.formats import FORMATS, read_playback, write_playback
-from core.playback.mimic import LEFT_OUT, mimic_joints, with_mimic_joints
+from core.playback.mimic import LEFT_OUT, mimic_joints, mimic_limit_warnings, with_mimic_joints
 
 ROOT = Path(__file__).resolve().parents[2]
 PANDA = ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"
@@ -64,6 +64,10 @@ def test_panda_second_finger_follows_the_first_in_every_format(tmp_path, panda, 
         assert read.metadata["mimic"] == [{"joint": "panda_finger_joint2", "leader": "panda_finger_joint1",
                                            "multiplier": 1.0, "offset": 0.0}]
         assert read.metadata["units"]["joints"][-2:] == ["m", "m"]
+        rows = read.metadata["limits"]  # a row per written joint, the mimic one with its own range
+        assert [row["joint"] for row in rows] == names
+        assert rows[-1] == {"joint": "panda_finger_joint2", "type": "prismatic", "unit": "m", "lower": 0.0,
+                            "upper": 0.04, "velocity": 0.2, "acceleration": None}
 
 
 def test_the_exported_panda_file_holds_the_second_finger(tmp_path):
@@ -144,7 +148,8 @@ def test_a_mimic_of_an_unknown_joint_names_the_joint_and_file(tmp_path):
     with pytest.raises(URDFError) as info:
         parse_urdf(bad)
     message = str(info.value)
-    for needle in (str(bad), "joint 'panda_finger_joint2'", "<mimic> joint 'panda_finger_jiont1'", "line 342"):
+    for needle in (str(bad), "joint 'panda_finger_joint2'", "<mimic> joint 'panda_finger_jiont1'",
+                   "line 348"):  # the <mimic>'s line, where the typo is (its <joint> starts on 342)
         assert needle in message, message
 
 
@@ -170,3 +175,55 @@ def test_mujoco_holds_the_keys_of_the_panda_with_both_fingers_together(tmp_path,
         np.testing.assert_array_equal(data.qpos, read.q[25 * k])
         equality = data.efc_pos[data.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY]
         assert equality.size == 1 and abs(equality[0]) < 1e-12
+
+
+def test_a_file_read_back_and_written_again_keeps_its_mimic_joints_once(tmp_path, panda):
+    """A round trip: the Panda's keys read back hold both fingers; written again with the robot's
+    mimic joints they are the same file, not a 10-wide qpos with the second finger twice."""
+    robot, tree, limits, track = panda
+    meta = PlaybackMeta(robot="panda", limits=limits, mimic=mimic_joints(robot))
+    for fmt in ("npz", "mujoco-keyframes", "csv"):
+        first, again = tmp_path / f"first{FORMATS[fmt]}", tmp_path / f"again{FORMATS[fmt]}"
+        write_playback(first, track, fmt, meta)
+        write_playback(again, read_playback(first).track, fmt, meta)
+        assert again.read_bytes() == first.read_bytes(), fmt
+
+
+def test_a_mimic_leaving_its_own_limits_warns_naming_it_and_its_leader():
+    """The limit check and retime drive the leader only; 'follow' = -2 x 'lead' + 0.25 leaves its own
+    -0.2 rad (down to -0.25) while 'lead' keeps to its +-1 m: the export says so, naming both joints."""
+    robot = parse_urdf_string(SLIDES.replace('<limit lower="-3" upper="3" velocity="1" effort="1"/><mimic joint="lead"',
+                                             '<limit lower="-0.2" upper="0.5" velocity="9" effort="1"/><mimic joint="lead"'),
+                              "slides.urdf")
+    tree, table = slides_track(robot)
+    limits = JointLimits.from_tree(tree)
+    result = prepare_playback(table, limits, ExportSettings(period_s=0.1))
+    assert not result.violations  # the free joints keep to their limits
+    mimic = mimic_joints(robot)
+    warnings = mimic_limit_warnings(result.track, mimic)
+    assert len(warnings) == 1 and warnings[0].startswith("mimic joint 'follow' (= -2 x 'lead' +0.25) leaves"), warnings
+    assert "'follow': position -0.25" in warnings[0] and "beyond -0.2 rad" in warnings[0], warnings
+    follow = -2.0 * result.track.q[:, 0] + 0.25
+    assert follow.min() < -0.2  # what the warning is about: the value written
+    assert mimic_limit_warnings(result.track, mimic_joints(parse_urdf_string(SLIDES, "slides.urdf"))) == []
+
+
+def test_the_export_of_a_mimic_beyond_its_limits_prints_the_warning(tmp_path):
+    """End to end: the Panda's second finger at 2 x the first + 5 cm, past its 4 cm (the clip leaves the
+    first finger shut at 0 m): the export writes it as the URDF says and warns, naming it."""
+    urdf = tmp_path / "panda_wide.urdf"
+    urdf.write_text(PANDA.read_text(encoding="utf-8").replace('<mimic joint="panda_finger_joint1"/>',
+                    '<mimic joint="panda_finger_joint1" multiplier="2" offset="0.05"/>'), encoding="utf-8")
+    out = tmp_path / "panda.npz"
+    proc = subprocess.run([sys.executable, "-m", "core.library.cli", "export", "--source", HOP, "--robot", urdf,
+                           "--frames", "0:20", "--format", "npz", "--out", out], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    read = read_playback(out).track
+    names = read.joint_names
+    np.testing.assert_allclose(read.q[:, names.index("panda_finger_joint2")],
+                               2 * read.q[:, names.index("panda_finger_joint1")] + 0.05, rtol=0, atol=1e-15)
+    assert read.q[:, names.index("panda_finger_joint2")].min() > 0.04
+    assert ("warning: mimic joint 'panda_finger_joint2' (= 2 x 'panda_finger_joint1' +0.05) leaves its own limits"
+            in proc.stderr), proc.stderr
+    assert "'panda_finger_joint2': position 0.05 m beyond 0.04 m" in proc.stderr, proc.stderr

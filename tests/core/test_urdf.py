@@ -234,7 +234,7 @@ BAD_CASES = {
     "not well formed": (BASE.replace("  </joint>\n", ""), ["not well-formed", "mismatched tag", "line 9"]),
     "wrong root element": (BASE.replace("robot", "robbot"), ["<robbot>", "line 1"]),
     "unknown mimic": (BASE.replace("</joint>", '  <mimic joint="nope"/>\n  </joint>', 1),
-                      ["joint 'j'", "'nope'", "line 4"]),
+                      ["joint 'j'", "'nope'", "line 9"]),
     "mesh without filename": (BASE.replace('<link name="b"/>',
                               '<link name="b"><visual><geometry><mesh/></geometry>'
                               '</visual></link>'), ["link 'b'", "filename", "line 3"]),
