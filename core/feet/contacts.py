@@ -37,7 +37,6 @@ CONTACTS_FORMAT = "robot_retarget.contacts"
 CONTACTS_VERSION = 1
 SIDES = ("left", "right")
 SPEED_CUTOFF_HZ = 6.0
-GROUND_BANDWIDTH = 0.005  # leg lengths: the kernel of the ground level's density (_density_edge)
 
 
 class ContactsError(ValueError):
@@ -228,7 +227,7 @@ def detect_contacts(motion: SourceMotion, mapping: Mapping,
     fps = float(motion.fps)
     leg = float(np.mean([t.leg_length for t in tracks.values()]))
     speeds = {(s, p): _speed(getattr(t, p), fps) / leg for s, t in tracks.items() for p in ("heel", "toe")}
-    levels = _ground_levels(tracks, speeds, settings, fps, leg)
+    levels = _ground_levels(tracks, speeds, settings)
     feet = {}
     for side, track in tracks.items():
         down = np.zeros(motion.frames, dtype=bool)
@@ -248,49 +247,22 @@ def _speed(points: np.ndarray, fps: float) -> np.ndarray:
     return np.linalg.norm(np.gradient(smooth, axis=0), axis=1) * fps
 
 
-def _ground_levels(tracks: dict[str, FootTrack], speeds: dict, settings: DetectSettings,
-                   fps: float, leg: float) -> dict[str, float]:
+def _ground_levels(tracks: dict[str, FootTrack], speeds: dict, settings: DetectSettings) -> dict[str, float]:
     """Height of heel and toe when they rest on the ground, shared by both feet.
 
-    The lower edge of the densest band of resting heights: where a kernel
-    density of both feet's slow samples, each rest (a slow stretch of at
-    least min_contact_s) weighing the same, first rises to half its peak.
-    A toe's rests spread over 0.1 leg lengths, so a low percentile moved
-    with the clip's cut and with one short low excursion (the walk's left
-    toe, frames 390-404); one rest among many moves neither the peak nor
-    its edge, and long rests (standing at the end) do not outweigh the
-    steps. A foot that is never put down adds no rests.
+    A low percentile of the heights while the point is slow; the lower foot
+    wins, so a foot that is never put down (hopping on the other) still
+    gets the real ground.
     """
-    shortest = max(2, int(round(settings.min_contact_s * fps)))
     levels = {}
     for point in ("heel", "toe"):
-        heights, weights = [], []
+        candidates = []
         for side, track in tracks.items():
-            z = getattr(track, point)[:, 2] / leg
-            for start, end in flags_to_intervals(speeds[side, point] < settings.speed_on):
-                if end - start >= shortest:
-                    heights.append(z[start:end])
-                    weights.append(np.full(end - start, 1.0 / (end - start)))
-        if not heights:  # nothing rests: the clip's own heights
-            heights = [getattr(t, point)[:, 2] / leg for t in tracks.values()]
-            weights = [np.ones(len(h)) for h in heights]
-        levels[point] = _density_edge(np.concatenate(heights), np.concatenate(weights)) * leg
+            z = getattr(track, point)[:, 2]
+            slow = speeds[side, point] < settings.speed_on
+            candidates.append(np.percentile(z[slow] if slow.sum() >= 10 else z, 15))
+        levels[point] = float(min(candidates))
     return levels
-
-
-def _density_edge(heights: np.ndarray, weights: np.ndarray, bandwidth: float = GROUND_BANDWIDTH) -> float:
-    """Below the highest peak of a weighted Gaussian kernel density of `heights`
-    (leg lengths), the height where it has fallen to half that peak."""
-    low, high = heights.min() - 3 * bandwidth, heights.max() + 3 * bandwidth
-    step = max(bandwidth / 8, (high - low) / 4000)  # a clip that rests at wild heights: a bounded grid
-    grid = np.arange(low, high + step, step)
-    density = np.zeros(len(grid))
-    for chunk in range(0, len(heights), 512):  # (grid, samples) in bounded blocks
-        z, w = heights[chunk:chunk + 512], weights[chunk:chunk + 512]
-        density += np.exp(-0.5 * ((grid[:, None] - z[None]) / bandwidth) ** 2) @ w
-    peak = int(np.argmax(density))
-    below = np.flatnonzero(density[:peak + 1] < 0.5 * density[peak])
-    return float(grid[below[-1] + 1] if len(below) else grid[0])
 
 
 def _hysteresis(height: np.ndarray, speed: np.ndarray, settings: DetectSettings) -> np.ndarray:
