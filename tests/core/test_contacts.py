@@ -132,6 +132,32 @@ def test_a_jitter_does_not_split_a_contact():
         assert len(contacts.intervals(side)) == len(flags_to_intervals(known[side]))
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "the ground level is a clip-wide low percentile of each foot's slow heights: one stance 0.08 m low pulls the "
+    "left foot's level down and its other stances read 0.1 leg lengths above it (114 of 240 frames off, "
+    "2026-12-03); see test_contacts_do_not_depend_on_where_the_clip_was_cut and docs/notes/s15-cutcontacts.md"))
+def test_one_low_rest_does_not_move_the_ground():
+    """A stance of one foot 0.08 m lower (a marker slipped, a step into a dip) is that stance's
+    business: the other footfalls are found as without it. A clip-wide low percentile took it
+    as the ground and lost the others (0.08 m is ~0.1 leg lengths, above height_on)."""
+    motion, known = synthetic_walk()
+    dipped_heads, dipped_tails = motion.heads.copy(), motion.tails.copy()
+    first, end = flags_to_intervals(known["left"])[1]
+    bones = [motion.index(name) for name in _leg_names("left")[2:]]
+    for bone in bones:
+        dipped_heads[first:end, bone, 2] -= 0.08
+        dipped_tails[first:end, bone, 2] -= 0.08
+    dipped = SourceMotion(motion.bone_names, motion.parents, dipped_heads, dipped_tails, motion.root_rotation,
+                          motion.rest_heads, motion.rest_tails, motion.rest_root_rotation, motion.fps, "dipped")
+    mapping = _walk_mapping()
+    plain, low = detect_contacts(motion, mapping), detect_contacts(dipped, mapping)
+    away = np.ones(motion.frames, bool)
+    away[max(0, first - 12):end + 12] = False
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(low.feet[side][away], plain.feet[side][away], err_msg=side)
+        assert np.mean(low.feet[side] == known[side]) > 0.85
+
+
 def test_no_legs_is_refused():
     motion, _ = synthetic_walk()
     arms_only = Mapping([ChainMapping("arm", "LHip", ["LToe"], "a", ["b"], role="arm", side="left")])
@@ -193,10 +219,12 @@ def test_cmu_hop_footfalls_in_any_units(cmu):
 CUT_OPEN = pytest.mark.xfail(strict=True, reason=(
     "the ground level is a clip-wide percentile of the slow heights: the walk's one low left toe (frames 390-404) "
     "puts the toes' ground 0.05 leg lengths lower in 0:500 than in the whole clip (94, 88 and 61 frames differ "
-    "beyond 0.3 s of the cuts 0:500, 200:800, 100:700; 2026-12-02). A median over each point's rests makes every "
-    "cut agree, but raises the whole walk's toe level 0.042 -> 0.045 and the hop's 0.032 -> 0.071 leg lengths: a "
-    "left contact of the walk begins 7 frames earlier on a toe 0.049 above it (height_on 0.05) and the H1 slides "
-    "there (21.7 mm/s, target 20), the hop onto the H1 sinks on one frame; see README, Planted feet"))
+    "beyond 0.3 s of the cuts 0:500, 200:800, 100:700; 2026-12-02). The whole walk's contacts sit on a 2 mm "
+    "window of the toe level (0.0421 leg lengths: -1 mm drops left 262-281, a toe 0.05 above it, and the G1 "
+    "gait's stance tilts 5.5 degrees (target 1); +1 mm starts it 7 frames earlier and the H1 slides 21.7 mm/s), "
+    "while the hop onto the H1 sinks with its toe level above 0.055 (0.032 now). A median over each point's "
+    "rests, and the edge of a kernel density of the rests (2026-12-03: every walk cut agrees), miss one or the "
+    "other; see README, Planted feet, and docs/notes/s15-cutcontacts.md"))
 
 
 @pytest.mark.parametrize("start, end", [pytest.param(0, 500, marks=CUT_OPEN), pytest.param(200, 800, marks=CUT_OPEN),
