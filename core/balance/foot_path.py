@@ -148,28 +148,37 @@ Limit = Callable[[Stance, np.ndarray, Stance], np.ndarray]
 
 def plan_stances(clip_poses: dict[str, np.ndarray], flags: dict[str, np.ndarray], bodies: dict[str, BodyPoints],
                  flats: dict[str, np.ndarray], limit: Limit | None = None,
-                 aims: dict[str, np.ndarray] | None = None) -> tuple[dict[str, list[Stance]], int]:
+                 aims: dict[str, np.ndarray] | None = None,
+                 repeated: np.ndarray | None = None) -> tuple[dict[str, list[Stance]], int]:
     """Every contact's stance, in time order over both feet. Each foot aims where the retargeted
     foot stood; where the robot cannot step there from its other foot's stance, it steps to the
     nearest place it can (`limit(reference stance, the aimed pose (4, 4), stance)` -> pose). A
     shortened step is not carried into the rest of the walk: the next steps aim at the person's
     footprints again and make up the distance where the person's steps are shorter than the
     robot's (turns, stops). Also how many steps were changed. aims: per side, the link poses (F, 4, 4)
-    whose footprints the feet aim at, if not clip_poses' (the stances' shift is from clip_poses')."""
+    whose footprints the feet aim at, if not clip_poses' (the stances' shift is from clip_poses').
+    repeated: (F,) frames that repeat a held one (core.balance.phases.held_frames), left out of a
+    stance's pose: a clip's first frame held 0.85 s moved the first stance's middle frame, and the H1's
+    turn-bounded steps carried its 0.08 rad to every later stance (the 10 s clip against the walk)."""
+    def counted(a: int, b: int) -> np.ndarray:  # a stance's frames, each pose once
+        frames = np.arange(a, b)
+        kept = frames if repeated is None else frames[~repeated[a:b]]
+        return kept if len(kept) else frames
+
     out: dict[str, list[Stance]] = {side: [] for side in flags}
     for side, side_flags in flags.items():
         contacts = flags_to_intervals(side_flags)
         if not contacts:
             raise ValueError(f"the {side} foot never touches the ground in the clip")
         height = sole_height(bodies[side], flats[side])
-        out[side] = [Stance(side, a, b, _stance_pose(clip_poses[side][a:b], flats[side], height), np.zeros(2))
-                     for a, b in contacts]
+        out[side] = [Stance(side, a, b, _stance_pose(clip_poses[side][counted(a, b)], flats[side], height),
+                            np.zeros(2)) for a, b in contacts]
     changed = 0
     latest: dict[str, Stance] = {}  # per side: its last stance
     for stance in sorted((st for items in out.values() for st in items), key=lambda st: st.start):
         others = [v for k, v in latest.items() if k != stance.side]
         original = stance.pose
-        aim = original if aims is None else _stance_pose(aims[stance.side][stance.start:stance.end],
+        aim = original if aims is None else _stance_pose(aims[stance.side][counted(stance.start, stance.end)],
                                                          flats[stance.side], original[2, 3])
         stance.pose = aim
         if others:

@@ -31,7 +31,7 @@ from .lateral import band_constraints, plan_path, support_constraints, zmp_opera
 from .legs import pose_errors
 from .lift_off import swing_where_feet_let_go
 from .margin import toward_margin
-from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
+from .phases import clip_metres_per_unit, gait_contacts, held_frames, refuse_flight
 from .plan import GaitPlan, make_plan
 from .sagittal import planar_legs
 from .preview import PreviewSettings, follow_zmp
@@ -129,8 +129,8 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     warnings: list[str] = []
     flags = walkable_contacts(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
-    bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m),
-                    figures=False)  # the bake's own report figures are not the gait's
+    held = held_frames(motion, settings.merge_s)
+    bake = _retargeted(motion, tree, mapping, flags, held, lambda f, m: progress(0.4 * f, m))
     warnings += bake.report.get("warnings", [])
     robot = tree
     tree, rerooted = solved_robot(tree, mapping.robot_root)
@@ -142,7 +142,8 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     times = np.arange(int(np.floor(end_s / settings.period_s + 1e-9)) + 1) * settings.period_s
     foot = FootSettings(settings.lift_m, settings.prepare_s, settings.sensitivity, settings.merge_s)
     plan = make_plan(tree, mapping, bake, flags, times, foot, settings.upper_body, settings.waist_tilt,
-                     settings.zmp_offset_m, settings.correction.reach, warnings, person, settings.sagittal_waist)
+                     settings.zmp_offset_m, settings.correction.reach, warnings, person, settings.sagittal_waist,
+                     held)
     if plan.steps_moved:
         b = plan.bounds
         bounds = (f"(up to {b.forward_m:.2f} m forward, {b.back_m:.2f} m back, feet {b.width_min_m:.2f}-"
@@ -171,6 +172,27 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     progress(1.0, "done")
     return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),
                       settings.period_s, plan.target, balanced.zmp, balanced.com, report)
+
+
+def _retargeted(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, flags: Contacts, held: np.ndarray,
+                progress: Progress) -> RetargetResult:
+    """The bake of `motion`, each held pose (`held`, core.balance.phases.held_frames) solved once and held: the
+    retarget's solves carry from frame to frame, and the walk held 0.85 s at each end (the 10 s clip) came out
+    of it another walk (the planted waist 1-9 cm, a leg 1 rad from the walk's own bake at the same frames)."""
+    if not held.any():
+        return retarget(motion, tree, mapping, contacts=flags, progress=progress,
+                        figures=False)  # the bake's own report figures are not the gait's
+    kept = np.flatnonzero(~held)
+    once = Contacts({side: down[kept] for side, down in flags.feet.items()}, flags.fps)
+    bake = retarget(motion.at_frames(kept), tree, mapping, contacts=once, progress=progress, figures=False)
+    return _played_at(bake, np.cumsum(~held) - 1)
+
+
+def _played_at(bake: RetargetResult, index: np.ndarray) -> RetargetResult:
+    """The bake at its frames `index` (a frame may repeat)."""
+    unplanted = None if bake.unplanted is None else _played_at(bake.unplanted, index)
+    return RetargetResult(bake.joint_names, bake.q[index], bake.root_position[index], bake.root_rotation[index],
+                          bake.fps, bake.report, unplanted)
 
 
 def _from_pelvis(robot: KinematicTree, tree: KinematicTree, rerooted, bake: RetargetResult) -> RetargetResult:

@@ -58,11 +58,13 @@ class GaitPlan:
 def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags: Contacts, times: np.ndarray,
               foot: FootSettings, upper_body: bool, waist_tilt: float, zmp_offset_m, reach: float,
               warnings: list[str], person: RetargetResult | None = None,
-              sagittal_waist: bool | None = None) -> GaitPlan:
+              sagittal_waist: bool | None = None, repeated: np.ndarray | None = None) -> GaitPlan:
     """sagittal_waist: as GaitSettings.sagittal_waist (None: the rolled waist where the legs are planar).
     person: the bake before its feet were planted (RetargetResult.unplanted): the feet step where
     the scaled clip has them. The planted bake pins a foot the person swings wherever the gait's
-    contacts keep it down, and holds the body back with it (the walk onto the G1: 1.52 of 2.00 m)."""
+    contacts keep it down, and holds the body back with it (the walk onto the G1: 1.52 of 2.00 m).
+    repeated: (F,) frames repeating a held one (core.balance.phases.held_frames), counted once where a stance
+    is posed (plan_stances) and the waist's knots at a hold's ends (held_ends)."""
     feet = foot_links(tree)
     sides = foot_sides(tree, mapping, feet)
     by_side = {side: link for link, side in sides.items()}
@@ -88,7 +90,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
                          sagittal_waist)
 
     stances, moved = _stances(bake, clip_feet, flags, {side: bodies[link] for side, link in by_side.items()}, flats,
-                              bounds, aims)
+                              bounds, aims, repeated)
     paths, swings = {}, {}
     frames = len(bake.q)
     for side, link in by_side.items():
@@ -107,10 +109,10 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     # the cut walk's waist turned and sank in one curve from the clip's start to the other foot's lift-off)
     landings = [stances[sides[link]][0].start / bake.fps for link, path in paths.items() if path.placed.any()]
     knots = np.unique(np.concatenate([[0.0, end_s], [p.time_s for path in paths.values() for p in path.points],
-                                      landings]))
+                                      landings, held_ends(repeated, bake.fps)]))
     heights = bake.root_position[:, 2]
     if sagittal_waist and person is not None:  # issue 12: no dip the person does not make
-        heights = undipped_height(heights, person.root_position[:, 2])
+        heights = undipped_height(heights, person.root_position[:, 2], None if repeated is None else ~repeated)
     data_rot, position = _waist(bake, knots, times, heights)
     data_rot = keep_tilt(data_rot, waist_tilt)
     rate = 1.0 / (times[1] - times[0]) if len(times) > 1 else 1.0
@@ -135,7 +137,8 @@ CHECK_ROUNDS = 3  # the stances planned again at most this often where a step di
 
 def _stances(bake: RetargetResult, clip_feet: dict[str, np.ndarray], flags: Contacts, bodies: dict[str, BodyPoints],
              flats: dict[str, np.ndarray], bounds: StepBounds,
-             aims: dict[str, np.ndarray] | None) -> tuple[dict[str, list[Stance]], int]:
+             aims: dict[str, np.ndarray] | None,
+             repeated: np.ndarray | None = None) -> tuple[dict[str, list[Stance]], int]:
     """The stances (core.balance.foot_path.plan_stances), each step inside the bounds and then checked
     with the legs (core.balance.reach.check_steps): a step too far for its width and turn together
     is shortened toward the stance as built, and the later ones planned again from it."""
@@ -148,7 +151,7 @@ def _stances(bake: RetargetResult, clip_feet: dict[str, np.ndarray], flags: Cont
     def plan():
         try:
             return plan_stances(clip_feet, {side: flags.feet[side] for side in clip_feet}, bodies, flats, nearest_step,
-                                aims)
+                                aims, repeated)
         except ValueError as exc:
             raise BalanceError(f"clip {bake.report.get('source', '')!r}: {exc}") from None
 
@@ -194,6 +197,16 @@ def foot_sides(tree: KinematicTree, mapping: Mapping, feet: list[int]) -> dict[i
                            f"{', '.join(missing) or ', '.join(tree.link_names[f] for f in feet)} from the "
                            "mapping's left and right leg chains")
     return out
+
+
+def held_ends(held: np.ndarray | None, fps: float) -> np.ndarray:
+    """The times (s) where a held frame (core.balance.phases.held_frames) starts and stops being held: the
+    waist's knots, so its rotation spline stands still there instead of swinging on past its last knot (the
+    10 s clip's heading swung 0.35 rad past the walk's over its held end, between knots 2.5 s apart)."""
+    if held is None:
+        return np.zeros(0)
+    starts, ends = (np.flatnonzero(np.diff(np.r_[0, held.astype(np.int8), 0]) == way) for way in (1, -1))
+    return np.concatenate([starts - 1, ends - 1]) / fps  # the repeats starts..ends-1 hold frame starts-1
 
 
 def _waist(bake: RetargetResult, knots: np.ndarray, times: np.ndarray,

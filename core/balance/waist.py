@@ -97,11 +97,13 @@ def calm_height(height: np.ndarray, rate_hz: float, limit: float = MAX_RISE_ACCE
     return out
 
 
-def undipped_height(planted: np.ndarray, person: np.ndarray) -> np.ndarray:
+def undipped_height(planted: np.ndarray, person: np.ndarray, counted: np.ndarray | None = None) -> np.ndarray:
     """The planted bake's waist height (F,) metres kept from dipping below the person's (the
     unplanted bake's, F,) by more than it does as a rule (their median difference): planting pins
     a foot the person swings and pulls the waist down to reach it, a dip no step of the gait needs
     (the H1 walk: 0.76-0.80 m at 6.0-6.4 s where the person's stays at 1.01-1.06 m). The person's
-    own crouches are kept."""
-    floor = person - float(np.median(person - planted))
+    own crouches are kept. counted: (F,) the frames the rule is taken over (a held pose once: the 10 s
+    clip's held ends moved it 14 mm)."""
+    apart = person - planted
+    floor = person - float(np.median(apart if counted is None else apart[counted]))
     return np.maximum(planted, floor)
