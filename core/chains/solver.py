@@ -141,6 +141,8 @@ class ChainKinematics:
         joints = np.stack([joints[v] for v in variables])
         offset = (np.stack(refs)[None] - joints[:, None]) * self._free[:, :, None, None]  # (V, R, 3, F)
         arm = points[None] + (offset if len(refs) == 1 else offset[:, self.row_reference])  # (V, M, 3, F)
+        if self._partial:  # 0 where v does not move the point; on the contiguous arm (exact: 0 or 1), as
+            arm *= self._mask_vm  # multiplying the Jacobian through its transposed view cost 10 x as much
         jac = np.empty((nframes, len(self.point_link), 3, len(variables)))  # (F, M, 3, V) ...
         view = jac.transpose(3, 1, 2, 0)  # ... written as (V, M, 3, F)
         a = axes[:, None]  # (V, 1, 3, F)
@@ -148,9 +150,7 @@ class ChainKinematics:
         np.subtract(a[:, :, 2] * arm[:, :, 0], a[:, :, 0] * arm[:, :, 2], out=view[:, :, 1])
         np.subtract(a[:, :, 0] * arm[:, :, 1], a[:, :, 1] * arm[:, :, 0], out=view[:, :, 2])
         for v in self._prismatic:
-            view[v] = axes[v] * self._free[v, self.row_reference][:, None, None]
-        if self._partial:
-            view *= self._mask_vm
+            view[v] = axes[v] * (self._free[v, self.row_reference] * self.mask[:, v])[:, None, None]
         return points.transpose(2, 0, 1), jac
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from ..feet.geometry import body_points, geometry_points, rigid_links
 from ..model.kinematics import FIXED, KinematicTree
 from ..model.meshes import MeshError, load_mesh
+from ..model.transforms import rotate_points
 from ..model.urdf import resolve_mesh_path
 from .fit import fit_capsules
 from .parts import BodyMesh, fit_body
@@ -75,7 +76,7 @@ class CollisionModel:
         for link in np.unique(links):
             rows = np.flatnonzero(links == link)
             pose = poses[int(link)]
-            out[:, rows] = np.einsum("fij,ckj->fcki", pose[:, :3, :3], self.ends[capsules[rows]]) \
+            out[:, rows] = rotate_points(pose[:, :3, :3], self.ends[capsules[rows]]) \
                 + pose[:, None, None, :3, 3]
         return out
 

@@ -17,7 +17,7 @@ from scipy.ndimage import distance_transform_edt
 
 from .contacts import flags_to_intervals
 from .geometry import pivot_weights as _pivot_weights
-from ..model.transforms import axis_angle_to_matrix
+from ..model.transforms import axis_angle_to_matrix, rotate_points
 
 
 @dataclass
@@ -40,10 +40,10 @@ class FootFrames:
         turn = wanted @ leg.flat.T
         heading = np.arctan2(turn[:, 1, 0], turn[:, 0, 0])
         sole, radius = leg.foot.points[leg.sole], leg.foot.radius[leg.sole]
-        local = np.einsum("fij,sj->fsi", wanted, sole)  # the wanted foot, its origin at 0
+        local = rotate_points(wanted, sole)  # the wanted foot, its origin at 0
         weights = _pivot_weights(local[..., 2] - radius)  # the point the planted foot stands on
         lift = -np.einsum("fs,fs->f", weights, local[..., 2] - radius)  # its origin above the ground
-        points = np.einsum("fij,sj->fsi", rel[:, :3, :3], sole) + rel[:, None, :3, 3]
+        points = rotate_points(rel[:, :3, :3], sole) + rel[:, None, :3, 3]
         step = np.einsum("fs,fsi->fi", weights[:-1], points[1:, :, :2] - points[:-1, :, :2])
         return cls(rel, wanted, heading, step, lift - rel[:, 2, 3])
 
@@ -121,7 +121,7 @@ class FootGoals:
 def free_sole(leg, frames: "FootFrames", world: np.ndarray) -> np.ndarray:
     """Sole points (F, S, 3) of the unplanted foot under the root `world` (F, 4, 4)."""
     origin = frames.rel[:, :3, 3] + world[:, :3, 3]  # only the root's position moved
-    return np.einsum("fij,sj->fsi", frames.rel[:, :3, :3], leg.foot.points[leg.sole]) + origin[:, None]
+    return rotate_points(frames.rel[:, :3, :3], leg.foot.points[leg.sole]) + origin[:, None]
 
 
 def blend_weights(flags: np.ndarray, frames: float) -> np.ndarray:
@@ -190,7 +190,7 @@ def _planted(free_heading: np.ndarray, wanted: np.ndarray, first: np.ndarray, he
     that point, and the point stays on the ground.
     """
     rot = _rot_z(heading - free_heading) @ wanted
-    local = np.einsum("fij,sj->fsi", rot, sole)  # origin at 0
+    local = rotate_points(rot, sole)  # origin at 0
     weights = _pivot_weights(local[..., 2] - radius)
     step = -np.einsum("fs,fsi->fi", weights[:-1], local[1:, :, :2] - local[:-1, :, :2])
     travel = np.concatenate([np.zeros((1, 2)), np.cumsum(step, axis=0)])

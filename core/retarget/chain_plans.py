@@ -16,6 +16,7 @@ from ..chains.points import (RobotChain, SourceChain, default_fractions, point_w
                              robot_chain, robot_polyline, sample_polyline, source_chain)
 from ..chains.solver import ChainKinematics
 from ..model.kinematics import KinematicTree
+from ..model.transforms import rotate_each
 from ..motion.source import SourceMotion
 
 ANKLE_WEIGHT = 16.0  # a leg's ankle point: where the leg points is what a viewer reads (walk onto H1: left leg 3.1 deg at 8, 2.9 at 16)
@@ -235,6 +236,6 @@ def chain_targets(motion, plan: ChainPlan, body_src, body_rob):
         lengths = np.linalg.norm(np.diff(polyline, axis=1), axis=2).sum(1)
         pts = sample_polyline(polyline, frac) - polyline[:, :1]
         shape = pts / np.maximum(lengths, 1e-9)[:, None, None]
-        targets.append(rpath.length * np.einsum("fij,fmj->fmi", to_robot, shape))
+        targets.append(rpath.length * rotate_each(to_robot, shape))
         weights.append(w / rpath.length ** 2)
     return np.concatenate(targets, axis=1), np.concatenate(weights)

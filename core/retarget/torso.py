@@ -14,6 +14,7 @@ import numpy as np
 
 from ..chains.solver import ChainKinematics
 from ..model.kinematics import KinematicTree
+from ..model.transforms import rotate_each, rotate_points
 from ..motion.source import SourceMotion
 from .viewer import body_landmarks, chest_frames
 
@@ -62,8 +63,8 @@ class SpineShape:
 
     def __call__(self, chest_target: np.ndarray, root_rot: np.ndarray) -> np.ndarray:
         turn = chest_target @ (root_rot @ self.zero_chest).swapaxes(1, 2)  # world rotation of the torso from zero
-        world = np.einsum("fij,mj->fmi", root_rot, self.rel)
-        turned = np.einsum("fij,fmj->fmi", turn, world)
+        world = rotate_points(root_rot, self.rel)
+        turned = rotate_each(turn, world)
         return np.where(self.moved[None, :, None], turned + (root_rot @ self.waist_offset)[:, None], world)
 
 
@@ -89,7 +90,7 @@ def refined_spine_targets(tree: KinematicTree, kin: ChainKinematics, chains, che
     joint = (poses[last][:, :3, 3] - origin)[:, None]
     residual = chest_target @ robot_chest(tree, chains, poses).swapaxes(1, 2)
     moved = kin.mask.any(axis=1)[None, :, None]
-    turned = joint + np.einsum("fij,fmj->fmi", residual, points - joint)
+    turned = joint + rotate_each(residual, points - joint)
     return np.where(moved, turned, points), residual
 
 
