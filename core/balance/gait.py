@@ -21,7 +21,7 @@ from ..feet.contacts import SIDES, Contacts, DetectSettings, flags_to_intervals,
 from ..feet.plant import resolve_contacts
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
-from ..motion.source import SourceMotion
+from ..motion.source import SourceMotion, held_frames
 from ..retarget import RetargetResult, retarget
 from ..retarget.facing import solved_robot
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
@@ -31,7 +31,7 @@ from .lateral import band_constraints, plan_path, support_constraints, zmp_opera
 from .legs import pose_errors
 from .lift_off import swing_where_feet_let_go
 from .margin import toward_margin
-from .phases import clip_metres_per_unit, gait_contacts, held_frames, refuse_flight
+from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .sagittal import planar_legs
 from .preview import PreviewSettings, follow_zmp
@@ -176,7 +176,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
 
 def _retargeted(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, flags: Contacts, held: np.ndarray,
                 progress: Progress) -> RetargetResult:
-    """The bake of `motion`, each held pose (`held`, core.balance.phases.held_frames) solved once and held: the
+    """The bake of `motion`, each held pose (`held`, core.motion.source.held_frames) solved once and held: the
     retarget's solves carry from frame to frame, and the walk held 0.85 s at each end (the 10 s clip) came out
     of it another walk (the planted waist 1-9 cm, a leg 1 rad from the walk's own bake at the same frames)."""
     if not held.any():
@@ -185,14 +185,7 @@ def _retargeted(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, fla
     kept = np.flatnonzero(~held)
     once = Contacts({side: down[kept] for side, down in flags.feet.items()}, flags.fps)
     bake = retarget(motion.at_frames(kept), tree, mapping, contacts=once, progress=progress, figures=False)
-    return _played_at(bake, np.cumsum(~held) - 1)
-
-
-def _played_at(bake: RetargetResult, index: np.ndarray) -> RetargetResult:
-    """The bake at its frames `index` (a frame may repeat)."""
-    unplanted = None if bake.unplanted is None else _played_at(bake.unplanted, index)
-    return RetargetResult(bake.joint_names, bake.q[index], bake.root_position[index], bake.root_rotation[index],
-                          bake.fps, bake.report, unplanted)
+    return bake.at_frames(np.cumsum(~held) - 1)
 
 
 def _from_pelvis(robot: KinematicTree, tree: KinematicTree, rerooted, bake: RetargetResult) -> RetargetResult:

@@ -72,3 +72,16 @@ class SourceMotion:
             raise KeyError(f"source bone {tip!r} does not descend from {base!r}")
         return path
 
+
+def held_frames(motion: SourceMotion, longer_s: float) -> np.ndarray:
+    """(F,) True where a frame repeats the one before it exactly, in runs held longer than longer_s (a clip
+    padded by holding its first or last frame): the gait retargets a held pose once and poses a stance from
+    each pose once, and the retarget solves a held pose once, so holding a clip's ends does not change its motion."""
+    same = np.zeros(motion.frames, dtype=bool)
+    same[1:] = ((motion.heads[1:] == motion.heads[:-1]).all(axis=(1, 2))
+                & (motion.tails[1:] == motion.tails[:-1]).all(axis=(1, 2))
+                & (motion.root_rotation[1:] == motion.root_rotation[:-1]).all(axis=(1, 2)))
+    starts, ends = (np.flatnonzero(np.diff(np.r_[0, same.astype(np.int8), 0]) == way) for way in (1, -1))
+    for a, b in zip(starts, ends):
+        same[a:b] = (b - a) / motion.fps > longer_s
+    return same

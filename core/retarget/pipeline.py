@@ -25,7 +25,7 @@ from .viewer import angle_deg, limb_ends, viewer_figures
 from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk, step_limits
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, contact_warnings,
                           plant_feet, resolve_contacts)
-from ..feet.contacts import DetectSettings
+from ..feet.contacts import Contacts, DetectSettings
 from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.urdf import Robot, missing_meshes
 from ..chains.mapping import Mapping, RetargetSettings
@@ -33,12 +33,13 @@ from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import SolveOptions, rate_limit, solve_chain
 from ..collision import collision_pairs
 from ..collision.avoid import Separation, collision_figures
-from ..motion.source import SourceMotion
+from ..motion.source import SourceMotion, held_frames
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
 Progress = Callable[[float, str], None]
 FAR_TIP_DEG = 25.0  # a limb chain whose tip points this far from the actor's on average is said in the warnings
 #                    (not a hand: a clip's hands are a few centimetres of noisy markers)
+HELD_S = 0.1  # a pose repeated exactly for longer than this is a hold (a T-pose, a clip padded at its ends): solved once
 PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not at the bake's end
 
 
@@ -59,6 +60,12 @@ class RetargetResult:
         """(F, 4) wxyz, sign-continuous over frames."""
         return quat_continuous(matrix_to_quat(self.root_rotation))
 
+    def at_frames(self, index: np.ndarray) -> "RetargetResult":
+        """The bake played at its frames `index` (a frame may repeat: a held pose)."""
+        unplanted = None if self.unplanted is None else self.unplanted.at_frames(index)
+        return RetargetResult(self.joint_names, self.q[index], self.root_position[index], self.root_rotation[index],
+                              self.fps, self.report, unplanted)
+
 
 def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
              settings: RetargetSettings | None = None, progress: Progress | None = None,
@@ -71,6 +78,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     figures: False for a caller that uses the motion only (the gait): the report keeps its
     source, robot, frames, warnings and mapping, not the fit, contact, viewer and collision figures.
     """
+    held = held_frames(motion, HELD_S)
+    if held.any():
+        return _held_once(motion, held, tree, mapping, settings, progress, contacts, figures)
     settings = settings or mapping.settings
     progress = progress or (lambda fraction, message: None)
     warnings: list[str] = []
@@ -144,6 +154,33 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     progress(1.0, "done")
     return RetargetResult(robot.joint_names, *_urdf_root(robot, tree, rerooted, q, root), motion.fps, report,
                           unplanted)
+
+
+def _held_once(motion, held, tree, mapping, settings, progress, contacts, figures) -> RetargetResult:
+    """The bake with each held pose (`held` (F,), core.motion.source.held_frames) solved once, played at the
+    clip's frames: the solve's coarse grid and the feet's stance medians read a hold as many frames, and the
+    walk held 0.85 s came out another walk (a leg 1 rad apart). The report's figures weigh a held pose once."""
+    kept = np.flatnonzero(~held)
+    bake = retarget(motion.at_frames(kept), tree, mapping, settings, progress,
+                    _at_frames(contacts, kept, motion.frames), figures)
+    index = np.cumsum(~held) - 1
+    bake.report["frames"] = int(motion.frames)
+    if "self_collision_frames" in bake.report:
+        hit = np.isin(index, bake.report["self_collision_frames"])
+        bake.report["self_collision_frames"] = [int(f) for f in np.flatnonzero(hit)]
+    return bake.at_frames(index)
+
+
+def _at_frames(contacts, kept: np.ndarray, frames: int):
+    """Given contacts (None, "off", "auto", Contacts or {side: flags (F,)}) at frames `kept`
+    (as given when they are not the clip's `frames`: resolve_contacts says so)."""
+    if contacts is None or isinstance(contacts, str):
+        return contacts
+    feet = contacts.feet if isinstance(contacts, Contacts) else contacts
+    if any(len(down) != frames for down in feet.values()):
+        return contacts
+    flags = {side: np.asarray(down)[kept] for side, down in feet.items()}
+    return Contacts(flags, contacts.fps) if isinstance(contacts, Contacts) else flags
 
 
 def _urdf_root(robot: KinematicTree, tree: KinematicTree, rerooted, q: np.ndarray,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import core.balance.gait as gait
-from core.balance.phases import held_frames
+from core.motion.source import held_frames
 from core.feet.contacts import Contacts, detect_contacts
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
