@@ -24,6 +24,7 @@ from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion, held_frames
 from ..retarget import RetargetResult, retarget
 from ..retarget.facing import solved_robot
+from ..retarget.pipeline import HELD_S
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
 from .inertia import BalanceError, MassModel, centre_of_mass, com_push
@@ -129,8 +130,9 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     warnings: list[str] = []
     flags = walkable_contacts(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
-    held = held_frames(motion, settings.merge_s)
-    bake = _retargeted(motion, tree, mapping, flags, held, lambda f, m: progress(0.4 * f, m))
+    held = held_frames(motion, HELD_S)  # the bake solves a held pose once; the plan counts it once
+    bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m),
+                    figures=False)  # the bake's own report figures are not the gait's
     warnings += bake.report.get("warnings", [])
     robot = tree
     tree, rerooted = solved_robot(tree, mapping.robot_root)
@@ -172,20 +174,6 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     progress(1.0, "done")
     return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),
                       settings.period_s, plan.target, balanced.zmp, balanced.com, report)
-
-
-def _retargeted(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, flags: Contacts, held: np.ndarray,
-                progress: Progress) -> RetargetResult:
-    """The bake of `motion`, each held pose (`held`, core.motion.source.held_frames) solved once and held: the
-    retarget's solves carry from frame to frame, and the walk held 0.85 s at each end (the 10 s clip) came out
-    of it another walk (the planted waist 1-9 cm, a leg 1 rad from the walk's own bake at the same frames)."""
-    if not held.any():
-        return retarget(motion, tree, mapping, contacts=flags, progress=progress,
-                        figures=False)  # the bake's own report figures are not the gait's
-    kept = np.flatnonzero(~held)
-    once = Contacts({side: down[kept] for side, down in flags.feet.items()}, flags.fps)
-    bake = retarget(motion.at_frames(kept), tree, mapping, contacts=once, progress=progress, figures=False)
-    return bake.at_frames(np.cumsum(~held) - 1)
 
 
 def _from_pelvis(robot: KinematicTree, tree: KinematicTree, rerooted, bake: RetargetResult) -> RetargetResult:
