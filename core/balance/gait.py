@@ -30,7 +30,7 @@ from .foot_path import FootSettings, project_person_points, tame_swing
 from .inertia import BalanceError, MassModel, centre_of_mass, com_push
 from .lateral import band_constraints, plan_path, support_constraints, zmp_operator
 from .legs import pose_errors
-from .lift_off import swing_where_feet_let_go
+from .lift_off import swing_limits, swing_where_feet_let_go
 from .margin import toward_margin
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
@@ -128,7 +128,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     MassModel.build(tree)  # a robot without masses fails before the slow work
     _require_two_legs(tree, mapping)
     warnings: list[str] = []
-    flags = walkable_contacts(motion, mapping, contacts, warnings)
+    given, flags = _walkable(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
     held = held_frames(motion, HELD_S)  # the bake solves a held pose once; the plan counts it once
     bake = retarget(motion, tree, mapping, contacts=flags, progress=lambda f, m: progress(0.4 * f, m),
@@ -161,7 +161,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
                         "a foot with both soles flat (a leg without an ankle roll, or too little hip roll): "
                         "standing on one foot, that foot will tilt or slide; expect the ZMP outside the support")
     progress(0.5, "balancing")
-    balanced = _balance(tree, plan, model, bake, settings, warnings)
+    balanced = _balance(tree, plan, model, bake, settings, warnings, given)
     progress(0.95, "measuring")
     report = _report(tree, settings, plan, balanced, scaled_travel(motion, mapping, bake.report.get("root_scale")),
                      model, warnings)
@@ -204,6 +204,11 @@ def _require_two_legs(tree: KinematicTree, mapping: Mapping) -> None:
 def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings: list[str]) -> Contacts:
     """The clip's contacts as a gait uses them (core.balance.phases.gait_contacts); a clip with
     flight phases is refused naming their times."""
+    return _walkable(motion, mapping, contacts, warnings)[1]
+
+
+def _walkable(motion: SourceMotion, mapping: Mapping, contacts, warnings: list[str]) -> tuple[Contacts, Contacts]:
+    """The clip's contacts as given or detected, and as the gait uses them (walkable_contacts)."""
     pelvis = mapping.source_root if mapping.source_root in motion.bone_names else motion.bone_names[0]
     refuse_flight(motion, pelvis, clip_metres_per_unit(motion, mapping))
     flags = resolve_contacts(contacts, motion, mapping, warnings)
@@ -212,6 +217,7 @@ def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings
     up = np.logical_and.reduce([~down for down in flags.feet.values()]) if len(flags.feet) == 2 else None
     soles = ({side: np.minimum(track.heel[:, 2], track.toe[:, 2]) for side, track in foot_tracks(motion, mapping).items()}
              if up is not None and up.any() else None)  # only a tie between the feet reads their heights
+    given = flags
     flags, notes = gait_contacts(flags, heights=soles)
     warnings += notes
     unnamed = [side for side in SIDES if side not in flags.feet]
@@ -225,11 +231,11 @@ def walkable_contacts(motion: SourceMotion, mapping: Mapping, contacts, warnings
         raise BalanceError(f"clip {motion.name!r}: the {never[0]} foot is never on the ground over its "
                            f"{motion.frames} frame(s) ({motion.frames / motion.fps:.3f} s{short}): a gait needs "
                            "a stance for each foot")
-    return flags
+    return given, flags
 
 
 def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: RetargetResult,
-             settings: GaitSettings, warnings: list[str]) -> Balanced:
+             settings: GaitSettings, warnings: list[str], given: Contacts) -> Balanced:
     """Balance the waist every BALANCE_PERIOD_S, then solve the legs at every control cycle."""
     period = settings.period_s
     stride = max(1, int(round(BALANCE_PERIOD_S / period)))
@@ -292,9 +298,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     # 19 mm where the passes had rolled a hip up, H1 walk outside 7.0 %; with two 4.6 %)
     # the contacts end and start on the clip's frames: within one, a foot lifts off where its leg lets it go
     # (lands where it reaches), before the height is fitted for it (fitted, it fought the next stance's height)
-    frame = 1.0 / bake.fps
-    limits = {side: [(s.lift_off_s - frame, s.touch_down_s + frame) for s in items]
-              for side, items in plan.swings.items()}
+    limits = swing_limits(plan.swings, given, 1.0 / bake.fps)
 
     def let_go(q: np.ndarray, root_pos: np.ndarray) -> int:
         return swing_where_feet_let_go(fine, q, root_pos, plan.paths, plan.swings, limits)

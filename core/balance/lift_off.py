@@ -23,6 +23,7 @@ from ..model.transforms import pose_matrices
 from .correction import STAND_TOL_M, TURN_TOL_RAD, Corrector, air_share
 from .foot_path import FootPath
 from .legs import pose_errors
+from ..feet.contacts import Contacts
 from .phases import Swing
 
 
@@ -83,3 +84,26 @@ def _stance_ends(times: np.ndarray, swings: list[Swing], limits: list[tuple[floa
              int(np.searchsorted(times, swing.touch_down_s - 1e-9)),
              int(np.searchsorted(times, earliest - 1e-9)), int(np.searchsorted(times, latest + 1e-9)) - 1)
             for swing, (earliest, latest) in zip(swings, limits)]
+
+
+def swing_limits(swings: dict[str, list[Swing]], given: Contacts, frame_s: float) -> dict[str, list[tuple[float, float]]]:
+    """Per side and swing, the earliest lift-off and latest touch-down (s) swing_where_feet_let_go may
+    move to: within the clip frame of each, and a lift-off back to the given contacts' own where the
+    gait's contacts held the foot down longer for a double support (core.balance.phases.gait_contacts)
+    while the person's foot was already up. The walk's left foot landing 20 frames later (262-281 taken
+    out of its contact) had the right held 20 frames past its lift-off, its sole tilting 5.5 degrees
+    under a leg gone on with the person. (Touch-downs moved the same way changed the walk as detected:
+    its last landing one cycle later, margin 19.5 -> 18.5 mm; they stay within their frame.)"""
+    out = {}
+    for side, items in swings.items():
+        flags = given.feet.get(side)
+        out[side] = []
+        for s in items:
+            earliest = s.lift_off_s - frame_s
+            if flags is not None:  # back over the frames the person's foot was already up
+                lift = min(len(flags), max(0, int(np.floor(s.lift_off_s * given.fps + 1e-9))))
+                while lift > 0 and not flags[lift - 1]:
+                    lift -= 1
+                earliest = min(earliest, lift / given.fps)
+            out[side].append((earliest, s.touch_down_s + frame_s))
+    return out
