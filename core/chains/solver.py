@@ -251,28 +251,13 @@ def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q
     if len(cols) == 0:
         return
     problem = _Problem(tree, kin, anchor, q, targets, weights, options)
-    x, cost = _coarse_to_fine(problem, np.clip(q[:, cols], problem.lower, problem.upper))
+    # every frame from its own start, none from an interpolation of others: a grid of frames solved
+    # first made the motion depend on where the clip starts (a held pose before it moved the grid)
+    x, cost = _in_blocks(problem, np.clip(q[:, cols], problem.lower, problem.upper), np.arange(len(q)))
     if max_step is not None:
         max_step = np.asarray(max_step, dtype=float)
         x = rate_limit(_repair_jumps(problem, x, cost, max_step), max_step)
     q[:, cols] = x
-
-
-def _coarse_to_fine(problem: "_Problem", x: np.ndarray, stride: int = 8):
-    """Solve every `stride`-th frame fully, then refine all frames from the interpolation.
-
-    Neighbouring frames of a capture differ little, so the interpolated coarse
-    solution starts every frame close to its answer and in the same basin as
-    its neighbours; the full-rate pass then needs only a few iterations.
-    """
-    frames = len(x)
-    if frames < 8 * stride:
-        return _in_blocks(problem, x, np.arange(frames))
-    coarse = np.unique(np.append(np.arange(0, frames, stride), frames - 1))
-    xc, _ = _in_blocks(problem, x[coarse], coarse)
-    every = np.arange(frames)
-    start = np.column_stack([np.interp(every, coarse, xc[:, k]) for k in range(x.shape[1])])
-    return _in_blocks(problem, start, every, iterations=max(2, (problem.options.iterations + 2) // 3))
 
 
 def _in_blocks(problem: "_Problem", x: np.ndarray, frames: np.ndarray, iterations: int | None = None,
