@@ -72,10 +72,6 @@ def test_a_hold_before_the_walk_does_not_change_its_planted_motion(walk, robot):
         < TOLERANCE_RAD
 
 
-@pytest.mark.xfail(strict=True, reason="the solver's coarse grid counts every 8th frame from the clip's first: the "
-                                       "walk cut 2 frames later puts other frames on it (H1 1.05 rad, G1 3.3 rad); "
-                                       "solving every frame mends it but moves three chaotic tests "
-                                       "(docs/notes/s15-padded.md)")
 @pytest.mark.parametrize("robot", ["h1", "g1"])
 def test_the_walk_cut_two_frames_later_bakes_the_same_motion(walk, robot):
     tree = KinematicTree(parse_urdf(ROBOTS[robot]))
