@@ -96,7 +96,8 @@ def sweep(mode: str, robot: str, clip: str) -> None:
         worst = int(dq[:, limbs].max(axis=0).argmax())
         at = np.flatnonzero(keep)[dq[:, limbs[worst]].argmax()] / m.fps
         root = result.root_position - whole.root_position[index]
-        rigid = max(_rigid(root[part][keep[part]]) for part in np.split(np.arange(len(index)), cuts) if keep[part].any())
+        parts = np.split(np.arange(len(index)), cuts)
+        rigid = max(_rigid(root[part][keep[part]]) for part in parts if keep[part].any())
         root = root[keep]
         off = -1 if flags is None else sum(int((flags.feet[s] != whole_flags.feet[s][index])[keep].sum())
                                            for s in flags.feet)

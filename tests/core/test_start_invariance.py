@@ -33,10 +33,10 @@ LIMB_RAD, ROOT_M = 0.01, 0.001
 # the G1's wrists turn on a near-tie: the walk without its last 8+ frames puts the left wrist yaw 0.10 rad
 # elsewhere at 7.18 s (the body frame's average up moved 0.04 deg); the coarse grid put them 3.3 rad apart
 HAND_RAD = 0.15
-# planted (`bake --frames`, the whole clip's contacts cut to the range): the stance soles' medians read 1.75 s
-# of contacts and the root's path is filtered, so a cut reaches further: limbs measured 0.048 rad at most here (H1
-# walk without its last 9 frames, left knee at 7.45 s; the G1 walk without its last 5: 0.052), the root 4.8 mm off a
-# rigid shift of the whole clip's path
+# planted (`bake --frames`, the whole clip's contacts cut to the range): a contact the start cuts is planted where
+# the foot is on its first frame left, and the stance soles' medians read 1.75 s of contacts, so a cut reaches
+# further: limbs measured 0.048 rad at most here (H1 walk without its last 9 frames, left knee at 7.45 s; the G1
+# walk without its last 5: 0.052), the root 4.8 mm off a rigid shift of the whole clip's path
 PLANTED_RAD, PLANTED_M = 0.07, 0.008
 LIMB_DIRECTION_DEG = 0.05  # the report's limb_direction_error_deg: measured 0.008 deg apart at most
 
