@@ -20,7 +20,9 @@ SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, trie
 SWITCH_STEPS = 6  # linearisations per window
 SWITCH_STEP_RAD = 0.35  # no joint turns further per linearisation (the trust region)
 SWITCH_AIM_M = 0.002  # the window aims this far beyond the margin: the linearisation falls short
-SWITCH_LOOKAHEAD_M = 0.02  # pairs this far beyond the margin are kept from closing in
+SWITCH_LOOKAHEAD_M = 0.02  # pairs this far beyond the margin are kept from closing in (their rows taken first)
+SWITCH_WATCH_M = 0.1  # pairs this far beyond are kept from closing in too, their rows taken once a step breaks
+#                       them: a pair crossing the lookahead's edge no longer changes the step (continuous in the input)
 SLACK_SCALE = 1e-3  # a pair's shortfall of 1 mm costs as much as a unit of scaled change
 INSIDE_M = 0.001  # a frame this far inside the margin is left inside
 
@@ -102,7 +104,7 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
     binding = np.zeros(len(speed[0]), dtype=bool)  # speed rows that bound the last solve: taken first again
     for _ in range(steps):
         f, _p, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
-                                                separation.margin + SWITCH_LOOKAHEAD_M, **separation.kept_on(frames))
+                                                separation.margin + SWITCH_WATCH_M, **separation.kept_on(frames))
         if not (dist < separation.margin).any():
             break
         pairs = np.zeros((len(f), count * width))
@@ -119,7 +121,10 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
         slack[len(speed[0]) + np.arange(len(f)), np.arange(len(f))] = SLACK_SCALE
         slack = np.vstack([slack, np.eye(len(f))])
         first = np.zeros(len(a) + len(f), dtype=bool)
-        first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
+        # and the pairs within the lookahead: a farther one only where the step would break it (the same
+        # answer as with all rows, so a pair entering the lookahead moves the step by no more than it moved)
+        first[:len(speed[0])] = binding
+        first[len(speed[0]):len(speed[0]) + len(f)] = dist < separation.margin + SWITCH_LOOKAHEAD_M
         u, used = _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]),
                             np.concatenate([b - a @ w0, np.zeros(len(f))]), first)
         if u is None:
