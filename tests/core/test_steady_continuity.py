@@ -73,6 +73,34 @@ def test_a_pair_crossing_the_lookahead_edge_does_not_move_the_step():
     assert 0.0 < farther[0, 1] < inner[0, 1]
 
 
+def _blend(depth_m: float) -> tuple:
+    """The steady room's last resort (steady._blended) on 60 frames of two joints: the smoothed room
+    y = 0, the frame-by-frame answer x = 1 (another answer, out of the body), frame 30 left depth_m
+    inside where y is, and out once 0.4 of the way to x (depth linear in the first joint)."""
+    from core.chains import steady
+
+    y, x = np.zeros((60, 2)), np.ones((60, 2))
+
+    def inside(room, frames):
+        return np.where(frames == 30, depth_m * (1.0 - room[frames, 0] / 0.4), 0.0).clip(0.0)
+    look = np.arange(20, 41)
+    return steady._blended(x, y, look, inside(y, look), 2, np.full(2, 0.2), inside), inside(y, look), inside
+
+
+def test_the_last_resort_blend_moves_with_the_depth_not_at_a_threshold():
+    """A frame a hair either side of INSIDE_M takes nearly the same blend (before: none on one side,
+    the whole frame-by-frame answer around it on the other, 1 rad apart); a frame well inside takes
+    it all around it and comes out."""
+    from core.chains import steady
+
+    below, _, _ = _blend(steady.INSIDE_M - 1e-9)
+    above, _, _ = _blend(steady.INSIDE_M + 1e-9)
+    assert np.abs(above - below).max() < 1e-5
+    deep, _, inside = _blend(0.005)
+    assert deep[30, 0] == pytest.approx(1.0) and inside(deep, np.array([30]))[0] == 0.0
+    assert (np.abs(np.diff(deep, axis=0)) <= 0.2 + 1e-12).all()  # within the joints' speed
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     """The left arm group's separate_chains inputs in the walk's original and A-pose bakes (HOLD_AT_BOUND,
