@@ -103,8 +103,12 @@ def test_the_last_resort_blend_moves_with_the_depth_not_at_a_threshold():
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
+    return captured_inputs(tmp_path_factory.mktemp)
+
+
+def captured_inputs(mktemp) -> dict:
     """The left arm group's separate_chains inputs in the walk's original and A-pose bakes (HOLD_AT_BOUND,
-    avoidance on: test_invariance_avoidance.py's setting)."""
+    avoidance on: test_invariance_avoidance.py's setting); mktemp(name) -> a new folder."""
     tree = KinematicTree(parse_urdf(G1))
     clip = _short(load_bvh(WALK))
     found = {}
@@ -117,12 +121,12 @@ def inputs(tmp_path_factory):
                                       for chain in chains], q.copy(), term.separation, term.variables,
                                term.root.copy(), options, max_step, fps)
         for name, changed in (("original", clip), ("A-pose", V.arms_posed(clip, ARMS, 45.0))):
-            motion = load_bvh(V.write_bvh(changed, tmp_path_factory.mktemp(name) / "v.bvh")).to_source_motion()
+            motion = load_bvh(V.write_bvh(changed, mktemp(name) / "v.bvh")).to_source_motion()
             mapping = auto_map(motion, tree)
             mapping.settings = dataclasses.replace(mapping.settings, avoid_self_collision=True)
             patch.setattr(pipeline, "separate_chains", lambda *a, n=name: capture(*a, name=n))
             pipeline.retarget(motion, tree, mapping)
-        yield found
+    return found
 
 
 def _room(inputs, t: float) -> np.ndarray:
