@@ -62,7 +62,7 @@ def _window(far_m: float, steps: int = 1) -> np.ndarray:
 
 def test_a_pair_crossing_the_lookahead_edge_does_not_move_the_step():
     """The same window with the far pair 1e-9 m either side of the lookahead's edge: the same step
-    (before: 14 mm of joint apart, the pair beyond left 12 mm inside), and every pair out."""
+    (before: 0.014 rad apart, the pair beyond left 12 mm inside), and every pair out."""
     edge = switches.SWITCH_LOOKAHEAD_M
     inner, pairs = _window(edge - 1e-9)
     outer, _ = _window(edge + 1e-9)
