@@ -158,18 +158,6 @@ class Corrector:
             ok &= ~self.down[leg.foot][rows] | ((miss < STAND_TOL_M) & (tilt < self.level_tol) & (turn < turn_tol))
         return ok
 
-    def excess(self, q: np.ndarray, root: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """(len(rows),) how far the feet that are down are from standing (standing's test, continuous):
-        the largest of position miss, tilt and turn over the legs that are down, each in units of its
-        tolerance, less 1; negative where they stand, -1 where no foot is down."""
-        turn_tol = TURN_TOL_RAD if self.family is None else np.inf
-        out = np.full(len(rows), -1.0)
-        for leg in self.legs:
-            miss, tilt, turn = pose_errors(self.tree, [leg], q, root, {leg.foot: self.goals[leg.foot][rows]})
-            ratio = np.maximum(np.maximum(miss / STAND_TOL_M, tilt / self.level_tol), turn / turn_tol) - 1.0
-            out = np.where(self.down[leg.foot][rows], np.maximum(out, ratio), out)
-        return out
-
     def fit_height(self, q: np.ndarray, xy: np.ndarray, solved: np.ndarray | None = None) -> float:
         """Raise or lower the waist where a foot that is down cannot be reached (a leg stretched
         too far, or bent past its ankle's range in a deep crouch): the smallest change of height

@@ -23,7 +23,6 @@ import numpy as np
 
 from ..model.kinematics import KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
-from .boundary import crossing
 from .rollover import HEEL_OFF_WAIST, ROLLS_RAD, Edge
 from .support import level_tolerance
 from .legs import FULL_LEG, LegIK, leg_length, pose_errors, solve_legs, stretch
@@ -122,42 +121,29 @@ def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last:
         steps = [(_along(bounds, place), 0.0) for place, _ in steps]
 
     def stand(shares_of_step: np.ndarray, index: np.ndarray) -> np.ndarray:
-        """How far each trial is from standing (Probe.trial's excess: negative where it stands)."""
         offsets = np.array([natural + a * (steps[i][0] - natural) for a, i in zip(shares_of_step, index)])
         turns = np.array([a * steps[i][1] for a, i in zip(shares_of_step, index)])
         whole = np.array([last[i] for i in index])
         if standing_left is not None:  # every step as a step, a last one also from behind its standing foot
-            excess = probe.stands(offsets, turns, measure=True)
+            ok = probe.stands(offsets, turns)
             if whole.any():
                 behind = np.array([[-LAST_BEYOND, 0.0] if standing_left[i] else [1.0 + LAST_BEYOND, 1.0]
                                    for i in index[whole]])
-                excess[whole] = np.maximum(excess[whole], probe.trial(
-                    np.repeat(offsets[whole], 2, axis=0), behind.ravel(), turns=np.repeat(turns[whole], 2),
-                    measure=True).reshape(-1, 2).max(axis=1))
-            return excess
-        excess = np.full(len(index), -1.0)
+                ok[whole] &= probe.trial(np.repeat(offsets[whole], 2, axis=0), behind.ravel(),
+                                         turns=np.repeat(turns[whole], 2)).reshape(-1, 2).all(axis=1)
+            return ok
+        ok = np.ones(len(index), dtype=bool)
         for sway, rows in ((probe.sway, ~whole), (LAST_SWAY, whole)):
             if rows.any():
-                excess[rows] = probe.stands(offsets[rows], turns[rows], sway, measure=True)
-        return excess
+                ok[rows] = probe.stands(offsets[rows], turns[rows], sway)
+        return ok
 
     every = np.arange(len(steps))
-    full = stand(np.ones(len(steps)), every)
-    failed = every[~(full < 0.0)]
+    failed = every[~stand(np.ones(len(steps)), every)]
     if len(failed):
         index = np.repeat(failed, len(SHRINKS))
-        excess = stand(np.tile(SHRINKS, len(failed)), index).reshape(len(failed), len(SHRINKS))
-        ok = excess < 0.0
-        found = ok.any(axis=1)
-        rung = np.argmax(ok, axis=1)
-        out[failed] = np.where(found, SHRINKS[rung], 0.0)
-        # between the rung that stood and the one above it that did not, where the excess crosses zero: a
-        # step on the edge of a rung takes a share continuous in it, not a whole rung more or less
-        # (core.balance.boundary)
-        edge, rung = failed[found], rung[found]
-        above = np.r_[1.0, SHRINKS][rung]
-        over = np.where(rung > 0, excess[found][np.arange(len(rung)), np.maximum(rung - 1, 0)], full[edge])
-        out[edge] = crossing(above, SHRINKS[rung], over, excess[found][np.arange(len(rung)), rung])
+        ok = stand(np.tile(SHRINKS, len(failed)), index).reshape(len(failed), len(SHRINKS))
+        out[failed] = np.where(ok.any(axis=1), SHRINKS[np.argmax(ok, axis=1)], 0.0)
     return out
 
 
@@ -313,29 +299,25 @@ class Probe:
         failed = np.flatnonzero(~ok)
         return float(widths[(failed[0] - 1) if len(failed) else -1]) if ok[0] else natural
 
-    def stands(self, offsets: np.ndarray, turns: np.ndarray | None = None, sway: float | None = None,
-               measure: bool = False) -> np.ndarray:
+    def stands(self, offsets: np.ndarray, turns: np.ndarray | None = None, sway: float | None = None) -> np.ndarray:
         """Whether the robot stands on each trial (offsets (T, 2) of the right foot from the left,
         turned by turns (T,) radians, the waist by half of it) with the waist between the feet, and
-        `sway` (the probe's own by default) of the way to each; measure: how far from it instead
-        (trial's excess, the worst of the three)."""
+        `sway` (the probe's own by default) of the way to each."""
         count = len(offsets)
         sway = self.sway if sway is None else sway
         shares = np.repeat([0.5 - sway / 2, 0.5, 0.5 + sway / 2], count)
         turns = None if turns is None else np.concatenate([turns] * 3)
-        out = self.trial(np.concatenate([offsets] * 3), shares, turns=turns, measure=measure).reshape(3, count)
-        return out.max(axis=0) if measure else out.all(axis=0)
+        return self.trial(np.concatenate([offsets] * 3), shares, turns=turns).reshape(3, count).all(axis=0)
 
     def trial(self, offsets: np.ndarray, shares: np.ndarray, rolls: dict[str, tuple[Edge, np.ndarray]] | None = None,
-              solved: bool = False, turns: np.ndarray | None = None, measure: bool = False):
+              solved: bool = False, turns: np.ndarray | None = None):
         """Whether the robot stands on each trial: the right foot at offsets (T, 2) from the left,
         the waist upright at shares (T,) of the way from the left ankle to the right (across, no
         further than the probe's lean), lowered as
         far as the legs' reach asks; rolls: per side, a foot rolled about an edge (core.balance.
         rollover) by angles (T,) radians (a heel-off), else level. solved: also the joints (T, n)
         and the root poses (T, 4, 4); turns (T,): the right foot turned from the left by so much,
-        radians, the waist by half of it. measure: instead of whether, how far from standing (T,): the
-        largest of miss, tilt and turn in units of their tolerances, less 1 (negative where it stands)."""
+        radians, the waist by half of it."""
         count = len(offsets)
         left_leg, right_leg = self.legs["left"], self.legs["right"]
         zero = self.tree.zero_pose()
@@ -363,7 +345,5 @@ class Probe:
         root = pose_matrices(rot, position)
         q, _ = solve_legs(self.tree, legs, q, root, goals, q, period_s=None)  # trials, not a motion
         miss, tilt, turn = pose_errors(self.tree, legs, q, root, goals)
-        if measure:
-            return np.maximum(np.maximum(miss / POSITION_TOL_M, tilt / self.tilt_tol), turn / TURN_TOL_RAD) - 1.0
         ok = (miss < POSITION_TOL_M) & (tilt < self.tilt_tol) & (turn < TURN_TOL_RAD)
         return (ok, q, root) if solved else ok

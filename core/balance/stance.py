@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.transforms import pose_matrices
-from .boundary import crossing
 from .legs import solve_legs, stretch
 from .waist import keep_tilt
 
@@ -43,63 +42,25 @@ def fit_waist(corrector, q: np.ndarray, root_pos: np.ndarray, bad: np.ndarray, s
         tried &= (np.sign(np.repeat(changes, len(TILT_SHARES)))[None, :] * way[:, None] > 0).ravel()
     rows = np.repeat(bad, trials)[tried]
     share = np.tile(np.tile(TILT_SHARES, len(changes)), len(bad))[tried]
-    ok = np.zeros(len(tried), dtype=bool)
-    ok[tried] = _stands(corrector, q, root_pos, rows, np.tile(np.repeat(changes, len(TILT_SHARES)), len(bad))[tried],
-                        share)
-    ok = ok.reshape(len(bad), trials)
-    found = ok.any(axis=1)
-    first = np.argmax(ok[found], axis=1)  # the smallest height change, then the most tilt kept
-    stood, tilt = changes[first // len(TILT_SHARES)], TILT_SHARES[first % len(TILT_SHARES)]
-    rows = bad[found]
-    need[rows] = stood
-    # between that change and the next smaller one of its sign (or none), which did not stand, where the feet's
-    # excess over their tolerances crosses zero (linearly): a sample on the edge of a rung needs a height
-    # continuous in it, not a rung more or less (core.balance.boundary)
-    moved = np.flatnonzero(stood != 0.0)
-    below = np.array([max(np.abs(changes[(np.sign(changes) == np.sign(c)) & (np.abs(changes) < abs(c))]), default=0.0)
-                      for c in stood[moved]]) * np.sign(stood[moved])
-    if len(moved):
-        both = np.r_[rows[moved], rows[moved]]
-        over, under = np.split(_excess(corrector, q, root_pos, both, np.r_[below, stood[moved]],
-                                       np.r_[tilt[moved], tilt[moved]]), 2)
-        # no change with the whole tilt is the waist as it is: its legs' own excess, not a quick trial's (which
-        # lands elsewhere: a sample just past its tolerance asked 3 mm of height)
-        now = (below == 0.0) & (tilt[moved] == 1.0)
-        if now.any():
-            at = rows[moved][now]
-            over[now] = corrector.excess(q[at], pose_matrices(corrector.root_rot[at], root_pos[at]), at)
-        need[rows[moved]] = crossing(below, stood[moved], over, under)
-    drop = np.zeros(len(q))
-    drop[rows] = 1.0 - tilt
-    if drop.any():
-        kept = 1.0 - np.clip(envelope(drop, width), 0.0, 1.0)
-        corrector.untilt(kept)
-    return need
-
-
-def _trial(corrector, q: np.ndarray, root_pos: np.ndarray, rows: np.ndarray, changes: np.ndarray,
-           shares: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The legs (len(rows), n) at samples rows (repeats allowed) with the waist's height changed by
-    changes (metres) and shares of its tilt kept, and those waist poses: one quick batch solve from
-    the legs as they are."""
     position = root_pos[rows].copy()
-    position[:, 2] += changes
-    root = pose_matrices(keep_tilt(corrector.root_rot[rows], shares), position)
+    position[:, 2] += np.tile(np.repeat(changes, len(TILT_SHARES)), len(bad))[tried]
+    root = pose_matrices(keep_tilt(corrector.root_rot[rows], share), position)
     goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
     air = {foot: corrector.air_share[foot][rows] for foot in corrector.goals}
     q_trial, _ = solve_legs(corrector.tree, corrector.legs, q[rows], root, goals, corrector.rest[rows], air,
                             TRIAL_ITERATIONS, quick=True)
-    return q_trial, root
-
-
-def _stands(corrector, q, root_pos, rows, changes, shares) -> np.ndarray:
-    """(len(rows),) whether the feet that are down stand in _trial's trials."""
-    return corrector.standing(*_trial(corrector, q, root_pos, rows, changes, shares), rows)
-
-
-def _excess(corrector, q, root_pos, rows, changes, shares) -> np.ndarray:
-    """(len(rows),) how far the feet that are down are from standing in _trial's trials (Corrector.excess)."""
-    return corrector.excess(*_trial(corrector, q, root_pos, rows, changes, shares), rows)
+    ok = np.zeros(len(tried), dtype=bool)
+    ok[tried] = corrector.standing(q_trial, root, rows)
+    ok = ok.reshape(len(bad), trials)
+    found = ok.any(axis=1)
+    first = np.argmax(ok[found], axis=1)  # the smallest height change, then the most tilt kept
+    need[bad[found]] = changes[first // len(TILT_SHARES)]
+    drop = np.zeros(len(q))
+    drop[bad[found]] = 1.0 - TILT_SHARES[first % len(TILT_SHARES)]
+    if drop.any():
+        kept = 1.0 - np.clip(envelope(drop, width), 0.0, 1.0)
+        corrector.untilt(kept)
+    return need
 
 
 LIMIT_TOL_RAD = 1e-3
