@@ -4,7 +4,7 @@
     .venv/bin/python bench/gait_stages_ab.py [--against /tmp/old_tree] [--robot g1|h1] [--frames START:END]
         [--period S] [--start read|float32] [--other-start read|float32]
 
-Each side runs in its own process (its own core: a whole tree, `git archive main | tar -x -C /tmp/old_tree`)
+Each side runs in its own process (its own core: a whole tree, `mkdir /tmp/old_tree && git archive main | tar -x -C /tmp/old_tree`)
 and records the gait's stages: the bake (planted, unplanted), the step shares check_steps gives each step,
 the plan (target ZMP, waist height, each foot's path and down flags), every height fit (the height change
 each sample needs), every lift-off or touch-down the let-go moves, the feet standing after each solve,
