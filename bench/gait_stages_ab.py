@@ -4,15 +4,15 @@
     .venv/bin/python bench/gait_stages_ab.py [--against /tmp/old_tree] [--robot g1|h1] [--frames START:END]
         [--period S] [--start read|float32] [--other-start read|float32]
 
-Each side runs in its own process (its own core: a whole tree, `mkdir /tmp/old_tree && git archive main | tar -x -C /tmp/old_tree`)
-and records the gait's stages: the bake (planted, unplanted), the step shares check_steps gives each step,
+Each side runs in its own process (its own core: a whole tree,
+`mkdir /tmp/old_tree && git archive main | tar -x -C /tmp/old_tree`) and records the gait's stages: the bake (planted, unplanted), the step shares check_steps gives each step,
 the plan (target ZMP, waist height, each foot's path and down flags), every height fit (the height change
 each sample needs), every lift-off or touch-down the let-go moves, the feet standing after each solve,
 each round of passes and the result. The first stage whose difference grows far past the input's is where
 the gait amplifies it (a rung of a ladder of trials, a cycle's down flag, a leg near straight). Session 16:
 the walk cut at 200:500 onto the G1 at 3 ms parts at the step shares (a 45-degree turning step 0.7 / 0.55 of
 its length); the H1 walk as read / rounded to float32 at the first height fit after the lateral programme
-(0.07 / 0.10 m), then at the left lift-off before the last landing (one cycle).
+(0.07 / 0.10 m), then at the let-go's lift-offs (a cycle or four).
 """
 from __future__ import annotations
 
