@@ -125,10 +125,10 @@ MEASURED_PAST_S = 0.3  # the ZMP of a run-up measured this far past it (the low-
 def _run_up(tree: KinematicTree, plan: GaitPlan, model: MassModel, settings: CorrectionSettings, q: np.ndarray,
             root_position: np.ndarray, hold: slice, inside: int, com_height: float) -> None:
     """The waist moved over a hold and the gait's `inside` samples next to it (q, root_position and, for the
-    rolled waist, plan.root_rot changed in place) by
-    multibody passes (as correction.refine, Kajita et al. 2003) until the ZMP follows the target: the gait
-    starts (ends) moving, which from (to) standing takes a run-up, the feet where they stand and the rest of
-    the body held. The passes' corrections fade out over the gait's samples, so the walk beyond is its own."""
+    rolled waist, plan.root_rot changed in place) by multibody passes (as correction.refine, Kajita et al. 2003)
+    until the ZMP follows the target: the gait starts (ends) moving (the G1 walk's CoM at 0.28 m/s, its wrist at
+    10 rad/s: the person is mid-stride), which from (to) standing takes a run-up, the feet where they stand and
+    the rest of the body held. The corrections fade out over the gait's samples, so the walk beyond is its own."""
     period = float(plan.times[1] - plan.times[0])
     samples = len(plan.times)
     leading = hold.start == 0
@@ -136,31 +136,30 @@ def _run_up(tree: KinematicTree, plan: GaitPlan, model: MassModel, settings: Cor
     fade = 0.5 + 0.5 * np.cos(np.linspace(0.0, np.pi, inside))  # 1 at the hold, 0 a run-up away
     free = np.r_[np.ones(hold.stop - hold.start), fade] if leading else np.r_[fade[::-1], np.ones(hold.stop - hold.start)]
     past = int(round(MEASURED_PAST_S / period))
-    measured = slice(max(0, window.start - past), min(samples, window.stop + past))
+    measured = slice(max(0, window.start - past), min(samples, window.stop + past))  # the passes move the window
     inner = slice(window.start - measured.start, window.stop - measured.start)
-    corrector = Corrector(tree, plan.legs, model, {link: path.poses[window] for link, path in plan.paths.items()},
-                          {link: path.down[window] for link, path in plan.paths.items()}, plan.root_rot[window],
-                          root_position[window, 2].copy(), q[window].copy(), period, settings, plan.level_tol,
+    free = np.r_[np.zeros(inner.start), free, np.zeros(measured.stop - measured.start - inner.stop)][:, None]
+    corrector = Corrector(tree, plan.legs, model, {link: path.poses[measured] for link, path in plan.paths.items()},
+                          {link: path.down[measured] for link, path in plan.paths.items()}, plan.root_rot[measured],
+                          root_position[measured, 2].copy(), q[measured].copy(), period, settings, plan.level_tol,
                           plan.rolled)
     preview = PreviewSettings(period, com_height, settings.q, settings.r, settings.preview_s)
     gains = PreviewGains.build(preview)
-    xy = root_position[window, :2].copy()
+    moved, placed = q[measured].copy(), root_position[measured].copy()
+    xy = placed[:, :2].copy()
     mixer = _Mixer(ANDERSON_MEMORY)
     best = None
-    rot = plan.root_rot[measured].copy()
     for index in range(RUN_UP_PASSES):
-        zmp, _ = multibody_zmp(tree, q[measured], pose_matrices(rot, root_position[measured]), 1.0 / period,
-                               model=model)
-        error = plan.target[window] - zmp[inner]
-        score = rms_error(error)
+        zmp, _ = corrector.zmp(moved, placed)  # the readout's, the links no leg moves weighed once
+        error = plan.target[measured] - zmp
+        score = rms_error(error[inner])
         if best is None or score < best[0]:
-            best = (score, q[window].copy(), root_position[window].copy(), rot[inner].copy())
+            best = (score, moved[inner], placed[inner], corrector.root_rot[inner])
         if score < settings.tolerance_m or index == RUN_UP_PASSES - 1:
             break
-        correction, _ = follow_zmp(error, preview, gains)
-        xy = xy + mixer.step(xy, settings.gain * correction * free[:, None])
-        q[window], root_position[window] = corrector.solve(q[window], xy, quick=True)
-        rot[inner] = corrector.root_rot  # the rolled waist turns as it moves
+        correction, _ = follow_zmp(error[inner], preview, gains)
+        xy[inner] += mixer.step(xy[inner], settings.gain * correction * free[inner])
+        moved, placed = corrector.solve(moved, xy, quick=True, span=inner)
     _, q[window], root_position[window], plan.root_rot[window] = best
 
 
