@@ -1,17 +1,19 @@
 """A clip that holds its first or last pose (standing before and after a walk, bench/bench_gait.py's
-10 s clip) walks the gait of the clip without its holds, the robot standing still over each (issue 12).
+10 s clip) walks the gait of the clip without its holds, the robot standing over each (issue 12).
 
 Planned and balanced with its holds, the H1's 10 s clip was a chaotic draw (worst margin -27 to +5 mm from
 four starts that differ by rounding, session 16): the lateral programme carried the standing ends' long
 double supports across the clip, and the passes turned that millimetre of path into centimetres of ZMP.
-The gait's path starts and ends still (the preview controller is padded by standing), so its first and
-last samples stand: holding them over the holds is the standing a hold asks for, and a hold cannot change
-the walk. Holds inside a clip (a one-leg pose) are not still in the walk's gait and keep the whole path.
+Without its holds the clip is the walk, so its gait is the walk's. The walk's gait does not start still,
+though (the person is mid-stride: the G1's CoM at 0.28 m/s), so over each hold the robot stands with its feet
+and arms still while its waist runs up into the walk (out of it), by multibody passes that fade out over the
+walk's first (last) second. Holds inside a clip (a one-leg pose) keep the whole path.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -50,7 +52,7 @@ def end_holds(motion: SourceMotion, longer_s: float) -> EndHolds:
     (nothing but a pose: no walk to stand around) or one whose pose is never held."""
     held = held_frames(motion, longer_s)
     frames = motion.frames
-    moving = np.flatnonzero(~held[1:]) + 1  # frames that differ from the one before
+    moving = np.flatnonzero(~held[1:]) + 1  # frames after the first that are in no hold
     if len(moving) == 0:
         return EndHolds(0, 0, frames)
     lead = int(moving[0]) - 1 if held[1] else 0  # frames 0..lead are the first pose
@@ -60,7 +62,7 @@ def end_holds(motion: SourceMotion, longer_s: float) -> EndHolds:
     return EndHolds(lead, trail, frames)
 
 
-def inner_contacts(contacts, holds: EndHolds, resolve) -> object:
+def inner_contacts(contacts, holds: EndHolds, resolve: Callable[[object], Contacts | None]):
     """The contacts for the clip without its holds: "auto" and "off" as they are (detected on the walk,
     which the detector reads as the walk: on the held clip it read another one), given flags sliced
     (resolve(contacts): them as Contacts over the whole clip, core.feet.plant.resolve_contacts)."""
