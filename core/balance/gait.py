@@ -10,7 +10,7 @@ balance is slow); the legs are then solved once more at every control cycle.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 from scipy.interpolate import CubicSpline
@@ -27,6 +27,7 @@ from ..retarget.facing import solved_robot
 from ..retarget.pipeline import HELD_S
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
 from .foot_path import FootSettings, project_person_points, tame_swing
+from .holds import end_holds, inner_contacts, stand_over_holds
 from .inertia import BalanceError, MassModel, centre_of_mass, com_push
 from .lateral import band_constraints, plan_path, support_constraints, zmp_operator
 from .legs import pose_errors
@@ -120,7 +121,9 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     """The gait of `motion` on `tree` (contacts: "auto" or per-foot flags, as for a bake).
 
     A robot rooted elsewhere than its pelvis (a URDF rooted at the torso) walks from its pelvis
-    (core.model.reroot, as the bake does); the result is the URDF's own root pose and joints."""
+    (core.model.reroot, as the bake does); the result is the URDF's own root pose and joints.
+    A clip that holds its first or last pose walks the gait of the clip without its holds and
+    stands over them, its waist running up into the walk and settling out of it (core.balance.holds)."""
     settings = settings or GaitSettings()
     progress = progress or (lambda fraction, message: None)
     if not settings.period_s > 0:
@@ -128,6 +131,51 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     MassModel.build(tree)  # a robot without masses fails before the slow work
     _require_two_legs(tree, mapping)
     warnings: list[str] = []
+    end_s = (motion.frames - 1) / motion.fps
+    times = np.arange(int(np.floor(end_s / settings.period_s + 1e-9)) + 1) * settings.period_s
+    holds = end_holds(motion, HELD_S)
+    if holds:
+        contacts = inner_contacts(contacts, holds, lambda given: resolve_contacts(given, motion, mapping, warnings))
+        motion = motion.at_frames(np.arange(motion.frames)[holds.inner])
+    walked_warnings: list[str] = []
+    walked = _walked(motion, tree, mapping, contacts, settings, progress, walked_warnings)
+    robot, tree, rerooted, plan, balanced, model, _ = walked
+    if holds:
+        c = settings.correction
+        preview = PreviewSettings(settings.period_s, balanced.com_height_m, c.q, c.r, c.preview_s)
+        plan, balanced = stand_over_holds(tree, plan, balanced, model, holds.lead / motion.fps, len(times), preview,
+                                          c, walked_warnings)
+    warnings += walked_warnings
+    progress(0.95, "measuring")
+    report = _report(tree, settings, plan, balanced, scaled_travel(motion, mapping, walked.root_scale), model,
+                     warnings)
+    root_pose = pose_matrices(plan.root_rot, balanced.root_position)
+    q = balanced.q
+    if rerooted is not None:  # back to the URDF's own root and joint order
+        link = robot.robot.root_link
+        root_pose = rerooted.original_pose(link, tree.link_transform(q, tree.link_index(link), root_pose))
+        q = q[:, [tree.joint_names.index(name) for name in robot.joint_names]]
+    progress(1.0, "done")
+    return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),
+                      settings.period_s, plan.target, balanced.zmp, balanced.com, report)
+
+
+class _Walked(NamedTuple):
+    """A clip's gait before it is measured: the robot as given and as walked (re-rooted at its
+    pelvis, rerooted the re-rooting or None), the plan and its balance, the mass model."""
+
+    robot: KinematicTree
+    tree: KinematicTree
+    rerooted: object
+    plan: GaitPlan
+    balanced: Balanced
+    model: MassModel
+    root_scale: float | None  # the bake's leg-length scale (scaled_travel)
+
+
+def _walked(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, contacts, settings: GaitSettings,
+            progress: Progress, warnings: list[str]) -> _Walked:
+    """Retarget, plan and balance the clip (generate_gait without its measuring)."""
     given, flags = _walkable(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
     held = held_frames(motion, HELD_S)  # the bake solves a held pose once; the plan counts it once
@@ -146,6 +194,14 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     plan = make_plan(tree, mapping, bake, flags, times, foot, settings.upper_body, settings.waist_tilt,
                      settings.zmp_offset_m, settings.correction.reach, warnings, person, settings.sagittal_waist,
                      held)
+    _steps_warnings(tree, plan, warnings)
+    progress(0.5, "balancing")
+    balanced = _balance(tree, plan, model, bake, settings, warnings, given)
+    return _Walked(robot, tree, rerooted, plan, balanced, model, bake.report.get("root_scale"))
+
+
+def _steps_warnings(tree: KinematicTree, plan: GaitPlan, warnings: list[str]) -> None:
+    """Say where the plan moved steps, or where the robot cannot lean over a foot."""
     if plan.steps_moved:
         b = plan.bounds
         bounds = (f"(up to {b.forward_m:.2f} m forward, {b.back_m:.2f} m back, feet {b.width_min_m:.2f}-"
@@ -160,20 +216,6 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
         warnings.append(f"robot {tree.robot.name!r} can lean only {100 * plan.bounds.lean:.0f} % of the way toward "
                         "a foot with both soles flat (a leg without an ankle roll, or too little hip roll): "
                         "standing on one foot, that foot will tilt or slide; expect the ZMP outside the support")
-    progress(0.5, "balancing")
-    balanced = _balance(tree, plan, model, bake, settings, warnings, given)
-    progress(0.95, "measuring")
-    report = _report(tree, settings, plan, balanced, scaled_travel(motion, mapping, bake.report.get("root_scale")),
-                     model, warnings)
-    root_pose = pose_matrices(plan.root_rot, balanced.root_position)
-    q = balanced.q
-    if rerooted is not None:  # back to the URDF's own root and joint order
-        link = robot.robot.root_link
-        root_pose = rerooted.original_pose(link, tree.link_transform(q, tree.link_index(link), root_pose))
-        q = q[:, [tree.joint_names.index(name) for name in robot.joint_names]]
-    progress(1.0, "done")
-    return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),
-                      settings.period_s, plan.target, balanced.zmp, balanced.com, report)
 
 
 def _from_pelvis(robot: KinematicTree, tree: KinematicTree, rerooted, bake: RetargetResult) -> RetargetResult:
