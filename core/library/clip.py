@@ -122,7 +122,7 @@ def range_contacts(planted, motion: SourceMotion, mapping: Mapping, start: int, 
     """`--contacts auto` on frames [start, end) of a clip: the whole clip's contacts cut to them, as
     auto-map reads the whole clip, so where a range begins does not move its feet. Detected on the
     range, a percentile over it set the ground: the walk from frame 4 began a left contact 7 frames
-    earlier and its H1 knee baked 0.46 rad apart (docs/notes/s16-startsweep.md)."""
+    earlier and its H1 knee baked 0.46 rad apart (docs/history/retarget.md, session 16)."""
     if not isinstance(planted, str) or planted != "auto" or (start, end) == (0, motion.frames):
         return planted
     try:
