@@ -33,7 +33,6 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.spatial import ConvexHull
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -269,21 +268,9 @@ class HullArm(ArmFrames):
                 out[:, column] += self.tree.qscale[joint] * np.cross(axis, point - poses[joint][:3, 3])
         return out
 
-    def least(self, f: int, starts: list, reach: float):
-        """As ArmFrames.least, the constraints' gradient analytic (finite differences of a hull
-        distance cost seven looks each)."""
-        x0 = self.q[f, self.cols]
-        lower = np.maximum(self.tree.lower[self.cols], x0 - reach)
-        upper = np.minimum(self.tree.upper[self.cols], x0 + reach)
-        best = None
-        for start in starts:
-            found = minimize(self.error, np.clip(start, lower, upper), args=(f,), method="SLSQP",
-                             bounds=list(zip(lower, upper)), options={"maxiter": 200, "ftol": 1e-6},
-                             constraints=[{"type": "ineq", "fun": self.clearance, "jac": self.clearance_jacobian,
-                                           "args": (f,)}])
-            if self.clearance(found.x, f).min() > -1e-4 and (best is None or found.fun < best[0]):
-                best = (float(found.fun), found.x)
-        return best
+    def constraint(self, f: int) -> dict:
+        """The constraints' gradient analytic: finite differences of hull distances cost seven looks each."""
+        return {"type": "ineq", "fun": self.clearance, "jac": self.clearance_jacobian, "args": (f,)}
 
 
 def mesh_vertices(tree, link: int) -> np.ndarray:
