@@ -331,8 +331,11 @@ def test_h1_walk_meets_the_issue_targets(h1_walk):
     step, the travel within 20 %. The margin: +10.8 mm since the last passes aim at the cycles short of
     it (core.balance.margin, 2026-12-03, session 14; +5.7 mm before, at 1.77-1.82 s, 6.00 s and 6.69 s:
     a touch-down's jerk, a heel raised after the target was planned, the last landing's leg out of
-    reach). With the waist upright (sagittal_waist=False): worst margin -11 mm, outside on 14.1 % of
-    samples, slide 139 mm (test_h1_walks_steps_stand_along)."""
+    reach). With every frame of the bake solved from its own start: +3.16 mm and slide 1.36 mm (the left
+    hip's twist on its limit after the 5.37 s touch-down turned the stance foot); the waist's yaw within
+    the hips' twist and the margin aimed 13.5 mm inside: +10.37 mm, slide 0.10 mm (+10.36 to +10.43 mm
+    from four starts, bench/h1_sensitivity.py, 2026-12-03). With the waist upright (sagittal_waist=False):
+    worst margin -22 mm, outside on 13.1 % of samples, slide 140 mm (test_h1_walks_steps_stand_along)."""
     report = h1_walk[2].report
     assert report["min_support_margin_m"] >= 0.010
     assert report["zmp_outside_support_pct"] == 0.0
