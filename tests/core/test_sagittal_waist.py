@@ -215,10 +215,9 @@ def test_h1_rolled_waist_does_not_whip_round_at_a_touch_down(h1_rolled_walk):
     held at its end there), the yaw jumped onto the curve's steep end at the touch-down: 0.1 rad in
     one 5 ms cycle at 1.835 s (19 rad/s), the multibody ZMP thrown 9 mm toward the standing sole's
     edge (+5.6 mm inside). Read within the rolls the double support starts at: 8 rad/s (measured
-    2026-12-02); elsewhere within 20 ms of a touch-down 3 rad/s at most. That mend was taken out again
-    (README, Balanced gait, What was tried); since session 16's retarget (every frame solved from its own
-    start) no touch-down of the walk whips round: not mended, the gait's input moved (a strict xfail until
-    then)."""
+    2026-12-02); elsewhere within 20 ms of a touch-down 3 rad/s at most. Since the waist's yaw is
+    kept within the standing hips' twist (core.balance.sagittal.SagittalWaist._yaw, 2026-12-03,
+    session 16): 7.2 rad/s at 1.833 s, 3.2 at most elsewhere (a strict xfail before)."""
     _, _, result = h1_rolled_walk
     yaw = np.unwrap(Rotation.from_matrix(result.root_rotation).as_euler("ZYX")[:, 0])
     rate = np.abs(np.diff(yaw)) / result.period_s  # rad/s, between neighbouring cycles
