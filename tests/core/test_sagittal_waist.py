@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from core.balance.gait import SLIDE_WARNING_M, stance_slide
+from core.balance.gait_report import SLIDE_WARNING_M, stance_slide
 from core.balance.legs import leg_iks
 from core.balance.reach import FAMILY_ROLL_RAD
 from core.balance.stance import height_cause
