@@ -119,6 +119,10 @@ class ArmFrames:
         """Each checked pair's distance beyond the margin (m) on frame f with the joints at x."""
         return self.term.distance(self.pose(x, f)[None], self.root[f:f + 1])[0] - self.term.margin
 
+    def constraint(self, f: int) -> dict:
+        """SLSQP's inequality on frame f: every pair out of the margin (gradient by differences)."""
+        return {"type": "ineq", "fun": self.clearance, "args": (f,)}
+
     def least(self, f: int, starts: list, reach: float) -> tuple[float, np.ndarray] | None:
         """The least error SLSQP finds on frame f from `starts` with every pair out of the
         margin, and the group's joints there; None when no start ends outside it."""
@@ -129,7 +133,7 @@ class ArmFrames:
         for start in starts:
             found = minimize(self.error, np.clip(start, lower, upper), args=(f,), method="SLSQP",
                              bounds=list(zip(lower, upper)), options={"maxiter": 200, "ftol": 1e-6},
-                             constraints=[{"type": "ineq", "fun": self.clearance, "args": (f,)}])
+                             constraints=[self.constraint(f)])
             if self.clearance(found.x, f).min() > -1e-4 and (best is None or found.fun < best[0]):
                 best = (float(found.fun), found.x)
         return best

@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
 from core.balance import plan as plan_module  # noqa: E402
 from core.balance.foot_path import sole_height  # noqa: E402
-from core.balance.gait import generate_gait, scaled_travel, walkable_contacts  # noqa: E402
+from core.balance.gait import generate_gait, walkable_contacts  # noqa: E402
+from core.balance.gait_report import scaled_travel  # noqa: E402
 from core.balance.legs import leg_iks  # noqa: E402
 from core.balance.plan import foot_sides, foot_width  # noqa: E402
 from core.balance.reach import Probe  # noqa: E402

@@ -3,7 +3,9 @@
 (bench/bench_gait.py's: the walk with its first and last frames held, on the walk's own contacts) and
 the walk held 2.4 s on one leg in mid-swing (tests/core/test_gait.py's held_walk_gait, a dance pose):
 the report's balance figures, then each phase's ZMP error, margin, slide and tilt
-(bench/h1_gait_phases.py) and each stance's slide and ankle (bench/h1_stances.py).
+(bench/h1_gait_phases.py) and each stance's slide and ankle (bench/h1_stances.py). The 10 s clip walks the
+walk without its holds and stands over them (core.balance.holds): its phases and stances are that walk's,
+timed from the walk's start; the first line's figures are the whole clip's.
 
     .venv/bin/python bench/h1_held.py [--clip walk|held|hold|all] [--robot h1|g1] [--turn-back]
 

@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from h1_gait_phases import run_gait  # noqa: E402  (its clips puts the repository on the path)
 import core.balance.gait as gait  # noqa: E402
+import core.balance.gait_report as gait_report  # noqa: E402
 from core.balance.legs import pose_errors  # noqa: E402
 from core.feet.contacts import flags_to_intervals  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
@@ -40,7 +41,7 @@ def stances(tree: KinematicTree, plan, balanced) -> None:
         low, high = tree.lower[ankle], tree.upper[ankle]
         _, tilt, _ = pose_errors(tree, [leg], balanced.q, root, {leg.foot: path.poses})
         for start, end in flags_to_intervals(path.down):
-            slide = gait.stance_slide(plan.bodies[leg.foot].world(poses[leg.foot][start:end]),
+            slide = gait_report.stance_slide(plan.bodies[leg.foot].world(poses[leg.foot][start:end]),
                                       plan.bodies[leg.foot].radius)
             angle = balanced.q[start:end, ankle]
             stuck = np.flatnonzero((angle <= low + AT_LIMIT_RAD) | (angle >= high - AT_LIMIT_RAD))

@@ -20,7 +20,8 @@ from ..core.feet.contacts import SIDES, Contacts, contacts_option, detect_contac
 from ..core.chains.mapping import Mapping
 from ..props import mapping_from_settings
 from . import anim_io
-from .common import auto_map_objects, bake_frame_range, check_objects, reports_errors
+from ..core.library.clip import range_contacts
+from .common import action_frame_range, auto_map_objects, bake_frame_range, check_objects, reports_errors
 
 PROPERTY = "robot_retarget_contact_{}"
 GROUP = "Robot Retarget Contacts"
@@ -105,11 +106,32 @@ def cli_contacts(value: str | None, clip: tuple[int, int], start: int, end: int,
     return contacts_option(value, last - first + 1, start - first, end - first + 1, fps)
 
 
+def _span(source: bpy.types.Object, start: int, end: int) -> tuple[int, int]:
+    """Frames start..end widened to the source action's whole range: contacts are read on it."""
+    if not (source.animation_data and source.animation_data.action):
+        return start, end
+    first, last = action_frame_range(source)
+    return min(first, start), max(last, end)
+
+
+def sample_range(scene, source: bpy.types.Object, mapping: Mapping, start: int, end: int, contacts):
+    """(source sampled on frames start..end, contacts): "auto" on a range of a longer action is the whole
+    action's contacts cut to the range (core.library.clip.range_contacts: detected on the range, its ground
+    percentile moved with where the range begins; the walk from frame 4 onto the H1 baked 0.46 rad apart)."""
+    first, last = _span(source, start, end) if isinstance(contacts, str) and contacts == "auto" else (start, end)
+    motion = anim_io.sample_armature(source, np.arange(first, last + 1, dtype=float), scene=scene)
+    if (first, last) == (start, end):
+        return motion, contacts
+    cut = (start - first, end - first + 1)
+    return motion.at_frames(np.arange(*cut)), range_contacts(contacts, motion, mapping, *cut)
+
+
 def detect_for_source(scene, source: bpy.types.Object, mapping: Mapping, start: int, end: int) -> Contacts:
-    """Contacts detected on frames start..end of the source (its legs from `mapping`)."""
-    frames = np.arange(start, end + 1, dtype=float)
-    motion = anim_io.sample_armature(source, frames, scene=scene)
-    return detect_contacts(motion, mapping)
+    """Contacts on frames start..end of the source (its legs from `mapping`), read on its whole action
+    as a bake reads them (sample_range)."""
+    first, last = _span(source, start, end)
+    motion = anim_io.sample_armature(source, np.arange(first, last + 1, dtype=float), scene=scene)
+    return detect_contacts(motion, mapping).sliced(start - first, end - first + 1)
 
 
 def summary(contacts: Contacts) -> str:

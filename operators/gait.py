@@ -16,9 +16,8 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty
 from ..core.balance.gait import GaitResult, GaitSettings, generate_gait
 from ..core.chains.mapping import Mapping
 from ..props import mapping_from_settings, settings_from_mapping
-from . import anim_io
 from .common import auto_map_objects, bake_frame_range, check_objects, reports_errors, tree_from_rig
-from .contacts import bake_contacts
+from .contacts import bake_contacts, sample_range
 from .export import scene_fps
 from .retarget import write_robot_action
 
@@ -45,7 +44,7 @@ def gait_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
     tree = tree_from_rig(robot)
     fps = scene_fps(scene)
     report(0.0, "sampling the source")
-    motion = anim_io.sample_armature(source, np.arange(frame_start, frame_end + 1, dtype=float), scene=scene)
+    motion, contacts = sample_range(scene, source, mapping, frame_start, frame_end, contacts)
     result = generate_gait(motion, tree, mapping, contacts, settings,
                            progress=lambda f, m: report(0.05 + 0.85 * f, m))
     report(0.9, "writing keys")

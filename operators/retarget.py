@@ -17,7 +17,7 @@ from ..props import mapping_from_settings, settings_from_mapping
 from . import anim_io
 from .common import (REPORT_PROPERTY, auto_map_objects, bake_frame_range, check_objects, reports_errors,
                      tree_from_rig)
-from .contacts import bake_contacts, feet_summary
+from .contacts import bake_contacts, feet_summary, sample_range
 from ..core.retarget.summary import report_summary  # noqa: F401  (the CLI prints it too)
 from .collision import collision_summary
 
@@ -45,7 +45,7 @@ def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
     frames = np.arange(frame_start, frame_end + 1, dtype=float)
     report = progress or (lambda fraction, message: None)
     report(0.0, "sampling the source")
-    motion = anim_io.sample_armature(source, frames, scene=scene)
+    motion, contacts = sample_range(scene, source, mapping, frame_start, frame_end, contacts)
     result = retarget(motion, tree, mapping, progress=lambda f, m: report(0.1 + 0.8 * f, m), contacts=contacts)
     result.report["warnings"][:0] = list(warnings)  # the caller's, stored with the bake's own
     report(0.9, "writing keys")

@@ -90,7 +90,11 @@ class Corrector:
         self.base_rot = root_rot  # the plan's waist rotation; root_rot is the waist's as last solved
         self.command: np.ndarray | None = None  # (N, 2) the best pass's waist command (refine)
         # legs without an ankle roll, asked for (GaitSettings.sagittal_waist): the waist rolls across (sagittal.py)
-        planar = planar_legs(tree, legs) if sagittal_waist else None
+        # legs without an ankle roll (the H1): their height fit moves only the way a cause asks, the waist rolled
+        # or upright (stance.fit_waist)
+        planar = planar_legs(tree, legs)
+        self.planar = planar is not None
+        planar = planar if sagittal_waist else None
         self.family = None if planar is None else SagittalWaist(
             tree, planar, model, rest, {foot: 1.0 - share for foot, share in self.air_share.items()}, period_s,
             settings.turn_back_yaw)

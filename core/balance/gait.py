@@ -10,14 +10,14 @@ balance is slow); the legs are then solved once more at every control cycle.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.ndimage import gaussian_filter1d
 
 from ..chains.mapping import Mapping
-from ..feet.contacts import SIDES, Contacts, DetectSettings, flags_to_intervals, foot_tracks
+from ..feet.contacts import SIDES, Contacts, DetectSettings, foot_tracks
 from ..feet.plant import resolve_contacts
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
@@ -25,19 +25,19 @@ from ..motion.source import SourceMotion, held_frames
 from ..retarget import RetargetResult, retarget
 from ..retarget.facing import solved_robot
 from ..retarget.pipeline import HELD_S
-from .correction import Balanced, CorrectionSettings, Corrector, balance, refine, rms_error
+from .correction import Balanced, CorrectionSettings, Corrector, balance, refine
 from .foot_path import FootSettings, project_person_points, tame_swing
+from .gait_report import gait_report, scaled_travel
+from .holds import end_holds, inner_contacts, stand_over_holds
 from .inertia import BalanceError, MassModel, centre_of_mass, com_push
 from .lateral import band_constraints, plan_path, support_constraints, zmp_operator
-from .legs import pose_errors
 from .lift_off import swing_limits, swing_where_feet_let_go
 from .margin import toward_margin
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
-from .sagittal import planar_legs
 from .preview import PreviewSettings, follow_zmp
 from .rollover import Edge, toe_edge
-from .support import CONTACT_M, support_margins, support_polygon
+from .support import support_polygon
 from .trailing import roll_trailing_feet
 from .waist import keep_tilt
 
@@ -51,7 +51,6 @@ ROLLED_FINE_PASSES = 10  # the rolled waist's passes again after its height is f
 #   outside on 0.8 % of samples; run on, 6.5 ... 2.8 mm (2026-12-02, session 13). At 200 Hz none does worse.
 MIN_PUSH = 0.5  # share of the robot's weight the ground must carry at least, at every sample
 MAX_THROW_M = 0.04  # a swing that throws the multibody ZMP further from its target is calmed
-SLIDE_WARNING_M = 0.001  # a stance foot moving more than this (the issue's "0") is said in the warnings
 TAME_SHARE = 0.4  # how much of a too-fast swing's style one round takes back
 SUPPORT_SHRINK_M = 0.015  # a planned ZMP stays this far inside the support (issue 12 asks 10 mm of the multibody
 #                          ZMP: the H1 walk away from its trailing ankle's limit at 5.85-6.91 s has 9.8 / 7.5 / 4.8 %
@@ -120,7 +119,9 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     """The gait of `motion` on `tree` (contacts: "auto" or per-foot flags, as for a bake).
 
     A robot rooted elsewhere than its pelvis (a URDF rooted at the torso) walks from its pelvis
-    (core.model.reroot, as the bake does); the result is the URDF's own root pose and joints."""
+    (core.model.reroot, as the bake does); the result is the URDF's own root pose and joints.
+    A clip that holds its first or last pose walks the gait of the clip without its holds and
+    stands over them, its waist running up into the walk and settling out of it (core.balance.holds)."""
     settings = settings or GaitSettings()
     progress = progress or (lambda fraction, message: None)
     if not settings.period_s > 0:
@@ -128,6 +129,51 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     MassModel.build(tree)  # a robot without masses fails before the slow work
     _require_two_legs(tree, mapping)
     warnings: list[str] = []
+    end_s = (motion.frames - 1) / motion.fps
+    times = np.arange(int(np.floor(end_s / settings.period_s + 1e-9)) + 1) * settings.period_s
+    holds = end_holds(motion, HELD_S)
+    if holds:
+        contacts = inner_contacts(contacts, holds, lambda given: resolve_contacts(given, motion, mapping, warnings))
+        motion = motion.at_frames(np.arange(motion.frames)[holds.inner])
+    walked_warnings: list[str] = []
+    walked = _walked(motion, tree, mapping, contacts, settings, progress, walked_warnings)
+    robot, tree, rerooted, plan, balanced, model, _ = walked
+    if holds:
+        c = settings.correction
+        preview = PreviewSettings(settings.period_s, balanced.com_height_m, c.q, c.r, c.preview_s)
+        plan, balanced = stand_over_holds(tree, plan, balanced, model, holds.lead / motion.fps, len(times), preview,
+                                          c, walked_warnings)
+    warnings += walked_warnings
+    progress(0.95, "measuring")
+    report = gait_report(tree, settings.period_s, plan, balanced, scaled_travel(motion, mapping, walked.root_scale), model,
+                     warnings)
+    root_pose = pose_matrices(plan.root_rot, balanced.root_position)
+    q = balanced.q
+    if rerooted is not None:  # back to the URDF's own root and joint order
+        link = robot.robot.root_link
+        root_pose = rerooted.original_pose(link, tree.link_transform(q, tree.link_index(link), root_pose))
+        q = q[:, [tree.joint_names.index(name) for name in robot.joint_names]]
+    progress(1.0, "done")
+    return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),
+                      settings.period_s, plan.target, balanced.zmp, balanced.com, report)
+
+
+class _Walked(NamedTuple):
+    """A clip's gait before it is measured: the robot as given and as walked (re-rooted at its
+    pelvis, rerooted the re-rooting or None), the plan and its balance, the mass model."""
+
+    robot: KinematicTree
+    tree: KinematicTree
+    rerooted: object
+    plan: GaitPlan
+    balanced: Balanced
+    model: MassModel
+    root_scale: float | None  # the bake's leg-length scale (scaled_travel)
+
+
+def _walked(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, contacts, settings: GaitSettings,
+            progress: Progress, warnings: list[str]) -> _Walked:
+    """Retarget, plan and balance the clip (generate_gait without its measuring)."""
     given, flags = _walkable(motion, mapping, contacts, warnings)
     progress(0.0, "retargeting the clip")
     held = held_frames(motion, HELD_S)  # the bake solves a held pose once; the plan counts it once
@@ -146,6 +192,14 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     plan = make_plan(tree, mapping, bake, flags, times, foot, settings.upper_body, settings.waist_tilt,
                      settings.zmp_offset_m, settings.correction.reach, warnings, person, settings.sagittal_waist,
                      held)
+    _steps_warnings(tree, plan, warnings)
+    progress(0.5, "balancing")
+    balanced = _balance(tree, plan, model, bake, settings, warnings, given)
+    return _Walked(robot, tree, rerooted, plan, balanced, model, bake.report.get("root_scale"))
+
+
+def _steps_warnings(tree: KinematicTree, plan: GaitPlan, warnings: list[str]) -> None:
+    """Say where the plan moved steps, or where the robot cannot lean over a foot."""
     if plan.steps_moved:
         b = plan.bounds
         bounds = (f"(up to {b.forward_m:.2f} m forward, {b.back_m:.2f} m back, feet {b.width_min_m:.2f}-"
@@ -160,20 +214,6 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
         warnings.append(f"robot {tree.robot.name!r} can lean only {100 * plan.bounds.lean:.0f} % of the way toward "
                         "a foot with both soles flat (a leg without an ankle roll, or too little hip roll): "
                         "standing on one foot, that foot will tilt or slide; expect the ZMP outside the support")
-    progress(0.5, "balancing")
-    balanced = _balance(tree, plan, model, bake, settings, warnings, given)
-    progress(0.95, "measuring")
-    report = _report(tree, settings, plan, balanced, scaled_travel(motion, mapping, bake.report.get("root_scale")),
-                     model, warnings)
-    root_pose = pose_matrices(plan.root_rot, balanced.root_position)
-    q = balanced.q
-    if rerooted is not None:  # back to the URDF's own root and joint order
-        link = robot.robot.root_link
-        root_pose = rerooted.original_pose(link, tree.link_transform(q, tree.link_index(link), root_pose))
-        q = q[:, [tree.joint_names.index(name) for name in robot.joint_names]]
-    progress(1.0, "done")
-    return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),
-                      settings.period_s, plan.target, balanced.zmp, balanced.com, report)
 
 
 def _from_pelvis(robot: KinematicTree, tree: KinematicTree, rerooted, bake: RetargetResult) -> RetargetResult:
@@ -408,113 +448,3 @@ def _resample(t: np.ndarray, values: np.ndarray, times: np.ndarray) -> np.ndarra
         return np.array([np.interp(times, t, column) for column in np.atleast_2d(values.T)]).T.reshape(
             (len(times),) + values.shape[1:])
     return CubicSpline(t, values, axis=0, extrapolate=True)(np.clip(times, t[0], t[-1]))
-
-
-def scaled_travel(motion: SourceMotion, mapping: Mapping, scale: float | None) -> float:
-    """The scaled source's travel, metres: the actor's hip centre from the clip's first frame to its
-    last, across the floor, times the bake's leg-length scale (the path an unplanted bake's root
-    takes; a bake planted on the gait's contacts travels less where it pins a foot the clip lifts)."""
-    hips = [motion.index(c.source_base) for c in mapping.enabled_chains() if c.role == "leg"]
-    if not hips or scale is None:
-        return 0.0
-    centre = motion.heads[:, hips].mean(axis=1)
-    return float(scale * np.linalg.norm(centre[-1, :2] - centre[0, :2]))
-
-
-def _report(tree: KinematicTree, settings: GaitSettings, plan: GaitPlan, balanced: Balanced, source_travel: float,
-            model: MassModel, warnings: list[str]) -> dict:
-    """The gait's figures: its steps and points, ZMP errors, support margins, stance slide."""
-    root = pose_matrices(plan.root_rot, balanced.root_position)
-    links = list(plan.paths)
-    poses = tree.poses(balanced.q, root, links)
-    world = {link: plan.bodies[link].world(poses[link]) for link in links}
-    margins = support_margins(np.concatenate(list(world.values()), axis=1), balanced.zmp, 0.0,
-                              np.concatenate([plan.bodies[link].radius for link in links]))
-    supported = margins[np.isfinite(margins)]
-    slide, tilt = _stance_motion(tree, plan, balanced.q, root, world)
-    cart, multibody = balanced.cart_zmp - plan.target, balanced.zmp - plan.target
-    travel = np.linalg.norm(balanced.root_position[-1, :2] - balanced.root_position[0, :2])
-    points = sorted((p for path in plan.paths.values() for p in path.points), key=lambda p: (p.time_s, p.foot))
-    if balanced.height_change_m > 0.005:
-        warnings.append(f"the waist's height changed up to {100 * balanced.height_change_m:.1f} cm where a foot "
-                        "could not stand (a leg stretched too far, an ankle past its range)")
-    warnings += _outside_warning(margins, plan.times)
-    if slide > SLIDE_WARNING_M:
-        warnings.append(f"a stance foot slides up to {1000 * slide:.0f} mm (stance_slide_m): the legs cannot hold "
-                        "it flat and in place there")
-    if tilt > plan.level_tol:
-        warnings.append(f"a stance sole tilts up to {np.degrees(tilt):.0f} degrees off level (stance_tilt_deg; "
-                        f"{np.degrees(plan.level_tol):.1f} keeps it on the ground): it stands on an edge there, "
-                        "which is what shrinks the support under the ZMP")
-    return {
-        "steps": int(sum(len(s) for s in plan.swings.values())),
-        "swing_phases": {side: [{"lift_off_s": s.lift_off_s, "touch_down_s": s.touch_down_s} for s in items]
-                         for side, items in plan.swings.items()},
-        "representative_points": [{"foot": p.foot, "time_s": p.time_s, "kind": p.kind} for p in points],
-        "zmp_max_error_m": _max_norm(cart), "zmp_rms_error_m": rms_error(cart),
-        "multibody_zmp_max_error_m": _max_norm(multibody), "multibody_zmp_rms_error_m": rms_error(multibody),
-        "zmp_outside_support_pct": float(100.0 * np.mean(margins < 0.0)),
-        "min_support_margin_m": float(supported.min()) if supported.size else None,
-        "samples_without_support": int(np.sum(~np.isfinite(margins))),  # no foot on the ground: counted outside
-        "stance_slide_m": slide,
-        "stance_tilt_deg": float(np.degrees(tilt)),
-        "com_height_m": balanced.com_height_m,
-        "rate_hz": 1.0 / settings.period_s, "period_s": settings.period_s,
-        "samples": int(len(plan.times)), "duration_s": float(plan.times[-1]),
-        "travel_m": float(travel), "source_travel_m": float(source_travel),
-        "steps_moved": int(plan.steps_moved),
-        "waist_height_change_m": balanced.height_change_m,
-        "mass_kg": model.total,
-        # the waist as these legs took it: GaitSettings.sagittal_waist resolved, rolled only where the legs are planar
-        "waist": "rolled" if plan.rolled and planar_legs(tree, plan.legs) is not None else "upright",
-        "warnings": warnings,
-    }
-
-
-def _outside_warning(margins: np.ndarray, times: np.ndarray) -> list[str]:
-    """The samples whose multibody ZMP is off the feet (margins (N,) m, -inf: no foot on the
-    ground), told apart: the worst margin was taken over the samples with a foot down alone, so a
-    gait whose stance foot lifted 7 mm read "3.4 % of samples outside, worst -19 mm outside"."""
-    outside = margins < 0.0
-    if not outside.any():
-        return []
-    off, lifted = outside & np.isfinite(margins), ~np.isfinite(margins)
-    said = [f"worst {1000 * -margins[off].min():.0f} mm outside"] if off.any() else []
-    if lifted.any():
-        span = times[lifted]
-        said.append(f"no foot within {1000 * CONTACT_M:.0f} mm of the ground on {int(lifted.sum())} of them "
-                    f"at {span[0]:.2f}-{span[-1]:.2f} s, a stance foot lifting (samples_without_support)")
-    span = times[outside]
-    return [f"the multibody ZMP leaves the feet on {100 * outside.mean():.1f} % of samples "
-            f"({span[0]:.2f}-{span[-1]:.2f} s; {'; '.join(said)}): the robot would not stand there"]
-
-
-def _stance_motion(tree: KinematicTree, plan: GaitPlan, q: np.ndarray, root: np.ndarray,
-                   world: dict[int, np.ndarray]) -> tuple[float, float]:
-    """How far a stance foot moves: the largest horizontal travel of its points within one stance
-    (metres, world (N, P, 3) per foot link) and the largest tilt of its sole from level while
-    down (radians): a sole that tilts stands on an edge, a smaller support than the plan's."""
-    slide, tilt = 0.0, 0.0
-    for leg in plan.legs:
-        path = plan.paths[leg.foot]
-        for start, end in flags_to_intervals(path.down):
-            slide = max(slide, stance_slide(world[leg.foot][start:end], plan.bodies[leg.foot].radius))
-        if path.down.any():
-            _, tilts, _ = pose_errors(tree, [leg], q, root, {leg.foot: path.poses})
-            tilt = max(tilt, float(tilts[path.down].max()))
-    return slide, tilt
-
-
-def stance_slide(points: np.ndarray, radius: np.ndarray) -> float:
-    """The furthest a foot's points (F, P, 3) over one stance move across the ground from where they
-    stand mid-stance, counting each point while it touches the ground (a foot rolling onto its
-    toe edge lifts its heel; the toe edge must not move) and every point where none does, metres."""
-    touching = points[..., 2] - radius <= CONTACT_M
-    counted = touching | ~touching.any(axis=1, keepdims=True)
-    moved = np.linalg.norm(points[..., :2] - points[len(points) // 2, :, :2], axis=-1)
-    return float(np.where(counted, moved, 0.0).max()) if len(points) else 0.0
-
-
-def _max_norm(error: np.ndarray) -> float:
-    return float(np.linalg.norm(error, axis=1).max()) if len(error) else 0.0
-

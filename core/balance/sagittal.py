@@ -340,8 +340,10 @@ class SagittalWaist:
         if not spans:
             self.table = np.zeros((1, FAMILY_ROLLS))
             return share, yaw, curve, lo, hi
-        if self.turn_back:
-            self.yaw_room = self._twist_room(samples, forward)
+        # the waist's yaw kept within each standing hip's twist (_yaw): the H1 walk's left hip yaw stood on its
+        # limit through the double support after the right's touch-down at 5.37 s, and the foot turned instead
+        # (slid 1.4-1.6 mm from four starts)
+        self.yaw_room = self._twist_room(samples, forward)
         mids = np.array([(a + b - 1) // 2 for a, b in spans])
         grid, yaws, stands = self._family(samples, heads, mids, forward)
         self.table = np.array([np.interp(grid, grid[ok], y[ok]) if ok.any() else np.zeros(len(grid))
@@ -460,7 +462,7 @@ class SagittalWaist:
 
     def _yaw(self, params: np.ndarray, samples: _Samples) -> np.ndarray:
         """The waist's yaw: where samples.slave > 0 the double support's curve at the roll, blended with
-        yaw_to; elsewhere params' own (free) yaw."""
+        yaw_to; elsewhere params' own (free) yaw; within the standing hips' twist (yaw_room)."""
         if not samples.slave.any():
             return params[:, 2]
         spot = np.clip((params[:, 1] + MAX_ROLL_RAD) / (2 * MAX_ROLL_RAD) * (FAMILY_ROLLS - 1), 0, FAMILY_ROLLS - 1 - 1e-9)
@@ -471,7 +473,11 @@ class SagittalWaist:
         if self.turn_back and len(self.turn) == len(row):  # turned back as the plan's heading turns, within the twist
             low, high = self.yaw_room
             on_curve = np.clip(on_curve + self.turn, np.minimum(low, on_curve), np.maximum(high, on_curve))
-        return samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
+        yaw = samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
+        if len(self.yaw_room[0]) == len(yaw):  # within the standing hips' twist (where both allow one)
+            low, high = self.yaw_room
+            yaw = np.where(low <= high, np.clip(yaw, low, high), yaw)
+        return yaw
 
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
         rot, pos = self._pose(params, samples)

@@ -21,6 +21,8 @@ BUMP_REACH = 1  # a fix is dilated over this many times BUMP_S before it is spre
 STEADY_ROUNDS = 8  # rounds of (fix the frames inside, spread the fix)
 BLEND_TRIES = 3  # widenings of the blend back into the frame-by-frame answer
 INSIDE_M = 0.001  # a frame this far inside the margin is fixed
+BLEND_RAMP_M = 0.001  # a frame's weight toward the frame-by-frame answer grows from 0 at INSIDE_M to 1 this much
+#                       deeper: a frame a hair either side of INSIDE_M takes nearly the same blend (continuous)
 STALLED_ROUNDS = 1  # the rounds stop once this many leave no fewer frames inside than the fewest yet: the
 #                    frames left (a run switching answers) only move about, each round a fix (docs/history/self_collision.md)
 MOVED_RAD = 1e-9  # a frame moved no further keeps its depth (its distances move by about as many metres)
@@ -68,24 +70,30 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
 def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
              max_step: np.ndarray, inside: Callable) -> np.ndarray:
     """y blended into x around the look frames still inside (depth, metres), the blend's weight
-    1 on them and smooth around, widened while the blend leaves frames inside; a frame still
-    inside after BLEND_TRIES takes x (the frame-by-frame answer) as it is."""
+    1 on them (_deep: from INSIDE_M, over BLEND_RAMP_M) and smooth around, widened while the blend
+    leaves frames inside; a frame still inside after BLEND_TRIES goes as far toward x (the
+    frame-by-frame answer) as it is deep. Every choice a ramp of depth, none a threshold: the
+    output moves with the depths, it does not jump where one crosses INSIDE_M."""
     weight = np.zeros(len(y))
     out = y
     for _ in range(BLEND_TRIES):
-        frames = look[depth > INSIDE_M]
-        if len(frames) == 0:
+        deep = _deep(depth)
+        if not deep.any():
             return out
         mark = np.zeros((len(y), 1))
-        mark[frames] = 1.0
+        mark[look, 0] = deep
         weight = np.maximum(weight, np.minimum(1.0, _envelope(mark, half, 3)[:, 0]))
         blend = rate_limit(y + weight[:, None] * (x - y), max_step)
         depth = _again(inside, blend, out, look, depth)
         out = blend
     out = out.copy()
-    frames = look[depth > INSIDE_M]
-    out[frames] = x[frames]
+    out[look] += _deep(depth)[:, None] * (x[look] - out[look])
     return out
+
+
+def _deep(depth: np.ndarray) -> np.ndarray:
+    """(len(depth),) 0 at INSIDE_M inside the margin or less, 1 from BLEND_RAMP_M deeper, linear between."""
+    return np.clip((depth - INSIDE_M) / BLEND_RAMP_M, 0.0, 1.0)
 
 
 def _again(inside: Callable, y: np.ndarray, before: np.ndarray, look: np.ndarray, depth: np.ndarray) -> np.ndarray:

@@ -20,7 +20,9 @@ SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, trie
 SWITCH_STEPS = 6  # linearisations per window
 SWITCH_STEP_RAD = 0.35  # no joint turns further per linearisation (the trust region)
 SWITCH_AIM_M = 0.002  # the window aims this far beyond the margin: the linearisation falls short
-SWITCH_LOOKAHEAD_M = 0.02  # pairs this far beyond the margin are kept from closing in
+SWITCH_LOOKAHEAD_M = 0.02  # pairs this far beyond the margin are kept from closing in (their rows taken first)
+SWITCH_WATCH_M = 0.1  # pairs this far beyond are kept from closing in too, each taken in once a step breaks it:
+#                       a pair crossing the lookahead's edge no longer changes the step (continuous in the input)
 SLACK_SCALE = 1e-3  # a pair's shortfall of 1 mm costs as much as a unit of scaled change
 INSIDE_M = 0.001  # a frame this far inside the margin is left inside
 
@@ -102,34 +104,53 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
     binding = np.zeros(len(speed[0]), dtype=bool)  # speed rows that bound the last solve: taken first again
     for _ in range(steps):
         f, _p, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
-                                                separation.margin + SWITCH_LOOKAHEAD_M, **separation.kept_on(frames))
+                                                separation.margin + SWITCH_WATCH_M, **separation.kept_on(frames))
         if not (dist < separation.margin).any():
             break
-        pairs = np.zeros((len(f), count * width))
-        for k, (frame, g) in enumerate(zip(f, grad)):
-            pairs[k, frame * width:(frame + 1) * width] = g
-        need = separation.margin + SWITCH_AIM_M - dist + np.einsum("kv,kv->k", grad, y[f])
-        low = np.maximum(lower[frames], np.minimum(y - SWITCH_STEP_RAD, origin)).ravel()
-        high = np.minimum(upper[frames], np.maximum(y + SWITCH_STEP_RAD, origin)).ravel()
-        eye = np.eye(count * width)
-        a = np.vstack([speed[0], pairs, eye, -eye]) @ unscale
-        b = np.concatenate([speed[1], need, low, -high])
-        # each pair may fall short at a steep price (slack t, SLACK_SCALE t of it): always solvable
-        slack = np.zeros((len(a), len(f)))
-        slack[len(speed[0]) + np.arange(len(f)), np.arange(len(f))] = SLACK_SCALE
-        slack = np.vstack([slack, np.eye(len(f))])
-        first = np.zeros(len(a) + len(f), dtype=bool)
-        first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
-        u, used = _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]),
-                            np.concatenate([b - a @ w0, np.zeros(len(f))]), first)
+        need = separation.margin + SWITCH_AIM_M - dist + np.einsum("kv,kv->k", grad, y[f])  # grad . y' >= need
+        box = (np.maximum(lower[frames], np.minimum(y - SWITCH_STEP_RAD, origin)).ravel(),
+               np.minimum(upper[frames], np.maximum(y + SWITCH_STEP_RAD, origin)).ravel())
+        # the pairs within the lookahead, then any farther one the step breaks, until it breaks none: the
+        # answer with every pair watched, so one crossing the lookahead's edge does not move it
+        take = dist < separation.margin + SWITCH_LOOKAHEAD_M
+        while True:
+            u, used = _pair_step(unscale, w0, speed, binding, f[take], grad[take], need[take], box, width)
+            if u is None:
+                break
+            landed = (unscale @ (w0 + u[:len(w0)])).reshape(count, width)
+            broken = ~take & (np.einsum("kv,kv->k", grad, landed[f]) < need - 1e-9)
+            if not broken.any():
+                break
+            take |= broken
         if u is None:
             break  # the joints' speed and range alone leave no way: kept as it is
-        u, binding = u[:len(w0)], used[:len(speed[0])]
-        y = np.clip((unscale @ (w0 + u)).reshape(count, width), lower[frames], upper[frames])
+        binding = used[:len(speed[0])]
+        y = np.clip(landed, lower[frames], upper[frames])
     trial = x.copy()
     trial[frames] = _within_speed(y, x, frames, max_step)
     if _violation(problem, separation, trial, frames).sum() < before.sum():
         x[frames] = trial[frames]
+
+
+def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.ndarray, f: np.ndarray,
+               grad: np.ndarray, need: np.ndarray, box: tuple, width: int) -> tuple:
+    """One linearised solve of a window (_solve_window): (u, rows used) of the least-distance problem
+    in w (y = unscale w) from w0 with the speed rows, the pairs' rows (frame f, grad . y >= need) and
+    the box (low, high) of y; (None, None) when none meets them."""
+    pairs = np.zeros((len(f), len(w0)))
+    for k, (frame, g) in enumerate(zip(f, grad)):
+        pairs[k, frame * width:(frame + 1) * width] = g
+    eye = np.eye(len(w0))
+    a = np.vstack([speed[0], pairs, eye, -eye]) @ unscale
+    b = np.concatenate([speed[1], need, box[0], -box[1]])
+    # each pair may fall short at a steep price (slack t, SLACK_SCALE t of it): always solvable
+    slack = np.zeros((len(a), len(f)))
+    slack[len(speed[0]) + np.arange(len(f)), np.arange(len(f))] = SLACK_SCALE
+    slack = np.vstack([slack, np.eye(len(f))])
+    first = np.zeros(len(a) + len(f), dtype=bool)
+    first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
+    return _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]),
+                           np.concatenate([b - a @ w0, np.zeros(len(f))]), first)
 
 
 def _smoothness(count: int, width: int, weight: float) -> np.ndarray:

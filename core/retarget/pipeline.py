@@ -40,6 +40,7 @@ Progress = Callable[[float, str], None]
 FAR_TIP_DEG = 25.0  # a limb chain whose tip points this far from the actor's on average is said in the warnings
 #                    (not a hand: a clip's hands are a few centimetres of noisy markers)
 HELD_S = 0.1  # a pose repeated exactly for longer than this is a hold (a T-pose, a clip padded at its ends): solved once
+FLOAT_WARN_M = 0.05  # feet this far above (on 3 of 4 frames) the ground the clip's lowest frame set are said in the warnings
 PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not at the bake's end
 
 
@@ -130,7 +131,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     free = (q.copy(), root_pos.copy()) if planted is not None else None  # the root on the scaled clip's path
     with stages("ground"):
         q, root_pos = (planted.q, planted.root_position) if planted else (
-            q, _ground(tree, plans, legs, q, root_rot, root_pos, settings))
+            q, _ground(tree, plans, legs, q, root_rot, root_pos, settings, warnings))
         root = pose_matrices(root_rot, root_pos)
     if apart is not None:
         with stages("separate"):
@@ -427,10 +428,12 @@ def _warn_missing_meshes(robot: Robot, warnings: list[str], legs: bool = True) -
                         f"{robot.source_path} (first: link {link!r}, {filename}): {rough}")
 
 
-def _ground(tree, plans, legs, q, root_rot, root_pos, settings) -> np.ndarray:
+def _ground(tree, plans, legs, q, root_rot, root_pos, settings, warnings: list[str]) -> np.ndarray:
     """The root moved so the feet stand on the ground: their lowest points, as the report's
     ground_penetration_pct measures them (a leg chain's tip is the toe: grounding on it put a
-    heel-first clip's heels 8 cm into the floor)."""
+    heel-first clip's heels 8 cm into the floor). With the clip's lowest frame setting the ground, a
+    frame the robot cannot crouch like the actor lifts every other (the walk onto the H1, contacts
+    off: 0.42 m or more above the ground on 3 of 4 frames): said in the warnings."""
     if settings.ground == "none" or settings.root_mode == "fixed":
         return root_pos
     root = pose_matrices(root_rot, root_pos)
@@ -440,6 +443,11 @@ def _ground(tree, plans, legs, q, root_rot, root_pos, settings) -> np.ndarray:
         return root_pos
     out = root_pos.copy()
     out[:, 2] -= lowest.min() if settings.ground == "clip" else lowest
+    above = float(np.percentile(lowest - lowest.min(), 25))
+    if settings.ground == "clip" and above > FLOAT_WARN_M:
+        warnings.append(f"feet {above:.2f} m or more above the ground on 3 of 4 frames: the clip's lowest foot (frame "
+                        f"{int(np.argmin(lowest))}, a pose the robot cannot crouch into like the actor) sets the "
+                        "ground; plant the feet (contacts auto) or ground every frame (setting ground 'frame')")
     return out
 
 

@@ -49,8 +49,11 @@ def _bake(mods, rig) -> tuple[np.ndarray, np.ndarray, dict]:
 
 
 def _core(mods, settings, contacts):
-    """core.retarget.pipeline of the same frames read from the BVH file (Blender frame f = BVH frame f - 1)."""
+    """core.retarget.pipeline of the same frames read from the BVH file (Blender frame f = BVH frame f - 1);
+    "auto": the whole clip's contacts cut to them, as the bake reads a range of a longer action."""
     motion = mods["bvh"].load_bvh(WALK).to_source_motion()
+    if isinstance(contacts, str) and contacts == "auto":
+        contacts = _whole_clip_contacts(mods, settings, motion)
     keep = slice(FIRST - 1, LAST)
     motion = dataclasses.replace(motion, heads=motion.heads[keep], tails=motion.tails[keep],
                                  root_rotation=motion.root_rotation[keep])
@@ -59,14 +62,20 @@ def _core(mods, settings, contacts):
                                      contacts=contacts), motion
 
 
+def _whole_clip_contacts(mods, settings, motion):
+    """Contacts detected on the whole walk (995 frames), cut to the baked frames."""
+    whole = mods["contacts"].detect_contacts(motion, mods["props"].mapping_from_settings(settings))
+    return whole.sliced(FIRST - 1, LAST)
+
+
 def test_detect_contacts_keys_the_source(clean_scene, mods, walk_on_g1):
     settings, source, _ = walk_on_g1((FIRST, LAST))
     before = len(source.animation_data.action.slots)
     assert bpy.ops.robot_retarget.detect_contacts() == {'FINISHED'}
     frames = np.arange(FIRST, LAST + 1.0)
     stored = mods["ops"].read_contacts(source, frames, 120.0)
-    _, motion = _core(mods, settings, "off")
-    expected = mods["contacts"].detect_contacts(motion, mods["props"].mapping_from_settings(settings))
+    # read on the whole action, as the bake reads a range of it: where a range begins does not move its contacts
+    expected = _whole_clip_contacts(mods, settings, mods["bvh"].load_bvh(WALK).to_source_motion())
     for side in ("left", "right"):
         np.testing.assert_array_equal(stored.feet[side], expected.feet[side])
         fcurve = mods["ops"].contact_channel(source, side)
@@ -75,6 +84,25 @@ def test_detect_contacts_keys_the_source(clean_scene, mods, walk_on_g1):
         assert len(fcurve.keyframe_points) == 1 + np.count_nonzero(np.diff(expected.feet[side]))
     assert any(stored.feet["right"]) and any(stored.feet["left"])
     assert len(source.animation_data.action.slots) == before  # keyed in the clip's own slot
+
+
+def test_where_a_range_begins_does_not_move_its_contacts(clean_scene, mods, walk_on_g1):
+    """Detect Contacts (and a bake's "auto") on Blender frames 5-300 read the whole action, as on frames
+    1-995: detected on the range alone, its ground level (a percentile over the range) began a left
+    contact 7 frames earlier (clip frames 255-261)."""
+    settings, source, _ = walk_on_g1((5, 300))
+    assert bpy.ops.robot_retarget.detect_contacts() == {'FINISHED'}
+    part = mods["ops"].read_contacts(source, np.arange(5, 301.0), 120.0)
+    clean_scene.frame_start, clean_scene.frame_end = 1, 995
+    assert bpy.ops.robot_retarget.detect_contacts() == {'FINISHED'}
+    whole = mods["ops"].read_contacts(source, np.arange(5, 301.0), 120.0)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(part.feet[side], whole.feet[side], err_msg=side)
+    motion, contacts = mods["ops"].sample_range(clean_scene, source, mods["props"].mapping_from_settings(settings),
+                                                5, 300, "auto")
+    assert motion.frames == 296
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(contacts.feet[side], whole.feet[side], err_msg=side)
 
 
 def test_bake_plants_what_the_channels_say(clean_scene, mods, walk_on_g1):

@@ -24,7 +24,11 @@ ROBOTS = {"h1": ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf",
           "g1": ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"}
 HOLD = 102  # frames each end is held (0.85 s at 120 fps)
 EDGE_S = 0.3  # the filter's reach from a hold
-TOLERANCE_RAD = 0.02  # the planted H1 is 0.009 rad apart (its last frame repeats once in the walk); the fault was 1-3 rad
+TOLERANCE_RAD = 0.02  # the fault was 1-3 rad
+# planted, the padded clip without its holds is the walk one frame shorter (its last frame repeats once): a
+# planted clip's end moves its last 0.3 s (the H1's left knee 0.030 rad at 7.96 s; test_start_invariance's
+# planted cuts allow 0.07)
+PLANTED_RAD = 0.05
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +70,12 @@ def test_a_hold_before_the_walk_does_not_change_its_planted_motion(walk, robot):
     plain = retarget(walk, tree, mapping, contacts=own, figures=False)
     padded = retarget(_padded(walk), tree, mapping, contacts=held, figures=False)
     assert _apart(plain.unplanted.q, padded.unplanted.q, walk.fps).max() < TOLERANCE_RAD
-    assert _apart(plain.q, padded.q, walk.fps).max() < TOLERANCE_RAD
+    assert _apart(plain.q, padded.q, walk.fps).max() < PLANTED_RAD
     detected = retarget(_padded(walk), tree, mapping, contacts="auto", figures=False)  # read from the padded clip
     assert _apart(retarget(walk, tree, mapping, contacts="auto", figures=False).q, detected.q, walk.fps).max() \
-        < TOLERANCE_RAD
+        < PLANTED_RAD
 
 
-@pytest.mark.xfail(strict=True, reason="the solver's coarse grid counts every 8th frame from the clip's first: the "
-                                       "walk cut 2 frames later puts other frames on it (H1 1.05 rad, G1 3.3 rad); "
-                                       "solving every frame mends it but moves three chaotic tests "
-                                       "(docs/notes/s15-padded.md)")
 @pytest.mark.parametrize("robot", ["h1", "g1"])
 def test_the_walk_cut_two_frames_later_bakes_the_same_motion(walk, robot):
     tree = KinematicTree(parse_urdf(ROBOTS[robot]))

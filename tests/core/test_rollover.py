@@ -78,7 +78,7 @@ def test_a_stance_rolling_onto_its_toe_does_not_slide_but_a_sliding_one_does(g1)
     """The stance slide counts a point while it touches the ground: a heel-off (the heel up 5 cm,
     the toe edge still) slides only by the heel's first few millimetres up (under 0.1 mm); the
     same foot pushed 3 mm forward as it rolls slides 3 mm."""
-    from core.balance.gait import stance_slide
+    from core.balance.gait_report import stance_slide
 
     tree, feet, bodies, standing = g1
     body, flat = bodies[feet[0]], standing[feet[0]]

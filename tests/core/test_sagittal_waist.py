@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from core.balance.gait import SLIDE_WARNING_M, stance_slide
+from core.balance.gait_report import SLIDE_WARNING_M, stance_slide
 from core.balance.legs import leg_iks
 from core.balance.reach import FAMILY_ROLL_RAD
 from core.balance.stance import height_cause
@@ -209,11 +209,11 @@ def test_h1_rolled_walks_stance_feet_stay_on_the_ground(h1_rolled_walk):
     assert result.report["min_support_margin_m"] > -0.005
 
 
-@pytest.mark.xfail(strict=True, reason="the H1's waist turns 0.1 rad in one 5 ms cycle at the 1.833 s touch-down (19 rad/s, "
-                   "measured 2026-12-02). Session 12's mend (the coming double support's roll-yaw curve read within "
-                   "the rolls it starts at: 8 rad/s, margin +5.6 -> +7.7 mm alone) was taken out again: with the "
-                   "stance feet rolled onto their edges merged beside it the walk's worst margin fell to +1.3 mm "
-                   "(README, Balanced gait, What was tried)")
+@pytest.mark.xfail(strict=True, reason="the H1's waist turns 14.9 rad/s at the 1.833 s touch-down (session 16's final "
+                   "retarget and gait; 19 rad/s on session 15's; 7.2 with the yaw kept within the standing hips' "
+                   "twist on the every-frame retarget with 8 + 3 iterations): a draw of the rolled passes, not "
+                   "mended. Session 12's mend (8 rad/s) was taken out again: with the stance feet rolled onto their "
+                   "edges merged beside it the walk's worst margin fell to +1.3 mm (README, Balanced gait)")
 def test_h1_rolled_waist_does_not_whip_round_at_a_touch_down(h1_rolled_walk):
     """Before a foot lands the waist's yaw is blended toward the coming double support's roll-yaw
     curve at the waist's roll. Read where the roll was, past the rolls both soles stand at (the curve

@@ -1,0 +1,156 @@
+"""The steady room's detours are continuous in their input: a tiny change of input, a tiny change of
+the room made (README *Self-collision*; docs/notes/s16-steady.md).
+
+A detour window's linearised step kept only pairs within 2 cm of the margin from closing in. A pair
+just beyond that edge was free, and a step that carried it 4 cm in was the window's answer; just
+inside, it bound. With every frame solved from its own start, the G1 walk in an A-pose rest reached
+its steady room 4e-5 rad from the original's, and between the two inputs one 1e-12 rad apart moved
+the left arm 0.75 rad on the clip's last 10 frames (a frame left 2 cm inside, so the frame-by-frame
+answer blended in): 1.13 deg RMS in test_invariance_avoidance.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import numpy as np
+import pytest
+
+from core.chains import separation, switches
+from core.model.kinematics import KinematicTree
+from core.model.urdf import parse_urdf
+from core.motion.bvh import load_bvh
+from core.retarget import pipeline
+from core.retarget.automap import auto_map
+from tests import variants as V
+from tests.core.test_invariance import ARMS, G1, WALK, _short
+
+MARGIN = 0.01
+
+
+class _Planes:
+    """Pairs whose distances are linear in the two joints (exact linearisations): d = c + g y."""
+
+    def __init__(self, c: np.ndarray, g: np.ndarray, frames: int):
+        self.c, self.g, self.margin = c, g, MARGIN
+        self.root = np.repeat(np.eye(4)[None], frames, axis=0)
+
+    def kept_on(self, frames):
+        return {}
+
+    def distance(self, q, root, within=None):
+        return self.c[None] + q @ self.g.T  # (F, P)
+
+    def gradient(self, q, root, within):
+        dist = self.distance(q, root)
+        f, p = np.nonzero(dist < within)
+        return f, p, dist[f, p], self.g[p]
+
+
+def _window(far_m: float, steps: int = 1) -> np.ndarray:
+    """Three frames 3 cm inside a body (pair 0, cleared by the first joint); the first joint's way
+    out closes pair 1, which starts far_m beyond the margin."""
+    frames = 3
+    problem = types.SimpleNamespace(q=np.zeros((frames, 2)), columns=np.arange(2),
+                                    metric=lambda q, rows: np.repeat(np.eye(2)[None], len(rows), axis=0))
+    pairs = _Planes(np.array([MARGIN - 0.03, MARGIN + far_m]), np.array([[1.0, 0.0], [-1.0, 1.0]]), frames)
+    x = np.zeros((frames, 2))
+    bound = np.ones((frames, 2))
+    switches._solve_window(problem, pairs, x, np.arange(frames), -bound, bound, np.ones(2), 0.0, steps)
+    return x, pairs
+
+
+def test_a_pair_crossing_the_lookahead_edge_does_not_move_the_step():
+    """The same window with the far pair 1e-9 m either side of the lookahead's edge: the same step
+    (before: 0.014 rad apart, the pair beyond left 12 mm inside), and every pair out."""
+    edge = switches.SWITCH_LOOKAHEAD_M
+    inner, pairs = _window(edge - 1e-9)
+    outer, _ = _window(edge + 1e-9)
+    np.testing.assert_allclose(outer, inner, atol=1e-7)
+    assert (pairs.distance(outer, None) >= MARGIN + switches.SWITCH_AIM_M - 1e-6).all()
+    farther, _ = _window(edge + 0.01)  # 3 cm beyond: still kept out, with less of the second joint
+    assert (_window(edge + 0.01)[1].distance(farther, None) >= MARGIN - 1e-6).all()
+    assert 0.0 < farther[0, 1] < inner[0, 1]
+
+
+def _blend(depth_m: float) -> tuple:
+    """The steady room's last resort (steady._blended) on 60 frames of two joints: the smoothed room
+    y = 0, the frame-by-frame answer x = 1 (another answer, out of the body), frame 30 left depth_m
+    inside where y is, and out once 0.4 of the way to x (depth linear in the first joint)."""
+    from core.chains import steady
+
+    y, x = np.zeros((60, 2)), np.ones((60, 2))
+
+    def inside(room, frames):
+        return np.where(frames == 30, depth_m * (1.0 - room[frames, 0] / 0.4), 0.0).clip(0.0)
+    look = np.arange(20, 41)
+    return steady._blended(x, y, look, inside(y, look), 2, np.full(2, 0.2), inside), inside(y, look), inside
+
+
+def test_the_last_resort_blend_moves_with_the_depth_not_at_a_threshold():
+    """A frame a hair either side of INSIDE_M takes nearly the same blend (before: none on one side,
+    the whole frame-by-frame answer around it on the other, 1 rad apart); a frame well inside takes
+    it all around it and comes out."""
+    from core.chains import steady
+
+    below, _, _ = _blend(steady.INSIDE_M - 1e-9)
+    above, _, _ = _blend(steady.INSIDE_M + 1e-9)
+    assert np.abs(above - below).max() < 1e-5
+    deep, _, inside = _blend(0.005)
+    assert deep[30, 0] == pytest.approx(1.0) and inside(deep, np.array([30]))[0] == 0.0
+    assert (np.abs(np.diff(deep, axis=0)) <= 0.2 + 1e-12).all()  # within the joints' speed
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    return captured_inputs(tmp_path_factory.mktemp)
+
+
+def captured_inputs(mktemp) -> dict:
+    """The left arm group's separate_chains inputs in the walk's original and A-pose bakes (HOLD_AT_BOUND,
+    avoidance on: test_invariance_avoidance.py's setting); mktemp(name) -> a new folder."""
+    tree = KinematicTree(parse_urdf(G1))
+    clip = _short(load_bvh(WALK))
+    found = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(separation, "HOLD_AT_BOUND", True)
+
+        def capture(tree, chains, q, term, options, max_step, fps, name=None):
+            if term is not None and name not in found:
+                found[name] = (tree, [tuple(np.copy(c) if isinstance(c, np.ndarray) else c for c in chain)
+                                      for chain in chains], q.copy(), term.separation, term.variables,
+                               term.root.copy(), options, max_step, fps)
+        for name, changed in (("original", clip), ("A-pose", V.arms_posed(clip, ARMS, 45.0))):
+            motion = load_bvh(V.write_bvh(changed, mktemp(name) / "v.bvh")).to_source_motion()
+            mapping = auto_map(motion, tree)
+            mapping.settings = dataclasses.replace(mapping.settings, avoid_self_collision=True)
+            patch.setattr(pipeline, "separate_chains", lambda *a, n=name: capture(*a, name=n))
+            pipeline.retarget(motion, tree, mapping)
+    return found
+
+
+def _room(inputs, t: float) -> np.ndarray:
+    """The room made from inputs t of the way from the original's to the A-pose's (arrays mixed linearly)."""
+    a, b = inputs["original"], inputs["A-pose"]
+
+    def mix(u, v):
+        return u + t * (v - u) if isinstance(u, np.ndarray) and u.dtype.kind == "f" else u
+    tree, chains, q, apart, variables, root, options, max_step, fps = a
+    chains = [tuple(mix(u, v) for u, v in zip(ca, cb)) for ca, cb in zip(chains, b[1])]
+    q = mix(q, b[2])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(separation, "HOLD_AT_BOUND", True)
+        separation.separate_chains(tree, chains, q, apart.term(variables, mix(root, b[5])), options, max_step, fps)
+    return q
+
+
+def test_room_made_moves_little_between_two_close_inputs_on_the_g1_walk(inputs):
+    """Between the original's and the A-pose's inputs (4.4e-5 rad apart), the room made at eleven
+    points on the way: each within 0.01 rad of the next (before: 0.71 rad between t = 0.1 and 0.2,
+    the left arm's last 10 frames), and the ends within 0.005 rad."""
+    step = np.abs(inputs["A-pose"][2] - inputs["original"][2]).max()
+    assert 1e-6 < step < 1e-4  # the variant is the same motion within the BVH text's precision
+    rooms = [_room(inputs, t) for t in np.linspace(0.0, 1.0, 11)]
+    apart = [np.abs(b - a).max() for a, b in zip(rooms, rooms[1:])]
+    assert max(apart) < 0.01, apart
+    assert np.abs(rooms[-1] - rooms[0]).max() < 0.005
