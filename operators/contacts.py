@@ -16,11 +16,10 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty
 from bpy_extras.anim_utils import action_get_channelbag_for_slot
 
-from ..core.feet.contacts import SIDES, Contacts, contacts_option, detect_contacts, flags_to_intervals
+from ..core.feet.contacts import SIDES, Contacts, contacts_option, detect_contacts, range_contacts, flags_to_intervals
 from ..core.chains.mapping import Mapping
 from ..props import mapping_from_settings
 from . import anim_io
-from ..core.library.clip import range_contacts
 from .common import action_frame_range, auto_map_objects, bake_frame_range, check_objects, reports_errors
 
 PROPERTY = "robot_retarget_contact_{}"
@@ -116,7 +115,7 @@ def _span(source: bpy.types.Object, start: int, end: int) -> tuple[int, int]:
 
 def sample_range(scene, source: bpy.types.Object, mapping: Mapping, start: int, end: int, contacts):
     """(source sampled on frames start..end, contacts): "auto" on a range of a longer action is the whole
-    action's contacts cut to the range (core.library.clip.range_contacts: detected on the range, its ground
+    action's contacts cut to the range (core.feet.contacts.range_contacts: detected on the range, its ground
     percentile moved with where the range begins; the walk from frame 4 onto the H1 baked 0.46 rad apart)."""
     first, last = _span(source, start, end) if isinstance(contacts, str) and contacts == "auto" else (start, end)
     motion = anim_io.sample_armature(source, np.arange(first, last + 1, dtype=float), scene=scene)

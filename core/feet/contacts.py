@@ -288,3 +288,17 @@ def _clean(flags: np.ndarray, fps: float, settings: DetectSettings) -> np.ndarra
         if end - start < settings.min_contact_s * fps:
             out[start:end] = False
     return out
+
+
+def range_contacts(planted, motion: SourceMotion, mapping: Mapping, start: int, end: int):
+    """`--contacts auto` on frames [start, end) of a clip: the whole clip's contacts cut to them, as
+    auto-map reads the whole clip, so where a range begins does not move its feet. Detected on the
+    range, a percentile over it set the ground: the walk from frame 4 began a left contact 7 frames
+    earlier and its H1 knee baked 0.46 rad apart (docs/history/retarget.md, session 16)."""
+    if not isinstance(planted, str) or planted != "auto" or (start, end) == (0, motion.frames):
+        return planted
+    try:
+        whole: Contacts = detect_contacts(motion, mapping)
+    except ContactsError:
+        return planted  # the bake says why its feet were not planted
+    return whole.sliced(start, end)

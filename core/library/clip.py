@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..chains.mapping import Mapping
-from ..feet.contacts import Contacts, ContactsError, contacts_option, detect_contacts
+from ..feet.contacts import contacts_option, range_contacts
 from ..model.kinematics import KinematicTree
 from ..model.urdf import parse_urdf
 from ..motion.bake_csv import BakeTable
@@ -116,20 +116,6 @@ def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contact
         result = retarget(motion_frames(motion, slice(start, end)), robot.tree, mapping, contacts=planted)
     result.report["warnings"][:0] = [str(note.message) for note in caught]
     return ClipBake(result, mapping, bake_table(result), f"{robot.name}|{Path(source).stem}", start)
-
-
-def range_contacts(planted, motion: SourceMotion, mapping: Mapping, start: int, end: int):
-    """`--contacts auto` on frames [start, end) of a clip: the whole clip's contacts cut to them, as
-    auto-map reads the whole clip, so where a range begins does not move its feet. Detected on the
-    range, a percentile over it set the ground: the walk from frame 4 began a left contact 7 frames
-    earlier and its H1 knee baked 0.46 rad apart (docs/history/retarget.md, session 16)."""
-    if not isinstance(planted, str) or planted != "auto" or (start, end) == (0, motion.frames):
-        return planted
-    try:
-        whole: Contacts = detect_contacts(motion, mapping)
-    except ContactsError:
-        return planted  # the bake says why its feet were not planted
-    return whole.sliced(start, end)
 
 
 def bake_table(result: RetargetResult) -> BakeTable:
