@@ -105,6 +105,22 @@ def test_where_a_range_begins_does_not_move_its_contacts(clean_scene, mods, walk
         np.testing.assert_array_equal(contacts.feet[side], whole.feet[side], err_msg=side)
 
 
+def test_a_range_of_a_long_take_reads_a_minute_around_it(clean_scene, mods, walk_on_g1):
+    """Sampling the scene costs ~0.7 ms a frame: a range of an hour's take reads at most CONTEXT_S either
+    side for its contacts (else 5 minutes for a 1 s bake), and a short take whole."""
+    _, source, _ = walk_on_g1((5, 300))
+    span = mods["ops"]._span
+    assert span(clean_scene, source, 5, 300) == (1, 995)  # the walk: all of it
+    from bpy_extras.anim_utils import action_get_channelbag_for_slot
+
+    curve = action_get_channelbag_for_slot(source.animation_data.action, source.animation_data.action_slot).fcurves[0]
+    curve.keyframe_points.insert(432_000, curve.keyframe_points[-1].co[1])  # the take now lasts an hour
+    context = int(np.ceil(mods["ops"].CONTEXT_S * clean_scene.render.fps / clean_scene.render.fps_base))
+    assert abs(context - 7200) <= 1  # the walk's 120 fps
+    assert span(clean_scene, source, 200_000, 200_120) == (200_000 - context, 200_120 + context)
+    assert span(clean_scene, source, 5, 300) == (1, 300 + context)
+
+
 def test_bake_plants_what_the_channels_say(clean_scene, mods, walk_on_g1):
     settings, source, rig = walk_on_g1((FIRST, LAST))
     _, q_auto, report = _bake(mods, rig)
