@@ -15,6 +15,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty
 
 from ..core.balance.gait import GaitResult, GaitSettings, generate_gait
 from ..core.chains.mapping import Mapping
+from ..core.library.gait import gait_summary
 from ..props import mapping_from_settings, settings_from_mapping
 from .common import auto_map_objects, bake_frame_range, check_objects, reports_errors, tree_from_rig
 from .contacts import bake_contacts, sample_range
@@ -51,26 +52,23 @@ def gait_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
     frames = frame_start + result.time_s * fps
     source_action = source.animation_data.action if source.animation_data else None
     name = action_name or f"{robot.name}|{source_action.name if source_action else source.name} gait"
+    action, keys = key_gait(robot, tree, name, frames, result, replace)
+    report(1.0, "done")
+    return GaitOutcome(action, result, frames, keys)
+
+
+def key_gait(robot: bpy.types.Object, tree, name: str, frames: np.ndarray, result: GaitResult,
+             replace: bool = False) -> tuple[bpy.types.Action, int]:
+    """A new action on `robot` keyed at `frames` (Blender frames, subframes allowed) with the gait's
+    joints and root, its report and its ZMP trace (what the balance overlay draws); (action, keys written)."""
     action, keys = write_robot_action(robot, tree, name, frames, result.root_position, result.root_rotation,
-                                      result.q, replace)
+                                   result.q, replace)
     action[GAIT_PROPERTY] = json.dumps(result.report)
     action[TRACE_PROPERTY] = json.dumps({"frames": np.round(frames, 4).tolist(),
                                          "target_zmp": np.round(result.target_zmp, 5).tolist(),
                                          "zmp": np.round(result.zmp, 5).tolist(),
                                          "com": np.round(result.com, 5).tolist()})
-    report(1.0, "done")
-    return GaitOutcome(action, result, frames, keys)
-
-
-def gait_summary(report: dict) -> str:
-    margin = report["min_support_margin_m"]
-    lifted = report.get("samples_without_support", 0)  # the worst margin is over the others
-    return (f"Gait of {report['steps']} steps at {report['rate_hz']:.0f} Hz: multibody ZMP "
-            f"{1000 * report['multibody_zmp_rms_error_m']:.0f} mm RMS from its target, outside the feet on "
-            f"{report['zmp_outside_support_pct']:.1f} % of samples (worst margin "
-            f"{'none' if margin is None else f'{1000 * margin:.0f} mm'}"
-            f"{f' where a foot is down; no foot down on {lifted} samples' if lifted else ''}); stance slide "
-            f"{1000 * report['stance_slide_m']:.1f} mm")
+    return action, keys
 
 
 class ROBOT_RETARGET_OT_generate_gait(bpy.types.Operator):

@@ -29,7 +29,7 @@ CORE_LAYERS = {
     "balance": {"model", "motion", "chains", "feet", "retarget"},
     "program": {"model", "motion"},
     "stream": {"model", "motion", "chains", "feet", "retarget"},
-    "library": {"model", "motion", "chains", "feet", "retarget", "playback"},
+    "library": {"model", "motion", "chains", "feet", "retarget", "playback", "balance"},
 }
 # The Blender side, bottom to top: a part may import core and the parts before it.
 BLENDER_SIDE = ["registration", "props", "operators", "panels", "cli", ""]

@@ -117,6 +117,55 @@ def add_batch_parser(sub, func) -> argparse.ArgumentParser:
     return p
 
 
+def add_gait_parser(sub, func) -> argparse.ArgumentParser:
+    """The `gait` subcommand's flags (issue 12's contract)."""
+    p = sub.add_parser("gait", help="turn a clip's steps into a balanced robot gait at the control cycle",
+                       description="Retarget a walking or dancing clip into robot motion at its control cycle whose "
+                                   "zero moment point stays over its feet: feet flat and still on the ground, the "
+                                   "swing legs through the person's representative points, the waist balanced "
+                                   "by preview control. Writes the bake CSV layout, one row per control cycle.")
+    add_clip_arguments(p, robot_help="robot description (.urdf) with <inertial> masses")
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument("--rate", type=float, metavar="HZ", help="control rate (default 200 Hz)")
+    rate.add_argument("--period", type=float, metavar="S", help="control period in seconds (default 0.005)")
+    p.add_argument("--sensitivity", type=float, default=1.0,
+                   help="how much of the person's swing style to keep: higher keeps more of its turning points "
+                        "(default 1)")
+    p.add_argument("--merge-s", type=float, default=0.1, metavar="S",
+                   help="turning points of a swing closer than this become one (default 0.1 s)")
+    upper = p.add_mutually_exclusive_group()
+    upper.add_argument("--upper-body", dest="upper_body", action="store_true", default=True,
+                       help="arms and torso follow the clip (default)")
+    upper.add_argument("--no-upper-body", dest="upper_body", action="store_false",
+                       help="arms and torso hold the clip's median posture")
+    p.add_argument("--waist", choices=["auto", "rolled", "upright"], default="auto",
+                   help="legs without an ankle roll: the waist rolls and yaws to carry the body over a flat foot "
+                        "(rolled; balanced, about 1.3 times the CPU time) or stays upright (upright; faster, its "
+                        "ZMP may leave the feet); auto (the default) rolls it exactly where the legs need it")
+    p.add_argument("--contacts", default="auto", metavar="auto|FILE.json",
+                   help="the clip's foot contacts: detected (auto, the default) or a contacts file in 0-based "
+                        "clip frames")
+    add_outputs(p, "CSV file to write (bake CSV layout, one row per control cycle)")
+    add_source_up(p)
+    p.set_defaults(func=func)
+    return p
+
+
+def add_balance_parser(sub, func) -> argparse.ArgumentParser:
+    """The `balance` subcommand's flags (issue 12's contract)."""
+    p = sub.add_parser("balance", help="ZMP against the support polygon for a robot motion (bake CSV)",
+                       description="The balance readout of a motion in the bake CSV layout: the multibody "
+                                   "zero moment point against the support polygon of the feet on the ground.")
+    p.add_argument("--motion", required=True, help="robot motion in the bake CSV layout (time_s, root pose, joints); "
+                   "an exported playback file (.csv with its .meta.json, .npz) is read in its own units")
+    p.add_argument("--robot", required=True, help="robot description (.urdf) with <inertial> masses")
+    p.add_argument("--report", help="JSON report to write")
+    p.add_argument("--per-frame", action="store_true", help="also write zmp_m, com_m and support_margin_m per frame")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing report")
+    p.set_defaults(func=func)
+    return p
+
+
 def playback_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settings", metavar="EXPORT.json", help="export settings (.json): format, rate_hz, units, limits, retime, ...")
     p.add_argument("--format", choices=list(FORMATS), help="playback format (default: csv)")

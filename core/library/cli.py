@@ -1,4 +1,4 @@
-"""`robot-retarget-core`: bake, export and batch for BVH clips and URDF robots, without Blender.
+"""`robot-retarget-core`: bake, export, batch, gait and balance for BVH clips and URDF robots, without Blender.
 
 The flags are the extension's (core.library.arguments), the files come from the same functions
 (core.library.clip), so a pipeline can switch between `blender -b -c robot_retarget ...` and this
@@ -21,12 +21,14 @@ from ..motion.bake_csv import write_bake_csv
 from ..playback.formats import FORMATS, output_paths
 from ..playback.sampling import JointLimits, PlaybackError
 from ..retarget.summary import report_summary
-from .arguments import (CommandError, add_bake_parser, add_batch_parser, add_export_parser, check_output,
-                        check_outputs, export_settings, print_warnings, run_command, write_report)
+from .arguments import (CommandError, add_bake_parser, add_balance_parser, add_batch_parser, add_export_parser,
+                        add_gait_parser, check_output, check_outputs, export_settings, print_warnings, run_command,
+                        write_report)
 from .batch import (BatchOptions, ClipJob, Progress, Summary, batch_inputs, batch_robots, clip_status,
                     complete_outputs, plan_batch, skipped_status, status_line)
-from .clip import NEEDS_BLENDER, bake_clip_file, bake_report, export_bake, load_robot
+from .clip import NEEDS_BLENDER, RobotModel, bake_clip_file, bake_report, export_bake, load_robot
 from .engines import run_dask, run_local
+from .gait import ClipGait, balance_file, balance_summary, gait_clip_file, gait_settings, gait_summary, gait_table
 
 PROG = "robot-retarget-core"
 GENERATOR = "robot_retarget"
@@ -131,6 +133,49 @@ def run_export(args: argparse.Namespace) -> int:
     return finish_export(args, *export_files(args, f"{GENERATOR} {package_version()}"))
 
 
+# ------------------------------------------------------------ gait, balance ---
+
+def gait_files(args: argparse.Namespace) -> tuple[ClipGait, RobotModel, Path, Path | None]:
+    """`gait` up to the files: checks the flags and outputs first, then walks the clip."""
+    out, report_path = check_outputs([args.out, args.report], args.overwrite, [args.source])
+    settings = gait_settings(args)
+    robot = load_robot(args.robot, args.mapping)
+    gait = gait_clip_file(args.source, robot, args.frames, args.contacts, args.source_up, settings)
+    return gait, robot, out, report_path
+
+
+def write_gait_files(args: argparse.Namespace, gait: ClipGait, robot_path: Path, out: Path,
+                     report_path: Path | None, action: str | None = None) -> int:
+    """The gait's CSV (one row per control cycle) and REPORT.json; the lines on stdout."""
+    result = gait.result
+    write_bake_csv(out, gait_table(result), overwrite=args.overwrite)
+    report = dict(result.report, source_file=str(Path(args.source).absolute()),
+                  robot_file=str(Path(robot_path).absolute()), out=str(out), action=action or gait.name)
+    write_report(report_path, report, args.overwrite)
+    print_warnings(result.report.get("warnings", []))
+    print(gait_summary(result.report))
+    print(f"wrote {out}" + (f" and {report_path}" if report_path else ""))
+    return 0
+
+
+def run_gait(args: argparse.Namespace) -> int:
+    gait, robot, out, report_path = gait_files(args)
+    return write_gait_files(args, gait, robot.path, out, report_path)
+
+
+def run_balance(args: argparse.Namespace) -> int:
+    """The balance readout of a motion file on a robot."""
+    report_path, = check_outputs([args.report], args.overwrite, [args.motion])
+    robot = load_robot(args.robot)
+    report = balance_file(Path(args.motion), robot.tree, robot.path, args.per_frame)
+    write_report(report_path, report, args.overwrite)
+    print_warnings(report["warnings"])
+    print(balance_summary(report))
+    if report_path:
+        print(f"wrote {report_path}")
+    return 0
+
+
 # ------------------------------------------------------------------ batch ---
 
 def _needs_blender(jobs: list[ClipJob]) -> Iterator[dict]:
@@ -215,12 +260,15 @@ def _report_progress(summary: Summary, stream: Iterator[dict], total: int, more:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Retarget BVH clips onto URDF robots and "
-                                                            "export playback files, without Blender.")
+    parser = argparse.ArgumentParser(prog=PROG, description="Retarget BVH clips onto URDF robots, export "
+                                                            "playback files, walk balanced gaits and read a "
+                                                            "motion's balance, without Blender.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_bake_parser(sub, run_bake)
     add_export_parser(sub, run_export)
     add_batch_parser(sub, run_batch)
+    add_gait_parser(sub, run_gait)
+    add_balance_parser(sub, run_balance)
     return parser
 
 

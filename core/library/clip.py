@@ -95,10 +95,27 @@ class ClipBake:
     start: int = 0
 
 
-def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contacts: str | None = None,
-                   up: str = "Y") -> ClipBake:
-    """Read a BVH clip, map it (the robot's preset, else auto-map over its whole motion), bake
-    `frames` (START:END, 0-based) with `contacts` (auto, off or a file; None: off)."""
+@dataclass
+class ClipInput:
+    """A clip read for a bake or a gait: the motion, its mapping, the 0-based frames [start, end) to
+    use, the contacts to plant there, and the reader's notes (for the report's warnings)."""
+
+    motion: SourceMotion
+    mapping: Mapping
+    start: int
+    end: int
+    contacts: object
+    notes: list[str]
+
+    @property
+    def frames(self) -> SourceMotion:
+        return motion_frames(self.motion, slice(self.start, self.end))
+
+
+def clip_input(source, robot: RobotModel, frames: str | None, contacts: str | None, up: str) -> ClipInput:
+    """Read a BVH clip, map it (the robot's preset, else auto-map over its whole motion) and read
+    `contacts` (auto, off or a file; None: off) for `frames` (START:END, 0-based): auto on the whole
+    clip cut to the range, so where a range begins does not move its feet."""
     with warnings.catch_warnings(record=True) as caught:  # the reader's notes go in the report, not to stderr
         warnings.simplefilter("always")
         motion = read_clip(source, up)
@@ -112,10 +129,17 @@ def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contact
             mapping = auto_map(motion_frames(motion, spread), robot.tree)
     planted = range_contacts(contacts_option(contacts, motion.frames, start, end, motion.fps), motion, mapping,
                              start, end)
+    return ClipInput(motion, mapping, start, end, planted, [str(note.message) for note in caught])
+
+
+def bake_clip_file(source, robot: RobotModel, frames: str | None = None, contacts: str | None = None,
+                   up: str = "Y") -> ClipBake:
+    """Read a BVH clip, map it and bake `frames` (START:END, 0-based) with `contacts` (clip_input)."""
+    clip = clip_input(source, robot, frames, contacts, up)
     with one_blas_thread():
-        result = retarget(motion_frames(motion, slice(start, end)), robot.tree, mapping, contacts=planted)
-    result.report["warnings"][:0] = [str(note.message) for note in caught]
-    return ClipBake(result, mapping, bake_table(result), f"{robot.name}|{Path(source).stem}", start)
+        result = retarget(clip.frames, robot.tree, clip.mapping, contacts=clip.contacts)
+    result.report["warnings"][:0] = clip.notes
+    return ClipBake(result, clip.mapping, bake_table(result), f"{robot.name}|{Path(source).stem}", clip.start)
 
 
 def bake_table(result: RetargetResult) -> BakeTable:

@@ -95,3 +95,39 @@ def test_the_extensions_bvh_batch_runs_core_workers(extension, clean_scene, caps
     summary = json.loads((tmp_path / "extension.json").read_text(encoding="utf-8"))
     assert (summary["succeeded"], summary["engine"], summary["workers"]) == (3, "local", 2)
     assert all(c["mapping"]["chains"] for c in summary["clips"])  # auto-mapped: recorded per clip
+
+
+def test_gait_and_balance_without_blender_agree_with_the_extensions(extension, clean_scene, capsys, tmp_path):
+    """`robot-retarget-core gait` and `balance` (no Blender) walk and weigh a BVH clip as the extension's
+    commands do: the same rows (the gait's bake plants feet: last bits may differ between processes),
+    the same report, and the extension keys its gait on the robot rig from the clip's first frame."""
+    import bpy
+    import numpy as np
+
+    reports, rows = {}, {}
+    for who in ("extension", "core"):
+        folder = tmp_path / who
+        folder.mkdir()
+        gait = ["gait", "--source", WALK, "--robot", G1, "--frames", "100:400", "--out", folder / "gait.csv",
+                "--report", folder / "gait.json"]
+        balance = ["balance", "--motion", folder / "gait.csv", "--robot", G1, "--report", folder / "balance.json"]
+        for args in (gait, balance):
+            stdout = extension_command(extension, capsys, *args) if who == "extension" else core_command(*args).stdout
+            assert stdout.splitlines()[-1].startswith("wrote ")
+        lines = (folder / "gait.csv").read_text(encoding="utf-8").splitlines()
+        rows[who] = (lines[0], np.array([[float(v) for v in line.split(",")] for line in lines[1:]]))
+        reports[who] = {name: json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
+                        for name in ("gait", "balance")}
+    assert rows["extension"][0] == rows["core"][0]
+    np.testing.assert_allclose(rows["extension"][1], rows["core"][1], rtol=0, atol=1e-9)
+    assert len(rows["core"][1]) == int(299 / 120 / 0.005) + 1  # one row per 5 ms over the 300 frames
+    for name, keys in (("gait", ("steps", "min_support_margin_m", "stance_slide_m", "multibody_zmp_rms_error_m")),
+                       ("balance", ("frames", "zmp_outside_support_pct", "min_support_margin_m"))):
+        for key in keys:
+            assert reports["extension"][name][key] == pytest.approx(reports["core"][name][key], abs=1e-9), key
+    assert reports["core"]["gait"]["steps"] >= 2
+    assert reports["core"]["balance"]["min_support_margin_m"] == pytest.approx(
+        reports["core"]["gait"]["min_support_margin_m"], abs=0.002)  # one ZMP definition
+    action = bpy.data.actions[reports["extension"]["gait"]["action"]]
+    assert action.name.endswith(" gait") and "robot_retarget_gait" in action
+    assert tuple(action.frame_range)[0] == pytest.approx(101.0)  # clip frame 100 on Blender frame 101

@@ -127,3 +127,29 @@ def test_a_gait_whose_stance_foot_lifts_says_so_instead_of_a_negative_worst(walk
     if lifted and report["min_support_margin_m"] > 0.0:  # every sample outside is one without a foot down
         assert report["zmp_outside_support_pct"] == pytest.approx(100.0 * lifted / report["samples"])
         assert "worst" not in said[0]
+
+
+def _core_command(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "core.library.cli", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_packages_gait_and_balance_say_what_is_wrong_in_one_line(tmp_path):
+    """`robot-retarget-core gait` / `balance` (no Blender) on bad input: one line naming the file or
+    flag, exit 1, nothing written."""
+    hop = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
+    out = tmp_path / "gait.csv"
+    cases = [(["gait", "--source", hop, "--robot", G1, "--out", out], ("flight phase", "cmu_131_03_hop")),
+             (["gait", "--source", WALK, "--robot", G1, "--contacts", "off", "--out", out], ("--contacts off",)),
+             (["gait", "--source", WALK, "--robot", G1, "--rate", "0", "--out", out], ("--rate",)),
+             (["gait", "--source", WALK, "--robot", tmp_path / "none.urdf", "--out", out], ("none.urdf",)),
+             (["balance", "--motion", tmp_path / "none.csv", "--robot", G1], ("none.csv", "not found"))]
+    for args, words in cases:
+        proc = _core_command(*args)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+        assert lines[0].startswith("robot-retarget-core: error:") and all(w in lines[0] for w in words), lines[0]
+        assert not out.exists()
