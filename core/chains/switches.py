@@ -77,10 +77,8 @@ def _posed(problem, values: np.ndarray, frames: np.ndarray) -> np.ndarray:
 
 def _violation(problem, separation, x: np.ndarray, frames: np.ndarray) -> np.ndarray:
     """(len(frames),) how far each frame's closest pair is inside the margin (0 when clear): exact
-    distances only below the margin (a lower bound at or beyond it reads 0 all the same)."""
-    dist = separation.distance(_posed(problem, x[frames], frames), separation.root[frames], separation.margin,
-                               **separation.kept_on(frames))
-    return np.maximum(0.0, separation.margin - dist.min(axis=1, initial=np.inf))
+    distances only below the margin (a pair beyond it reads 0 all the same)."""
+    return separation.depth(_posed(problem, x[frames], frames), separation.root[frames], **separation.kept_on(frames))
 
 
 def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower: np.ndarray,

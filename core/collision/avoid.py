@@ -295,6 +295,17 @@ class SeparationTerm:
         root = self.root if root is None else root
         return self._near(q, root, self.margin + NEAR_M if within is None else within, still, placed=placed)[1]
 
+    def depth(self, q: np.ndarray, root: np.ndarray, still: dict | None = None,
+              placed: "Placed | None" = None) -> np.ndarray:
+        """(F,) how far each frame's closest pair is inside the margin, 0 where none is (the margin
+        less distance's least, from the entries within the margin only: no (F, Q) array, no exact
+        distance of a pair its bounds put beyond). still, placed: as distance."""
+        f, _, exact, *_ = self._near(q, root, self.margin, still, dense=False, placed=placed)[2]
+        inside = exact < self.margin
+        least = np.full(len(q), np.inf)
+        np.minimum.at(least, f[inside], exact[inside])
+        return np.maximum(0.0, self.margin - least)
+
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
         """The same term on only the pairs that come within margin + reach on some of `frames`
