@@ -71,10 +71,11 @@ def _sweep_floats(rows: np.ndarray, sweeps: int) -> np.ndarray:
     asks = rows.transpose(2, 0, 1).tolist()  # (R, K, K + 1)
     lam = [[0.0] * count for _ in asks]
     live = list(zip(asks, lam))
+    sweep = _frame_sweep(count)
     for _ in range(sweeps):
         if not live:
             break
-        changes = [_sweep_frame(frame, multipliers, count) for frame, multipliers in live]
+        changes = [sweep(frame, multipliers) for frame, multipliers in live]
         if max(changes) < CONVERGED:
             break
         # a sweep that moved a frame's multipliers not at all moves them no more: that frame is done
@@ -82,15 +83,22 @@ def _sweep_floats(rows: np.ndarray, sweeps: int) -> np.ndarray:
     return np.array(lam).T.reshape(count, len(asks))
 
 
-def _sweep_frame(frame: list, multipliers: list, count: int) -> float:
-    """One sweep over a frame's pairs (rows `frame`, K lists of K + 1), multipliers in place: how far they moved."""
-    change = 0.0
-    for k, ask in enumerate(frame):
-        total = 0.0
-        for a, multiplier in zip(ask, multipliers):
-            total += a * multiplier
-        total += ask[count]
-        new = total if total > 0.0 else 0.0
-        change = max(change, abs(new - multipliers[k]))
-        multipliers[k] = new
-    return change
+_SWEEPS: dict = {}  # pair count -> its frame sweep (_frame_sweep)
+
+
+def _frame_sweep(count: int):
+    """sweep(frame, multipliers) -> how far they moved: one sweep over a frame's `count` pairs (rows
+    `frame`, K lists of K + 1), multipliers in place, each row's sum 0 + a0 l0 + ... + ask in that order.
+    Written out for the pair count once (no loops: half the time of the loop over zip, the same
+    sums in the same order, so the same bits; a step's sweeps are Python's overhead, not arithmetic)."""
+    if count not in _SWEEPS:
+        lines = ["def sweep(frame, multipliers):", "    change = 0.0"]
+        for k in range(count):
+            total = " + ".join(f"ask[{j}] * multipliers[{j}]" for j in range(count))
+            lines += [f"    ask = frame[{k}]", f"    total = 0.0 + {total} + ask[{count}]",
+                      "    new = total if total > 0.0 else 0.0", f"    moved = abs(new - multipliers[{k}])",
+                      "    if moved > change:", "        change = moved", f"    multipliers[{k}] = new"]
+        scope: dict = {}
+        exec("\n".join(lines + ["    return change"]), scope)  # noqa: S102 - code built from integers only
+        _SWEEPS[count] = scope["sweep"]
+    return _SWEEPS[count]
