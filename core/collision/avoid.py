@@ -24,7 +24,6 @@ PENETRATION_M = 0.005  # a frame collides when a checked pair overlaps deeper th
 SEPARATION_WEIGHT = 300.0  # sqrt weight per metre inside the margin: 1 mm costs what ~5 cm of chain shape does
 TOP_PAIRS = 5
 NEAR_M = 0.05  # a solve carries the pairs that come this much beyond the margin somewhere
-BOUND_SLACK_M = 1e-9  # a bound this near the reach still takes the exact distance (rounding: the same entries)
 
 
 @dataclass
@@ -145,17 +144,9 @@ class SeparationTerm:
                                np.vstack([model.ends[self._used[links == link]].reshape(-1, 3),
                                           centre[bodies[slot[int(link)]]][None]])) for link in np.unique(links)]
         self._poser = Poser(self.tree, self._links)
-        # per capsule pair, gathered once: half reaches and radii of both, and the shorter capsule's
-        # slot, its half length and the longer's slot for the axis bound (_axis_bound)
-        caps, radius = self.capsules, model.radius
+        caps = self.capsules  # per capsule pair, gathered once: both capsules' half reaches and radii
         self._half_pair = (self._half[caps[:, 0]], self._half[caps[:, 1]])
-        self._radius_pair = (radius[caps[:, 0]], radius[caps[:, 1]])
-        length = 0.5 * np.linalg.norm(model.ends[caps, 1] - model.ends[caps, 0], axis=-1)  # (Q, 2)
-        swap = length[:, 0] > length[:, 1]
-        self._short = np.where(swap, self._local[:, 1], self._local[:, 0])
-        self._long = np.where(swap, self._local[:, 0], self._local[:, 1])
-        self._short_half = length.min(axis=1)
-        self._radii = radius[caps[:, 0]] + radius[caps[:, 1]]
+        self._radius_pair = (model.radius[caps[:, 0]], model.radius[caps[:, 1]])
 
     def placed(self, still: dict, frames: int) -> "Placed":
         """The capsules of the links in `still` (poses over `frames` frames, still_poses) put in the
@@ -182,8 +173,7 @@ class SeparationTerm:
               placed: "Placed | None" = None):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
         capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
-        `within` (not `dense`: and whose axis bound does, _axis_bound), with their exact distances (K,),
-        closest points (K, 3) and the capsules' middles (K, 3).
+        `within`, with their exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
         still: poses (F frames) of links the term's joints do not move, on these frames (still_poses);
         placed: instead, their capsules placed on these frames (placed(still, F), placed_on(frames)), the
         others' filled in here."""
@@ -213,8 +203,6 @@ class SeparationTerm:
         if dense:
             dist[f, p] = spheres
         keep = spheres < within
-        if not dense:  # only the entries within count: a second, tighter bound spares most exact distances
-            keep[keep] = self._axis_bound(middle, ends, f[keep], p[keep]) < within + BOUND_SLACK_M
         f, p, gap, a, b = f[keep], p[keep], gap[keep], a[keep], b[keep]
         first, second = ends[a, :, :, f], ends[b, :, :, f]  # (K, 2, 3)
         exact, ca, cb = capsule_distance(first[:, 0], first[:, 1], self._radius_pair[0][p],
@@ -222,17 +210,6 @@ class SeparationTerm:
         if dense:
             dist[f, p] = exact
         return poses, dist, (f, p, exact, ca, cb, gap)
-
-    def _axis_bound(self, middle: np.ndarray, ends: np.ndarray, f: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """A lower bound (K,) of the entries' capsule distances, tighter than their spheres' where one
-        capsule is long (a torso's, a thigh's): the shorter capsule's middle against the longer's axis,
-        less its half length and both radii (middle (U, 3, F), ends (U, 2, 3, F) as _near has them)."""
-        short, long = self._short[p], self._long[p]
-        point, start = middle[short, :, f], ends[long, 0, :, f]
-        axis = ends[long, 1, :, f] - start
-        along = np.einsum("ki,ki->k", point - start, axis) / np.maximum(np.einsum("ki,ki->k", axis, axis), 1e-300)
-        off = point - start - axis * np.clip(along, 0.0, 1.0)[:, None]
-        return np.sqrt(np.einsum("ki,ki->k", off, off)) - self._short_half[p] - self._radii[p]
 
     def still_poses(self, q: np.ndarray, root: np.ndarray) -> dict:
         """Poses {link: (F, 4, 4)} of the links the term reads (and their ancestors) that its joints

@@ -382,33 +382,6 @@ def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(
     np.testing.assert_array_equal(depth, full)
 
 
-def test_sparse_look_skips_exact_distances_only_beyond_its_reach(g1):
-    """G1 right arm in random postures near the torso: the gradient look (sparse) spares exact distances
-    by a second lower bound (the shorter capsule's middle against the longer's axis), which never exceeds
-    the exact distance, and finds the same entries, distances and gradient, to the bit, as the dense look
-    (exact wherever the capsules' spheres come within reach) at every reach."""
-    from core.collision.avoid import Separation
-
-    tree, pairs = g1, collision_pairs(g1)
-    arm = [tree.link_index(name) for name in tree.link_names
-           if name.startswith("right_") and any(part in name for part in ("shoulder", "elbow", "wrist"))]
-    rng = np.random.default_rng(11)
-    q = rng.uniform(np.maximum(tree.lower, -1.5), np.minimum(tree.upper, 1.5), size=(80, tree.dof))
-    term = Separation(tree, pairs).term(arm, np.tile(np.eye(4), (80, 1, 1)))
-    poses, dist, (f, p, exact, *_) = term._near(q, term.root, 1.0)
-    ends = np.empty((len(term._used), 2, 3, len(q)))
-    term._place(term._capsule_ends, poses, ends, np.empty((len(term._radius), 3, len(q))))
-    bound = term._axis_bound(0.5 * (ends[:, 0] + ends[:, 1]), ends, f, p)
-    assert len(f) > 1000 and np.all(bound <= exact + 1e-12)
-    assert (bound > exact - 0.01).mean() > 0.3  # tighter than the spheres on many entries, or it spares nothing
-    for reach in (0.011, 0.03, 0.11):
-        dense = term.look(q, term.root, reach)[1]
-        sparse = term.gradient(q, term.root, reach)
-        assert len(sparse[0]) > 10
-        for a, b in zip(sparse, dense):
-            np.testing.assert_array_equal(a, b)
-
-
 def test_separation_gradient_matches_finite_differences_with_and_without_still_poses(g1):
     """G1 left arm and hand in random postures within their limits: the analytic distance gradient
     over the arm's joints (one product per joint, all close pairs at once) is the central difference
