@@ -226,15 +226,14 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     refused = np.zeros(len(x), dtype=bool)  # a column that came back at once: not taken again until x moves
     columns = np.flatnonzero(allowed)  # the only columns that may come in: their gradient alone (most rows never may)
     rows = np.ascontiguousarray(e[:, columns].T)
-    w = np.zeros(len(x))
     for _ in range(3 * len(x) + 50):
-        w[columns] = rows @ (target - e[:, passive] @ x[passive])
-        candidates = np.flatnonzero(allowed & ~passive & ~refused & (w > tol))
+        w = rows @ (target - e[:, passive] @ x[passive])  # (len(columns),)
+        free = np.flatnonzero(~passive[columns] & ~refused[columns] & (w > tol))
         # as many passive columns as rows fit target exactly: a w above tol is rounding there, and one more
         # column left the QR factors non-square (solve_triangular's ValueError: an infeasible window's NNLS)
-        if len(candidates) == 0 or passive.sum() >= len(e):
+        if len(free) == 0 or passive.sum() >= len(e):
             return x, passive
-        j = candidates[np.argmax(w[candidates])]
+        j = columns[free[np.argmax(w[free])]]
         passive[j] = True
         qr.add(j)
         while True:
