@@ -224,10 +224,11 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     tol = 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
     qr = _PassiveQR(e, target, np.flatnonzero(passive))
     refused = np.zeros(len(x), dtype=bool)  # a column that came back at once: not taken again until x moves
-    columns = np.flatnonzero(allowed)  # the only columns that may come in: their gradient alone (most rows never may)
-    rows = np.ascontiguousarray(e[:, columns].T)
+    columns = np.flatnonzero(allowed)  # the only columns that may come in (most of a window's rows never may)
     for _ in range(3 * len(x) + 50):
-        w = rows @ (target - e[:, passive] @ x[passive])  # (len(columns),)
+        # the gradient over every column, then the allowed ones': a product over those alone rounds otherwise
+        # (BLAS blocks by shape), and a near tie between two columns then goes the other way (G1 hop 7e-7 rad)
+        w = (e.T @ (target - e[:, passive] @ x[passive]))[columns]
         free = np.flatnonzero(~passive[columns] & ~refused[columns] & (w > tol))
         # as many passive columns as rows fit target exactly: a w above tol is rounding there, and one more
         # column left the QR factors non-square (solve_triangular's ValueError: an infeasible window's NNLS)
