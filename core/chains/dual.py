@@ -81,7 +81,8 @@ def _sweep_floats(rows: np.ndarray, sweeps: int) -> np.ndarray:
             break
         # a sweep that moved a frame's multipliers not at all moves them no more: that frame is done
         live = [entry for entry, change in zip(live, changes) if change > 0.0]
-    return np.ascontiguousarray(np.array(lam).T.reshape(count, len(asks)))  # laid out as numpy's: dx's einsum rounds by layout
+    # laid out as the numpy sweeps' (contiguous rows): dx's einsum rounds by its operand's layout
+    return np.ascontiguousarray(np.array(lam).T.reshape(count, len(asks)))
 
 
 _SWEEPS: dict = {}  # pair count -> its frame sweep (_frame_sweep)

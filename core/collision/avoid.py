@@ -327,7 +327,8 @@ class SeparationTerm:
         length = np.linalg.norm(normal, axis=-1, keepdims=True)
         flat = np.flatnonzero(length[:, 0] <= 1e-9)
         if len(flat):  # overlapping axes: push along the line between the capsules' middles instead
-            normal[flat] = np.where(np.linalg.norm(mid[flat], axis=-1, keepdims=True) > 1e-9, mid[flat], [0.0, 0.0, 1.0])
+            apart = np.linalg.norm(mid[flat], axis=-1, keepdims=True) > 1e-9
+            normal[flat] = np.where(apart, mid[flat], [0.0, 0.0, 1.0])
             length[flat] = np.linalg.norm(normal[flat], axis=-1, keepdims=True)
         normal = (normal / length).T  # (3, K): entries last, as below
         # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
