@@ -83,7 +83,7 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     (core.chains.change_cost), so a swivel about it, a bend or the hand make room first.
 
     separation: the rows keeping bodies apart over all their joints (core.collision.avoid.SeparationTerm:
-    margin, root, distance(q, root, within, still), near(q, frames), gradient(q, root, within, still),
+    margin, root, distance(q, root, within, still), depth(q, root, still), near(q, frames), gradient(q, root, within, still),
     still_poses(q, root), with_still(q), still_on(frames) and kept_on(frames): the still links posed, and
     their capsules placed, once over all frames).
     max_step: (V,) per frame, the chains' columns one after the other.

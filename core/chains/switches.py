@@ -77,10 +77,8 @@ def _posed(problem, values: np.ndarray, frames: np.ndarray) -> np.ndarray:
 
 def _violation(problem, separation, x: np.ndarray, frames: np.ndarray) -> np.ndarray:
     """(len(frames),) how far each frame's closest pair is inside the margin (0 when clear): exact
-    distances only below the margin (a lower bound at or beyond it reads 0 all the same)."""
-    dist = separation.distance(_posed(problem, x[frames], frames), separation.root[frames], separation.margin,
-                               **separation.kept_on(frames))
-    return np.maximum(0.0, separation.margin - dist.min(axis=1, initial=np.inf))
+    distances only below the margin (a pair beyond it reads 0 all the same)."""
+    return separation.depth(_posed(problem, x[frames], frames), separation.root[frames], **separation.kept_on(frames))
 
 
 def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower: np.ndarray,
@@ -226,14 +224,17 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     tol = 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
     qr = _PassiveQR(e, target, np.flatnonzero(passive))
     refused = np.zeros(len(x), dtype=bool)  # a column that came back at once: not taken again until x moves
+    columns = np.flatnonzero(allowed)  # the only columns that may come in (most of a window's rows never may)
     for _ in range(3 * len(x) + 50):
-        w = e.T @ (target - e[:, passive] @ x[passive])
-        candidates = np.flatnonzero(allowed & ~passive & ~refused & (w > tol))
+        # the gradient over every column, then the allowed ones': a product over those alone rounds otherwise
+        # (BLAS blocks by shape), and a near tie between two columns then goes the other way (G1 hop 7e-7 rad)
+        w = (e.T @ (target - e[:, passive] @ x[passive]))[columns]
+        free = np.flatnonzero(~passive[columns] & ~refused[columns] & (w > tol))
         # as many passive columns as rows fit target exactly: a w above tol is rounding there, and one more
         # column left the QR factors non-square (solve_triangular's ValueError: an infeasible window's NNLS)
-        if len(candidates) == 0 or passive.sum() >= len(e):
+        if len(free) == 0 or passive.sum() >= len(e):
             return x, passive
-        j = candidates[np.argmax(w[candidates])]
+        j = columns[free[np.argmax(w[free])]]
         passive[j] = True
         qr.add(j)
         while True:

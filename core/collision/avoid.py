@@ -144,6 +144,9 @@ class SeparationTerm:
                                np.vstack([model.ends[self._used[links == link]].reshape(-1, 3),
                                           centre[bodies[slot[int(link)]]][None]])) for link in np.unique(links)]
         self._poser = Poser(self.tree, self._links)
+        caps = self.capsules  # per capsule pair, gathered once: both capsules' half reaches and radii
+        self._half_pair = (self._half[caps[:, 0]], self._half[caps[:, 1]])
+        self._radius_pair = (model.radius[caps[:, 0]], model.radius[caps[:, 1]])
 
     def placed(self, still: dict, frames: int) -> "Placed":
         """The capsules of the links in `still` (poses over `frames` frames, still_poses) put in the
@@ -196,16 +199,14 @@ class SeparationTerm:
         middle = 0.5 * (ends[:, 0] + ends[:, 1])  # the capsules' bounding spheres' centres
         a, b = self._local[p, 0], self._local[p, 1]
         gap = middle[a, :, f] - middle[b, :, f]  # (K, 3)
-        spheres = np.sqrt(np.einsum("ki,ki->k", gap, gap)) - self._half[self.capsules[p, 0]] \
-            - self._half[self.capsules[p, 1]]
+        spheres = np.sqrt(np.einsum("ki,ki->k", gap, gap)) - self._half_pair[0][p] - self._half_pair[1][p]
         if dense:
             dist[f, p] = spheres
         keep = spheres < within
         f, p, gap, a, b = f[keep], p[keep], gap[keep], a[keep], b[keep]
-        radius = self.model.radius
         first, second = ends[a, :, :, f], ends[b, :, :, f]  # (K, 2, 3)
-        exact, ca, cb = capsule_distance(first[:, 0], first[:, 1], radius[self.capsules[p, 0]],
-                                         second[:, 0], second[:, 1], radius[self.capsules[p, 1]])
+        exact, ca, cb = capsule_distance(first[:, 0], first[:, 1], self._radius_pair[0][p],
+                                         second[:, 0], second[:, 1], self._radius_pair[1][p])
         if dense:
             dist[f, p] = exact
         return poses, dist, (f, p, exact, ca, cb, gap)
@@ -271,6 +272,17 @@ class SeparationTerm:
         root = self.root if root is None else root
         return self._near(q, root, self.margin + NEAR_M if within is None else within, still, placed=placed)[1]
 
+    def depth(self, q: np.ndarray, root: np.ndarray, still: dict | None = None,
+              placed: "Placed | None" = None) -> np.ndarray:
+        """(F,) how far each frame's closest pair is inside the margin, 0 where none is (the margin
+        less distance's least, from the entries within the margin only: no (F, Q) array, no exact
+        distance of a pair its bounds put beyond). still, placed: as distance."""
+        f, _, exact, *_ = self._near(q, root, self.margin, still, dense=False, placed=placed)[2]
+        inside = exact < self.margin
+        least = np.full(len(q), np.inf)
+        np.minimum.at(least, f[inside], exact[inside])
+        return np.maximum(0.0, self.margin - least)
+
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
         """The same term on only the pairs that come within margin + reach on some of `frames`
@@ -311,17 +323,21 @@ class SeparationTerm:
         grad = np.zeros((len(f), len(self.variables)))
         if len(f) == 0:
             return dist, (f, p, exact, grad)
-        gap = ca - cb
-        # overlapping axes: push along the line between the capsules' middles instead
-        fallback = np.where(np.linalg.norm(mid, axis=-1, keepdims=True) > 1e-9, mid, [0.0, 0.0, 1.0])
-        normal = np.where(np.linalg.norm(gap, axis=-1, keepdims=True) > 1e-9, gap, fallback)
-        normal = (normal / np.linalg.norm(normal, axis=-1, keepdims=True)).T  # (3, K): entries last, as below
+        normal = ca - cb
+        length = np.linalg.norm(normal, axis=-1, keepdims=True)
+        flat = np.flatnonzero(length[:, 0] <= 1e-9)
+        if len(flat):  # overlapping axes: push along the line between the capsules' middles instead
+            apart = np.linalg.norm(mid[flat], axis=-1, keepdims=True) > 1e-9
+            normal[flat] = np.where(apart, mid[flat], [0.0, 0.0, 1.0])
+            length[flat] = np.linalg.norm(normal[flat], axis=-1, keepdims=True)
+        normal = (normal / length).T  # (3, K): entries last, as below
         # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
         axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])[:, :, f]  # (V, 3, K)
         joint = np.stack([poses[int(v)].pos for v in self.variables])[:, :, f]
-        slide = self._prismatic[:, None, None]
-        moment = np.where(slide, axis, _cross(joint, axis))  # a slide: a.n
-        axis = np.where(slide, 0.0, axis)
+        moment = _cross(joint, axis)
+        if self._prismatic.any():  # a slide: a.n
+            slide = self._prismatic[:, None, None]
+            moment, axis = np.where(slide, axis, moment), np.where(slide, 0.0, axis)
         along = (moment * normal).sum(axis=1)  # (V, K)
         rate_a = (axis * _cross(ca.T, normal)).sum(axis=1) + along
         rate_b = (axis * _cross(cb.T, normal)).sum(axis=1) + along

@@ -782,10 +782,11 @@ def test_steady_bumps_hold_every_fix_and_are_smooth():
         assert np.abs(np.diff(out, 3, axis=0)).sum() < np.abs(np.diff(bump, 3, axis=0)).sum()
 
 
-def test_dual_sweeps_on_floats_are_numpys_bits():
+def test_dual_sweeps_on_floats_are_numpys_bits(monkeypatch):
     """The dual's sweeps on Python floats (few frames) give the numpy sweeps' multipliers to the
     bit over two or more frames (the same sums in the same order; frames settled early left out),
-    and within rounding on one frame (numpy sums its row in SIMD lanes there)."""
+    and within rounding on one frame (numpy sums its row in SIMD lanes there); the step dx too,
+    whichever sweeps ran (the multipliers laid out alike: its einsum rounds by layout)."""
     from core.chains import dual
 
     rng = np.random.default_rng(11)
@@ -809,3 +810,9 @@ def test_dual_sweeps_on_floats_are_numpys_bits():
                 else:
                     np.testing.assert_allclose(floats, arrays, rtol=1e-12, atol=1e-15)
                 assert floats[:, 0].max() == 0.0 and (floats >= 0.0).all()
+            steps = []
+            for entries in (0, 10 ** 6):  # numpy's sweeps, then the floats'
+                monkeypatch.setattr(dual, "FLOAT_ENTRIES", entries)
+                steps.append(dual.dual_step(inverse, g, need, 24))
+            if frames > 1:
+                np.testing.assert_array_equal(steps[0], steps[1])

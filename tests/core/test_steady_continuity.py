@@ -41,6 +41,9 @@ class _Planes:
     def distance(self, q, root, within=None):
         return self.c[None] + q @ self.g.T  # (F, P)
 
+    def depth(self, q, root):
+        return np.maximum(0.0, self.margin - self.distance(q, root).min(axis=1))
+
     def gradient(self, q, root, within):
         dist = self.distance(q, root)
         f, p = np.nonzero(dist < within)
