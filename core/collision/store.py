@@ -19,7 +19,7 @@ from ..model.kinematics import KinematicTree
 from ..model.urdf import resolve_mesh_path
 from ..motion.fileio import write_bytes_atomic
 
-FIT_VERSION = 6  # raise when the capsule fit, the pair rules or the mesh reading change
+FIT_VERSION = 7  # raise when the capsule fit, the pair rules or the mesh reading change
 CACHE_ENV = "ROBOT_RETARGET_CACHE"  # a folder for the cache; empty: no disk cache
 
 

@@ -1,0 +1,227 @@
+"""Exact distances between convex cores (hulls of a few vertices: a capsule's axis is two),
+batched over entries: GJK on the cores' Minkowski difference, every entry's simplex at once.
+
+A proxy is a core swept by a sphere (a capsule: a segment and its radius; a hull proxy: a
+simplified hull and the margin that makes it hold the mesh), so its distance is the cores'
+less both radii. Cores that overlap get minus their overlap along the hulls' face normals: an
+upper bound of the penetration depth (the least over every direction), so an overlap is never
+reported shallower than it is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+GJK_ROUNDS = 48  # simplex updates at most: a hull of a few dozen vertices converges in under ten
+_REL = 1e-12  # converged when |v|^2 - v.w is this small against |v|^2 (w: the support point along -v)
+_TINY = 1e-14  # m^2: the origin is on the simplex (the cores touch or overlap)
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("...i,...i->...", a, b)
+
+
+def triangle_closest(p0: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
+    """Barycentric weights (K, 3) of the point of each triangle (corners (K, 3)) nearest the origin,
+    zero on the corners that do not carry it (the Voronoi regions of corners, edges and face, in
+    Ericson's order: the first region that holds wins)."""
+    ab, ac = p1 - p0, p2 - p0
+    d1, d2 = -_dot(ab, p0), -_dot(ac, p0)
+    d3, d4 = -_dot(ab, p1), -_dot(ac, p1)
+    d5, d6 = -_dot(ab, p2), -_dot(ac, p2)
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+    t_ab = d1 / _safe(d1 - d3)
+    t_ac = d2 / _safe(d2 - d6)
+    t_bc = (d4 - d3) / _safe((d4 - d3) + (d5 - d6))
+    face = 1.0 / _safe(va + vb + vc)
+    regions = [(d1 <= 0) & (d2 <= 0), (d3 >= 0) & (d4 <= d3), (vc <= 0) & (d1 >= 0) & (d3 <= 0),
+               (d6 >= 0) & (d5 <= d6), (vb <= 0) & (d2 >= 0) & (d6 <= 0), (va <= 0) & (d4 >= d3) & (d5 >= d6)]
+    zero, one = np.zeros_like(d1), np.ones_like(d1)
+    return np.stack([np.select(regions, [one, zero, 1.0 - t_ab, zero, 1.0 - t_ac, zero], va * face),
+                     np.select(regions, [zero, one, t_ab, zero, zero, 1.0 - t_bc], vb * face),
+                     np.select(regions, [zero, zero, zero, one, t_ac, t_bc], vc * face)], axis=-1)
+
+
+def _safe(x: np.ndarray) -> np.ndarray:
+    """x with zeros made ones: a denominator of a region that does not hold."""
+    return np.where(x == 0.0, 1.0, x)
+
+
+def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """u x v over rows (K, 3): without np.cross's overhead."""
+    return np.stack([u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1], u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2],
+                     u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]], axis=1)
+
+
+def _segment_closest(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
+    d = p1 - p0
+    length = _dot(d, d)
+    t = np.clip(-_dot(p0, d) / np.where(length > 0, length, 1.0), 0.0, 1.0)
+    return np.stack([1.0 - t, t], axis=-1)
+
+
+def _tetra_closest(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weights (K, 4) of the point of each tetrahedron (K, 4, 3) nearest the origin, and whether the
+    origin is inside (K,): the nearest of its faces' nearest points when outside. Only the faces
+    through the newest vertex (the last) are looked at: the old triangle's nearest point is where
+    the search came from, and the newest vertex lies beyond it."""
+    faces = np.array([(1, 2, 3), (0, 2, 3), (0, 1, 3)])
+    others = np.array([0, 1, 2])
+    corner = s[:, faces]  # (K, 3 faces, 3 corners, 3)
+    a, b, c = corner[:, :, 0], corner[:, :, 1], corner[:, :, 2]
+    normal = np.cross(b - a, c - a)
+    origin_side, vertex_side = -_dot(normal, a), _dot(normal, s[:, others] - a)
+    inside = (origin_side * vertex_side > 0.0).all(axis=1)  # the origin on the other vertex's side of these faces
+    w = triangle_closest(a.reshape(-1, 3), b.reshape(-1, 3), c.reshape(-1, 3)).reshape(len(s), 3, 3)
+    point = np.einsum("kfj,kfji->kfi", w, corner)
+    best = np.argmin(_dot(point, point), axis=1)
+    rows = np.arange(len(s))
+    weights = np.zeros((len(s), 4))
+    weights[rows[:, None], faces[best]] = w[rows, best]
+    return weights, inside
+
+
+def _closest(s: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weights (K, 4) of the nearest point to the origin of each simplex (first `count` of s (K, 4, 3)),
+    and whether it holds the origin (a full tetrahedron around it)."""
+    weights = np.zeros((len(s), 4))
+    inside = np.zeros(len(s), dtype=bool)
+    for n in (1, 2, 3, 4):
+        rows = np.flatnonzero(count == n)
+        if not len(rows):
+            continue
+        if n == 1:
+            weights[rows, 0] = 1.0
+        elif n == 2:
+            weights[rows, :2] = _segment_closest(s[rows, 0], s[rows, 1])
+        elif n == 3:
+            weights[rows, :3] = triangle_closest(s[rows, 0], s[rows, 1], s[rows, 2])
+        else:
+            weights[rows], inside[rows] = _tetra_closest(s[rows])
+    return weights, inside
+
+
+def _support(points: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Index (K,) of each vertex set's (K, N, 3) farthest point along direction (K, 3)."""
+    return np.argmax(np.matmul(points, direction[:, :, None])[..., 0], axis=1)
+
+
+def core_distance(a: np.ndarray, b: np.ndarray, beyond: np.ndarray | float = np.inf,
+                  start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distance (K,) between the convex hulls of vertex sets a (K, Na, 3) and b (K, Nb, 3) (metres),
+    their nearest points on a and on b (K, 3), and whether they overlap (K,) (distance 0 there).
+    A vertex set may repeat a vertex (padding). Entries shown further apart than `beyond` (K,) stop
+    there with a lower bound of their distance (a separating direction's gap; points not nearest).
+    start: a guess (K, 3) of the direction from b toward a (default: from b's middle to a's).
+
+    The entries still searching are kept packed (their sets, simplices' vertex indices and points
+    on both sets, weights): a round touches only them."""
+    count = len(a)
+    gap, near_a, near_b = np.zeros(count), np.zeros((count, 3)), np.zeros((count, 3))
+    overlap = np.zeros(count, dtype=bool)
+    live = np.arange(count)
+    limit = np.broadcast_to(np.asarray(beyond, dtype=float), (count,))
+    ia, ib = np.zeros((count, 4), dtype=int), np.zeros((count, 4), dtype=int)
+    start = a.mean(axis=1) - b.mean(axis=1) if start is None else start
+    ia[:, 0], ib[:, 0] = _support(a, -start), _support(b, start)  # start from the sides facing each other
+    on_a, on_b = np.zeros((count, 4, 3)), np.zeros((count, 4, 3))
+    on_a[:, 0], on_b[:, 0] = a[live, ia[:, 0]], b[live, ib[:, 0]]
+    weights = np.zeros((count, 4))
+    weights[:, 0] = 1.0
+    size = np.ones(count, dtype=int)
+    slots = np.arange(4)
+    for _ in range(GJK_ROUNDS):
+        rows = np.arange(len(live))
+        pa, pb = np.einsum("lk,lki->li", weights, on_a), np.einsum("lk,lki->li", weights, on_b)
+        v = pa - pb
+        vv = _dot(v, v)
+        ja, jb = _support(a, -v), _support(b, v)
+        wa, wb = a[rows, ja], b[rows, jb]
+        vw = _dot(v, wa - wb)
+        touching = vv < _TINY
+        apart = vw > limit * np.sqrt(vv)  # w's plane across -v parts them by more than the limit
+        again = ((ia == ja[:, None]) & (ib == jb[:, None]) & (slots < size[:, None])).any(axis=1)
+        done = touching | apart | (vv - vw <= _REL * vv) | again
+        if done.any():
+            out = live[done]
+            gap[out] = np.where(apart[done], vw[done] / np.sqrt(np.maximum(vv[done], _TINY)), np.sqrt(vv[done]))
+            near_a[out], near_b[out], overlap[out] = pa[done], pb[done], touching[done]
+            keep = ~done
+            live, a, b, limit, ia, ib, on_a, on_b, size = (x[keep] for x in (live, a, b, limit, ia, ib, on_a, on_b,
+                                                                          size))
+            ja, jb, wa, wb = ja[keep], jb[keep], wa[keep], wb[keep]
+            rows = np.arange(len(live))
+        if not len(live):
+            break
+        ia[rows, size], ib[rows, size], on_a[rows, size], on_b[rows, size] = ja, jb, wa, wb
+        size = size + 1
+        found, inside = _closest(on_a - on_b, size)
+        lost = found.sum(axis=1) < 0.5  # a degenerate simplex lost its weights: keep its newest vertex
+        found[lost] = 0.0
+        found[lost, size[lost] - 1] = 1.0
+        # keep the vertices that carry the nearest point, first
+        order = np.argsort(found <= 0.0, axis=1, kind="stable")
+        ia, ib = np.take_along_axis(ia, order, axis=1), np.take_along_axis(ib, order, axis=1)
+        on_a = np.take_along_axis(on_a, order[..., None], axis=1)
+        on_b = np.take_along_axis(on_b, order[..., None], axis=1)
+        weights = np.take_along_axis(found, order, axis=1)
+        size = np.maximum((found > 0.0).sum(axis=1), 1)
+        if inside.any():  # the origin inside a tetrahedron: the sets overlap
+            overlap[live[inside]] = True
+            near_a[live[inside]] = np.einsum("lk,lki->li", weights[inside], on_a[inside])
+            near_b[live[inside]] = np.einsum("lk,lki->li", weights[inside], on_b[inside])
+            keep = ~inside
+            live, a, b, limit, ia, ib, on_a, on_b, size, weights = (
+                x[keep] for x in (live, a, b, limit, ia, ib, on_a, on_b, size, weights))
+        if not len(live):
+            break
+    else:  # out of rounds: the last simplex's nearest point
+        near_a[live] = np.einsum("lk,lki->li", weights, on_a)
+        near_b[live] = np.einsum("lk,lki->li", weights, on_b)
+        gap[live] = np.linalg.norm(near_a[live] - near_b[live], axis=-1)
+    gap[overlap] = 0.0
+    return gap, near_a, near_b, overlap
+
+
+def face_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Unit outward normals (K, M, 3) of hulls' faces (vertex triples (K, M, 3), counter-clockwise
+    seen from outside) on their vertices (K, V, 3), in whatever frame the vertices are."""
+    rows = np.arange(len(vertices))[:, None]
+    corner = [vertices[rows, faces[..., k]] for k in range(3)]
+    normal = np.cross(corner[1] - corner[0], corner[2] - corner[0])
+    return normal / np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-18)
+
+
+def overlap_depth(a: np.ndarray, b: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                           np.ndarray]:
+    """Overlapping vertex sets a (K, Na, 3), b (K, Nb, 3): the least of their overlaps along the
+    axes (K, M, 3) (the hulls' face normals: no less than the penetration depth), the unit
+    direction (K, 3) moving a along which parts them, and a's and b's deepest vertices (K, 3)."""
+    rows = np.arange(len(a))
+    on_a, on_b = np.einsum("kni,kmi->knm", a, axes), np.einsum("kni,kmi->knm", b, axes)
+    up = on_a.max(axis=1) - on_b.min(axis=1)  # a moves down along the axis by this much
+    down = on_b.max(axis=1) - on_a.min(axis=1)  # ... or up by this
+    least = np.minimum(up, down)
+    k = np.argmin(least, axis=1)
+    depth = least[rows, k]
+    lower = up[rows, k] <= down[rows, k]
+    axis = axes[rows, k]
+    direction = np.where(lower[:, None], -axis, axis)
+    deep_a = a[rows, _support(a, -direction)]
+    deep_b = b[rows, _support(b, direction)]
+    return depth, direction, deep_a, deep_b
+
+
+def convex_distance(a: np.ndarray, ra: np.ndarray, b: np.ndarray, rb: np.ndarray, axes, beyond: float = np.inf,
+                    start: np.ndarray | None = None):
+    """Signed distance (K,) between proxies: cores a (K, Na, 3) and b (K, Nb, 3) swept by radii
+    ra, rb (K,); points on the cores (K, 3) where it is measured and the unit normal (K, 3) from
+    b toward a (moving a along it parts them). Overlapping cores: minus their overlap along
+    axes(rows) (M, 3) for those entries (the hulls' world face normals), less the radii. Entries
+    further apart than `beyond`: a lower bound above it. start: a guess of the normal."""
+    gap, pa, pb, inside = core_distance(a, b, beyond + ra + rb, start)
+    normal = (pa - pb) / np.maximum(np.linalg.norm(pa - pb, axis=-1), 1e-300)[:, None]
+    rows = np.flatnonzero(inside)
+    if len(rows):
+        depth, direction, deep_a, deep_b = overlap_depth(a[rows], b[rows], axes(rows))
+        gap[rows], normal[rows], pa[rows], pb[rows] = -depth, direction, deep_a, deep_b
+    return gap - ra - rb, pa, pb, normal
