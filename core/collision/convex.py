@@ -119,7 +119,7 @@ def core_distance(a: np.ndarray, b: np.ndarray, beyond: np.ndarray | float = np.
     gap, near_a, near_b = np.zeros(count), np.zeros((count, 3)), np.zeros((count, 3))
     overlap = np.zeros(count, dtype=bool)
     live = np.arange(count)
-    limit = np.broadcast_to(np.asarray(beyond, dtype=float), (count,))
+    limit = np.minimum(np.broadcast_to(np.asarray(beyond, dtype=float), (count,)), 1e9)  # finite: 0 * limit is 0
     ia, ib = np.zeros((count, 4), dtype=int), np.zeros((count, 4), dtype=int)
     start = a.mean(axis=1) - b.mean(axis=1) if start is None else start
     ia[:, 0], ib[:, 0] = _support(a, -start), _support(b, start)  # start from the sides facing each other
