@@ -89,7 +89,7 @@ class Placed:
     """The capsules of the links a term's joints do not move, in the world over some frames
     (SeparationTerm.placed): capsules' ends (U, 2, 3, F), bodies' centres (B, 3, F), the still
     poses the moving links are posed from, the moving links' capsule entries and their poser,
-    and the hull proxies' vertices."""
+    the hull proxies' vertices, and where their distances' last searches ended."""
 
     ends: np.ndarray
     centre: np.ndarray
@@ -97,12 +97,14 @@ class Placed:
     moving: list
     poser: Poser
     hulls: np.ndarray  # hull proxies' vertices (H, HULL_VERTICES, 3, F)
+    searched: dict  # where each frame's hull distances' searches ended (SeparationTerm._searched), shared by copies
+    frames: np.ndarray  # these frames' rows in `searched`
 
     def on(self, frames: np.ndarray) -> "Placed":
         """A copy on some frames (indices): a look fills in the moving links' rows."""
         return Placed(self.ends[..., frames], self.centre[..., frames],
                       {link: pose[frames] for link, pose in self.known.items()}, self.moving, self.poser,
-                      self.hulls[..., frames])
+                      self.hulls[..., frames], self.searched, self.frames[frames])
 
 
 class SeparationTerm:
@@ -169,7 +171,7 @@ class SeparationTerm:
         links = {entry[0] for entry in moving} | {int(v) for v in self.variables}
         above = {up for link in links for up in _ancestors(self.tree, link)}
         return Placed(ends, centre, {link: pose for link, pose in still.items() if link in above}, moving,
-                      Poser(self.tree, links), hulls)
+                      Poser(self.tree, links), hulls, {"frames": frames}, np.arange(frames))
 
     def _room(self, frames: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Empty arrays for the capsules' ends (U, 2, 3, F), the bodies' centres (B, 3, F) and the
@@ -224,12 +226,32 @@ class SeparationTerm:
         keep = spheres < within
         f, p, a, b = f[keep], p[keep], a[keep], b[keep]
         slot = self._hull_slot
-        exact, ca, cb, normal = proxy_distance(
+        simplex = self._searched(placed, f, p)
+        exact, ca, cb, normal, _ = proxy_distance(
             self.model, self.capsules[p], np.stack([ends[a, :, :, f], ends[b, :, :, f]], axis=1),  # (K, 2, 2, 3)
-            lambda rows, side: hulls[slot[(a, b)[side][rows]], :, :, f[rows]], within)
+            lambda rows, side: hulls[slot[(a, b)[side][rows]], :, :, f[rows]], within, simplex)
+        if simplex is not None:
+            self._searched(placed, f, p, simplex)
         if dense:
             dist[f, p] = exact
         return poses, dist, (f, p, exact, ca, cb, normal)
+
+    def _searched(self, placed: "Placed | None", f: np.ndarray, p: np.ndarray, simplex: tuple | None = None):
+        """Where the hull distances of entries (frames f into placed's, pairs p) last ended their search
+        (core.collision.convex.core_search), kept with the placed capsules over a correction's steps
+        (each step looks again a little further on); with `simplex`, kept. None without hulls or placed."""
+        if placed is None or not (self._hull_slot >= 0).any():
+            return None
+        store, key = placed.searched, (placed.frames[f], p)
+        if "size" not in store:  # vertex indices < HULL_VERTICES: int8
+            shape = (store["frames"], len(self.capsules))
+            store.update(a=np.zeros(shape + (4,), np.int8), b=np.zeros(shape + (4,), np.int8),
+                         size=np.zeros(shape, np.int8))
+        if simplex is None:
+            return tuple(store[name][key].astype(int) for name in ("a", "b", "size"))
+        for name, x in zip(("a", "b", "size"), simplex):
+            store[name][key] = x
+        return simplex
 
     def still_poses(self, q: np.ndarray, root: np.ndarray) -> dict:
         """Poses {link: (F, 4, 4)} of the links the term reads (and their ancestors) that its joints

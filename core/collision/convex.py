@@ -35,10 +35,12 @@ def triangle_closest(p0: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarr
     face = 1.0 / _safe(va + vb + vc)
     regions = [(d1 <= 0) & (d2 <= 0), (d3 >= 0) & (d4 <= d3), (vc <= 0) & (d1 >= 0) & (d3 <= 0),
                (d6 >= 0) & (d5 <= d6), (vb <= 0) & (d2 >= 0) & (d6 <= 0), (va <= 0) & (d4 >= d3) & (d5 >= d6)]
+    region = np.select(regions, [0, 1, 2, 3, 4, 5], 6)
     zero, one = np.zeros_like(d1), np.ones_like(d1)
-    return np.stack([np.select(regions, [one, zero, 1.0 - t_ab, zero, 1.0 - t_ac, zero], va * face),
-                     np.select(regions, [zero, one, t_ab, zero, zero, 1.0 - t_bc], vb * face),
-                     np.select(regions, [zero, zero, zero, one, t_ac, t_bc], vc * face)], axis=-1)
+    candidates = np.stack([np.stack(w, axis=-1) for w in (
+        (one, zero, zero), (zero, one, zero), (1.0 - t_ab, t_ab, zero), (zero, zero, one),
+        (1.0 - t_ac, zero, t_ac), (zero, 1.0 - t_bc, t_bc), (va * face, vb * face, vc * face))], axis=-2)
+    return np.take_along_axis(candidates, region[..., None, None], axis=-2)[..., 0, :]
 
 
 def _safe(x: np.ndarray) -> np.ndarray:
@@ -47,9 +49,9 @@ def _safe(x: np.ndarray) -> np.ndarray:
 
 
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """u x v over rows (K, 3): without np.cross's overhead."""
-    return np.stack([u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1], u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2],
-                     u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]], axis=1)
+    """u x v over the last axis (..., 3): without np.cross's overhead."""
+    return np.stack([u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1], u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
+                     u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]], axis=-1)
 
 
 def _segment_closest(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
@@ -68,7 +70,7 @@ def _tetra_closest(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     others = np.array([0, 1, 2])
     corner = s[:, faces]  # (K, 3 faces, 3 corners, 3)
     a, b, c = corner[:, :, 0], corner[:, :, 1], corner[:, :, 2]
-    normal = np.cross(b - a, c - a)
+    normal = _cross(b - a, c - a)
     origin_side, vertex_side = -_dot(normal, a), _dot(normal, s[:, others] - a)
     inside = (origin_side * vertex_side > 0.0).all(axis=1)  # the origin on the other vertex's side of these faces
     w = triangle_closest(a.reshape(-1, 3), b.reshape(-1, 3), c.reshape(-1, 3)).reshape(len(s), 3, 3)
@@ -111,75 +113,88 @@ def core_distance(a: np.ndarray, b: np.ndarray, beyond: np.ndarray | float = np.
     their nearest points on a and on b (K, 3), and whether they overlap (K,) (distance 0 there).
     A vertex set may repeat a vertex (padding). Entries shown further apart than `beyond` (K,) stop
     there with a lower bound of their distance (a separating direction's gap; points not nearest).
-    start: a guess (K, 3) of the direction from b toward a (default: from b's middle to a's).
+    start: a guess (K, 3) of the direction from b toward a (default: from b's middle to a's)."""
+    return core_search(a, b, beyond, start)[:4]
+
+
+def core_search(a: np.ndarray, b: np.ndarray, beyond: np.ndarray | float = np.inf, start: np.ndarray | None = None,
+                simplex: tuple | None = None) -> tuple:
+    """core_distance, from a simplex where one is known: (vertex indices on a (K, 4), on b (K, 4),
+    how many (K,), 0: none), the last answer's for these entries (a solver's next look is near: it
+    ends in a round or two); with the simplex each entry ended on, the same way, last.
 
     The entries still searching are kept packed (their sets, simplices' vertex indices and points
-    on both sets, weights): a round touches only them."""
+    on both sets): a round touches only them."""
     count = len(a)
     gap, near_a, near_b = np.zeros(count), np.zeros((count, 3)), np.zeros((count, 3))
     overlap = np.zeros(count, dtype=bool)
+    final = (np.zeros((count, 4), dtype=int), np.zeros((count, 4), dtype=int), np.zeros(count, dtype=int))
     live = np.arange(count)
     limit = np.minimum(np.broadcast_to(np.asarray(beyond, dtype=float), (count,)), 1e9)  # finite: 0 * limit is 0
     ia, ib = np.zeros((count, 4), dtype=int), np.zeros((count, 4), dtype=int)
     start = a.mean(axis=1) - b.mean(axis=1) if start is None else start
     ia[:, 0], ib[:, 0] = _support(a, -start), _support(b, start)  # start from the sides facing each other
-    on_a, on_b = np.zeros((count, 4, 3)), np.zeros((count, 4, 3))
-    on_a[:, 0], on_b[:, 0] = a[live, ia[:, 0]], b[live, ib[:, 0]]
-    weights = np.zeros((count, 4))
-    weights[:, 0] = 1.0
     size = np.ones(count, dtype=int)
+    if simplex is not None:
+        known = simplex[2] > 0
+        ia[known] = np.minimum(simplex[0][known], a.shape[1] - 1)  # any indices are a simplex: kept in range
+        ib[known] = np.minimum(simplex[1][known], b.shape[1] - 1)
+        size[known] = np.minimum(simplex[2][known], 4)
+    on_a, on_b = a[live[:, None], ia], b[live[:, None], ib]
     slots = np.arange(4)
+
+    def finish(which, apart=None, vw=None, vv=None, pa=None, pb=None, touching=None):
+        out = live[which]
+        final[0][out], final[1][out], final[2][out] = ia[which], ib[which], size[which]
+        if apart is None:  # the origin inside a tetrahedron: the sets overlap
+            overlap[out] = True
+            return
+        gap[out] = np.where(apart[which], vw[which] / np.sqrt(np.maximum(vv[which], _TINY)), np.sqrt(vv[which]))
+        near_a[out], near_b[out], overlap[out] = pa[which], pb[which], touching[which]
+
     for _ in range(GJK_ROUNDS):
         rows = np.arange(len(live))
-        pa, pb = np.einsum("lk,lki->li", weights, on_a), np.einsum("lk,lki->li", weights, on_b)
-        v = pa - pb
-        vv = _dot(v, v)
-        ja, jb = _support(a, -v), _support(b, v)
-        wa, wb = a[rows, ja], b[rows, jb]
-        vw = _dot(v, wa - wb)
-        touching = vv < _TINY
-        apart = vw > limit * np.sqrt(vv)  # w's plane across -v parts them by more than the limit
-        again = ((ia == ja[:, None]) & (ib == jb[:, None]) & (slots < size[:, None])).any(axis=1)
-        done = touching | apart | (vv - vw <= _REL * vv) | again
-        if done.any():
-            out = live[done]
-            gap[out] = np.where(apart[done], vw[done] / np.sqrt(np.maximum(vv[done], _TINY)), np.sqrt(vv[done]))
-            near_a[out], near_b[out], overlap[out] = pa[done], pb[done], touching[done]
-            keep = ~done
-            live, a, b, limit, ia, ib, on_a, on_b, size = (x[keep] for x in (live, a, b, limit, ia, ib, on_a, on_b,
-                                                                          size))
-            ja, jb, wa, wb = ja[keep], jb[keep], wa[keep], wb[keep]
-            rows = np.arange(len(live))
-        if not len(live):
-            break
-        ia[rows, size], ib[rows, size], on_a[rows, size], on_b[rows, size] = ja, jb, wa, wb
-        size = size + 1
         found, inside = _closest(on_a - on_b, size)
         lost = found.sum(axis=1) < 0.5  # a degenerate simplex lost its weights: keep its newest vertex
         found[lost] = 0.0
         found[lost, size[lost] - 1] = 1.0
         # keep the vertices that carry the nearest point, first
         order = np.argsort(found <= 0.0, axis=1, kind="stable")
-        ia, ib = np.take_along_axis(ia, order, axis=1), np.take_along_axis(ib, order, axis=1)
-        on_a = np.take_along_axis(on_a, order[..., None], axis=1)
-        on_b = np.take_along_axis(on_b, order[..., None], axis=1)
-        weights = np.take_along_axis(found, order, axis=1)
-        size = np.maximum((found > 0.0).sum(axis=1), 1)
-        if inside.any():  # the origin inside a tetrahedron: the sets overlap
-            overlap[live[inside]] = True
-            near_a[live[inside]] = np.einsum("lk,lki->li", weights[inside], on_a[inside])
-            near_b[live[inside]] = np.einsum("lk,lki->li", weights[inside], on_b[inside])
-            keep = ~inside
-            live, a, b, limit, ia, ib, on_a, on_b, size, weights = (
-                x[keep] for x in (live, a, b, limit, ia, ib, on_a, on_b, size, weights))
+        pick = (rows[:, None], order)
+        ia, ib, on_a, on_b, weights = ia[pick], ib[pick], on_a[pick], on_b[pick], found[pick]
+        size = np.where(inside, 4, np.maximum((found > 0.0).sum(axis=1), 1))
+        pa, pb = np.einsum("lk,lki->li", weights, on_a), np.einsum("lk,lki->li", weights, on_b)
+        v = pa - pb
+        vv = _dot(v, v)
+        ja, jb = _support(a, -v), _support(b, v)
+        wa, wb = a[rows, ja], b[rows, jb]
+        vw = _dot(v, wa - wb)
+        touching = (vv < _TINY) & ~inside
+        apart = (vw > limit * np.sqrt(vv)) & ~inside  # w's plane across -v parts them by more than the limit
+        again = ((ia == ja[:, None]) & (ib == jb[:, None]) & (slots < size[:, None])).any(axis=1)
+        done = touching | apart | (vv - vw <= _REL * vv) | again
+        if inside.any():
+            finish(inside)
+        done &= ~inside
+        if done.any():
+            finish(done, apart, vw, vv, pa, pb, touching)
+        keep = ~(done | inside)
+        if not keep.all():
+            live, a, b, limit, ia, ib, on_a, on_b, size, ja, jb, wa, wb = (
+                x[keep] for x in (live, a, b, limit, ia, ib, on_a, on_b, size, ja, jb, wa, wb))
+            rows = np.arange(len(live))
         if not len(live):
             break
-    else:  # out of rounds: the last simplex's nearest point
-        near_a[live] = np.einsum("lk,lki->li", weights, on_a)
-        near_b[live] = np.einsum("lk,lki->li", weights, on_b)
-        gap[live] = np.linalg.norm(near_a[live] - near_b[live], axis=-1)
+        ia[rows, size], ib[rows, size], on_a[rows, size], on_b[rows, size] = ja, jb, wa, wb
+        size = size + 1
+    else:  # out of rounds: the last simplex's nearest point (the newest vertex not yet weighed)
+        every = np.ones(len(live), dtype=bool)
+        size = size - 1
+        v = pa[keep] - pb[keep]
+        finish(every, np.zeros(len(live), dtype=bool), np.zeros(len(live)), _dot(v, v), pa[keep], pb[keep],
+               np.zeros(len(live), dtype=bool))
     gap[overlap] = 0.0
-    return gap, near_a, near_b, overlap
+    return gap, near_a, near_b, overlap, final
 
 
 def face_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -212,16 +227,31 @@ def overlap_depth(a: np.ndarray, b: np.ndarray, axes: np.ndarray) -> tuple[np.nd
 
 
 def convex_distance(a: np.ndarray, ra: np.ndarray, b: np.ndarray, rb: np.ndarray, axes, beyond: float = np.inf,
-                    start: np.ndarray | None = None):
+                    start: np.ndarray | None = None, simplex: tuple | None = None):
     """Signed distance (K,) between proxies: cores a (K, Na, 3) and b (K, Nb, 3) swept by radii
     ra, rb (K,); points on the cores (K, 3) where it is measured and the unit normal (K, 3) from
     b toward a (moving a along it parts them). Overlapping cores: minus their overlap along
-    axes(rows) (M, 3) for those entries (the hulls' world face normals), less the radii. Entries
-    further apart than `beyond`: a lower bound above it. start: a guess of the normal."""
-    gap, pa, pb, inside = core_distance(a, b, beyond + ra + rb, start)
+    axes(rows) (M, 3) for those entries (the hulls' world face normals) or along `start` if less,
+    less the radii, pushed apart along `start` (a guess of the normal moving continuously with the
+    bodies: their bounding capsules'). Entries further apart than `beyond`: a lower bound above it.
+    simplex: where each entry's search ended last (core_search), and last the simplex it ends on now."""
+    gap, pa, pb, inside, simplex = core_search(a, b, beyond + ra + rb, start, simplex)
     normal = (pa - pb) / np.maximum(np.linalg.norm(pa - pb, axis=-1), 1e-300)[:, None]
     rows = np.flatnonzero(inside)
     if len(rows):
         depth, direction, deep_a, deep_b = overlap_depth(a[rows], b[rows], axes(rows))
+        if start is not None:  # pushed out along the guess: it moves on with the bodies, a face normal jumps
+            direction = start[rows] / np.maximum(np.linalg.norm(start[rows], axis=-1, keepdims=True), 1e-300)
+            sunk, deep_a, deep_b = along(a[rows], b[rows], direction)
+            depth = np.minimum(depth, sunk)  # both no less than the penetration depth
         gap[rows], normal[rows], pa[rows], pb[rows] = -depth, direction, deep_a, deep_b
-    return gap - ra - rb, pa, pb, normal
+    return gap - ra - rb, pa, pb, normal, simplex
+
+
+def along(a: np.ndarray, b: np.ndarray, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How far a (K, Na, 3) must move along unit directions (K, 3) to clear b (K, Nb, 3) (m; no less
+    than the penetration depth), and the vertices of a and b that meet last (K, 3)."""
+    rows = np.arange(len(a))
+    low, high = _support(a, -direction), _support(b, direction)
+    deep_a, deep_b = a[rows, low], b[rows, high]
+    return _dot(deep_b - deep_a, direction), deep_a, deep_b

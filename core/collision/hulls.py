@@ -16,7 +16,8 @@ from ..model.kinematics import FIXED, KinematicTree
 from .convex import convex_distance, core_distance, face_normals
 from .distance import capsule_distance
 
-HULL_VERTICES = 64  # vertices of a simplified hull, at most (32: rounded by 6 / 10 mm on the G1 pelvis / torso; 64: 2.8 / 4.5)
+HULL_VERTICES = 64  # vertices of a simplified hull, at most (32: rounded by 6 / 10 mm on the G1 pelvis / torso;
+# 64: 2.8 / 4.5). At most 127: the searches' vertex indices are kept as int8 (core.collision.avoid)
 HULL_FACES = 2 * HULL_VERTICES - 4  # a hull of V vertices has at most 2V - 4 triangles
 HULL_TOLERANCE_M = 0.001  # a hull stops growing when no mesh vertex is further outside it than this
 
@@ -88,12 +89,15 @@ def pad_hull(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.nd
     return out_v, out_f
 
 
-def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, within: float = np.inf) -> tuple:
+def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, within: float = np.inf,
+                   simplex: tuple | None = None) -> tuple:
     """Signed distances (K,) of capsule-pair entries (capsule indices (K, 2), their world ends
     (K, 2, 2, 3)), the points on both cores (K, 3) and the normal from the second toward the first
-    (K, 3). A capsule row that is a hull's (model.hull >= 0) is measured on the hull where its
+    (K, 3), and `simplex`. A capsule row that is a hull's (model.hull >= 0) is measured on the hull where its
     bounding capsule comes within `within` (beyond, that capsule's distance: a lower bound):
-    hull_world(rows, side) gives those entries' world vertices (n, HULL_VERTICES, 3)."""
+    hull_world(rows, side) gives those entries' world vertices (n, HULL_VERTICES, 3). simplex: where
+    each entry's search on hulls ended last (core.collision.convex.core_search: vertex indices (K, 4)
+    on each side, how many (K,)), updated in place."""
     a, b = capsules[:, 0], capsules[:, 1]
     exact, ca, cb = capsule_distance(ends[:, 0, 0], ends[:, 0, 1], model.radius[a],
                                      ends[:, 1, 0], ends[:, 1, 1], model.radius[b])
@@ -103,7 +107,7 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
     normal = np.where(np.linalg.norm(gap, axis=-1, keepdims=True) > 1e-9, gap, fallback)
     normal = normal / np.linalg.norm(normal, axis=-1, keepdims=True)
     if model.hull is None:
-        return exact, ca, cb, normal
+        return exact, ca, cb, normal, simplex
     hull_a, hull_b = model.hull[a] >= 0, model.hull[b] >= 0
     near = exact < within
     for kind_a, kind_b in ((True, False), (False, True), (True, True)):
@@ -125,6 +129,10 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
         def axes(inside, cores=cores, faces=faces):  # the hulls' face normals, for overlapping entries only
             return np.concatenate([face_normals(cores[side][inside], triangles[inside])
                                    for side, triangles in faces], axis=1)
-        exact[rows], ca[rows], cb[rows], normal[rows] = convex_distance(cores[0], radii[0], cores[1], radii[1], axes,
-                                                                         within, normal[rows])
-    return exact, ca, cb, normal
+        known = None if simplex is None else tuple(x[rows] for x in simplex)
+        exact[rows], ca[rows], cb[rows], normal[rows], ended = convex_distance(
+            cores[0], radii[0], cores[1], radii[1], axes, within, normal[rows], known)
+        if simplex is not None:
+            for x, y in zip(simplex, ended):
+                x[rows] = y
+    return exact, ca, cb, normal, simplex

@@ -77,7 +77,7 @@ def test_a_capsules_hull_measures_what_the_capsule_does():
     hulls = np.concatenate([p[:, None] + r[:, None, None] * sphere[None, :200],
                             q[:, None] + r[:, None, None] * sphere[None, 200:]], axis=1)
     want = capsule_distance(p, q, r, p2, q2, r2)[0]
-    got, _, _, normal = convex_distance(hulls, np.zeros(count), np.stack([p2, q2], axis=1), r2,
+    got, _, _, normal, _ = convex_distance(hulls, np.zeros(count), np.stack([p2, q2], axis=1), r2,
                                         lambda rows: np.zeros((len(rows), 1, 3)) + [0.0, 0.0, 1.0])
     apart = want > 0.0
     assert apart.sum() > 10
@@ -97,11 +97,11 @@ def test_overlapping_boxes_report_their_depth_and_the_way_out():
     a = corners * [0.1, 0.2, 0.2]
     b = corners * [0.1, 0.1, 0.1] + [0.188, 0.05, 0.0]
     axes = np.concatenate([face_normals(a[None], faces[None]), face_normals(b[None], faces[None])], axis=1)
-    dist, _, _, normal = convex_distance(a[None], np.zeros(1), b[None], np.zeros(1), lambda rows: axes[rows])
+    dist, _, _, normal, _ = convex_distance(a[None], np.zeros(1), b[None], np.zeros(1), lambda rows: axes[rows])
     assert dist[0] == pytest.approx(-0.012)
     np.testing.assert_allclose(normal[0], [-1.0, 0.0, 0.0], atol=1e-12)
     segment = np.array([[[0.05, -0.5, 0.0], [0.05, 0.5, 0.0]]])
-    dist, _, _, normal = convex_distance(a[None], np.array([0.003]), segment, np.array([0.01]),
+    dist, _, _, normal, _ = convex_distance(a[None], np.array([0.003]), segment, np.array([0.01]),
                                          lambda rows: axes[rows, :12])
     assert dist[0] == pytest.approx(-0.05 - 0.013)
     np.testing.assert_allclose(normal[0], [-1.0, 0.0, 0.0], atol=1e-12)
