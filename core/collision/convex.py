@@ -139,7 +139,7 @@ def core_search(a: np.ndarray, b: np.ndarray, beyond: np.ndarray | float = np.in
         known = simplex[2] > 0
         ia[known] = np.minimum(simplex[0][known], a.shape[1] - 1)  # any indices are a simplex: kept in range
         ib[known] = np.minimum(simplex[1][known], b.shape[1] - 1)
-        size[known] = np.minimum(simplex[2][known], 4)
+        size[known] = np.minimum(simplex[2][known], 3)  # a tetrahedron's faces are searched only through its newest
     on_a, on_b = a[live[:, None], ia], b[live[:, None], ib]
     slots = np.arange(4)
 
@@ -217,13 +217,9 @@ def overlap_depth(a: np.ndarray, b: np.ndarray, axes: np.ndarray) -> tuple[np.nd
     down = on_b.max(axis=1) - on_a.min(axis=1)  # ... or up by this
     least = np.minimum(up, down)
     k = np.argmin(least, axis=1)
-    depth = least[rows, k]
-    lower = up[rows, k] <= down[rows, k]
     axis = axes[rows, k]
-    direction = np.where(lower[:, None], -axis, axis)
-    deep_a = a[rows, _support(a, -direction)]
-    deep_b = b[rows, _support(b, direction)]
-    return depth, direction, deep_a, deep_b
+    direction = np.where((up[rows, k] <= down[rows, k])[:, None], -axis, axis)
+    return least[rows, k], direction, a[rows, _support(a, -direction)], b[rows, _support(b, direction)]
 
 
 def convex_distance(a: np.ndarray, ra: np.ndarray, b: np.ndarray, rb: np.ndarray, axes, beyond: float = np.inf,
@@ -231,27 +227,13 @@ def convex_distance(a: np.ndarray, ra: np.ndarray, b: np.ndarray, rb: np.ndarray
     """Signed distance (K,) between proxies: cores a (K, Na, 3) and b (K, Nb, 3) swept by radii
     ra, rb (K,); points on the cores (K, 3) where it is measured and the unit normal (K, 3) from
     b toward a (moving a along it parts them). Overlapping cores: minus their overlap along
-    axes(rows) (M, 3) for those entries (the hulls' world face normals) or along `start` if less,
-    less the radii, pushed apart along `start` (a guess of the normal moving continuously with the
-    bodies: their bounding capsules'). Entries further apart than `beyond`: a lower bound above it.
-    simplex: where each entry's search ended last (core_search), and last the simplex it ends on now."""
+    axes(rows) (M, 3) for those entries (the hulls' world face normals), less the radii. Entries
+    further apart than `beyond`: a lower bound above it. start: a guess of the normal; simplex:
+    where each entry's search ended last (core_search), and last the simplex it ends on now."""
     gap, pa, pb, inside, simplex = core_search(a, b, beyond + ra + rb, start, simplex)
     normal = (pa - pb) / np.maximum(np.linalg.norm(pa - pb, axis=-1), 1e-300)[:, None]
     rows = np.flatnonzero(inside)
     if len(rows):
         depth, direction, deep_a, deep_b = overlap_depth(a[rows], b[rows], axes(rows))
-        if start is not None:  # pushed out along the guess: it moves on with the bodies, a face normal jumps
-            direction = start[rows] / np.maximum(np.linalg.norm(start[rows], axis=-1, keepdims=True), 1e-300)
-            sunk, deep_a, deep_b = along(a[rows], b[rows], direction)
-            depth = np.minimum(depth, sunk)  # both no less than the penetration depth
         gap[rows], normal[rows], pa[rows], pb[rows] = -depth, direction, deep_a, deep_b
     return gap - ra - rb, pa, pb, normal, simplex
-
-
-def along(a: np.ndarray, b: np.ndarray, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """How far a (K, Na, 3) must move along unit directions (K, 3) to clear b (K, Nb, 3) (m; no less
-    than the penetration depth), and the vertices of a and b that meet last (K, 3)."""
-    rows = np.arange(len(a))
-    low, high = _support(a, -direction), _support(b, direction)
-    deep_a, deep_b = a[rows, low], b[rows, high]
-    return _dot(deep_b - deep_a, direction), deep_a, deep_b

@@ -9,6 +9,8 @@ capsule row is kept as the hull's bounding capsule (broad phases, bounding spher
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
@@ -16,6 +18,10 @@ from ..model.kinematics import FIXED, KinematicTree
 from .convex import convex_distance, core_distance, face_normals
 from .distance import capsule_distance
 
+# off by default: on, the G1's limb error with avoidance falls (walk +0.63 -> +0.48 deg, hop +1.13 -> +0.69) but
+# the avoidance is no longer continuous in its input (flat faces: tests/core/test_steady_continuity.py,
+# test_invariance_avoidance.py) and costs twice the CPU (docs/notes/s17-hulls.md)
+HULL_PROXIES = os.environ.get("ROBOT_RETARGET_HULLS", "") == "1"
 HULL_VERTICES = 64  # vertices of a simplified hull, at most (32: rounded by 6 / 10 mm on the G1 pelvis / torso;
 # 64: 2.8 / 4.5). At most 127: the searches' vertex indices are kept as int8 (core.collision.avoid)
 HULL_FACES = 2 * HULL_VERTICES - 4  # a hull of V vertices has at most 2V - 4 triangles
@@ -24,7 +30,10 @@ HULL_TOLERANCE_M = 0.001  # a hull stops growing when no mesh vertex is further 
 
 def trunk_links(tree: KinematicTree) -> set[int]:
     """The links more than one moving chain branches from (through links fixed to them): the
-    pelvis (legs, waist) and the torso (arms), where the hands and forearms come close."""
+    pelvis (legs, waist) and the torso (arms), where the hands and forearms come close; none unless
+    HULL_PROXIES."""
+    if not HULL_PROXIES:
+        return set()
     body = {}
     for link in range(len(tree.link_names)):  # each link's body: its own, or the one it is fixed to
         up = link

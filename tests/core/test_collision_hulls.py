@@ -107,8 +107,14 @@ def test_overlapping_boxes_report_their_depth_and_the_way_out():
     np.testing.assert_allclose(normal[0], [-1.0, 0.0, 0.0], atol=1e-12)
 
 
-@pytest.fixture(scope="module")
-def g1():
+@pytest.fixture
+def g1(monkeypatch, tmp_path):
+    """The G1 with hull proxies on (core.collision.hulls.HULL_PROXIES), fitted afresh in a private cache."""
+    from core.collision import hulls, pairs, proxies, store
+    monkeypatch.setattr(hulls, "HULL_PROXIES", True)
+    monkeypatch.setenv(store.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(proxies, "_MODELS", {})
+    monkeypatch.setattr(pairs, "_PAIRS", {})
     return KinematicTree(parse_urdf(G1))
 
 
@@ -128,3 +134,37 @@ def test_g1_trunk_hulls_hold_every_mesh_vertex_and_are_tighter_than_capsules(g1)
         # the same as fitting afresh
         again = simplified_hull(mesh.points)
         assert again[2] == pytest.approx(model.hull_radius[h])
+
+
+def test_g1_hull_distance_never_above_the_brute_force_mesh_distance(g1):
+    """Random postures (as tests/core/test_collision.py's capsules): wherever a checked pair with a
+    hull comes within 5 cm, it says no more than the meshes' vertex-to-vertex distance, within 2 mm."""
+    from core.collision import collision_pairs
+    from core.collision.pairs import pair_distances
+    pairs = collision_pairs(g1)
+    model = pairs.model
+    rng = np.random.default_rng(5)
+    q = g1.lower + rng.random((12, g1.dof)) * (g1.upper - g1.lower)
+    proxy = pairs.body_distance(pair_distances(g1, pairs, q, None))
+    hulled = set(model.capsule_body[model.hull >= 0].tolist())
+    checked = 0
+    for f in range(len(q)):
+        poses = g1.forward(q[f:f + 1])[0]
+        for p, (a, b) in enumerate(pairs.bodies):
+            if proxy[f, p] > 0.05 or not ({int(a), int(b)} & hulled):
+                continue
+            wa, wb = (_mesh_world(g1, model, body, poses)[::5] for body in (a, b))
+            if not len(wa) or not len(wb):  # a body of spheres (the feet): no mesh to compare with
+                continue
+            brute = np.sqrt(((wa[:, None] - wb[None]) ** 2).sum(-1).min())
+            assert proxy[f, p] <= brute + 2e-3
+            checked += 1
+    assert checked > 5
+
+
+def _mesh_world(tree, model, body, poses) -> np.ndarray:
+    link = model.body_links[body]
+    mesh = body_mesh(tree, link)
+    if mesh is None:
+        return np.zeros((0, 3))
+    return mesh.points @ poses[link, :3, :3].T + poses[link, :3, 3]
