@@ -131,15 +131,7 @@ def core_search(a: np.ndarray, b: np.ndarray, beyond: np.ndarray | float = np.in
     final = (np.zeros((count, 4), dtype=int), np.zeros((count, 4), dtype=int), np.zeros(count, dtype=int))
     live = np.arange(count)
     limit = np.minimum(np.broadcast_to(np.asarray(beyond, dtype=float), (count,)), 1e9)  # finite: 0 * limit is 0
-    ia, ib = np.zeros((count, 4), dtype=int), np.zeros((count, 4), dtype=int)
-    start = a.mean(axis=1) - b.mean(axis=1) if start is None else start
-    ia[:, 0], ib[:, 0] = _support(a, -start), _support(b, start)  # start from the sides facing each other
-    size = np.ones(count, dtype=int)
-    if simplex is not None:
-        known = simplex[2] > 0
-        ia[known] = np.minimum(simplex[0][known], a.shape[1] - 1)  # any indices are a simplex: kept in range
-        ib[known] = np.minimum(simplex[1][known], b.shape[1] - 1)
-        size[known] = np.minimum(simplex[2][known], 3)  # a tetrahedron's faces are searched only through its newest
+    ia, ib, size = _first_simplex(a, b, start, simplex)
     on_a, on_b = a[live[:, None], ia], b[live[:, None], ib]
     slots = np.arange(4)
 
@@ -154,15 +146,7 @@ def core_search(a: np.ndarray, b: np.ndarray, beyond: np.ndarray | float = np.in
 
     for _ in range(GJK_ROUNDS):
         rows = np.arange(len(live))
-        found, inside = _closest(on_a - on_b, size)
-        lost = found.sum(axis=1) < 0.5  # a degenerate simplex lost its weights: keep its newest vertex
-        found[lost] = 0.0
-        found[lost, size[lost] - 1] = 1.0
-        # keep the vertices that carry the nearest point, first
-        order = np.argsort(found <= 0.0, axis=1, kind="stable")
-        pick = (rows[:, None], order)
-        ia, ib, on_a, on_b, weights = ia[pick], ib[pick], on_a[pick], on_b[pick], found[pick]
-        size = np.where(inside, 4, np.maximum((found > 0.0).sum(axis=1), 1))
+        (ia, ib, on_a, on_b, size), weights, inside = _reduced(ia, ib, on_a, on_b, size)
         pa, pb = np.einsum("lk,lki->li", weights, on_a), np.einsum("lk,lki->li", weights, on_b)
         v = pa - pb
         vv = _dot(v, v)
@@ -195,6 +179,36 @@ def core_search(a: np.ndarray, b: np.ndarray, beyond: np.ndarray | float = np.in
                np.zeros(len(live), dtype=bool))
     gap[overlap] = 0.0
     return gap, near_a, near_b, overlap, final
+
+
+def _first_simplex(a: np.ndarray, b: np.ndarray, start: np.ndarray | None, simplex: tuple | None):
+    """Vertex indices on a and on b (K, 4) and how many (K,) each search starts from: the last
+    search's simplex where known, else the two sets' points facing each other along `start`."""
+    count = len(a)
+    ia, ib = np.zeros((count, 4), dtype=int), np.zeros((count, 4), dtype=int)
+    start = a.mean(axis=1) - b.mean(axis=1) if start is None else start
+    ia[:, 0], ib[:, 0] = _support(a, -start), _support(b, start)
+    size = np.ones(count, dtype=int)
+    if simplex is not None:
+        known = simplex[2] > 0
+        ia[known] = np.minimum(simplex[0][known], a.shape[1] - 1)  # any indices are a simplex: kept in range
+        ib[known] = np.minimum(simplex[1][known], b.shape[1] - 1)
+        size[known] = np.minimum(simplex[2][known], 3)  # a tetrahedron's faces are searched only through its newest
+    return ia, ib, size
+
+
+def _reduced(ia: np.ndarray, ib: np.ndarray, on_a: np.ndarray, on_b: np.ndarray, size: np.ndarray) -> tuple:
+    """Simplices (vertex indices (L, 4) and points (L, 4, 3) on a and b, how many (L,)) cut to the
+    vertices that carry their point nearest the origin, first: the same five, their weights (L, 4)
+    and whether they hold the origin (L,) (a full tetrahedron, kept whole)."""
+    rows = np.arange(len(size))
+    found, inside = _closest(on_a - on_b, size)
+    lost = found.sum(axis=1) < 0.5  # a degenerate simplex lost its weights: keep its newest vertex
+    found[lost] = 0.0
+    found[lost, size[lost] - 1] = 1.0
+    pick = (rows[:, None], np.argsort(found <= 0.0, axis=1, kind="stable"))
+    size = np.where(inside, 4, np.maximum((found > 0.0).sum(axis=1), 1))
+    return (ia[pick], ib[pick], on_a[pick], on_b[pick], size), found[pick], inside
 
 
 def face_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
