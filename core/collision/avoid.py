@@ -17,7 +17,7 @@ import numpy as np
 from ..model.kinematics import PRISMATIC, KinematicTree
 from ..model.posing import Poser
 from ..motion.frames import frame_blocks
-from .distance import capsule_distance
+from .hulls import proxy_distance
 from .pairs import CollisionPairs, body_distances, pair_distances
 
 PENETRATION_M = 0.005  # a frame collides when a checked pair overlaps deeper than this
@@ -88,18 +88,23 @@ class Separation:
 class Placed:
     """The capsules of the links a term's joints do not move, in the world over some frames
     (SeparationTerm.placed): capsules' ends (U, 2, 3, F), bodies' centres (B, 3, F), the still
-    poses the moving links are posed from, the moving links' capsule entries and their poser."""
+    poses the moving links are posed from, the moving links' capsule entries and their poser,
+    the hull proxies' vertices, and where their distances' last searches ended."""
 
     ends: np.ndarray
     centre: np.ndarray
     known: dict
     moving: list
     poser: Poser
+    hulls: np.ndarray  # hull proxies' vertices (H, HULL_VERTICES, 3, F)
+    searched: dict  # where each frame's hull distances' searches ended (SeparationTerm._searched), shared by copies
+    frames: np.ndarray  # these frames' rows in `searched`
 
     def on(self, frames: np.ndarray) -> "Placed":
         """A copy on some frames (indices): a look fills in the moving links' rows."""
         return Placed(self.ends[..., frames], self.centre[..., frames],
-                      {link: pose[frames] for link, pose in self.known.items()}, self.moving, self.poser)
+                      {link: pose[frames] for link, pose in self.known.items()}, self.moving, self.poser,
+                      self.hulls[..., frames], self.searched, self.frames[frames])
 
 
 class SeparationTerm:
@@ -139,54 +144,71 @@ class SeparationTerm:
         self._used, local = np.unique(self.capsules, return_inverse=True)  # the capsules read, and where
         self._local = local.reshape(self.capsules.shape)
         links = model.capsule_link[self._used]
-        # per link: its capsules' rows, their ends and then its body's centre in its frame (one product for all)
-        self._capsule_ends = [(int(link), np.flatnonzero(links == link), slot[int(link)],
-                               np.vstack([model.ends[self._used[links == link]].reshape(-1, 3),
-                                          centre[bodies[slot[int(link)]]][None]])) for link in np.unique(links)]
+        # the hull proxies read: each used capsule row's place among them (-1: a capsule)
+        hull = model.hull[self._used] if model.hull is not None else np.full(len(self._used), -1)
+        self._hull_slot = np.full(len(self._used), -1)
+        self._hull_slot[hull >= 0] = np.arange(int((hull >= 0).sum()))
+        # per link: its capsules' rows, their ends, its hulls' vertices and then its body's centre in its
+        # frame (one product for all), and its hulls' rows
+        self._capsule_ends = []
+        for link in np.unique(links):
+            rows = np.flatnonzero(links == link)
+            hulls = rows[hull[rows] >= 0]
+            vertices = model.hull_points[hull[hulls]].reshape(-1, 3) if len(hulls) else np.zeros((0, 3))
+            self._capsule_ends.append((int(link), rows, slot[int(link)],
+                                       np.vstack([model.ends[self._used[rows]].reshape(-1, 3), vertices,
+                                                  centre[bodies[slot[int(link)]]][None]]),
+                                       self._hull_slot[hulls]))
         self._poser = Poser(self.tree, self._links)
-        caps = self.capsules  # per capsule pair, gathered once: both capsules' half reaches and radii
+        caps = self.capsules  # per capsule pair, gathered once: both capsules' half reaches
         self._half_pair = (self._half[caps[:, 0]], self._half[caps[:, 1]])
-        self._radius_pair = (model.radius[caps[:, 0]], model.radius[caps[:, 1]])
 
     def placed(self, still: dict, frames: int) -> "Placed":
         """The capsules of the links in `still` (poses over `frames` frames, still_poses) put in the
         world once, and the poses the others are posed from: a correction's steps move none of them,
         so each step's look places only the links its joints move."""
-        ends = np.empty((len(self._used), 2, 3, frames))
-        centre = np.empty((len(self._radius), 3, frames))
-        self._place([entry for entry in self._capsule_ends if entry[0] in still], still, ends, centre)
+        ends, centre, hulls = self._room(frames)
+        self._place([entry for entry in self._capsule_ends if entry[0] in still], still, ends, centre, hulls)
         moving = [entry for entry in self._capsule_ends if entry[0] not in still]
         links = {entry[0] for entry in moving} | {int(v) for v in self.variables}
         above = {up for link in links for up in _ancestors(self.tree, link)}
         return Placed(ends, centre, {link: pose for link, pose in still.items() if link in above}, moving,
-                      Poser(self.tree, links))
+                      Poser(self.tree, links), hulls, {"frames": frames}, np.arange(frames))
 
-    def _place(self, entries: list, poses: dict, ends: np.ndarray, centre: np.ndarray) -> None:
-        """The capsules' ends and bodies' centres of some links (_capsule_ends entries) in the world,
-        in place: one product per link."""
-        for link, rows, body, local in entries:
+    def _room(self, frames: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Empty arrays for the capsules' ends (U, 2, 3, F), the bodies' centres (B, 3, F) and the
+        hulls' vertices (H, HULL_VERTICES, 3, F) in the world."""
+        vertices = self.model.hull_points.shape[1] if self.model.hull is not None else 0
+        return (np.empty((len(self._used), 2, 3, frames)), np.empty((len(self._radius), 3, frames)),
+                np.empty((int((self._hull_slot >= 0).sum()), vertices, 3, frames)))
+
+    def _place(self, entries: list, poses: dict, ends: np.ndarray, centre: np.ndarray, hulls: np.ndarray) -> None:
+        """The capsules' ends, hulls' vertices and bodies' centres of some links (_capsule_ends entries)
+        in the world, in place: one product per link."""
+        for link, rows, body, local, hull_rows in entries:
             points = poses[link].apply(local)
-            ends[rows] = points[:-1].reshape(len(rows), 2, 3, -1)
+            ends[rows] = points[:2 * len(rows)].reshape(len(rows), 2, 3, -1)
+            if len(hull_rows):
+                hulls[hull_rows] = points[2 * len(rows):-1].reshape(len(hull_rows), hulls.shape[1], 3, -1)
             centre[body] = points[-1]
 
     def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True,
               placed: "Placed | None" = None):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
         capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
-        `within`, with their exact distances (K,), closest points (K, 3) and the capsules' middles (K, 3).
+        `within`, with their exact distances (K,), points on both cores (K, 3) and their normals (K, 3).
         still: poses (F frames) of links the term's joints do not move, on these frames (still_poses);
         placed: instead, their capsules placed on these frames (placed(still, F), placed_on(frames)), the
         others' filled in here."""
         # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
         if placed is None:
             poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
-            ends = np.empty((len(self._used), 2, 3, len(q)))
-            centre = np.empty((len(self._radius), 3, len(q)))
-            self._place(self._capsule_ends, poses, ends, centre)
+            ends, centre, hulls = self._room(len(q))
+            self._place(self._capsule_ends, poses, ends, centre, hulls)
         else:
             poses = placed.poser(q, root, placed.known)
-            ends, centre = placed.ends, placed.centre
-            self._place(placed.moving, poses, ends, centre)
+            ends, centre, hulls = placed.ends, placed.centre, placed.hulls
+            self._place(placed.moving, poses, ends, centre, hulls)
         a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
         apart = (_norm(centre[a] - centre[b]) - (self._radius[a] + self._radius[b])[:, None]).T  # (F, P)
         dist = apart[:, self._owner] if dense else None
@@ -203,13 +225,34 @@ class SeparationTerm:
         if dense:
             dist[f, p] = spheres
         keep = spheres < within
-        f, p, gap, a, b = f[keep], p[keep], gap[keep], a[keep], b[keep]
-        first, second = ends[a, :, :, f], ends[b, :, :, f]  # (K, 2, 3)
-        exact, ca, cb = capsule_distance(first[:, 0], first[:, 1], self._radius_pair[0][p],
-                                         second[:, 0], second[:, 1], self._radius_pair[1][p])
+        f, p, a, b = f[keep], p[keep], a[keep], b[keep]
+        slot = self._hull_slot
+        simplex = self._searched(placed, f, p)
+        exact, ca, cb, normal, _ = proxy_distance(
+            self.model, self.capsules[p], np.stack([ends[a, :, :, f], ends[b, :, :, f]], axis=1),  # (K, 2, 2, 3)
+            lambda rows, side: hulls[slot[(a, b)[side][rows]], :, :, f[rows]], within, simplex)
+        if simplex is not None:
+            self._searched(placed, f, p, simplex)
         if dense:
             dist[f, p] = exact
-        return poses, dist, (f, p, exact, ca, cb, gap)
+        return poses, dist, (f, p, exact, ca, cb, normal)
+
+    def _searched(self, placed: "Placed | None", f: np.ndarray, p: np.ndarray, simplex: tuple | None = None):
+        """Where the hull distances of entries (frames f into placed's, pairs p) last ended their search
+        (core.collision.convex.core_search), kept with the placed capsules over a correction's steps
+        (each step looks again a little further on); with `simplex`, kept. None without hulls or placed."""
+        if placed is None or not (self._hull_slot >= 0).any():
+            return None
+        store, key = placed.searched, (placed.frames[f], p)
+        if "size" not in store:  # vertex indices < HULL_VERTICES: int8
+            shape = (store["frames"], len(self.capsules))
+            store.update(a=np.zeros(shape + (4,), np.int8), b=np.zeros(shape + (4,), np.int8),
+                         size=np.zeros(shape, np.int8))
+        if simplex is None:
+            return tuple(store[name][key].astype(int) for name in ("a", "b", "size"))
+        for name, x in zip(("a", "b", "size"), simplex):
+            store[name][key] = x
+        return simplex
 
     def still_poses(self, q: np.ndarray, root: np.ndarray) -> dict:
         """Poses {link: (F, 4, 4)} of the links the term reads (and their ancestors) that its joints
@@ -317,20 +360,13 @@ class SeparationTerm:
              placed: "Placed | None" = None):
         """Signed distances (F, Q) as `distance` gives them (exact up to `within`; None unless
         `dense`) and the entries of `gradient`, from one evaluation: a correction's first step needs both."""
-        poses, dist, (f, p, exact, ca, cb, mid) = self._near(q, root, within, still, dense, placed)
+        poses, dist, (f, p, exact, ca, cb, normal) = self._near(q, root, within, still, dense, placed)
         inside = exact < within
-        f, p, exact, ca, cb, mid = f[inside], p[inside], exact[inside], ca[inside], cb[inside], mid[inside]
+        f, p, exact, ca, cb, normal = f[inside], p[inside], exact[inside], ca[inside], cb[inside], normal[inside]
         grad = np.zeros((len(f), len(self.variables)))
         if len(f) == 0:
             return dist, (f, p, exact, grad)
-        normal = ca - cb
-        length = np.linalg.norm(normal, axis=-1, keepdims=True)
-        flat = np.flatnonzero(length[:, 0] <= 1e-9)
-        if len(flat):  # overlapping axes: push along the line between the capsules' middles instead
-            apart = np.linalg.norm(mid[flat], axis=-1, keepdims=True) > 1e-9
-            normal[flat] = np.where(apart, mid[flat], [0.0, 0.0, 1.0])
-            length[flat] = np.linalg.norm(normal[flat], axis=-1, keepdims=True)
-        normal = (normal / length).T  # (3, K): entries last, as below
+        normal = normal.T  # (3, K): entries last, as below
         # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
         axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])[:, :, f]  # (V, 3, K)
         joint = np.stack([poses[int(v)].pos for v in self.variables])[:, :, f]

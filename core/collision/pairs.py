@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import FIXED, KinematicTree
-from .distance import capsule_distance
+from .hulls import proxy_distance
 from .proxies import CollisionModel, collision_model, per_robot
 from .store import stored
 
@@ -113,10 +113,21 @@ def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, ro
     model = pairs.model
     if len(pairs.capsules) == 0:
         return np.zeros((len(q), 0))
-    ends = model.world_ends(tree.poses(q, root, [int(link) for link in np.unique(model.capsule_link)]))
-    a, b = pairs.capsules[:, 0], pairs.capsules[:, 1]
-    return capsule_distance(ends[:, a, 0], ends[:, a, 1], model.radius[a], ends[:, b, 0], ends[:, b, 1],
-                            model.radius[b])[0]
+    poses = tree.poses(q, root, [int(link) for link in np.unique(model.capsule_link)])
+    frames = np.repeat(np.arange(len(q)), len(pairs.capsules))
+    capsules = np.tile(pairs.capsules, (len(q), 1))
+    return _exact(model, poses, frames, capsules).reshape(len(q), -1)
+
+
+def _exact(model: CollisionModel, poses: dict, frames: np.ndarray, capsules: np.ndarray,
+           ends: np.ndarray | None = None, within: float = np.inf) -> np.ndarray:
+    """Signed distances (K,) of capsule pairs (K, 2) on frames (K,) of link poses {link: (F, 4, 4)}
+    (ends: their capsules' world ends (F, C, 2, 3) when known): capsules as capsules, hulls as hulls
+    (core.collision.hulls) where they may be closer than `within` (beyond, a lower bound)."""
+    ends = model.world_ends(poses) if ends is None else ends
+    world = model.world_hulls(poses) if model.hull is not None and (model.hull[capsules] >= 0).any() else None
+    return proxy_distance(model, capsules, ends[frames[:, None], capsules],
+                          lambda rows, side: world[frames[rows], model.hull[capsules[rows, side]]], within)[0]
 
 
 def body_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
@@ -150,9 +161,7 @@ def body_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, ro
     reach = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1) + model.radius
     each = np.linalg.norm(middle[frames, a] - middle[frames, b], axis=-1) - reach[a] - reach[b]  # capsules' spheres
     near = np.flatnonzero(each < exact_below)
-    fa, fb = frames[near], (a[near], b[near])
-    each[near] = capsule_distance(ends[fa, fb[0], 0], ends[fa, fb[0], 1], model.radius[fb[0]], ends[fa, fb[1], 0],
-                                  ends[fa, fb[1], 1], model.radius[fb[1]])[0]
+    each[near] = _exact(model, poses, frames[near], np.stack([a[near], b[near]], axis=1), ends, exact_below)
     dist[f, p] = np.minimum.reduceat(each, begin)
     return dist
 

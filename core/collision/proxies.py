@@ -21,6 +21,7 @@ from ..model.meshes import MeshError, load_mesh
 from ..model.transforms import rotate_points
 from ..model.urdf import resolve_mesh_path
 from .fit import fit_capsules
+from .hulls import pad_hull, simplified_hull, trunk_links
 from .parts import BodyMesh, fit_body
 from .store import stored, tree_numbers
 
@@ -34,17 +35,30 @@ class CollisionModel:
     capsule_body: np.ndarray  # (C,) body of each capsule
     ends: np.ndarray  # (C, 2, 3) segment ends in the body link's frame
     radius: np.ndarray  # (C,)
+    # hull proxies (core.collision.hulls): each capsule row's hull, -1 for a capsule (C,); None: none
+    hull: np.ndarray | None = None
+    hull_points: np.ndarray | None = None  # (H, HULL_VERTICES, 3) vertices in the body link's frame, padded
+    hull_faces: np.ndarray | None = None  # (H, HULL_FACES, 3) outward triangles, padded
+    hull_radius: np.ndarray | None = None  # (H,) metres the hull is rounded by to hold the mesh
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The model as arrays (core.collision.store keeps them on disk)."""
-        return {"body_links": np.asarray(self.body_links, dtype=int), "body_names": np.asarray(self.body_names),
-                "capsule_body": self.capsule_body, "ends": self.ends, "radius": self.radius}
+        out = {"body_links": np.asarray(self.body_links, dtype=int), "body_names": np.asarray(self.body_names),
+               "capsule_body": self.capsule_body, "ends": self.ends, "radius": self.radius}
+        if self.hull is not None:
+            out.update(hull=self.hull, hull_points=self.hull_points, hull_faces=self.hull_faces,
+                       hull_radius=self.hull_radius)
+        return out
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "CollisionModel":
+        hulls = {}
+        if "hull" in arrays:
+            hulls = {"hull": arrays["hull"].astype(int), "hull_points": arrays["hull_points"].astype(float),
+                     "hull_faces": arrays["hull_faces"].astype(int), "hull_radius": arrays["hull_radius"].astype(float)}
         return cls([int(b) for b in arrays["body_links"]], [str(n) for n in arrays["body_names"]],
                    arrays["capsule_body"].astype(int), arrays["ends"].reshape(-1, 2, 3).astype(float),
-                   arrays["radius"].astype(float))
+                   arrays["radius"].astype(float), **hulls)
 
     def body_spheres(self) -> tuple[np.ndarray, np.ndarray]:
         """Each body's bounding sphere in its link's frame: centres (B, 3) and radii (B,), metres."""
@@ -79,6 +93,12 @@ class CollisionModel:
             out[:, rows] = rotate_points(pose[:, :3, :3], self.ends[capsules[rows]]) \
                 + pose[:, None, None, :3, 3]
         return out
+
+    def world_hulls(self, poses: dict[int, np.ndarray]) -> np.ndarray:
+        """Hull vertices (F, H, HULL_VERTICES, 3) in the world for link poses {link: (F, 4, 4)}."""
+        links = self.capsule_link[np.flatnonzero(self.hull >= 0)][np.argsort(self.hull[self.hull >= 0])]
+        return np.stack([rotate_points(poses[int(link)][:, :3, :3], self.hull_points[h])
+                         + poses[int(link)][:, None, :3, 3] for h, link in enumerate(links)], axis=1)
 
 
 def collision_model(tree: KinematicTree) -> CollisionModel:
@@ -123,12 +143,17 @@ def per_robot(tree: KinematicTree, attribute: str, cache: dict, build):
 
 
 def fit_model(tree: KinematicTree) -> CollisionModel:
-    links, names, owner, ends, radius = [], [], [], [], []
+    links, names, owner, ends, radius, hulls = [], [], [], [], [], []
+    trunk = trunk_links(tree)
     for link in range(len(tree.link_names)):
         if link != 0 and tree.kind[link] == FIXED:
             continue
         mesh = body_mesh(tree, link)
-        if mesh is not None:
+        hull = simplified_hull(mesh.points) if mesh is not None and link in trunk and not mesh.radii.any() else None
+        if hull is not None:  # its hull, and the capsule that bounds it
+            fitted = fit_capsules(hull[0], np.full(len(hull[0]), hull[2]), 1)
+            hulls.append((len(radius), hull))
+        elif mesh is not None:
             fitted = fit_body(mesh)
         else:
             points, radii, missing = body_geometry(tree, link)
@@ -142,8 +167,16 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
             radius.append(r)
         links.append(link)
         names.append(tree.link_names[link])
-    return CollisionModel(links, names, np.array(owner, dtype=int), np.array(ends, dtype=float).reshape(-1, 2, 3),
-                          np.array(radius, dtype=float))
+    model = CollisionModel(links, names, np.array(owner, dtype=int), np.array(ends, dtype=float).reshape(-1, 2, 3),
+                           np.array(radius, dtype=float))
+    if hulls:
+        model.hull = np.full(len(radius), -1)
+        padded = [pad_hull(vertices, faces) for _, (vertices, faces, _) in hulls]
+        model.hull[[row for row, _ in hulls]] = np.arange(len(hulls))
+        model.hull_points = np.array([v for v, _ in padded])
+        model.hull_faces = np.array([f for _, f in padded])
+        model.hull_radius = np.array([r for _, (_, _, r) in hulls])
+    return model
 
 
 def body_geometry(tree: KinematicTree, link: int) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
