@@ -86,7 +86,9 @@ class HeadAim:
         sine2, cosine2 = alpha * p_triple, alpha * p_w1 + beta * p_w2
         tilt2, fall2 = lever * p_normal_triple, lever * p_normal
         square2 = p_w2 ** 2
-        best, gap = None, None
+        # each solution joint by joint (the same elementwise arithmetic as on their (F, 2) stack, without
+        # building it), and the nearer start taken
+        found = []
         for plus in (True, False):
             if plus:
                 first = np.arctan2(sine + tilt, cosine + fall - square)
@@ -94,10 +96,10 @@ class HeadAim:
             else:
                 first = np.arctan2(sine - tilt, cosine - fall - square)
                 second = np.arctan2(sine2 - tilt2, cosine2 - fall2 - square2)
-            x = (np.column_stack([first, second]) - self.offset) / self.scale
-            far = np.abs(wrap((x - start) * self.scale)).sum(axis=1)
-            if best is None:
-                best, gap = x, far
-            else:
-                best[far < gap] = x[far < gap]
-        return best
+            a, b = (first - self.offset[0]) / self.scale[0], (second - self.offset[1]) / self.scale[1]
+            far = (np.abs(wrap((a - start[:, 0]) * self.scale[0]))
+                   + np.abs(wrap((b - start[:, 1]) * self.scale[1])))
+            found.append((a, b, far))
+        (a, b, gap), (a2, b2, far) = found
+        nearer = far < gap
+        return np.column_stack([np.where(nearer, a2, a), np.where(nearer, b2, b)])
