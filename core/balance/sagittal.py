@@ -22,7 +22,7 @@ from scipy.linalg import LinAlgError, solve_banded, solveh_banded
 
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import REVOLUTE, KinematicTree
-from ..model.transforms import axis_angle_to_matrix, pose_matrices
+from ..model.transforms import pose_matrices
 from .inertia import MassModel
 from .leg_chain import Link, down_last, frames_last, link_walk
 from .lateral import differences
@@ -471,8 +471,8 @@ class SagittalWaist:
         return params, heads
 
     def _pose(self, params: np.ndarray, samples: _Samples) -> tuple[np.ndarray, np.ndarray]:
-        roll = axis_angle_to_matrix(np.array([1.0, 0.0, 0.0]), params[:, 1])
-        yaw = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), self._yaw(params, samples))
+        roll = _turn_about(0, params[:, 1])
+        yaw = _turn_about(2, self._yaw(params, samples))
         rot = yaw @ samples.base_rot @ roll
         pos = np.column_stack([samples.xy, samples.height]) + params[:, :1] * samples.across
         return rot, pos
@@ -515,6 +515,22 @@ class SagittalWaist:
         res.append(samples.yaw_w * (self._yaw(params, samples) - samples.yaw_to))
         res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
         return np.column_stack(res), out_heads
+
+
+def _turn_about(axis: int, angle: np.ndarray) -> np.ndarray:
+    """Rotations (F, 3, 3) by angle (F,) about the x (axis 0) or z (2) axis: axis_angle_to_matrix's bits
+    on that unit axis (its products with the axis's 0 and 1 are +0 and themselves, so its diagonal is
+    c, c and (1 - c) + c, and -s, s are 0 - s and 0 + s), without its nine general products (a placement's
+    two rotations cost as much as the rest of its pose)."""
+    c, s = np.cos(angle), np.sin(angle)
+    out = np.zeros(angle.shape + (3, 3))
+    i, j = (1, 2) if axis == 0 else (0, 1)
+    out[..., axis, axis] = (1.0 - c) + c
+    out[..., i, i] = c
+    out[..., j, j] = c
+    out[..., i, j] = 0.0 - s
+    out[..., j, i] = 0.0 + s
+    return out
 
 
 PATH_BAND = 4  # the path's normal matrix couples a sample's (across, roll) with its two neighbours' either side
