@@ -68,7 +68,13 @@ def joint_frames(walk: list[Link], x: np.ndarray, base: np.ndarray) -> tuple[np.
     """Per joint its world axis and position (F, J, 3) for the joints x (F, J) under base (F, 4, 4),
     as foot_chain gives them (the same sums), without turning past the last joint or assembling
     the foot's rotation: a solve that only aims a joint's axis (core.balance.sagittal) needs no more."""
-    _, _, axes, origins = _along(walk, x, base, to_foot=False)
+    return joint_frames_last(walk, x, frames_last(base))
+
+
+def joint_frames_last(walk: list[Link], x: np.ndarray, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """joint_frames with the base given frames last (4, 3, F) (frames_last): a caller that walks several
+    legs or trials under the same waist turns it once."""
+    _, _, axes, origins = down_last(walk, np.ascontiguousarray(x.T), frame, to_foot=False)
     return axes.transpose(2, 0, 1), origins.transpose(2, 0, 1)
 
 

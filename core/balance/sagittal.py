@@ -22,9 +22,9 @@ from scipy.linalg import LinAlgError, solve_banded, solveh_banded
 
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import REVOLUTE, KinematicTree
-from ..model.transforms import pose_matrices
+from ..model.transforms import pose_matrices, principal_turn
 from .inertia import MassModel
-from .leg_chain import Link, down_last, frames_last, link_walk
+from .leg_chain import Link, frames_last, joint_frames_last, link_walk
 from .lateral import differences
 from .hip_aim import HeadAim
 from .legs import FULL_LEG, LegIK
@@ -102,23 +102,17 @@ class PlanarLeg:
         aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x)
         x = np.column_stack([x if aimed is None else aimed, np.zeros(len(x))])
         for _ in range(0 if aimed is not None else HEAD_ITERATIONS):
-            axes, _ = _head_frames(self.head, x, frame)
+            axes, _ = joint_frames_last(self.head, x, frame)
             step = _aim_step(axes[:, :-1], axes[:, -1], target)
             x[:, :-1] += step
             if np.abs(step).max(initial=0.0) < HEAD_CONVERGED_RAD:  # quadratic: the next step is below rounding
                 break
-        _, origins = _head_frames(self.head, x, frame)
+        _, origins = joint_frames_last(self.head, x, frame)
         return np.einsum("fi,fi->f", target, origins[:, -1] - goal[:, :3, 3]) - self.offset_m, x[:, :-1]
 
     def aim_of(self, goal: np.ndarray) -> np.ndarray:
         """The tail's axis as the foot at goal (F, 4, 4) has it, in the world (F, 3)."""
         return goal[:, :3, :3] @ self.axis_foot
-
-
-def _head_frames(head: list[Link], x: np.ndarray, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """leg_chain.joint_frames with the base frames last (F, J, 3 each): the same sums."""
-    _, _, axes, origins = down_last(head, np.ascontiguousarray(x.T), frame, to_foot=False)
-    return axes.transpose(2, 0, 1), origins.transpose(2, 0, 1)
 
 
 STANCE_YAW_WEIGHT_M = 0.5  # a radian of a standing foot's heading (its toe slides as it turns). 0.02 before
@@ -471,8 +465,8 @@ class SagittalWaist:
         return params, heads
 
     def _pose(self, params: np.ndarray, samples: _Samples) -> tuple[np.ndarray, np.ndarray]:
-        roll = _turn_about(0, params[:, 1])
-        yaw = _turn_about(2, self._yaw(params, samples))
+        roll = principal_turn(0, params[:, 1])
+        yaw = principal_turn(2, self._yaw(params, samples))
         rot = yaw @ samples.base_rot @ roll
         pos = np.column_stack([samples.xy, samples.height]) + params[:, :1] * samples.across
         return rot, pos
@@ -515,22 +509,6 @@ class SagittalWaist:
         res.append(samples.yaw_w * (self._yaw(params, samples) - samples.yaw_to))
         res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
         return np.column_stack(res), out_heads
-
-
-def _turn_about(axis: int, angle: np.ndarray) -> np.ndarray:
-    """Rotations (F, 3, 3) by angle (F,) about the x (axis 0) or z (2) axis: axis_angle_to_matrix's bits
-    on that unit axis (its products with the axis's 0 and 1 are +0 and themselves, so its diagonal is
-    c, c and (1 - c) + c, and -s, s are 0 - s and 0 + s), without its nine general products (a placement's
-    two rotations cost as much as the rest of its pose)."""
-    c, s = np.cos(angle), np.sin(angle)
-    out = np.zeros(angle.shape + (3, 3))
-    i, j = (1, 2) if axis == 0 else (0, 1)
-    out[..., axis, axis] = (1.0 - c) + c
-    out[..., i, i] = c
-    out[..., j, j] = c
-    out[..., i, j] = 0.0 - s
-    out[..., j, i] = 0.0 + s
-    return out
 
 
 PATH_BAND = 4  # the path's normal matrix couples a sample's (across, roll) with its two neighbours' either side
