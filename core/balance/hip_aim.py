@@ -78,15 +78,28 @@ class HeadAim:
         if (lever2 < -REACH_TOL).any():
             return None
         lever = np.sqrt(np.maximum(lever2, 0.0))
-        best, gap = None, None
-        for gamma in (lever, -lever):
-            first = np.arctan2(beta * v_normal + gamma * v_lever, alpha * v_w1 + beta * v_w2 + gamma * v_normal - v_w1 ** 2)
-            second = np.arctan2(alpha * p_triple + gamma * p_normal_triple,
-                                alpha * p_w1 + beta * p_w2 + gamma * p_normal - p_w2 ** 2)
-            x = (np.column_stack([first, second]) - self.offset) / self.scale
-            far = np.abs(wrap((x - start) * self.scale)).sum(axis=1)
-            if best is None:
-                best, gap = x, far
+        # the two solutions differ only in gamma's sign: the parts without it are worked out once (a + (-g) is
+        # a - g to the bit, so each solution is what it was with its own gamma)
+        sine, cosine = beta * v_normal, alpha * v_w1 + beta * v_w2
+        tilt, fall = lever * v_lever, lever * v_normal
+        square = v_w1 ** 2
+        sine2, cosine2 = alpha * p_triple, alpha * p_w1 + beta * p_w2
+        tilt2, fall2 = lever * p_normal_triple, lever * p_normal
+        square2 = p_w2 ** 2
+        # each solution joint by joint (the same elementwise arithmetic as on their (F, 2) stack, without
+        # building it), and the nearer start taken
+        found = []
+        for plus in (True, False):
+            if plus:
+                first = np.arctan2(sine + tilt, cosine + fall - square)
+                second = np.arctan2(sine2 + tilt2, cosine2 + fall2 - square2)
             else:
-                best[far < gap] = x[far < gap]
-        return best
+                first = np.arctan2(sine - tilt, cosine - fall - square)
+                second = np.arctan2(sine2 - tilt2, cosine2 - fall2 - square2)
+            a, b = (first - self.offset[0]) / self.scale[0], (second - self.offset[1]) / self.scale[1]
+            far = (np.abs(wrap((a - start[:, 0]) * self.scale[0]))
+                   + np.abs(wrap((b - start[:, 1]) * self.scale[1])))
+            found.append((a, b, far))
+        (a, b, gap), (a2, b2, far) = found
+        nearer = far < gap
+        return np.column_stack([np.where(nearer, a2, a), np.where(nearer, b2, b)])

@@ -68,7 +68,13 @@ def joint_frames(walk: list[Link], x: np.ndarray, base: np.ndarray) -> tuple[np.
     """Per joint its world axis and position (F, J, 3) for the joints x (F, J) under base (F, 4, 4),
     as foot_chain gives them (the same sums), without turning past the last joint or assembling
     the foot's rotation: a solve that only aims a joint's axis (core.balance.sagittal) needs no more."""
-    _, _, axes, origins = _along(walk, x, base, to_foot=False)
+    return joint_frames_last(walk, x, frames_last(base))
+
+
+def joint_frames_last(walk: list[Link], x: np.ndarray, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """joint_frames with the base given frames last (4, 3, F) (frames_last): a caller that walks several
+    legs or trials under the same waist turns it once."""
+    _, _, axes, origins = down_last(walk, np.ascontiguousarray(x.T), frame, to_foot=False)
     return axes.transpose(2, 0, 1), origins.transpose(2, 0, 1)
 
 
@@ -158,11 +164,13 @@ def rotation_errors_last(cols: list[np.ndarray], goal: np.ndarray) -> np.ndarray
     """rotation_errors frames last: the rotations by their columns (3 x (3, F)), the goals as
     goal[i, k] (3, 3, F); the turn (3, F). The same formula, without a 3x3 product per frame
     (numpy's runs BLAS once per matrix): equal to rounding (1e-16)."""
-    rows = np.stack(cols)  # rows[k, j] = R[j, k]
-    m = (goal[:, :, None] * rows[None]).sum(axis=1)  # m[i, j] = sum_k G[i, k] R[j, k]: G R^T
-    v = 0.5 * np.stack([m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]])
+    # m[i][j] = sum_k G[i, k] R[j, k]: G R^T, summed over k in order (as a sum over a stacked axis sums), entry
+    # by entry: no (3, 3, 3, F) product to stack and reduce
+    m = [[(goal[i, 0] * cols[0][j] + goal[i, 1] * cols[1][j]) + goal[i, 2] * cols[2][j] for j in range(3)]
+         for i in range(3)]
+    v = 0.5 * np.stack([m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1]])
     sin = np.sqrt((v * v).sum(axis=0))
-    cos = 0.5 * (m[0, 0] + m[1, 1] + m[2, 2] - 1.0)
+    cos = 0.5 * (m[0][0] + m[1][1] + m[2][2] - 1.0)
     angle = np.arctan2(sin, cos)
     return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)
 

@@ -22,9 +22,9 @@ from scipy.linalg import LinAlgError, solve_banded, solveh_banded
 
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import REVOLUTE, KinematicTree
-from ..model.transforms import axis_angle_to_matrix, pose_matrices
+from ..model.transforms import pose_matrices, principal_turn
 from .inertia import MassModel
-from .leg_chain import Link, joint_frames, link_walk
+from .leg_chain import Link, frames_last, joint_frames_last, link_walk
 from .lateral import differences
 from .hip_aim import HeadAim
 from .legs import FULL_LEG, LegIK
@@ -90,21 +90,29 @@ class PlanarLeg:
         side = float(np.sign((zero[leg.base, :3, :3].T @ (zero[first, :3, 3] - zero[leg.base, :3, 3]))[1]))
         return cls(leg, walk, leg.columns[:head], axis_foot, offset, side, HeadAim.build(walk))
 
-    def plane_miss(self, base: np.ndarray, goal: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def plane_miss(self, base: np.ndarray, goal: np.ndarray, x: np.ndarray, target: np.ndarray | None = None,
+                   frame: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """How far (F,) the hip is from its foot's plane with the waist at base (F, 4, 4) and the foot at
         goal (F, 4, 4), the head joints turned so the tail's axis is the foot's (from x (F, H)); and those
-        head angles."""
-        target = goal[:, :3, :3] @ self.axis_foot
+        head angles. target: the foot's axis in the world (F, 3) (goal's rotation times axis_foot), frame:
+        base frames last (leg_chain.frames_last), where the caller has them (the same for every residual
+        of one placement, and for both legs)."""
+        target = self.aim_of(goal) if target is None else target
+        frame = frames_last(base) if frame is None else frame
         aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x)
         x = np.column_stack([x if aimed is None else aimed, np.zeros(len(x))])
         for _ in range(0 if aimed is not None else HEAD_ITERATIONS):
-            axes, _ = joint_frames(self.head, x, base)
+            axes, _ = joint_frames_last(self.head, x, frame)
             step = _aim_step(axes[:, :-1], axes[:, -1], target)
             x[:, :-1] += step
             if np.abs(step).max(initial=0.0) < HEAD_CONVERGED_RAD:  # quadratic: the next step is below rounding
                 break
-        axes, origins = joint_frames(self.head, x, base)
+        _, origins = joint_frames_last(self.head, x, frame)
         return np.einsum("fi,fi->f", target, origins[:, -1] - goal[:, :3, 3]) - self.offset_m, x[:, :-1]
+
+    def aim_of(self, goal: np.ndarray) -> np.ndarray:
+        """The tail's axis as the foot at goal (F, 4, 4) has it, in the world (F, 3)."""
+        return goal[:, :3, :3] @ self.axis_foot
 
 
 STANCE_YAW_WEIGHT_M = 0.5  # a radian of a standing foot's heading (its toe slides as it turns). 0.02 before
@@ -178,9 +186,12 @@ class _Samples:
     slave: np.ndarray  # (F,) how far that curve sets it (both feet's down share)
     roll_lo: np.ndarray  # (F,) the roll's range
     roll_hi: np.ndarray
+    aims: list[np.ndarray] | None = None  # per leg (F, 3) its tail's axis as its goal has it (SagittalWaist._aims)
 
     def take(self, rows: np.ndarray) -> "_Samples":
-        return _Samples(*[[a[rows] for a in v] if isinstance(v, list) else v[rows] for v in vars(self).values()])
+        """The samples rows (their aims worked out again when asked)."""
+        return _Samples(*[[a[rows] for a in v] if isinstance(v, list) else v[rows] for k, v in vars(self).items()
+                          if k != "aims"])
 
 
 class SagittalWaist:
@@ -274,8 +285,8 @@ class SagittalWaist:
         upper body's lever too; the yaw and roll residuals do not move. A finite difference gave
         the same to rounding at the cost of a residual (both legs' head solves) per step."""
         column = [samples.command * np.einsum("fi,fi->f", samples.across, samples.across)]
-        for planar, goal, weight in zip(self.legs, samples.goals, samples.hips):
-            column.append(weight * np.einsum("fi,fi->f", goal[:, :3, :3] @ planar.axis_foot, samples.across))
+        for aim, weight in zip(self._aims(samples), samples.hips):
+            column.append(weight * np.einsum("fi,fi->f", aim, samples.across))
         zero = np.zeros(len(samples.across))
         return np.column_stack(column + [zero, zero])
 
@@ -454,8 +465,8 @@ class SagittalWaist:
         return params, heads
 
     def _pose(self, params: np.ndarray, samples: _Samples) -> tuple[np.ndarray, np.ndarray]:
-        roll = axis_angle_to_matrix(np.array([1.0, 0.0, 0.0]), params[:, 1])
-        yaw = axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), self._yaw(params, samples))
+        roll = principal_turn(0, params[:, 1])
+        yaw = principal_turn(2, self._yaw(params, samples))
         rot = yaw @ samples.base_rot @ roll
         pos = np.column_stack([samples.xy, samples.height]) + params[:, :1] * samples.across
         return rot, pos
@@ -479,13 +490,20 @@ class SagittalWaist:
             yaw = np.where(low <= high, np.clip(yaw, low, high), yaw)
         return yaw
 
+    def _aims(self, samples: _Samples) -> list[np.ndarray]:
+        """Each leg's tail axis as its goal has it (F, 3): the same for every residual of one placement."""
+        if samples.aims is None:
+            samples.aims = [planar.aim_of(goal) for planar, goal in zip(self.legs, samples.goals)]
+        return samples.aims
+
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
         rot, pos = self._pose(params, samples)
         base = pose_matrices(rot, pos)
+        frame = frames_last(base)
         res = [samples.command * np.einsum("fi,fi->f", pos + rot @ self.lever - samples.upright, samples.across)]
         out_heads = []
-        for planar, head, goal, weight in zip(self.legs, heads, samples.goals, samples.hips):
-            miss, head = planar.plane_miss(base, goal, head)
+        for planar, head, goal, weight, aim in zip(self.legs, heads, samples.goals, samples.hips, self._aims(samples)):
+            miss, head = planar.plane_miss(base, goal, head, aim, frame)
             res.append(weight * miss)
             out_heads.append(head)
         res.append(samples.yaw_w * (self._yaw(params, samples) - samples.yaw_to))

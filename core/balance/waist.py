@@ -36,7 +36,15 @@ def yaw_bounds(tree: KinematicTree, leg: LegIK, share: float = YAW_MARGIN) -> tu
 
 
 def wrap(angle: np.ndarray) -> np.ndarray:
-    return (angle + np.pi) % (2 * np.pi) - np.pi
+    """Angles into [-pi, pi). numpy's float remainder is slow (a divmod an element); an angle already
+    within a turn of -pi gets the same bits without it (its remainder is itself)."""
+    shifted = angle + np.pi
+    if np.ndim(shifted) == 0:
+        return shifted % (2 * np.pi) - np.pi
+    inside = (shifted >= 0.0) & (shifted < 2 * np.pi)
+    if inside.all():
+        return shifted - np.pi
+    return np.where(inside, shifted, shifted % (2 * np.pi)) - np.pi
 
 
 def held_headings(waist: np.ndarray, feet: list[tuple[np.ndarray, np.ndarray, tuple[float, float]]]) -> np.ndarray:

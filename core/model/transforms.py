@@ -39,6 +39,22 @@ def axis_angle_to_matrix(axis, angle) -> np.ndarray:
     return out
 
 
+def principal_turn(axis: int, angle: np.ndarray) -> np.ndarray:
+    """Rotations (..., 3, 3) by angle (...) radians about the x (axis 0), y (1) or z (2) axis, with
+    axis_angle_to_matrix's bits on that unit axis (its products with the axis's 0 and 1 are +0 and
+    themselves: the diagonal c, c and (1 - c) + c, the sines 0 - s and 0 + s), without its nine general
+    products (the rolled waist's roll and yaw, built at every placement residual)."""
+    c, s = np.cos(angle), np.sin(angle)
+    out = np.zeros(np.shape(angle) + (3, 3))
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    out[..., axis, axis] = (1.0 - c) + c
+    out[..., i, i] = c
+    out[..., j, j] = c
+    out[..., i, j] = 0.0 - s
+    out[..., j, i] = 0.0 + s
+    return out
+
+
 _AXES = {"X": np.array([1.0, 0, 0]), "Y": np.array([0, 1.0, 0]), "Z": np.array([0, 0, 1.0])}
 
 

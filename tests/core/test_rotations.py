@@ -1,7 +1,9 @@
-"""rotate_points / rotate_each (core.model.transforms) against each frame's rotation applied alone."""
+"""rotate_points / rotate_each (core.model.transforms) against each frame's rotation applied alone; principal_turn and
+the waist's angle wrap against the general formulas they stand in for, to the bit."""
 import numpy as np
 
-from core.model.transforms import axis_angle_to_matrix, rotate_each, rotate_points
+from core.balance.waist import wrap
+from core.model.transforms import axis_angle_to_matrix, principal_turn, rotate_each, rotate_points
 
 
 def _rotations(rng, frames):
@@ -27,3 +29,30 @@ def test_rotate_each_turns_each_frames_points_by_its_rotation():
     rot, points = _rotations(rng, 6), rng.normal(size=(6, 5, 3))
     want = np.stack([p @ r.T for p, r in zip(points, rot)])
     np.testing.assert_allclose(rotate_each(rot, points), want, atol=1e-14)
+
+
+def test_principal_turn_is_axis_angle_to_matrix_to_the_bit():
+    """The rolled waist's roll and yaw (core.balance.sagittal) are built by principal_turn: it must give
+    axis_angle_to_matrix's own bits on a unit axis (the H1's gait amplifies a last bit into another draw),
+    signed zeros included."""
+    rng = np.random.default_rng(17)
+    angles = np.r_[rng.normal(0.0, 0.3, 5000), rng.uniform(-10.0, 10.0, 5000), 0.0, -0.0, np.pi, -np.pi,
+                   np.pi / 2, 1e-300, -1e-300]
+    for axis in range(3):
+        want = axis_angle_to_matrix(np.eye(3)[axis], angles)
+        got = principal_turn(axis, angles)
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), axis
+    assert principal_turn(0, np.zeros((2, 3))).shape == (2, 3, 3, 3)
+
+
+def test_wrap_is_the_remainder_formula_to_the_bit():
+    """core.balance.waist.wrap skips numpy's float remainder where every angle is already within a turn of
+    -pi; inside, outside and at the ends it must give (a + pi) % 2 pi - pi's bits."""
+    rng = np.random.default_rng(18)
+    formula = lambda a: (a + np.pi) % (2 * np.pi) - np.pi  # noqa: E731
+    inside = rng.uniform(-np.pi, np.pi, 4000)
+    edges = np.array([-np.pi, np.pi, np.nextafter(np.pi, 0.0), np.nextafter(-np.pi, -4.0), 0.0, -0.0, 2 * np.pi])
+    for angles in (inside, np.r_[inside, rng.normal(0.0, 20.0, 4000)], edges, inside.reshape(-1, 2)):
+        got = wrap(angles)
+        assert np.array_equal(got, formula(angles)) and np.array_equal(np.signbit(got), np.signbit(formula(angles)))
+    assert wrap(7.0) == formula(7.0) and wrap(-0.5) == formula(-0.5)

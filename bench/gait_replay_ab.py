@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""The gait's hot calls replayed with this tree's core and another copy: their CPU and whether they give the same bits.
+
+    cp -r /work/main/core /tmp/before/core_before   # the code before, as a package of another name
+    .venv/bin/python bench/gait_replay_ab.py --against /tmp/before/core_before [--robot h1|g1] [--ten]
+        [--what legs,place,aim] [--runs 3]
+
+One gait (the walk, or with --ten the 10 s clip, as bench/gait_cpu_pair.py) runs with this tree's core and
+records the inputs of every call of: the legs' Levenberg-Marquardt solve (`legs._solve_leg`), the rolled
+waist's placement (`SagittalWaist.place`, the waist's state copied before each call) and the closed-form hip
+aim (`HeadAim.solve`). Each call is then replayed with both codes in turn, the least CPU of --runs said, and
+every output compared bit for bit. A whole gait is no such check: the H1's passes amplify the last bit, and
+main's own H1 10 s gait is not the same from one run to the next in one process (session 17: runs part at a
+leg solve by 1e-16 m of waist, at a call that varies). The other copy's placement runs on its own classes
+(the recorded waist's classes swapped), so a change of the waist's fields needs its own check.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core: before numpy loads BLAS
+    os.environ[var] = "1"
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+from gait_cpu_pair import runner  # noqa: E402
+
+WHAT = ("legs", "place", "aim")
+
+
+def _copied(value):
+    return value.copy() if isinstance(value, np.ndarray) else dict(value) if isinstance(value, dict) else value
+
+
+def record(robot: str, ten: bool, what: list[str]) -> dict[str, list]:
+    """Run one gait with this tree's core; the inputs of each call of `what`."""
+    legs = importlib.import_module("core.balance.legs")
+    sagittal = importlib.import_module("core.balance.sagittal")
+    hip_aim = importlib.import_module("core.balance.hip_aim")
+    calls: dict[str, list] = {name: [] for name in what}
+    hooks = {"legs": (legs, "_solve_leg", False), "place": (sagittal.SagittalWaist, "place", True),
+             "aim": (hip_aim.HeadAim, "solve", True)}
+    originals = []
+    for name in what:
+        owner, attr, method = hooks[name]
+        original = getattr(owner, attr)
+        originals.append((owner, attr, original))
+
+        def hooked(*args, _name=name, _original=original, _method=method):
+            head = [copy.deepcopy(args[0])] if _method and _name == "place" else list(args[:1])
+            calls[_name].append(head + [_copied(a) for a in args[1:]])
+            return _original(*args)
+        setattr(owner, attr, hooked)
+    try:
+        runner("core", robot, ten)()
+    finally:
+        for owner, attr, original in originals:
+            setattr(owner, attr, original)
+    return calls
+
+
+def _as_package(waist, package: str):
+    """A recorded rolled waist on `package`'s classes (its legs and their hip aims too)."""
+    sagittal = importlib.import_module(package + ".balance.sagittal")
+    hip_aim = importlib.import_module(package + ".balance.hip_aim")
+    waist = copy.deepcopy(waist)
+    waist.__class__ = sagittal.SagittalWaist
+    for leg in waist.legs:
+        leg.__class__ = sagittal.PlanarLeg
+        if leg.aim is not None:
+            leg.aim.__class__ = hip_aim.HeadAim
+    return waist
+
+
+def replay(name: str, calls: list, package: str) -> tuple[list, float]:
+    """Each recorded call of `name` with `package`'s code: (outputs, CPU seconds)."""
+    if name == "legs":
+        solve = importlib.import_module(package + ".balance.legs")._solve_leg
+        work = [[_copied(a) for a in args] for args in calls]
+        started = time.process_time()
+        return [solve(*args) for args in work], time.process_time() - started
+    if name == "place":
+        work = [[_as_package(args[0], package)] + [_copied(a) for a in args[1:]] for args in calls]
+        started = time.process_time()
+        return [args[0].place(*args[1:]) for args in work], time.process_time() - started
+    solve = importlib.import_module(package + ".balance.hip_aim").HeadAim.solve
+    work = [[args[0]] + [_copied(a) for a in args[1:]] for args in calls]
+    started = time.process_time()
+    return [solve(*args) for args in work], time.process_time() - started
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is None and b is None
+    return np.array_equal(a, b)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", type=Path, required=True, help="another copy of core, as a package directory")
+    parser.add_argument("--robot", default="h1", choices=("g1", "h1"))
+    parser.add_argument("--ten", action="store_true", help="the 10 s clip instead of the walk")
+    parser.add_argument("--what", default=",".join(WHAT), help="of " + ", ".join(WHAT))
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    other = args.against.resolve()
+    sys.path.insert(0, str(other.parent))
+    what = [w for w in args.what.split(",") if w]
+    calls = record(args.robot, args.ten, what)
+    for name in what:
+        if not calls[name]:
+            print(f"{name}: no calls (the G1 has no rolled waist)")
+            continue
+        best = {other.name: np.inf, "core": np.inf}
+        for _ in range(args.runs):
+            outs = {}
+            for package in (other.name, "core"):
+                outs[package], cpu = replay(name, calls[name], package)
+                best[package] = min(best[package], cpu)
+            same = sum(_same(a, b) for a, b in zip(outs[other.name], outs["core"]))
+        print(f"{name}: {len(calls[name])} calls, {best[other.name]:.3f} s ({other.name}) against {best['core']:.3f} s "
+              f"(core): {best['core'] / best[other.name]:.2f} of the CPU; {same} of {len(calls[name])} the same bits; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
