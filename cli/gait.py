@@ -18,6 +18,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..core.library import cli as core_cli
+    from ..core.library.arguments import command_inputs
     from ..core.library.gait import ClipGait, gait_settings
 
     if Path(args.source).suffix.lower() == ".bvh":
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from ..operators.gait import gait_action
     from .common import check_outputs, clip_inputs
 
-    out, report_path = check_outputs([args.out, args.report], args.overwrite, [args.source])
+    out, report_path = check_outputs([args.out, args.report], args.overwrite, command_inputs(args))
     settings = gait_settings(args)
     inputs = clip_inputs(args)
     outcome = gait_action(inputs.scene, inputs.source, inputs.robot, inputs.mapping, inputs.start, inputs.end,

@@ -114,7 +114,8 @@ def _span(scene, source: bpy.types.Object, start: int, end: int) -> tuple[int, i
     hour's take read the hour (5 min); now a minute around it. On the walk played there and back for
     5.5 min, a 240-frame range started 1-9 frames later keeps its flags (22 starts; 30 s either side
     moved 6), while the window's flags differ from the whole take's by up to 7 (the ground percentile
-    over two minutes against over the take; the command line reads the whole file, which is cheap)."""
+    over two minutes against over the take; the command line reads a whole BVH file, which is cheap; an FBX
+    clip goes through here)."""
     if not (source.animation_data and source.animation_data.action):
         return start, end
     first, last = action_frame_range(source)
@@ -125,8 +126,8 @@ def _span(scene, source: bpy.types.Object, start: int, end: int) -> tuple[int, i
 def sample_range(scene, source: bpy.types.Object, mapping: Mapping, start: int, end: int, contacts):
     """(source sampled on frames start..end, contacts): "auto" on a range of a longer action is the whole
     action's contacts cut to the range (core.feet.contacts.range_contacts: detected on the range, its ground
-    percentile moved with where the range begins; the walk from frame 4 onto the H1 baked 0.46 rad apart);
-    of a take longer than two minutes, a minute either side (CONTEXT_S)."""
+    percentile moved with where the range begins; the walk from frame 4 onto the H1 baked 0.46 rad apart),
+    read at most a minute either side of the range (CONTEXT_S)."""
     first, last = _span(scene, source, start, end) if isinstance(contacts, str) and contacts == "auto" else (start, end)
     motion = anim_io.sample_armature(source, np.arange(first, last + 1, dtype=float), scene=scene)
     if (first, last) == (start, end):

@@ -62,7 +62,7 @@ def key_gait(robot: bpy.types.Object, tree, name: str, frames: np.ndarray, resul
     """A new action on `robot` keyed at `frames` (Blender frames, subframes allowed) with the gait's
     joints and root, its report and its ZMP trace (what the balance overlay draws); (action, keys written)."""
     action, keys = write_robot_action(robot, tree, name, frames, result.root_position, result.root_rotation,
-                                   result.q, replace)
+                                      result.q, replace)
     action[GAIT_PROPERTY] = json.dumps(result.report)
     action[TRACE_PROPERTY] = json.dumps({"frames": np.round(frames, 4).tolist(),
                                          "target_zmp": np.round(result.target_zmp, 5).tolist(),

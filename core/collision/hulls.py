@@ -20,7 +20,7 @@ from .distance import capsule_distance
 
 # off by default: on, the G1's limb error with avoidance falls (walk +0.63 -> +0.48 deg, hop +1.13 -> +0.69) but
 # the avoidance is no longer continuous in its input (flat faces: tests/core/test_steady_continuity.py,
-# test_invariance_avoidance.py) and costs twice the CPU (docs/notes/s17-hulls.md)
+# test_invariance_avoidance.py) and costs twice the CPU (docs/history/self_collision.md, session 17, s17-hulls)
 HULL_PROXIES = os.environ.get("ROBOT_RETARGET_HULLS", "") == "1"
 HULL_VERTICES = 64  # vertices of a simplified hull, at most (32: rounded by 6 / 10 mm on the G1 pelvis / torso;
 # 64: 2.8 / 4.5). At most 127: the searches' vertex indices are kept as int8 (core.collision.avoid)

@@ -192,14 +192,9 @@ def export_settings(args: argparse.Namespace) -> ExportSettings:
     """ExportSettings from --settings (JSON), then the flags given on the command line."""
     settings = ExportSettings.load(args.settings) if args.settings else ExportSettings()
     changes: dict = {}
-    if args.rate is not None:
-        if not args.rate > 0:
-            raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz")
-        changes["period_s"] = 1.0 / args.rate
-    if args.period is not None:
-        if not args.period > 0:
-            raise CommandError(f"--period {args.period:g}: expected a positive number of seconds")
-        changes["period_s"] = args.period
+    period = control_period(args)
+    if period is not None:
+        changes["period_s"] = period
     for flag in ("format", "units", "acceleration_limit", "frame_rate"):
         if getattr(args, flag) is not None:
             changes[flag] = getattr(args, flag)
@@ -262,6 +257,44 @@ def check_outputs(paths: list, overwrite: bool, inputs: list = ()) -> list[Path 
                                "each output needs a name of its own")
         seen[path.resolve()] = path
     return out
+
+
+INPUT_FLAGS = ("source", "robot", "mapping", "contacts", "settings", "motion")  # flags that name files read
+
+
+def command_inputs(args: argparse.Namespace) -> list:
+    """The files a command reads (its clip, robot, preset, contacts file, settings, motion): no output may
+    be one of them, even with --overwrite (a report named like the URDF replaced the URDF)."""
+    found = []
+    for flag in INPUT_FLAGS:
+        value = getattr(args, flag, None)
+        for item in value if isinstance(value, list) else [value]:
+            if item and str(item) not in ("auto", "off"):
+                found.append(item)
+    return found
+
+
+def check_contacts(args: argparse.Namespace) -> None:
+    """--contacts FILE.json must exist before the slow work starts."""
+    if args.contacts in ("auto", "off"):
+        return
+    path = Path(args.contacts).absolute()
+    refuse_folder(path, "--contacts", "contacts file", "")
+    if not path.is_file():
+        raise CommandError(f"{path}: contacts file not found")
+
+
+def control_period(args: argparse.Namespace) -> float | None:
+    """--rate HZ or --period S as seconds, None when neither is given; a bad value names its flag."""
+    if args.rate is not None:
+        if not args.rate > 0:
+            raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz")
+        return 1.0 / args.rate
+    if args.period is not None:
+        if not args.period > 0:
+            raise CommandError(f"--period {args.period:g}: expected a positive number of seconds")
+        return args.period
+    return None
 
 
 def write_report(path: Path | None, report: dict, overwrite: bool) -> None:

@@ -22,7 +22,8 @@ from ..playback.formats import FORMATS, output_paths
 from ..playback.sampling import JointLimits, PlaybackError
 from ..retarget.summary import report_summary
 from .arguments import (CommandError, add_bake_parser, add_balance_parser, add_batch_parser, add_export_parser,
-                        add_gait_parser, check_output, check_outputs, export_settings, print_warnings, run_command,
+                        add_gait_parser, check_contacts, check_output, check_outputs, command_inputs, export_settings,
+                        print_warnings, run_command,
                         write_report)
 from .batch import (BatchOptions, ClipJob, Progress, Summary, batch_inputs, batch_robots, clip_status,
                     complete_outputs, plan_batch, skipped_status, status_line)
@@ -51,15 +52,9 @@ def package_version() -> str:
 
 def bake_outputs(args: argparse.Namespace) -> tuple[Path, Path | None]:
     """`bake`'s checks before the slow work: (CSV path, report path or None)."""
-    out, report_path = check_outputs([args.out, args.report], args.overwrite, [args.source])
+    out, report_path = check_outputs([args.out, args.report], args.overwrite, command_inputs(args))
     check_contacts(args)
     return out, report_path
-
-
-def check_contacts(args: argparse.Namespace) -> None:
-    """--contacts FILE.json must exist before the slow work starts."""
-    if args.contacts not in ("auto", "off") and not Path(args.contacts).is_file():
-        raise CommandError(f"{args.contacts}: contacts file not found")
 
 
 def bake_files(args: argparse.Namespace):
@@ -100,7 +95,7 @@ def export_outputs(args: argparse.Namespace):
     if out.suffix.lower() not in (wanted, ".yml" if wanted == ".yaml" else wanted):
         raise CommandError(f"{out}: {settings.format} playback files are named *{wanted} (readers, ours "
                            "included, tell the format by its extension)")
-    check_outputs(output_paths(out, settings.format) + [args.report], settings.overwrite, [args.source])
+    check_outputs(output_paths(out, settings.format) + [args.report], settings.overwrite, command_inputs(args))
     return settings, out
 
 
@@ -137,7 +132,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def gait_files(args: argparse.Namespace) -> tuple[ClipGait, RobotModel, Path, Path | None]:
     """`gait` up to the files: checks the flags and outputs first, then walks the clip."""
-    out, report_path = check_outputs([args.out, args.report], args.overwrite, [args.source])
+    out, report_path = check_outputs([args.out, args.report], args.overwrite, command_inputs(args))
     settings = gait_settings(args)
     robot = load_robot(args.robot, args.mapping)
     gait = gait_clip_file(args.source, robot, args.frames, args.contacts, args.source_up, settings)
@@ -165,7 +160,7 @@ def run_gait(args: argparse.Namespace) -> int:
 
 def run_balance(args: argparse.Namespace) -> int:
     """The balance readout of a motion file on a robot."""
-    report_path, = check_outputs([args.report], args.overwrite, [args.motion])
+    report_path, = check_outputs([args.report], args.overwrite, command_inputs(args))
     robot = load_robot(args.robot)
     report = balance_file(Path(args.motion), robot.tree, robot.path, args.per_frame)
     write_report(report_path, report, args.overwrite)

@@ -51,6 +51,7 @@ class RobotModel:
 def load_robot(path, mapping_path=None) -> RobotModel:
     """Parse the URDF (and the mapping preset); errors name the file."""
     path = Path(path).absolute()
+    refuse_folder(path, "--robot", "robot URDF", "")
     if not path.is_file():
         raise CommandError(f"{path}: robot URDF not found")
     if mapping_path is not None and not Path(mapping_path).is_file():

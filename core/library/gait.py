@@ -19,7 +19,7 @@ from ..chains.mapping import Mapping
 from ..model.kinematics import KinematicTree
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous, quat_to_matrix
 from ..motion.bake_csv import BakeTable, read_bake_csv
-from .arguments import CommandError
+from .arguments import CommandError, check_contacts, control_period, refuse_folder
 from .blas import one_blas_thread
 from .clip import RobotModel, clip_input
 
@@ -30,27 +30,15 @@ def gait_settings(args: argparse.Namespace) -> GaitSettings:
     """GaitSettings from `gait`'s flags, checked before the slow work."""
     if args.contacts == "off":
         raise CommandError("--contacts off: a gait needs the clip's steps (auto or a contacts file)")
-    if args.contacts != "auto" and not Path(args.contacts).is_file():
-        raise CommandError(f"{args.contacts}: contacts file not found")
+    check_contacts(args)
     if not args.sensitivity > 0:
         raise CommandError(f"--sensitivity {args.sensitivity:g}: must be positive")
     if args.merge_s < 0:
         raise CommandError(f"--merge-s {args.merge_s:g}: must not be negative")
-    return GaitSettings(period_s=period_from(args), sensitivity=args.sensitivity, merge_s=args.merge_s,
+    period = control_period(args)
+    return GaitSettings(period_s=0.005 if period is None else period, sensitivity=args.sensitivity,
+                        merge_s=args.merge_s,
                         upper_body=args.upper_body, sagittal_waist=WAISTS[args.waist])
-
-
-def period_from(args: argparse.Namespace) -> float:
-    """--rate HZ or --period S as seconds (default 5 ms)."""
-    if args.rate is not None:
-        if not args.rate > 0:
-            raise CommandError(f"--rate {args.rate:g}: must be positive (Hz)")
-        return 1.0 / args.rate
-    if args.period is not None:
-        if not args.period > 0:
-            raise CommandError(f"--period {args.period:g}: must be positive (seconds)")
-        return args.period
-    return 0.005
 
 
 @dataclass
@@ -109,9 +97,33 @@ def balance_file(motion_path: Path, tree: KinematicTree, robot_path: Path, per_f
     fps = 1.0 / float(np.median(np.diff(time_s)))
     with one_blas_thread():
         report = balance_readout(tree, q, root, fps, per_frame=per_frame)
+    note = degrees_note(tree, q, motion_path)
+    if note:
+        report["warnings"].insert(0, note)
     report.update(motion_file=str(Path(motion_path).absolute()), robot_file=str(Path(robot_path).absolute()),
                   rate_hz=fps)
     return report
+
+
+def degrees_note(tree: KinematicTree, q: np.ndarray, path) -> str | None:
+    """A motion in degrees read as radians (an export in degrees without its .meta.json sidecar, which
+    says the units) puts the joints far past their limits and the robot on its head: say so, when read as
+    degrees nearly every sample would be within the limits."""
+    revolute = np.array([j.type == "revolute" for j in tree.robot.movable_joints])
+    limited = revolute & np.isfinite(tree.lower) & np.isfinite(tree.upper)
+    if not limited.any() or len(q) == 0:
+        return None
+    lower, upper, values = tree.lower[limited], tree.upper[limited], q[:, limited]
+
+    def outside(x: np.ndarray) -> float:
+        return float(np.mean((x < lower - 0.1) | (x > upper + 0.1)))
+
+    past, as_degrees = outside(values), outside(np.radians(values))
+    if past < 0.2 or as_degrees > 0.05:
+        return None
+    return (f"{Path(path).absolute()}: {100 * past:.0f} % of the joint values are past the robot's limits, "
+            f"{100 * as_degrees:.0f} % if they were degrees: read as radians (an export in degrees needs its "
+            ".meta.json sidecar next to it)")
 
 
 def balance_summary(report: dict) -> str:
@@ -129,9 +141,10 @@ def read_motion(path: Path):
     from ..playback import read_playback
     from ..playback.formats import sidecar_path
 
-    path = Path(path)
+    path = Path(path).absolute()
+    refuse_folder(path, "--motion", "motion file", "")
     if not path.is_file():
-        raise CommandError(f"{path.absolute()}: motion file not found")
+        raise CommandError(f"{path}: motion file not found")
     if path.suffix.lower() == ".npz" or (path.suffix.lower() == ".csv" and sidecar_path(path).is_file()):
         track = read_playback(path).track
         return (list(track.joint_names), np.arange(track.samples) * track.period_s, track.root_position,

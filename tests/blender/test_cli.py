@@ -424,6 +424,15 @@ def test_balance_reads_an_export_in_degrees_in_its_own_units(walk_bake, tmp_path
     for name in ("deg.csv", "deg.npz"):
         for key in ("frames_without_support", "zmp_outside_support_pct", "min_support_margin_m"):
             assert reports[name][key] == pytest.approx(reports["rad.csv"][key], abs=1e-6), (name, key)
+    # without its sidecar the export is read as radians: the report says the values look like degrees
+    from core.playback.formats import sidecar_path
+
+    assert not any("sidecar" in w for name in reports for w in reports[name]["warnings"])
+    sidecar_path(tmp_path / "deg.csv").unlink()
+    proc = launcher("balance", "--motion", tmp_path / "deg.csv", "--robot", G1, "--report", tmp_path / "bare.json")
+    assert proc.returncode == 0, proc.stderr
+    warning = json.loads((tmp_path / "bare.json").read_text())["warnings"][0]
+    assert "deg.csv" in warning and "degrees" in warning and "sidecar" in warning and "sidecar" in proc.stderr
 
 
 def test_balance_names_a_missing_joint(walk_bake, tmp_path):

@@ -135,7 +135,8 @@ def test_a_jitter_does_not_split_a_contact():
 @pytest.mark.xfail(strict=True, reason=(
     "the ground level is a clip-wide low percentile of each foot's slow heights: one stance 0.08 m low pulls the "
     "left foot's level down and its other stances read 0.1 leg lengths above it (114 of 240 frames off, "
-    "2026-12-03); see test_contacts_do_not_depend_on_where_the_clip_was_cut and docs/notes/s15-cutcontacts.md"))
+    "2026-12-03); see test_contacts_do_not_depend_on_where_the_clip_was_cut and "
+    "docs/history/planted_feet.md (session 15, s15-cutcontacts)"))
 def test_one_low_rest_does_not_move_the_ground():
     """A stance of one foot 0.08 m lower (a marker slipped, a step into a dip) is that stance's
     business: the other footfalls are found as without it. A clip-wide low percentile took it
@@ -224,7 +225,7 @@ CUT_OPEN = pytest.mark.xfail(strict=True, reason=(
     "gait's stance tilts 5.5 degrees (target 1); +1 mm starts it 7 frames earlier and the H1 slides 21.7 mm/s), "
     "while the hop onto the H1 sinks with its toe level above 0.055 (0.032 now). A median over each point's "
     "rests, and the edge of a kernel density of the rests (2026-12-03: every walk cut agrees), miss one or the "
-    "other; see README, Planted feet, and docs/notes/s15-cutcontacts.md"))
+    "other; see README, Planted feet, and docs/history/planted_feet.md (session 15, s15-cutcontacts)"))
 
 
 @pytest.mark.parametrize("start, end", [pytest.param(0, 500, marks=CUT_OPEN), pytest.param(200, 800, marks=CUT_OPEN),

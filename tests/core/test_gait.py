@@ -457,7 +457,8 @@ def test_a_cut_walk_keeps_its_stance_feet_down_at_any_control_period(walk, perio
     # the given contacts' own (core.balance.lift_off.swing_limits, 2026-12-03): 0.23 mm
     pytest.param(200, 500, 0.005, marks=pytest.mark.xfail(strict=True, reason=(
         "a foot in the air at the clip's end (2026-12-03): the right foot, held on its last footprint from 2.00 s, "
-        "14 mm off it at 2.49 s with its hip roll on its limit, slide 8.9 mm; see docs/notes/s14-cutend.md"))),
+        "14 mm off it at 2.49 s with its hip roll on its limit, slide 8.9 mm; "
+        "see docs/history/balanced_gait.md (session 14, s14-cutend)"))),
 ])
 def test_a_cut_walk_ending_with_a_foot_in_the_air_keeps_its_stance_feet_down(walk, start, end, period_s):
     """The cut's end: 200:500 ends with the right foot lifted at 2.00 s, stood on its last footprint

@@ -4,7 +4,8 @@ Checks run elsewhere bake clips we have never seen, cut anywhere; a coarse grid 
 the clip's first once made the walk cut 2 frames later bake another walk (H1 1.05 rad, G1 3.3 rad apart).
 Compared here on the frames shared with the whole clip's bake, EDGE_S from any end that is a cut (the filters'
 reach): the bundled walk and hop onto the H1 and the G1, with contacts off (the solve and the filter) and as
-`bake --frames` gives them (contacts auto, feet planted). Figures: docs/notes/s16-startsweep.md."""
+`bake --frames` gives them (contacts auto, feet planted). Figures:
+docs/history/retarget.md (session 16, s16-startsweep)."""
 from __future__ import annotations
 
 from dataclasses import replace

@@ -1,5 +1,5 @@
 """The steady room's detours are continuous in their input: a tiny change of input, a tiny change of
-the room made (README *Self-collision*; docs/notes/s16-steady.md).
+the room made (README *Self-collision*; docs/history/self_collision.md, session 16, s16-steady).
 
 A detour window's linearised step kept only pairs within 2 cm of the margin from closing in. A pair
 just beyond that edge was free, and a step that carried it 4 cm in was the window's answer; just

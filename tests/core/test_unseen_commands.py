@@ -142,14 +142,24 @@ def test_the_packages_gait_and_balance_say_what_is_wrong_in_one_line(tmp_path):
     flag, exit 1, nothing written."""
     hop = ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh"
     out = tmp_path / "gait.csv"
+    urdf = tmp_path / "g1.urdf"
+    urdf.write_bytes(G1.read_bytes())
     cases = [(["gait", "--source", hop, "--robot", G1, "--out", out], ("flight phase", "cmu_131_03_hop")),
              (["gait", "--source", WALK, "--robot", G1, "--contacts", "off", "--out", out], ("--contacts off",)),
              (["gait", "--source", WALK, "--robot", G1, "--rate", "0", "--out", out], ("--rate",)),
              (["gait", "--source", WALK, "--robot", tmp_path / "none.urdf", "--out", out], ("none.urdf",)),
-             (["balance", "--motion", tmp_path / "none.csv", "--robot", G1], ("none.csv", "not found"))]
+             (["balance", "--motion", tmp_path / "none.csv", "--robot", G1], ("none.csv", "not found")),
+             (["balance", "--motion", tmp_path, "--robot", G1], ("a folder", "--motion")),
+             (["gait", "--source", WALK, "--robot", ROOT / "data", "--out", out], ("a folder", "--robot")),
+             (["gait", "--source", WALK, "--robot", G1, "--contacts", tmp_path, "--out", out], ("a folder", "--contacts")),
+             # an output named like an input is refused even with --overwrite (a report replaced the URDF)
+             (["balance", "--motion", WALK, "--robot", urdf, "--report", urdf, "--overwrite"],
+              ("urdf", "two of the command's files")),
+             (["gait", "--source", WALK, "--robot", urdf, "--out", out, "--report", urdf, "--overwrite"],
+              ("urdf", "two of the command's files"))]
     for args, words in cases:
         proc = _core_command(*args)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 1 and len(lines) == 1, proc.stderr
         assert lines[0].startswith("robot-retarget-core: error:") and all(w in lines[0] for w in words), lines[0]
-        assert not out.exists()
+        assert not out.exists() and urdf.read_bytes() == G1.read_bytes()
