@@ -17,12 +17,12 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if Path(args.source).suffix.lower() == ".bvh":
+        return _run_core(args)
     from ..core.library import cli as core_cli
     from ..core.library.arguments import command_inputs
     from ..core.library.gait import ClipGait, gait_settings
-
-    if Path(args.source).suffix.lower() == ".bvh":
-        return _run_core(args)
+    from ..operators.export import scene_fps
     from ..operators.gait import gait_action
     from .common import check_outputs, clip_inputs
 
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = clip_inputs(args)
     outcome = gait_action(inputs.scene, inputs.source, inputs.robot, inputs.mapping, inputs.start, inputs.end,
                           settings, contacts=inputs.contacts)
-    gait = ClipGait(outcome.result, inputs.mapping, outcome.action.name, inputs.start, 0.0)
+    gait = ClipGait(outcome.result, inputs.mapping, outcome.action.name, inputs.start, scene_fps(inputs.scene))
     return core_cli.write_gait_files(args, gait, inputs.robot_path, out, report_path)
 
 

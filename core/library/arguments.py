@@ -125,9 +125,7 @@ def add_gait_parser(sub, func) -> argparse.ArgumentParser:
                                    "swing legs through the person's representative points, the waist balanced "
                                    "by preview control. Writes the bake CSV layout, one row per control cycle.")
     add_clip_arguments(p, robot_help="robot description (.urdf) with <inertial> masses")
-    rate = p.add_mutually_exclusive_group()
-    rate.add_argument("--rate", type=float, metavar="HZ", help="control rate (default 200 Hz)")
-    rate.add_argument("--period", type=float, metavar="S", help="control period in seconds (default 0.005)")
+    add_control_cycle(p, "200 Hz, a 5 ms period")
     p.add_argument("--sensitivity", type=float, default=1.0,
                    help="how much of the person's swing style to keep: higher keeps more of its turning points "
                         "(default 1)")
@@ -166,12 +164,17 @@ def add_balance_parser(sub, func) -> argparse.ArgumentParser:
     return p
 
 
+def add_control_cycle(p: argparse.ArgumentParser, default: str) -> None:
+    """--rate HZ | --period S (one or the other; read by control_period)."""
+    cycle = p.add_mutually_exclusive_group()
+    cycle.add_argument("--rate", type=float, metavar="HZ", help=f"control rate in Hz (default: {default})")
+    cycle.add_argument("--period", type=float, metavar="SECONDS", help="control period in seconds (instead of --rate)")
+
+
 def playback_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settings", metavar="EXPORT.json", help="export settings (.json): format, rate_hz, units, limits, retime, ...")
     p.add_argument("--format", choices=list(FORMATS), help="playback format (default: csv)")
-    cycle = p.add_mutually_exclusive_group()
-    cycle.add_argument("--rate", type=float, metavar="HZ", help="control rate in Hz (default: 100, i.e. a 10 ms period)")
-    cycle.add_argument("--period", type=float, metavar="SECONDS", help="control period in seconds (instead of --rate)")
+    add_control_cycle(p, "100 Hz, a 10 ms period")
     p.add_argument("--units", choices=["rad", "deg"], help="revolute joint units (default: rad; deg: csv, npz)")
     p.add_argument("--accel-limit", dest="acceleration_limit", type=float, metavar="A",
                    help="acceleration limit for every joint, rad/s^2 (m/s^2 for prismatic joints)")

@@ -23,8 +23,7 @@ from ..playback.sampling import JointLimits, PlaybackError
 from ..retarget.summary import report_summary
 from .arguments import (CommandError, add_bake_parser, add_balance_parser, add_batch_parser, add_export_parser,
                         add_gait_parser, check_contacts, check_output, check_outputs, command_inputs, export_settings,
-                        print_warnings, run_command,
-                        write_report)
+                        print_warnings, run_command, write_report)
 from .batch import (BatchOptions, ClipJob, Progress, Summary, batch_inputs, batch_robots, clip_status,
                     complete_outputs, plan_batch, skipped_status, status_line)
 from .clip import NEEDS_BLENDER, RobotModel, bake_clip_file, bake_report, export_bake, load_robot
