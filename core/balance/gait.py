@@ -9,6 +9,7 @@ balance is slow); the legs are then solved once more at every control cycle.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -122,6 +123,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
     (core.model.reroot, as the bake does); the result is the URDF's own root pose and joints.
     A clip that holds its first or last pose walks the gait of the clip without its holds and
     stands over them, its waist running up into the walk and settling out of it (core.balance.holds)."""
+    started = time.perf_counter(), time.process_time()  # the report's total_seconds, cpu_seconds
     settings = settings or GaitSettings()
     progress = progress or (lambda fraction, message: None)
     if not settings.period_s > 0:
@@ -153,6 +155,7 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
         link = robot.robot.root_link
         root_pose = rerooted.original_pose(link, tree.link_transform(q, tree.link_index(link), root_pose))
         q = q[:, [tree.joint_names.index(name) for name in robot.joint_names]]
+    report.update(total_seconds=time.perf_counter() - started[0], cpu_seconds=time.process_time() - started[1])
     progress(1.0, "done")
     return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),
                       settings.period_s, plan.target, balanced.zmp, balanced.com, report)

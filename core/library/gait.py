@@ -78,7 +78,8 @@ def gait_summary(report: dict) -> str:
             f"{report['zmp_outside_support_pct']:.1f} % of samples (worst margin "
             f"{'none' if margin is None else f'{1000 * margin:.0f} mm'}"
             f"{f' where a foot is down; no foot down on {lifted} samples' if lifted else ''}); stance slide "
-            f"{1000 * report['stance_slide_m']:.1f} mm")
+            f"{1000 * report['stance_slide_m']:.1f} mm"
+            + (f"; generated in {report['cpu_seconds']:.1f} s of CPU" if "cpu_seconds" in report else ""))  # older reports lack it
 
 
 def balance_file(motion_path: Path, tree: KinematicTree, robot_path: Path, per_frame: bool = False) -> dict:
