@@ -32,6 +32,7 @@ from core.chains import coherence, separation, steady  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
 from core.retarget import auto_map, retarget  # noqa: E402
+from bench_collision_stages_ab import _timed  # noqa: E402  (a part's CPU added up, not nested)
 
 S, C, T = separation, coherence, steady
 VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
@@ -54,7 +55,7 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "no-runs+no-whole+passes-1": ((S, "ONE_ANSWER_PER_RUN", False), (S, "WHOLE_PASSES", 0),
                                   (S, "SEPARATION_PASSES", 1)),
 }
-PARTS = ((S, "one_answer_per_run"), (S, "_steady"), (S, "solve_switches"))
+PARTS = ("chains.separation:one_answer_per_run", "chains.separation:_steady")
 
 
 @contextlib.contextmanager
@@ -70,33 +71,20 @@ def _variant(changes: tuple):
             setattr(module, name, value)
 
 
-def _timed(module, name: str, spent: dict) -> None:
-    """Wrap module.name so its CPU time and calls add to spent[name] (a call within itself counted once)."""
-    call, depth = getattr(module, name), [0]
-
-    def wrapper(*args, **kwargs):
-        if depth[0]:
-            return call(*args, **kwargs)
-        depth[0] += 1
-        started = time.process_time()
-        try:
-            return call(*args, **kwargs)
-        finally:
-            depth[0] -= 1
-            spent[name] += time.process_time() - started
-            spent[name + " calls"] += 1
-    setattr(module, name, wrapper)
-
-
 def _counted(spent: dict) -> None:
-    """Count the corrections' step calls and frame-steps (rows per call): the passes' work, free of the load."""
-    step = S._Corrections.step
+    """Count the corrections' step calls and frame-steps (rows per call): the passes' work, free of the
+    load; and the switch-window solves (detours, and the finish where the detours left frames inside)."""
+    step, switches = S._Corrections.step, S.solve_switches
 
-    def wrapper(self, out, live, *args, **kwargs):
+    def stepped(self, out, live, *args, **kwargs):
         spent["steps"] += 1
         spent["frame-steps"] += len(live)
         return step(self, out, live, *args, **kwargs)
-    S._Corrections.step = wrapper
+
+    def windows(*args, **kwargs):
+        spent["windows"] += 1
+        return switches(*args, **kwargs)
+    S._Corrections.step, S.solve_switches = stepped, windows
 
 
 def main() -> None:
@@ -106,9 +94,9 @@ def main() -> None:
     parser.add_argument("--clips", default="walk,hop")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     args = parser.parse_args()
-    spent = defaultdict(float)
-    for module, name in PARTS:
-        _timed(module, name, spent)
+    spent, depth = defaultdict(float), defaultdict(int)
+    for part in PARTS:
+        _timed("core", part, part.split(":")[1], spent, depth)
     _counted(spent)
     variants = ["base"] + [v for v in args.variants.split(",") if v != "base"]
     print(f"load {open('/proc/loadavg').read().strip()}", flush=True)
@@ -147,7 +135,7 @@ def _ablate(label: str, motion, tree, variants: list, repeats: int, spent: dict)
         print(f"{run:<26} {report['self_collision_pct']:6.2f} {100 * report['self_collision_worst']['depth_m']:8.2f} "
               f"{report['limb_direction_error_deg'] - off['limb_direction_error_deg']:+7.3f} "
               f"{report['jerk_after']:6,.0f} {best[run] - best['off']:7.3f} {used.get('one_answer_per_run', 0):5.3f} "
-              f"{used.get('_steady', 0):6.3f} {int(used.get('solve_switches calls', 0)):7d} "
+              f"{used.get('_steady', 0):6.3f} {int(used.get('windows', 0)):7d} "
               f"{int(used.get('steps', 0)):5d} {int(used.get('frame-steps', 0)):11d} {rms:7.3f}", flush=True)
 
 
