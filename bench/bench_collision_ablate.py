@@ -39,6 +39,8 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "base": (),
     "no-runs": ((S, "ONE_ANSWER_PER_RUN", False),),
     "no-retry": ((C, "RETRY_SHARE", 2.0),),  # one answer per run without trying a run whole on the other answer
+    "against-0.2": ((C, "AGAINST_RAD", 0.2),),  # fewer frames started again from their run's answer
+    "against-0.3": ((C, "AGAINST_RAD", 0.3),),
     "no-whole": ((S, "WHOLE_PASSES", 0),),
     "passes-1": ((S, "SEPARATION_PASSES", 1),),
     "passes-2": ((S, "SEPARATION_PASSES", 2),),
