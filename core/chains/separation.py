@@ -59,6 +59,9 @@ POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
 SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (docs/history/self_collision.md)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
+ONE_ANSWER_PER_RUN = True  # ablation switches (bench/bench_collision_ablate.py): each stage can be left out
+DETOURS = True  # the steady room's detour windows around the frames its rounds left inside
+FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
 HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is
 #                        (continuous in the input: the same motion written otherwise makes the same room, docs/history/self_collision.md);
 #                        False: only a joint already on its bound is held, another is cut at it
@@ -158,9 +161,11 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
         for _ in range(FIX_PASSES):
             y, _ = _separate(problem, separation, y, None, _within_reach(y, max_step, reach), None, FIX_STEPS, False)
             y = rate_limit(y, max_step)
-        return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD)
+        return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD) if FINISH_SWITCHES else y
 
     def detour(y, frames):
+        if not DETOURS:
+            return y
         return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD, inside=frames,
                               smooth=DETOUR_SMOOTH, half_widths=DETOUR_HALF_WIDTHS, steps=DETOUR_STEPS)
 
@@ -168,7 +173,7 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
 
 
 def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.ndarray | None,
-                passes: int = SEPARATION_PASSES, fixes: bool = True) -> np.ndarray:
+                passes: int | None = None, fixes: bool = True) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
     ramps left inside, each frame moved only as far as its neighbours' speed allows (the rate
@@ -177,6 +182,7 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
     the margin where the ramp and the rate limit did not touch them.
     fixes: False leaves the fix passes and the switch windows out (_steady smooths x first and
     finishes it only where it needs it)."""
+    passes = SEPARATION_PASSES if passes is None else passes
     shape, frames = x, None
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     seen = np.zeros(len(x), dtype=bool)  # frames seen clear of the margin where they are
@@ -249,7 +255,7 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps,
                           (problem, start) if whole else None)
     correct.out_of_reach(out, known=first)
-    if shape is not None:
+    if shape is not None and ONE_ANSWER_PER_RUN:
         one_answer_per_run(correct, out, shape[rows])
     clear[rows] = (out[rows] == correct.clear_at).all(axis=1)
     return out, clear
