@@ -311,12 +311,30 @@ def print_warnings(warnings, prefix: str = "") -> None:
         print(f"warning: {prefix}{warning}", file=sys.stderr)
 
 
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """parser.parse_args, but a flag the subcommand does not know is refused by the subcommand's
+    parser (its usage and prog), not the top-level one: argparse's own parse_args printed
+    `usage: PROG [-h] COMMAND ...`, which does not say which flags `gait` or `balance` take."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        (_subcommand_parser(parser, getattr(args, "command", None)) or parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def _subcommand_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return None
+
+
 def run_command(parser: argparse.ArgumentParser, argv: list[str], prog: str, errors: tuple,
                 message=str) -> int:
     """Parse and run a subcommand; bad input (`errors`) is one line on stderr and exit code 1;
     Ctrl-C is one line and exit code 130 (the shell's code for SIGINT), not a traceback."""
     try:
-        args = parser.parse_args(list(argv))
+        args = parse_arguments(parser, list(argv))
     except SystemExit as ex:  # --help or a usage error: argparse already printed
         return ex.code if isinstance(ex.code, int) else 1
     if getattr(args, "func", None) is None:

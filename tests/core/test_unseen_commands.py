@@ -163,3 +163,20 @@ def test_the_packages_gait_and_balance_say_what_is_wrong_in_one_line(tmp_path):
         assert proc.returncode == 1 and len(lines) == 1, proc.stderr
         assert lines[0].startswith("robot-retarget-core: error:") and all(w in lines[0] for w in words), lines[0]
         assert not out.exists() and urdf.read_bytes() == G1.read_bytes()
+
+
+@pytest.mark.parametrize("command, flags", [
+    ("gait", ["--source", WALK, "--robot", G1, "--out", "x.csv"]),
+    ("balance", ["--motion", "x.csv", "--robot", G1]),
+    ("bake", ["--source", WALK, "--robot", G1, "--out", "x.csv"])])
+def test_an_unknown_flag_is_refused_with_the_subcommands_usage(command, flags, capsys):
+    """A mistyped flag (`--rates`) after a subcommand shows that subcommand's usage and name: it
+    showed the top-level `usage: robot-retarget-core [-h] COMMAND ...`, which lists no flag."""
+    from core.library.cli import main
+
+    assert main([command, *map(str, flags), "--rates", "50"]) == 2
+    err = capsys.readouterr().err
+    assert f"usage: robot-retarget-core {command} " in err
+    assert f"robot-retarget-core {command}: error: unrecognized arguments: --rates 50" in err
+    assert main(["--rates", "50"]) == 2  # with no subcommand, the top-level usage as before
+    assert "usage: robot-retarget-core [-h] COMMAND" in capsys.readouterr().err
