@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import warnings
@@ -14,6 +15,7 @@ from pathlib import Path
 from ..motion.fileio import write_text_atomic
 from ..playback import ExportSettings
 from ..playback.formats import FORMATS
+from ..playback.prepare import MIN_PERIOD_S
 
 
 class CommandError(ValueError):
@@ -287,15 +289,17 @@ def check_contacts(args: argparse.Namespace) -> None:
         raise CommandError(f"{path}: contacts file not found")
 
 
-def control_period(args: argparse.Namespace) -> float | None:
-    """--rate HZ or --period S as seconds, None when neither is given; a bad value names its flag."""
+def control_period(args: argparse.Namespace, shortest: float = MIN_PERIOD_S) -> float | None:
+    """--rate HZ or --period S as seconds, None when neither is given; a bad value names its flag.
+    shortest: the shortest period taken (a mistyped rate asked for more samples than memory holds)."""
     if args.rate is not None:
-        if not args.rate > 0:
-            raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz")
+        if not (math.isfinite(args.rate) and 0 < args.rate <= 1 / shortest):  # inf read as a period of 0
+            raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz, at most {1 / shortest:g}")
         return 1.0 / args.rate
     if args.period is not None:
-        if not args.period > 0:
-            raise CommandError(f"--period {args.period:g}: expected a positive number of seconds")
+        if not (math.isfinite(args.period) and args.period >= shortest):
+            raise CommandError(f"--period {args.period:g}: expected a positive number of seconds, at least "
+                               f"{shortest:g}")
         return args.period
     return None
 

@@ -180,3 +180,23 @@ def test_an_unknown_flag_is_refused_with_the_subcommands_usage(command, flags, c
     assert f"robot-retarget-core {command}: error: unrecognized arguments: --rates 50" in err
     assert main(["--rates", "50"]) == 2  # with no subcommand, the top-level usage as before
     assert "usage: robot-retarget-core [-h] COMMAND" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, flags, said", [
+    ("gait", ["--rate", "inf"], "--rate inf: expected a positive number of Hz"),  # said 'period 0.0 s'
+    ("gait", ["--rate", "1e9"], "--rate 1e+09: expected a positive number of Hz, at most 10000"),  # MemoryError
+    ("gait", ["--period", "1e-9"], "--period 1e-09: expected a positive number of seconds"),
+    ("gait", ["--merge-s", "nan"], "--merge-s nan: must be a number"),  # walked as if not given
+    ("gait", ["--sensitivity", "inf"], "--sensitivity inf: must be a positive number"),
+    ("export", ["--rate", "1e9", "--contacts", "off"], "--rate 1e+09: expected a positive number of Hz, at most 100000")])
+def test_a_control_rate_or_width_that_is_not_a_number_the_command_can_use_is_one_line(command, flags, said, tmp_path,
+                                                                                      capsys):
+    """Rates past what memory holds, infinite or not-a-number values: one line naming the flag, exit 1,
+    before the clip is read (a gait at 1e9 Hz ended in a MemoryError's traceback)."""
+    from core.library.cli import main
+
+    out = tmp_path / "out.csv"
+    assert main([command, "--source", str(WALK), "--robot", str(G1), "--out", str(out), *flags]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"robot-retarget-core: error: {said}"), lines
+    assert not out.exists()
