@@ -150,9 +150,25 @@ def read_motion(path: Path):
     refuse_folder(path, "--motion", "motion file", "")
     if not path.is_file():
         raise CommandError(f"{path}: motion file not found")
+    _refuse_unread(path)
     if path.suffix.lower() == ".npz" or (path.suffix.lower() == ".csv" and sidecar_path(path).is_file()):
         track = read_playback(path).track
         return (list(track.joint_names), np.arange(track.samples) * track.period_s, track.root_position,
                 track.root_quaternion, track.q)
     table = read_bake_csv(path)
     return table.joint_names, table.time, table.root_position, table.root_quaternion, table.q
+
+
+def _refuse_unread(path: Path) -> None:
+    """A clip, or a playback format balance does not read, said as such: a pkl read 'not a text (UTF-8)
+    file (byte 0)', a ros2-yaml or mujoco-keyframes file 'header must start with time_s,...'."""
+    from ..playback.formats import FORMATS
+
+    suffix = path.suffix.lower()
+    if suffix in (".bvh", ".fbx", ".blend"):
+        raise CommandError(f"{path}: a clip, not a robot motion (--motion takes a bake CSV or an export): "
+                           "bake, gait or export it onto the robot first")
+    fmt = next((name for name, ext in FORMATS.items() if suffix in (ext, ".yml" if ext == ".yaml" else ext)), None)
+    if fmt in ("pkl", "ros2-yaml", "mujoco-keyframes"):
+        raise CommandError(f"{path}: a {fmt} playback file: --motion reads a bake CSV, or an export as csv (with "
+                           "its .meta.json) or npz")
