@@ -12,6 +12,7 @@ import pytest
 from core.balance import BalanceError, MassModel, balance_readout
 from core.balance.gait import generate_gait
 from core.model.kinematics import KinematicTree
+from core.model.transforms import pose_matrices
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
@@ -200,3 +201,44 @@ def test_a_control_rate_or_width_that_is_not_a_number_the_command_can_use_is_one
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"robot-retarget-core: error: {said}"), lines
     assert not out.exists()
+
+
+def test_balance_on_a_clip_or_a_playback_format_it_does_not_read_says_which_it_reads(tmp_path, capsys):
+    """`balance --motion` given the clip itself or an export it cannot read (pkl: 'not a text (UTF-8)
+    file'; ros2-yaml, mujoco-keyframes: 'header must start with time_s,...') says what the file is and
+    what it reads; an npz export of the same motion reads."""
+    from core.library.cli import main
+
+    files = [WALK]
+    for fmt, ext in (("pkl", "pkl"), ("ros2-yaml", "yaml"), ("mujoco-keyframes", "xml"), ("npz", "npz")):
+        out = tmp_path / f"walk.{ext}"
+        assert main(["export", "--source", str(WALK), "--robot", str(G1), "--frames", "0:240", "--contacts", "off",
+                     "--format", fmt, "--rate", "50", "--allow-violations", "--out", str(out)]) == 0
+        files.append(out)
+    capsys.readouterr()
+    for path, said in zip(files, ("a clip, not a robot motion", "a pkl playback file", "a ros2-yaml playback file",
+                                  "a mujoco-keyframes playback file")):
+        assert main(["balance", "--motion", str(path), "--robot", str(G1)]) == 1
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"robot-retarget-core: error: {path}: {said}"), lines
+        assert "--motion" in lines[0]
+    assert main(["balance", "--motion", str(files[-1]), "--robot", str(G1)]) == 0
+    assert " frames: ZMP outside the support on " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("clip, urdf", [(WALK, G1), (ROOT / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh", H1)])
+def test_a_bake_without_planted_feet_says_its_feet_are_off_the_ground(clip, urdf):
+    """`--contacts off`: the walk onto the G1 stood 4.3 cm up on 3 of 4 frames (the hop onto the H1 4.7
+    cm), its contact_preserved_pct 2.7 % (0 %) and no warning, and `balance` on it found no foot down on
+    974 of 995 frames. The warning quotes the figure; the planted bake has none."""
+    motion, tree = load_bvh(clip).to_source_motion(), KinematicTree(parse_urdf(urdf))
+    mapping = auto_map(motion, tree)
+    off = retarget(motion, tree, mapping, contacts="off")
+    kept = off.report["contact_preserved_pct"]
+    said = [w for w in off.report["warnings"] if w.startswith("feet not planted: on the ground on only")]
+    assert kept < 20.0 and said == [said[0]] and f"only {kept:.0f} % of the clip's contact frames" in said[0]
+    readout = balance_readout(tree, off.q, pose_matrices(off.root_rotation, off.root_position), motion.fps)
+    assert readout["frames_without_support"] > 0.5 * motion.frames  # what the warning says, read back
+    planted = retarget(motion, tree, mapping, contacts="auto")
+    assert planted.report["contact_preserved_pct"] > 90.0
+    assert not any("on the ground on only" in w for w in planted.report["warnings"])
