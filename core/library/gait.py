@@ -105,6 +105,11 @@ def balance_file(motion_path: Path, tree: KinematicTree, robot_path: Path, per_f
     note = degrees_note(tree, q, motion_path)
     if note:
         report["warnings"].insert(0, note)
+    unused = [name for name in names if name not in set(tree.joint_names)]
+    if unused:  # another robot's motion (a G1 29-dof bake on a 23-dof URDF) was read without a word
+        more = f" and {len(unused) - 5} more" if len(unused) > 5 else ""
+        report["warnings"].insert(0, f"{Path(motion_path).absolute()}: {len(unused)} column(s) name no joint of "
+                                     f"{Path(robot_path).absolute()}, not read: {', '.join(unused[:5])}{more}")
     report.update(motion_file=str(Path(motion_path).absolute()), robot_file=str(Path(robot_path).absolute()),
                   rate_hz=fps)
     return report

@@ -242,3 +242,26 @@ def test_a_bake_without_planted_feet_says_its_feet_are_off_the_ground(clip, urdf
     planted = retarget(motion, tree, mapping, contacts="auto")
     assert planted.report["contact_preserved_pct"] > 90.0
     assert not any("on the ground on only" in w for w in planted.report["warnings"])
+
+
+def test_balance_of_another_robots_motion_names_the_columns_it_did_not_read(tmp_path, capsys):
+    """A 29-dof G1 bake read on a G1 whose six wrist joints are fixed (a 23-dof URDF): the readout
+    ran on the joints it has and said nothing of the six columns it dropped."""
+    import json
+
+    from core.library.cli import main
+    from tests.robot_variants import retyped, write_urdf
+
+    bake = tmp_path / "walk.csv"
+    assert main(["bake", "--source", str(WALK), "--robot", str(G1), "--frames", "0:240", "--contacts", "off",
+                 "--out", str(bake)]) == 0
+    wrists = [j.name for j in parse_urdf(G1).joints if "wrist" in j.name and j.type != "fixed"]
+    fewer = write_urdf(retyped(parse_urdf(G1), dict.fromkeys(wrists, "fixed")), tmp_path / "g1_23.urdf")
+    for robot, dropped in ((fewer, wrists), (G1, [])):
+        report = tmp_path / f"{robot.stem}.json"
+        assert main(["balance", "--motion", str(bake), "--robot", str(robot), "--report", str(report)]) == 0
+        said = [w for w in json.loads(report.read_text())["warnings"] if "name no joint of" in w]
+        assert len(said) == bool(dropped), said
+        if dropped:
+            assert f"{len(dropped)} column(s) name no joint of {robot}" in said[0] and dropped[0] in said[0]
+            assert said[0] in capsys.readouterr().err
