@@ -510,10 +510,6 @@ def contact_warnings(figures: dict, planted: bool) -> list[str]:
     if planted and kept is not None and kept < KEPT_PCT:
         out.append(f"planted feet are on the ground on only {kept:.0f} % of the clip's contact frames "
                    "(contact_preserved_pct): the feet float there")
-    elif kept is not None and kept < KEPT_PCT:  # contacts off: the walk onto the G1 stood 4-5 cm up, said nowhere
-        out.append(f"feet not planted: on the ground on only {kept:.0f} % of the clip's contact frames "
-                   "(contact_preserved_pct; the robot stands where its lowest foot point was lowest over the clip), "
-                   "so a balance readout finds no support there; plant them (contacts auto) to stand on them")
     if planted and sliding is not None and sliding > SLIDING_PCT:
         out.append(f"planted feet slide in {sliding:.0f} % of the contacts (foot_slide_pct): a leg joint at its "
                    "range or velocity limit cannot hold the foot")
