@@ -211,3 +211,28 @@ def test_a_gait_from_a_preset_that_avoids_self_collision_says_where_overlaps_com
     assert len(said) == (report["self_collision_pct"] > 0.0)
     if said:
         assert " and ".join(worst["pair"]) in said[0] and f"{report['self_collision_pct']:.1f} %" in said[0]
+
+
+def test_a_foot_placed_at_a_cut_clips_start_stands_where_the_legs_reach_it(g1):
+    """The walk cut at frame 333 as the commands cut it (contacts detected on the whole clip): the right
+    foot is in the air for its first 0.22 s, so it stands on its first footprint from the start while
+    the waist goes over the left foot. That footprint was 0.39 m ahead, inside the step bounds, which
+    check a step with the waist between the feet: from over the left foot no leg reached it, and the
+    right sole slid 28 mm and tilted 17 degrees until it lifted. Now that step is checked as a clip's
+    last one is, with the waist over its standing foot."""
+    from core.balance.gait import GaitSettings
+    from core.library.clip import load_robot
+    from core.library.gait import gait_clip_file
+
+    result = gait_clip_file(WALK, load_robot(G1, None), "333:777", "auto", "Y", GaitSettings()).result
+    report = result.report
+    assert any(w.startswith("the right foot is in the air at the clip's start") for w in report["warnings"])
+    first_lift = report["swing_phases"]["right"][0]["lift_off_s"]
+    standing = result.time_s < first_lift - 0.05  # the placed stance and the landing on it, before it lifts
+    foot = g1.link_index("right_ankle_roll_link")
+    poses = g1.link_transform(result.q, foot, pose_matrices(result.root_rotation, result.root_position))[standing]
+    level = g1.zero_pose()[foot, :3, :3]  # the sole level in the zero pose
+    slide = np.linalg.norm(poses[:, :2, 3] - poses[0, :2, 3], axis=1).max()
+    tilt = np.degrees(np.arccos(np.clip((poses[:, :3, :3] @ level.T)[:, 2, 2], -1.0, 1.0))).max()
+    assert slide < 0.002 and tilt < 2.0, (slide, tilt)  # 0.4 mm, 0.6 degrees measured (28 mm, 17 before)
+    assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
