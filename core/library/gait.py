@@ -57,6 +57,18 @@ class ClipGait:
     fps: float  # the clip's frame rate: the gait's time 0 is clip frame `start`
 
 
+def weighed_robot(robot: RobotModel) -> RobotModel:
+    """The robot, its masses checked before the clip is read: an error names the URDF file (it named
+    the <robot name>, which variants of one robot share)."""
+    from ..balance.inertia import BalanceError, MassModel
+
+    try:
+        MassModel.build(robot.tree)
+    except BalanceError as exc:
+        raise CommandError(f"{robot.path}: {exc}") from None
+    return robot
+
+
 def gait_clip_file(source, robot: RobotModel, frames: str | None, contacts: str, up: str,
                    settings: GaitSettings, progress=None) -> ClipGait:
     """Read a BVH clip, map it and walk `frames` (START:END, 0-based) as a gait; `contacts` auto or a

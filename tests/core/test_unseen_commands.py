@@ -247,3 +247,22 @@ def test_balance_of_another_robots_motion_names_the_columns_it_did_not_read(tmp_
         if dropped:
             assert f"{len(dropped)} column(s) name no joint of {robot}" in said[0] and dropped[0] in said[0]
             assert said[0] in capsys.readouterr().err
+
+
+def test_a_robot_without_masses_is_named_by_its_file(tmp_path, capsys):
+    """Variants of one robot share its <robot name>: `gait` and `balance` on a URDF written for
+    kinematics only named 'g1_29dof_rev_1_0', not which of the user's files lacks the masses."""
+    from core.library.cli import main
+    from tests.robot_variants import massless, write_urdf
+
+    urdf = write_urdf(massless(parse_urdf(G1)), tmp_path / "g1_kinematics_only.urdf")
+    bake = tmp_path / "walk.csv"
+    assert main(["bake", "--source", str(WALK), "--robot", str(urdf), "--frames", "0:120", "--contacts", "off",
+                 "--out", str(bake)]) == 0  # the bake needs no masses
+    capsys.readouterr()
+    for args in (["gait", "--source", str(WALK), "--robot", str(urdf), "--out", str(tmp_path / "gait.csv")],
+                 ["balance", "--motion", str(bake), "--robot", str(urdf)]):
+        assert main(args) == 1
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"robot-retarget-core: error: {urdf}: "), lines
+        assert "<inertial>" in lines[0]
