@@ -152,3 +152,16 @@ def test_an_fbx_clip_walks_through_the_command_as_its_bvh(clean_scene, walk_gait
     assert proc.returncode == 0, proc.stderr
     figures = json.loads(readout.read_text())
     assert figures["min_support_margin_m"] == pytest.approx(report["min_support_margin_m"], abs=0.002)
+
+
+def test_an_fbx_gait_onto_a_robot_without_masses_names_the_urdf_first(tmp_path):
+    """The FBX path weighs the robot before Blender imports the clip, and names the file (it named the
+    <robot name> after the import), as the BVH path does."""
+    import re
+
+    urdf = tmp_path / "g1_kinematics_only.urdf"
+    urdf.write_text(re.sub(r"<inertial>.*?</inertial>", "", G1.read_text(), flags=re.S))
+    clip = tmp_path / "never_read.fbx"
+    clip.write_bytes(b"")  # an import would fail on it: the masses are checked first
+    proc = launcher("gait", "--source", clip, "--robot", urdf, "--out", tmp_path / "g.csv")
+    assert_one_line_error(proc, str(urdf), "<inertial>")
