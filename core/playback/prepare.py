@@ -49,7 +49,8 @@ class ExportSettings:
     def validate(self) -> "ExportSettings":
         if self.format not in FORMATS:
             raise PlaybackError(f"format {self.format!r}: expected one of {', '.join(FORMATS)}")
-        if not (math.isfinite(self.period_s) and self.period_s >= MIN_PERIOD_S):
+        # within a rounding of the shortest: the Export operator's 0.01 ms is a float32, 9.9999998e-06 s
+        if not (math.isfinite(self.period_s) and self.period_s >= MIN_PERIOD_S * (1.0 - 1e-6)):
             raise PlaybackError(f"period {self.period_s!r} s: expected a positive number, at least {MIN_PERIOD_S:g} s "
                                 f"(a rate of at most {1 / MIN_PERIOD_S:g} Hz)")
         if self.units not in UNITS:

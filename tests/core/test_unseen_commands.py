@@ -266,3 +266,13 @@ def test_a_robot_without_masses_is_named_by_its_file(tmp_path, capsys):
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"robot-retarget-core: error: {urdf}: "), lines
         assert "<inertial>" in lines[0]
+
+
+def test_the_export_operators_shortest_period_is_still_taken():
+    """The Export operator's Period field stops at 0.01 ms, a float32 (9.9999998e-06 s): the settings'
+    new shortest period (1e-05 s, which stops a mistyped 1e9 Hz) must take it; half of it is refused."""
+    from core.playback import ExportSettings, PlaybackError
+
+    assert ExportSettings(period_s=float(np.float32(0.01)) / 1000.0).validate()
+    with pytest.raises(PlaybackError, match="at least 1e-05 s"):
+        ExportSettings(period_s=5e-6).validate()
