@@ -10,6 +10,7 @@ Session 13 (2026-12-02): robots scaled 0.7 / 1.4, zeroed in a crouch, renamed (L
 numbers), listed in another order, their links' frames turned, facing +y, rooted at the torso,
 without masses; clips in centimetres, Z-up, A-pose and
 bones-along-X rests, Unreal and Biped names, of two steps, starting mid-stride, resampled to 60 Hz.
+Session 18: the walk cut by --frames 200:500 and 333:777 (docs/notes/s18-unseen.md).
 """
 from __future__ import annotations
 
@@ -83,6 +84,9 @@ def write_variants(out: Path, urdf: Path = G1) -> dict[str, tuple[Path, Path, li
     runs = {name: (WALK, path, []) for name, path in robots.items()}
     runs.update({name: (path, urdf, ["--source-up", "Z"] if name == "walk_zup" else [])
                  for name, path in clips.items() if name != "walk"})
+    # cut as the commands cut (contacts from the whole clip): 333:777 starts with the right foot in the air
+    # 0.39 m short of its first footprint (session 18: slid 28 mm before the placed step was checked)
+    runs.update({f"walk_cut{a}": (WALK, urdf, ["--frames", f"{a}:{b}"]) for a, b in ((200, 500), (333, 777))})
     return runs
 
 

@@ -21,13 +21,15 @@ def run(args: argparse.Namespace) -> int:
         return _run_core(args)
     from ..core.library import cli as core_cli
     from ..core.library.arguments import command_inputs
-    from ..core.library.gait import ClipGait, gait_settings
+    from ..core.library.clip import load_robot as robot_model
+    from ..core.library.gait import ClipGait, gait_settings, weighed_robot
     from ..operators.export import scene_fps
     from ..operators.gait import gait_action
     from .common import check_outputs, clip_inputs
 
     out, report_path = check_outputs([args.out, args.report], args.overwrite, command_inputs(args))
     settings = gait_settings(args)
+    weighed_robot(robot_model(args.robot))  # masses first, naming the file, as for a BVH clip
     inputs = clip_inputs(args)
     outcome = gait_action(inputs.scene, inputs.source, inputs.robot, inputs.mapping, inputs.start, inputs.end,
                           settings, contacts=inputs.contacts)

@@ -28,7 +28,7 @@ from ..retarget.facing import solved_robot
 from ..retarget.pipeline import HELD_S
 from .correction import Balanced, CorrectionSettings, Corrector, balance, refine
 from .foot_path import FootSettings, project_person_points, tame_swing
-from .gait_report import gait_report, scaled_travel
+from .gait_report import gait_report, scaled_travel, self_collision_figures
 from .holds import end_holds, inner_contacts, stand_over_holds
 from .inertia import BalanceError, MassModel, centre_of_mass, com_push
 from .lateral import band_constraints, plan_path, support_constraints, zmp_operator
@@ -155,6 +155,8 @@ def generate_gait(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, c
         link = robot.robot.root_link
         root_pose = rerooted.original_pose(link, tree.link_transform(q, tree.link_index(link), root_pose))
         q = q[:, [tree.joint_names.index(name) for name in robot.joint_names]]
+    if mapping.settings.avoid_self_collision:  # measured on the robot as given, after the report's warnings
+        report.update(self_collision_figures(robot, mapping, q, root_pose, times, report["warnings"]))
     report.update(total_seconds=time.perf_counter() - started[0], cpu_seconds=time.process_time() - started[1])
     progress(1.0, "done")
     return GaitResult(robot.joint_names, times, q, root_pose[:, :3, 3].copy(), root_pose[:, :3, :3].copy(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..chains.mapping import Mapping
+from ..collision.avoid import collision_figures
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
@@ -127,3 +128,26 @@ def stance_slide(points: np.ndarray, radius: np.ndarray) -> float:
 def _max_norm(error: np.ndarray) -> float:
     return float(np.linalg.norm(error, axis=1).max()) if len(error) else 0.0
 
+
+
+def self_collision_figures(tree: KinematicTree, mapping: Mapping, q: np.ndarray, root: np.ndarray,
+                           times: np.ndarray, warnings: list[str]) -> dict:
+    """A gait walked from a preset that avoids self-collision (`avoid_self_collision`): the bake's
+    self-collision figures on the gait's samples (q (N, n) in the tree's order, root poses (N, 4, 4)),
+    and a warning where overlaps come back: the bake keeps the arms clear of the body, but the waist
+    the gait balances with moves the body under them (the walk onto the H1: the left elbow 17 mm into
+    the thigh on 0.8 % of samples, said nowhere). Costs 0.05 s of CPU on the 8 s walk."""
+    from ..retarget.pipeline import checked_pairs
+
+    figures = collision_figures(tree, checked_pairs(tree, mapping), q, root, mapping.settings.collision_margin)
+    figures.pop("self_collision_frames")  # samples, not clip frames: the worst's time_s says where
+    worst = figures["self_collision_worst"]
+    if worst["frame"] is not None:
+        worst["time_s"] = float(times[worst["frame"]])
+    if figures["self_collision_pct"] > 0.0:
+        a, b = worst["pair"]
+        warnings.append(f"self-collision, avoided in the bake, comes back on {figures['self_collision_pct']:.1f} % "
+                        f"of the gait's samples (worst {a} and {b}, {1000 * worst['depth_m']:.0f} mm deep at "
+                        f"{worst['time_s']:.2f} s; self_collision_pct): the waist balancing the robot moves its body "
+                        "under the arms")
+    return dict(figures, self_collision_avoided=True)

@@ -89,14 +89,15 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
                          {s: sole_height(bodies[by_side[s]], f) for s, f in flats.items()}, width, flats,
                          sagittal_waist)
 
+    placing = not (sagittal_waist or bounds.lean < 1.0)  # a foot in the air at the clip's start is placed (below)
     stances, moved = _stances(bake, clip_feet, flags, {side: bodies[link] for side, link in by_side.items()}, flats,
-                              bounds, aims, repeated)
+                              bounds, aims, repeated, placing)
     paths, swings = {}, {}
     frames = len(bake.q)
     for side, link in by_side.items():
         paths[link], swings[side] = foot_path(side, clip_feet[side], stances[side], bake.fps, frames, times,
                                               bodies[link], foot, warnings, flats[side])
-    if sagittal_waist or bounds.lean < 1.0:  # a foot placed at the clip's start carries weight from the start
+    if not placing:  # a foot placed at the clip's start carries weight from the start
         # (foot_path.FootPath.placed) where the waist cannot go over the other foot with both soles flat (the H1
         # upright: worst margin -11 -> -245 mm with the target there), and for the rolled waist, whose passes
         # amplify any change of the plan (the H1 walk: +10.8 -> +10.6 mm, slide 0.83 -> 0.99 mm)
@@ -138,10 +139,14 @@ CHECK_ROUNDS = 3  # the stances planned again at most this often where a step di
 def _stances(bake: RetargetResult, clip_feet: dict[str, np.ndarray], flags: Contacts, bodies: dict[str, BodyPoints],
              flats: dict[str, np.ndarray], bounds: StepBounds,
              aims: dict[str, np.ndarray] | None,
-             repeated: np.ndarray | None = None) -> tuple[dict[str, list[Stance]], int]:
+             repeated: np.ndarray | None = None, placing: bool = False) -> tuple[dict[str, list[Stance]], int]:
     """The stances (core.balance.foot_path.plan_stances), each step inside the bounds and then checked
     with the legs (core.balance.reach.check_steps): a step too far for its width and turn together
-    is shortened toward the stance as built, and the later ones planned again from it."""
+    is shortened toward the stance as built, and the later ones planned again from it. placing: a foot
+    in the air at the clip's start stands on its first stance from the start (FootPath.placed) while the
+    waist goes over the other foot, so that step is checked as the clip's last one is, with the waist
+    over its standing foot: the walk cut at frame 333 placed the right foot 0.39 m ahead of the left,
+    within the bounds, where no leg reached it from over the left foot (slide 28 mm, sole 17 degrees)."""
     shrink: dict[tuple[str, int], float] = {}
 
     def nearest_step(ref, pose, stance):
@@ -159,8 +164,9 @@ def _stances(bake: RetargetResult, clip_feet: dict[str, np.ndarray], flags: Cont
 
     def check(stepped: list[Stance]) -> np.ndarray:
         last = max(stepped, key=lambda st: st.start)  # the step into the stance the clip ends in
+        placed = [st for st in stepped if placing and st.start > 0 and st is stances[st.side][0]]
         steps = [(*bounds.relative(st.reference.pose, flats[st.reference.side], st.pose, flats[st.side], st.side),
-                  st is last, st.reference.side == "left") for st in stepped]
+                  st is last or any(st is p for p in placed), st.reference.side == "left") for st in stepped]
         keys = [(*np.round(place, 9), round(turn, 9), *rest) for place, turn, *rest in steps]
         new = [i for i, key in enumerate(keys) if key not in checked]
         if new:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import warnings
@@ -14,6 +15,7 @@ from pathlib import Path
 from ..motion.fileio import write_text_atomic
 from ..playback import ExportSettings
 from ..playback.formats import FORMATS
+from ..playback.prepare import MIN_PERIOD_S
 
 
 class CommandError(ValueError):
@@ -287,15 +289,17 @@ def check_contacts(args: argparse.Namespace) -> None:
         raise CommandError(f"{path}: contacts file not found")
 
 
-def control_period(args: argparse.Namespace) -> float | None:
-    """--rate HZ or --period S as seconds, None when neither is given; a bad value names its flag."""
+def control_period(args: argparse.Namespace, shortest: float = MIN_PERIOD_S) -> float | None:
+    """--rate HZ or --period S as seconds, None when neither is given; a bad value names its flag.
+    shortest: the shortest period taken (a mistyped rate asked for more samples than memory holds)."""
     if args.rate is not None:
-        if not args.rate > 0:
-            raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz")
+        if not (math.isfinite(args.rate) and 0 < args.rate <= 1 / shortest):  # inf read as a period of 0
+            raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz, at most {1 / shortest:g}")
         return 1.0 / args.rate
     if args.period is not None:
-        if not args.period > 0:
-            raise CommandError(f"--period {args.period:g}: expected a positive number of seconds")
+        if not (math.isfinite(args.period) and args.period >= shortest):
+            raise CommandError(f"--period {args.period:g}: expected a positive number of seconds, at least "
+                               f"{shortest:g}")
         return args.period
     return None
 
@@ -311,12 +315,30 @@ def print_warnings(warnings, prefix: str = "") -> None:
         print(f"warning: {prefix}{warning}", file=sys.stderr)
 
 
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """parser.parse_args, but a flag the subcommand does not know is refused by the subcommand's
+    parser (its usage and prog), not the top-level one: argparse's own parse_args printed
+    `usage: PROG [-h] COMMAND ...`, which does not say which flags `gait` or `balance` take."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        (_subcommand_parser(parser, getattr(args, "command", None)) or parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def _subcommand_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return None
+
+
 def run_command(parser: argparse.ArgumentParser, argv: list[str], prog: str, errors: tuple,
                 message=str) -> int:
     """Parse and run a subcommand; bad input (`errors`) is one line on stderr and exit code 1;
     Ctrl-C is one line and exit code 130 (the shell's code for SIGINT), not a traceback."""
     try:
-        args = parser.parse_args(list(argv))
+        args = parse_arguments(parser, list(argv))
     except SystemExit as ex:  # --help or a usage error: argparse already printed
         return ex.code if isinstance(ex.code, int) else 1
     if getattr(args, "func", None) is None:

@@ -28,7 +28,8 @@ from .batch import (BatchOptions, ClipJob, Progress, Summary, batch_inputs, batc
                     complete_outputs, plan_batch, skipped_status, status_line)
 from .clip import NEEDS_BLENDER, RobotModel, bake_clip_file, bake_report, export_bake, load_robot
 from .engines import run_dask, run_local
-from .gait import ClipGait, balance_file, balance_summary, gait_clip_file, gait_settings, gait_summary, gait_table
+from .gait import (ClipGait, balance_file, balance_summary, gait_clip_file, gait_settings, gait_summary, gait_table,
+                   weighed_robot)
 
 PROG = "robot-retarget-core"
 GENERATOR = "robot_retarget"
@@ -133,7 +134,7 @@ def gait_files(args: argparse.Namespace) -> tuple[ClipGait, RobotModel, Path, Pa
     """`gait` up to the files: checks the flags and outputs first, then walks the clip."""
     out, report_path = check_outputs([args.out, args.report], args.overwrite, command_inputs(args))
     settings = gait_settings(args)
-    robot = load_robot(args.robot, args.mapping)
+    robot = weighed_robot(load_robot(args.robot, args.mapping))
     gait = gait_clip_file(args.source, robot, args.frames, args.contacts, args.source_up, settings)
     return gait, robot, out, report_path
 
@@ -160,7 +161,7 @@ def run_gait(args: argparse.Namespace) -> int:
 def run_balance(args: argparse.Namespace) -> int:
     """The balance readout of a motion file on a robot."""
     report_path, = check_outputs([args.report], args.overwrite, command_inputs(args))
-    robot = load_robot(args.robot)
+    robot = weighed_robot(load_robot(args.robot))
     report = balance_file(Path(args.motion), robot.tree, robot.path, args.per_frame)
     write_report(report_path, report, args.overwrite)
     print_warnings(report["warnings"])

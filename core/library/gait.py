@@ -26,16 +26,21 @@ from .clip import RobotModel, clip_input
 WAISTS = {"auto": None, "rolled": True, "upright": False}  # --waist: GaitSettings.sagittal_waist
 
 
+# The gait's shortest control period (10 kHz): the walk at 4 kHz takes 13 s and 0.6 GB, at 1e9 Hz it asked
+# for 60 GB and ended in a MemoryError's traceback (Generate Gait's Control Period goes down to 0.5 ms).
+GAIT_MIN_PERIOD_S = 1e-4
+
+
 def gait_settings(args: argparse.Namespace) -> GaitSettings:
     """GaitSettings from `gait`'s flags, checked before the slow work."""
     if args.contacts == "off":
         raise CommandError("--contacts off: a gait needs the clip's steps (auto or a contacts file)")
     check_contacts(args)
-    if not args.sensitivity > 0:
-        raise CommandError(f"--sensitivity {args.sensitivity:g}: must be positive")
-    if args.merge_s < 0:
-        raise CommandError(f"--merge-s {args.merge_s:g}: must not be negative")
-    period = control_period(args)
+    if not (np.isfinite(args.sensitivity) and args.sensitivity > 0):
+        raise CommandError(f"--sensitivity {args.sensitivity:g}: must be a positive number")
+    if not args.merge_s >= 0:  # nan was taken, as if no --merge-s had been given
+        raise CommandError(f"--merge-s {args.merge_s:g}: must be a number, not negative")
+    period = control_period(args, GAIT_MIN_PERIOD_S)
     return GaitSettings(period_s=0.005 if period is None else period, sensitivity=args.sensitivity,
                         merge_s=args.merge_s,
                         upper_body=args.upper_body, sagittal_waist=WAISTS[args.waist])
@@ -50,6 +55,18 @@ class ClipGait:
     name: str
     start: int
     fps: float  # the clip's frame rate: the gait's time 0 is clip frame `start`
+
+
+def weighed_robot(robot: RobotModel) -> RobotModel:
+    """The robot, its masses checked before the clip is read: an error names the URDF file (it named
+    the <robot name>, which variants of one robot share)."""
+    from ..balance.inertia import BalanceError, MassModel
+
+    try:
+        MassModel.build(robot.tree)
+    except BalanceError as exc:
+        raise CommandError(f"{robot.path}: {exc}") from None
+    return robot
 
 
 def gait_clip_file(source, robot: RobotModel, frames: str | None, contacts: str, up: str,
@@ -101,6 +118,11 @@ def balance_file(motion_path: Path, tree: KinematicTree, robot_path: Path, per_f
     note = degrees_note(tree, q, motion_path)
     if note:
         report["warnings"].insert(0, note)
+    unused = [name for name in names if name not in set(tree.joint_names)]
+    if unused:  # another robot's motion (a G1 29-dof bake on a 23-dof URDF) was read without a word
+        more = f" and {len(unused) - 5} more" if len(unused) > 5 else ""
+        report["warnings"].insert(0, f"{Path(motion_path).absolute()}: {len(unused)} column(s) name no joint of "
+                                     f"{Path(robot_path).absolute()}, not read: {', '.join(unused[:5])}{more}")
     report.update(motion_file=str(Path(motion_path).absolute()), robot_file=str(Path(robot_path).absolute()),
                   rate_hz=fps)
     return report
@@ -146,9 +168,25 @@ def read_motion(path: Path):
     refuse_folder(path, "--motion", "motion file", "")
     if not path.is_file():
         raise CommandError(f"{path}: motion file not found")
+    _refuse_unread(path)
     if path.suffix.lower() == ".npz" or (path.suffix.lower() == ".csv" and sidecar_path(path).is_file()):
         track = read_playback(path).track
         return (list(track.joint_names), np.arange(track.samples) * track.period_s, track.root_position,
                 track.root_quaternion, track.q)
     table = read_bake_csv(path)
     return table.joint_names, table.time, table.root_position, table.root_quaternion, table.q
+
+
+def _refuse_unread(path: Path) -> None:
+    """A clip, or a playback format balance does not read, said as such: a pkl read 'not a text (UTF-8)
+    file (byte 0)', a ros2-yaml or mujoco-keyframes file 'header must start with time_s,...'."""
+    from ..playback.formats import FORMATS
+
+    suffix = path.suffix.lower()
+    if suffix in (".bvh", ".fbx", ".blend"):
+        raise CommandError(f"{path}: a clip, not a robot motion (--motion takes a bake CSV or an export): "
+                           "bake, gait or export it onto the robot first")
+    fmt = next((name for name, ext in FORMATS.items() if suffix in (ext, ".yml" if ext == ".yaml" else ext)), None)
+    if fmt in ("pkl", "ros2-yaml", "mujoco-keyframes"):
+        raise CommandError(f"{path}: a {fmt} playback file: --motion reads a bake CSV, or an export as csv (with "
+                           "its .meta.json) or npz")

@@ -16,6 +16,10 @@ from .retime import retime
 from .sampling import (DEFAULT_PERIOD_S, UNITS, JointLimits, LimitViolation, PlaybackError, PlaybackTrack,
                        _relative_times, check_limits, resample, violation_summary)
 
+# The shortest period an export takes (100 kHz, the Export operator's highest rate): a mistyped rate
+# (1e9 Hz) asked for 60 GB of samples and ended in a MemoryError's traceback.
+MIN_PERIOD_S = 1e-5
+
 
 @dataclass
 class ExportSettings:
@@ -38,15 +42,17 @@ class ExportSettings:
 
     @classmethod
     def from_rate(cls, rate_hz: float, **kwargs) -> "ExportSettings":
-        if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and rate_hz > 0):
-            raise PlaybackError(f"rate {rate_hz!r} Hz: expected a positive number")
+        if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and 0 < rate_hz <= 1 / MIN_PERIOD_S):
+            raise PlaybackError(f"rate {rate_hz!r} Hz: expected a positive number, at most {1 / MIN_PERIOD_S:g}")
         return cls(period_s=1.0 / float(rate_hz), **kwargs)
 
     def validate(self) -> "ExportSettings":
         if self.format not in FORMATS:
             raise PlaybackError(f"format {self.format!r}: expected one of {', '.join(FORMATS)}")
-        if not (math.isfinite(self.period_s) and self.period_s > 0):
-            raise PlaybackError(f"period {self.period_s!r} s: expected a positive number")
+        # within a rounding of the shortest: the Export operator's 0.01 ms is a float32, 9.9999998e-06 s
+        if not (math.isfinite(self.period_s) and self.period_s >= MIN_PERIOD_S * (1.0 - 1e-6)):
+            raise PlaybackError(f"period {self.period_s!r} s: expected a positive number, at least {MIN_PERIOD_S:g} s "
+                                f"(a rate of at most {1 / MIN_PERIOD_S:g} Hz)")
         if self.units not in UNITS:
             raise PlaybackError(f"units {self.units!r}: expected one of {', '.join(UNITS)}")
         if self.units == "deg" and self.format in RADIAN_ONLY:

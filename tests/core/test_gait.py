@@ -450,17 +450,11 @@ def test_a_cut_walk_keeps_its_stance_feet_down_at_any_control_period(walk, perio
 
 
 @pytest.mark.parametrize("start, end, period_s", [
-    pytest.param(200, 500, 0.003, marks=pytest.mark.xfail(strict=True, reason=(
-        "the same foot in the air at the cut's end (2026-12-03, session 16): slide 35 mm on the right's last stance "
-        "1.77-2.49 s; it passed on the coarse-grid retarget by a rung's draw (its 4th step taken at 0.7 of its "
-        "length, 0.55 now; between the rungs both slide ~7 mm): docs/history/balanced_gait.md, s16-gaitstart"))),
+    (200, 500, 0.003),  # slid 35 mm (a strict xfail since session 16) and
+    (200, 500, 0.005),  # 8.9-36.7 mm (a strict xfail since session 14): mended in session 18, below
     (600, 995, 0.005),
     (600, 995, 0.003),  # its left, the first step's rear foot, slid 2.5 mm before a lift-off may come back to
     # the given contacts' own (core.balance.lift_off.swing_limits, 2026-12-03): 0.23 mm
-    pytest.param(200, 500, 0.005, marks=pytest.mark.xfail(strict=True, reason=(
-        "a foot in the air at the clip's end (2026-12-03): the right foot, held on its last footprint from 2.00 s, "
-        "14 mm off it at 2.49 s with its hip roll on its limit, slide 8.9 mm; "
-        "see docs/history/balanced_gait.md (session 14, s14-cutend)"))),
 ])
 def test_a_cut_walk_ending_with_a_foot_in_the_air_keeps_its_stance_feet_down(walk, start, end, period_s):
     """The cut's end: 200:500 ends with the right foot lifted at 2.00 s, stood on its last footprint
@@ -468,7 +462,11 @@ def test_a_cut_walk_ending_with_a_foot_in_the_air_keeps_its_stance_feet_down(wal
     the end) while the person's waist walks on over the left foot: at 5 ms the right foot is 14 mm
     off its footprint at 2.49 s, its hip roll on its limit (0.07 mm at 3 ms). The target kept on the
     left foot from the lift-off mends it (0.74 mm) but ends other cuts with the ZMP at the hull's
-    edge (50:350 at 5 ms -0.3 mm): not kept (2026-12-03)."""
+    edge (50:350 at 5 ms -0.3 mm): not kept (2026-12-03). What moved the stances was the cut's start
+    (session 18, s18-unseen): its right foot, in the air for 0.17 s, stood on its first footprint from
+    the start, a step within the bounds but out of the legs' reach from over the left foot; that step is
+    now checked with the waist over its standing foot (core.balance.plan._stances), and 200:500 slides
+    0.05 / 0.04 mm at 5 / 3 ms (36.7 / 35.4 mm before)."""
     _assert_the_cut_stands(walk, start, end, period_s)
 
 

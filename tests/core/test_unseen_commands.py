@@ -163,3 +163,116 @@ def test_the_packages_gait_and_balance_say_what_is_wrong_in_one_line(tmp_path):
         assert proc.returncode == 1 and len(lines) == 1, proc.stderr
         assert lines[0].startswith("robot-retarget-core: error:") and all(w in lines[0] for w in words), lines[0]
         assert not out.exists() and urdf.read_bytes() == G1.read_bytes()
+
+
+@pytest.mark.parametrize("command, flags", [
+    ("gait", ["--source", WALK, "--robot", G1, "--out", "x.csv"]),
+    ("balance", ["--motion", "x.csv", "--robot", G1]),
+    ("bake", ["--source", WALK, "--robot", G1, "--out", "x.csv"])])
+def test_an_unknown_flag_is_refused_with_the_subcommands_usage(command, flags, capsys):
+    """A mistyped flag (`--rates`) after a subcommand shows that subcommand's usage and name: it
+    showed the top-level `usage: robot-retarget-core [-h] COMMAND ...`, which lists no flag."""
+    from core.library.cli import main
+
+    assert main([command, *map(str, flags), "--rates", "50"]) == 2
+    err = capsys.readouterr().err
+    assert f"usage: robot-retarget-core {command} " in err
+    assert f"robot-retarget-core {command}: error: unrecognized arguments: --rates 50" in err
+    assert main(["--rates", "50"]) == 2  # with no subcommand, the top-level usage as before
+    assert "usage: robot-retarget-core [-h] COMMAND" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, flags, said", [
+    ("gait", ["--rate", "inf"], "--rate inf: expected a positive number of Hz"),  # said 'period 0.0 s'
+    ("gait", ["--rate", "1e9"], "--rate 1e+09: expected a positive number of Hz, at most 10000"),  # MemoryError
+    ("gait", ["--period", "1e-9"], "--period 1e-09: expected a positive number of seconds"),
+    ("gait", ["--merge-s", "nan"], "--merge-s nan: must be a number"),  # walked as if not given
+    ("gait", ["--sensitivity", "inf"], "--sensitivity inf: must be a positive number"),
+    ("export", ["--rate", "1e9", "--contacts", "off"], "--rate 1e+09: expected a positive number of Hz, at most 100000")])
+def test_a_control_rate_or_width_that_is_not_a_number_the_command_can_use_is_one_line(command, flags, said, tmp_path,
+                                                                                      capsys):
+    """Rates past what memory holds, infinite or not-a-number values: one line naming the flag, exit 1,
+    before the clip is read (a gait at 1e9 Hz ended in a MemoryError's traceback)."""
+    from core.library.cli import main
+
+    out = tmp_path / "out.csv"
+    assert main([command, "--source", str(WALK), "--robot", str(G1), "--out", str(out), *flags]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"robot-retarget-core: error: {said}"), lines
+    assert not out.exists()
+
+
+def test_balance_on_a_clip_or_a_playback_format_it_does_not_read_says_which_it_reads(tmp_path, capsys):
+    """`balance --motion` given the clip itself or an export it cannot read (pkl: 'not a text (UTF-8)
+    file'; ros2-yaml, mujoco-keyframes: 'header must start with time_s,...') says what the file is and
+    what it reads; an npz export of the same motion reads."""
+    from core.library.cli import main
+
+    files = [WALK]
+    for fmt, ext in (("pkl", "pkl"), ("ros2-yaml", "yaml"), ("mujoco-keyframes", "xml"), ("npz", "npz")):
+        out = tmp_path / f"walk.{ext}"
+        assert main(["export", "--source", str(WALK), "--robot", str(G1), "--frames", "0:240", "--contacts", "off",
+                     "--format", fmt, "--rate", "50", "--allow-violations", "--out", str(out)]) == 0
+        files.append(out)
+    capsys.readouterr()
+    for path, said in zip(files, ("a clip, not a robot motion", "a pkl playback file", "a ros2-yaml playback file",
+                                  "a mujoco-keyframes playback file")):
+        assert main(["balance", "--motion", str(path), "--robot", str(G1)]) == 1
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"robot-retarget-core: error: {path}: {said}"), lines
+        assert "--motion" in lines[0]
+    assert main(["balance", "--motion", str(files[-1]), "--robot", str(G1)]) == 0
+    assert " frames: ZMP outside the support on " in capsys.readouterr().out
+
+
+
+def test_balance_of_another_robots_motion_names_the_columns_it_did_not_read(tmp_path, capsys):
+    """A 29-dof G1 bake read on a G1 whose six wrist joints are fixed (a 23-dof URDF): the readout
+    ran on the joints it has and said nothing of the six columns it dropped."""
+    import json
+
+    from core.library.cli import main
+    from tests.robot_variants import retyped, write_urdf
+
+    bake = tmp_path / "walk.csv"
+    assert main(["bake", "--source", str(WALK), "--robot", str(G1), "--frames", "0:240", "--contacts", "off",
+                 "--out", str(bake)]) == 0
+    wrists = [j.name for j in parse_urdf(G1).joints if "wrist" in j.name and j.type != "fixed"]
+    fewer = write_urdf(retyped(parse_urdf(G1), dict.fromkeys(wrists, "fixed")), tmp_path / "g1_23.urdf")
+    for robot, dropped in ((fewer, wrists), (G1, [])):
+        report = tmp_path / f"{robot.stem}.json"
+        assert main(["balance", "--motion", str(bake), "--robot", str(robot), "--report", str(report)]) == 0
+        said = [w for w in json.loads(report.read_text())["warnings"] if "name no joint of" in w]
+        assert len(said) == bool(dropped), said
+        if dropped:
+            assert f"{len(dropped)} column(s) name no joint of {robot}" in said[0] and dropped[0] in said[0]
+            assert said[0] in capsys.readouterr().err
+
+
+def test_a_robot_without_masses_is_named_by_its_file(tmp_path, capsys):
+    """Variants of one robot share its <robot name>: `gait` and `balance` on a URDF written for
+    kinematics only named 'g1_29dof_rev_1_0', not which of the user's files lacks the masses."""
+    from core.library.cli import main
+    from tests.robot_variants import massless, write_urdf
+
+    urdf = write_urdf(massless(parse_urdf(G1)), tmp_path / "g1_kinematics_only.urdf")
+    bake = tmp_path / "walk.csv"
+    assert main(["bake", "--source", str(WALK), "--robot", str(urdf), "--frames", "0:120", "--contacts", "off",
+                 "--out", str(bake)]) == 0  # the bake needs no masses
+    capsys.readouterr()
+    for args in (["gait", "--source", str(WALK), "--robot", str(urdf), "--out", str(tmp_path / "gait.csv")],
+                 ["balance", "--motion", str(bake), "--robot", str(urdf)]):
+        assert main(args) == 1
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"robot-retarget-core: error: {urdf}: "), lines
+        assert "<inertial>" in lines[0]
+
+
+def test_the_export_operators_shortest_period_is_still_taken():
+    """The Export operator's Period field stops at 0.01 ms, a float32 (9.9999998e-06 s): the settings'
+    new shortest period (1e-05 s, which stops a mistyped 1e9 Hz) must take it; half of it is refused."""
+    from core.playback import ExportSettings, PlaybackError
+
+    assert ExportSettings(period_s=float(np.float32(0.01)) / 1000.0).validate()
+    with pytest.raises(PlaybackError, match="at least 1e-05 s"):
+        ExportSettings(period_s=5e-6).validate()

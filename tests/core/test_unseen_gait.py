@@ -180,3 +180,59 @@ def test_a_robot_without_masses_is_named_by_the_readout_and_still_bakes(clip, tm
     assert np.all(np.isfinite(result.q)) and len(result.q) == 60
     with pytest.raises(BalanceError, match=r"robot 'g1_29dof_rev_1_0': no link has an <inertial>"):
         balance_readout(tree, result.q, pose_matrices(result.root_rotation, result.root_position), motion.fps)
+
+
+def test_a_gait_from_a_preset_that_avoids_self_collision_says_where_overlaps_come_back(clip, g1_walk):
+    """A preset with "avoid_self_collision": true (a bake's mapping, the setting turned on) walks the
+    H1 rooted at its torso: the bake keeps the elbows off the thighs, but the waist the gait balances
+    with brought the left elbow 17 mm into its thigh on 0.8 % of samples, and the gait's report had no
+    self-collision figure. Now it measures the robot's own motion (as the user gets it, URDF root) and
+    warns; a gait whose preset does not avoid measures nothing (no extra CPU)."""
+    from core.collision.avoid import collision_figures
+    from core.retarget.pipeline import checked_pairs
+
+    assert not any(key.startswith("self_collision") for key in g1_walk.report)
+    h1 = KinematicTree(RV.rooted_at(parse_urdf(ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"),
+                                    "torso_link"))
+    motion = clip.to_source_motion()
+    mapping = auto_map(motion, h1)
+    mapping.settings = dataclasses.replace(mapping.settings, avoid_self_collision=True)
+    result = generate_gait(motion, h1, mapping)
+    report = result.report
+    measured = collision_figures(h1, checked_pairs(h1, mapping), result.q,
+                                 pose_matrices(result.root_rotation, result.root_position))
+    assert report["self_collision_avoided"] is True
+    assert report["self_collision_pct"] == pytest.approx(measured["self_collision_pct"])
+    worst = report["self_collision_worst"]
+    assert worst["pair"] == measured["self_collision_worst"]["pair"]
+    assert worst["depth_m"] == pytest.approx(measured["self_collision_worst"]["depth_m"], abs=1e-9)
+    assert worst["time_s"] == pytest.approx(result.time_s[worst["frame"]])
+    said = [w for w in report["warnings"] if w.startswith("self-collision, avoided in the bake, comes back")]
+    assert len(said) == (report["self_collision_pct"] > 0.0)
+    if said:
+        assert " and ".join(worst["pair"]) in said[0] and f"{report['self_collision_pct']:.1f} %" in said[0]
+
+
+def test_a_foot_placed_at_a_cut_clips_start_stands_where_the_legs_reach_it(g1):
+    """The walk cut at frame 333 as the commands cut it (contacts detected on the whole clip): the right
+    foot is in the air for its first 0.22 s, so it stands on its first footprint from the start while
+    the waist goes over the left foot. That footprint was 0.39 m ahead, inside the step bounds, which
+    check a step with the waist between the feet: from over the left foot no leg reached it, and the
+    right sole slid 28 mm and tilted 17 degrees until it lifted. Now that step is checked as a clip's
+    last one is, with the waist over its standing foot."""
+    from core.balance.gait import GaitSettings
+    from core.library.clip import load_robot
+    from core.library.gait import gait_clip_file
+
+    result = gait_clip_file(WALK, load_robot(G1, None), "333:777", "auto", "Y", GaitSettings()).result
+    report = result.report
+    assert any(w.startswith("the right foot is in the air at the clip's start") for w in report["warnings"])
+    first_lift = report["swing_phases"]["right"][0]["lift_off_s"]
+    standing = result.time_s < first_lift - 0.05  # the placed stance and the landing on it, before it lifts
+    foot = g1.link_index("right_ankle_roll_link")
+    poses = g1.link_transform(result.q, foot, pose_matrices(result.root_rotation, result.root_position))[standing]
+    level = g1.zero_pose()[foot, :3, :3]  # the sole level in the zero pose
+    slide = np.linalg.norm(poses[:, :2, 3] - poses[0, :2, 3], axis=1).max()
+    tilt = np.degrees(np.arccos(np.clip((poses[:, :3, :3] @ level.T)[:, 2, 2], -1.0, 1.0))).max()
+    assert slide < 0.002 and tilt < 2.0, (slide, tilt)  # 0.4 mm, 0.6 degrees measured (28 mm, 17 before)
+    assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
