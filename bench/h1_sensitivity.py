@@ -2,7 +2,7 @@
 """How far the H1 walk's gait moves for a start that differs by rounding (issue 12): a chaos probe.
 
     .venv/bin/python bench/h1_sensitivity.py [--robot h1|g1] [--runs read,float32,noise,torso] [--stages] [--turn-back]
-        [--width-share X] [--held]
+        [--width-share X] [--held] [--set MODULE.NAME=VALUE ...]
 
 The bundled walk onto the robot at 200 Hz (its default waist: rolled for the H1), four ways that should give
 the same gait: the clip as read; its positions rounded to float32 (what Blender's BVH importer hands the CLI);
@@ -14,6 +14,8 @@ run's: the first stage whose difference grows far past 1e-6 m is where the passe
 --turn-back: each double support's yaw turned back with the plan's heading (CorrectionSettings.turn_back_yaw).
 --width-share X: the lateral plan's support shrunk by no more than X of half its width, or none: by the margin
 everywhere (core.balance.gait.SHRINK_WIDTH_SHARE, 0.85 unless given).
+--set gait.ROLLED_COARSE_PASSES=2: a constant of core.balance's module set (to the type it has) in each run, as the
+sessions' sweeps of module constants did by hand; may be given again.
 --held: the 10 s clip (the walk with its ends held and the walk's own contacts, bench_gait.py) instead of the walk:
 a chaotic gait on the H1, so one start's figures are one draw.
 Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle). --jobs 1 runs them one
@@ -101,8 +103,20 @@ def _record(stages: list) -> None:
     correction.Corrector.fit_height = fit_height
 
 
-def run(args: tuple[str, str, bool, bool, str | None, bool]) -> dict:
-    how, robot, stages_on, turn_back, width_share, held_clip = args
+def _set_constants(assignments: list[str]) -> None:
+    """Each "module.NAME=value" set on core.balance.module, converted to the type NAME has."""
+    import importlib
+    for assignment in assignments:
+        name, value = assignment.split("=", 1)
+        module_name, constant = name.rsplit(".", 1)
+        module = importlib.import_module(f"core.balance.{module_name}")
+        old = getattr(module, constant)  # a name that is not there fails here, not silently
+        setattr(module, constant, value if old is None else type(old)(value))
+
+
+def run(args: tuple[str, str, bool, bool, str | None, bool, list[str]]) -> dict:
+    how, robot, stages_on, turn_back, width_share, held_clip, assignments = args
+    _set_constants(assignments)
     import core.balance.gait as gait
     from core.balance.correction import CorrectionSettings
     from core.balance.gait import GaitSettings, generate_gait
@@ -148,14 +162,17 @@ def main() -> None:
     parser.add_argument("--width-share", default=None, help="a share, or none (the gait's default unless given)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--held", action="store_true", help="the 10 s clip (the walk with its ends held)")
+    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                        help="a core.balance module's constant for these runs (gait.ROLLED_COARSE_PASSES=2)")
     args = parser.parse_args()
     hows = args.runs.split(",")
     with ProcessPoolExecutor(args.jobs) as pool:
-        jobs = [(how, args.robot, args.stages, args.turn_back, args.width_share, args.held) for how in hows]
+        jobs = [(how, args.robot, args.stages, args.turn_back, args.width_share, args.held, args.set) for how in hows]
         results = list(pool.map(run, jobs))
     first = results[0]
     options = ((", yaw turned back" if args.turn_back else "")
-               + (f", width share {args.width_share}" if args.width_share else ""))
+               + (f", width share {args.width_share}" if args.width_share else "")
+               + "".join(f", {assignment}" for assignment in args.set))
     print(f"{args.robot} {'10 s clip' if args.held else 'walk'} at 200 Hz{options}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; "
           f"joints (rad) and feet (m) apart from '{first['how']}'")
     for r in results:

@@ -337,7 +337,7 @@ def _ease(s: np.ndarray) -> np.ndarray:
 
 def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height: float, target: np.ndarray,
             plan: Callable[[np.ndarray, np.ndarray], bool] | None = None,
-            path: tuple[np.ndarray, np.ndarray] | None = None) -> Balanced:
+            path: tuple[np.ndarray, np.ndarray] | None = None, passes: int | None = None) -> Balanced:
     """The waist path whose multibody ZMP follows target (N, 2).
 
     First the cart-table CoM path at com_height, the waist `offset` (N, 2) from it; with that
@@ -345,7 +345,8 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
     the feet's goals in place (returning whether it did), up to PLAN_ROUNDS times. Then each
     multibody pass feeds the ZMP's error through the preview controller and moves the waist by
     the CoM correction it gives (Kajita et al. 2003). path: (CoM, cart-table ZMP) (N, 2) planned
-    elsewhere (core.balance.lateral), taken instead of the preview controller's."""
+    elsewhere (core.balance.lateral), taken instead of the preview controller's. passes: the
+    multibody passes at most (the settings' passes by default)."""
     settings = corrector.settings
     preview = PreviewSettings(corrector.period, com_height, settings.q, settings.r, settings.preview_s)
     gains = PreviewGains.build(preview)
@@ -359,7 +360,7 @@ def balance(corrector: Corrector, q: np.ndarray, offset: np.ndarray, com_height:
         q, root_pos = corrector.solve(q, xy)
     q, root_pos, xy, _ = corrector.track(q, xy, com_path)
     q, root_pos, com_path, zmp, com = refine(corrector, q, root_pos, xy, com_path, target, com_height,
-                                             settings.passes)
+                                             settings.passes if passes is None else passes)
     return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, changed)
 
 

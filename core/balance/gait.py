@@ -50,6 +50,13 @@ ROLLED_FINE_PASSES = 10  # the rolled waist's passes again after its height is f
 #   passes. They run to their count (the best pass is kept), past a pass that does worse: at 100 Hz the H1 walk's
 #   went 12.3 / 9.4 / 8.7 / 10.3 mm and stopped there (the correction's stall rule), RMS 8.7 mm, worst margin -11 mm,
 #   outside on 0.8 % of samples; run on, 6.5 ... 2.8 mm (2026-12-02, session 13). At 200 Hz none does worse.
+ROLLED_COARSE_PASSES = 3  # the rolled waist's multibody passes at the correction's 10 ms (the settings' passes, 24,
+#   for the upright): its control-cycle passes start 13-36 mm RMS from the target whatever the coarse passes reached
+#   (6.5 mm after 7 steps on the H1 10 s clip), and a coarse pass costs about what a control-cycle pass does (48 against
+#   50-70 ms, the cost being per call). H1, four starts each (bench/h1_sensitivity.py [--held], worst margin): 3 passes
+#   walk +10.47-+10.50 mm, 10 s clip +10.50-+10.89; the 24 (stopping at the stall rule after 8) walk +10.60-+10.77,
+#   10 s clip +9.44-+10.75. A draw, not a trend: 1 pass +9.84-+10.22 (10 s clip), 2 +3.98 (its noise start), 4 walk
+#   +6.22: the margin there is set by the right lift-off at 6.02-6.07 s (session 18)
 MIN_PUSH = 0.5  # share of the robot's weight the ground must carry at least, at every sample
 MAX_THROW_M = 0.04  # a swing that throws the multibody ZMP further from its target is calmed
 TAME_SHARE = 0.4  # how much of a too-fast swing's style one round takes back
@@ -322,7 +329,8 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
         # of a spline through its CoM (its second derivative) left the support by up to 0.19 m at the
         # phase changes (the H1 walk: 21.7 mm RMS from the programme's ZMP at its own samples)
         plan.target, path = _resample_linear(plan.times[rows], zmp, plan.times), (com, zmp)
-    rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan, path)
+    passes = None if coarse.family is None else min(settings.correction.passes, ROLLED_COARSE_PASSES)
+    rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan, path, passes)
     plan.root_rot = keep_tilt(plan.root_rot, np.interp(plan.times, plan.times[rows], coarse.tilt_kept))
     fine = Corrector(tree, plan.legs, model, {link: path.poses for link, path in plan.paths.items()},
                      {link: path.down for link, path in plan.paths.items()}, plan.root_rot,
