@@ -26,7 +26,7 @@ CORE_LAYERS = {
     "playback": {"model", "motion"},
     "splice": {"model", "motion"},
     "waypoints": {"model"},
-    "balance": {"model", "motion", "chains", "feet", "retarget"},
+    "balance": {"model", "motion", "chains", "feet", "collision", "retarget"},
     "program": {"model", "motion"},
     "stream": {"model", "motion", "chains", "feet", "retarget"},
     "library": {"model", "motion", "chains", "feet", "retarget", "playback", "balance"},
