@@ -91,7 +91,7 @@ def _counted(spent: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=lambda v: max(1, int(v)), default=3)  # at least one timed round
     parser.add_argument("--robots", default="g1,h1")
     parser.add_argument("--clips", default="walk,hop")
     parser.add_argument("--variants", default=",".join(VARIANTS))

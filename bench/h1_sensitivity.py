@@ -105,13 +105,14 @@ def _record(stages: list) -> None:
 
 def _set_constants(assignments: list[str]) -> None:
     """Each "module.NAME=value" set on core.balance.module, converted to the type NAME has."""
+    import ast
     import importlib
     for assignment in assignments:
         name, value = assignment.split("=", 1)
         module_name, constant = name.rsplit(".", 1)
         module = importlib.import_module(f"core.balance.{module_name}")
-        old = getattr(module, constant)  # a name that is not there fails here, not silently
-        setattr(module, constant, value if old is None else type(old)(value))
+        getattr(module, constant)  # a name that is not there fails here, not silently
+        setattr(module, constant, ast.literal_eval(value))  # 3, 0.9, False, (4, 8): Python literals
 
 
 def run(args: tuple[str, str, bool, bool, str | None, bool, list[str]]) -> dict:

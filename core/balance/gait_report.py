@@ -136,14 +136,14 @@ def self_collision_figures(tree: KinematicTree, mapping: Mapping, q: np.ndarray,
     self-collision figures on the gait's samples (q (N, n) in the tree's order, root poses (N, 4, 4)),
     and a warning where overlaps come back: the bake keeps the arms clear of the body, but the waist
     the gait balances with moves the body under them (the walk onto the H1: the left elbow 17 mm into
-    the thigh on 0.8 % of samples, said nowhere). Costs 0.05 s of CPU on the 8 s walk."""
+    the thigh on 0.8 % of samples, said nowhere). Costs 0.05-0.12 s of CPU on the 8 s walk."""
     from ..retarget.pipeline import checked_pairs
 
     figures = collision_figures(tree, checked_pairs(tree, mapping), q, root, mapping.settings.collision_margin)
     figures.pop("self_collision_frames")  # samples, not clip frames: the worst's time_s says where
     worst = figures["self_collision_worst"]
-    if worst["frame"] is not None:
-        worst["time_s"] = float(times[worst["frame"]])
+    # the gait's `frame`s count its control-cycle samples; time_s says when (None where no pair is checked)
+    worst["time_s"] = float(times[worst["frame"]]) if worst["frame"] is not None else None
     if figures["self_collision_pct"] > 0.0:
         a, b = worst["pair"]
         warnings.append(f"self-collision, avoided in the bake, comes back on {figures['self_collision_pct']:.1f} % "

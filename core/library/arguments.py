@@ -127,7 +127,7 @@ def add_gait_parser(sub, func) -> argparse.ArgumentParser:
                                    "swing legs through the person's representative points, the waist balanced "
                                    "by preview control. Writes the bake CSV layout, one row per control cycle.")
     add_clip_arguments(p, robot_help="robot description (.urdf) with <inertial> masses")
-    add_control_cycle(p, "200 Hz, a 5 ms period")
+    add_control_cycle(p, "200 Hz, a 5 ms period", GAIT_MIN_PERIOD_S)
     p.add_argument("--sensitivity", type=float, default=1.0,
                    help="how much of the person's swing style to keep: higher keeps more of its turning points "
                         "(default 1)")
@@ -166,11 +166,18 @@ def add_balance_parser(sub, func) -> argparse.ArgumentParser:
     return p
 
 
-def add_control_cycle(p: argparse.ArgumentParser, default: str) -> None:
-    """--rate HZ | --period S (one or the other; read by control_period)."""
+# The gait's shortest control period (10 kHz): the walk at 4 kHz takes 13 s and 0.6 GB, at 1e9 Hz it asked
+# for 60 GB and ended in a MemoryError's traceback (Generate Gait's Control Period goes down to 0.5 ms).
+GAIT_MIN_PERIOD_S = 1e-4
+
+
+def add_control_cycle(p: argparse.ArgumentParser, default: str, shortest: float = MIN_PERIOD_S) -> None:
+    """--rate HZ | --period S (one or the other; read by control_period with the same `shortest`)."""
     cycle = p.add_mutually_exclusive_group()
-    cycle.add_argument("--rate", type=float, metavar="HZ", help=f"control rate in Hz (default: {default})")
-    cycle.add_argument("--period", type=float, metavar="SECONDS", help="control period in seconds (instead of --rate)")
+    cycle.add_argument("--rate", type=float, metavar="HZ",
+                       help=f"control rate in Hz (default: {default}; at most {1 / shortest:g})")
+    cycle.add_argument("--period", type=float, metavar="SECONDS",
+                       help=f"control period in seconds (instead of --rate; at least {shortest:g})")
 
 
 def playback_options(p: argparse.ArgumentParser) -> None:
@@ -293,7 +300,7 @@ def control_period(args: argparse.Namespace, shortest: float = MIN_PERIOD_S) -> 
     """--rate HZ or --period S as seconds, None when neither is given; a bad value names its flag.
     shortest: the shortest period taken (a mistyped rate asked for more samples than memory holds)."""
     if args.rate is not None:
-        if not (math.isfinite(args.rate) and 0 < args.rate <= 1 / shortest):  # inf read as a period of 0
+        if not (math.isfinite(args.rate) and 0 < args.rate <= (1 + 1e-9) / shortest):  # inf: a period of 0; 1/1e-5 rounds under 1e5
             raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz, at most {1 / shortest:g}")
         return 1.0 / args.rate
     if args.period is not None:

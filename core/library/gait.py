@@ -19,16 +19,12 @@ from ..chains.mapping import Mapping
 from ..model.kinematics import KinematicTree
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous, quat_to_matrix
 from ..motion.bake_csv import BakeTable, read_bake_csv
-from .arguments import CommandError, check_contacts, control_period, refuse_folder
+from .arguments import GAIT_MIN_PERIOD_S, CommandError, check_contacts, control_period, refuse_folder
 from .blas import one_blas_thread
 from .clip import RobotModel, clip_input
 
 WAISTS = {"auto": None, "rolled": True, "upright": False}  # --waist: GaitSettings.sagittal_waist
 
-
-# The gait's shortest control period (10 kHz): the walk at 4 kHz takes 13 s and 0.6 GB, at 1e9 Hz it asked
-# for 60 GB and ended in a MemoryError's traceback (Generate Gait's Control Period goes down to 0.5 ms).
-GAIT_MIN_PERIOD_S = 1e-4
 
 
 def gait_settings(args: argparse.Namespace) -> GaitSettings:
@@ -118,7 +114,8 @@ def balance_file(motion_path: Path, tree: KinematicTree, robot_path: Path, per_f
     note = degrees_note(tree, q, motion_path)
     if note:
         report["warnings"].insert(0, note)
-    unused = [name for name in names if name not in set(tree.joint_names)]
+    driven = {j.name for j in tree.robot.joints if j.movable}  # mimic joints too: exports write them
+    unused = [name for name in names if name not in driven]
     if unused:  # another robot's motion (a G1 29-dof bake on a 23-dof URDF) was read without a word
         more = f" and {len(unused) - 5} more" if len(unused) > 5 else ""
         report["warnings"].insert(0, f"{Path(motion_path).absolute()}: {len(unused)} column(s) name no joint of "

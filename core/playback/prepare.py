@@ -42,7 +42,7 @@ class ExportSettings:
 
     @classmethod
     def from_rate(cls, rate_hz: float, **kwargs) -> "ExportSettings":
-        if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and 0 < rate_hz <= 1 / MIN_PERIOD_S):
+        if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and 0 < rate_hz <= (1 + 1e-9) / MIN_PERIOD_S):  # 1/1e-5 rounds under 1e5
             raise PlaybackError(f"rate {rate_hz!r} Hz: expected a positive number, at most {1 / MIN_PERIOD_S:g}")
         return cls(period_s=1.0 / float(rate_hz), **kwargs)
 

@@ -249,6 +249,38 @@ def test_balance_of_another_robots_motion_names_the_columns_it_did_not_read(tmp_
             assert said[0] in capsys.readouterr().err
 
 
+def test_balance_reads_an_export_onto_a_robot_with_mimic_joints_without_a_word_of_its_columns(tmp_path, capsys):
+    """Exports write a robot's mimic joints (multiplier x leader + offset); `balance` of that export on the
+    same URDF warned that the mimic's column named no joint of it (a gripper's every export)."""
+    import json
+
+    from core.library.cli import main
+    from tests.robot_variants import mimicking, write_urdf
+
+    robot = write_urdf(mimicking(parse_urdf(G1), "right_wrist_yaw_joint", "left_wrist_yaw_joint"),
+                       tmp_path / "g1_mimic.urdf")
+    export, report = tmp_path / "walk.csv", tmp_path / "balance.json"
+    assert main(["export", "--source", str(WALK), "--robot", str(robot), "--frames", "0:240", "--contacts", "off",
+                 "--format", "csv", "--rate", "50", "--allow-violations", "--out", str(export)]) == 0
+    assert "right_wrist_yaw_joint" in export.read_text().splitlines()[0]  # the mimic's column is written
+    assert main(["balance", "--motion", str(export), "--robot", str(robot), "--report", str(report)]) == 0
+    assert not [w for w in json.loads(report.read_text())["warnings"] if "name no joint of" in w]
+
+
+def test_the_highest_rate_said_is_taken():
+    """1 / 1e-5 is 99999.99999999999 in floats: `--rate 100000` was refused with 'at most 100000'."""
+    import argparse
+
+    from core.library.arguments import control_period
+    from core.playback.prepare import MIN_PERIOD_S, ExportSettings
+
+    args = argparse.Namespace(rate=100000.0, period=None)
+    assert control_period(args, MIN_PERIOD_S) == pytest.approx(1e-5)
+    assert ExportSettings.from_rate(100000).period_s == pytest.approx(1e-5)
+    with pytest.raises(Exception, match="at most 100000"):
+        control_period(argparse.Namespace(rate=100001.0, period=None), MIN_PERIOD_S)
+
+
 def test_a_robot_without_masses_is_named_by_its_file(tmp_path, capsys):
     """Variants of one robot share its <robot name>: `gait` and `balance` on a URDF written for
     kinematics only named 'g1_29dof_rev_1_0', not which of the user's files lacks the masses."""
