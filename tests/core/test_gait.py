@@ -83,6 +83,9 @@ def test_the_report_and_the_samples_are_the_issues(robot, g1_walk, h1_walk):
     assert report["rate_hz"] == pytest.approx(200.0) and report["period_s"] == pytest.approx(0.005)
     # the generation's own time, as a user would time it (issue 12's "10 s clip in under 2 s on one core")
     assert 0 < report["cpu_seconds"] and 0 < report["total_seconds"] < 600
+    # the walk's travel is within issue 12's 20 % on both (87 / 84 %): no warning of it
+    assert abs(report["travel_m"] / report["source_travel_m"] - 1) <= 0.2
+    assert not [w for w in report["warnings"] if w.startswith("the robot travels")]
     assert np.allclose(np.diff(result.time_s), 0.005) and result.time_s[0] == 0.0
     assert len(result.q) == len(result.time_s) and np.isfinite(result.q).all()
     assert result.joint_names == tree.joint_names

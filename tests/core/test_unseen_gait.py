@@ -236,3 +236,7 @@ def test_a_foot_placed_at_a_cut_clips_start_stands_where_the_legs_reach_it(g1):
     tilt = np.degrees(np.arccos(np.clip((poses[:, :3, :3] @ level.T)[:, 2, 2], -1.0, 1.0))).max()
     assert slide < 0.002 and tilt < 2.0, (slide, tilt)  # 0.4 mm, 0.6 degrees measured (28 mm, 17 before)
     assert report["min_support_margin_m"] >= 0.010 and report["zmp_outside_support_pct"] == 0.0
+    # the cut turns about 100 degrees and the G1 turns at most 45 a step: 0.76 of 1.82 m, said
+    share = report["travel_m"] / report["source_travel_m"]
+    said = [w for w in report["warnings"] if w.startswith("the robot travels")]
+    assert (share < 0.8) == bool(said) and (not said or f"{100 * share:.0f} %" in said[0]), (share, said)
