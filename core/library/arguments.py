@@ -328,8 +328,11 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     `usage: PROG [-h] COMMAND ...`, which does not say which flags `gait` or `balance` take."""
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        (_subcommand_parser(parser, getattr(args, "command", None)) or parser).error(
-            f"unrecognized arguments: {' '.join(unknown)}")
+        command = getattr(args, "command", None)
+        # a flag before the subcommand is the top-level parser's, not the subcommand's to refuse
+        after = command in argv and all(flag in argv[argv.index(command) + 1:] for flag in unknown)
+        refusing = (_subcommand_parser(parser, command) if after else None) or parser
+        refusing.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args
 
 

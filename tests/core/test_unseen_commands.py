@@ -180,6 +180,10 @@ def test_an_unknown_flag_is_refused_with_the_subcommands_usage(command, flags, c
     assert f"robot-retarget-core {command}: error: unrecognized arguments: --rates 50" in err
     assert main(["--rates", "50"]) == 2  # with no subcommand, the top-level usage as before
     assert "usage: robot-retarget-core [-h] COMMAND" in capsys.readouterr().err
+    assert main(["--bogus", command, *map(str, flags)]) == 2  # before the subcommand: the top level's to refuse
+    err = capsys.readouterr().err
+    assert "usage: robot-retarget-core [-h] COMMAND" in err and f"robot-retarget-core {command}: error" not in err
+    assert "unrecognized arguments: --bogus" in err
 
 
 @pytest.mark.parametrize("command, flags, said", [
