@@ -10,6 +10,7 @@ from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion
+from ..retarget.pipeline import checked_pairs
 from .correction import Balanced, rms_error
 from .inertia import MassModel
 from .legs import pose_errors
@@ -141,7 +142,6 @@ def _max_norm(error: np.ndarray) -> float:
     return float(np.linalg.norm(error, axis=1).max()) if len(error) else 0.0
 
 
-
 def self_collision_figures(tree: KinematicTree, mapping: Mapping, q: np.ndarray, root: np.ndarray,
                            times: np.ndarray, warnings: list[str]) -> dict:
     """A gait walked from a preset that avoids self-collision (`avoid_self_collision`): the bake's
@@ -149,8 +149,6 @@ def self_collision_figures(tree: KinematicTree, mapping: Mapping, q: np.ndarray,
     and a warning where overlaps come back: the bake keeps the arms clear of the body, but the waist
     the gait balances with moves the body under them (the walk onto the H1: the left elbow 17 mm into
     the thigh on 0.8 % of samples, said nowhere). Costs 0.05-0.12 s of CPU on the 8 s walk."""
-    from ..retarget.pipeline import checked_pairs
-
     figures = collision_figures(tree, checked_pairs(tree, mapping), q, root, mapping.settings.collision_margin)
     figures.pop("self_collision_frames")  # samples, not clip frames: the worst's time_s says where
     worst = figures["self_collision_worst"]

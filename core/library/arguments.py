@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import sys
 import warnings
@@ -15,7 +14,7 @@ from pathlib import Path
 from ..motion.fileio import write_text_atomic
 from ..playback import ExportSettings
 from ..playback.formats import FORMATS
-from ..playback.prepare import MIN_PERIOD_S
+from ..playback.prepare import MIN_PERIOD_S, period_allowed
 
 
 class CommandError(ValueError):
@@ -300,11 +299,11 @@ def control_period(args: argparse.Namespace, shortest: float = MIN_PERIOD_S) -> 
     """--rate HZ or --period S as seconds, None when neither is given; a bad value names its flag.
     shortest: the shortest period taken (a mistyped rate asked for more samples than memory holds)."""
     if args.rate is not None:
-        if not (math.isfinite(args.rate) and 0 < args.rate <= (1 + 1e-9) / shortest):  # inf: a period of 0; 1/1e-5 rounds under 1e5
+        if not (args.rate > 0 and period_allowed(1.0 / args.rate, shortest)):  # inf: a period of 0; nan: not > 0
             raise CommandError(f"--rate {args.rate:g}: expected a positive number of Hz, at most {1 / shortest:g}")
         return 1.0 / args.rate
     if args.period is not None:
-        if not (math.isfinite(args.period) and args.period >= shortest):
+        if not period_allowed(args.period, shortest):
             raise CommandError(f"--period {args.period:g}: expected a positive number of seconds, at least "
                                f"{shortest:g}")
         return args.period

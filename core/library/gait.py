@@ -26,7 +26,6 @@ from .clip import RobotModel, clip_input
 WAISTS = {"auto": None, "rolled": True, "upright": False}  # --waist: GaitSettings.sagittal_waist
 
 
-
 def gait_settings(args: argparse.Namespace) -> GaitSettings:
     """GaitSettings from `gait`'s flags, checked before the slow work."""
     if args.contacts == "off":

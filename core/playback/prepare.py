@@ -21,6 +21,12 @@ from .sampling import (DEFAULT_PERIOD_S, UNITS, JointLimits, LimitViolation, Pla
 MIN_PERIOD_S = 1e-5
 
 
+def period_allowed(period_s: float, shortest: float = MIN_PERIOD_S) -> bool:
+    """A finite period no shorter than `shortest`, within a rounding of it: the Export operator's 0.01 ms
+    is a float32 (9.9999998e-06 s), and 1 / 1e5 Hz rounds under 1e-5 s."""
+    return math.isfinite(period_s) and period_s >= shortest * (1.0 - 1e-6)
+
+
 @dataclass
 class ExportSettings:
     """What an export writes and how strictly; also read from a JSON settings file."""
@@ -42,15 +48,14 @@ class ExportSettings:
 
     @classmethod
     def from_rate(cls, rate_hz: float, **kwargs) -> "ExportSettings":
-        if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and 0 < rate_hz <= (1 + 1e-9) / MIN_PERIOD_S):  # 1/1e-5 rounds under 1e5
+        if not (isinstance(rate_hz, (int, float)) and rate_hz > 0 and period_allowed(1.0 / rate_hz)):  # inf: 0 s
             raise PlaybackError(f"rate {rate_hz!r} Hz: expected a positive number, at most {1 / MIN_PERIOD_S:g}")
         return cls(period_s=1.0 / float(rate_hz), **kwargs)
 
     def validate(self) -> "ExportSettings":
         if self.format not in FORMATS:
             raise PlaybackError(f"format {self.format!r}: expected one of {', '.join(FORMATS)}")
-        # within a rounding of the shortest: the Export operator's 0.01 ms is a float32, 9.9999998e-06 s
-        if not (math.isfinite(self.period_s) and self.period_s >= MIN_PERIOD_S * (1.0 - 1e-6)):
+        if not period_allowed(self.period_s):
             raise PlaybackError(f"period {self.period_s!r} s: expected a positive number, at least {MIN_PERIOD_S:g} s "
                                 f"(a rate of at most {1 / MIN_PERIOD_S:g} Hz)")
         if self.units not in UNITS:
