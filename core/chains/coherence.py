@@ -51,8 +51,10 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
     median and come back toward their shape as far as the bodies allow: one answer along a run,
     so the ramp in time mixes no two (a switch between them would pass through the body). A run
     where some frames still end on the other side (the median's answer cannot hold there) is
-    tried whole on theirs, kept if fewer of its frames then end against it (all such runs in the
-    same steps: each frame's steps are its own; a limb's runs on a sample of their frames first)."""
+    tried whole on theirs (their median, where that is against the run's: frames off each their own
+    way have no other answer, as the G1 hop's three runs), kept if fewer of its frames then end
+    against it (all such runs in the same steps: each frame's steps are its own; a limb's runs on a
+    sample of their frames first)."""
     rows = correct.rows
     run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
     change = out[rows] - shape
@@ -69,7 +71,10 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
         members, off = np.flatnonzero(run == k), still[run[still] == k]
         if len(off) < RETRY_SHARE * len(members):
             continue  # a few frames off the run's answer: its median answer holds, the ramps join them
-        consensus[members] = np.median(out[rows[off]] - shape[off], axis=0)
+        theirs = np.median(out[rows[off]] - shape[off], axis=0)
+        if len(_against(theirs[None], consensus[members[:1]])) == 0:
+            continue  # the frames off it are each off their own way: no other answer to try the run on
+        consensus[members] = theirs
         tries.append((members, len(off)))
     if not tries:
         return
