@@ -11,12 +11,12 @@ the moved target.
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import gaussian_filter1d
 
 from ..model.transforms import pose_matrices
-from .correction import Corrector, _envelope, refine
+from .correction import Corrector, refine
 from .foot_path import FootPath
-from .support import support_margins
+from .support import CONTACT_M, support_margins, support_polygon
+from .target import eased_shift
 
 MARGIN_GOAL_M = 0.0135  # the multibody ZMP aimed this far inside the support (issue 12 asks 10 mm). The H1 walk's
 #   four starts (bench/h1_sensitivity.py, the waist's yaw within the hips' twist): 0.013 +9.91-+10.65 mm, 0.0133
@@ -33,11 +33,7 @@ def margins(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: di
     """The ZMP's margin (N,) inside the support of the feet as the legs put them (the report's), and
     where it is short of MARGIN_GOAL_M its gradient (N, 2): the unit inward normal of the nearest edge
     (0 elsewhere and without support; the margin's test costs as much again per axis, so only there)."""
-    root = pose_matrices(corrector.root_rot, root_pos)
-    links = list(paths)
-    poses = corrector.tree.poses(q, root, links)
-    points = np.concatenate([paths[link].body.world(poses[link]) for link in links], axis=1)
-    radius = np.concatenate([paths[link].body.radius for link in links])
+    points, radius = foot_points(corrector, q, root_pos, paths)
     base = support_margins(points, zmp, 0.0, radius)
     grad = np.zeros_like(zmp)
     short = np.flatnonzero(np.isfinite(base) & (base < MARGIN_GOAL_M))
@@ -49,18 +45,44 @@ def margins(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: di
     return base, grad
 
 
+def foot_points(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: dict[int, FootPath]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The feet's sole points (N, P, 3) as the legs q under the waist root_pos (N, 3) put them, and their radii (P,)."""
+    root = pose_matrices(corrector.root_rot, root_pos)
+    links = list(paths)
+    poses = corrector.tree.poses(q, root, links)
+    points = np.concatenate([paths[link].body.world(poses[link]) for link in links], axis=1)
+    return points, np.concatenate([paths[link].body.radius for link in links])
+
+
+def ground_polygons(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: dict[int, FootPath]
+                    ) -> tuple[list[np.ndarray | None], np.ndarray]:
+    """The support polygons as the legs q under root_pos put the feet (the report's, its points rounded
+    to POLYGON_ROUND_M: a standing foot's polygon is taken once, not per sample), and each sample's
+    index (N,) into them."""
+    points, radius = foot_points(corrector, q, root_pos, paths)
+    grounded = points[..., 2] - radius <= CONTACT_M
+    flat = np.round(points[..., :2] / POLYGON_ROUND_M).astype(np.int64)
+    keys: dict[bytes, int] = {}
+    index = np.empty(len(points), dtype=int)
+    for k in range(len(points)):
+        key = grounded[k].tobytes() + flat[k][grounded[k]].tobytes()
+        index[k] = keys.setdefault(key, len(keys))
+    polygons: list[np.ndarray | None] = [None] * len(keys)
+    for key, i in keys.items():
+        k = int(np.argmax(index == i))
+        polygons[i] = support_polygon(np.column_stack([flat[k] * POLYGON_ROUND_M, points[k, :, 2]]), 0.0, radius)
+    return polygons, index
+
+
+POLYGON_ROUND_M = 1e-4
+
+
 def inward_target(target: np.ndarray, margin: np.ndarray, grad: np.ndarray, period_s: float) -> np.ndarray:
     """target (N, 2) moved inward where the margin (N,) is short of MARGIN_GOAL_M, by the shortfall
     along the margin's gradient (N, 2), eased over MARGIN_SPREAD_S either side."""
     short = np.where(np.isfinite(margin), np.clip(MARGIN_GOAL_M - margin, 0.0, None), 0.0)
-    if not short.any():
-        return target
-    width = max(1, int(round(MARGIN_SPREAD_S / period_s)))
-    size = _envelope(short, width)
-    way = gaussian_filter1d(short[:, None] * grad, width / 2.0, axis=0, mode="nearest")
-    norm = np.linalg.norm(way, axis=1, keepdims=True)
-    way = np.where(norm > 1e-12, way / np.maximum(norm, 1e-12), 0.0)
-    return target + size[:, None] * way
+    return eased_shift(target, short, short[:, None] * grad, max(1, int(round(MARGIN_SPREAD_S / period_s))))
 
 
 def toward_margin(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, com_path: np.ndarray,
