@@ -5,12 +5,13 @@ by default, plus a robot-specific offset in the foot's frame); in double support
 from the foot being left to the foot being stepped on along a smooth ramp, so a preview
 controller can follow it without a step. Before the first and after the last single
 support it stays between the feet; a clip that starts with a foot in the air starts between
-the feet and goes to the foot the person stands on until the other lands.
+the feet and goes to the foot the person stands on until the other lands. Once the legs have
+put the feet (a lift-off may let go earlier than planned), the target is put inside the support
+they stand on (onto_support).
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import gaussian_filter1d
 
 from ..feet.contacts import flags_to_intervals
 from .correction import _envelope
@@ -97,18 +98,6 @@ def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None]
 
 
 OUTSIDE_TOL_M = 1e-4  # a target this close to its shrunk support is left where the plan put it
-
-
-def eased_shift(target: np.ndarray, size: np.ndarray, shift: np.ndarray, width: int) -> np.ndarray:
-    """target (N, 2) moved by at least size (N,) >= 0 metres the way shift (N, 2) points, eased over
-    width samples either side (a running maximum smoothed; the way smoothed the same)."""
-    if not size.any():
-        return target
-    full = _envelope(size, width)
-    way = gaussian_filter1d(np.where(size[:, None] > 0, shift, 0.0), width / 2.0, axis=0, mode="nearest")
-    norm = np.linalg.norm(way, axis=1, keepdims=True)
-    way = np.where(norm > 1e-12, way / np.maximum(norm, 1e-12), 0.0)
-    return target + full[:, None] * way
 
 
 def _smoothstep(s: np.ndarray) -> np.ndarray:
