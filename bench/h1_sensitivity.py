@@ -2,7 +2,7 @@
 """How far the H1 walk's gait moves for a start that differs by rounding (issue 12): a chaos probe.
 
     .venv/bin/python bench/h1_sensitivity.py [--robot h1|g1] [--runs read,float32,noise,torso] [--stages] [--turn-back]
-        [--width-share X] [--held] [--set MODULE.NAME=VALUE ...]
+        [--width-share X] [--held] [--scale S] [--set MODULE.NAME=VALUE ...]
 
 The bundled walk onto the robot at 200 Hz (its default waist: rolled for the H1), four ways that should give
 the same gait: the clip as read; its positions rounded to float32 (what Blender's BVH importer hands the CLI);
@@ -18,6 +18,8 @@ everywhere (core.balance.gait.SHRINK_WIDTH_SHARE, 0.85 unless given).
 sessions' sweeps of module constants did by hand; may be given again.
 --held: the 10 s clip (the walk with its ends held and the walk's own contacts, bench_gait.py) instead of the walk:
 a chaotic gait on the H1, so one start's figures are one draw.
+--scale S: the robot S times as large, of the same density (tests/robot_variants.py scaled_robot): a robot the
+gait was not drawn on (session 19: the H1 scaled 0.8 / 0.9 / 1.1 / 1.2).
 Runs go two at a time (separate processes); each is one H1 gait (about 10 s of CPU idle). --jobs 1 runs them one
 after another in one process: `--runs read,read --jobs 1` asks whether the same start walks the same gait twice.
 """
@@ -115,8 +117,8 @@ def _set_constants(assignments: list[str]) -> None:
         setattr(module, constant, ast.literal_eval(value))  # 3, 0.9, False, (4, 8): Python literals
 
 
-def run(args: tuple[str, str, bool, bool, str | None, bool, list[str]]) -> dict:
-    how, robot, stages_on, turn_back, width_share, held_clip, assignments = args
+def run(args: tuple[str, str, bool, bool, str | None, bool, list[str], float]) -> dict:
+    how, robot, stages_on, turn_back, width_share, held_clip, assignments, scale = args
     _set_constants(assignments)
     import core.balance.gait as gait
     from core.balance.correction import CorrectionSettings
@@ -133,6 +135,9 @@ def run(args: tuple[str, str, bool, bool, str | None, bool, list[str]]) -> dict:
     if stages_on:
         _record(stages)
     tree = KinematicTree(parse_urdf(clips.ROBOTS[robot]))
+    if scale != 1.0:
+        from tests.robot_variants import scaled_robot
+        tree = KinematicTree(scaled_robot(tree.robot, scale))
     if how == "torso":
         tree = KinematicTree(rooted_at(tree.robot, "torso_link"))
     motion = started(how, clips.load(clips.WALK))
@@ -163,17 +168,20 @@ def main() -> None:
     parser.add_argument("--width-share", default=None, help="a share, or none (the gait's default unless given)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--held", action="store_true", help="the 10 s clip (the walk with its ends held)")
+    parser.add_argument("--scale", type=float, default=1.0, help="the robot this many times as large")
     parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                         help="a core.balance module's constant for these runs (gait.ROLLED_COARSE_PASSES=2)")
     args = parser.parse_args()
     hows = args.runs.split(",")
     with ProcessPoolExecutor(args.jobs) as pool:
-        jobs = [(how, args.robot, args.stages, args.turn_back, args.width_share, args.held, args.set) for how in hows]
+        jobs = [(how, args.robot, args.stages, args.turn_back, args.width_share, args.held, args.set, args.scale)
+                for how in hows]
         results = list(pool.map(run, jobs))
     first = results[0]
     options = ((", yaw turned back" if args.turn_back else "")
                + (f", width share {args.width_share}" if args.width_share else "")
-               + "".join(f", {assignment}" for assignment in args.set))
+               + "".join(f", {assignment}" for assignment in args.set)
+               + (f", scaled {args.scale:g}" if args.scale != 1.0 else ""))
     print(f"{args.robot} {'10 s clip' if args.held else 'walk'} at 200 Hz{options}: margin mm, ZMP RMS mm, slide mm, outside %, travel m; "
           f"joints (rad) and feet (m) apart from '{first['how']}'")
     for r in results:

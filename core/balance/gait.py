@@ -33,12 +33,13 @@ from .holds import end_holds, inner_contacts, stand_over_holds
 from .inertia import BalanceError, MassModel, centre_of_mass, com_push
 from .lateral import band_constraints, plan_path, support_constraints, zmp_operator
 from .lift_off import swing_limits, swing_where_feet_let_go
-from .margin import toward_margin
+from .margin import ground_polygons, toward_margin
 from .phases import clip_metres_per_unit, gait_contacts, refuse_flight
 from .plan import GaitPlan, make_plan
 from .preview import PreviewSettings, follow_zmp
 from .rollover import Edge, toe_edge
 from .support import support_polygon
+from .target import onto_support
 from .trailing import roll_trailing_feet
 from .waist import keep_tilt
 
@@ -70,6 +71,13 @@ SUPPORT_SHRINK_M = 0.015  # a planned ZMP stays this far inside the support (iss
 # None +5.6 / +8.2 / +7.6 / +5.6 mm, 0.47 / 2.07 / 2.02 / 0.47 mm; 0.8 +5.6 mm all, 2.1-2.2 mm; 0.85 +5.67-+5.72 mm,
 # 0.52-0.83 mm; 0.9 +6.6 mm all, 1.28-1.37 mm; 0.95 +7.1-+7.7 mm, 1.4-1.9 mm; 0.99 +7.5-+8.6 mm, 1.9-2.0 mm (session 13)
 SHRINK_WIDTH_SHARE: float | None = 0.85
+LIFT_LEAD_S = 0.05  # the rolled waist's target put inside the support as its legs put the feet (the report's, shrunk as
+#   the lateral plan shrinks it), eased in over this before: a lift-off let go earlier than planned (core.balance.lift_off:
+#   25-150 ms on the H1 walk) left the target crossing to the standing foot while the other was already up, and the ZMP,
+#   which takes about 50 ms to settle after the target stops, left the standing sole (the H1 scaled 0.9: +2.8 mm at
+#   4.865 s). H1 walk / scaled 0.9 / 2 / 4 rolled coarse passes, worst margin: 0.015 s +10.59 / +8.51 / +7.75 / +10.67
+#   mm, 0.03 +9.92 / +10.52 / +8.17 / +10.81, 0.05 +10.61 / +10.61 / +10.81 / +10.57; 0 (none) +10.47 / +2.77 / +3.78 /
+#   +6.22 (session 19)
 CARRY_SAFETY = 0.1  # share of the roll's lateral reach left unused at each end
 UNCARRIED_M = 0.005  # the lateral plan's CoM this far past what the roll carries is said (the H1 walk: never past it;
 #                     held 2.4 s on one foot: 101 mm, as no posture within its joint limits stands it there,
@@ -367,10 +375,12 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
         toes, heels = _edges(tree, plan, 1.0), _edges(tree, plan, -1.0)
         q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
         q, root_pos, _ = fine.solve_standing(q, fine.command, rounds=2)
+        plan.target = _onto_feet(fine, q, root_pos, plan)
         q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, fine.command, com_path, plan.target, com_height,
                                                  ROLLED_FINE_PASSES, stall_share=np.inf)  # ROLLED_FINE_PASSES' note
         q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
         zmp, com = fine.zmp(q, root_pos)
+        plan.target = _onto_feet(fine, q, root_pos, plan)
         # then the few cycles short of issue 12's margin (a touch-down's jerk, a heel the trailing roll raised
         # after the target was planned): the target moved inward there (core.balance.margin)
         q, root_pos, com_path, zmp, com = toward_margin(fine, q, root_pos, com_path, plan.target, com_height,
@@ -380,6 +390,15 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     c = settings.correction
     _, cart_zmp = follow_zmp(plan.target, PreviewSettings(period, com_height, c.q, c.r, c.preview_s))
     return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, rough.height_change_m)
+
+
+def _onto_feet(fine: Corrector, q: np.ndarray, root_pos: np.ndarray, plan: GaitPlan) -> np.ndarray:
+    """The plan's target inside the support as the legs q under root_pos put the feet, shrunk as the
+    lateral plan shrinks it (core.balance.target.onto_support)."""
+    if LIFT_LEAD_S <= 0:
+        return plan.target
+    return onto_support(plan.target, *ground_polygons(fine, q, root_pos, plan.paths), SUPPORT_SHRINK_M,
+                        SHRINK_WIDTH_SHARE, fine.period, LIFT_LEAD_S)
 
 
 def _edges(tree: KinematicTree, plan: GaitPlan, way: float) -> dict[int, Edge]:

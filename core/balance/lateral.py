@@ -76,20 +76,27 @@ def support_constraints(polygons: list[np.ndarray | None], op: sparse.csr_matrix
     for k, poly in enumerate(polygons):
         if poly is None or len(poly) < 3:
             continue
-        edge = np.roll(poly, -1, axis=0) - poly
-        normal = np.column_stack([edge[:, 1], -edge[:, 0]])  # outward for a counter-clockwise hull
-        length = np.linalg.norm(normal, axis=1)
-        keep = length > 1e-9
-        normal, start = normal[keep] / length[keep, None], poly[keep]
-        reach = np.einsum("ij,ij->i", normal, start)
-        shrink = margin_m
-        if width_share is not None:  # the narrowest extent across an edge (a convex polygon's width)
-            shrink = min(margin_m, width_share * float((reach - (poly @ normal.T).min(axis=0)).min()) / 2.0)
+        normal, bound = shrunk_edges(poly, margin_m, width_share)
         entries.append((k, normal))
-        bounds.append(reach - shrink)
+        bounds.append(bound)
     if not entries:
         return Constraints(sparse.csr_matrix((0, 2 * op.shape[0])), np.zeros(0))
     return Constraints(_edge_rows(op.tocsr(), entries), np.concatenate(bounds))
+
+
+def shrunk_edges(poly: np.ndarray, margin_m: float, width_share: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A counter-clockwise polygon (M, 2) shrunk as support_constraints shrinks it: its edges' unit
+    outward normals (E, 2) and bounds (E,), a point p inside where normals @ p <= bounds."""
+    edge = np.roll(poly, -1, axis=0) - poly
+    normal = np.column_stack([edge[:, 1], -edge[:, 0]])  # outward for a counter-clockwise hull
+    length = np.linalg.norm(normal, axis=1)
+    keep = length > 1e-9
+    normal, start = normal[keep] / length[keep, None], poly[keep]
+    reach = np.einsum("ij,ij->i", normal, start)
+    shrink = margin_m
+    if width_share is not None:  # the narrowest extent across an edge (a convex polygon's width)
+        shrink = min(margin_m, width_share * float((reach - (poly @ normal.T).min(axis=0)).min()) / 2.0)
+    return normal, reach - shrink
 
 
 def _edge_rows(op: sparse.csr_matrix, entries: list[tuple[int, np.ndarray]]) -> sparse.csr_matrix:

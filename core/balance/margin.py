@@ -16,7 +16,7 @@ from scipy.ndimage import gaussian_filter1d
 from ..model.transforms import pose_matrices
 from .correction import Corrector, _envelope, refine
 from .foot_path import FootPath
-from .support import support_margins
+from .support import CONTACT_M, support_margins, support_polygon
 
 MARGIN_GOAL_M = 0.0135  # the multibody ZMP aimed this far inside the support (issue 12 asks 10 mm). The H1 walk's
 #   four starts (bench/h1_sensitivity.py, the waist's yaw within the hips' twist): 0.013 +9.91-+10.65 mm, 0.0133
@@ -26,6 +26,7 @@ MARGIN_ROUNDS = 3
 MARGIN_PASSES = 4  # correction passes each round (the best kept)
 MARGIN_SPREAD_S = 0.02  # the target's move eases in and out over this either side of a short sample
 GRADIENT_M = 1e-4  # the finite-difference step of the margin's gradient
+POLYGON_ROUND_M = 1e-4  # the feet's points rounded to this for ground_polygons (a polygon off by at most 0.05 mm)
 
 
 def margins(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: dict[int, FootPath],
@@ -33,11 +34,7 @@ def margins(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: di
     """The ZMP's margin (N,) inside the support of the feet as the legs put them (the report's), and
     where it is short of MARGIN_GOAL_M its gradient (N, 2): the unit inward normal of the nearest edge
     (0 elsewhere and without support; the margin's test costs as much again per axis, so only there)."""
-    root = pose_matrices(corrector.root_rot, root_pos)
-    links = list(paths)
-    poses = corrector.tree.poses(q, root, links)
-    points = np.concatenate([paths[link].body.world(poses[link]) for link in links], axis=1)
-    radius = np.concatenate([paths[link].body.radius for link in links])
+    points, radius = foot_points(corrector, q, root_pos, paths)
     base = support_margins(points, zmp, 0.0, radius)
     grad = np.zeros_like(zmp)
     short = np.flatnonzero(np.isfinite(base) & (base < MARGIN_GOAL_M))
@@ -47,6 +44,37 @@ def margins(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: di
         grad[short, axis] = (moved[2 * axis] - moved[2 * axis + 1]) / (2 * GRADIENT_M)
     grad[~np.isfinite(grad)] = 0.0
     return base, grad
+
+
+def foot_points(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: dict[int, FootPath]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The feet's sole points (N, P, 3) as the legs q under the waist root_pos (N, 3) put them, and their radii (P,)."""
+    root = pose_matrices(corrector.root_rot, root_pos)
+    links = list(paths)
+    poses = corrector.tree.poses(q, root, links)
+    points = np.concatenate([paths[link].body.world(poses[link]) for link in links], axis=1)
+    return points, np.concatenate([paths[link].body.radius for link in links])
+
+
+def ground_polygons(corrector: Corrector, q: np.ndarray, root_pos: np.ndarray, paths: dict[int, FootPath]
+                    ) -> tuple[list[np.ndarray | None], np.ndarray]:
+    """The support polygons as the legs q under root_pos put the feet (the report's, its points rounded
+    to POLYGON_ROUND_M: a standing foot's polygon is taken once, not per sample), and each sample's
+    index (N,) into them."""
+    points, radius = foot_points(corrector, q, root_pos, paths)
+    grounded = points[..., 2] - radius <= CONTACT_M
+    flat = np.round(points[..., :2] / POLYGON_ROUND_M).astype(np.int64)
+    keys: dict[bytes, int] = {}
+    index = np.empty(len(points), dtype=int)
+    for k in range(len(points)):
+        key = grounded[k].tobytes() + flat[k][grounded[k]].tobytes()
+        index[k] = keys.setdefault(key, len(keys))
+    polygons: list[np.ndarray | None] = [None] * len(keys)
+    for key, i in keys.items():
+        k = int(np.argmax(index == i))
+        polygons[i] = support_polygon(np.column_stack([flat[k] * POLYGON_ROUND_M, points[k, :, 2]]), 0.0, radius)
+    return polygons, index
+
 
 
 def inward_target(target: np.ndarray, margin: np.ndarray, grad: np.ndarray, period_s: float) -> np.ndarray:

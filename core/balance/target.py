@@ -5,13 +5,17 @@ by default, plus a robot-specific offset in the foot's frame); in double support
 from the foot being left to the foot being stepped on along a smooth ramp, so a preview
 controller can follow it without a step. Before the first and after the last single
 support it stays between the feet; a clip that starts with a foot in the air starts between
-the feet and goes to the foot the person stands on until the other lands.
+the feet and goes to the foot the person stands on until the other lands. Once the legs have
+put the feet (a lift-off may let go earlier than planned), the target is put inside the support
+they stand on (onto_support).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..feet.contacts import flags_to_intervals
+from .correction import _envelope
+from .lateral import shrunk_edges
 
 
 def target_zmp(sole: dict[str, np.ndarray], down: dict[str, np.ndarray],
@@ -56,6 +60,44 @@ def _target(sole: dict[str, np.ndarray], down: dict[str, np.ndarray]) -> np.ndar
         elif after:  # the clip starts standing: from between the feet to the first stance foot
             out[span] = (1 - s) * mid[span] + s * sole[after][span]
     return out
+
+
+def onto_support(target: np.ndarray, polygons: list[np.ndarray | None], index: np.ndarray, margin_m: float,
+                 width_share: float | None, period_s: float, lead_s: float) -> np.ndarray:
+    """target (N, 2) moved into each sample's support polygon (polygons[index] (N,), counter-clockwise, or
+    None: left) shrunk as the lateral plan shrinks it (core.balance.lateral.shrunk_edges), the move eased
+    in over lead_s before (and out after) and the eased target put into the shrunk polygon again: a
+    lift-off moved earlier after the target was planned (core.balance.lift_off) left it crossing to the
+    standing foot while the other was already up, where the ZMP lagging it left the standing sole."""
+    shrunk = [None if p is None or len(p) < 3 else shrunk_edges(p, margin_m, width_share) for p in polygons]
+    shift = _into(target, shrunk, index) - target
+    shift[np.linalg.norm(shift, axis=1) < OUTSIDE_TOL_M] = 0.0
+    if not shift.any():
+        return target
+    width = max(1, int(round(lead_s / period_s)))
+    eased = np.column_stack([_envelope(np.clip(way * column, 0.0, None), width) * way  # each axis, each way
+                             for column in shift.T for way in (1.0, -1.0)])
+    return _into(target + eased[:, 0::2] + eased[:, 1::2], shrunk, index)
+
+
+def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None], index: np.ndarray) -> np.ndarray:
+    """points (N, 2) each onto its shrunk polygon shrunk[index] (normals, bounds), or left where None."""
+    out = points.copy()
+    order = np.argsort(index, kind="stable")
+    starts = np.searchsorted(index[order], np.arange(len(shrunk) + 1))
+    for i, edges in enumerate(shrunk):
+        rows = order[starts[i]:starts[i + 1]]
+        if edges is None or not len(rows):
+            continue
+        p = out[rows]
+        for _ in range(4):  # onto each violated edge in turn: a few sweeps settle on a convex polygon
+            for n, b in zip(*edges):
+                p -= np.clip(p @ n - b, 0.0, None)[:, None] * n
+        out[rows] = p
+    return out
+
+
+OUTSIDE_TOL_M = 1e-4  # a target this close to its shrunk support is left where the plan put it
 
 
 def _smoothstep(s: np.ndarray) -> np.ndarray:
