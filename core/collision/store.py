@@ -44,7 +44,8 @@ def robot_digest(tree: KinematicTree, numbers: bytes) -> str | None:
     path = tree.robot.source_path
     if path is None:
         return None
-    digest = hashlib.sha256(f"collision {FIT_VERSION} hulls {hulls.HULL_PROXIES}".encode())
+    digest = hashlib.sha256((f"collision {FIT_VERSION} hulls {hulls.HULL_PROXIES}"
+                             + (" smooth trunk" if hulls.SMOOTH_TRUNK else "")).encode())
     try:
         digest.update(Path(path).read_bytes())
         meshes = {geom.filename for link in tree.robot.links.values()
