@@ -170,12 +170,9 @@ def _smooth_entries(model, capsules: np.ndarray, ends: np.ndarray, hull_world, r
         picked = np.flatnonzero(rows & (first if side == 0 else ~first))
         if not len(picked):
             continue
-        h = model.hull[capsules[picked, side]]
         other = capsules[picked, 1 - side]
-        placed = hull_world(picked, side)
-        gap, on_capsule, on_proxy, away = capsule_to_smooth(
-            placed, model.hull_points[h, 0], model.hull_planes[h], model.hull_slope[h], model.hull_level[h],
-            ends[picked, 1 - side], model.radius[other])
+        gap, on_capsule, on_proxy, away = capsule_to_smooth(hull_world(picked, side), model.hull[capsules[picked, side]],
+                                                            model, ends[picked, 1 - side], model.radius[other])
         exact[picked] = gap
         if side == 0:  # the normal points from the second (the capsule) toward the first
             ca[picked], cb[picked], normal[picked] = on_proxy, on_capsule, -away

@@ -29,7 +29,8 @@ SHARP_M = 0.002  # how far the planes' soft maximum rounds an edge (m): the face
 SOFT_M = 0.001  # how far across a plane its slope turns from a_i to 1 (m)
 PLANE_TOLERANCE_M = 0.001  # planes are added until no corner of theirs is further outside the mesh's hull
 PLANES = 64  # planes at most (padded to this with planes that never count)
-NEWTON_STEPS = 14  # the search along a capsule's axis (bracketed: halves the bracket when Newton leaves it)
+NEWTON_STEPS = 60  # the search along a capsule's axis at most (Newton and halving the bracket in turn) ...
+NEWTON_TOLERANCE = 1e-10  # ... until the bracket is this narrow (a fraction of the axis)
 _FAR = 1e3  # a padding plane's offset (m): exp(-FAR / SHARP_M) is 0
 
 
@@ -87,48 +88,51 @@ def fit_smooth(points: np.ndarray) -> dict | None:
 
 
 def soft_value(p: np.ndarray, planes: np.ndarray, slope: np.ndarray, direction: np.ndarray | None = None):
-    """f at points p (K, 3) for planes (K or 1, M, 4) and slopes (K or 1, M): f (K,), its gradient
+    """f at points p (K, 3) for one proxy's planes (M, 4) and slopes (M,): f (K,), its gradient
     (K, 3) and, given a direction d (K, 3), f's first and second derivative along it (K,)."""
-    x = np.einsum("kmi,ki->km", planes[..., :3], p) - planes[..., 3] if planes.ndim == 3 else \
-        p @ planes[:, :3].T - planes[:, 3]
-    z = np.clip(x / SOFT_M, -50.0, 50.0)
-    soft = SOFT_M * np.logaddexp(0.0, z)
-    rise = 0.5 * (1.0 + np.tanh(0.5 * z))  # the softplus' slope: the logistic of z
+    x = p @ planes[:, :3].T - planes[:, 3]
+    z = x / SOFT_M
+    small = np.exp(-np.abs(z))
+    soft = SOFT_M * (np.maximum(z, 0.0) + np.log1p(small))  # softplus
+    rise = np.where(z >= 0.0, 1.0, small) / (1.0 + small)  # its slope: the logistic of z
     phi = slope * x + (1.0 - slope) * soft
-    top = phi.max(axis=-1, keepdims=True)
+    top = phi.max(axis=1, keepdims=True)
     weight = np.exp((phi - top) / SHARP_M)
-    total = weight.sum(axis=-1, keepdims=True)
-    f = top[..., 0] + SHARP_M * np.log(total[..., 0])
-    weight /= total
+    total = weight.sum(axis=1)
+    f = top[:, 0] + SHARP_M * np.log(total)
+    weight /= total[:, None]
     dphi = slope + (1.0 - slope) * rise  # (K, M) phi_i' in [a_i, 1]
-    normals = planes[..., :3] if planes.ndim == 3 else planes[None, :, :3]
-    grad = np.einsum("km,kmi->ki", weight * dphi, np.broadcast_to(normals, weight.shape + (3,)))
+    grad = (weight * dphi) @ planes[:, :3]
     if direction is None:
         return f, grad
-    along = np.einsum("kmi,ki->km", np.broadcast_to(normals, weight.shape + (3,)), direction)  # n_i . d
+    along = direction @ planes[:, :3].T  # n_i . d
     s = dphi * along
-    first = (weight * s).sum(axis=-1)
+    first = (weight * s).sum(axis=1)
     curve = (1.0 - slope) * rise * (1.0 - rise) / SOFT_M  # phi_i''
-    second = (weight * curve * along ** 2).sum(axis=-1) + ((weight * s ** 2).sum(axis=-1) - first ** 2) / SHARP_M
+    second = (weight * (curve * along * along + s * s / SHARP_M)).sum(axis=1) - first * first / SHARP_M
     return f, grad, first, second
 
 
 def segment_least(a: np.ndarray, b: np.ndarray, planes: np.ndarray, slope: np.ndarray) -> np.ndarray:
     """Where (K,) on each segment a-b ((K, 3) each) f is least, as a fraction from a: f is convex
-    along it, so its slope is increasing; a bracketed Newton search on the slope's zero."""
+    along it, so its slope is increasing; a bracketed Newton search on the slope's zero, on the
+    segments whose least is inside (the slope negative at a and positive at b)."""
     d = b - a
-    count = len(a)
-    lo, hi = np.zeros(count), np.ones(count)
-    t = np.full(count, 0.5)
-    start = soft_value(a, planes, slope, d)[2]
-    end = soft_value(b, planes, slope, d)[2]
-    at_a, at_b = start >= 0.0, end <= 0.0
-    for _ in range(NEWTON_STEPS):
-        _, _, first, second = soft_value(a + t[:, None] * d, planes, slope, d)
-        lo, hi = np.where(first < 0.0, t, lo), np.where(first < 0.0, hi, t)
-        step = t - first / np.where(second > 1e-12, second, 1e-12)
-        t = np.where((step > lo) & (step < hi), step, 0.5 * (lo + hi))
-    return np.where(at_a, 0.0, np.where(at_b, 1.0, t))
+    t = np.where(soft_value(a, planes, slope, d)[2] >= 0.0, 0.0, 1.0)
+    live = np.flatnonzero((t == 1.0) & (soft_value(b, planes, slope, d)[2] > 0.0))
+    lo, hi, u = np.zeros(len(live)), np.ones(len(live)), np.full(len(live), 0.5)
+    for k in range(NEWTON_STEPS):
+        if not len(live):
+            break
+        _, _, first, second = soft_value(a[live] + u[:, None] * d[live], planes, slope, d[live])
+        lo, hi = np.where(first < 0.0, u, lo), np.where(first < 0.0, hi, u)
+        step = u - first / np.maximum(second, 1e-12)
+        # Newton creeps along a sharp edge's side (the slope a narrow step): every other step halves the bracket
+        u = np.where((step > lo) & (step < hi) & (k % 2 == 0), step, 0.5 * (lo + hi))
+        t[live] = u
+        going = (hi - lo > NEWTON_TOLERANCE) & (np.abs(first) > 1e-13)  # m per axis: the least reached
+        live, lo, hi, u = live[going], lo[going], hi[going], u[going]
+    return t
 
 
 def frame_points(centre: np.ndarray) -> np.ndarray:
@@ -144,21 +148,26 @@ def local_frame(placed: np.ndarray, centre: np.ndarray) -> tuple[np.ndarray, np.
     return turn, placed[:, 0] - np.einsum("kij,kj->ki", turn, centre)
 
 
-def capsule_to_smooth(placed: np.ndarray, centre: np.ndarray, planes: np.ndarray, slope: np.ndarray,
-                      level: np.ndarray, ends: np.ndarray, radius: np.ndarray):
+def capsule_to_smooth(placed: np.ndarray, proxy: np.ndarray, model, ends: np.ndarray, radius: np.ndarray):
     """Signed distances (K,) from capsules (world axis ends (K, 2, 3), radii (K,)) to smooth proxies
-    (their frame_points placed in the world (K, 4, 3), centres (K, 3), planes (K, M, 4), slopes
-    (K, M), levels (K,)): a lower bound of the Euclidean distance, negative inside (no deeper than
-    the overlap); the nearest point on each capsule's axis (K, 3), a point on the proxy's surface
-    (K, 3) and the unit normal (K, 3) from the proxy toward the capsule (f's gradient)."""
+    (their frame_points placed in the world (K, 4, 3), their rows `proxy` (K,) in the model's
+    hull_points, hull_planes, hull_slope, hull_level): a lower bound of the Euclidean distance,
+    negative inside (no deeper than the overlap); a point on each capsule's axis (K, 3) and on the
+    proxy's surface (K, 3), and f's gradient there (K, 3), from the proxy toward the capsule: not
+    unit (|grad f| <= 1), so that a constraint's gradient along it is the distance's own (a unit
+    normal, or one averaged along the axis, made the room jump between close inputs)."""
+    centre = model.hull_points[proxy, 0]
     turn, shift = local_frame(placed, centre)
     local = np.einsum("kji,kej->kei", turn, ends - shift[:, None])  # R^T (x - t)
-    t = segment_least(local[:, 0], local[:, 1], planes, slope)
-    point = local[:, 0] + t[:, None] * (local[:, 1] - local[:, 0])
-    f, grad = soft_value(point, planes, slope)
-    normal = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-12)
-    gap = f - level
-    surface = point - gap[:, None] * normal
-    to_world = np.einsum("kij,kj->ki", turn, normal)
+    f, point, grad = np.zeros(len(proxy)), np.zeros((len(proxy), 3)), np.zeros((len(proxy), 3))
+    for h in np.unique(proxy):
+        rows = np.flatnonzero(proxy == h)
+        used = model.hull_planes[h, :, 3] < 0.5 * _FAR
+        planes, slope = model.hull_planes[h, used], model.hull_slope[h, used]
+        a, b = local[rows, 0], local[rows, 1]
+        point[rows] = a + segment_least(a, b, planes, slope)[:, None] * (b - a)
+        f[rows], grad[rows] = soft_value(point[rows], planes, slope)
+    gap = f - model.hull_level[proxy]
+    surface = point - gap[:, None] * grad / np.maximum(np.einsum("ki,ki->k", grad, grad), 1e-24)[:, None]
     return (gap - radius, np.einsum("kij,kj->ki", turn, point) + shift, np.einsum("kij,kj->ki", turn, surface) + shift,
-            to_world)
+            np.einsum("kij,kj->ki", turn, grad))
