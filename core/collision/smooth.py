@@ -29,7 +29,7 @@ SHARP_M = 0.002  # how far the planes' soft maximum rounds an edge (m): the face
 SOFT_M = 0.001  # how far across a plane its slope turns from a_i to 1 (m)
 PLANE_TOLERANCE_M = 0.001  # planes are added until no corner of theirs is further outside the mesh's hull
 PLANES = 64  # planes at most (padded to this with planes that never count)
-NEWTON_STEPS = 60  # the search along a capsule's axis at most (Newton and halving the bracket in turn) ...
+NEWTON_STEPS = 60  # the search along a capsule's axis at most (Newton where it converges, else halving) ...
 NEWTON_TOLERANCE = 1e-10  # ... until the bracket is this narrow (a fraction of the axis)
 _FAR = 1e3  # a padding plane's offset (m): exp(-FAR / SHARP_M) is 0
 
@@ -121,17 +121,22 @@ def segment_least(a: np.ndarray, b: np.ndarray, planes: np.ndarray, slope: np.nd
     t = np.where(soft_value(a, planes, slope, d)[2] >= 0.0, 0.0, 1.0)
     live = np.flatnonzero((t == 1.0) & (soft_value(b, planes, slope, d)[2] > 0.0))
     lo, hi, u = np.zeros(len(live)), np.ones(len(live)), np.full(len(live), 0.5)
-    for k in range(NEWTON_STEPS):
+    moved = np.ones(len(live))  # the step before last (rtsafe: a Newton step must halve it)
+    for _ in range(NEWTON_STEPS):
         if not len(live):
             break
         _, _, first, second = soft_value(a[live] + u[:, None] * d[live], planes, slope, d[live])
         lo, hi = np.where(first < 0.0, u, lo), np.where(first < 0.0, hi, u)
-        step = u - first / np.maximum(second, 1e-12)
-        # Newton creeps along a sharp edge's side (the slope a narrow step): every other step halves the bracket
-        u = np.where((step > lo) & (step < hi) & (k % 2 == 0), step, 0.5 * (lo + hi))
+        step = first / np.maximum(second, 1e-12)
+        # Newton creeps along a sharp edge's side (the slope a narrow step): halve the bracket when it
+        # leaves it or does not move less than half as far as the step before last
+        newton = (u - step > lo) & (u - step < hi) & (np.abs(step) < 0.5 * moved)
+        moved = np.where(newton, np.abs(step), 0.5 * (hi - lo))
+        going = np.abs(first) > 1e-12  # f's slope (m per axis): here is the least, kept
+        u = np.where(going, np.where(newton, u - step, 0.5 * (lo + hi)), u)
         t[live] = u
-        going = (hi - lo > NEWTON_TOLERANCE) & (np.abs(first) > 1e-13)  # m per axis: the least reached
-        live, lo, hi, u = live[going], lo[going], hi[going], u[going]
+        going &= hi - lo > NEWTON_TOLERANCE
+        live, lo, hi, u, moved = live[going], lo[going], hi[going], u[going], moved[going]
     return t
 
 
