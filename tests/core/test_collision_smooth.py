@@ -15,6 +15,7 @@ from core.collision.convex import core_distance
 from core.collision.proxies import body_mesh
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
+from tests.core.test_collision_hulls import fresh_g1, trunk_never_above_brute_force
 
 ROOT = Path(__file__).resolve().parents[2]
 G1 = ROOT / "data/robots/g1/unitree_g1_29dof.urdf"
@@ -111,42 +112,12 @@ def test_distance_gradient_is_the_central_difference(meshes):
         np.testing.assert_allclose(grad[:, axis], (ahead - back) / (2 * step), atol=1e-5)
 
 
-@pytest.fixture
-def g1_smooth(monkeypatch, tmp_path):
-    """The G1 with smooth trunk proxies on (core.collision.hulls.SMOOTH_TRUNK), fitted afresh."""
-    from core.collision import hulls, pairs, proxies, store
-    monkeypatch.setattr(hulls, "SMOOTH_TRUNK", True)
-    monkeypatch.setenv(store.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setattr(proxies, "_MODELS", {})
-    monkeypatch.setattr(pairs, "_PAIRS", {})
-    return KinematicTree(parse_urdf(G1))
-
-
-def test_g1_smooth_trunk_never_above_the_brute_force_mesh_distance(g1_smooth):
-    """Random postures: wherever a checked pair with a smooth trunk comes within 5 cm, it says no
-    more than the meshes' vertex-to-vertex distance, within 2 mm (as test_collision_hulls.py)."""
-    from core.collision import collision_pairs
-    from core.collision.pairs import pair_distances
-    from tests.core.test_collision_hulls import _mesh_world
-    g1 = g1_smooth
+def test_g1_smooth_trunk_never_above_the_brute_force_mesh_distance(monkeypatch, tmp_path):
+    """The G1 with smooth trunk proxies on (core.collision.hulls.SMOOTH_TRUNK): its pelvis and torso
+    are smooth proxies, and wherever a checked pair with one comes within 5 cm in random postures,
+    it says no more than the meshes' vertex-to-vertex distance, within 2 mm (test_collision_hulls.py)."""
+    g1 = fresh_g1(monkeypatch, tmp_path, "SMOOTH_TRUNK")
     model = collision_model(g1)
     assert model.hull_planes is not None
     assert sorted(model.body_names[model.capsule_body[c]] for c in np.flatnonzero(model.hull >= 0)) == list(TRUNK)
-    pairs = collision_pairs(g1)
-    rng = np.random.default_rng(5)
-    q = g1.lower + rng.random((12, g1.dof)) * (g1.upper - g1.lower)
-    proxy = pairs.body_distance(pair_distances(g1, pairs, q, None))
-    trunk = set(model.capsule_body[model.hull >= 0].tolist())
-    checked = 0
-    for f in range(len(q)):
-        poses = g1.forward(q[f:f + 1])[0]
-        for p, (a, b) in enumerate(pairs.bodies):
-            if proxy[f, p] > 0.05 or not ({int(a), int(b)} & trunk):
-                continue
-            wa, wb = (_mesh_world(g1, model, body, poses)[::5] for body in (a, b))
-            if not len(wa) or not len(wb):
-                continue
-            brute = np.sqrt(((wa[:, None] - wb[None]) ** 2).sum(-1).min())
-            assert proxy[f, p] <= brute + 2e-3
-            checked += 1
-    assert checked > 5
+    trunk_never_above_brute_force(g1)
