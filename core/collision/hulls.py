@@ -23,7 +23,11 @@ from .smooth import capsule_to_smooth
 # the avoidance is no longer continuous in its input (flat faces: tests/core/test_steady_continuity.py,
 # test_invariance_avoidance.py) and costs twice the CPU (docs/history/self_collision.md, session 17, s17-hulls)
 HULL_PROXIES = os.environ.get("ROBOT_RETARGET_HULLS", "") == "1"
-# a trunk body as a soft maximum of planes around its mesh instead (core.collision.smooth; wins over HULL_PROXIES)
+# a trunk body as a soft maximum of planes around its mesh instead (core.collision.smooth; wins over HULL_PROXIES).
+# Off by default: continuous in its input, 0 % colliding, G1 limbs with avoidance walk +0.62 / hop +0.56 deg over off
+# (capsules +0.63 / +1.13; target +0.5), but the hop in an A-pose rest bakes 1.68 deg RMS apart
+# (test_invariance_avoidance.py), the walk's jerk is 2.3x off's (test_collision.py's steadiness test) and the bake
+# with avoidance takes 1.9x the CPU (docs/notes/s19-trunk.md)
 SMOOTH_TRUNK = os.environ.get("ROBOT_RETARGET_SMOOTH_TRUNK", "") == "1"
 HULL_VERTICES = 64  # vertices of a simplified hull, at most (32: rounded by 6 / 10 mm on the G1 pelvis / torso;
 # 64: 2.8 / 4.5). At most 127: the searches' vertex indices are kept as int8 (core.collision.avoid)
