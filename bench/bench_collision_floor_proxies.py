@@ -12,6 +12,9 @@ direction error with every checked pair the margin apart, on the capsules. Here 
   disk cache is off, so the usual fit is neither read nor overwritten);
 - `--proxy hulls`: each mesh's convex hull (one per link of a body; a body of spheres keeps
   its capsules), exact convex distances (GJK), overlap along the hulls' face normals inside;
+- `--proxy smooth`: the G1's trunk (pelvis, torso) as smooth proxies (core.collision.smooth,
+  ROBOT_RETARGET_SMOOTH_TRUNK=1), the other bodies as capsules; the bake runs on them (disk cache
+  off);
 - `--proxy part-hulls`: the hulls of each body's mesh split into `--parts` compact parts
   (core.collision.parts' k-means): a convex decomposition, what no capsule fitted to those
   parts can beat.
@@ -347,7 +350,7 @@ def tighten(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--proxy", choices=("capsules", "tight", "hulls", "part-hulls"), default="capsules")
+    parser.add_argument("--proxy", choices=("capsules", "tight", "hulls", "part-hulls", "smooth"), default="capsules")
     parser.add_argument("--stride", type=int, default=10)
     parser.add_argument("--reach", type=float, default=0.5)
     parser.add_argument("--clips", default="walk,hop")
@@ -361,6 +364,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.proxy == "tight":
         tighten(args)
+    if args.proxy == "smooth":
+        from core.collision import hulls, store
+        hulls.SMOOTH_TRUNK = True
+        os.environ[store.CACHE_ENV] = ""
     tree = KinematicTree(parse_urdf(clips.ROBOTS["g1"]))
     from core.collision import collision_model
     model = collision_model(tree)

@@ -241,8 +241,8 @@ class SeparationTerm:
         """Where the hull distances of entries (frames f into placed's, pairs p) last ended their search
         (core.collision.convex.core_search), kept with the placed capsules over a correction's steps
         (each step looks again a little further on); with `simplex`, kept. None without hulls or placed."""
-        if placed is None or not (self._hull_slot >= 0).any():
-            return None
+        if placed is None or not (self._hull_slot >= 0).any() or self.model.hull_planes is not None:
+            return None  # smooth trunk proxies start no search
         store, key = placed.searched, (placed.frames[f], p)
         if "size" not in store:  # vertex indices < HULL_VERTICES: int8
             shape = (store["frames"], len(self.capsules))

@@ -17,22 +17,34 @@ from scipy.spatial import ConvexHull, QhullError
 from ..model.kinematics import FIXED, KinematicTree
 from .convex import convex_distance, core_distance, face_normals
 from .distance import capsule_distance
+from .smooth import capsule_to_smooth
 
 # off by default: on, the G1's limb error with avoidance falls (walk +0.63 -> +0.48 deg, hop +1.13 -> +0.69) but
 # the avoidance is no longer continuous in its input (flat faces: tests/core/test_steady_continuity.py,
 # test_invariance_avoidance.py) and costs twice the CPU (docs/history/self_collision.md, session 17, s17-hulls)
 HULL_PROXIES = os.environ.get("ROBOT_RETARGET_HULLS", "") == "1"
+# a trunk body as a soft maximum of planes around its mesh instead (core.collision.smooth; wins over HULL_PROXIES).
+# Off by default: continuous in its input, 0 % colliding, G1 limbs with avoidance walk +0.62 / hop +0.56 deg over off
+# (capsules +0.63 / +1.13; target +0.5), but the hop in an A-pose rest bakes 1.68 deg RMS apart
+# (test_invariance_avoidance.py), the walk's jerk is 2.3x off's (test_collision.py's steadiness test) and the bake
+# with avoidance takes 1.9x the CPU of capsules' (docs/notes/s19-trunk.md)
+SMOOTH_TRUNK = os.environ.get("ROBOT_RETARGET_SMOOTH_TRUNK", "") == "1"
 HULL_VERTICES = 64  # vertices of a simplified hull, at most (32: rounded by 6 / 10 mm on the G1 pelvis / torso;
 # 64: 2.8 / 4.5). At most 127: the searches' vertex indices are kept as int8 (core.collision.avoid)
 HULL_FACES = 2 * HULL_VERTICES - 4  # a hull of V vertices has at most 2V - 4 triangles
 HULL_TOLERANCE_M = 0.001  # a hull stops growing when no mesh vertex is further outside it than this
 
 
+def smooth_trunk() -> bool:
+    """Whether trunk bodies are smooth proxies (SMOOTH_TRUNK, read when called: tests switch it)."""
+    return SMOOTH_TRUNK
+
+
 def trunk_links(tree: KinematicTree) -> set[int]:
     """The links more than one moving chain branches from (through links fixed to them): the
     pelvis (legs, waist) and the torso (arms), where the hands and forearms come close; none unless
-    HULL_PROXIES."""
-    if not HULL_PROXIES:
+    HULL_PROXIES or SMOOTH_TRUNK."""
+    if not (HULL_PROXIES or SMOOTH_TRUNK):
         return set()
     body = {}
     for link in range(len(tree.link_names)):  # each link's body: its own, or the one it is fixed to
@@ -119,6 +131,10 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
         return exact, ca, cb, normal, simplex
     hull_a, hull_b = model.hull[a] >= 0, model.hull[b] >= 0
     near = exact < within
+    if model.hull_planes is not None:
+        _smooth_entries(model, capsules, ends, hull_world, near & (hull_a != hull_b), hull_a,
+                        (exact, ca, cb, normal))
+        return exact, ca, cb, normal, simplex
     for kind_a, kind_b in ((True, False), (False, True), (True, True)):
         rows = np.flatnonzero((hull_a == kind_a) & (hull_b == kind_b) & near)
         if not len(rows):
@@ -145,3 +161,24 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
             for x, y in zip(simplex, ended):
                 x[rows] = y
     return exact, ca, cb, normal, simplex
+
+
+def _smooth_entries(model, capsules: np.ndarray, ends: np.ndarray, hull_world, rows: np.ndarray, first: np.ndarray,
+                    out: tuple) -> None:
+    """proxy_distance's entries `rows` (K,) between a capsule and a smooth trunk proxy
+    (core.collision.smooth), the proxy first where `first`: their distances, points and normals
+    written into out (exact, ca, cb, normal). Two smooth proxies keep their bounding capsules'
+    distance (a lower bound: each bounding capsule holds its proxy)."""
+    exact, ca, cb, normal = out
+    for side in (0, 1):
+        picked = np.flatnonzero(rows & (first if side == 0 else ~first))
+        if not len(picked):
+            continue
+        other = capsules[picked, 1 - side]
+        gap, on_capsule, on_proxy, away = capsule_to_smooth(hull_world(picked, side), model.hull[capsules[picked, side]],
+                                                            model, ends[picked, 1 - side], model.radius[other])
+        exact[picked] = gap
+        if side == 0:  # the normal points from the second (the capsule) toward the first
+            ca[picked], cb[picked], normal[picked] = on_proxy, on_capsule, -away
+        else:
+            ca[picked], cb[picked], normal[picked] = on_capsule, on_proxy, away

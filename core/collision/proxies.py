@@ -21,8 +21,9 @@ from ..model.meshes import MeshError, load_mesh
 from ..model.transforms import rotate_points
 from ..model.urdf import resolve_mesh_path
 from .fit import fit_capsules
-from .hulls import pad_hull, simplified_hull, trunk_links
+from .hulls import pad_hull, simplified_hull, smooth_trunk, trunk_links
 from .parts import BodyMesh, fit_body
+from .smooth import fit_smooth, frame_points
 from .store import stored, tree_numbers
 
 
@@ -40,22 +41,24 @@ class CollisionModel:
     hull_points: np.ndarray | None = None  # (H, HULL_VERTICES, 3) vertices in the body link's frame, padded
     hull_faces: np.ndarray | None = None  # (H, HULL_FACES, 3) outward triangles, padded
     hull_radius: np.ndarray | None = None  # (H,) metres the hull is rounded by to hold the mesh
+    # smooth trunk proxies instead (core.collision.smooth): hull_points are then each one's frame_points (H, 4, 3)
+    hull_planes: np.ndarray | None = None  # (H, PLANES, 4) planes' normals and offsets in the link's frame
+    hull_slope: np.ndarray | None = None  # (H, PLANES) each plane's slope deep inside
+    hull_level: np.ndarray | None = None  # (H,) the level of the soft maximum that holds the mesh
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The model as arrays (core.collision.store keeps them on disk)."""
         out = {"body_links": np.asarray(self.body_links, dtype=int), "body_names": np.asarray(self.body_names),
                "capsule_body": self.capsule_body, "ends": self.ends, "radius": self.radius}
-        if self.hull is not None:
-            out.update(hull=self.hull, hull_points=self.hull_points, hull_faces=self.hull_faces,
-                       hull_radius=self.hull_radius)
+        for name in _HULL_ARRAYS:
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "CollisionModel":
-        hulls = {}
-        if "hull" in arrays:
-            hulls = {"hull": arrays["hull"].astype(int), "hull_points": arrays["hull_points"].astype(float),
-                     "hull_faces": arrays["hull_faces"].astype(int), "hull_radius": arrays["hull_radius"].astype(float)}
+        hulls = {name: arrays[name].astype(int if name in ("hull", "hull_faces") else float)
+                 for name in _HULL_ARRAYS if name in arrays}
         return cls([int(b) for b in arrays["body_links"]], [str(n) for n in arrays["body_names"]],
                    arrays["capsule_body"].astype(int), arrays["ends"].reshape(-1, 2, 3).astype(float),
                    arrays["radius"].astype(float), **hulls)
@@ -99,6 +102,9 @@ class CollisionModel:
         links = self.capsule_link[np.flatnonzero(self.hull >= 0)][np.argsort(self.hull[self.hull >= 0])]
         return np.stack([rotate_points(poses[int(link)][:, :3, :3], self.hull_points[h])
                          + poses[int(link)][:, None, :3, 3] for h, link in enumerate(links)], axis=1)
+
+
+_HULL_ARRAYS = ("hull", "hull_points", "hull_faces", "hull_radius", "hull_planes", "hull_slope", "hull_level")
 
 
 def collision_model(tree: KinematicTree) -> CollisionModel:
@@ -149,8 +155,12 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
         if link != 0 and tree.kind[link] == FIXED:
             continue
         mesh = body_mesh(tree, link)
-        hull = simplified_hull(mesh.points) if mesh is not None and link in trunk and not mesh.radii.any() else None
-        if hull is not None:  # its hull, and the capsule that bounds it
+        whole = mesh is not None and link in trunk and not mesh.radii.any()
+        hull = (fit_smooth(mesh.points) if smooth_trunk() else simplified_hull(mesh.points)) if whole else None
+        if isinstance(hull, dict):  # the smooth proxy, and the capsule that bounds it
+            fitted = fit_capsules(hull["corners"], np.zeros(len(hull["corners"])), 1)
+            hulls.append((len(radius), hull))
+        elif hull is not None:  # its hull, and the capsule that bounds it
             fitted = fit_capsules(hull[0], np.full(len(hull[0]), hull[2]), 1)
             hulls.append((len(radius), hull))
         elif mesh is not None:
@@ -171,8 +181,14 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
                            np.array(radius, dtype=float))
     if hulls:
         model.hull = np.full(len(radius), -1)
-        padded = [pad_hull(vertices, faces) for _, (vertices, faces, _) in hulls]
         model.hull[[row for row, _ in hulls]] = np.arange(len(hulls))
+    if hulls and smooth_trunk():
+        model.hull_points = np.array([frame_points(fit["centre"]) for _, fit in hulls])
+        model.hull_planes = np.array([fit["planes"] for _, fit in hulls])
+        model.hull_slope = np.array([fit["slope"] for _, fit in hulls])
+        model.hull_level = np.array([fit["level"] for _, fit in hulls])
+    elif hulls:
+        padded = [pad_hull(vertices, faces) for _, (vertices, faces, _) in hulls]
         model.hull_points = np.array([v for v, _ in padded])
         model.hull_faces = np.array([f for _, f in padded])
         model.hull_radius = np.array([r for _, (_, _, r) in hulls])
