@@ -106,6 +106,8 @@ def read_path(path) -> PathKeys:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PathError(f"{path}: path file not found") from None
+    except IsADirectoryError:  # said "[Errno 21] Is a directory"
+        raise PathError(f"{path}: a folder, not a path file (PATH.json)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PathError(f"{path}: not a JSON file ({exc})") from None
     return path_keys(data, str(path))
