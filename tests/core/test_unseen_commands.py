@@ -345,3 +345,16 @@ def test_one_nan_value_does_not_unplant_every_foot_of_a_frame_range(tmp_path):
     feet = {name: detect_contacts(motion, mapping).feet for name, motion in whole.items()}
     for side in ("left", "right"):
         assert feet["clean"][side].sum() > 100 and np.array_equal(feet["nan"][side], feet["clean"][side])
+
+
+@pytest.mark.parametrize("frames", ["-100:", "0:-1", "-5:-1"])
+def test_a_negative_frame_range_is_refused_not_the_whole_clip(frames, tmp_path):
+    """`export --frames=-100:` (a Python slice's last 100 frames) exported all 995 frames of the walk,
+    said only as a warning ("using 0:995"); `0:-1` was "no frames in range". Both are one line now."""
+    out = tmp_path / "walk.csv"
+    proc = _core_command("export", "--source", WALK, "--robot", G1, f"--frames={frames}", "--out", out)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert lines[0] == (f"robot-retarget-core: error: --frames {frames!r}: frames are 0-based, 0 or more (the clip "
+                        "has 995: 0:995); a negative frame does not count from the end")
+    assert not out.exists() and not list(tmp_path.iterdir())
