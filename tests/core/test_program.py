@@ -310,3 +310,24 @@ def test_a_position_past_a_joints_limits_is_an_error_naming_the_line_joint_and_l
     for line in (" set WAIST <start:=0> <end:=2.5> <speed:=1>", " WAIST <do:=left>", ' base <do:="TURN">'):
         timeline = compile_program(parse(program(line)), library, velocity, limits)
         assert np.abs(timeline.items[0].module.values).max() <= g1.upper[waist]
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda d: d["parts"]["MOUTH"].update(positons=d["parts"]["MOUTH"].pop("positions")),
+     "part MOUTH has unknown key(s) 'positons' (known: joints, positions, speed, fingers)"),
+    (lambda d: d.update(part=d.pop("parts")), "the file has unknown key(s) 'part'"),
+    (lambda d: d["parts"]["MOUTH"].pop("joints"), "part MOUTH has no joints"),
+    (lambda d: d["parts"].update(MOUTH=["jaw"]), "part MOUTH must be an object"),
+])
+def test_a_typo_in_parts_json_names_the_file_part_and_key(tmp_path, change, said):
+    """parts.json with `positons` for `positions` was read as a part without positions (the program
+    failed at `MOUTH <do:=open>` with "has no position 'open'", far from the typo), and `"part"` for
+    `"parts"` as a library of no parts: the walk lent no module and the motion came out empty, exit 0."""
+    from core.program import LibraryError
+
+    data = json.loads(json.dumps({"format": "robot_retarget.parts", "version": 1, "parts": PARTS}))
+    change(data)
+    (tmp_path / "parts.json").write_text(json.dumps(data))
+    with pytest.raises(LibraryError) as caught:
+        Library.load(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / 'parts.json'}: {said}"), str(caught.value)
