@@ -76,12 +76,15 @@ def path_keys(data: dict, label: str = "path") -> PathKeys:
         raise PathError(f'{label}: not a path file ("format" must be "{PATH_FORMAT}")')
     if data.get("version") != 1:
         raise PathError(f"{label}: unsupported version {data.get('version')!r} (this reader knows version 1)")
+    _refuse_unknown(label, data, ("format", "version", "keys"))
     keys = data.get("keys")
     if not isinstance(keys, list) or len(keys) < 2:
         raise PathError(f'{label}: "keys" must list 2 or more keys')
     times, positions, quats = [], [], []
     for i, key in enumerate(keys):
         where = f"{label}, key {i}"
+        if isinstance(key, dict):  # a via's "quaternoin" was dropped: the via got the mode's orientation
+            _refuse_unknown(where, key, ("time_s", "position", "quaternion"))
         try:
             times.append(float(key["time_s"]))
             position = np.array(key["position"], dtype=float)
@@ -97,6 +100,12 @@ def path_keys(data: dict, label: str = "path") -> PathKeys:
         positions.append(position)
         quats.append(quat)
     return PathKeys(np.array(times), np.array(positions), np.array(quats), label)
+
+
+def _refuse_unknown(where: str, data: dict, known: tuple[str, ...]) -> None:
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise PathError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {', '.join(known)})")
 
 
 def read_path(path) -> PathKeys:
