@@ -202,9 +202,8 @@ PART_KEYS = ("joints", "positions", "speed", "fingers")
 
 
 def _refuse_unknown(path: Path, what: str, data: dict, known: tuple[str, ...]) -> None:
-    """A typo'd key ("positons") was read as no positions: the program then failed far from the cause,
+    """A typo'd field ("positons") was read as no positions: the program then failed far from the cause,
     or a part lent no module and the motion came out empty."""
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise LibraryError(f"{path}: {what} has unknown key(s) {', '.join(map(repr, unknown))} "
-                           f"(known: {', '.join(known)})")
+        raise LibraryError(f"{path}: {what} has unknown field(s) {unknown} (known: {', '.join(known)})")

@@ -105,7 +105,7 @@ def path_keys(data: dict, label: str = "path") -> PathKeys:
 def _refuse_unknown(where: str, data: dict, known: tuple[str, ...]) -> None:
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise PathError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {', '.join(known)})")
+        raise PathError(f"{where}: unknown field(s) {unknown} (known: {', '.join(known)})")
 
 
 def read_path(path) -> PathKeys:

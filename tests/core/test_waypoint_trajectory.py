@@ -155,8 +155,8 @@ def test_path_files_and_their_errors(tmp_path):
         (dict(data, keys=[*data["keys"][:2], dict(data["keys"][2], quaternion=[0, 0, 0, 0])]), "key 2: quaternion"),
         # a via's typo'd quaternion was dropped (the via took the mode's orientation), a typo'd "keys" was none
         (dict(data, keys=[*data["keys"][:3], dict(data["keys"][3], quaternoin=DOWN.tolist()), *data["keys"][4:]]),
-         r"key 3: unknown key\(s\) 'quaternoin' \(known: time_s, position, quaternion\)"),
-        ({**{k: v for k, v in data.items() if k != "keys"}, "kyes": data["keys"]}, r"unknown key\(s\) 'kyes'"),
+         r"key 3: unknown field\(s\) \['quaternoin'\] \(known: time_s, position, quaternion\)"),
+        ({**{k: v for k, v in data.items() if k != "keys"}, "kyes": data["keys"]}, r"unknown field\(s\) \['kyes'\]"),
     ]
     for bad, words in cases:
         with pytest.raises(PathError, match=words):
