@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.model.urdf import parse_urdf
     from ..core.motion.bake_csv import BakeTable, write_bake_csv
     from ..core.motion.fileio import write_text_atomic
-    from ..core.program import Library, compile_program, compose, parse
+    from ..core.program import Library, compile_program, compose, parse, robot_limits
 
     out, motion, report_path = check_outputs([args.out, args.motion, args.report], args.overwrite)
     if motion is not None and not args.rate > 0:
@@ -72,12 +72,14 @@ def run(args: argparse.Namespace) -> int:
             if unknown:
                 raise CommandError(f"{args.library}: part {part.name}'s joint(s) {', '.join(unknown)} are not "
                                    f"joints of {args.robot or 'the rig'}")
-    velocity = dict(zip(tree.joint_names, tree.velocity)) if tree is not None else None
-    timeline = compile_program(parse(source.read_text(encoding="utf-8"), str(source)), library, velocity)
+    velocity, limits = robot_limits(tree) if tree is not None else (None, None)
+    timeline = compile_program(parse(source.read_text(encoding="utf-8"), str(source)), library, velocity, limits)
     write_text_atomic(out, json.dumps(timeline.to_dict(), indent=2, allow_nan=False) + "\n", overwrite=args.overwrite)
     if motion is not None:
         names = tree.joint_names if tree is not None else sorted({j for p in library.parts.values() for j in p.joints})
-        times, q = compose(timeline, names, args.rate)
+        # joints of no part stay at 0, clipped into their limits (0 is outside the Panda's joint 4's)
+        rest = np.clip(np.zeros(len(names)), tree.lower, tree.upper) if tree is not None else None
+        times, q = compose(timeline, names, args.rate, rest)
         identity = np.tile([1.0, 0.0, 0.0, 0.0], (len(times), 1))
         table = BakeTable(names, times, np.zeros((len(times), 3)), identity, q)  # a program drives joints only
         write_bake_csv(motion, table, overwrite=args.overwrite)
@@ -95,5 +97,5 @@ def run(args: argparse.Namespace) -> int:
     for v in timeline.violations[:10]:
         speed = "a jump in no time" if v.speed is None else f"{v.speed:.2f}"
         print(f"violation: {v.part} {v.joint} at {v.time_s:.2f} s needs {speed}, limit {v.limit:.2f}")
-    print(f"wrote {out}" + (f" and {motion}" if motion else ""))
+    print("wrote " + " and ".join(str(path) for path in (out, motion, report_path) if path is not None))
     return 0

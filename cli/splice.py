@@ -106,7 +106,7 @@ def _add_transition_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace):
     """SpliceSettings from the flags, checked before any slow work."""
-    from ..core.splice import DetectSettings, SpliceSettings
+    from ..core.splice import DetectSettings, SpliceError, SpliceSettings
 
     if args.threshold_deg is not None and args.criterion not in ("sum", "integrated"):
         raise CommandError(f"--threshold-deg is the sum criterion's threshold; with --criterion {args.criterion} "
@@ -124,7 +124,11 @@ def settings_from_args(args: argparse.Namespace):
         speed_tolerance=args.speed_tolerance, interval_s=args.interval_s, still_deg_s=args.still_deg_s,
         speed_source=args.speed_source, speed_statistic=args.speed_statistic, speed_rad_s=args.speed_rad_s,
         transition="linear" if args.linear else "eased", fps=args.fps, detect=detect)
-    settings.validate()
+    try:
+        settings.validate()
+    except SpliceError as exc:  # "fps must be positive, got 0.0": the setting is the flag --fps
+        name, _, rest = str(exc).partition(" ")
+        raise CommandError(f"--{name.replace('_', '-')} {rest}" if hasattr(args, name) else str(exc)) from None
     return settings
 
 

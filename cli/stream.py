@@ -176,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
     if record is not None and emit.sent:
         _write_record(record, tree.joint_names, emit.sent, args.overwrite)
         report["record"] = str(record)
+    elif record is not None:  # an empty input wrote the report alone and said nothing of the record
+        report["warnings"].append(f"{record}: not written, no pose went out (no frame came in)")
+        warnings.append(report["warnings"][-1])
     write_report(report_path, report, args.overwrite)
     if report["frames"] == 0 and session.counts["bad"]:
         raise CommandError(f"no frame of the stream could be used ({session.counts['bad']} bad line(s)); "

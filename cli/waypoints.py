@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     tree = KinematicTree(parse_urdf(robot))
     try:
         chain = make_chain(tree, args.tip, args.base)
-    except KeyError as exc:  # a link the robot lacks, or --tip not below --base: say which flags
+    except (KeyError, ValueError) as exc:  # no such link, --tip not below --base or the same link: say the flags
         raise CommandError(f"{robot}: --tip {args.tip} --base {args.base or tree.link_names[0]}: {exc.args[0]}") from None
     interpolated = args.mode == "interpolated"
     settings = FollowSettings(rate_hz=args.rate, mode="tangent" if interpolated else args.mode,

@@ -20,7 +20,7 @@ from bpy.props import StringProperty
 
 from ..core.model.rig import rig_layout
 from ..core.motion.robot_source import robot_motion
-from ..core.program import Library, Module, Part, Timeline, compile_program, parse
+from ..core.program import Library, Module, Part, Timeline, compile_program, parse, robot_limits
 from ..core.program.library import parts_from_chains
 from ..core.retarget import auto_map
 from . import anim_io
@@ -204,7 +204,7 @@ def compile_to_nla(scene, robot: bpy.types.Object, text: str, source: str = "<pr
     """Compile `text` against the blend library onto new NLA tracks of `robot` (headless)."""
     tree = tree_from_rig(robot)
     library = blend_library(robot, scene)
-    timeline = compile_program(parse(text, source), library, dict(zip(tree.joint_names, tree.velocity)))
+    timeline = compile_program(parse(text, source), library, *robot_limits(tree))
     fps = scene_fps(scene)
     start = scene.frame_start if frame_start is None else frame_start
     adt = robot.animation_data or robot.animation_data_create()

@@ -31,7 +31,7 @@ from scipy.ndimage import median_filter
 from ..motion.filtering import butterworth_lowpass
 from ..motion.fileio import write_text_atomic
 from ..chains.mapping import Mapping
-from ..motion.source import SourceMotion
+from ..motion.source import SourceMotion, bridged
 
 CONTACTS_FORMAT = "robot_retarget.contacts"
 CONTACTS_VERSION = 1
@@ -218,8 +218,14 @@ def foot_tracks(motion: SourceMotion, mapping: Mapping) -> dict[str, FootTrack]:
 
 def detect_contacts(motion: SourceMotion, mapping: Mapping,
                     settings: DetectSettings | None = None) -> Contacts:
-    """Contacts of every sided leg of `mapping` (raises ContactsError without legs)."""
+    """Contacts of every sided leg of `mapping` (raises ContactsError without legs). Frames with
+    missing (NaN) values are read bridged: one NaN frame left no foot on the ground in the whole clip
+    (the speed filter spreads it), and `--frames` ranges, cut from the whole clip's contacts, planted none."""
     settings = settings or DetectSettings()
+    try:
+        motion, _ = bridged(motion)
+    except ValueError as exc:
+        raise ContactsError(str(exc)) from None
     tracks = foot_tracks(motion, mapping)
     if not tracks:
         raise ContactsError(f"source {motion.name!r}: no left or right leg chain is mapped, "

@@ -218,7 +218,8 @@ def export_settings(args: argparse.Namespace) -> ExportSettings:
 
 
 def clip_range(text: str | None, count: int) -> tuple[int, int]:
-    """--frames START:END (0-based, END exclusive, a Python slice) within a clip of `count` frames."""
+    """--frames START:END (0-based, END exclusive, either side may be left out) within a clip of `count`
+    frames; an END past the clip is cut to it with a warning."""
     if not text:
         return 0, count
     try:
@@ -227,7 +228,10 @@ def clip_range(text: str | None, count: int) -> tuple[int, int]:
         end = int(end_text) if end_text.strip() else count
     except ValueError:
         raise CommandError(f"--frames {text!r}: expected START:END, e.g. 0:240") from None
-    clamped = max(start, 0), min(end, count)
+    if start < 0 or end < 0:  # '-100:' baked the whole clip with a warning where a slice takes the last 100
+        raise CommandError(f"--frames {text!r}: frames are 0-based, 0 or more (the clip has {count}: 0:{count}); "
+                           "a negative frame does not count from the end")
+    clamped = start, min(end, count)
     if clamped[1] <= clamped[0]:
         raise CommandError(f"--frames {text!r}: no frames in range (the clip has {count})")
     if clamped != (start, end):  # a slice would clamp silently; a user asking for more should hear it

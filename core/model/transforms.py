@@ -216,3 +216,11 @@ def quat_continuous(q) -> np.ndarray:
     flips = np.cumprod(np.where(dots < 0, -1.0, 1.0), axis=0)
     q[1:] *= flips[..., None]
     return q
+
+
+def orthonormalize(rot: np.ndarray) -> np.ndarray:
+    """Nearest rotation matrices (..., 3, 3) by SVD (bridged or scaled input)."""
+    u, _, vt = np.linalg.svd(rot)
+    fix = np.linalg.det(u @ vt)
+    u[..., :, 2] *= fix[..., None]
+    return u @ vt

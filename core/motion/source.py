@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import ancestor_path
+from ..model.transforms import orthonormalize
+from .filtering import bridge_nans
 
 
 @dataclass
@@ -85,3 +87,23 @@ def held_frames(motion: SourceMotion, longer_s: float) -> np.ndarray:
     for a, b in zip(starts, ends):
         same[a:b] = (b - a) / motion.fps > longer_s
     return same
+
+
+def bridged(motion: SourceMotion) -> tuple[SourceMotion, np.ndarray]:
+    """The motion with its frames holding NaN values (dropped mocap frames) filled by interpolation,
+    and those frames' indices: anything reading the clip as a whole (the bake, contact detection)
+    reads one bad frame as one bad frame, not a clip without feet. ValueError when every frame has one."""
+    stacked = np.concatenate([motion.heads.reshape(motion.frames, -1), motion.tails.reshape(motion.frames, -1),
+                              motion.root_rotation.reshape(motion.frames, -1)], axis=1)
+    bad = ~np.isfinite(stacked).all(axis=1)
+    if not bad.any():
+        return motion, np.zeros(0, dtype=int)
+    if bad.all():
+        raise ValueError(f"source {motion.name!r}: every frame has missing (NaN) values")
+    filled, _ = bridge_nans(np.where(np.isfinite(stacked), stacked, np.nan))
+    n = motion.heads[0].size
+    heads = filled[:, :n].reshape(motion.heads.shape)
+    tails = filled[:, n:2 * n].reshape(motion.tails.shape)
+    rot = orthonormalize(filled[:, 2 * n:].reshape(-1, 3, 3))
+    return (SourceMotion(motion.bone_names, motion.parents, heads, tails, rot, motion.rest_heads, motion.rest_tails,
+                         motion.rest_root_rotation, motion.fps, motion.name), np.flatnonzero(bad))

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 
 from .commands import COMMANDS, command_module, finger_module, set_module
 from .timeline import Item, Timeline
 from .timing import check_timing
 from .language import Definition, Member, Play, Program, ProgramError, Quoted
 from .library import Library, LibraryError, Module
+
+LIMIT_TOLERANCE = 1e-6  # rad or m: a module's values as a CSV rounds them may sit this far past a limit
 
 
 @dataclass
@@ -37,9 +40,11 @@ class _Placed:
                        self.voice)
 
 
-def compile_program(program: Program, library: Library, velocity: dict[str, float] | None = None) -> Timeline:
-    """The program's timeline; velocity: joint -> limit (rad/s) for the timing check (none: no check)."""
-    compiler = _Compiler(program, library)
+def compile_program(program: Program, library: Library, velocity: dict[str, float] | None = None,
+                    limits: dict[str, tuple[float, float]] | None = None) -> Timeline:
+    """The program's timeline; velocity: joint -> limit (rad/s) for the timing check (none: no check);
+    limits: joint -> (lower, upper), a module driving a joint outside them is an error at its line."""
+    compiler = _Compiler(program, library, limits)
     compiler.check_names()
     at, items, voice = 0.0, [], []
     for play in program.instructions:
@@ -55,8 +60,8 @@ def compile_program(program: Program, library: Library, velocity: dict[str, floa
 
 
 class _Compiler:
-    def __init__(self, program: Program, library: Library):
-        self.program, self.library = program, library
+    def __init__(self, program: Program, library: Library, limits: dict[str, tuple[float, float]] | None = None):
+        self.program, self.library, self.limits = program, library, limits or {}
         self.definitions = {name.lstrip("@").lower(): d for name, d in program.definitions.items()}
 
     def check_names(self) -> None:
@@ -116,6 +121,8 @@ class _Compiler:
         if not self.library.has_motion(name):
             raise self.error(line, column, f"no basic motion {name!r} in the library {self.library.source}")
         modules = self._library(lambda: self.library.motion(name), line, column)
+        for module in modules.values():
+            self._within_limits(module, line, column)
         return _Placed([Item(part, module, name, 0.0, 1, True) for part, module in modules.items()], [])
 
     def pileup(self, definition: Definition, stack) -> _Placed:
@@ -156,6 +163,7 @@ class _Compiler:
                 continue
             start = self.start(member, items)  # from what is placed so far, the base included
             module, origin, folded = self.module(member, items)
+            self._within_limits(module, *member.value_at)
             if member.kind == "item":  # replaces the base motion's module of that part
                 items = [i for i in items if not (i.part == member.part and i.from_base)]
             item = Item(member.part, module, origin, start, 1 if folded else member.timing.repeat)
@@ -197,6 +205,19 @@ class _Compiler:
             return command_module(part, str(act).lower(), member.timing.repeat, previous), str(act).lower(), True
         except (LibraryError, ValueError) as exc:
             raise self.error(*member.value_at, str(exc)) from None
+
+    def _within_limits(self, module: Module, line: int, column: int) -> None:
+        """A set WAIST <end:=9>, or a parts.json position past a joint's range, composed a motion holding
+        the G1's waist at 9 rad (limits +-2.618) with "0 timing violation(s)" said."""
+        for j, joint in enumerate(module.joints):
+            lower, upper = self.limits.get(joint, (-np.inf, np.inf))
+            values = module.values[:, j]
+            outside = np.flatnonzero((values < lower - LIMIT_TOLERANCE) | (values > upper + LIMIT_TOLERANCE))
+            if outside.size:
+                k = outside[0]
+                raise self.error(line, column, f"{module.name} drives {joint} to {values[k]:.4g} at "
+                                               f"{module.times[k]:.2f} s of the module, outside its limits "
+                                               f"[{lower:.4g}, {upper:.4g}]")
 
     def start(self, member: Member, items: list[Item]) -> float:
         timing = member.timing

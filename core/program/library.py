@@ -165,9 +165,17 @@ def load_parts(path: Path) -> dict[str, Part]:
         raise LibraryError(f"{path}: not a Robot Retarget parts file (format != {PARTS_FORMAT!r})")
     if data.get("version") != PARTS_VERSION:
         raise LibraryError(f"{path}: parts version {data.get('version')!r}, this reads {PARTS_VERSION}")
+    _refuse_unknown(path, "the file", data, FILE_KEYS)
+    if not isinstance(data.get("parts"), dict) or not data["parts"]:
+        raise LibraryError(f'{path}: no parts ("parts": {{"RIGHTARM": {{"joints": [...]}}, ...}})')
     parts = {}
-    for name, spec in (data.get("parts") or {}).items():
+    for name, spec in data["parts"].items():
+        if not isinstance(spec, dict):
+            raise LibraryError(f'{path}: part {name} must be an object ({{"joints": [...], ...}})')
+        _refuse_unknown(path, f"part {name}", spec, PART_KEYS)
         joints = list(spec.get("joints") or [])
+        if not joints:
+            raise LibraryError(f"{path}: part {name} has no joints")
         positions = {}
         for key, value in (spec.get("positions") or {}).items():
             value = np.asarray(value, float).reshape(-1)
@@ -187,3 +195,15 @@ def load_parts(path: Path) -> dict[str, Part]:
             raise LibraryError(f"{path}: part {name}'s speed must be positive")
         parts[name.upper()] = Part(name.upper(), joints, positions, speed, fingers)
     return parts
+
+
+FILE_KEYS = ("format", "version", "parts")
+PART_KEYS = ("joints", "positions", "speed", "fingers")
+
+
+def _refuse_unknown(path: Path, what: str, data: dict, known: tuple[str, ...]) -> None:
+    """A typo'd field ("positons") was read as no positions: the program then failed far from the cause,
+    or a part lent no module and the motion came out empty."""
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise LibraryError(f"{path}: {what} has unknown field(s) {unknown} (known: {', '.join(known)})")

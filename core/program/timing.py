@@ -30,6 +30,14 @@ def part_keys(timeline: Timeline, part: str) -> tuple[list[str], np.ndarray, np.
     return joints, times[order], values[order]
 
 
+def robot_limits(tree) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """A kinematic tree's velocity limits and (lower, upper) position limits by joint name, for
+    compile_program's timing and range checks."""
+    velocity = dict(zip(tree.joint_names, (float(v) for v in tree.velocity)))
+    limits = {name: (float(lo), float(hi)) for name, lo, hi in zip(tree.joint_names, tree.lower, tree.upper)}
+    return velocity, limits
+
+
 def check_timing(timeline: Timeline, velocity: dict[str, float]) -> list[Violation]:
     """Every keyed interval where a joint would have to turn faster than its limit."""
     out: list[Violation] = []

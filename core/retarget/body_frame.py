@@ -91,11 +91,3 @@ def pelvis_frames(left_hip: np.ndarray, right_hip: np.ndarray, pelvis_points: li
             continue  # on the hip line, or not riding on the pelvis
         return orthonormal_frame(left, across)
     return None
-
-
-def orthonormalize(rot: np.ndarray) -> np.ndarray:
-    """Nearest rotation matrices (..., 3, 3) by SVD (bridged or scaled input)."""
-    u, _, vt = np.linalg.svd(rot)
-    fix = np.linalg.det(u @ vt)
-    u[..., :, 2] *= fix[..., None]
-    return u @ vt

@@ -14,7 +14,6 @@ from typing import Callable
 
 import numpy as np
 
-from .body_frame import orthonormalize
 from .body_parts import find_body_parts, robot_skeleton
 from .facing import solved_robot
 from .chain_plans import RetargetError, RootPlan, body_frames, chain_targets, plan_chains
@@ -22,7 +21,7 @@ from .mapping_check import mapping_figures
 from .neutral import neutral_posture, standing_root
 from .torso import TorsoAim, chest_target
 from .viewer import angle_deg, limb_ends, viewer_figures
-from ..motion.filtering import bridge_nans, lowpass, mean_abs_jerk, step_limits
+from ..motion.filtering import lowpass, mean_abs_jerk, step_limits
 from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, contact_warnings,
                           plant_feet, resolve_contacts)
 from ..feet.contacts import Contacts, DetectSettings
@@ -33,7 +32,7 @@ from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import SolveOptions, rate_limit, solve_chain
 from ..collision import collision_pairs
 from ..collision.avoid import Separation, collision_figures
-from ..motion.source import SourceMotion, held_frames
+from ..motion.source import SourceMotion, bridged, held_frames
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
 Progress = Callable[[float, str], None]
@@ -293,22 +292,13 @@ def torso_aim(motion, tree, mapping, plans, targets, to_robot, root_rot, floatin
 
 def _bridged(motion: SourceMotion, warnings: list[str]) -> SourceMotion:
     """Fill NaN frames by interpolation so one bad frame never stops a bake."""
-    stacked = np.concatenate([motion.heads.reshape(motion.frames, -1), motion.tails.reshape(motion.frames, -1),
-                              motion.root_rotation.reshape(motion.frames, -1)], axis=1)
-    bad = ~np.isfinite(stacked).all(axis=1)
-    if not bad.any():
-        return motion
-    if bad.all():
-        raise RetargetError(f"source {motion.name!r}: every frame has missing (NaN) values")
-    filled, _ = bridge_nans(np.where(np.isfinite(stacked), stacked, np.nan))
-    n = motion.heads[0].size
-    heads = filled[:, :n].reshape(motion.heads.shape)
-    tails = filled[:, n:2 * n].reshape(motion.tails.shape)
-    rot = orthonormalize(filled[:, 2 * n:].reshape(-1, 3, 3))
-    frames = np.flatnonzero(bad)
-    warnings.append(f"bridged {len(frames)} frame(s) with missing values (first: frame {frames[0]})")
-    return SourceMotion(motion.bone_names, motion.parents, heads, tails, rot, motion.rest_heads,
-                        motion.rest_tails, motion.rest_root_rotation, motion.fps, motion.name)
+    try:
+        motion, frames = bridged(motion)
+    except ValueError as exc:
+        raise RetargetError(str(exc)) from None
+    if len(frames):
+        warnings.append(f"bridged {len(frames)} frame(s) with missing values (first: frame {frames[0]})")
+    return motion
 
 
 def _foot_heights(tree, plans, q, root) -> np.ndarray | None:

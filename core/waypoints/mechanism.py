@@ -126,6 +126,18 @@ def joint_limits(tree: KinematicTree, columns: np.ndarray) -> tuple[np.ndarray, 
     return np.where(np.isfinite(lo), lo, -np.pi), np.where(np.isfinite(hi), hi, np.pi)
 
 
+def random_joint_values(chain: MechanismChain, count: int, rng_seed: int = 0) -> np.ndarray:
+    """(count, C) rad, uniform inside the limits, drawn joint by joint from the base to the tip: the
+    same IK starts whatever order the URDF lists its joints in (a Panda file listing them shuffled
+    held other via orientations, its joints 0.22 rad from the Panda's)."""
+    lo, hi = joint_limits(chain.tree, chain.columns)
+    along = [int(np.flatnonzero(chain.tree.qindex[chain.links] == c)[0]) for c in chain.columns]
+    order = np.argsort(along, kind="stable")
+    out = np.empty((count, lo.size))
+    out[:, order] = np.random.default_rng(rng_seed).uniform(lo[order], hi[order], (count, lo.size))
+    return out
+
+
 def candidate_orientations(directions: int = 32, rolls: int = 6, axis=(0.0, 0.0, 1.0)) -> np.ndarray:
     """(directions * rolls, 4) orientations spread over SO(3): `axis` on a Fibonacci sphere, times rolls."""
     k = np.arange(directions) + 0.5
@@ -149,8 +161,7 @@ def base_pose(chain: MechanismChain) -> np.ndarray:
 def arm_reach(chain: MechanismChain, samples: int = 4000, rng_seed: int = 0) -> tuple[np.ndarray, float]:
     """(origin (3,) m, reach m): the first moving joint's origin at rest and the farthest the tip gets
     from it over random joint values inside the limits, to tell a user how far the arm reaches."""
-    lo, hi = joint_limits(chain.tree, chain.columns)
-    q = np.vstack([chain.seed, np.random.default_rng(rng_seed).uniform(lo, hi, (samples, lo.size))])
+    q = np.vstack([chain.seed, random_joint_values(chain, samples, rng_seed)])
     frames = chain_frames(chain, q)
     origin = frames[0, chain.links[0], :3, 3]
     return origin, float(np.linalg.norm(frames[:, chain.tip, :3, 3] - origin, axis=1).max())
@@ -339,8 +350,7 @@ def orientation_scores(chain: MechanismChain, positions, quats, objective: str =
     """
     positions = np.asarray(positions, float).reshape(-1, 3)
     quats = np.asarray(quats, float).reshape(-1, 4)
-    lo, hi = joint_limits(chain.tree, chain.columns)
-    seeds = np.vstack([chain.seed, np.random.default_rng(rng_seed).uniform(lo, hi, (restarts, lo.size))])
+    seeds = np.vstack([chain.seed, random_joint_values(chain, restarts, rng_seed)])
     count, s = positions.shape[0], seeds.shape[0]
     result = solve_ik(chain, np.repeat(positions, s, axis=0), np.repeat(quats, s, axis=0),
                       np.tile(seeds, (count, 1)), objective)

@@ -77,10 +77,9 @@ class ViaOptimum:
 
 def seeds_for(chain: mech.MechanismChain, warm, search: PathSearch, restarts: int | None = None) -> np.ndarray:
     """(S, C) IK starts: the warm start (if any), the chain's seed, then fixed random joint values."""
-    lo, hi = mech.joint_limits(chain.tree, chain.columns)
     count = search.restarts if restarts is None else restarts
     rows = [np.asarray(warm, float)[None]] if warm is not None else []
-    rows += [chain.seed[None], np.random.default_rng(search.rng_seed).uniform(lo, hi, (count, lo.size))]
+    rows += [chain.seed[None], mech.random_joint_values(chain, count, search.rng_seed)]
     return np.vstack(rows)
 
 

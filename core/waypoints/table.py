@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .mechanism import MechanismChain, joint_limits, chain_frames
+from .mechanism import MechanismChain, chain_frames, random_joint_values
 from .orientations import quat_average
 from .path_optimum import PathSearch, axis_turns, choose, improve, mechanism_search, seeds_for, turn_angles
 from .orientations import quat_mul
@@ -68,9 +68,7 @@ class OrientationTable:
 
 def workspace_bounds(chain: MechanismChain, samples: int = 2000, rng_seed: int = 0) -> np.ndarray:
     """(2, 3) m, the box around tip positions of random joint values inside the limits."""
-    lo, hi = joint_limits(chain.tree, chain.columns)
-    rng = np.random.default_rng(rng_seed)
-    tips = chain_frames(chain, rng.uniform(lo, hi, (samples, lo.size)))[:, chain.tip, :3, 3]
+    tips = chain_frames(chain, random_joint_values(chain, samples, rng_seed))[:, chain.tip, :3, 3]
     return np.stack([tips.min(axis=0), tips.max(axis=0)])
 
 

@@ -76,12 +76,15 @@ def path_keys(data: dict, label: str = "path") -> PathKeys:
         raise PathError(f'{label}: not a path file ("format" must be "{PATH_FORMAT}")')
     if data.get("version") != 1:
         raise PathError(f"{label}: unsupported version {data.get('version')!r} (this reader knows version 1)")
+    _refuse_unknown(label, data, ("format", "version", "keys"))
     keys = data.get("keys")
     if not isinstance(keys, list) or len(keys) < 2:
         raise PathError(f'{label}: "keys" must list 2 or more keys')
     times, positions, quats = [], [], []
     for i, key in enumerate(keys):
         where = f"{label}, key {i}"
+        if isinstance(key, dict):  # a via's "quaternoin" was dropped: the via got the mode's orientation
+            _refuse_unknown(where, key, ("time_s", "position", "quaternion"))
         try:
             times.append(float(key["time_s"]))
             position = np.array(key["position"], dtype=float)
@@ -99,6 +102,12 @@ def path_keys(data: dict, label: str = "path") -> PathKeys:
     return PathKeys(np.array(times), np.array(positions), np.array(quats), label)
 
 
+def _refuse_unknown(where: str, data: dict, known: tuple[str, ...]) -> None:
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise PathError(f"{where}: unknown field(s) {unknown} (known: {', '.join(known)})")
+
+
 def read_path(path) -> PathKeys:
     """A PATH.json file; errors name the file and the key."""
     path = Path(path)
@@ -106,6 +115,8 @@ def read_path(path) -> PathKeys:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PathError(f"{path}: path file not found") from None
+    except IsADirectoryError:  # said "[Errno 21] Is a directory"
+        raise PathError(f"{path}: a folder, not a path file (PATH.json)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PathError(f"{path}: not a JSON file ({exc})") from None
     return path_keys(data, str(path))

@@ -368,6 +368,19 @@ def test_stream_and_splice_name_the_preset_made_for_another_robot(extension, cle
     assert not out.exists() and not stdout
 
 
+@pytest.mark.parametrize("flags, said", [(["--fps", "0"], "--fps must be positive, got 0.0"),
+                                         (["--mean-deg", "99", "--criterion", "mean"], "--mean-deg 99 is outside"),
+                                         (["--margin-s", "-1"], "--margin-s must be >= 0")])
+def test_splice_names_the_flag_of_a_value_out_of_range(extension, clean_scene, capsys, tmp_path, flags, said):
+    """`splice --fps 0` said "fps must be positive, got 0.0": the settings' name, not the flag."""
+    out = tmp_path / "out.csv"
+    code, stdout, stderr = _main(extension, capsys, "splice", "--robot", G1, "--source", WALK, "--source", WALK,
+                                 "--out", out, *flags)
+    lines = error_lines(stderr)
+    assert code == 1 and len(lines) == 1, stderr
+    assert lines[0].startswith(f"robot-retarget: error: {said}") and not out.exists() and not stdout
+
+
 def test_a_z_up_bvh_with_source_up_z_bakes_like_the_y_up_file(walk_bake, tmp_path):
     """The walk rewritten as a Z-up BVH (world and rest offsets): read with --source-up Z it bakes
     the same robot motion; read as Y-up the actor lies on its back and auto-map says something

@@ -83,6 +83,20 @@ def test_stream_of_nothing_usable_fails_and_max_frames_must_be_positive(tmp_path
         assert proc.returncode != 0 and "--max-frames" in error_lines(proc.stderr)[-1]
 
 
+def test_a_stream_with_no_frame_says_its_record_was_not_written(tmp_path):
+    """An input that ends at once (END, or an empty pipe) wrote the report alone, exit 0, and said
+    nothing of the --record asked for."""
+    record, report_path = tmp_path / "none.csv", tmp_path / "none.json"
+    for stdin in ("END\n", ""):
+        proc = _stream("--record", record, "--report", report_path, "--overwrite", stdin=stdin)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        said = f"{record}: not written, no pose went out (no frame came in)"
+        assert f"warning: {said}" in error_lines(proc.stderr)
+        report = json.loads(report_path.read_text())
+        assert report["frames"] == 0 and said in report["warnings"] and "record" not in report
+        assert not record.exists()
+
+
 def test_ctrl_c_ends_a_stream_as_end_does(tmp_path):
     """A live stream has no end of its own: Ctrl-C (SIGINT) stops it, and the record and the report
     of what came are still written, the interruption said once, no traceback."""

@@ -155,3 +155,42 @@ def test_set_frame_times_refuses_a_joint_too_slow(walk_on_g1, extension):
         bpy.ops.robot_retarget.set_frame_times(module=action.name, times=", ".join(f"{t:g}" for t in fast))
     with pytest.raises(RuntimeError, match="has 13 keys; 2 times were given"):
         bpy.ops.robot_retarget.set_frame_times(module=action.name, times="0, 1")
+
+
+def test_the_program_commands_motion_keeps_every_joint_inside_the_urdfs_limits(extension, capsys, tmp_path):
+    """A Panda program driving its first three joints wrote 0 for the others, outside panda_joint4's
+    limits [-3.0718, -0.0698]; its `wrote` line left the report out. A `set` past a limit is refused
+    at its line, naming the joint, nothing written."""
+    import json
+
+    import numpy as np
+
+    from .test_cli import ROOT, _main, read_csv, urdf_joints
+
+    panda = ROOT / "tests" / "data" / "robots" / "franka_panda.urdf"
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "parts.json").write_text(json.dumps({"format": "robot_retarget.parts", "version": 1, "parts": {
+        "ARM": {"joints": ["panda_joint1", "panda_joint2", "panda_joint3"], "positions": {"out": 0.5}, "speed": 1.0}}}))
+    program = tmp_path / "reach.txt"
+    program.write_text('motion <do:="@R">\njoint motion to @R\n ARM <do:=out>\nend\n')
+    out, motion, report = tmp_path / "timeline.json", tmp_path / "motion.csv", tmp_path / "report.json"
+    code, stdout, stderr = _main(extension, capsys, "program", "--library", library, "--program", program, "--out", out,
+                                 "--motion", motion, "--rate", 50, "--robot", panda, "--report", report)
+    assert code == 0, stderr
+    assert stdout.splitlines()[-1] == f"wrote {out} and {motion} and {report}"
+    header, rows = read_csv(motion)
+    for name, lower, upper in urdf_joints(panda):
+        if name in header:
+            values = rows[:, header.index(name)]
+            assert np.all((values >= lower) & (values <= upper)), (name, values.min(), values.max())
+    assert np.all(rows[:, header.index("panda_joint4")] == -0.0698)  # 0 clipped into its range
+    assert rows[-1, header.index("panda_joint2")] == 0.5
+
+    program.write_text('motion <do:="@R">\njoint motion to @R\n set ARM <end:=3> <speed:=1>\nend\n')
+    for path in (out, motion, report):
+        path.unlink()
+    code, stdout, stderr = _main(extension, capsys, "program", "--library", library, "--program", program, "--out", out,
+                                 "--motion", motion, "--robot", panda)
+    assert code == 1 and "line 3, column 10" in stderr and "panda_joint1 to 3" in stderr, stderr
+    assert "outside its limits [-2.897, 2.897]" in stderr and not out.exists() and not motion.exists()

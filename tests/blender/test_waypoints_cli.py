@@ -82,7 +82,7 @@ def test_fk_of_the_csv_reaches_the_keys(arc_run, extension):
     assert np.linalg.norm(tips[at_keys] - [k["position"] for k in keys], axis=1).max() < 1e-3
 
 
-@pytest.mark.parametrize("case", ["position", "tip", "exists", "max_blend", "below"])
+@pytest.mark.parametrize("case", ["position", "tip", "exists", "max_blend", "below", "same", "folder"])
 def test_bad_input_in_process(extension, clean_scene, capsys, tmp_path, case):
     out = tmp_path / "out.csv"
     path = write_path(tmp_path, **({"k3": {"position": [0.1, 0.2]}} if case == "position" else {}))
@@ -90,7 +90,10 @@ def test_bad_input_in_process(extension, clean_scene, capsys, tmp_path, case):
             "--out", out]
     words = {"position": [str(path), "key 3", "position"], "tip": ["no link 'hand'"],
              "exists": [str(out), "exists", "--overwrite"], "max_blend": ["--max-blend"],
-             "below": ["--tip panda_link4", "--base panda_hand", "does not descend from"]}[case]
+             "below": ["--tip panda_link4", "--base panda_hand", "does not descend from"],
+             # these said "no movable joint between ..." without the flags, and "[Errno 21] Is a directory"
+             "same": ["--tip panda_link4", "--base panda_link4", "no movable joint between"],
+             "folder": [f"{tmp_path}: a folder, not a path file"]}[case]
     if case == "exists":
         out.write_text("keep\n", encoding="utf-8")
     if case == "max_blend":
@@ -98,6 +101,11 @@ def test_bad_input_in_process(extension, clean_scene, capsys, tmp_path, case):
     if case == "below":  # the two links swapped: the flags are named, not only the links
         args[args.index("--tip") + 1] = "panda_link4"
         args += ["--base", "panda_hand"]
+    if case == "same":
+        args[args.index("--tip") + 1] = "panda_link4"
+        args += ["--base", "panda_link4"]
+    if case == "folder":
+        args[args.index("--path") + 1] = tmp_path
     code, stdout, stderr = _main(extension, capsys, *args)
     assert_one_line_error(subprocess.CompletedProcess(args, code, stdout, stderr), *words)
     assert (out.read_text(encoding="utf-8") == "keep\n") if case == "exists" else not out.exists()

@@ -271,3 +271,63 @@ def test_two_modules_of_one_part_at_once_are_an_error_naming_the_line(library, l
     after = ('motion <do:="@M">\njoint motion to @M\n RIGHTARM <do:="CHOP">\n'
              ' RIGHTARM <do:="RLIFTUP"> <from:=item RIGHTARM[back]>\nend')
     assert [m for m, _, _ in _items(compile_program(parse(after), library), "RIGHTARM")] == ["CHOP", "RLIFTUP"]
+
+
+def test_a_position_past_a_joints_limits_is_an_error_naming_the_line_joint_and_limits(tmp_path):
+    """`set WAIST <end:=9>` on the G1 (waist yaw limits +-2.618 rad) composed a motion holding the
+    waist at 9 rad and said "0 timing violation(s)"; a parts.json position past the range, or a
+    taught module's value past it, did the same. Now each is refused at the value's line and column,
+    naming the joint and its limits; within the limits the same lines compile."""
+    from pathlib import Path
+
+    from core.model.kinematics import KinematicTree
+    from core.model.urdf import parse_urdf
+    from core.program import robot_limits
+
+    g1 = KinematicTree(parse_urdf(Path(__file__).resolve().parents[2] / "data" / "robots" / "g1" /
+                                  "unitree_g1_29dof.urdf"))
+    velocity, limits = robot_limits(g1)
+    waist = g1.joint_names.index("waist_yaw_joint")
+    assert limits["waist_yaw_joint"] == (g1.lower[waist], g1.upper[waist]) and g1.upper[waist] < 3.0
+    (tmp_path / "parts.json").write_text(json.dumps({"format": "robot_retarget.parts", "version": 1, "parts": {
+        "WAIST": {"joints": ["waist_yaw_joint"], "positions": {"left": 0.5, "behind": 3.5}, "speed": 2.0}}}))
+    _write(tmp_path, "SPIN", ["waist_yaw_joint"], [0.0, 0.5, 1.0], [[0.0], [2.0], [4.0]])
+    _write(tmp_path, "TURN", ["waist_yaw_joint"], [0.0, 0.5, 1.0], [[0.0], [1.0], [2.0]])
+    library = Library.load(tmp_path)
+
+    def program(line: str) -> str:
+        return f'motion <do:="@M">\njoint motion to @M\n{line}\nend'
+
+    cases = {" set WAIST <start:=0> <end:=9> <speed:=1>": ("line 3, column 12", "set drives waist_yaw_joint to 9"),
+             " WAIST <do:=behind>": ("line 3, column 13", "behind drives waist_yaw_joint to 3.5"),
+             ' base <do:="SPIN">': ("line 3, column 12", "SPIN drives waist_yaw_joint to 4 at 1.00 s")}
+    for line, (where, said) in cases.items():
+        with pytest.raises(ProgramError) as caught:
+            compile_program(parse(program(line)), library, velocity, limits)
+        message = str(caught.value)
+        assert where in message and said in message and "outside its limits [-2.618, 2.618]" in message, message
+        compile_program(parse(program(line)), library, velocity)  # no limits given: not checked
+    for line in (" set WAIST <start:=0> <end:=2.5> <speed:=1>", " WAIST <do:=left>", ' base <do:="TURN">'):
+        timeline = compile_program(parse(program(line)), library, velocity, limits)
+        assert np.abs(timeline.items[0].module.values).max() <= g1.upper[waist]
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda d: d["parts"]["MOUTH"].update(positons=d["parts"]["MOUTH"].pop("positions")),
+     "part MOUTH has unknown field(s) ['positons'] (known: joints, positions, speed, fingers)"),
+    (lambda d: d.update(part=d.pop("parts")), "the file has unknown field(s) ['part']"),
+    (lambda d: d["parts"]["MOUTH"].pop("joints"), "part MOUTH has no joints"),
+    (lambda d: d["parts"].update(MOUTH=["jaw"]), "part MOUTH must be an object"),
+])
+def test_a_typo_in_parts_json_names_the_file_part_and_key(tmp_path, change, said):
+    """parts.json with `positons` for `positions` was read as a part without positions (the program
+    failed at `MOUTH <do:=open>` with "has no position 'open'", far from the typo), and `"part"` for
+    `"parts"` as a library of no parts: the walk lent no module and the motion came out empty, exit 0."""
+    from core.program import LibraryError
+
+    data = json.loads(json.dumps({"format": "robot_retarget.parts", "version": 1, "parts": PARTS}))
+    change(data)
+    (tmp_path / "parts.json").write_text(json.dumps(data))
+    with pytest.raises(LibraryError) as caught:
+        Library.load(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / 'parts.json'}: {said}"), str(caught.value)

@@ -312,3 +312,49 @@ def test_the_export_operators_shortest_period_is_still_taken():
     assert ExportSettings(period_s=float(np.float32(0.01)) / 1000.0).validate()
     with pytest.raises(PlaybackError, match="at least 1e-05 s"):
         ExportSettings(period_s=5e-6).validate()
+
+
+def _with_a_nan(path: Path, frame: int, tmp_path: Path) -> Path:
+    """The BVH at `path` with its first value of frame `frame` (0-based) made `nan` (a dropped mocap value)."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.startswith("Frame Time")) + 1
+    values = lines[first + frame].split()
+    lines[first + frame] = " ".join(["nan"] + values[1:]) + "\n"
+    out = tmp_path / f"{path.stem}_nan.bvh"
+    out.write_text("".join(lines), encoding="utf-8")
+    return out
+
+
+def test_one_nan_value_does_not_unplant_every_foot_of_a_frame_range(tmp_path):
+    """`export --frames 0:50` of the walk with one NaN in frame 0 warned "feet not planted: no foot is
+    on the ground on any of the clip's 50 frames" and baked floating feet: a range's contacts are the
+    whole clip's cut to it (range_contacts), and their detection on the unbridged clip low-passed the
+    NaN into every foot speed. Now the NaN frame is bridged there too: the same contacts as the clean clip's."""
+    from core.feet.contacts import detect_contacts
+    from core.library.clip import bake_clip_file, load_robot
+
+    robot = load_robot(G1)
+    broken = _with_a_nan(WALK, 0, tmp_path)
+    clean, nan = (bake_clip_file(path, robot, "0:50", "auto").result.report for path in (WALK, broken))
+    assert clean["feet_planted"] and clean["contact_preserved_pct"] > 95.0
+    assert nan["feet_planted"] and nan["contact_preserved_pct"] == pytest.approx(clean["contact_preserved_pct"])
+    assert not any("feet not planted" in w for w in nan["warnings"])
+    assert any(w.startswith("bridged 1 frame(s)") for w in nan["warnings"])
+    whole = {name: load_bvh(path).to_source_motion() for name, path in (("clean", WALK), ("nan", broken))}
+    mapping = auto_map(whole["clean"], robot.tree)
+    feet = {name: detect_contacts(motion, mapping).feet for name, motion in whole.items()}
+    for side in ("left", "right"):
+        assert feet["clean"][side].sum() > 100 and np.array_equal(feet["nan"][side], feet["clean"][side])
+
+
+@pytest.mark.parametrize("frames", ["-100:", "0:-1", "-5:-1"])
+def test_a_negative_frame_range_is_refused_not_the_whole_clip(frames, tmp_path):
+    """`export --frames=-100:` (a Python slice's last 100 frames) exported all 995 frames of the walk,
+    said only as a warning ("using 0:995"); `0:-1` was "no frames in range". Both are one line now."""
+    out = tmp_path / "walk.csv"
+    proc = _core_command("export", "--source", WALK, "--robot", G1, f"--frames={frames}", "--out", out)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert lines[0] == (f"robot-retarget-core: error: --frames {frames!r}: frames are 0-based, 0 or more (the clip "
+                        "has 995: 0:995); a negative frame does not count from the end")
+    assert not out.exists() and not list(tmp_path.iterdir())

@@ -153,6 +153,10 @@ def test_path_files_and_their_errors(tmp_path):
         (dict(data, keys=[{k: v for k, v in data["keys"][0].items() if k != "quaternion"}, *data["keys"][1:]]),
          "key 0: the first key needs a quaternion"),
         (dict(data, keys=[*data["keys"][:2], dict(data["keys"][2], quaternion=[0, 0, 0, 0])]), "key 2: quaternion"),
+        # a via's typo'd quaternion was dropped (the via took the mode's orientation), a typo'd "keys" was none
+        (dict(data, keys=[*data["keys"][:3], dict(data["keys"][3], quaternoin=DOWN.tolist()), *data["keys"][4:]]),
+         r"key 3: unknown field\(s\) \['quaternoin'\] \(known: time_s, position, quaternion\)"),
+        ({**{k: v for k, v in data.items() if k != "keys"}, "kyes": data["keys"]}, r"unknown field\(s\) \['kyes'\]"),
     ]
     for bad, words in cases:
         with pytest.raises(PathError, match=words):
@@ -187,3 +191,22 @@ def test_a_keyed_via_orientation_is_held_as_keyed(tree, panda):
     assert np.degrees(turn_angles(held[0], unit)) < 0.5
     with pytest.raises(PathError, match="key 4: quaternion must not be all zero"):
         PathKeys(keys.time_s, keys.position, np.where(np.arange(9)[:, None] == 4, 0.0, keys.quaternion))
+
+
+def test_the_order_a_urdf_lists_its_joints_in_does_not_move_the_arm(tmp_path):
+    """The Panda's URDF with its joints and links listed shuffled (tests/robot_variants.reordered):
+    the mechanism modes drew their random IK starts per q column, which follow the file's order, so
+    the shuffled arm got other starts and held the arc's vias otherwise, its joints 0.22 rad from the
+    Panda's (first via's manipulability 0.092 against 0.100). Drawn joint by joint from the base they
+    are the same starts, and the trajectory is the Panda's to rounding."""
+    from tests.robot_variants import reordered, write_urdf
+
+    shuffled = KinematicTree(parse_urdf(write_urdf(reordered(parse_urdf(PANDA)), tmp_path / "panda_shuffled.urdf")))
+    panda = KinematicTree(parse_urdf(PANDA))
+    assert shuffled.joint_names != panda.joint_names and sorted(shuffled.joint_names) == sorted(panda.joint_names)
+    settings = FollowSettings(rate_hz=50.0, mode="tangent_mechanism")
+    results = [follow_path(mech.make_chain(tree, "panda_hand_tcp"), arc_keys(), settings) for tree in (panda, shuffled)]
+    columns = [results[1].joint_names.index(name) for name in results[0].joint_names]
+    np.testing.assert_allclose(results[1].q[:, columns], results[0].q, atol=1e-9)
+    for a, b in zip(results[0].report["keys"], results[1].report["keys"]):
+        assert a["manipulability"] == pytest.approx(b["manipulability"], rel=1e-9)
