@@ -144,8 +144,8 @@ def parse_main(text: str, source: str) -> tuple[float | None, float | None]:
             from None
     if any(t is not None and not (math.isfinite(t) and t >= 0) for t in times):
         raise CommandError(f"--main {text!r} for {source}: times must be seconds >= 0")
-    if None not in times and times[0] > times[1]:
-        raise CommandError(f"--main {text!r} for {source}: A_START comes after A_END")
+    if None not in times and times[0] >= times[1]:  # 0:0 cut the clip to its first instant
+        raise CommandError(f"--main {text!r} for {source}: A_END must come after A_START")
     return times[0], times[1]
 
 

@@ -29,10 +29,17 @@ MAX_PICKS = 8  # joins whose pair can be picked in the redo panel; later joins t
 def join_summary(join) -> str:
     text = (f"{join.a_clip} {join.a_time_s:.2f} s -> {join.b_clip} {join.b_time_s:.2f} s: "
             f"{join.angle_difference_deg:.1f}° apart, transition {join.transition_s:.2f} s, "
-            f"saves {join.time_saved_s:.2f} s")
+            f"{_time_saved(join.time_saved_s)}")
     if getattr(join, "fallback", "") == "conditions":
         return text + " (within the threshold; the direction/speed conditions not met)"
     return text if join.criteria_met else text + " (no pair met the criteria)"
+
+
+def _time_saved(seconds: float) -> str:
+    """'saves 0.40 s', or 'adds 0.30 s' where the join is longer than what it cuts (not 'saves -0.00 s')."""
+    if seconds <= -0.005:
+        return f"adds {-seconds:.2f} s"
+    return f"saves {max(seconds, 0.0):.2f} s"
 
 
 # ------------------------------------------------------------------ settings ---

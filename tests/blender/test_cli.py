@@ -484,3 +484,19 @@ def test_splice_main_sides_may_each_be_auto(extension):
     assert parse_main("auto", "a.bvh") == (None, None)
     with pytest.raises(Exception, match="expected A_START:A_END"):
         parse_main("1:soon", "a.bvh")
+    for empty in ("0:0", "2.5:2.5", "3:1"):  # a main movement of no length cut the clip to an instant
+        with pytest.raises(Exception, match="A_END must come after A_START"):
+            parse_main(empty, "a.bvh")
+
+
+def test_splice_summary_says_what_a_join_saves_or_adds(extension):
+    """A join that saves nothing reads 'saves 0.00 s', not '-0.00'; one longer than what it cuts, 'adds'."""
+    import importlib
+    from types import SimpleNamespace
+
+    summary = importlib.import_module(f"{extension.__name__}.operators.splice").join_summary
+    join = dict(a_clip="walk", a_time_s=1.0, b_clip="hop", b_time_s=0.5, angle_difference_deg=12.0,
+                transition_s=0.4, criteria_met=True)
+    assert summary(SimpleNamespace(**join, time_saved_s=-1e-9)).endswith("saves 0.00 s")
+    assert summary(SimpleNamespace(**join, time_saved_s=-0.3)).endswith("adds 0.30 s")
+    assert summary(SimpleNamespace(**join, time_saved_s=1.25)).endswith("saves 1.25 s")
