@@ -25,6 +25,8 @@ from .phases import Swing
 from .representative import representative_times
 
 CLEARANCE_M = 0.01  # a swing foot's representative points stay at least this far above the ground
+# the straight lift and lowering take FootSettings.prepare_s each, or of a shorter swing at most 1 / PREPARE_PARTS
+PREPARE_PARTS = 5.0
 
 
 @dataclass
@@ -228,7 +230,7 @@ def _swing_knots(swing: Swing, clip_time, clip_poses, body, before: Stance, afte
     a G1 whose feet's frames were turned read other angles and kept other points (with the sole's
     centre, support.sole_centre: worst margin +20.0 mm against +18.9, joints 0.29 rad apart)."""
     lift, touch = swing.lift_off_s, swing.touch_down_s
-    prepare = min(settings.prepare_s, (touch - lift) / 5.0)
+    prepare = min(settings.prepare_s, (touch - lift) / PREPARE_PARTS)
     ahead = body.points @ flat[0]  # forward with the foot level; corners tied within rounding: the first listed
     toe = body.points[np.flatnonzero(ahead >= ahead.max() - 1e-9)[0]]
     channels = _channels(clip_poses, toe, flat)
