@@ -411,7 +411,8 @@ def free_metric(hess: np.ndarray, share: float = FREE_SHARE) -> np.ndarray:
     """(F, V, V) ~1 along the directions the targets leave free, ~0 along those they decide: eps (H + eps I)^-1
     of the targets' Gauss-Newton matrix H (F, V, V), eps `share` of its mean eigenvalue. A hand given a direction
     only leaves one turn free (its roll with a compensating bend): a pull toward rest along it alone decides
-    that turn by the least rotation from rest, on every frame alike, and moves no direction the targets decide."""
+    that turn by the least rotation from rest, on every frame alike, and barely moves (eps / eigenvalue) what the
+    targets decide. The costs solve returns leave it out: the jump repair compares the targets' fit."""
     nvar = hess.shape[-1]
     eps = share * np.einsum("fii->f", hess)[:, None, None] / nvar + 1e-12
     return eps * np.linalg.inv(hess + eps * np.eye(nvar))
