@@ -224,6 +224,9 @@ def _rotate_local(cols: tuple, axis: np.ndarray, principal: int, sign: float, an
     return tuple(cols[0] * turn[:, 0, k] + cols[1] * turn[:, 1, k] + cols[2] * turn[:, 2, k] for k in range(3))
 
 
+FREE_SHARE = 0.01  # a direction whose Gauss-Newton eigenvalue is below this share of the mean is free
+
+
 @dataclass
 class SolveOptions:
     iterations: int = 8
@@ -231,6 +234,7 @@ class SolveOptions:
     rest_prior: float = 0.01
     objective: str = "l2"
     rest: np.ndarray | None = None  # (n,) posture the prior leans toward; None: the zero pose (clipped)
+    free_prior: float = 0.0  # pull toward `rest` along only the directions the targets leave free (free_metric)
 
 
 def solve_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -378,20 +382,45 @@ class _Problem:
                     + smooth * (xa - reference(active)) + prior * (xa - self.rest))
             diag = np.einsum("fii->fi", hess)
             system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
+            if opts.free_prior > 0.0:  # the metric is the start's: the step and the trial both pay it
+                metric = opts.free_prior * free_metric(hess)
+                cost[active] = cost[active] + _quadratic(metric, xa - self.rest)
+                system = system + metric
+                grad = grad + (metric @ (xa - self.rest)[..., None])[..., 0]
             step = -spd_solve(system, grad)
             trial = np.clip(xa + step, self.lower, self.upper)
             t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
+            if opts.free_prior > 0.0:
+                t_cost = t_cost + _quadratic(metric, trial - self.rest)
             better = t_cost <= cost[active]
             gain = cost[active] - t_cost
             rows = np.arange(nframes) if isinstance(active, slice) else active
             won = rows[better]
             x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
             res[won], cost[won] = t_res[better], t_cost[better]
+            if opts.free_prior > 0.0:  # the next metric is measured where each frame then stands
+                cost[rows] -= _quadratic(metric, x[rows] - self.rest)
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))
             # a frame is done when its step is tiny or no longer buys a relative gain
             moving = (np.abs(trial - xa).max(axis=1) >= tolerance) & (gain > 1e-3 * t_cost + 1e-12)
             active = rows[(moving | ~better) & (lam[rows] < 1e6)]
         return x, cost
+
+
+def free_metric(hess: np.ndarray, share: float = FREE_SHARE) -> np.ndarray:
+    """(F, V, V) ~1 along the directions the targets leave free, ~0 along those they decide: eps (H + eps I)^-1
+    of the targets' Gauss-Newton matrix H (F, V, V), eps `share` of its mean eigenvalue. A hand given a direction
+    only leaves one turn free (its roll with a compensating bend): a pull toward rest along it alone decides
+    that turn by the least rotation from rest, on every frame alike, and barely moves (eps / eigenvalue) what the
+    targets decide. The costs solve returns leave it out: the jump repair compares the targets' fit."""
+    nvar = hess.shape[-1]
+    eps = share * np.einsum("fii->f", hess)[:, None, None] / nvar + 1e-12
+    return eps * np.linalg.inv(hess + eps * np.eye(nvar))
+
+
+def _quadratic(metric: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """(F,) d^T metric d for d (F, V) and metric (F, V, V)."""
+    return np.einsum("fi,fij,fj->f", d, metric, d)
 
 
 ChainProblem = _Problem  # one chain's problem: its shape is what making room costs (core.chains.separation)

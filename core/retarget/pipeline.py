@@ -41,6 +41,11 @@ FAR_TIP_DEG = 25.0  # a limb chain whose tip points this far from the actor's on
 HELD_S = 0.1  # a pose repeated exactly for longer than this is a hold (a T-pose, a clip padded at its ends): solved once
 FLOAT_WARN_M = 0.05  # feet this far above (on 3 of 4 frames) the ground the clip's lowest frame set are said in the warnings
 PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not at the bake's end
+# a hand's targets give its direction only: the turn they leave free (the wrist's roll with a compensating bend)
+# is pulled toward the neutral posture, this many times the rest prior (the settings' own: 0 turns both off), so
+# every frame settles on the least rotation from neutral whatever the frame before had (the walk at 60 fps baked
+# the G1's wrists 3.2 rad apart)
+HAND_FREE_PRIOR = 100.0
 
 
 @dataclass
@@ -264,7 +269,8 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
         max_step = step_limits(tree.velocity[plan.kin.columns], motion.fps)
-        step = options
+        step = options if plan.mapping.role != "hand" else \
+            replace(options, free_prior=HAND_FREE_PRIOR * options.rest_prior)
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
             solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step)
@@ -275,7 +281,7 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
             if turned is None:
                 break
             targets[id(plan)] = (turned, targets[id(plan)][1])
-            step = replace(options, iterations=max(2, options.iterations // 2))  # from the solved pose: close
+            step = replace(step, iterations=max(2, options.iterations // 2))  # from the solved pose: close
     return q
 
 

@@ -191,3 +191,27 @@ def test_the_walk_in_half_resampled_or_reversed_bakes_the_same_motion(variant):
     bake = _bake("h1", "walk", index, rate)
     keep = _inner(len(index), rate, [0, len(index)])
     assert _apart(tree, bake.q, whole.q[index], keep)["limbs"][0] < 2 * LIMB_RAD
+
+
+# the G1's wrists: a hand's targets give a direction only, and the turn they leave free was decided by the frame
+# before: the walk at 60 Hz baked the left wrist roll 3.24 rad apart (the other branch, the hand pointed alike),
+# the hop 3.19. The free turn pulled toward neutral (core.retarget.pipeline.HAND_FREE_PRIOR): 0.08 (walk) and
+# 0.24 rad (hop), where the right hand swings its roll 1.8 rad in 0.1 s and the filter meets the swing a sample
+# apart; the branches are about 3 rad apart
+WRIST_RATE_RAD = 0.5
+
+
+@pytest.mark.parametrize("clip", CLIPS)
+def test_the_g1s_wrists_settle_on_one_branch_at_half_the_rate_or_from_half_the_clip(clip):
+    tree, whole = _tree("g1"), _unplanted("g1", clip)
+    frames, fps = len(whole.q), whole.fps
+    hands = _parts(tree)["hands"]
+    index = np.arange(0, frames, 2)
+    slow = _bake("g1", clip, index, fps / 2)
+    apart = np.abs(slow.q - whole.q[index])[_inner(len(index), fps / 2, [0, len(index)])][:, hands]
+    assert apart.max() < WRIST_RATE_RAD, f"at {fps / 2:g} Hz: {tree.joint_names[hands[apart.max(0).argmax()]]} " \
+                                         f"{apart.max():.3f} rad apart"
+    for index, cuts in [(np.arange(frames // 2), [frames // 2]), (np.arange(frames // 2, frames), [0])]:
+        half = _bake("g1", clip, index)
+        hand, joint = _apart(tree, half.q, whole.q[index], _inner(len(index), fps, cuts))["hands"]
+        assert hand < HAND_RAD, f"frames {index[0]}-{index[-1]}: {joint} {hand:.3f} rad apart"
