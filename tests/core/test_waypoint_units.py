@@ -15,6 +15,7 @@ import pytest
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
 from core.waypoints import mechanism as mech
+from core.waypoints.optimum import StateBlend, state_risk, waypoint_orientations
 from core.waypoints.trajectory import FollowSettings, follow_path
 from tests.core.test_waypoint_trajectory import arc_keys
 from tests.robot_variants import scaled_robot, write_urdf
@@ -25,11 +26,18 @@ SETTINGS = FollowSettings(rate_hz=50.0, mode="tangent_mechanism")  # the via sea
 
 
 @lru_cache(maxsize=None)
-def _followed(arm: str, scale: float, folder: str):
-    """The arm scaled (written out, so its masses scale too) following the tests' arc scaled alike."""
+def _chain(arm: str, scale: float, folder: str) -> mech.MechanismChain:
+    """The arm scaled (written out, so its masses scale too)."""
     urdf, tip = ARMS[arm]
-    robot = parse_urdf(write_urdf(scaled_robot(parse_urdf(ROBOTS / urdf), scale), Path(folder) / f"{arm}_{scale:g}.urdf"))
-    chain = mech.make_chain(KinematicTree(robot), tip)
+    scaled = scaled_robot(parse_urdf(ROBOTS / urdf), scale)
+    robot = parse_urdf(write_urdf(scaled, Path(folder) / f"{arm}_{scale:g}.urdf"))
+    return mech.make_chain(KinematicTree(robot), tip)
+
+
+@lru_cache(maxsize=None)
+def _followed(arm: str, scale: float, folder: str):
+    """The arm scaled following the tests' arc scaled alike."""
+    chain = _chain(arm, scale, folder)
     keys = arc_keys()
     return chain, follow_path(chain, dataclasses.replace(keys, position=keys.position * scale), SETTINGS)
 
@@ -67,3 +75,18 @@ def test_the_arm_length_is_its_joint_offsets():
     joints = {j.name: j for j in tree.robot.joints}
     assert chain.length == pytest.approx(sum(np.linalg.norm(joints[n].origin[:3, 3]) for n in names), rel=1e-12)
     assert chain.length == pytest.approx(1.0897, abs=1e-4)  # 0.316 + 0.0825 + 0.3928 + 0.088 + 0.107 + 0.1034
+
+
+@pytest.mark.parametrize("scale", [2.0, 0.5])
+def test_the_risk_near_a_singularity_is_the_same_at_any_scale(scale, folder):
+    """Blend by Robot State's threshold is in arm lengths (m / length^3). In m^3 the risk at the arc's
+    last five vias was 0.05 to 0.21 on the Panda, 0 on the Panda x2 and 0.88 on the Panda x0.5."""
+    keys = arc_keys()
+    via = keys.position[1:-1]
+    interpolated = waypoint_orientations(keys.position[0], keys.quaternion[0], keys.position[-1], keys.quaternion[-1],
+                                         via, max_blend=0.0)
+    state = StateBlend(min_manipulability=0.1, limit_margin=0.05)
+    risk = state_risk(_chain("panda", 1.0, folder), via, interpolated, state)
+    assert np.sum(risk > 0) >= 2 and np.sum(risk < 1) >= 2  # the threshold splits the vias
+    np.testing.assert_allclose(state_risk(_chain("panda", scale, folder), scale * via, interpolated, state), risk,
+                               atol=1e-9)
