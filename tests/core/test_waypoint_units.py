@@ -18,7 +18,7 @@ from core.waypoints import mechanism as mech
 from core.waypoints.optimum import StateBlend, state_risk, waypoint_orientations
 from core.waypoints.trajectory import FollowSettings, follow_path
 from tests.core.test_waypoint_trajectory import arc_keys
-from tests.robot_variants import scaled_robot, write_urdf
+from tests.robot_variants import scaled_robot, slide_inserted, write_urdf
 
 ROBOTS = Path(__file__).resolve().parents[1] / "data" / "robots"
 ARMS = {"panda": ("franka_panda.urdf", "panda_hand_tcp"), "ur5": ("ur5_robot.urdf", "tool0")}
@@ -90,3 +90,21 @@ def test_the_risk_near_a_singularity_is_the_same_at_any_scale(scale, folder):
     assert np.sum(risk > 0) >= 2 and np.sum(risk < 1) >= 2  # the threshold splits the vias
     np.testing.assert_allclose(state_risk(_chain("panda", scale, folder), scale * via, interpolated, state), risk,
                                atol=1e-9)
+
+
+def test_a_sliding_joint_scales_with_the_arm(folder):
+    """A telescopic forearm (tests/robot_variants.slide_inserted, +-5 cm, 10 cm on the arm x2): its
+    metres count in arm lengths in the IK's step, so the slide moves s times as far and the rest the same.
+    Counted in metres the UR5 x2 with the slide moved 0.23 rad and x0.5 0.62 rad from the unscaled."""
+    base = slide_inserted(parse_urdf(ROBOTS / "ur5_robot.urdf"), "elbow_joint", 0.05)
+    keys = arc_keys()
+    runs = []
+    for scale in (1.0, 2.0):
+        robot = parse_urdf(write_urdf(scaled_robot(base, scale), Path(folder) / f"ur5_slide_{scale:g}.urdf"))
+        chain = mech.make_chain(KinematicTree(robot), "tool0")
+        result = follow_path(chain, dataclasses.replace(keys, position=keys.position * scale), SETTINGS)
+        assert not result.report["unreachable"]
+        sliding = np.array([robot.joint(name).type == "prismatic" for name in result.joint_names])
+        runs.append(result.q / np.where(sliding, scale, 1.0))
+    assert sliding.sum() == 1 and np.ptp(runs[0][:, sliding]) > 0.05  # the slide works along the arc
+    np.testing.assert_allclose(runs[1], runs[0], atol=1e-6)
