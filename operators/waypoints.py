@@ -376,7 +376,8 @@ class ROBOT_RETARGET_OT_orient_waypoints(bpy.types.Operator):
                               description="Turn further toward the optimum where the interpolated orientation "
                                           "brings the arm near a singularity or a joint limit")
     min_manipulability: FloatProperty(name="Singular Below", min=0.0, default=0.05,
-                                      description="Manipulability under which the arm counts as near a singularity")
+                                      description="Manipulability (lengths in arm lengths) under which the arm "
+                                                  "counts as near a singularity")
     limit_margin: FloatProperty(name="Limit Margin", min=0.0, max=0.5, default=0.1, subtype='FACTOR',
                                 description="Share of a joint's range near its limit that counts as at risk")
 

@@ -34,13 +34,19 @@ GRAVITY = (0.0, 0.0, -9.81)  # m/s^2, robot root frame with z up
 
 @dataclass(frozen=True)
 class IKSettings:
-    """Damped least squares: small steps that stay well-behaved near singularities."""
+    """Damped least squares: small steps that stay well-behaved near singularities.
+
+    Lengths are in arm lengths (MechanismChain.length), so the robot in
+    millimetres or twice as large settles on the same joints: damping and
+    rotation_weight in metres would weigh the null space of a redundant arm
+    otherwise at every scale (the Panda x2 moved 0.115 rad, x0.5 3.5 rad).
+    """
 
     iterations: int = 80
-    damping: float = 0.05        # lambda of (J J^T + lambda^2 I)
-    rotation_weight: float = 0.5  # m per rad: how much residual rotation counts against position
-    max_step: float = 0.3        # rad per iteration and joint
-    position_tol: float = 1e-3   # m: reached when closer
+    damping: float = 0.05        # lambda of (J J^T + lambda^2 I), J's linear rows in arm lengths per rad
+    rotation_weight: float = 0.5  # arm lengths per rad: how much residual rotation counts against position
+    max_step: float = 0.3        # rad (prismatic: arm lengths) per iteration and joint
+    position_tol: float = 1e-3   # arm lengths: reached when closer
     rotation_tol: float = 1e-2   # rad
     patience: int = 8            # iterations without progress before a row gives up
     min_progress: float = 1e-3   # relative error decrease that counts as progress
@@ -63,6 +69,7 @@ class MechanismChain:
     candidates: np.ndarray = field(default_factory=lambda: candidate_orientations())
     ik: IKSettings = field(default_factory=IKSettings)
     base: int = 0           # tree link index the chain hangs from (its frame is the positions' frame)
+    length: float = 1.0     # m, the arm's size (chain_length): the unit of the IK's lengths
 
 
 # -------------------------------------------------------------- building ---
@@ -117,7 +124,17 @@ def make_chain(tree: KinematicTree, tip_link: str, base_link: str | None = None,
         seed=0.5 * (lo + hi) if seed is None else np.asarray(seed, float), mass=mass, com=com,
         gravity=np.asarray(gravity, float),
         candidates=candidate_orientations() if candidates is None else np.asarray(candidates, float),
-        ik=ik or IKSettings(), base=tree.link_index(base_link or tree.link_names[0]))
+        ik=ik or IKSettings(), base=tree.link_index(base_link or tree.link_names[0]),
+        length=chain_length(tree, path, links))
+
+
+def chain_length(tree: KinematicTree, path, links: np.ndarray) -> float:
+    """m, the sum of the joint offsets from the first moving joint to the tip (path: base to tip links):
+    the arm's size, s times as large for the robot s times as large (the Panda's 1.09 m, the UR5's 1.24 m).
+    Where the joints share one point (a wrist alone) 1 m, so lengths stay in metres."""
+    after = list(path)[list(path).index(int(links[0])) + 1:]
+    length = float(sum(np.linalg.norm(tree.origins[i][:3, 3]) for i in after))
+    return length if length > 0 else 1.0
 
 
 def joint_limits(tree: KinematicTree, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -297,10 +314,11 @@ def _solve_chunk(chain: MechanismChain, target_p: np.ndarray, target_r: np.ndarr
 
     target_r None solves for the position only (rotation rows weigh nothing).
     """
-    s = chain.ik
+    s, unit = chain.ik, chain.length
     lo, hi = joint_limits(chain.tree, chain.columns)
     w_rot = 0.0 if target_r is None else s.rotation_weight
-    weight = np.array([1.0, 1.0, 1.0, w_rot, w_rot, w_rot])
+    weight = np.array([1.0 / unit] * 3 + [w_rot] * 3)  # linear rows in arm lengths
+    column = _column_units(chain)  # dq = column * the step solved in radians and arm lengths
     count = q.shape[0]
     p_err, r_err, best = np.full(count, np.inf), np.zeros(count), np.full(count, np.inf)
     stalled = np.zeros(count, dtype=int)
@@ -312,24 +330,31 @@ def _solve_chunk(chain: MechanismChain, target_p: np.ndarray, target_r: np.ndarr
         dr = (np.zeros_like(dp) if target_r is None
               else rotation_vectors(target_r[live] @ np.swapaxes(tip[:, :3, :3], 1, 2)))
         p_err[live], r_err[live] = np.linalg.norm(dp, axis=1), np.linalg.norm(dr, axis=1)
-        cost = p_err[live] + w_rot * r_err[live]
+        cost = p_err[live] / unit + w_rot * r_err[live]
         stalled[live] = np.where(cost < (1.0 - s.min_progress) * best[live], 0, stalled[live] + 1)
         best[live] = np.minimum(best[live], cost)
-        keep = ((p_err[live] > s.position_tol) | (r_err[live] > s.rotation_tol)) & (stalled[live] < s.patience)
+        keep = ((p_err[live] > s.position_tol * unit) | (r_err[live] > s.rotation_tol)) & (stalled[live] < s.patience)
         if iteration == s.iterations or not np.any(keep):
             break
         live, frames, dp, dr = live[keep], frames[keep], dp[keep], dr[keep]
-        jac = jacobian(chain, frames) * weight[:, None]
+        jac = jacobian(chain, frames) * weight[:, None] * column
         error = np.concatenate([dp, dr], axis=1) * weight
         system = jac @ np.swapaxes(jac, 1, 2) + s.damping ** 2 * np.eye(6)
         dq = np.einsum("bij,bi->bj", jac, np.linalg.solve(system, error[..., None])[..., 0])
         dq *= np.minimum(1.0, s.max_step / np.maximum(np.abs(dq).max(axis=1, keepdims=True), 1e-12))
-        q[live] = np.clip(q[live] + dq, lo, hi)
-    reached = (p_err <= s.position_tol) & (r_err <= s.rotation_tol)
+        q[live] = np.clip(q[live] + dq * column, lo, hi)
+    reached = (p_err <= s.position_tol * unit) & (r_err <= s.rotation_tol)
     score = np.full(count, -np.inf)
     if objective is not None and np.any(reached):
         score[reached] = objective_scores(chain, chain_frames(chain, q[reached]), objective)
     return IKResult(q, p_err, r_err, reached, score)
+
+
+def _column_units(chain: MechanismChain) -> np.ndarray:
+    """(C,) 1 for a rotating q column, the arm's length (m) for a sliding one: steps in rad and arm lengths."""
+    sliding = np.zeros(chain.columns.size, bool)
+    sliding[np.searchsorted(chain.columns, chain.tree.qindex[chain.links])] = chain.tree.kind[chain.links] != REVOLUTE
+    return np.where(sliding, chain.length, 1.0)
 
 
 def reachable(chain: MechanismChain, positions) -> np.ndarray:

@@ -33,7 +33,10 @@ class StateBlend:
     The risk at a via point is 1 where the arm cannot hold the interpolated
     orientation, else the larger of 1 - m / min_manipulability and
     1 - margin / limit_margin (each clipped to [0, 1]), m the manipulability
-    and margin the smallest distance to a joint limit over the joint's range.
+    with lengths in arm lengths (m^3 / MechanismChain.length^3, so one
+    threshold holds for the arm at any scale; 0.05 is 0.065 m^3 on the
+    Panda) and margin the smallest distance to a joint limit over the
+    joint's range.
     u becomes u + (1 - u) * risk * min(1, 8 r (1 - r)): unchanged at the keyed
     ends, up to 1 where the arm is at risk.
     """
@@ -93,7 +96,7 @@ def state_risk(chain, via, quats, state: StateBlend, search: PathSearch = PathSe
     seeds = np.broadcast_to(seeds_for(chain, None, search), (via.shape[0],) + (search.restarts + 1, chain.columns.size))
     q, score = hold_scores(chain, via, np.asarray(quats, float)[:, None], np.ascontiguousarray(seeds),
                            "manipulability")
-    q, m = q[:, 0], score[:, 0]
+    q, m = q[:, 0], score[:, 0] / chain.length ** 3  # 3 of the Jacobian's 6 rows are lengths
     lo, hi = mech.joint_limits(chain.tree, chain.columns)
     margin = np.min(np.minimum(q - lo, hi - q) / (hi - lo), axis=1)
     risk = np.maximum(np.clip(1.0 - m / state.min_manipulability, 0.0, 1.0),

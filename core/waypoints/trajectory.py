@@ -32,9 +32,9 @@ from .orientations import quat_mul, quat_slerp
 from .path_optimum import PathSearch, seeds_for, turn_angles
 
 PATH_FORMAT = "robot_retarget.path"
-POSITION_TOL = 1e-3      # m: a sample further from its target is unreachable
+POSITION_TOL = 1e-3      # arm lengths (1.1 mm on the Panda): a sample further from its target is unreachable
 ORIENTATION_TOL = 0.5    # deg
-TRACKING = dict(position_tol=5e-5, rotation_tol=5e-4, iterations=150, patience=20)  # IK per sample
+TRACKING = dict(position_tol=5e-5, rotation_tol=5e-4, iterations=150, patience=20)  # IK per sample (arm lengths)
 
 
 class PathError(ValueError):
@@ -187,9 +187,14 @@ def slerp_keys(times: np.ndarray, key_times: np.ndarray, key_quats: np.ndarray) 
     return quat_slerp(key_quats[j], key_quats[j + 1], frac)
 
 
-def _held(result: mech.IKResult) -> np.ndarray:
+def _held(chain, result: mech.IKResult) -> np.ndarray:
     """(B,) the pose is held within the report's tolerances."""
-    return (result.position_error <= POSITION_TOL) & (np.degrees(result.rotation_error) <= ORIENTATION_TOL)
+    return ~_lost(chain, result.position_error, result.rotation_error)
+
+
+def _lost(chain, position_error: np.ndarray, rotation_error: np.ndarray) -> np.ndarray:
+    """(B,) further than POSITION_TOL arm lengths or ORIENTATION_TOL degrees from the target."""
+    return (position_error > POSITION_TOL * chain.length) | (np.degrees(rotation_error) > ORIENTATION_TOL)
 
 
 def branch_start(chain, positions, quats, objective: str = "manipulability", search: PathSearch = PathSearch(),
@@ -206,7 +211,7 @@ def branch_start(chain, positions, quats, objective: str = "manipulability", sea
     tight = dataclasses.replace(chain, ik=dataclasses.replace(chain.ik, **TRACKING))
     seeds = seeds_for(chain, None, search, restarts)
     first = mech.solve_ik(tight, np.repeat(positions[:1], len(seeds), 0), np.repeat(quats[:1], len(seeds), 0), seeds)
-    starts = first.q[_held(first)]
+    starts = first.q[_held(chain, first)]
     if starts.size == 0:
         return None
     q, worst, ok = starts.copy(), np.zeros(len(starts)), np.ones(len(starts), bool)
@@ -215,7 +220,7 @@ def branch_start(chain, positions, quats, objective: str = "manipulability", sea
     for k in steps:
         step = mech.solve_ik(tight, np.repeat(positions[k:k + 1], len(q), 0), np.repeat(quats[k:k + 1], len(q), 0), q)
         worst = np.maximum(worst, np.abs(step.q - q).max(axis=1))
-        ok &= _held(step)
+        ok &= _held(chain, step)
         q = step.q
         merit += mech.objective_scores(chain, mech.chain_frames(chain, q), objective)
     worst = np.where(ok, worst, worst + 1e3)
@@ -239,17 +244,17 @@ def track(chain, positions, quats, q_start, progress=None) -> tuple[np.ndarray, 
     previous, lost = q_start, False
     for k in range(count):
         result = mech.solve_ik(tight, positions[k:k + 1], quats[k:k + 1], previous[None], None)
-        if not _held(result)[0] and not lost:  # a stall just short of the tight tolerance keeps its branch
+        if not _held(chain, result)[0] and not lost:  # a stall just short of the tight tolerance keeps its branch
             seeds = seeds_for(chain, previous, PathSearch())
             others = mech.solve_ik(tight, np.repeat(positions[k:k + 1], len(seeds), 0),
                                    np.repeat(quats[k:k + 1], len(seeds), 0), seeds, None)
-            if np.any(_held(others)):
-                near = np.where(_held(others), np.linalg.norm(others.q - previous, axis=1), np.inf)
+            if np.any(_held(chain, others)):
+                near = np.where(_held(chain, others), np.linalg.norm(others.q - previous, axis=1), np.inf)
                 pick = int(np.argmin(near))
                 result = mech.IKResult(*(getattr(others, f)[pick:pick + 1] for f in
                                          ("q", "position_error", "rotation_error", "reached", "score")))
         q[k], p_err[k], r_err[k] = result.q[0], result.position_error[0], result.rotation_error[0]
-        previous, lost = q[k], not _held(result)[0]
+        previous, lost = q[k], not _held(chain, result)[0]
         if progress is not None and k % 25 == 0:
             progress(k / count, f"solving sample {k} of {count}")
     return q, p_err, r_err
@@ -321,8 +326,8 @@ def trajectory_report(chain, keys: PathKeys, times, q, p_err, r_err, key_quats, 
             "manipulability": float(manip[i]), "torque_cost": None if np.isnan(torque[i]) else float(torque[i]),
             "position_error_m": float(solved.position_error[i]),
             "orientation_error_deg": float(np.degrees(turn_angles(held[i], key_quats[i])))})
-    lost = (p_err > POSITION_TOL) | (np.degrees(r_err) > ORIENTATION_TOL)
-    key_lost = (solved.position_error > POSITION_TOL) | (np.degrees(solved.rotation_error) > ORIENTATION_TOL)
+    lost = _lost(chain, p_err, r_err)
+    key_lost = _lost(chain, solved.position_error, solved.rotation_error)
     origin, reach = mech.arm_reach(chain)
     distance = np.linalg.norm(key_positions - origin, axis=1)
     for i in np.flatnonzero(key_lost):

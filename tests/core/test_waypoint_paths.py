@@ -160,11 +160,12 @@ def test_blend_from_the_robot_state(panda):
                                     blend="custom", blend_curve=FULL)
     interp = waypoint_orientations(points[0], DOWN, points[-1], DOWN, points[1:-1], max_blend=0.0)
     held = mech.orientation_scores(panda, points[1:-1], interp, "manipulability", restarts=PathSearch().restarts)
-    threshold = float(np.median(held.score))  # half the via points hold the interpolated orientation worse
+    manip = held.score / panda.length ** 3  # lengths in arm lengths
+    threshold = float(np.median(manip))  # half the via points hold the interpolated orientation worse
     risk = state_risk(panda, points[1:-1], interp, StateBlend(min_manipulability=threshold, limit_margin=0.05))
     lo, hi = panda.tree.lower[:7], panda.tree.upper[:7]
     margin = np.min(np.minimum(held.q - lo, hi - held.q) / (hi - lo), axis=1)  # share of the range left
-    expected = np.maximum(np.clip(1.0 - held.score / threshold, 0.0, 1.0), np.clip(1.0 - margin / 0.05, 0.0, 1.0))
+    expected = np.maximum(np.clip(1.0 - manip / threshold, 0.0, 1.0), np.clip(1.0 - margin / 0.05, 0.0, 1.0))
     assert np.allclose(risk, expected)
     assert np.sum(risk > 0) >= 3 and np.sum(risk == 0) >= 1
     huge = StateBlend(min_manipulability=1e9)  # every pose counts as near a singularity
