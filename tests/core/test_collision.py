@@ -664,9 +664,10 @@ def test_g1_walk_runs_tried_on_a_sample_first_end_where_tried_whole(g1, walk, mo
     (core/chains/coherence.py, _tried_first): the runs it goes on with end where trying them
     whole put them, the others are put back as before, so the joints are those of trying every
     run whole, for fewer frames started again (measured on the walk: the same joints to 3e-12 rad,
-    378 frames started again against 448). On the hop no run is tried: the frames off each run's
-    answer are each off their own way (their median is not against the run's), so there is no
-    other answer to try (before session 19 its three runs were tried, and always put back)."""
+    378 frames started again against 448; 382 against 407 since the hands' free turn is held near
+    neutral, session 19: how many it saves depends on which runs are tried). The hop's runs whose
+    frames off the run's answer are each off their own way are not tried (no other answer); since
+    the hands' change one of its runs is tried: 625 frames against 713, the same joints to 1e-11 rad."""
     from dataclasses import replace
 
     import core.chains.coherence as coherence
@@ -690,14 +691,14 @@ def test_g1_walk_runs_tried_on_a_sample_first_end_where_tried_whole(g1, walk, mo
             started[:] = []
             result = retarget(motion, g1, mapping, contacts="auto")
             starts[name, every] = sum(started), result
-    sampled, whole = starts["walk", sample][1], starts["walk", 1][1]
-    # the same to the dual's convergence (its sweeps stop when every frame of a step's batch has converged):
-    # a run's answer is no rounding's choice (a change within NO_CHANGE_RAD of none has no side)
-    np.testing.assert_allclose(sampled.q, whole.q, rtol=0.0, atol=1e-5)
-    assert sampled.report["self_collision_pct"] == whole.report["self_collision_pct"] == 0.0
-    assert starts["walk", sample][0] < 0.9 * starts["walk", 1][0]
-    assert starts["hop", sample][0] == starts["hop", 1][0]  # no run tried: the sample changes nothing
-    np.testing.assert_array_equal(starts["hop", sample][1].q, starts["hop", 1][1].q)
+    for name in ("walk", "hop"):
+        sampled, whole = starts[name, sample][1], starts[name, 1][1]
+        # the same to the dual's convergence (its sweeps stop when every frame of a step's batch has converged):
+        # a run's answer is no rounding's choice (a change within NO_CHANGE_RAD of none has no side)
+        np.testing.assert_allclose(sampled.q, whole.q, rtol=0.0, atol=1e-5, err_msg=name)
+        assert sampled.report["self_collision_pct"] == whole.report["self_collision_pct"] == 0.0
+    assert starts["walk", sample][0] < starts["walk", 1][0]  # fewer frames started again
+    assert starts["hop", sample][0] <= starts["hop", 1][0]
 
 
 def test_room_made_is_steady_in_time_on_the_g1_walk(g1, walk, monkeypatch):
