@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from ..motion.fileio import read_json, write_text_atomic
+from ..motion.fileio import read_json, refuse_unknown_fields, write_text_atomic
 
 PRESET_FORMAT = "robot_retarget.mapping"
 PRESET_VERSION = 1
@@ -112,10 +112,8 @@ class Mapping:
         version = data.get("version", 0)
         if not isinstance(version, int) or version > PRESET_VERSION:
             raise MappingError(f"{origin}: preset version {version!r} is not one this add-on reads")
-        unknown = set(data) - {"format", "version", "chains", "source_root", "robot_root", "settings",
-                               "allow_collision", "check_collision"} - REPORT_ONLY
-        if unknown:
-            raise MappingError(f"{origin}: unknown field(s) {sorted(unknown)}")
+        refuse_unknown_fields(data, {"format", "version", "chains", "source_root", "robot_root", "settings",
+                                     "allow_collision", "check_collision"} | set(REPORT_ONLY), MappingError, origin)
         if not isinstance(data.get("chains", []), list):
             raise MappingError(f"{origin}: chains: expected a list of chains")
         chains = [_build(ChainMapping, c, f"{origin}: chains[{i}]") for i, c in enumerate(data.get("chains", []))]
@@ -203,9 +201,7 @@ def _build(kind, data, origin: str):
     if not isinstance(data, dict):
         raise MappingError(f"{origin}: expected an object")
     known = {f.name: f for f in fields(kind)}
-    unknown = set(data) - set(known)
-    if unknown:
-        raise MappingError(f"{origin}: unknown field(s) {sorted(unknown)}")
+    refuse_unknown_fields(data, known, MappingError, origin)
     values = {}
     for name, value in data.items():
         values[name] = _check_value(value, known[name].type, f"{origin}.{name}")

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.ndimage import median_filter
 
 from ..motion.filtering import butterworth_lowpass
-from ..motion.fileio import write_text_atomic
+from ..motion.fileio import refuse_unknown_fields, write_text_atomic
 from ..chains.mapping import Mapping
 from ..motion.source import SourceMotion, bridged
 
@@ -80,9 +80,7 @@ class Contacts:
         version = data.get("version")
         if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= CONTACTS_VERSION:
             raise ContactsError(f"{origin}: contacts version {version!r} is not one this add-on reads")
-        unknown = set(data) - {"format", "version", "fps", "feet"}
-        if unknown:
-            raise ContactsError(f"{origin}: unknown field(s) {sorted(unknown)}")
+        refuse_unknown_fields(data, ("format", "version", "fps", "feet"), ContactsError, origin)
         fps = data.get("fps")
         if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not math.isfinite(fps) or fps <= 0:
             raise ContactsError(f"{origin}: fps: expected a positive number, got {fps!r}")

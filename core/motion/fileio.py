@@ -62,3 +62,12 @@ def read_json(path, error: type[Exception], what: str):
         raise error(f"{path}: {what} is not a text (UTF-8) file") from None
     except json.JSONDecodeError as exc:
         raise error(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+
+
+def refuse_unknown_fields(data: dict, known, error: type[Exception], where: str) -> None:
+    """A typo'd field ("positons") would be read as absent and fail far from its cause, or not at all:
+    name it, and the fields this reader knows."""
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        names = sorted(known) if isinstance(known, (set, frozenset)) else list(known)  # a file's own order
+        raise error(f"{where}: unknown field(s) {unknown} (known: {', '.join(names)})")

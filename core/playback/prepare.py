@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..motion.bake_csv import BakeTable
-from ..motion.fileio import read_json
+from ..motion.fileio import read_json, refuse_unknown_fields
 from .formats import FORMATS, RADIAN_ONLY
 from .frame_rate import CHOICES as FRAME_RATES
 from .retime import retime
@@ -78,9 +78,7 @@ class ExportSettings:
     def from_dict(cls, data: dict, origin: str = "<settings>") -> "ExportSettings":
         if not isinstance(data, dict):
             raise PlaybackError(f"{origin}: expected a JSON object")
-        unknown = sorted(set(data) - set(_SETTING_TYPES))
-        if unknown:
-            raise PlaybackError(f"{origin}: unknown field(s) {unknown} (known: {', '.join(_SETTING_TYPES)})")
+        refuse_unknown_fields(data, _SETTING_TYPES, PlaybackError, origin)
         for key, value in data.items():
             kinds = _SETTING_TYPES[key]
             if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..motion.bake_csv import ROOT_COLUMNS, BakeCSVError, numbers, read_bake_csv
+from ..motion.fileio import refuse_unknown_fields
 
 PARTS_FORMAT = "robot_retarget.parts"
 PARTS_VERSION = 1
@@ -165,14 +166,14 @@ def load_parts(path: Path) -> dict[str, Part]:
         raise LibraryError(f"{path}: not a Robot Retarget parts file (format != {PARTS_FORMAT!r})")
     if data.get("version") != PARTS_VERSION:
         raise LibraryError(f"{path}: parts version {data.get('version')!r}, this reads {PARTS_VERSION}")
-    _refuse_unknown(path, "the file", data, FILE_KEYS)
+    refuse_unknown_fields(data, FILE_KEYS, LibraryError, f"{path}: the file")
     if not isinstance(data.get("parts"), dict) or not data["parts"]:
         raise LibraryError(f'{path}: no parts ("parts": {{"RIGHTARM": {{"joints": [...]}}, ...}})')
     parts = {}
     for name, spec in data["parts"].items():
         if not isinstance(spec, dict):
             raise LibraryError(f'{path}: part {name} must be an object ({{"joints": [...], ...}})')
-        _refuse_unknown(path, f"part {name}", spec, PART_KEYS)
+        refuse_unknown_fields(spec, PART_KEYS, LibraryError, f"{path}: part {name}")
         joints = list(spec.get("joints") or [])
         if not joints:
             raise LibraryError(f"{path}: part {name} has no joints")
@@ -201,9 +202,3 @@ FILE_KEYS = ("format", "version", "parts")
 PART_KEYS = ("joints", "positions", "speed", "fingers")
 
 
-def _refuse_unknown(path: Path, what: str, data: dict, known: tuple[str, ...]) -> None:
-    """A typo'd field ("positons") was read as no positions: the program then failed far from the cause,
-    or a part lent no module and the motion came out empty."""
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise LibraryError(f"{path}: {what} has unknown field(s) {unknown} (known: {', '.join(known)})")

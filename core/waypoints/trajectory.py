@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from ..model.transforms import matrix_to_quat
+from ..motion.fileio import refuse_unknown_fields
 from . import mechanism as mech
 from .curves import key_curve
 from .optimum import StateBlend, waypoint_orientations
@@ -76,7 +77,7 @@ def path_keys(data: dict, label: str = "path") -> PathKeys:
         raise PathError(f'{label}: not a path file ("format" must be "{PATH_FORMAT}")')
     if data.get("version") != 1:
         raise PathError(f"{label}: unsupported version {data.get('version')!r} (this reader knows version 1)")
-    _refuse_unknown(label, data, ("format", "version", "keys"))
+    refuse_unknown_fields(data, ("format", "version", "keys"), PathError, label)
     keys = data.get("keys")
     if not isinstance(keys, list) or len(keys) < 2:
         raise PathError(f'{label}: "keys" must list 2 or more keys')
@@ -84,7 +85,7 @@ def path_keys(data: dict, label: str = "path") -> PathKeys:
     for i, key in enumerate(keys):
         where = f"{label}, key {i}"
         if isinstance(key, dict):  # a via's "quaternoin" was dropped: the via got the mode's orientation
-            _refuse_unknown(where, key, ("time_s", "position", "quaternion"))
+            refuse_unknown_fields(key, ("time_s", "position", "quaternion"), PathError, where)
         try:
             times.append(float(key["time_s"]))
             position = np.array(key["position"], dtype=float)
@@ -100,12 +101,6 @@ def path_keys(data: dict, label: str = "path") -> PathKeys:
         positions.append(position)
         quats.append(quat)
     return PathKeys(np.array(times), np.array(positions), np.array(quats), label)
-
-
-def _refuse_unknown(where: str, data: dict, known: tuple[str, ...]) -> None:
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise PathError(f"{where}: unknown field(s) {unknown} (known: {', '.join(known)})")
 
 
 def read_path(path) -> PathKeys:

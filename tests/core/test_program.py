@@ -314,8 +314,8 @@ def test_a_position_past_a_joints_limits_is_an_error_naming_the_line_joint_and_l
 
 @pytest.mark.parametrize("change, said", [
     (lambda d: d["parts"]["MOUTH"].update(positons=d["parts"]["MOUTH"].pop("positions")),
-     "part MOUTH has unknown field(s) ['positons'] (known: joints, positions, speed, fingers)"),
-    (lambda d: d.update(part=d.pop("parts")), "the file has unknown field(s) ['part']"),
+     "part MOUTH: unknown field(s) ['positons'] (known: joints, positions, speed, fingers)"),
+    (lambda d: d.update(part=d.pop("parts")), "the file: unknown field(s) ['part']"),
     (lambda d: d["parts"]["MOUTH"].pop("joints"), "part MOUTH has no joints"),
     (lambda d: d["parts"].update(MOUTH=["jaw"]), "part MOUTH must be an object"),
 ])
