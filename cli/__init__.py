@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_version)
     for command in (bake, export, batch, splice, balance, gait, program, stream, waypoints):
         command.add_parser(sub)
+    parser.subcommands = sub.choices  # {name: parser}: parse_arguments refuses a flag with its subcommand's usage
     return parser
 
 

@@ -334,16 +334,9 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
         command = getattr(args, "command", None)
         # a flag before the subcommand is the top-level parser's, not the subcommand's to refuse
         after = command in argv and all(flag in argv[argv.index(command) + 1:] for flag in unknown)
-        refusing = (_subcommand_parser(parser, command) if after else None) or parser
+        refusing = (getattr(parser, "subcommands", {}).get(command) if after else None) or parser
         refusing.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args
-
-
-def _subcommand_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser | None:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
-            return action.choices[command]
-    return None
 
 
 def run_command(parser: argparse.ArgumentParser, argv: list[str], prog: str, errors: tuple,

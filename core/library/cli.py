@@ -264,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_batch_parser(sub, run_batch)
     add_gait_parser(sub, run_gait)
     add_balance_parser(sub, run_balance)
+    parser.subcommands = sub.choices  # {name: parser}: parse_arguments refuses a flag with its subcommand's usage
     return parser
 
 
