@@ -267,10 +267,10 @@ def ground_root(clip: BVHClip, name: str = "Reference") -> BVHClip:
     """A new root bone on the floor under the hips (game rigs have one): it follows them
     horizontally and turns with their heading; the hips become its child and every joint
     stays where it was on every frame. The file's root rotation then only turns."""
-    from core.motion.bvh import _forward_kinematics
+    from core.motion.joint_tree import forward_kinematics
 
     t, r = _local(clip)
-    heads, rots = _forward_kinematics(clip.parents, t, r)  # file axes: Y up, CMU faces +Z
+    heads, rots = forward_kinematics(clip.parents, t, r)  # file axes: Y up, CMU faces +Z
     hips = heads[:, 0]
     facing = rots[:, 0] @ np.array([0.0, 0.0, 1.0])
     turn = Rotation.from_rotvec(np.arctan2(facing[:, 0], facing[:, 2])[:, None] * [0.0, 1.0, 0.0]).as_matrix()

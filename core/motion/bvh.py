@@ -18,7 +18,6 @@ tests/core/test_bvh.py:
 """
 from __future__ import annotations
 
-import functools
 import re
 import warnings
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .source import SourceMotion
+from .joint_tree import FramePose, forward_kinematics
 from ..model.transforms import euler_to_matrix
 
 # Blender importer defaults (axis_forward='-Z', axis_up='Y'): (x, y, z) -> (x, -z, y).
@@ -94,7 +94,7 @@ class BVHClip:
         if up not in UP_AXES:
             raise ValueError(f"up axis must be one of {sorted(UP_AXES)}, got {up!r}")
         t_local, r_local = self._local_transforms(rows)
-        heads, rots = _forward_kinematics(self.parents, t_local, r_local)
+        heads, rots = forward_kinematics(self.parents, t_local, r_local)
         bone, rest_heads = self._rest(scale)
         tails = heads + np.einsum("fjab,jb->fja", rots, bone)
         rest_tails = rest_heads + bone
@@ -120,7 +120,7 @@ class BVHClip:
         level at a time, and what does not depend on the frame is kept per scale and up axis."""
         cache = self.__dict__.setdefault("_frame_cache", {})
         if (scale, up) not in cache:
-            cache[scale, up] = _FramePose.build(self, scale, up)
+            cache[scale, up] = FramePose.build(self, scale, up, UP_AXES[up])
         pose = cache[scale, up]
         layout = self._channel_layout()
         local = pose.local.copy()  # (J + 1, 4, 4); the last is the identity every root hangs from
@@ -142,7 +142,7 @@ class BVHClip:
         """Bone vectors (J, 3) and rest heads (J, 3), file units, computed once per scale."""
         cache = self.__dict__.setdefault("_rest_cache", {})
         if scale not in cache:
-            rest_heads, _ = _forward_kinematics(
+            rest_heads, _ = forward_kinematics(
                 self.parents, self.offsets[None], np.broadcast_to(np.eye(3), (1, len(self.names), 3, 3)))
             cache[scale] = (self._bone_vectors(scale), rest_heads[0])
         return cache[scale]
@@ -219,63 +219,6 @@ class BVHClip:
             else:
                 out[j, 1] += average / scale
         return out
-
-
-@dataclass
-class _FramePose:
-    """What BVHClip.pose_frame keeps per scale and up axis."""
-
-    rest: SourceMotion  # the clip's rest pose, one zero frame: its fields but the posed ones
-    local: np.ndarray  # (J + 1, 4, 4) joints' rest offsets (position channels' zeroed), and the identity
-    jumps: list  # per pointer-jumping step, each joint's ancestor that far up (J: above the roots)
-    bone: np.ndarray  # (J, 3) bone vectors, file units
-    axes: np.ndarray  # (3, 3) file axes to Blender's
-
-    @classmethod
-    def build(cls, clip: "BVHClip", scale: float, up: str) -> "_FramePose":
-        rest = clip.to_source_motion(scale, up, rows=np.zeros((1, sum(len(c) for c in clip.channels))))
-        joints = len(clip.names)
-        local = np.repeat(np.eye(4)[None], joints + 1, axis=0)
-        local[:joints, :3, 3] = clip.offsets
-        local[clip._channel_layout().positioned, :3, 3] = 0.0
-        ancestor = np.array([p if p >= 0 else joints for p in clip.parents] + [joints])
-        jumps = []
-        while (ancestor[:joints] < joints).any():
-            jumps.append(ancestor)
-            ancestor = ancestor[ancestor]
-        return cls(rest, local, jumps, clip._rest(scale)[0], UP_AXES[up])
-
-
-def _forward_kinematics(parents, t_local: np.ndarray, r_local: np.ndarray):
-    """World positions (F, J, 3) and rotations (F, J, 3, 3); parents precede children.
-
-    Joints are placed a tree level at a time (all joints at one depth in one product), so a
-    single live frame costs a few operations per level, not per joint."""
-    heads = np.empty(t_local.shape)
-    rots = np.empty(r_local.shape)
-    for joints, parent in _levels(tuple(int(p) for p in parents)):
-        if parent is None:
-            heads[:, joints] = t_local[:, joints]
-            rots[:, joints] = r_local[:, joints]
-        else:
-            heads[:, joints] = heads[:, parent] + (rots[:, parent] @ t_local[:, joints, :, None])[..., 0]
-            rots[:, joints] = rots[:, parent] @ r_local[:, joints]
-    return heads, rots
-
-
-@functools.lru_cache(maxsize=32)
-def _levels(parents: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray | None]]:
-    """(joints, their parents) per depth of the tree, roots first (parent None)."""
-    depth = []
-    for p in parents:
-        depth.append(0 if p < 0 else depth[p] + 1)
-    depth = np.array(depth, dtype=int)
-    parents_arr = np.array(parents, dtype=int)
-    out = []
-    for level in range(int(depth.max()) + 1 if len(depth) else 0):
-        joints = np.flatnonzero(depth == level)
-        out.append((joints, None if level == 0 else parents_arr[joints]))
-    return out
 
 
 # ---------------------------------------------------------------- parsing
