@@ -19,7 +19,7 @@ from ..motion.robot_source import tail_offsets
 from ..motion.source import SourceMotion
 from . import names as name_words
 from .body_parts import BodyParts, Skeleton, find_body_parts, robot_skeleton, segment_lengths, source_skeleton
-from .facing import solved_robot
+from .facing import solved_robot, up_note
 
 
 # Where the hand goes is what a viewer reads first; where a robot elbow cannot fold as far as
@@ -229,6 +229,9 @@ def robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]
     if not parts.legs:
         return hung, sk, parts
     turned, _ = solved_robot(tree, sk.names[parts.pelvis])
+    note = up_note(tree, sk.names[parts.pelvis])
+    if note is not None:
+        sk.notes.append(note)
     if turned is hung:
         return hung, sk, parts
     turned_sk = robot_skeleton(turned)

@@ -480,3 +480,75 @@ def test_a_g1_whose_root_frame_faces_elsewhere_bakes_the_same(degrees, naming, h
         assert np.abs(here - there).max() < 1e-6, foot
     for key in ("contact_preserved_pct", "limit_violations", "root_scale"):
         assert result.report[key] == pytest.approx(base.report[key], abs=1e-9), key
+
+
+def _based(robot, rotation: np.ndarray):
+    """The robot hung by a fixed joint from a new root link `base` whose frame is `rotation`'s
+    inverse away from the robot's root (a world or base frame a URDF adds above the pelvis)."""
+    from core.model.urdf import Joint, Link
+
+    origin = np.eye(4)
+    origin[:3, :3] = rotation
+    links = dict(robot.links)
+    links["base"] = Link("base", [], [], None)
+    joint = Joint("base_joint", "fixed", "base", robot.root_link, origin, np.array([1.0, 0.0, 0.0]))
+    return dataclasses.replace(robot, links=links, joints=[joint] + list(robot.joints), root_link="base")
+
+
+H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # a frame @ Y_UP has its +y where z was
+
+
+@pytest.mark.parametrize("robot, where", [("g1", "root"), ("g1", "base"), ("h1", "root")])
+def test_a_humanoid_written_y_up_is_read_standing(robot, where, hop240, g1_bake, tmp_path):
+    """A URDF written Y-up (example-robot-data's human.urdf: its legs hang along -y) was read lying
+    on its back: the G1 mapped a leg from the waist to a wrist (joints 2.9 rad apart, limbs 15 deg
+    off; the H1 3.7 rad, 36 deg). The robot's up is now found from its body (the legs hang from the
+    hips, the shoulders rise above them) and the robot stood up that way, said in the warnings:
+    the same joints as the robot written Z-up, the root pose given back in the URDF's own frame."""
+    from core.model.transforms import pose_matrices
+    from tests import robot_variants as RV
+
+    if robot == "g1":
+        tree0, mapping0, base = g1_bake
+    else:
+        tree0 = KinematicTree(parse_urdf(H1))
+        mapping0 = auto_map(hop240, tree0)
+        base = retarget(hop240, tree0, mapping0, contacts="auto")
+    urdf = tree0.robot
+    variant = RV.frames_turned(urdf, {urdf.root_link: Y_UP}) if where == "root" else _based(urdf, Y_UP.T)
+    tree, mapping, result = _variant_bake(variant, hop240, tmp_path)
+    assert _robot_side(mapping) == _robot_side(mapping0)
+    frame = urdf.root_link if where == "root" else "base"
+    assert any(f"stands along +y of {frame}'s frame" in w for w in result.report["warnings"])
+    columns = [tree.joint_names.index(n) for n in tree0.joint_names]
+    assert np.abs(result.q[:, columns] - base.q).max() < 1e-6
+    assert abs(result.report["limb_direction_error_deg"] - base.report["limb_direction_error_deg"]) < 1e-6
+    root, base_root = (pose_matrices(r.root_rotation, r.root_position) for r in (result, base))
+    if where == "root":
+        assert np.abs(root[:, :3, 3] - base_root[:, :3, 3]).max() < 1e-6
+        assert np.abs(root[:, :3, :3] @ Y_UP.T - base_root[:, :3, :3]).max() < 1e-6  # the URDF's frame, Y-up
+    for foot in ("left_ankle_roll_link", "right_ankle_roll_link") if robot == "g1" else ("left_ankle_link",):
+        here = tree.link_transform(result.q, tree.link_index(foot), root)
+        there = tree0.link_transform(base.q, tree0.link_index(foot), base_root)
+        assert np.abs(here[:, :3, 3] - there[:, :3, 3]).max() < 1e-6, foot
+
+
+def test_arms_and_a_humanoid_lying_otherwise_keep_their_frames(hop, tmp_path):
+    """Only a body that reads as a standing humanoid along one of its root frame's axes is stood
+    up: arms and manipulators, turned Y-up too, keep their frames and their mappings; the simple
+    humanoid written with +y up (human.urdf's way) gets the same chains as written Z-up."""
+    from core.retarget.body_parts import upright_turn
+    from tests import robot_variants as RV
+
+    data = ROOT / "tests" / "data" / "robots"
+    for name in ("ur5_robot", "franka_panda", "kinova", "baxter"):
+        urdf = parse_urdf(data / f"{name}.urdf")
+        turned = RV.frames_turned(urdf, {urdf.root_link: Y_UP})
+        tree = KinematicTree(parse_urdf(RV.write_urdf(turned, tmp_path / f"{name}.urdf")))
+        assert upright_turn(KinematicTree(urdf)) is None and upright_turn(tree) is None, name
+    simple = parse_urdf(SIMPLE)
+    turned = KinematicTree(parse_urdf(RV.write_urdf(RV.frames_turned(simple, {simple.root_link: Y_UP}),
+                                                    tmp_path / "simple_y_up.urdf")))
+    assert np.allclose(upright_turn(turned)[:, 2], [0.0, 1.0, 0.0])
+    assert _robot_side(auto_map(hop, turned)) == _robot_side(auto_map(hop, KinematicTree(simple)))
