@@ -552,3 +552,29 @@ def test_arms_and_a_humanoid_lying_otherwise_keep_their_frames(hop, tmp_path):
                                                     tmp_path / "simple_y_up.urdf")))
     assert np.allclose(upright_turn(turned)[:, 2], [0.0, 1.0, 0.0])
     assert _robot_side(auto_map(hop, turned)) == _robot_side(auto_map(hop, KinematicTree(simple)))
+
+
+def test_a_body_reaching_far_under_its_link_is_kept_above_the_ground(hop240, g1_bake, tmp_path):
+    """A box hung 0.85 m under the G1's pelvis (a stand, a tail, a long collision shape): bodies
+    were only checked against the ground when their link's origin came within 0.6 m of it, so the
+    box sank up to 21 cm into the floor in the hop with nothing said. The check now follows each body's own reach
+    (core.feet.geometry.Bodies.reach): the robot is held up on the box, its feet as high as it."""
+    from core.feet.geometry import body_points
+    from core.model.transforms import pose_matrices
+    from core.model.urdf import Geometry
+
+    g1, _, base = g1_bake
+    hung = np.eye(4)
+    hung[2, 3] = -0.85
+    pelvis = g1.robot.links["pelvis"]
+    box = Geometry("box", hung, size=np.array([0.1, 0.1, 0.1]))
+    robot = dataclasses.replace(g1.robot, links={**g1.robot.links, "pelvis": dataclasses.replace(
+        pelvis, collisions=list(pelvis.collisions) + [box])})
+    tree, _, result = _variant_bake(robot, hop240, tmp_path)
+    root = pose_matrices(result.root_rotation, result.root_position)
+    link = tree.link_index("pelvis")
+    lowest = body_points(tree, link).lowest(tree.link_transform(result.q, link, root))
+    assert lowest.min() > -0.01  # the planted feet may press the box a few millimetres in
+    base_root = pose_matrices(base.root_rotation, base.root_position)
+    below = body_points(g1, link).lowest(g1.link_transform(base.q, link, base_root)) - 0.85 - 0.05
+    assert below.min() < -0.1  # the G1's own pelvis, carrying that box, would have had it 10+ cm under
