@@ -21,6 +21,7 @@ from . import names as name_words
 FOOT_HEIGHT = 0.3
 ARM_PAIR_REACH = 0.7  # a legless robot's second branch reaching this share of the first's is its other arm
 STANDING_COS = np.cos(np.radians(45.0))  # legs hanging and the body rising within 45 degrees of the vertical
+LIMB_SHARE = 0.2  # a standing humanoid's legs and arms are each at least this share of its height (G1: 0.35-0.5)
 
 
 @dataclass
@@ -224,10 +225,14 @@ def _turn_to(up: np.ndarray) -> np.ndarray:
 def _standing(sk: Skeleton) -> float | None:
     """How upright a humanoid stands in this reading (the cosine of the feet-to-shoulders direction
     with +z), None when it is not a standing humanoid: two legs whose hips are above their ankles
-    within STANDING_COS of straight down, two arms, shoulders above the hips."""
+    within STANDING_COS of straight down, two arms, shoulders above the hips, each limb at least
+    LIMB_SHARE of the body's height long."""
     parts = find_body_parts(sk)
     if len(parts.legs) != 2 or len(parts.arms) != 2:
         return None
+    height = float(np.ptp(sk.points[:, 2]))
+    if min(_path_length(sk, limb) for limb in parts.legs + parts.arms) < LIMB_SHARE * height:
+        return None  # a stub taken for a limb (a quadruped on its side: a hip's collision link as a leg)
     for leg in parts.legs:
         drop = sk.points[leg[0]] - sk.points[leg[-1]]
         if drop[2] < STANDING_COS * np.linalg.norm(drop):
@@ -276,7 +281,7 @@ def _matched(sk: Skeleton, paths: list[list[int]]) -> list[list[int]]:
         return paths
     lengths = [_path_length(sk, p) for p in paths]
     short, long = (0, 1) if lengths[0] <= lengths[1] else (1, 0)
-    if lengths[long] <= 1.3 * lengths[short]:
+    if lengths[long] <= 1.3 * lengths[short] or lengths[short] <= 0.0:  # a limb of no length matches nothing
         return paths
     start = paths[long][0]
     leaves = [d for d in sk.descendants(start) if not sk.children(d)]

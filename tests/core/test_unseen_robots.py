@@ -578,3 +578,31 @@ def test_a_body_reaching_far_under_its_link_is_kept_above_the_ground(hop240, g1_
     base_root = pose_matrices(base.root_rotation, base.root_position)
     below = body_points(g1, link).lowest(g1.link_transform(base.q, link, base_root)) - 0.85 - 0.05
     assert below.min() < -0.1  # the G1's own pelvis, carrying that box, would have had it 10+ cm under
+
+
+def test_arms_jointed_at_one_point_start_at_their_shoulders(hop240, g1_bake, tmp_path):
+    """Clavicles jointed at the sternum, both at one point (example-robot-data's human.urdf): both arms,
+    and the spine's two tips, started there, leaving no shoulder line to turn the torso by (human.urdf's
+    walk: torso 90 degrees off, limbs 5.2 deg). The arms now start where their joints stand apart, and the
+    spine reaches them through the clavicles: the G1 given such clavicles maps as the G1 and bakes its
+    limbs and torso as the G1's (measured 2026-12-03: limbs 0.757 / 0.760 deg, torso 0.45 / 0.35 deg)."""
+    from core.model.urdf import Joint, Link
+    from core.model.transforms import invert_transform
+
+    g1, mapping0, base = g1_bake
+    sternum = np.eye(4)
+    sternum[:3, 3] = [0.0, 0.0, 0.25]
+    links, joints = dict(g1.robot.links), []
+    for joint in g1.robot.joints:
+        if joint.name.endswith("shoulder_pitch_joint"):
+            side = joint.name.split("_")[0]
+            links[f"{side}_clavicle"] = Link(f"{side}_clavicle", [], [], None)
+            joints.append(Joint(f"{side}_clavicle_joint", "revolute", "torso_link", f"{side}_clavicle", sternum.copy(),
+                                np.array([1.0, 0.0, 0.0]), -0.5, 0.5, 10.0, 10.0))
+            joint = dataclasses.replace(joint, parent=f"{side}_clavicle", origin=invert_transform(sternum) @ joint.origin)
+        joints.append(joint)
+    tree, mapping, result = _variant_bake(dataclasses.replace(g1.robot, links=links, joints=joints), hop240, tmp_path)
+    assert _robot_side(mapping) == _robot_side(mapping0)
+    assert any("left_clavicle, right_clavicle" in w for w in result.report["warnings"])
+    for key, within in (("limb_direction_error_deg", 0.05), ("torso_orientation_error_deg", 0.5)):
+        assert abs(result.report[key] - base.report[key]) < within, key
