@@ -535,18 +535,30 @@ def test_a_humanoid_written_y_up_is_read_standing(robot, where, hop240, g1_bake,
 
 
 def test_arms_and_a_humanoid_lying_otherwise_keep_their_frames(hop, tmp_path):
-    """Only a body that reads as a standing humanoid along one of its root frame's axes is stood
-    up: arms and manipulators, turned Y-up too, keep their frames and their mappings; the simple
-    humanoid written with +y up (human.urdf's way) gets the same chains as written Z-up."""
+    """Only a body that reads as a standing humanoid along one of its root frame's axes is stood up:
+    the G1, the H1 and simple_humanoid written lying on either side, on their faces or upside down are
+    stood up along their own up; arms and manipulators written so keep their frames (measured too on
+    example-robot-data 6.0.0's 69 URDFs turned so, 2026-12-03: every humanoid stood up, nothing else
+    turned); the simple humanoid written with +y up (human.urdf's way) gets the same chains as written
+    Z-up."""
+    from scipy.spatial.transform import Rotation
+
     from core.retarget.body_parts import upright_turn
     from tests import robot_variants as RV
 
     data = ROOT / "tests" / "data" / "robots"
-    for name in ("ur5_robot", "franka_panda", "kinova", "baxter"):
-        urdf = parse_urdf(data / f"{name}.urdf")
-        turned = RV.frames_turned(urdf, {urdf.root_link: Y_UP})
-        tree = KinematicTree(parse_urdf(RV.write_urdf(turned, tmp_path / f"{name}.urdf")))
-        assert upright_turn(KinematicTree(urdf)) is None and upright_turn(tree) is None, name
+    turns = [Rotation.from_rotvec(v).as_matrix() for v in ([np.pi / 2, 0, 0], [0, -np.pi / 2, 0], [np.pi, 0, 0])]
+    for path in (G1, H1, SIMPLE, data / "ur5_robot.urdf", data / "franka_panda.urdf", data / "kinova.urdf",
+                 data / "baxter.urdf"):
+        urdf = parse_urdf(path)
+        assert upright_turn(KinematicTree(urdf)) is None, path.name
+        humanoid = path in (G1, H1, SIMPLE)
+        for turn in turns:
+            up = upright_turn(KinematicTree(RV.frames_turned(urdf, {urdf.root_link: turn})))
+            if humanoid:
+                assert np.allclose(up[:, 2], turn.T[:, 2], atol=1e-9), path.name  # the body's up, in its frame
+            else:
+                assert up is None, path.name
     simple = parse_urdf(SIMPLE)
     turned = KinematicTree(parse_urdf(RV.write_urdf(RV.frames_turned(simple, {simple.root_link: Y_UP}),
                                                     tmp_path / "simple_y_up.urdf")))
