@@ -182,7 +182,7 @@ class _Check:
     def body_depth(self, q, world) -> np.ndarray:
         """How deep (F,) the lowest body other than the feet is below the ground (0 if above)."""
         if self.links is None:
-            self.links = ground_candidates(self.tree, q, world)
+            self.links = ground_candidates(self.tree, q, world, bodies=self.bodies)
         lowest = lowest_points(self.tree, q, world, self.feet, self.bodies, links=self.links, exact_below=0.0)
         depth = np.clip(-lowest, 0.0, None)  # exact below the ground, where a depth is not 0
         depth[~np.isfinite(depth)] = 0.0

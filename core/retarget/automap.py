@@ -19,7 +19,7 @@ from ..motion.robot_source import tail_offsets
 from ..motion.source import SourceMotion
 from . import names as name_words
 from .body_parts import BodyParts, Skeleton, find_body_parts, robot_skeleton, segment_lengths, source_skeleton
-from .facing import solved_robot
+from .facing import solved_robot, up_note
 
 
 # Where the hand goes is what a viewer reads first; where a robot elbow cannot fold as far as
@@ -182,7 +182,7 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
     src_arms = dict(zip(_sides(src_sk, src.arms, facing, "arms"), src.arms)) if src.arms else {}
     forward = tree.zero_pose()[0, :3, 0]  # x is forward in a URDF base (REP 103)
     rob_legs = dict(zip(_sides(rob_sk, rob.legs, forward, "legs"), rob.legs)) if rob.legs else {}
-    rob_arms = dict(zip(_sides(rob_sk, rob.arms, forward, "arms"), rob.arms)) if len(rob.arms) == 2 else {}
+    rob_arms = dict(zip(_sides(rob_sk, rob.arms, forward, "arms"), _apart(rob_sk, rob.arms))) if len(rob.arms) == 2 else {}
     chains: list[ChainMapping] = []
     for side in ("left", "right"):
         if side in src_legs and side in rob_legs:
@@ -220,6 +220,32 @@ def auto_map(motion: SourceMotion, tree: KinematicTree) -> Mapping:
     return Mapping(chains, src_sk.names[src.pelvis], rob_sk.names[rob.pelvis], notes=notes)
 
 
+SHARED_BASE_M = 0.01  # two arms whose first joints are closer than this start at one point (a sternum)
+
+
+def _apart(sk: Skeleton, arms: list[list[int]]) -> list[list[int]]:
+    """Two robot arms from where their joints first stand apart: clavicles jointed at the sternum (example-robot-
+    data's human.urdf) gave both arms, and the spine's two tips, one base point, and no shoulder line to turn
+    the torso by (its orientation 90 degrees off); the arms then start at the joints after (the shoulders), as a
+    character's do, the spine reaching them through the clavicles (said in the notes)."""
+    arms = [list(arm) for arm in arms]
+    moved = []
+    while True:
+        firsts = [next((k for k, n in enumerate(arm) if sk.movable[n]), None) for arm in arms]
+        if None in firsts or np.linalg.norm(sk.points[arms[0][firsts[0]]] - sk.points[arms[1][firsts[1]]]) \
+                >= SHARED_BASE_M:
+            break
+        rests = [arm[k + 1:] for arm, k in zip(arms, firsts)]
+        if not all(any(sk.movable[n] for n in rest) for rest in rests):
+            break
+        moved += [sk.names[arm[k]] for arm, k in zip(arms, firsts)]
+        arms = rests
+    if moved:
+        sk.notes.append(f"the arms' first joints ({', '.join(moved)}) stand at one point: the arms start at the "
+                        "joints after them (the spine reaches them through those joints)")
+    return arms
+
+
 def robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]:
     """The robot's tree, skeleton and body parts seen from its pelvis: a URDF rooted above it
     (a world frame) or below it (the torso) is hung from the pelvis, and so is a humanoid's
@@ -229,6 +255,9 @@ def robot_body(tree: KinematicTree) -> tuple[KinematicTree, Skeleton, BodyParts]
     if not parts.legs:
         return hung, sk, parts
     turned, _ = solved_robot(tree, sk.names[parts.pelvis])
+    note = up_note(tree, sk.names[parts.pelvis])
+    if note is not None:
+        sk.notes.append(note)
     if turned is hung:
         return hung, sk, parts
     turned_sk = robot_skeleton(turned)

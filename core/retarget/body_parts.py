@@ -20,6 +20,8 @@ from . import names as name_words
 # the clip); hands hanging at the sides are at 0.4-0.5.
 FOOT_HEIGHT = 0.3
 ARM_PAIR_REACH = 0.7  # a legless robot's second branch reaching this share of the first's is its other arm
+STANDING_COS = np.cos(np.radians(45.0))  # legs hanging and the body rising within 45 degrees of the vertical
+LIMB_SHARE = 0.2  # a standing humanoid's legs and arms are each at least this share of its height (G1: 0.35-0.5)
 
 
 @dataclass
@@ -168,10 +170,78 @@ def reference_frame(motion: SourceMotion) -> int:
 
 
 def robot_skeleton(tree: KinematicTree) -> Skeleton:
-    zero = tree.zero_pose()
-    points = zero[:, :3, 3]
+    """The robot's links in its zero pose, read upright: in its root frame turned by upright_turn
+    (a URDF written Y-up is read standing, not lying on its back)."""
+    turn = upright_turn(tree)
+    return _robot_reading(tree, np.eye(3) if turn is None else turn)
+
+
+def _robot_reading(tree: KinematicTree, turn: np.ndarray) -> Skeleton:
+    """The skeleton with its points in the root frame turned by `turn` (3, 3): columns the new axes."""
+    points = tree.zero_pose()[:, :3, 3] @ turn
     return Skeleton(list(tree.link_names), tree.parent.copy(), points, points.copy(), tree.qindex >= 0,
                     sliding=tree.kind == PRISMATIC, robot=True)
+
+
+def upright_turn(tree: KinematicTree) -> np.ndarray | None:
+    """The turn (3, 3) of `tree`'s root frame whose z is the robot's up, when a humanoid does not
+    stand along the root's +z (a URDF written Y-up); None when it does, or when no axis reads as
+    a standing humanoid (arms, manipulators, quadrupeds keep their frame). Found from the body,
+    gravity-free: the root frame's six axis directions are tried as up, and one reads as standing
+    when two legs hang from the hips and two arms leave the torso above them; of those, the one
+    most along the feet-to-shoulders direction. Cached on the tree."""
+    cache = tree.__dict__.setdefault("_upright", {})
+    if "turn" not in cache:
+        cache["turn"] = _upright_turn(tree)
+    return cache["turn"]
+
+
+def _upright_turn(tree: KinematicTree) -> np.ndarray | None:
+    if _standing(_robot_reading(tree, np.eye(3))) is not None:
+        return None
+    best, turn = STANDING_COS, None
+    for axis in (*np.eye(3), *-np.eye(3)):
+        if axis[2] == 1.0:
+            continue
+        candidate = _turn_to(axis)
+        score = _standing(_robot_reading(tree, candidate))
+        if score is not None and score > best:
+            best, turn = score, candidate
+    return turn
+
+
+def _turn_to(up: np.ndarray) -> np.ndarray:
+    """The smallest turn (3, 3) whose z column is the unit axis `up` (about x when up is -z)."""
+    z = np.array([0.0, 0.0, 1.0])
+    axis = np.cross(z, up)
+    if np.linalg.norm(axis) < 1e-12:
+        axis = np.array([1.0, 0.0, 0.0])
+    axis = axis / np.linalg.norm(axis)
+    angle = float(np.arccos(np.clip(up @ z, -1.0, 1.0)))
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.round(np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * k @ k, 12)
+
+
+def _standing(sk: Skeleton) -> float | None:
+    """How upright a humanoid stands in this reading (the cosine of the feet-to-shoulders direction
+    with +z), None when it is not a standing humanoid: two legs whose hips are above their ankles
+    within STANDING_COS of straight down, two arms, shoulders above the hips, each limb at least
+    LIMB_SHARE of the body's height long."""
+    parts = find_body_parts(sk)
+    if len(parts.legs) != 2 or len(parts.arms) != 2:
+        return None
+    height = float(np.ptp(sk.points[:, 2]))
+    if min(_path_length(sk, limb) for limb in parts.legs + parts.arms) < LIMB_SHARE * height:
+        return None  # a stub taken for a limb (a quadruped on its side: a hip's collision link as a leg)
+    for leg in parts.legs:
+        drop = sk.points[leg[0]] - sk.points[leg[-1]]
+        if drop[2] < STANDING_COS * np.linalg.norm(drop):
+            return None
+    shoulders = np.mean([sk.points[arm[0]] for arm in parts.arms], axis=0)
+    if shoulders[2] <= sk.points[parts.pelvis, 2]:
+        return None
+    rise = shoulders - np.mean([sk.points[leg[-1]] for leg in parts.legs], axis=0)
+    return float(rise[2] / max(np.linalg.norm(rise), 1e-9))
 
 
 def segment_lengths(poly: np.ndarray) -> np.ndarray:
@@ -211,7 +281,7 @@ def _matched(sk: Skeleton, paths: list[list[int]]) -> list[list[int]]:
         return paths
     lengths = [_path_length(sk, p) for p in paths]
     short, long = (0, 1) if lengths[0] <= lengths[1] else (1, 0)
-    if lengths[long] <= 1.3 * lengths[short]:
+    if lengths[long] <= 1.3 * lengths[short] or lengths[short] <= 0.0:  # a limb of no length matches nothing
         return paths
     start = paths[long][0]
     leaves = [d for d in sk.descendants(start) if not sk.children(d)]

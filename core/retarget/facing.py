@@ -7,7 +7,8 @@ forward, so such a robot baked another motion (joints up to 1.3 rad apart). The 
 found from the body instead (across the hip line, toward the toes: no names, so a names-free
 robot works too), once per robot, and the robot is hung from a root frame turned to face it
 (core.model.reroot); the bake and the gait give joints and the root pose back in the URDF's
-own root frame.
+own root frame. A URDF written Y-up (example-robot-data's human.urdf) is first stood up the same
+way (core.retarget.body_parts.upright_turn: the legs hang, the shoulders rise above the hips).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 from ..feet.geometry import body_points
 from ..model.kinematics import KinematicTree
 from ..model.reroot import Rerooted, hung_from
-from .body_parts import BodyParts, Skeleton, find_body_parts, robot_skeleton
+from .body_parts import BodyParts, Skeleton, find_body_parts, robot_skeleton, upright_turn
 
 # A turn smaller than this is none: a URDF facing +x keeps its own root frame, to the bit.
 FACING_TOL_RAD = 1e-9
@@ -84,6 +85,30 @@ def solved_robot(tree: KinematicTree, link: str) -> tuple[KinematicTree, Reroote
     hung, rerooted = hung_from(tree, link)
     cache = tree.__dict__.setdefault("_facing", {})
     if link not in cache:
-        cache[link] = facing_turn(hung)
+        cache[link] = standing_turn(tree, hung, link)
     turn = cache[link]
     return (hung, rerooted) if turn is None else hung_from(tree, link, turn)
+
+
+def up_note(tree: KinematicTree, link: str) -> str | None:
+    """What was assumed when the robot does not stand along +z of its URDF root's frame or of
+    `link`'s (a URDF written Y-up), in words for the mapping's notes and the report; else None."""
+    solved_robot(tree, link)
+    for frame, turn in ((tree.robot.root_link, upright_turn(tree)),
+                        (link, tree.__dict__.get("_facing", {}).get(link))):
+        if turn is not None and abs(turn[2, 2] - 1.0) > FACING_TOL_RAD:
+            k = int(np.argmax(np.abs(turn[:, 2])))
+            up = ("+" if turn[k, 2] > 0 else "-") + "xyz"[k]
+            return (f"the robot stands along {up} of {frame}'s frame, not +z (its legs hang the other way, "
+                    f"its shoulders above its hips): read and baked standing that way up")
+    return None
+
+
+def standing_turn(tree: KinematicTree, hung: KinematicTree, link: str) -> np.ndarray | None:
+    """The turn (3, 3) of `hung`'s root frame (`tree` hung from `link`) that stands the robot up
+    (its z the body's up: upright_turn) and faces it forward (its x: facing_turn); None for none."""
+    up = upright_turn(hung)
+    if up is None:
+        return facing_turn(hung)
+    turn = facing_turn(hung_from(tree, link, up)[0])
+    return up if turn is None else up @ turn

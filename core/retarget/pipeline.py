@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from .body_parts import find_body_parts, robot_skeleton
-from .facing import solved_robot
+from .facing import solved_robot, up_note
 from .chain_plans import RetargetError, RootPlan, body_frames, chain_targets, plan_chains
 from .mapping_check import mapping_figures
 from .neutral import neutral_posture, standing_root
@@ -151,6 +151,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         report.update(mapping_figures(motion, mapping), root_scale=root_scale)
         warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
         warnings += [f"auto-map: {note}" for note in mapping.notes]
+        upright = up_note(robot, mapping.robot_root)
+        if upright is not None and not any(upright in note for note in mapping.notes):
+            warnings.append(upright)  # a preset on a robot written Y-up: what was assumed
     report.update(stages.report(len(q)))
     unplanted = None
     if free is not None:

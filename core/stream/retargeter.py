@@ -25,10 +25,14 @@ from ..retarget.neutral import neutral_posture, standing_root
 from ..retarget.chain_plans import RetargetError, RootPlan, body_landmarks_of, plan_chains
 from ..retarget.torso import SpineShape, chest_bones
 from ..retarget.viewer import chest_frames
+from ..retarget.pipeline import HAND_FREE_PRIOR
 from .body import CausalBodyFrame, frame_of
+from .wrist import hold_free_turn
 
 EVALUATIONS = 2  # per chain and frame: from the last output one step lands (walk onto G1: limbs 0.71 deg, 0.65 with 3)
 FIRST_EVALUATIONS = 40  # the first frame starts from the neutral posture, far from the actor's: solved in full
+FIRST_HAND_STEPS = 10  # the first frame's hands, solved in full from neutral, then pulled along their free turn
+
 
 
 @dataclass
@@ -124,6 +128,9 @@ class StreamRetargeter:
         neutral = neutral_posture(skeleton, tree, self.plans, weights, self.marks.axes_rob, self.settings.rest_prior)
         self.options = SolveOptions(self.settings.iterations, self.settings.smoothness, self.settings.rest_prior,
                                     self.settings.objective, rest=neutral)
+        # hands: the turn their direction leaves free is pulled toward neutral, as the bake's (hold_free_turn)
+        self.hand_pull = [HAND_FREE_PRIOR * self.settings.rest_prior if p.mapping.role == "hand" else 0.0
+                          for p in self.plans]
         self.spine = next((k for k, p in enumerate(self.plans) if p.mapping.role == "spine" and p.kin.chain.variables),
                           None)
         single = [FrameKinematics(tree, p.kin) for p in self.plans]
@@ -191,9 +198,20 @@ class StreamRetargeter:
                 np.concatenate([all_targets[k] for k in group]).reshape(len(group), -1, 3)
             cols = fk.variable_columns
             budget = 1 if stopped else FIRST_EVALUATIONS if first else self.evaluations
+            pull = self.hand_pull[group[0]] if budget > 1 and not self.carries[group[0]] else 0.0
+            if pull > 0.0 and not first:
+                # a hand: its step pays the pull along the turn its direction leaves free, as the bake's do (the
+                # step solve_frame would take from one evaluation, budget 2, the pull added)
+                hold_free_turn(fk, anchor, q, targets, weights, self.options, previous[cols], lower_all[cols],
+                               upper_all[cols], pull)
+                stopped = stopped or (stop is not None and stop())
+                continue
             result = solve_frame(fk, lower_all[cols], upper_all[cols], anchor, q, targets, weights, self.options,
                                  previous[cols], budget, stop, check=self.carries[group[0]])
             stopped = stopped or result.stopped
+            for _ in range(FIRST_HAND_STEPS if pull > 0.0 and not stopped else 0):  # settled from neutral, then pulled
+                hold_free_turn(fk, anchor, q, targets, weights, self.options, previous[cols], lower_all[cols],
+                               upper_all[cols], pull)
         self.q, self.last_time = q, time_s
         return q.copy(), root
 

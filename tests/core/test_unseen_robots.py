@@ -480,3 +480,141 @@ def test_a_g1_whose_root_frame_faces_elsewhere_bakes_the_same(degrees, naming, h
         assert np.abs(here - there).max() < 1e-6, foot
     for key in ("contact_preserved_pct", "limit_violations", "root_scale"):
         assert result.report[key] == pytest.approx(base.report[key], abs=1e-9), key
+
+
+def _based(robot, rotation: np.ndarray):
+    """The robot hung by a fixed joint from a new root link `base` whose frame is `rotation`'s
+    inverse away from the robot's root (a world or base frame a URDF adds above the pelvis)."""
+    from core.model.urdf import Joint, Link
+
+    origin = np.eye(4)
+    origin[:3, :3] = rotation
+    links = dict(robot.links)
+    links["base"] = Link("base", [], [], None)
+    joint = Joint("base_joint", "fixed", "base", robot.root_link, origin, np.array([1.0, 0.0, 0.0]))
+    return dataclasses.replace(robot, links=links, joints=[joint] + list(robot.joints), root_link="base")
+
+
+H1 = ROOT / "tests" / "data" / "robots" / "unitree_h1_19dof.urdf"
+Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # a frame @ Y_UP has its +y where z was
+
+
+@pytest.mark.parametrize("robot, where", [("g1", "root"), ("g1", "base"), ("h1", "root")])
+def test_a_humanoid_written_y_up_is_read_standing(robot, where, hop240, g1_bake, tmp_path):
+    """A URDF written Y-up (example-robot-data's human.urdf: its legs hang along -y) was read lying
+    on its back: the G1 mapped a leg from the waist to a wrist (joints 2.9 rad apart, limbs 15 deg
+    off; the H1 3.7 rad, 36 deg). The robot's up is now found from its body (the legs hang from the
+    hips, the shoulders rise above them) and the robot stood up that way, said in the warnings:
+    the same joints as the robot written Z-up, the root pose given back in the URDF's own frame."""
+    from core.model.transforms import pose_matrices
+    from tests import robot_variants as RV
+
+    if robot == "g1":
+        tree0, mapping0, base = g1_bake
+    else:
+        tree0 = KinematicTree(parse_urdf(H1))
+        mapping0 = auto_map(hop240, tree0)
+        base = retarget(hop240, tree0, mapping0, contacts="auto")
+    urdf = tree0.robot
+    variant = RV.frames_turned(urdf, {urdf.root_link: Y_UP}) if where == "root" else _based(urdf, Y_UP.T)
+    tree, mapping, result = _variant_bake(variant, hop240, tmp_path)
+    assert _robot_side(mapping) == _robot_side(mapping0)
+    frame = urdf.root_link if where == "root" else "base"
+    assert any(f"stands along +y of {frame}'s frame" in w for w in result.report["warnings"])
+    columns = [tree.joint_names.index(n) for n in tree0.joint_names]
+    assert np.abs(result.q[:, columns] - base.q).max() < 1e-6
+    assert abs(result.report["limb_direction_error_deg"] - base.report["limb_direction_error_deg"]) < 1e-6
+    root, base_root = (pose_matrices(r.root_rotation, r.root_position) for r in (result, base))
+    if where == "root":
+        assert np.abs(root[:, :3, 3] - base_root[:, :3, 3]).max() < 1e-6
+        assert np.abs(root[:, :3, :3] @ Y_UP.T - base_root[:, :3, :3]).max() < 1e-6  # the URDF's frame, Y-up
+    for foot in ("left_ankle_roll_link", "right_ankle_roll_link") if robot == "g1" else ("left_ankle_link",):
+        here = tree.link_transform(result.q, tree.link_index(foot), root)
+        there = tree0.link_transform(base.q, tree0.link_index(foot), base_root)
+        assert np.abs(here[:, :3, 3] - there[:, :3, 3]).max() < 1e-6, foot
+
+
+def test_arms_and_a_humanoid_lying_otherwise_keep_their_frames(hop, tmp_path):
+    """Only a body that reads as a standing humanoid along one of its root frame's axes is stood up:
+    the G1, the H1 and simple_humanoid written lying on either side, on their faces or upside down are
+    stood up along their own up; arms and manipulators written so keep their frames (measured too on
+    example-robot-data 6.0.0's 69 URDFs turned so, 2026-12-03: every humanoid stood up, nothing else
+    turned); the simple humanoid written with +y up (human.urdf's way) gets the same chains as written
+    Z-up."""
+    from scipy.spatial.transform import Rotation
+
+    from core.retarget.body_parts import upright_turn
+    from tests import robot_variants as RV
+
+    data = ROOT / "tests" / "data" / "robots"
+    turns = [Rotation.from_rotvec(v).as_matrix() for v in ([np.pi / 2, 0, 0], [0, -np.pi / 2, 0], [np.pi, 0, 0])]
+    for path in (G1, H1, SIMPLE, data / "ur5_robot.urdf", data / "franka_panda.urdf", data / "kinova.urdf",
+                 data / "baxter.urdf"):
+        urdf = parse_urdf(path)
+        assert upright_turn(KinematicTree(urdf)) is None, path.name
+        humanoid = path in (G1, H1, SIMPLE)
+        for turn in turns:
+            up = upright_turn(KinematicTree(RV.frames_turned(urdf, {urdf.root_link: turn})))
+            if humanoid:
+                assert np.allclose(up[:, 2], turn.T[:, 2], atol=1e-9), path.name  # the body's up, in its frame
+            else:
+                assert up is None, path.name
+    simple = parse_urdf(SIMPLE)
+    turned = KinematicTree(parse_urdf(RV.write_urdf(RV.frames_turned(simple, {simple.root_link: Y_UP}),
+                                                    tmp_path / "simple_y_up.urdf")))
+    assert np.allclose(upright_turn(turned)[:, 2], [0.0, 1.0, 0.0])
+    assert _robot_side(auto_map(hop, turned)) == _robot_side(auto_map(hop, KinematicTree(simple)))
+
+
+def test_a_body_reaching_far_under_its_link_is_kept_above_the_ground(hop240, g1_bake, tmp_path):
+    """A box hung 0.85 m under the G1's pelvis (a stand, a tail, a long collision shape): bodies
+    were only checked against the ground when their link's origin came within 0.6 m of it, so the
+    box sank up to 21 cm into the floor in the hop with nothing said. The check now follows each body's own reach
+    (core.feet.geometry.Bodies.reach): the robot is held up on the box, its feet as high as it."""
+    from core.feet.geometry import body_points
+    from core.model.transforms import pose_matrices
+    from core.model.urdf import Geometry
+
+    g1, _, base = g1_bake
+    hung = np.eye(4)
+    hung[2, 3] = -0.85
+    pelvis = g1.robot.links["pelvis"]
+    box = Geometry("box", hung, size=np.array([0.1, 0.1, 0.1]))
+    robot = dataclasses.replace(g1.robot, links={**g1.robot.links, "pelvis": dataclasses.replace(
+        pelvis, collisions=list(pelvis.collisions) + [box])})
+    tree, _, result = _variant_bake(robot, hop240, tmp_path)
+    root = pose_matrices(result.root_rotation, result.root_position)
+    link = tree.link_index("pelvis")
+    lowest = body_points(tree, link).lowest(tree.link_transform(result.q, link, root))
+    assert lowest.min() > -0.01  # the planted feet may press the box a few millimetres in
+    base_root = pose_matrices(base.root_rotation, base.root_position)
+    below = body_points(g1, link).lowest(g1.link_transform(base.q, link, base_root)) - 0.85 - 0.05
+    assert below.min() < -0.1  # the G1's own pelvis, carrying that box, would have had it 10+ cm under
+
+
+def test_arms_jointed_at_one_point_start_at_their_shoulders(hop240, g1_bake, tmp_path):
+    """Clavicles jointed at the sternum, both at one point (example-robot-data's human.urdf): both arms,
+    and the spine's two tips, started there, leaving no shoulder line to turn the torso by (human.urdf's
+    walk: torso 90 degrees off, limbs 5.2 deg). The arms now start where their joints stand apart, and the
+    spine reaches them through the clavicles: the G1 given such clavicles maps as the G1 and bakes its
+    limbs and torso as the G1's (measured 2026-12-03: limbs 0.757 / 0.760 deg, torso 0.45 / 0.35 deg)."""
+    from core.model.urdf import Joint, Link
+    from core.model.transforms import invert_transform
+
+    g1, mapping0, base = g1_bake
+    sternum = np.eye(4)
+    sternum[:3, 3] = [0.0, 0.0, 0.25]
+    links, joints = dict(g1.robot.links), []
+    for joint in g1.robot.joints:
+        if joint.name.endswith("shoulder_pitch_joint"):
+            side = joint.name.split("_")[0]
+            links[f"{side}_clavicle"] = Link(f"{side}_clavicle", [], [], None)
+            joints.append(Joint(f"{side}_clavicle_joint", "revolute", "torso_link", f"{side}_clavicle", sternum.copy(),
+                                np.array([1.0, 0.0, 0.0]), -0.5, 0.5, 10.0, 10.0))
+            joint = dataclasses.replace(joint, parent=f"{side}_clavicle", origin=invert_transform(sternum) @ joint.origin)
+        joints.append(joint)
+    tree, mapping, result = _variant_bake(dataclasses.replace(g1.robot, links=links, joints=joints), hop240, tmp_path)
+    assert _robot_side(mapping) == _robot_side(mapping0)
+    assert any("left_clavicle, right_clavicle" in w for w in result.report["warnings"])
+    for key, within in (("limb_direction_error_deg", 0.05), ("torso_orientation_error_deg", 0.5)):
+        assert abs(result.report[key] - base.report[key]) < within, key
