@@ -62,7 +62,6 @@ SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looke
 ONE_ANSWER_PER_RUN = True  # ablation switches (bench/bench_collision_ablate.py): each stage can be left out
 DETOURS = True  # the steady room's detour windows around the frames its rounds left inside
 FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
-BOUNDED_LOOKS = True  # a step's look measures no pair its bound and its capsules' moves since keep beyond reach
 HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is
 #                        (continuous in the input: the same motion written otherwise makes the same room, docs/history/self_collision.md);
 #                        False: only a joint already on its bound is held, another is cut at it
@@ -287,10 +286,6 @@ class _Corrections:
         # a row a step found out of reach is still there for the whole step after it
         self._seen_at = np.full((len(rows), len(cols)), np.nan)
         self._seen = (np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0), np.zeros((0, len(cols))))
-        # each row's lower bounds of its pairs' distances (R, Q) and its capsules' ends (U, 2, 3, R) then
-        # (unknown: NaN): a pair its capsules' moves since cannot have brought within reach is not measured
-        self._bounds = np.full((len(rows), len(separation.capsules)), np.nan) if BOUNDED_LOOKS else None
-        self._ends = np.full(self.placed.ends.shape, np.nan) if BOUNDED_LOOKS else None
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
@@ -345,12 +340,8 @@ class _Corrections:
         new = live[~seen]
         if len(new):
             separation, frames = self.separation, self.rows[new]
-            within = separation.margin + LOOKAHEAD_M
-            if self._bounds is None:
-                f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames], within,
-                                                       placed=self.placed.on(new))
-            else:
-                f, p, dist, grad = self._bounded_look(new, within)
+            f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
+                                                   separation.margin + LOOKAHEAD_M, placed=self.placed.on(new))
             redone = np.zeros(len(self.rows), dtype=bool)  # a mask, not np.isin: no sort per step
             redone[new] = True
             old = ~redone[self._seen[0]]
@@ -361,16 +352,6 @@ class _Corrections:
         at = where[self._seen[0]]
         pick = at >= 0
         return (at[pick],) + tuple(a[pick] for a in self._seen[1:])
-
-    def _bounded_look(self, new: np.ndarray, within: float) -> tuple:
-        """The gradient entries (f into new, p, dist, grad) of the rows `new` where they are, measuring
-        only the pairs their bounds, less how far their capsules moved since, leave within reach; the
-        bounds and ends renewed."""
-        separation, frames, placed = self.separation, self.rows[new], self.placed.on(new)
-        dist, entries = separation.look(self.q[frames], separation.root[frames], within, placed=placed,
-                                        since=(self._bounds[new], self._ends[..., new]))
-        self._bounds[new], self._ends[..., new] = dist, placed.ends
-        return entries
 
     def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One step of the `live` rows toward the least of their whole change from the shape (its

@@ -24,7 +24,6 @@ PENETRATION_M = 0.005  # a frame collides when a checked pair overlaps deeper th
 SEPARATION_WEIGHT = 300.0  # sqrt weight per metre inside the margin: 1 mm costs what ~5 cm of chain shape does
 TOP_PAIRS = 5
 NEAR_M = 0.05  # a solve carries the pairs that come this much beyond the margin somewhere
-BOUND_SLACK_M = 1e-9  # a pair's lower bound carried over a move is lowered by this too (rounding)
 
 
 @dataclass
@@ -194,16 +193,13 @@ class SeparationTerm:
             centre[body] = points[-1]
 
     def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True,
-              placed: "Placed | None" = None, since: tuple | None = None):
+              placed: "Placed | None" = None):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
         capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
         `within`, with their exact distances (K,), points on both cores (K, 3) and their normals (K, 3).
         still: poses (F frames) of links the term's joints do not move, on these frames (still_poses);
         placed: instead, their capsules placed on these frames (placed(still, F), placed_on(frames)), the
-        others' filled in here. since: (lower bounds (F, Q) of the distances, the capsules' ends (U, 2, 3, F)
-        then; NaN: unknown): an entry whose bound, less how far both its capsules' ends moved since, is
-        beyond `within` is not measured (each point of a capsule moved at most as far as one of its ends),
-        and the distances returned are at least that floor."""
+        others' filled in here."""
         # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
         if placed is None:
             poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
@@ -213,8 +209,6 @@ class SeparationTerm:
             poses = placed.poser(q, root, placed.known)
             ends, centre, hulls = placed.ends, placed.centre, placed.hulls
             self._place(placed.moving, poses, ends, centre, hulls)
-        # hull proxies' searches start where they last ended: every entry is measured, as they are kept
-        floor = None if since is None or self.model.hull is not None else self._floor(ends, *since)
         a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
         apart = (_norm(centre[a] - centre[b]) - (self._radius[a] + self._radius[b])[:, None]).T  # (F, P)
         dist = apart[:, self._owner] if dense else None
@@ -224,9 +218,6 @@ class SeparationTerm:
         entry = np.repeat(np.arange(len(f)), counts)
         p = self._grouped[self._starts[pair][entry] + np.arange(counts.sum()) - begin[entry]]
         f = f[entry]
-        if floor is not None:
-            beyond = floor[f, p] >= within
-            f, p = f[~beyond], p[~beyond]
         middle = 0.5 * (ends[:, 0] + ends[:, 1])  # the capsules' bounding spheres' centres
         a, b = self._local[p, 0], self._local[p, 1]
         gap = middle[a, :, f] - middle[b, :, f]  # (K, 3)
@@ -244,15 +235,7 @@ class SeparationTerm:
             self._searched(placed, f, p, simplex)
         if dense:
             dist[f, p] = exact
-            if floor is not None:
-                np.fmax(dist, floor, out=dist)
         return poses, dist, (f, p, exact, ca, cb, normal)
-
-    def _floor(self, ends: np.ndarray, bounds: np.ndarray, then: np.ndarray) -> np.ndarray:
-        """(F, Q) lower bounds of the pairs' distances now (capsules' ends (U, 2, 3, F)) from bounds
-        (F, Q) when their ends were `then`: less the farther end's move of each capsule, and the slack."""
-        moved = _norm((ends - then).reshape(-1, 3, ends.shape[-1])).reshape(len(ends), 2, -1).max(axis=1)  # (U, F)
-        return bounds - (moved[self._local[:, 0]] + moved[self._local[:, 1]]).T - BOUND_SLACK_M
 
     def _searched(self, placed: "Placed | None", f: np.ndarray, p: np.ndarray, simplex: tuple | None = None):
         """Where the hull distances of entries (frames f into placed's, pairs p) last ended their search
@@ -374,11 +357,10 @@ class SeparationTerm:
         return self.look(q, root, within, still, dense=False, placed=placed)[1]
 
     def look(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True,
-             placed: "Placed | None" = None, since: tuple | None = None):
+             placed: "Placed | None" = None):
         """Signed distances (F, Q) as `distance` gives them (exact up to `within`; None unless
-        `dense`) and the entries of `gradient`, from one evaluation: a correction's first step needs both.
-        since: earlier bounds and the capsules' ends then (_near): pairs they keep beyond `within` are not measured."""
-        poses, dist, (f, p, exact, ca, cb, normal) = self._near(q, root, within, still, dense, placed, since)
+        `dense`) and the entries of `gradient`, from one evaluation: a correction's first step needs both."""
+        poses, dist, (f, p, exact, ca, cb, normal) = self._near(q, root, within, still, dense, placed)
         inside = exact < within
         f, p, exact, ca, cb, normal = f[inside], p[inside], exact[inside], ca[inside], cb[inside], normal[inside]
         grad = np.zeros((len(f), len(self.variables)))
