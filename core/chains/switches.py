@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import block_diag, qr, qr_delete, qr_insert, solve_triangular
 from scipy.optimize import nnls
+from scipy.sparse import csr_matrix
 
 SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, tried in turn
 SWITCH_STEPS = 6  # linearisations per window
@@ -139,16 +140,30 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
     for k, (frame, g) in enumerate(zip(f, grad)):
         pairs[k, frame * width:(frame + 1) * width] = g
     eye = np.eye(len(w0))
-    a = np.vstack([speed[0], pairs, eye, -eye]) @ unscale
+    rows = np.vstack([speed[0], pairs, eye, -eye])  # in y: a speed row two joints, a pair one frame's, the box one joint
+    a = rows @ unscale
     b = np.concatenate([speed[1], need, box[0], -box[1]])
     # each pair may fall short at a steep price (slack t, SLACK_SCALE t of it): always solvable
     slack = np.zeros((len(a), len(f)))
-    slack[len(speed[0]) + np.arange(len(f)), np.arange(len(f))] = SLACK_SCALE
+    at_pairs = len(speed[0]) + np.arange(len(f))
+    slack[at_pairs, np.arange(len(f))] = SLACK_SCALE
     slack = np.vstack([slack, np.eye(len(f))])
     first = np.zeros(len(a) + len(f), dtype=bool)
     first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
-    return _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]),
-                           np.concatenate([b - a @ w0, np.zeros(len(f))]), first)
+    h = np.concatenate([b - a @ w0, np.zeros(len(f))])
+    sparse_rows = csr_matrix(rows)
+
+    def gradient(residual: np.ndarray) -> np.ndarray:
+        """e' residual (_least_distance's e = [g'; h']) through the rows' few entries in y: a product
+        with the dense g (rows x unscale) would read ten times the memory on every NNLS iteration."""
+        u, t, last = residual[:len(w0)], residual[len(w0):-1], residual[-1]
+        out = np.empty(len(h))
+        out[:len(a)] = sparse_rows @ (unscale @ u)
+        out[at_pairs] += SLACK_SCALE * t
+        out[len(a):] = t
+        return out + h * last
+
+    return _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]), h, first, gradient)
 
 
 def _smoothness(count: int, width: int, weight: float) -> np.ndarray:
@@ -191,19 +206,20 @@ def _within_speed(y: np.ndarray, x: np.ndarray, frames: np.ndarray, max_step: np
     return out
 
 
-def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray) -> tuple:
+def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=None) -> tuple:
     """(u, rows used): the u of least |u| with g u >= h (Lawson and Hanson's least distance
     programming: one nonnegative least squares on [g'; h']); (None, None) when no u meets them.
     The rows `first` (bool) are taken first, any other only once the answer breaks it: most of
     the window's speed and range rows never bind. Rows taken in later continue the same NNLS
-    from where it stopped (_nnls): its answer so far is a start of the larger problem."""
+    from where it stopped (_nnls): its answer so far is a start of the larger problem. gradient: e' r for a
+    residual r of e = [g'; h'], cheaper than the dense product (default)."""
     use = first.copy()
     e = np.vstack([g.T, h[None, :]])
     target = np.zeros(len(e))
     target[-1] = 1.0
     lam, passive = np.zeros(len(h)), np.zeros(len(h), dtype=bool)
     while True:
-        lam, passive = _nnls(e, target, use, lam, passive)
+        lam, passive = _nnls(e, target, use, lam, passive, gradient)
         r = e[:, passive] @ lam[passive] - target
         if abs(r[-1]) < 1e-12:
             return None, None
@@ -214,12 +230,14 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray) -> tuple:
         use |= broken
 
 
-def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray, passive: np.ndarray) -> tuple:
+def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray, passive: np.ndarray,
+          gradient=None) -> tuple:
     """(x, passive): x >= 0 of least |e x - target| over the columns `allowed` (bool), by Lawson and
     Hanson's active set from x, the least squares answer on its `passive` columns (all of x > 0).
     Each step solves only the passive columns (the few rows that hold: 11-44 of a window's
     300), where scipy's nnls forms e'e over every column first (0.1-0.5 s a G1 hop window); their
-    QR factors are updated as a column comes or goes (_PassiveQR), not computed again."""
+    QR factors are updated as a column comes or goes (_PassiveQR), not computed again. gradient: e' r
+    for a residual r (default the product with e)."""
     x, passive = x.copy(), passive.copy()
     tol = 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
     qr = _PassiveQR(e, target, np.flatnonzero(passive))
@@ -228,7 +246,8 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     for _ in range(3 * len(x) + 50):
         # the gradient over every column, then the allowed ones': a product over those alone rounds otherwise
         # (BLAS blocks by shape), and a near tie between two columns then goes the other way (G1 hop 7e-7 rad)
-        w = (e.T @ (target - e[:, passive] @ x[passive]))[columns]
+        residual = target - e[:, passive] @ x[passive]
+        w = (e.T @ residual if gradient is None else gradient(residual))[columns]
         free = np.flatnonzero(~passive[columns] & ~refused[columns] & (w > tol))
         # as many passive columns as rows fit target exactly: a w above tol is rounding there, and one more
         # column left the QR factors non-square (solve_triangular's ValueError: an infeasible window's NNLS)
