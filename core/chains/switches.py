@@ -26,6 +26,7 @@ SWITCH_WATCH_M = 0.1  # pairs this far beyond are kept from closing in too, each
 #                       a pair crossing the lookahead's edge no longer changes the step (continuous in the input)
 SLACK_SCALE = 1e-3  # a pair's shortfall of 1 mm costs as much as a unit of scaled change
 INSIDE_M = 0.001  # a frame this far inside the margin is left inside
+WARM_START = True  # a window's linearisation starts its NNLS from the rows that held the last one's answer
 
 
 def solve_switches(problem, separation, x: np.ndarray, start: np.ndarray, max_step: np.ndarray,
@@ -101,8 +102,9 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
     w0 = np.linalg.solve(unscale, origin.ravel())
     y = origin.copy()
     binding = np.zeros(len(speed[0]), dtype=bool)  # speed rows that bound the last solve: taken first again
+    held = None  # the rows that held the last solve (_row_keys): the next linearisation's NNLS starts from them
     for _ in range(steps):
-        f, _p, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
+        f, pair, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
                                                 separation.margin + SWITCH_WATCH_M, **separation.kept_on(frames))
         if not (dist < separation.margin).any():
             break
@@ -113,7 +115,8 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
         # answer with every pair watched, so one crossing the lookahead's edge does not move it
         take = dist < separation.margin + SWITCH_LOOKAHEAD_M
         while True:
-            u, used = _pair_step(unscale, w0, speed, binding, f[take], grad[take], need[take], box, width)
+            u, used, holding = _pair_step(unscale, w0, speed, binding, f[take], grad[take], need[take], box, width,
+                                          pair[take], held if WARM_START else None)
             if u is None:
                 break
             landed = (unscale @ (w0 + u[:len(w0)])).reshape(count, width)
@@ -123,7 +126,7 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
             take |= broken
         if u is None:
             break  # the joints' speed and range alone leave no way: kept as it is
-        binding = used[:len(speed[0])]
+        binding, held = used[:len(speed[0])], holding
         y = np.clip(landed, lower[frames], upper[frames])
     trial = x.copy()
     trial[frames] = _within_speed(y, x, frames, max_step)
@@ -132,10 +135,12 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
 
 
 def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.ndarray, f: np.ndarray,
-               grad: np.ndarray, need: np.ndarray, box: tuple, width: int) -> tuple:
-    """One linearised solve of a window (_solve_window): (u, rows used) of the least-distance problem
-    in w (y = unscale w) from w0 with the speed rows, the pairs' rows (frame f, grad . y >= need) and
-    the box (low, high) of y; (None, None) when none meets them."""
+               grad: np.ndarray, need: np.ndarray, box: tuple, width: int, pair: np.ndarray | None = None,
+               held: np.ndarray | None = None) -> tuple:
+    """One linearised solve of a window (_solve_window): (u, rows used, the rows that held it as _row_keys)
+    of the least-distance problem in w (y = unscale w) from w0 with the speed rows, the pairs' rows
+    (frame f, pair `pair`, grad . y >= need) and the box (low, high) of y; (None, None, None) when none
+    meets them. held: the rows that held the last linearisation's (_row_keys), where its NNLS starts."""
     pairs = np.zeros((len(f), len(w0)))
     for k, (frame, g) in enumerate(zip(f, grad)):
         pairs[k, frame * width:(frame + 1) * width] = g
@@ -163,7 +168,20 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
         out[len(a):] = t
         return out + h * last
 
-    return _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]), h, first, gradient)
+    keys = _row_keys(len(speed[0]), f, np.zeros(len(f), dtype=int) if pair is None else pair, len(w0))
+    start = None if held is None else np.isin(keys, held)
+    u, used, passive = _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]), h, first,
+                                       gradient, start)
+    return u, used, None if passive is None else keys[passive]
+
+
+def _row_keys(speed: int, f: np.ndarray, pair: np.ndarray, size: int) -> np.ndarray:
+    """A key for each of a window's rows (_pair_step's order: speed, pairs, box low, box high, the pairs'
+    slacks) that names the same row in another linearisation of the window (a pair by its frame and pair)."""
+    block = np.int64(1) << 40
+    pairs = f.astype(np.int64) * (1 << 20) + pair
+    return np.concatenate([np.arange(speed), block + pairs, 2 * block + np.arange(size), 3 * block + np.arange(size),
+                           4 * block + pairs])
 
 
 def _smoothness(count: int, width: int, weight: float) -> np.ndarray:
@@ -206,28 +224,46 @@ def _within_speed(y: np.ndarray, x: np.ndarray, frames: np.ndarray, max_step: np
     return out
 
 
-def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=None) -> tuple:
+def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=None,
+                    start: np.ndarray | None = None) -> tuple:
     """(u, rows used): the u of least |u| with g u >= h (Lawson and Hanson's least distance
     programming: one nonnegative least squares on [g'; h']); (None, None) when no u meets them.
     The rows `first` (bool) are taken first, any other only once the answer breaks it: most of
     the window's speed and range rows never bind. Rows taken in later continue the same NNLS
     from where it stopped (_nnls): its answer so far is a start of the larger problem. gradient: e' r for a
-    residual r of e = [g'; h'], cheaper than the dense product (default)."""
-    use = first.copy()
+    residual r of e = [g'; h'], cheaper than the dense product (default). start: (bool) rows whose NNLS
+    columns it starts from, taken too (a linearisation's answer is held by nearly the rows the last one's was).
+    Also (bool) the rows that hold the answer (their multipliers positive); None with no answer."""
+    use = first.copy() if start is None else first | start
     e = np.vstack([g.T, h[None, :]])
     target = np.zeros(len(e))
     target[-1] = 1.0
-    lam, passive = np.zeros(len(h)), np.zeros(len(h), dtype=bool)
+    lam, passive = _positive_start(e, target, start)
     while True:
         lam, passive = _nnls(e, target, use, lam, passive, gradient)
         r = e[:, passive] @ lam[passive] - target
         if abs(r[-1]) < 1e-12:
-            return None, None
+            return None, None, None
         u = -r[:-1] / r[-1]
         broken = ~use & (g @ u < h - 1e-9)
         if not broken.any():
-            return u, use
+            return u, use, passive
         use |= broken
+
+
+def _positive_start(e: np.ndarray, target: np.ndarray, start: np.ndarray | None) -> tuple:
+    """(x, passive) to start _nnls from: the least squares answer on the `start` columns, those whose
+    multiplier comes out non-positive dropped until all are positive (Lawson and Hanson's active set
+    needs no more: each of its steps lowers the residual from any such start); none without a start."""
+    x, passive = np.zeros(e.shape[1]), np.zeros(e.shape[1], dtype=bool)
+    columns = np.flatnonzero(start) if start is not None else np.zeros(0, dtype=int)
+    while 0 < len(columns) <= len(e):
+        idx, z = _PassiveQR(e, target, columns).solve()
+        if (z > 0.0).all():
+            x[idx], passive[idx] = z, True
+            break
+        columns = idx[z > 0.0]
+    return x, passive
 
 
 def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray, passive: np.ndarray,
@@ -292,6 +328,8 @@ class _PassiveQR:
 
     def __init__(self, e: np.ndarray, target: np.ndarray, columns: np.ndarray):
         self.e, self.target, self.columns = e, target, list(int(c) for c in columns)
+        # _least_distance's target is the last unit vector: q' target is q's last row (the same bits)
+        self.last = target[-1] == 1.0 and not target[:-1].any()
         self.q, self.r = qr(e[:, self.columns], mode="economic") if self.columns else \
             (np.zeros((len(e), 0)), np.zeros((0, 0)))
 
@@ -307,6 +345,7 @@ class _PassiveQR:
     def solve(self) -> tuple[np.ndarray, np.ndarray]:
         """(columns, ascending; their least squares answer)."""
         k = len(self.columns)
-        z = solve_triangular(self.r[:k, :k], self.q[:, :k].T @ self.target, check_finite=False)
+        z = solve_triangular(self.r[:k, :k], self.q[-1, :k] if self.last else self.q[:, :k].T @ self.target,
+                             check_finite=False)
         order = np.argsort(self.columns)
         return np.asarray(self.columns)[order], z[order]
