@@ -168,11 +168,11 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
         out[len(a):] = t
         return out + h * last
 
-    keys = _row_keys(len(speed[0]), f, np.zeros(len(f), dtype=int) if pair is None else pair, len(w0))
-    start = None if held is None else np.isin(keys, held)
+    keys = None if pair is None else _row_keys(len(speed[0]), f, pair, len(w0))  # no pairs named: no warm start
+    start = None if held is None or keys is None else np.isin(keys, held)
     u, used, passive = _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]), h, first,
                                        gradient, start)
-    return u, used, None if passive is None else keys[passive]
+    return u, used, None if passive is None or keys is None else keys[passive]
 
 
 def _row_keys(speed: int, f: np.ndarray, pair: np.ndarray, size: int) -> np.ndarray:
