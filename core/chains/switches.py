@@ -148,14 +148,17 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
     rows = np.vstack([speed[0], pairs, eye, -eye])  # in y: a speed row two joints, a pair one frame's, the box one joint
     a = rows @ unscale
     b = np.concatenate([speed[1], need, box[0], -box[1]])
-    # each pair may fall short at a steep price (slack t, SLACK_SCALE t of it): always solvable
-    slack = np.zeros((len(a), len(f)))
-    at_pairs = len(speed[0]) + np.arange(len(f))
-    slack[at_pairs, np.arange(len(f))] = SLACK_SCALE
-    slack = np.vstack([slack, np.eye(len(f))])
     first = np.zeros(len(a) + len(f), dtype=bool)
     first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
     h = np.concatenate([b - a @ w0, np.zeros(len(f))])
+    # e = [g'; h'] of _least_distance written at once (g = [[a, slack], [0, I]]: each pair may fall short at a
+    # steep price, slack t, SLACK_SCALE t of it, so always solvable): the blocks stacked were 25 MB of copies
+    at_pairs, each = len(speed[0]) + np.arange(len(f)), np.arange(len(f))
+    e = np.zeros((len(w0) + len(f) + 1, len(a) + len(f)))
+    e[:len(w0), :len(a)] = a.T
+    e[len(w0) + each, at_pairs] = SLACK_SCALE
+    e[len(w0) + each, len(a) + each] = 1.0
+    e[-1] = h
     sparse_rows = csr_matrix(rows)
 
     def gradient(residual: np.ndarray) -> np.ndarray:
@@ -170,8 +173,7 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
 
     keys = None if pair is None else _row_keys(len(speed[0]), f, pair, len(w0))  # no pairs named: no warm start
     start = None if held is None or keys is None else np.isin(keys, held)
-    u, used, passive = _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]), h, first,
-                                       gradient, start)
+    u, used, passive = _least_distance(e[:-1].T, h, first, gradient, start, e)
     return u, used, None if passive is None or keys is None else keys[passive]
 
 
@@ -225,7 +227,7 @@ def _within_speed(y: np.ndarray, x: np.ndarray, frames: np.ndarray, max_step: np
 
 
 def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=None,
-                    start: np.ndarray | None = None) -> tuple:
+                    start: np.ndarray | None = None, e: np.ndarray | None = None) -> tuple:
     """(u, rows used): the u of least |u| with g u >= h (Lawson and Hanson's least distance
     programming: one nonnegative least squares on [g'; h']); (None, None) when no u meets them.
     The rows `first` (bool) are taken first, any other only once the answer breaks it: most of
@@ -233,9 +235,10 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=No
     from where it stopped (_nnls): its answer so far is a start of the larger problem. gradient: e' r for a
     residual r of e = [g'; h'], cheaper than the dense product (default). start: (bool) rows whose NNLS
     columns it starts from, taken too (a linearisation's answer is held by nearly the rows the last one's was).
-    Also (bool) the rows that hold the answer (their multipliers positive); None with no answer."""
+    Also (bool) the rows that hold the answer (their multipliers positive); None with no answer. e: [g'; h']
+    when already written (g its view)."""
     use = first.copy() if start is None else first | start
-    e = np.vstack([g.T, h[None, :]])
+    e = np.vstack([g.T, h[None, :]]) if e is None else e
     target = np.zeros(len(e))
     target[-1] = 1.0
     lam, passive = _positive_start(e, target, start)

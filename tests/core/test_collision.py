@@ -630,21 +630,21 @@ def test_window_nnls_with_updated_factors_is_scipys():
 
 
 def test_window_solve_gradient_through_its_rows_is_the_dense_products(monkeypatch):
-    """A window's linearised solve (_pair_step) takes its NNLS gradient e' r through the rows' few
-    entries (speed, pairs, box) and the scale, not the dense e: the same answer as the dense
-    product's on windows of random metric, speed rows, pairs and box."""
+    """A window's linearised solve (_pair_step) writes its e = [g'; h'] at once and takes its NNLS
+    gradient e' r through the rows' few entries (speed, pairs, box) and the scale, not the dense e:
+    the same answer as the dense product's on windows of random metric, speed rows, pairs and box."""
     from core.chains import switches
 
     rng = np.random.default_rng(7)
     calls = []
     dense = switches._least_distance
 
-    def both(g, h, first, gradient=None, start=None):
-        e = np.vstack([g.T, h[None, :]])
+    def both(g, h, first, gradient=None, start=None, e=None):
+        assert np.array_equal(e, np.vstack([g.T, h[None, :]]))  # written at once, it is [g'; h']
         r = rng.normal(size=len(e))
         np.testing.assert_allclose(gradient(r), e.T @ r, atol=1e-9 * np.abs(e).sum(axis=0).max())
         calls.append(1)
-        u = dense(g, h, first, gradient, start)
+        u = dense(g, h, first, gradient, start, e)
         np.testing.assert_allclose(u[0], dense(g, h, first)[0], atol=1e-9)
         return u
 
