@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import block_diag, qr, qr_delete, qr_insert, solve_triangular
 from scipy.optimize import nnls
+from scipy.sparse import csr_matrix
 
 SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, tried in turn
 SWITCH_STEPS = 6  # linearisations per window
@@ -25,6 +26,7 @@ SWITCH_WATCH_M = 0.1  # pairs this far beyond are kept from closing in too, each
 #                       a pair crossing the lookahead's edge no longer changes the step (continuous in the input)
 SLACK_SCALE = 1e-3  # a pair's shortfall of 1 mm costs as much as a unit of scaled change
 INSIDE_M = 0.001  # a frame this far inside the margin is left inside
+WARM_START = True  # a window's linearisation starts its NNLS from the rows that held the last one's answer
 
 
 def solve_switches(problem, separation, x: np.ndarray, start: np.ndarray, max_step: np.ndarray,
@@ -100,8 +102,9 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
     w0 = np.linalg.solve(unscale, origin.ravel())
     y = origin.copy()
     binding = np.zeros(len(speed[0]), dtype=bool)  # speed rows that bound the last solve: taken first again
+    held = None  # the rows that held the last solve (_row_keys): the next linearisation's NNLS starts from them
     for _ in range(steps):
-        f, _p, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
+        f, pair, dist, grad = separation.gradient(_posed(problem, y, frames), separation.root[frames],
                                                 separation.margin + SWITCH_WATCH_M, **separation.kept_on(frames))
         if not (dist < separation.margin).any():
             break
@@ -112,7 +115,8 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
         # answer with every pair watched, so one crossing the lookahead's edge does not move it
         take = dist < separation.margin + SWITCH_LOOKAHEAD_M
         while True:
-            u, used = _pair_step(unscale, w0, speed, binding, f[take], grad[take], need[take], box, width)
+            u, used, holding = _pair_step(unscale, w0, speed, binding, f[take], grad[take], need[take], box, width,
+                                          pair[take], held if WARM_START else None)
             if u is None:
                 break
             landed = (unscale @ (w0 + u[:len(w0)])).reshape(count, width)
@@ -122,7 +126,7 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
             take |= broken
         if u is None:
             break  # the joints' speed and range alone leave no way: kept as it is
-        binding = used[:len(speed[0])]
+        binding, held = used[:len(speed[0])], holding
         y = np.clip(landed, lower[frames], upper[frames])
     trial = x.copy()
     trial[frames] = _within_speed(y, x, frames, max_step)
@@ -131,24 +135,55 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
 
 
 def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.ndarray, f: np.ndarray,
-               grad: np.ndarray, need: np.ndarray, box: tuple, width: int) -> tuple:
-    """One linearised solve of a window (_solve_window): (u, rows used) of the least-distance problem
-    in w (y = unscale w) from w0 with the speed rows, the pairs' rows (frame f, grad . y >= need) and
-    the box (low, high) of y; (None, None) when none meets them."""
+               grad: np.ndarray, need: np.ndarray, box: tuple, width: int, pair: np.ndarray | None = None,
+               held: np.ndarray | None = None) -> tuple:
+    """One linearised solve of a window (_solve_window): (u, rows used, the rows that held it as _row_keys)
+    of the least-distance problem in w (y = unscale w) from w0 with the speed rows, the pairs' rows
+    (frame f, pair `pair`, grad . y >= need) and the box (low, high) of y; (None, None, None) when none
+    meets them. held: the rows that held the last linearisation's (_row_keys), where its NNLS starts."""
     pairs = np.zeros((len(f), len(w0)))
     for k, (frame, g) in enumerate(zip(f, grad)):
         pairs[k, frame * width:(frame + 1) * width] = g
     eye = np.eye(len(w0))
-    a = np.vstack([speed[0], pairs, eye, -eye]) @ unscale
+    rows = np.vstack([speed[0], pairs, eye, -eye])  # in y: a speed row two joints, a pair one frame's, the box one joint
+    a = rows @ unscale
     b = np.concatenate([speed[1], need, box[0], -box[1]])
-    # each pair may fall short at a steep price (slack t, SLACK_SCALE t of it): always solvable
-    slack = np.zeros((len(a), len(f)))
-    slack[len(speed[0]) + np.arange(len(f)), np.arange(len(f))] = SLACK_SCALE
-    slack = np.vstack([slack, np.eye(len(f))])
     first = np.zeros(len(a) + len(f), dtype=bool)
     first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
-    return _least_distance(np.hstack([np.vstack([a, np.zeros((len(f), len(w0)))]), slack]),
-                           np.concatenate([b - a @ w0, np.zeros(len(f))]), first)
+    h = np.concatenate([b - a @ w0, np.zeros(len(f))])
+    # e = [g'; h'] of _least_distance written at once (g = [[a, slack], [0, I]]: each pair may fall short at a
+    # steep price, slack t, SLACK_SCALE t of it, so always solvable): the blocks stacked were 25 MB of copies
+    at_pairs, each = len(speed[0]) + np.arange(len(f)), np.arange(len(f))
+    e = np.zeros((len(w0) + len(f) + 1, len(a) + len(f)))
+    e[:len(w0), :len(a)] = a.T
+    e[len(w0) + each, at_pairs] = SLACK_SCALE
+    e[len(w0) + each, len(a) + each] = 1.0
+    e[-1] = h
+    sparse_rows = csr_matrix(rows)
+
+    def gradient(residual: np.ndarray) -> np.ndarray:
+        """e' residual (_least_distance's e = [g'; h']) through the rows' few entries in y: a product
+        with the dense g (rows x unscale) would read ten times the memory on every NNLS iteration."""
+        u, t, last = residual[:len(w0)], residual[len(w0):-1], residual[-1]
+        out = np.empty(len(h))
+        out[:len(a)] = sparse_rows @ (unscale @ u)
+        out[at_pairs] += SLACK_SCALE * t
+        out[len(a):] = t
+        return out + h * last
+
+    keys = None if pair is None else _row_keys(len(speed[0]), f, pair, len(w0))  # no pairs named: no warm start
+    start = None if held is None or keys is None else np.isin(keys, held)
+    u, used, passive = _least_distance(e[:-1].T, h, first, gradient, start, e)
+    return u, used, None if passive is None or keys is None else keys[passive]
+
+
+def _row_keys(speed: int, f: np.ndarray, pair: np.ndarray, size: int) -> np.ndarray:
+    """A key for each of a window's rows (_pair_step's order: speed, pairs, box low, box high, the pairs'
+    slacks) that names the same row in another linearisation of the window (a pair by its frame and pair)."""
+    block = np.int64(1) << 40
+    pairs = f.astype(np.int64) * (1 << 20) + pair
+    return np.concatenate([np.arange(speed), block + pairs, 2 * block + np.arange(size), 3 * block + np.arange(size),
+                           4 * block + pairs])
 
 
 def _smoothness(count: int, width: int, weight: float) -> np.ndarray:
@@ -191,35 +226,57 @@ def _within_speed(y: np.ndarray, x: np.ndarray, frames: np.ndarray, max_step: np
     return out
 
 
-def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray) -> tuple:
+def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=None,
+                    start: np.ndarray | None = None, e: np.ndarray | None = None) -> tuple:
     """(u, rows used): the u of least |u| with g u >= h (Lawson and Hanson's least distance
     programming: one nonnegative least squares on [g'; h']); (None, None) when no u meets them.
     The rows `first` (bool) are taken first, any other only once the answer breaks it: most of
     the window's speed and range rows never bind. Rows taken in later continue the same NNLS
-    from where it stopped (_nnls): its answer so far is a start of the larger problem."""
-    use = first.copy()
-    e = np.vstack([g.T, h[None, :]])
+    from where it stopped (_nnls): its answer so far is a start of the larger problem. gradient: e' r for a
+    residual r of e = [g'; h'], cheaper than the dense product (default). start: (bool) rows whose NNLS
+    columns it starts from, taken too (a linearisation's answer is held by nearly the rows the last one's was).
+    Also (bool) the rows that hold the answer (their multipliers positive); None with no answer. e: [g'; h']
+    when already written (g its view)."""
+    use = first.copy() if start is None else first | start
+    e = np.vstack([g.T, h[None, :]]) if e is None else e
     target = np.zeros(len(e))
     target[-1] = 1.0
-    lam, passive = np.zeros(len(h)), np.zeros(len(h), dtype=bool)
+    lam, passive = _positive_start(e, target, start)
     while True:
-        lam, passive = _nnls(e, target, use, lam, passive)
+        lam, passive = _nnls(e, target, use, lam, passive, gradient)
         r = e[:, passive] @ lam[passive] - target
         if abs(r[-1]) < 1e-12:
-            return None, None
+            return None, None, None
         u = -r[:-1] / r[-1]
         broken = ~use & (g @ u < h - 1e-9)
         if not broken.any():
-            return u, use
+            return u, use, passive
         use |= broken
 
 
-def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray, passive: np.ndarray) -> tuple:
+def _positive_start(e: np.ndarray, target: np.ndarray, start: np.ndarray | None) -> tuple:
+    """(x, passive) to start _nnls from: the least squares answer on the `start` columns, those whose
+    multiplier comes out non-positive dropped until all are positive (Lawson and Hanson's active set
+    needs no more: each of its steps lowers the residual from any such start); none without a start."""
+    x, passive = np.zeros(e.shape[1]), np.zeros(e.shape[1], dtype=bool)
+    columns = np.flatnonzero(start) if start is not None else np.zeros(0, dtype=int)
+    while 0 < len(columns) <= len(e):
+        idx, z = _PassiveQR(e, target, columns).solve()
+        if (z > 0.0).all():
+            x[idx], passive[idx] = z, True
+            break
+        columns = idx[z > 0.0]
+    return x, passive
+
+
+def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray, passive: np.ndarray,
+          gradient=None) -> tuple:
     """(x, passive): x >= 0 of least |e x - target| over the columns `allowed` (bool), by Lawson and
     Hanson's active set from x, the least squares answer on its `passive` columns (all of x > 0).
     Each step solves only the passive columns (the few rows that hold: 11-44 of a window's
     300), where scipy's nnls forms e'e over every column first (0.1-0.5 s a G1 hop window); their
-    QR factors are updated as a column comes or goes (_PassiveQR), not computed again."""
+    QR factors are updated as a column comes or goes (_PassiveQR), not computed again. gradient: e' r
+    for a residual r (default the product with e)."""
     x, passive = x.copy(), passive.copy()
     tol = 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
     qr = _PassiveQR(e, target, np.flatnonzero(passive))
@@ -228,7 +285,8 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     for _ in range(3 * len(x) + 50):
         # the gradient over every column, then the allowed ones': a product over those alone rounds otherwise
         # (BLAS blocks by shape), and a near tie between two columns then goes the other way (G1 hop 7e-7 rad)
-        w = (e.T @ (target - e[:, passive] @ x[passive]))[columns]
+        residual = target - e[:, passive] @ x[passive]
+        w = (e.T @ residual if gradient is None else gradient(residual))[columns]
         free = np.flatnonzero(~passive[columns] & ~refused[columns] & (w > tol))
         # as many passive columns as rows fit target exactly: a w above tol is rounding there, and one more
         # column left the QR factors non-square (solve_triangular's ValueError: an infeasible window's NNLS)
@@ -273,6 +331,8 @@ class _PassiveQR:
 
     def __init__(self, e: np.ndarray, target: np.ndarray, columns: np.ndarray):
         self.e, self.target, self.columns = e, target, list(int(c) for c in columns)
+        # _least_distance's target is the last unit vector: q' target is q's last row (the same bits)
+        self.last = target[-1] == 1.0 and not target[:-1].any()
         self.q, self.r = qr(e[:, self.columns], mode="economic") if self.columns else \
             (np.zeros((len(e), 0)), np.zeros((0, 0)))
 
@@ -288,6 +348,7 @@ class _PassiveQR:
     def solve(self) -> tuple[np.ndarray, np.ndarray]:
         """(columns, ascending; their least squares answer)."""
         k = len(self.columns)
-        z = solve_triangular(self.r[:k, :k], self.q[:, :k].T @ self.target, check_finite=False)
+        z = solve_triangular(self.r[:k, :k], self.q[-1, :k] if self.last else self.q[:, :k].T @ self.target,
+                             check_finite=False)
         order = np.argsort(self.columns)
         return np.asarray(self.columns)[order], z[order]

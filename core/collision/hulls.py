@@ -122,10 +122,11 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
     a, b = capsules[:, 0], capsules[:, 1]
     exact, ca, cb = capsule_distance(ends[:, 0, 0], ends[:, 0, 1], model.radius[a],
                                      ends[:, 1, 0], ends[:, 1, 1], model.radius[b])
-    gap = ca - cb
-    middle = ends[:, 0].mean(axis=1) - ends[:, 1].mean(axis=1)  # overlapping axes: along the middles' line
-    fallback = np.where(np.linalg.norm(middle, axis=-1, keepdims=True) > 1e-9, middle, [0.0, 0.0, 1.0])
-    normal = np.where(np.linalg.norm(gap, axis=-1, keepdims=True) > 1e-9, gap, fallback)
+    normal = ca - cb
+    crossing = np.flatnonzero(np.linalg.norm(normal, axis=-1) <= 1e-9)  # overlapping axes: along the middles' line
+    if len(crossing):  # (the middles of every entry cost two strided means a look: these few only)
+        middle = ends[crossing, 0].mean(axis=1) - ends[crossing, 1].mean(axis=1)
+        normal[crossing] = np.where(np.linalg.norm(middle, axis=-1, keepdims=True) > 1e-9, middle, [0.0, 0.0, 1.0])
     normal = normal / np.linalg.norm(normal, axis=-1, keepdims=True)
     if model.hull is None:
         return exact, ca, cb, normal, simplex

@@ -590,8 +590,12 @@ def test_least_distance_is_the_least_change_meeting_every_row_and_takes_broken_r
         h = g @ rng.normal(size=8) - rng.uniform(0.0, 1.0, size=40)  # feasible: some u meets them all
         first = np.zeros(40, dtype=bool)
         first[:5] = True
-        u, used = _least_distance(g, h, first)
+        u, used, held = _least_distance(g, h, first)
         assert (g @ u >= h - 1e-7).all() and used[:5].all()
+        # started from the rows that held it, or from those of a nearby problem: the same answer
+        np.testing.assert_allclose(_least_distance(g, h, first, start=held)[0], u, atol=1e-9)
+        near = _least_distance(g, h + rng.normal(scale=0.05, size=40), first)[2]
+        np.testing.assert_allclose(_least_distance(g, h, first, start=near)[0], u, atol=1e-9)
         active = np.flatnonzero(np.abs(g @ u - h) < 1e-7)
         lam, *_ = np.linalg.lstsq(g[active].T, u, rcond=None)
         np.testing.assert_allclose(g[active].T @ lam, u, atol=1e-6)
@@ -625,6 +629,40 @@ def test_window_nnls_with_updated_factors_is_scipys():
         np.testing.assert_allclose(e @ x, e @ nnls(e, target)[0], atol=1e-9)
 
 
+def test_window_solve_gradient_through_its_rows_is_the_dense_products(monkeypatch):
+    """A window's linearised solve (_pair_step) writes its e = [g'; h'] at once and takes its NNLS
+    gradient e' r through the rows' few entries (speed, pairs, box) and the scale, not the dense e:
+    the same answer as the dense product's on windows of random metric, speed rows, pairs and box."""
+    from core.chains import switches
+
+    rng = np.random.default_rng(7)
+    calls = []
+    dense = switches._least_distance
+
+    def both(g, h, first, gradient=None, start=None, e=None):
+        assert np.array_equal(e, np.vstack([g.T, h[None, :]]))  # written at once, it is [g'; h']
+        r = rng.normal(size=len(e))
+        np.testing.assert_allclose(gradient(r), e.T @ r, atol=1e-9 * np.abs(e).sum(axis=0).max())
+        calls.append(1)
+        u = dense(g, h, first, gradient, start, e)
+        np.testing.assert_allclose(u[0], dense(g, h, first)[0], atol=1e-9)
+        return u
+
+    monkeypatch.setattr(switches, "_least_distance", both)
+    for _ in range(10):
+        count, width = 6, 3
+        n = count * width
+        unscale = np.triu(rng.normal(size=(n, n))) * 0.1 + np.eye(n)
+        speed = switches._speed_rows(count, width, np.full(width, 0.2), rng.normal(size=(count + 2, width)) * 0.1,
+                                     np.arange(1, count + 1))
+        f = rng.integers(0, count, size=8)
+        grad, need = rng.normal(size=(8, width)), rng.uniform(0.0, 0.3, size=8)
+        box = (np.full(n, -1.0), np.full(n, 1.0))
+        switches._pair_step(unscale, np.zeros(n), speed, np.zeros(len(speed[0]), dtype=bool), f, grad, need, box,
+                            width, np.arange(8))
+    assert len(calls) == 10
+
+
 def test_window_nnls_stops_at_an_exact_fit():
     """More columns than rows, scaled 1e-2..1e2 (an infeasible window's least distance: the NNLS
     fits its target exactly): once as many columns as rows are passive, a w above the tolerance is
@@ -642,7 +680,7 @@ def test_window_nnls_stops_at_an_exact_fit():
     x, passive = _nnls(e, target, np.ones(80, dtype=bool), x, passive)
     assert passive.sum() == 15 and (x >= 0.0).all()
     np.testing.assert_allclose(e @ x, e @ nnls(e, target)[0], atol=1e-9)
-    assert _least_distance(e[:-1].T, e[-1], first) == (None, None)
+    assert _least_distance(e[:-1].T, e[-1], first) == (None, None, None)
 
 
 def test_g1_hop_with_avoidance_leaves_no_frame_inside_where_a_run_switches_answers(g1):
