@@ -279,7 +279,7 @@ class HullArm(ArmFrames):
 def mesh_vertices(tree, link: int) -> np.ndarray:
     """Every vertex (N, 3) of a body's meshes in its link's frame (as tests/core/test_collision.py reads them)."""
     from core.model.meshes import load_mesh
-    from core.model.urdf import resolve_mesh_path
+    from core.model.mesh_paths import resolve_mesh_path
     zero, out = tree.zero_pose(), [np.zeros((0, 3))]
     for i in rigid_links(tree, link):
         urdf = tree.robot.links[tree.link_names[i]]

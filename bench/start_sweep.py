@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
 from core.feet.contacts import Contacts, detect_contacts  # noqa: E402
-from core.feet.plant import resolve_contacts  # noqa: E402
+from core.feet.report import resolve_contacts  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
 from core.retarget.automap import auto_map, automap_frames  # noqa: E402

@@ -31,7 +31,8 @@ from mathutils import Matrix
 from ..core.model.kinematics import KinematicTree
 from ..core.model.meshes import MeshError, load_mesh
 from ..core.model.rig import RigLayout, rig_layout
-from ..core.model.urdf import Geometry, parse_urdf, resolve_mesh_path
+from ..core.model.mesh_paths import resolve_mesh_path
+from ..core.model.urdf import Geometry, parse_urdf
 from .common import reports_errors
 
 WARNINGS_SHOWN = 3          # names listed in the one-line warning report

@@ -15,7 +15,8 @@ from scipy.spatial.transform import Rotation
 
 from core.model.reroot import reroot
 from core.model.transforms import axis_angle_to_matrix
-from core.model.urdf import Geometry, Robot, parse_urdf_string, resolve_mesh_path
+from core.model.mesh_paths import resolve_mesh_path
+from core.model.urdf import Geometry, Robot, parse_urdf_string
 
 
 def _origin(t: np.ndarray) -> str:

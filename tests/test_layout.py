@@ -25,7 +25,7 @@ CORE_LAYERS = {
     "retarget": {"model", "motion", "chains", "feet", "collision"},
     "playback": {"model", "motion"},
     "splice": {"model", "motion"},
-    "waypoints": {"model"},
+    "waypoints": {"model", "motion"},
     "balance": {"model", "motion", "chains", "feet", "collision", "retarget"},
     "program": {"model", "motion"},
     "stream": {"model", "motion", "chains", "feet", "retarget"},

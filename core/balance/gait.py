@@ -19,7 +19,7 @@ from scipy.ndimage import gaussian_filter1d
 
 from ..chains.mapping import Mapping
 from ..feet.contacts import SIDES, Contacts, DetectSettings, foot_tracks
-from ..feet.plant import resolve_contacts
+from ..feet.report import resolve_contacts
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion, held_frames

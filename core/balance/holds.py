@@ -65,7 +65,7 @@ def end_holds(motion: SourceMotion, longer_s: float) -> EndHolds:
 def inner_contacts(contacts, holds: EndHolds, resolve: Callable[[object], Contacts | None]):
     """The contacts for the clip without its holds: "auto" and "off" as they are (detected on the walk,
     which the detector reads as the walk: on the held clip it read another one), given flags sliced
-    (resolve(contacts): them as Contacts over the whole clip, core.feet.plant.resolve_contacts)."""
+    (resolve(contacts): them as Contacts over the whole clip, core.feet.report.resolve_contacts)."""
     if isinstance(contacts, str) or contacts is None:
         return contacts
     given: Contacts | None = resolve(contacts)

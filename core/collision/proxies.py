@@ -19,7 +19,7 @@ from ..feet.geometry import body_points, geometry_points, rigid_links
 from ..model.kinematics import FIXED, KinematicTree
 from ..model.meshes import MeshError, load_mesh
 from ..model.transforms import rotate_points
-from ..model.urdf import resolve_mesh_path
+from ..model.mesh_paths import resolve_mesh_path
 from .fit import fit_capsules
 from .hulls import pad_hull, simplified_hull, smooth_trunk, trunk_links
 from .parts import BodyMesh, fit_body

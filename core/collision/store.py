@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model.kinematics import KinematicTree
-from ..model.urdf import resolve_mesh_path
+from ..model.mesh_paths import resolve_mesh_path
 from ..motion.fileio import write_bytes_atomic
 from . import hulls, smooth
 

@@ -21,7 +21,8 @@ from .contacts import Contacts
 from ..model.kinematics import FIXED, KinematicTree
 from ..model.meshes import MeshError, load_mesh
 from ..model.transforms import axis_angle_to_matrix
-from ..model.urdf import Geometry, resolve_mesh_path
+from ..model.mesh_paths import resolve_mesh_path
+from ..model.urdf import Geometry
 
 SLIDE_SPEED_M_S = 0.1  # a contact interval slides when its foot moves faster than this
 PENETRATION_M = 0.02  # a frame penetrates when a foot point is this far below the ground

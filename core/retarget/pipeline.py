@@ -22,11 +22,12 @@ from .neutral import neutral_posture, standing_root
 from .torso import TorsoAim, chest_target
 from .viewer import angle_deg, limb_ends, viewer_figures
 from ..motion.filtering import lowpass, mean_abs_jerk, step_limits
-from ..feet.plant import (Leg, PlantResult, PlantSettings, cancel_residual_slide, contact_figures, contact_warnings,
-                          plant_feet, resolve_contacts)
+from ..feet.plant import Leg, PlantResult, PlantSettings, cancel_residual_slide, plant_feet
+from ..feet.report import contact_figures, contact_warnings, resolve_contacts
 from ..feet.contacts import Contacts, DetectSettings
 from ..model.kinematics import KinematicTree, ancestor_path
-from ..model.urdf import Robot, missing_meshes
+from ..model.mesh_paths import missing_meshes
+from ..model.urdf import Robot
 from ..chains.mapping import Mapping, RetargetSettings
 from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import SolveOptions, rate_limit, solve_chain

@@ -26,6 +26,7 @@ def mods(extension):
         "op": importlib.import_module(f"{name}.operators.import_urdf"),
         "common": importlib.import_module(f"{name}.operators.common"),
         "urdf": importlib.import_module(f"{name}.core.model.urdf"),
+        "mesh_paths": importlib.import_module(f"{name}.core.model.mesh_paths"),
         "kin": importlib.import_module(f"{name}.core.model.kinematics"),
         "rig": importlib.import_module(f"{name}.core.model.rig"),
         "meshes": importlib.import_module(f"{name}.core.model.meshes"),
@@ -192,7 +193,7 @@ def test_g1_meshes_on_bones(clean_scene, mods):
     pelvis = bpy.data.objects["pelvis"]
     assert pelvis.parent_bone == "pelvis"
     geo = robot.links["pelvis"].visuals[0]
-    path = mods["urdf"].resolve_mesh_path(geo.filename, G1, ())
+    path = mods["mesh_paths"].resolve_mesh_path(geo.filename, G1, ())
     verts, _ = mods["meshes"].load_mesh(path)
     placed = verts @ geo.origin[:3, :3].T + geo.origin[:3, 3]
     corners = np.array([list(pelvis.matrix_world @ Matrix.Translation(c).translation)

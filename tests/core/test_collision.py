@@ -13,7 +13,8 @@ from core.collision.pairs import pair_distances
 from core.collision.fit import fit_capsules
 from core.model.kinematics import KinematicTree
 from core.model.meshes import load_mesh
-from core.model.urdf import parse_urdf, resolve_mesh_path
+from core.model.mesh_paths import resolve_mesh_path
+from core.model.urdf import parse_urdf
 
 ROOT = Path(__file__).resolve().parents[2]
 G1 = ROOT / "data/robots/g1/unitree_g1_29dof.urdf"

@@ -422,7 +422,7 @@ def test_g1_described_otherwise_bakes_with_sane_figures(variant, hop240, g1_bake
 def test_g1_meshes_are_found_by_package_uri_in_a_workspace_and_by_file_uri(tmp_path):
     """The URDF moved into a ROS-like tree (src/g1_description/urdf/, meshes beside urdf/) and
     written with package://g1_description/...; and a copy elsewhere naming its meshes by file://."""
-    from core.model.urdf import missing_meshes
+    from core.model.mesh_paths import missing_meshes
 
     text = G1.read_text()
     assert "package://example-robot-data/robots/g1_description/meshes/" in text

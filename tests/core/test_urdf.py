@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from core.model.transforms import make_transform, rpy_to_matrix
-from core.model.urdf import URDFError, parse_urdf, parse_urdf_string, resolve_mesh_path
+from core.model.mesh_paths import resolve_mesh_path
+from core.model.urdf import URDFError, parse_urdf, parse_urdf_string
 
 ROOT = Path(__file__).resolve().parents[2]
 G1 = ROOT / "data" / "robots" / "g1" / "unitree_g1_29dof.urdf"
