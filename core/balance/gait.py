@@ -51,11 +51,14 @@ ROLLED_FIRST_PASSES = 2  # the same for the rolled waist: one correction, then i
 #   after the refit) and cost a placement and a ZMP. H1, four starts (bench/h1_sensitivity.py, worst margin):
 #   walk +10.60-+10.64 mm, 10 s clip +10.60-+11.04, scaled 0.9 +10.43-+10.45 (float32 +6.56, +6.35 with 3),
 #   scaled 1.1 +11.89-+11.91; 1 (only measured) walk +10.16 (session 20)
-ROLLED_FINE_PASSES = 10  # the rolled waist's passes again after its height is fitted where the first left it (they
+ROLLED_FINE_PASSES = 9  # the rolled waist's passes again after its height is fitted where the first left it (they
 #   stop at the correction's 2 mm tolerance): the H1 walk's ZMP RMS 4.0 / 3.1 / 2.1 / 1.9 mm with 3 / 6 / 10 / 16
 #   passes. They run to their count (the best pass is kept), past a pass that does worse: at 100 Hz the H1 walk's
 #   went 12.3 / 9.4 / 8.7 / 10.3 mm and stopped there (the correction's stall rule), RMS 8.7 mm, worst margin -11 mm,
 #   outside on 0.8 % of samples; run on, 6.5 ... 2.8 mm (2026-12-02, session 13). At 200 Hz none does worse.
+#   9 since session 20 (after ROLLED_FIRST_PASSES' one correction; H1 four starts, worst margin): walk +10.67-+10.71
+#   mm, 10 s clip +10.71-+10.94, scaled 0.9 +10.46-+10.66 (float32 +6.51, main +6.35), 1.1 +11.42-+11.72; 8 walk
+#   +10.20, scaled 0.9 noise +9.69; 7 walk +9.64 (bench/h1_sensitivity.py [--held] [--scale S])
 ROLLED_COARSE_PASSES = 3  # the rolled waist's multibody passes at the correction's 10 ms (the settings' passes, 24,
 #   for the upright): its control-cycle passes start 13-36 mm RMS from the target whatever the coarse passes reached
 #   (6.5 mm after 7 steps on the H1 10 s clip), and a coarse pass costs about what a control-cycle pass does (48 against
