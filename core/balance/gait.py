@@ -46,19 +46,11 @@ from .waist import keep_tilt
 Progress = Callable[[float, str], None]
 BALANCE_PERIOD_S = 0.01  # the correction's sample period
 FINE_PASSES = 3  # multibody passes at the control cycle after the correction's
-ROLLED_FIRST_PASSES = 2  # the same for the rolled waist: one correction, then its height is fitted again and its
-#   ROLLED_FINE_PASSES follow. Its second correction (FINE_PASSES) was undone there (H1 walk 8.36 -> 8.43 mm RMS
-#   after the refit) and cost a placement and a ZMP. H1, four starts (bench/h1_sensitivity.py, worst margin):
-#   walk +10.60-+10.64 mm, 10 s clip +10.60-+11.04, scaled 0.9 +10.43-+10.45 (float32 +6.56, +6.35 with 3),
-#   scaled 1.1 +11.89-+11.91; 1 (only measured) walk +10.16 (session 20)
-ROLLED_FINE_PASSES = 9  # the rolled waist's passes again after its height is fitted where the first left it (they
+ROLLED_FINE_PASSES = 10  # the rolled waist's passes again after its height is fitted where the first left it (they
 #   stop at the correction's 2 mm tolerance): the H1 walk's ZMP RMS 4.0 / 3.1 / 2.1 / 1.9 mm with 3 / 6 / 10 / 16
 #   passes. They run to their count (the best pass is kept), past a pass that does worse: at 100 Hz the H1 walk's
 #   went 12.3 / 9.4 / 8.7 / 10.3 mm and stopped there (the correction's stall rule), RMS 8.7 mm, worst margin -11 mm,
 #   outside on 0.8 % of samples; run on, 6.5 ... 2.8 mm (2026-12-02, session 13). At 200 Hz none does worse.
-#   9 since session 20 (after ROLLED_FIRST_PASSES' one correction; H1 four starts, worst margin): walk +10.67-+10.71
-#   mm, 10 s clip +10.71-+10.94, scaled 0.9 +10.46-+10.66 (float32 +6.51, main +6.35), 1.1 +11.42-+11.72; 8 walk
-#   +10.20, scaled 0.9 noise +9.69; 7 walk +9.64 (bench/h1_sensitivity.py [--held] [--scale S])
 ROLLED_COARSE_PASSES = 3  # the rolled waist's multibody passes at the correction's 10 ms (the settings' passes, 24,
 #   for the upright): its control-cycle passes start 13-36 mm RMS from the target whatever the coarse passes reached
 #   (6.5 mm after 7 steps on the H1 10 s clip), and a coarse pass costs about what a control-cycle pass does (48 against
@@ -375,8 +367,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     q, root_pos, _ = fine.solve_standing(guess, xy, rounds=2, settle=let_go)
     com_path = _resample(plan.times[rows], rough.com_path, plan.times)
     # what the coarse samples did not see (the swing legs between them): a few passes at the cycle
-    first = FINE_PASSES if fine.family is None else ROLLED_FIRST_PASSES
-    q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, xy, com_path, plan.target, com_height, first)
+    q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, xy, com_path, plan.target, com_height, FINE_PASSES)
     if fine.family is not None:  # the rolled waist: the passes carried it on after its height was fitted, and
         # the trailing leg of a long step came up to 10 mm short of its foot (H1 walk, 6.03-6.05 s): the height
         # fitted again where the passes left the waist, then the passes again from there; before each, a trailing
