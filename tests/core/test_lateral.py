@@ -112,3 +112,31 @@ def test_rows_added_as_they_bind_give_the_whole_programmes_path(monkeypatch):
             whole = plan_path(target, PERIOD_S, HEIGHT_M, 1e-3, constraints, order=4, excess_weight=1e4)
         assert np.abs(cut.com - whole.com).max() < 1e-6
         assert abs(cut.violation_m - whole.violation_m) < 1e-6 and cut.missed == whole.missed
+
+
+def test_the_first_solve_starts_from_its_blocks_optimum(monkeypatch):
+    """Without its constraint rows the programme falls apart into the path across x and along y
+    (lateral._block_basis): the two halves' optimal bases together are optimal for the whole, HiGHS
+    takes no iteration from them, and the planned path is the one a cold start gives."""
+    from scipy.optimize._highspy import _core as highs
+    target, polygons, side = _steps()
+    op = zmp_operator(len(target), PERIOD_S, HEIGHT_M)
+    constraints = [support_constraints(polygons, op, 0.012)]
+    captured = []
+    solve = lateral._solve_cutting
+    monkeypatch.setattr(lateral, "_solve_cutting", lambda *args: captured.append(args) or solve(*args))
+    warm = plan_path(target, PERIOD_S, HEIGHT_M, 1e-3, constraints, order=4, excess_weight=1e4)
+    cost, equal, equal_bound, nz = captured[0][:4]
+    free = np.arange(equal.shape[1]) < nz
+    start = lateral._block_basis(highs, cost, equal, equal_bound, free)
+    assert start is not None
+    cold, blocks = (lateral._equalities(highs, cost, equal, equal_bound, free) for _ in range(2))
+    blocks.setBasis(start)
+    cold.run()
+    blocks.run()
+    assert blocks.getInfo().simplex_iteration_count == 0 < cold.getInfo().simplex_iteration_count
+    assert np.isclose(blocks.getInfo().objective_function_value, cold.getInfo().objective_function_value,
+                      rtol=1e-12, atol=0.0)
+    monkeypatch.setattr(lateral, "_block_basis", lambda *args: None)
+    again = plan_path(target, PERIOD_S, HEIGHT_M, 1e-3, constraints, order=4, excess_weight=1e4)
+    assert np.abs(warm.com - again.com).max() < 1e-9
