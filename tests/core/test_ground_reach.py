@@ -75,3 +75,28 @@ def test_a_mesh_hung_far_under_a_high_link_is_looked_at_and_high_meshes_are_not_
     _hull.cache_clear()
     ground_candidates(KinematicTree(parse_urdf(G1)), q, root)
     assert _hull.cache_info().currsize == 0  # standing, no body but the legs' (candidates by height) reaches down
+
+
+def test_feet_floating_over_another_body_on_the_ground_name_that_body():
+    """simple_humanoid carries a 1 m collision disc on BODY: planting keeps it above the ground, so
+    in the hop the feet float on most contact frames. The warning said only that the feet float;
+    it now names the body that comes lower than them there. Without the disc the feet plant and
+    no body is named."""
+    from core.motion.bvh import load_bvh
+    from core.retarget import auto_map, retarget
+
+    hop = load_bvh(ROOT / "tests/data/motion/cmu_131_03_hop.bvh").to_source_motion()
+    simple = parse_urdf(ROOT / "tests/data/robots/simple_humanoid.urdf")
+    body = simple.links["BODY"]
+    bare = dataclasses.replace(simple, links={**simple.links, "BODY": dataclasses.replace(
+        body, collisions=[g for g in body.collisions if g.kind != "cylinder"])})
+    said = {}
+    for name, robot in (("disc", simple), ("bare", bare)):
+        tree = KinematicTree(robot)
+        result = retarget(hop, tree, auto_map(hop, tree), contacts="auto")
+        said[name] = (result.report["contact_preserved_pct"],
+                      [w for w in result.report["warnings"] if w.startswith("planted feet are on the ground")])
+    kept, warned = said["disc"]
+    assert kept < 50.0 and len(warned) == 1 and "('BODY' on" in warned[0], said
+    kept, warned = said["bare"]
+    assert kept > said["disc"][0] + 15.0 and not any("BODY" in w for w in warned), said  # 51 against 25 %
