@@ -274,8 +274,8 @@ class Bodies:
 
     def reach_bound(self, link: int) -> float:
         """At least reach(link), from the boxes around the body's meshes instead of their hulls: a
-        mesh is read, not merged and hulled (the G1's 20 bodies that stay high: ~0.4 s of every
-        bake's CPU, each command being a new process)."""
+        mesh is read, not merged and hulled (hulling the G1's bodies that stay high cost ~0.1 s CPU
+        of every bake command, each a new process)."""
         if ("bound", link) not in self._cache:
             if ("reach", link) in self._cache:
                 bound = self._cache["reach", link]
@@ -347,7 +347,7 @@ def ground_candidates(tree: KinematicTree, q: np.ndarray, root: np.ndarray, reac
     near_m: the only ones later checks of the same motion need to look at (root changes are
     centimetres, not decimetres). A box hung 0.9 m under a waist 0.77 m up was never looked at
     and sank 18 cm; so every body's reach is checked, first against the boxes around its meshes
-    (Bodies.may_reach): hulling the G1's every mesh cost ~0.4 s of each bake command."""
+    (Bodies.may_reach): hulling the G1's every mesh cost ~0.1 s CPU of each bake command."""
     low = np.full(len(tree.link_names), np.inf)
     for block in frame_blocks(len(q)):
         low = np.minimum(low, tree.forward(q[block], root[block])[:, :, 2, 3].min(axis=0))
