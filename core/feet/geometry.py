@@ -19,7 +19,7 @@ from scipy.spatial import ConvexHull, QhullError
 from ..motion.frames import frame_blocks
 from .contacts import Contacts
 from ..model.kinematics import FIXED, KinematicTree
-from ..model.meshes import MeshError, load_mesh, mesh_bounds, mesh_vertices
+from ..model.meshes import MeshError, load_mesh, mesh_bounds
 from ..model.transforms import axis_angle_to_matrix
 from ..model.mesh_paths import resolve_mesh_path
 from ..model.urdf import Geometry
@@ -129,24 +129,6 @@ def _mesh(geom: Geometry, urdf_path, read) -> np.ndarray:
     path = resolve_mesh_path(geom.filename or "", urdf_path) if urdf_path is not None else None
     local = read(str(path), os.stat(path).st_mtime_ns) if path is not None else np.zeros((0, 3))
     return local * np.asarray(geom.scale, float)
-
-
-def vertex_points(geom: Geometry, urdf_path) -> tuple[np.ndarray, np.ndarray]:
-    """geometry_points, but a mesh gives every vertex, not its hull's: the farthest point of a
-    mesh from any point is a vertex, and its vertices cost a read, not a merge and a hull
-    (Bodies.reach)."""
-    if geom.kind in ("sphere", "box", "cylinder"):
-        return geometry_points(geom, urdf_path)
-    local = _mesh(geom, urdf_path, _vertices)
-    return local @ geom.origin[:3, :3].T + geom.origin[:3, 3], np.zeros(len(local))
-
-
-def _vertices(path: str, mtime_ns: int) -> np.ndarray:
-    """Every vertex of a mesh file (empty if unreadable, as _hull); not kept (a G1 holds 1.4 M)."""
-    try:
-        return mesh_vertices(Path(path))
-    except MeshError:
-        return np.zeros((0, 3))
 
 
 @functools.lru_cache(maxsize=256)
@@ -284,11 +266,9 @@ class Bodies:
 
     def reach(self, link: int) -> float:
         """How far (m) the body gets from its link's origin: no point of it is farther (a box hung
-        0.9 m under a waist reaches 0.95 m; the G1's torso 0.49 m, the H1's 0.70 m). From its
-        hull's points once read, else from its meshes' every vertex (the same farthest point)."""
+        0.9 m under a waist reaches 0.95 m; the G1's torso 0.49 m, the H1's 0.70 m)."""
         if ("reach", link) not in self._cache:
-            body = self._cache[link] if link in self._cache else body_points(self.tree, link,
-                                                                             shape_points=vertex_points)
+            body = self(link)
             self._cache["reach", link] = float((np.linalg.norm(body.points, axis=1) + body.radius).max())
         return self._cache["reach", link]
 

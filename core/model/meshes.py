@@ -50,15 +50,9 @@ def load_mesh(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
 
 def mesh_bounds(path: str | os.PathLike) -> np.ndarray:
     """Lowest and highest vertex coordinates (2, 3) of a mesh file, in its units; (0, 3) when it
-    has no vertices. A box around the mesh is all a bound on how far it reaches needs. Errors as
-    load_mesh's."""
-    return _bounds(mesh_vertices(path))
-
-
-def mesh_vertices(path: str | os.PathLike) -> np.ndarray:
-    """Every vertex (V, 3) of a mesh file, in its units, some maybe repeated: a binary STL's
-    corners as stored, without merging them (load_mesh's cost), for figures that only need
-    the points (how far a mesh reaches, its box). Errors as load_mesh's."""
+    has no vertices. A box around the mesh is all a bound on how far it reaches needs, and a
+    binary STL gives it from its corners as stored, without merging them (load_mesh's cost).
+    Errors as load_mesh's."""
     path = Path(path)
     if path.suffix.lower() == ".stl":
         try:
@@ -67,18 +61,18 @@ def mesh_vertices(path: str | os.PathLike) -> np.ndarray:
             raise MeshError(f"{path}: cannot read mesh file: {exc.strerror or exc}") from None
         count = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
         if count >= 0 and len(data) == 84 + 50 * count:
-            corners = np.frombuffer(data, dtype=_STL_RECORD, count=count, offset=84)["verts"]
-            corners = corners.reshape(-1, 3).astype(np.float64)
-            if not np.all(np.isfinite(corners)):
-                raise MeshError(f"{path}: mesh has non-finite vertex coordinates")
-            return corners
-    return load_mesh(path)[0]
+            corners = np.frombuffer(data, dtype=_STL_RECORD, count=count, offset=84)["verts"].reshape(-1, 3)
+            return _bounds(corners, path)
+    return _bounds(load_mesh(path)[0], path)
 
 
-def _bounds(verts: np.ndarray) -> np.ndarray:
+def _bounds(verts: np.ndarray, path: Path) -> np.ndarray:
     if not len(verts):
         return np.zeros((0, 3))
-    return np.array([verts.min(axis=0), verts.max(axis=0)])
+    box = np.array([verts.min(axis=0), verts.max(axis=0)], dtype=np.float64)
+    if not np.all(np.isfinite(box)):
+        raise MeshError(f"{path}: mesh has non-finite vertex coordinates")
+    return box
 
 
 # --------------------------------------------------------------------- STL ---
