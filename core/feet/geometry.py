@@ -19,7 +19,7 @@ from scipy.spatial import ConvexHull, QhullError
 from ..motion.frames import frame_blocks
 from .contacts import Contacts
 from ..model.kinematics import FIXED, KinematicTree
-from ..model.meshes import MeshError, load_mesh
+from ..model.meshes import MeshError, load_mesh, mesh_bounds
 from ..model.transforms import axis_angle_to_matrix
 from ..model.mesh_paths import resolve_mesh_path
 from ..model.urdf import Geometry
@@ -68,13 +68,15 @@ def subtree_links(tree: KinematicTree, link: int) -> list[int]:
 
 
 def body_points(tree: KinematicTree, link: int, links: list[int] | None = None,
-                bare: np.ndarray | None = None) -> BodyPoints:
+                bare: np.ndarray | None = None, shape_points=None) -> BodyPoints:
     """The body's collision points (else its visual points, else `bare`, default its origin) in
     `link`'s frame.
 
     links: the links that make up the body (default: `link` and its fixed children), placed
-    as in the zero pose.
+    as in the zero pose. shape_points: (geom, urdf_path) -> (points, radii) of one shape
+    (default geometry_points; box_points for a cheap bound).
     """
+    shape_points = shape_points or geometry_points
     links = rigid_links(tree, link) if links is None else links
     zero = tree.zero_pose()
     to_link = np.linalg.inv(zero[link])
@@ -83,7 +85,7 @@ def body_points(tree: KinematicTree, link: int, links: list[int] | None = None,
         for i in links:
             offset = to_link @ zero[i]
             for geom in getattr(tree.robot.links[tree.link_names[i]], kind):
-                p, r = geometry_points(geom, tree.robot.source_path)
+                p, r = shape_points(geom, tree.robot.source_path)
                 pts.append(p @ offset[:3, :3].T + offset[:3, 3])
                 rad.append(r)
         if pts and sum(len(p) for p in pts):
@@ -107,11 +109,39 @@ def geometry_points(geom: Geometry, urdf_path) -> tuple[np.ndarray, np.ndarray]:
         local = np.concatenate(ends)
         radius = np.zeros(len(local))
     else:
-        path = resolve_mesh_path(geom.filename or "", urdf_path) if urdf_path is not None else None
-        local = _hull(str(path), os.stat(path).st_mtime_ns) if path is not None else np.zeros((0, 3))
-        local = local * np.asarray(geom.scale, float)
+        local = _mesh(geom, urdf_path, _hull)
         radius = np.zeros(len(local))
     return local @ geom.origin[:3, :3].T + geom.origin[:3, 3], radius
+
+
+def box_points(geom: Geometry, urdf_path) -> tuple[np.ndarray, np.ndarray]:
+    """geometry_points, but a mesh gives the 8 corners of the box around its vertices: no
+    point of the mesh is farther from any point than the farthest corner, and the box costs
+    a read of the file, not a hull (Bodies.reach_bound)."""
+    if geom.kind in ("sphere", "box", "cylinder"):
+        return geometry_points(geom, urdf_path)
+    local = _mesh(geom, urdf_path, _box)
+    return local @ geom.origin[:3, :3].T + geom.origin[:3, 3], np.zeros(len(local))
+
+
+def _mesh(geom: Geometry, urdf_path, read) -> np.ndarray:
+    """read(path, mtime) of the geometry's mesh file, scaled (empty when the file is not found)."""
+    path = resolve_mesh_path(geom.filename or "", urdf_path) if urdf_path is not None else None
+    local = read(str(path), os.stat(path).st_mtime_ns) if path is not None else np.zeros((0, 3))
+    return local * np.asarray(geom.scale, float)
+
+
+@functools.lru_cache(maxsize=256)
+def _box(path: str, mtime_ns: int) -> np.ndarray:
+    """Corners (8, 3) of the box around a mesh file's vertices (empty if unreadable, as _hull)."""
+    try:
+        bounds = mesh_bounds(Path(path))
+    except MeshError:
+        return np.zeros((0, 3))
+    if not len(bounds):
+        return bounds
+    (low, high) = bounds
+    return np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])])
 
 
 @functools.lru_cache(maxsize=256)
@@ -216,6 +246,7 @@ def sole_indices(body: BodyPoints, flat_rotation: np.ndarray, tolerance: float =
 
 COARSE_POINTS = 32  # points of a body's first, cheap ground test
 NEAR_M = 0.4  # metres; a link origin higher than this and than its body's reach cannot touch the ground
+_ROUNDING_M = 1e-9  # a bound's slack: a box corner that is a mesh vertex gives its reach, rounded otherwise
 
 
 class Bodies:
@@ -240,6 +271,24 @@ class Bodies:
             body = self(link)
             self._cache["reach", link] = float((np.linalg.norm(body.points, axis=1) + body.radius).max())
         return self._cache["reach", link]
+
+    def reach_bound(self, link: int) -> float:
+        """At least reach(link), from the boxes around the body's meshes instead of their hulls: a
+        mesh is read, not merged and hulled (hulling the G1's bodies that stay high cost ~0.1 s CPU
+        of every bake command, each a new process)."""
+        if ("bound", link) not in self._cache:
+            if ("reach", link) in self._cache:
+                bound = self._cache["reach", link]
+            else:
+                body = body_points(self.tree, link, shape_points=box_points)
+                bound = float((np.linalg.norm(body.points, axis=1) + body.radius).max()) + _ROUNDING_M
+            self._cache["bound", link] = bound
+        return self._cache["bound", link]
+
+    def may_reach(self, link: int, height: float, margin: float) -> bool:
+        """height <= reach(link) + margin: whether the body may get down `height` (m) from its link's
+        origin, less a margin; its hulls are read only when reach_bound cannot rule it out."""
+        return height <= self.reach_bound(link) + margin and height <= self.reach(link) + margin
 
     def lowest(self, link: int, pose: np.ndarray, exact_below: float = 0.02) -> np.ndarray:
         """Height (F,) of the body's lowest point, exact wherever it is below `exact_below`.
@@ -277,11 +326,14 @@ def lowest_points(tree: KinematicTree, q: np.ndarray, root: np.ndarray, skip: se
     bodies = bodies or Bodies(tree)
     links = [i for i in (range(len(tree.link_names)) if links is None else links)
              if i not in skip and (i == 0 or tree.kind[i] != FIXED)]
-    within = {i: near_m if np.isinf(near_m) else max(near_m, bodies.reach(i) + exact_below) for i in links}
     lowest = np.full(len(q), np.inf)
     for block in frame_blocks(len(q)):  # every link's pose of a long clip would not fit in memory at once
         for link, pose in tree.poses(q[block], root[block], links).items():
-            near = np.flatnonzero(pose[:, 2, 3] <= within[link])
+            low = pose[:, 2, 3].min(initial=np.inf)
+            if low > near_m and not bodies.may_reach(link, low, exact_below):
+                continue  # read no hull of a body that stays high
+            within = near_m if np.isinf(near_m) else max(near_m, bodies.reach(link) + exact_below)
+            near = np.flatnonzero(pose[:, 2, 3] <= within)
             if len(near):
                 rows = near + block.start
                 lowest[rows] = np.minimum(lowest[rows], bodies.lowest(link, pose[near], exact_below))
@@ -294,14 +346,15 @@ def ground_candidates(tree: KinematicTree, q: np.ndarray, root: np.ndarray, reac
     their body's own reach (Bodies.reach) and the margin reach_m leaves over lowest_points'
     near_m: the only ones later checks of the same motion need to look at (root changes are
     centimetres, not decimetres). A box hung 0.9 m under a waist 0.77 m up was never looked at
-    and sank 18 cm; so every body is read once per robot (its meshes: ~0.2 s for the G1)."""
+    and sank 18 cm; so every body's reach is checked, first against the boxes around its meshes
+    (Bodies.may_reach): hulling the G1's every mesh cost ~0.1 s CPU of each bake command."""
     low = np.full(len(tree.link_names), np.inf)
     for block in frame_blocks(len(q)):
         low = np.minimum(low, tree.forward(q[block], root[block])[:, :, 2, 3].min(axis=0))
     bodies = bodies or Bodies(tree)
     margin = reach_m - NEAR_M
     return [i for i in range(len(low)) if low[i] <= reach_m or (
-        np.isfinite(low[i]) and (i == 0 or tree.kind[i] != FIXED) and low[i] <= bodies.reach(i) + margin)]
+        np.isfinite(low[i]) and (i == 0 or tree.kind[i] != FIXED) and bodies.may_reach(i, low[i], margin))]
 
 
 

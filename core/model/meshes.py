@@ -48,6 +48,33 @@ def load_mesh(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     return verts, faces
 
 
+def mesh_bounds(path: str | os.PathLike) -> np.ndarray:
+    """Lowest and highest vertex coordinates (2, 3) of a mesh file, in its units; (0, 3) when it
+    has no vertices. A box around the mesh is all a bound on how far it reaches needs, and a
+    binary STL gives it from its corners as stored, without merging them (load_mesh's cost).
+    Errors as load_mesh's."""
+    path = Path(path)
+    if path.suffix.lower() == ".stl":
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise MeshError(f"{path}: cannot read mesh file: {exc.strerror or exc}") from None
+        count = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
+        if count >= 0 and len(data) == 84 + 50 * count:
+            corners = np.frombuffer(data, dtype=_STL_RECORD, count=count, offset=84)["verts"].reshape(-1, 3)
+            return _bounds(corners, path)
+    return _bounds(load_mesh(path)[0], path)
+
+
+def _bounds(verts: np.ndarray, path: Path) -> np.ndarray:
+    if not len(verts):
+        return np.zeros((0, 3))
+    box = np.array([verts.min(axis=0), verts.max(axis=0)], dtype=np.float64)
+    if not np.all(np.isfinite(box)):
+        raise MeshError(f"{path}: mesh has non-finite vertex coordinates")
+    return box
+
+
 # --------------------------------------------------------------------- STL ---
 
 def _load_stl(data: bytes, path: Path) -> tuple[np.ndarray, np.ndarray]:

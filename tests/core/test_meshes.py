@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.model.meshes import MeshError, load_mesh
+from core.model.meshes import MeshError, load_mesh, mesh_bounds
 
 ROOT = Path(__file__).resolve().parents[2]
 G1_MESHES = ROOT / "data" / "robots" / "g1" / "meshes"
@@ -238,3 +238,22 @@ def test_dae_scene_nodes_place_and_scale_each_instance(tmp_path):
     second = 0.5 * plain @ np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1.0]]).T + [0, 0, 0.1]
     np.testing.assert_allclose(verts, np.concatenate([first, second]), atol=1e-12)
     np.testing.assert_array_equal(faces[4:], faces[:4] + 5)
+
+
+def test_mesh_bounds_are_the_box_of_the_read_vertices(tmp_path):
+    """mesh_bounds reads a binary STL's corners as stored (no merging) and any other file through
+    load_mesh: the same box as the vertices load_mesh gives, on every G1 mesh and each format."""
+    for path in sorted(G1_MESHES.glob("*.STL")):
+        verts, _ = load_mesh(path)
+        np.testing.assert_array_equal(mesh_bounds(path), [verts.min(axis=0), verts.max(axis=0)])
+    (tmp_path / "square.stl").write_text(ASCII_STL)
+    (tmp_path / "thing.obj").write_text(OBJ)
+    np.testing.assert_array_equal(mesh_bounds(tmp_path / "square.stl"), [[-0.25, 0, 0], [1, 1, 0]])
+    np.testing.assert_array_equal(mesh_bounds(tmp_path / "thing.obj"), [[0, 0, 0], [1, 1, 2]])
+    bad = tmp_path / "nan.stl"
+    tri = np.array([[0, 0, 0], [np.nan, 0, 0], [0, 1, 0]], dtype=np.float32)
+    bad.write_bytes(b"\0" * 80 + struct.pack("<I", 1) + struct.pack("<3f", 0, 0, 1) + tri.tobytes() + b"\0\0")
+    with pytest.raises(MeshError, match="non-finite"):
+        mesh_bounds(bad)
+    with pytest.raises(MeshError):
+        mesh_bounds(tmp_path / "missing.stl")

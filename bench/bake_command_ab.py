@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""The whole `bake` command's CPU, each run a new process (what a user pays: every command is a
+robot's first bake), for two or more checkouts alternated run by run.
+
+User+sys CPU of the child (getrusage), one BLAS thread, least of REPEATS after one warm-up round
+(which also fills the collision cache); the load is printed after each round.
+
+    mkdir /tmp/before && git archive REV | tar -x -C /tmp/before && ln -s $PWD/.venv /tmp/before/.venv
+    .venv/bin/python bench/bake_command_ab.py /tmp/before . [--repeats 5] [--cases g1-walk,g1-hop,h1-walk,h1-hop]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import tempfile
+from pathlib import Path
+
+CLIPS = {"walk": "data/motion/cmu_131_01_walk_m.bvh", "hop": "tests/data/motion/cmu_131_03_hop.bvh"}
+ROBOTS = {"g1": "data/robots/g1/unitree_g1_29dof.urdf", "h1": "tests/data/robots/unitree_h1_19dof.urdf"}
+CODE = 'import sys; sys.path.insert(0, "."); from core.library.cli import main; sys.exit(main())'
+
+
+def command_cpu(tree: Path, robot: str, clip: str, out: Path) -> float:
+    """User+sys CPU seconds of one default bake command run from `tree`."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([str(tree / ".venv/bin/python"), "-c", CODE, "bake", "--source", CLIPS[clip], "--robot",
+                    ROBOTS[robot], "--out", str(out / "x.csv"), "--report", str(out / "x.json"), "--overwrite"],
+                   cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cases", default="g1-walk,g1-hop,h1-walk,h1-hop")
+    args = parser.parse_args()
+    cases = [tuple(case.split("-")) for case in args.cases.split(",")]
+    trees = [tree.resolve() for tree in args.trees]
+    times: dict = {}
+    with tempfile.TemporaryDirectory() as out:
+        for round_ in range(args.repeats + 1):
+            for robot, clip in cases:
+                for tree in trees if round_ % 2 else trees[::-1]:
+                    cpu = command_cpu(tree, robot, clip, Path(out))
+                    if round_:
+                        times.setdefault((robot, clip), {}).setdefault(tree, []).append(cpu)
+            print(f"round {round_}: load {open('/proc/loadavg').read().split()[:3]}", flush=True)
+    print("case       " + "  ".join(f"{tree.name:>12}" for tree in trees) + "   (least CPU s)")
+    for (robot, clip), per in times.items():
+        print(f"{robot} {clip:5}   " + "  ".join(f"{min(per[tree]):12.3f}" for tree in trees))
+
+
+if __name__ == "__main__":
+    main()
