@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
 from core.balance.inertia import MassModel  # noqa: E402
 from core.balance.legs import leg_iks  # noqa: E402
-from core.balance.sagittal import SagittalWaist, _Samples, planar_legs  # noqa: E402
+from core.balance.planar_leg import planar_legs  # noqa: E402
+from core.balance.sagittal import SagittalWaist, _Samples  # noqa: E402
 from core.balance.support import foot_bodies, foot_links  # noqa: E402
 from core.feet.geometry import standing_rotation  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402

@@ -22,7 +22,8 @@ from ..model.posing import Poser
 from ..model.transforms import pose_matrices
 from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
-from .sagittal import SagittalWaist, planar_legs, standing_legs
+from .planar_leg import planar_legs, standing_legs
+from .sagittal import SagittalWaist
 from .stance import fit_waist
 from .waist import calm_height, keep_tilt
 from .preview import PreviewGains, PreviewSettings, follow_zmp

@@ -107,7 +107,7 @@ class GaitSettings:
     # For legs without an ankle roll (the H1): the waist rolls and turns on the family that keeps both
     # soles flat (core.balance.sagittal), its CoM path planned within what that roll carries
     # (core.balance.lateral), the steps' width set by the roll. None (the default): on where the legs'
-    # lowest three joints turn about one axis (sagittal.planar_legs), off for legs with an ankle roll;
+    # lowest three joints turn about one axis (planar_leg.planar_legs), off for legs with an ankle roll;
     # False forces the upright waist. The H1 walk at 200 Hz, rolled against upright: multibody ZMP RMS
     # 2.2 against 3.9 mm, worst margin +6 against -11 mm, outside 0 against 14.1 % of samples, stance
     # slide 0.5 against 139 mm, soles tilted 0.9 against 13 degrees, about 1.3 times the CPU (session 12).

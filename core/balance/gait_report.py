@@ -15,7 +15,7 @@ from .correction import Balanced, rms_error
 from .inertia import MassModel
 from .legs import pose_errors
 from .plan import GaitPlan
-from .sagittal import planar_legs
+from .planar_leg import planar_legs
 from .support import CONTACT_M, support_margins
 
 SLIDE_WARNING_M = 0.001  # a stance foot moving more than this (the "0") is said in the warnings

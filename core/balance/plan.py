@@ -28,7 +28,7 @@ from .legs import LegIK, leg_iks
 from .phases import Swing
 from .reach import StepBounds, check_steps, heel_off_angles, step_bounds
 from .rollover import heel_offs, toe_edge
-from .sagittal import planar_legs
+from .planar_leg import planar_legs
 from .support import (NARROW_SOLE_M, foot_bodies, foot_links, foot_width, level_tolerance,
                       narrow_sole_warning, sole_centre)
 from .target import target_zmp

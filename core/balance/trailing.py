@@ -99,7 +99,7 @@ def _needed_roll(corrector: Corrector, leg, q: np.ndarray, root: np.ndarray, pos
 
 def _stands(corrector: Corrector, leg, q: np.ndarray, root: np.ndarray, goals: np.ndarray) -> np.ndarray:
     """(F,) True where the leg's foot is at its goal: the sole's point the leg is solved at
-    (core.balance.sagittal.standing_legs; the ankle measured, the foot's roll about that point of up
+    (core.balance.planar_leg.standing_legs; the ankle measured, the foot's roll about that point of up
     to a degree moved it 0.9 mm) within TRAIL_STAND_M, tilted under half the level tolerance."""
     _, tilt, _ = pose_errors(corrector.tree, [leg], q, root, {leg.foot: goals})
     sole = np.zeros(3) if leg.sole is None else leg.sole

@@ -1,5 +1,5 @@
 """core.balance.hip_aim: the H1's hip yaw and roll aiming its planar legs' axis in closed form give
-what the Gauss-Newton head solve they replace converges to (core.balance.sagittal.PlanarLeg)."""
+what the Gauss-Newton head solve they replace converges to (core.balance.planar_leg.PlanarLeg)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,7 +10,7 @@ from scipy.spatial.transform import Rotation
 from core.balance.hip_aim import HeadAim
 from core.balance.leg_chain import Link, joint_frames
 from core.balance.legs import leg_iks
-from core.balance.sagittal import planar_legs
+from core.balance.planar_leg import planar_legs
 from core.balance.support import foot_links
 from core.model.kinematics import KinematicTree
 from core.model.transforms import pose_matrices

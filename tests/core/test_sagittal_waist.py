@@ -91,7 +91,7 @@ def test_h1_rolled_walk_keeps_its_waist_up_where_only_the_planted_bake_dips(h1_r
     its limit there, the height fit raised the waist into the last landing and that step came 80 mm
     beyond the leg's reach (before: worst margin -154 mm, 3.7 % of samples outside, slide 48 mm).
     With the dip held to the person's (core.balance.waist.undipped_height): -69 mm, 1.0 %, 19 mm;
-    with the stance feet's heading weighed as their tilt as well (core.balance.sagittal.standing_legs, merged
+    with the stance feet's heading weighed as their tilt as well (core.balance.planar_leg.standing_legs, merged
     the same day) -104 mm, 1.3 %, 15 mm: the margin bound is between that and the -154 before."""
     report = h1_rolled_walk[2].report
     assert report["min_support_margin_m"] > -0.13

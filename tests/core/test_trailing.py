@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.balance.legs import leg_iks, solve_legs
-from core.balance.sagittal import standing_legs
+from core.balance.planar_leg import standing_legs
 from core.balance.support import CONTACT_M, foot_bodies, foot_links, foot_width, level_tolerance
 from core.balance.trailing import heel_rise
 from core.feet.geometry import standing_rotation

@@ -1,0 +1,128 @@
+"""A leg without an ankle roll (the H1's): its lowest joints turn about one axis, so with its sole level
+its hip stays in a plane fixed to the foot. What such a leg is (PlanarLeg), how the rolled waist solves
+it standing (standing_legs), and whether a robot's legs are all so (planar_legs)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..model.kinematics import REVOLUTE, KinematicTree
+from .hip_aim import HeadAim
+from .leg_chain import Link, frames_last, joint_frames_last, link_walk
+from .legs import FULL_LEG, LegIK
+from .support import foot_bodies, sole_centre
+
+PARALLEL_COS = 0.999  # joint axes this parallel turn in one plane
+HEAD_ITERATIONS = 6
+HEAD_CONVERGED_RAD = 1e-9  # a head step this small leaves the next one (its square) below a double's rounding
+
+
+@dataclass
+class PlanarLeg:
+    """A leg's joints above its planar tail (head) and the plane the tail keeps in the foot frame."""
+
+    leg: LegIK
+    head: list[Link]  # the walk from the base through the tail's first link
+    head_columns: np.ndarray  # q columns of the joints above the tail
+    axis_foot: np.ndarray  # (3,) the tail's joint axis in the foot link's frame
+    offset_m: float  # the hip's distance from the foot link's origin along that axis
+    left: float  # +1 for a leg on the waist's left (+y), -1 on its right
+    aim: HeadAim | None = None  # the head's two joints in closed form (None: Gauss-Newton)
+
+    @classmethod
+    def build(cls, tree: KinematicTree, leg: LegIK) -> "PlanarLeg | None":
+        """None for a leg whose foot can roll (six joints) or whose lowest joints do not turn in one plane."""
+        if len(leg.columns) >= FULL_LEG:
+            return None
+        jointed = [link for link in leg.links if tree.qindex[link] >= 0]
+        zero = tree.zero_pose()
+        axes = np.array([zero[link, :3, :3] @ tree.axes[link] for link in jointed])
+        tail = 1
+        while tail < len(jointed) and abs(axes[-tail - 1] @ axes[-1]) > PARALLEL_COS:
+            tail += 1
+        head = len(jointed) - tail
+        if tail < 3 or head < 2 or not (tree.kind[jointed] == REVOLUTE).all():
+            return None
+        first = jointed[head]
+        foot = zero[leg.foot]
+        axis_foot = foot[:3, :3].T @ axes[-1]
+        offset = float(axis_foot @ (foot[:3, :3].T @ (zero[first, :3, 3] - foot[:3, 3])))
+        walk = link_walk(tree, leg.links[:leg.links.index(first) + 1])
+        side = float(np.sign((zero[leg.base, :3, :3].T @ (zero[first, :3, 3] - zero[leg.base, :3, 3]))[1]))
+        return cls(leg, walk, leg.columns[:head], axis_foot, offset, side, HeadAim.build(walk))
+
+    def plane_miss(self, base: np.ndarray, goal: np.ndarray, x: np.ndarray, target: np.ndarray | None = None,
+                   frame: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """How far (F,) the hip is from its foot's plane with the waist at base (F, 4, 4) and the foot at
+        goal (F, 4, 4), the head joints turned so the tail's axis is the foot's (from x (F, H)); and those
+        head angles. target: the foot's axis in the world (F, 3) (goal's rotation times axis_foot), frame:
+        base frames last (leg_chain.frames_last), where the caller has them (the same for every residual
+        of one placement, and for both legs)."""
+        target = self.aim_of(goal) if target is None else target
+        frame = frames_last(base) if frame is None else frame
+        aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x)
+        x = np.column_stack([x if aimed is None else aimed, np.zeros(len(x))])
+        for _ in range(0 if aimed is not None else HEAD_ITERATIONS):
+            axes, _ = joint_frames_last(self.head, x, frame)
+            step = _aim_step(axes[:, :-1], axes[:, -1], target)
+            x[:, :-1] += step
+            if np.abs(step).max(initial=0.0) < HEAD_CONVERGED_RAD:  # quadratic: the next step is below rounding
+                break
+        _, origins = joint_frames_last(self.head, x, frame)
+        return np.einsum("fi,fi->f", target, origins[:, -1] - goal[:, :3, 3]) - self.offset_m, x[:, :-1]
+
+    def aim_of(self, goal: np.ndarray) -> np.ndarray:
+        """The tail's axis as the foot at goal (F, 4, 4) has it, in the world (F, 3)."""
+        return goal[:, :3, :3] @ self.axis_foot
+
+
+STANCE_YAW_WEIGHT_M = 0.5  # a radian of a standing foot's heading (its toe slides as it turns). 0.02 before
+#   session 11: where the waist's path leaves a hip 8-10 mm off its foot's plane a five-joint leg gave up the heading
+#   and turned the standing foot 1-3 degrees (H1 walk: slides 1.7-12 mm); 0.2 (its tilt's) since, the place measured
+#   at the ankle: slides 0.0-0.7 mm off the legs' limits, 0.5 / 1.0 then: two more stances slid 5-14 mm
+STANCE_ROLL_WEIGHT_M = 0.02  # a radian of a standing foot's roll about its long axis, about the sole's centre
+
+
+def standing_legs(tree: KinematicTree, legs: list[LegIK]) -> list[LegIK]:
+    """The legs as the rolled waist solves them: a standing foot the leg cannot meet (its hip off the
+    foot's plane by the path's smoothing, a joint at its limit) rolls about its long axis at the sole's
+    centre, which moves no point of its sole across the ground, before it turns or moves (its place
+    measured at the ankle and its roll weighed as any tilt, the H1 walk's hips 13 mm off their planes
+    slid their feet 1.6 mm: a degree of tilt about the ankle moves the sole 1 mm, and the heading gave way)."""
+    zero = tree.zero_pose()
+    out = []
+    for leg, planar, body in zip(legs, planar_legs(tree, legs), foot_bodies(tree, [leg.foot for leg in legs])):
+        standing = leg.flat @ zero[leg.base, :3, :3]  # the foot's level rotation, the robot upright
+        along = np.cross(planar.axis_foot, standing[2])  # the world's up in the foot's frame: standing's last row
+        out.append(replace(leg, yaw_weight_m=STANCE_YAW_WEIGHT_M, sole=sole_centre(body, standing),
+                           roll_axis=along / np.linalg.norm(along), roll_weight_m=STANCE_ROLL_WEIGHT_M, walk=None))
+    return out
+
+
+def _aim_step(axes: np.ndarray, aim: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The Gauss-Newton step (F, H) of the joints about axes (F, H, 3) that turns the unit vector aim
+    (F, 3) they carry toward target (F, 3): d aim / d angle = axis x aim. Two joints (the H1's hip
+    yaw and roll) are solved in closed form: a batched LAPACK solve of 2 x 2 systems cost more than
+    the rest of the step."""
+    error = target - aim
+    jac = np.empty_like(axes)  # (F, H, 3) the cross products, as numpy.cross forms them
+    jac[..., 0] = axes[..., 1] * aim[:, None, 2] - axes[..., 2] * aim[:, None, 1]
+    jac[..., 1] = axes[..., 2] * aim[:, None, 0] - axes[..., 0] * aim[:, None, 2]
+    jac[..., 2] = axes[..., 0] * aim[:, None, 1] - axes[..., 1] * aim[:, None, 0]
+    if jac.shape[1] != 2:
+        normal = np.einsum("fhi,fki->fhk", jac, jac) + 1e-9 * np.eye(jac.shape[1])
+        return np.linalg.solve(normal, np.einsum("fhi,fi->fh", jac, error)[..., None])[..., 0]
+    first, second = jac[:, 0], jac[:, 1]
+    a = np.einsum("fi,fi->f", first, first) + 1e-9
+    b = np.einsum("fi,fi->f", first, second)
+    d = np.einsum("fi,fi->f", second, second) + 1e-9
+    r0, r1 = np.einsum("fi,fi->f", first, error), np.einsum("fi,fi->f", second, error)
+    det = a * d - b * b
+    return np.column_stack([(d * r0 - b * r1) / det, (a * r1 - b * r0) / det])
+
+
+def planar_legs(tree: KinematicTree, legs: list[LegIK]) -> list[PlanarLeg] | None:
+    """Every leg as a PlanarLeg, or None where any leg can roll its foot (it needs none of this)."""
+    built = [PlanarLeg.build(tree, leg) for leg in legs]
+    return None if any(p is None for p in built) or len(built) != 2 else built
