@@ -1,7 +1,7 @@
 """Which contacts a bake plants, and what its report and warnings say about the feet afterwards."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -38,16 +38,18 @@ SLIDING_PCT = 20.0  # planted contacts sliding
 SINKING_PCT = 1.0  # frames with a foot more than PENETRATION_M below the ground
 
 
-def contact_warnings(figures: dict, planted: bool, held_by: dict[str, float] | None = None) -> list[str]:
+def contact_warnings(figures: dict, planted: bool,
+                     held_by: Callable[[], dict[str, float]] | None = None) -> list[str]:
     """Warnings for contact figures a user should not have to find in the report: feet that
     float, slide or sink although they were planted (a robot whose sole the legs cannot reach,
-    a joint at its velocity limit), or sink at all. held_by: holding_bodies, the bodies that
-    come lower than floating feet (named: a user sees what holds the robot up)."""
+    a joint at its velocity limit), or sink at all. held_by: called (holding_bodies) only when
+    the feet float, for the bodies that come lower than them (a user sees what holds the robot up)."""
     out = []
     kept, sliding, sinking = (figures.get(k) for k in ("contact_preserved_pct", "foot_slide_pct",
                                                          "ground_penetration_pct"))
     if planted and kept is not None and kept < KEPT_PCT:
-        held = ", ".join(f"{name!r} on {pct:.0f} %" for name, pct in list((held_by or {}).items())[:3])
+        bodies = held_by() if held_by is not None else {}
+        held = ", ".join(f"{name!r} on {pct:.0f} %" for name, pct in list(bodies.items())[:3])
         out.append(f"planted feet are on the ground on only {kept:.0f} % of the clip's contact frames "
                    "(contact_preserved_pct): the feet float there"
                    + (f"; another body comes lower than the feet there ({held} of those frames): planting keeps "

@@ -23,7 +23,7 @@ from .torso import TorsoAim, chest_target
 from .viewer import angle_deg, limb_ends, viewer_figures
 from ..motion.filtering import lowpass, mean_abs_jerk, step_limits
 from ..feet.plant import Leg, PlantResult, PlantSettings, cancel_residual_slide, plant_feet
-from ..feet.report import KEPT_PCT, contact_figures, contact_warnings, holding_bodies, resolve_contacts
+from ..feet.report import contact_figures, contact_warnings, holding_bodies, resolve_contacts
 from ..feet.contacts import Contacts, DetectSettings
 from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.mesh_paths import missing_meshes
@@ -221,8 +221,8 @@ def _figures(motion, tree, plans, chains, legs, q, root, contacts, planted: bool
     that float, slide or sink; a limb chain that cannot take the actor's posture)."""
     out = contact_figures(tree, legs, q, root, contacts, motion.fps)
     out["feet_planted"] = planted
-    floats = planted and contacts is not None and (out["contact_preserved_pct"] or 0.0) < KEPT_PCT
-    warnings += contact_warnings(out, planted, holding_bodies(tree, legs, q, root, contacts) if floats else None)
+    held_by = (lambda: holding_bodies(tree, legs, q, root, contacts)) if contacts is not None else None
+    warnings += contact_warnings(out, planted, held_by)
     warnings += [f"chain {c['name']!r}: its tip points {c['tip_direction_error_deg']:.0f} degrees from the actor's "
                  "on average: the robot cannot take that limb's posture (its joints' ranges, its proportions) or "
                  "the chain is mapped to another limb"

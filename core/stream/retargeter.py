@@ -34,7 +34,6 @@ FIRST_EVALUATIONS = 40  # the first frame starts from the neutral posture, far f
 FIRST_HAND_STEPS = 10  # the first frame's hands, solved in full from neutral, then pulled along their free turn
 
 
-
 @dataclass
 class RobotPose:
     """One output: joint positions q (n,) (radians, metres for prismatic) and the root pose."""
