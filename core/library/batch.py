@@ -140,6 +140,19 @@ def robot_model(job: RobotJob) -> RobotModel:
     return cached[1]
 
 
+def remove_leftovers(jobs: list[ClipJob], fmt: str) -> None:
+    """Delete the temporary files (core.motion.fileio.write_bytes_atomic's `.NAME.*.tmp`) that a worker
+    killed mid-write left beside the batch's outputs: its retry wrote the output, the temporary stayed.
+    Called once every worker is done, so no live write loses its file; other files are never touched."""
+    for job in jobs:
+        for path in output_paths(Path(job.out), fmt):
+            for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+                try:
+                    leftover.unlink()
+                except OSError:
+                    pass  # gone already, or not ours to remove: the outputs are what counts
+
+
 def run_clip(job: ClipJob, options: BatchOptions) -> dict:
     """Bake and export one clip onto one robot; its status, never an exception for a bad clip."""
     started = time.monotonic()

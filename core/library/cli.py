@@ -25,7 +25,7 @@ from .arguments import (CommandError, add_bake_parser, add_balance_parser, add_b
                         add_gait_parser, check_contacts, check_output, check_outputs, command_inputs, export_settings,
                         print_warnings, run_command, write_report)
 from .batch import (BatchOptions, ClipJob, Progress, Summary, batch_inputs, batch_robots, clip_status,
-                    complete_outputs, plan_batch, skipped_status, status_line)
+                    complete_outputs, plan_batch, remove_leftovers, skipped_status, status_line)
 from .clip import NEEDS_BLENDER, RobotModel, bake_clip_file, bake_report, export_bake, load_robot
 from .engines import run_dask, run_local
 from .gait import (ClipGait, balance_file, balance_summary, gait_clip_file, gait_settings, gait_summary, gait_table,
@@ -201,6 +201,7 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
     else:
         stream = run_local(core_jobs, options, args.workers)
     _report_progress(summary, stream, len(todo), (blender_runner or _needs_blender)(blender_jobs))
+    remove_leftovers(todo, settings.format)
     result = summary.to_dict(jobs)
     write_report(report_path, result, True)  # _summary_path said it may go there
     print(f"batch: {result['succeeded']} of {len(jobs)} clips exported, {result['failed']} failed"

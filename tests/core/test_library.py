@@ -266,3 +266,24 @@ def test_a_retried_clip_replaces_what_its_killed_attempt_wrote(tmp_path):
     again = run_clip(todo[0], options)  # the engine's retry of the same clip
     assert again["status"] == "ok", again
     read_playback(Path(todo[0].out))
+
+
+def test_a_killed_attempts_temporary_file_is_removed_and_nothing_else(tmp_path):
+    """A worker killed while writing leaves write_bytes_atomic's `.NAME.*.tmp` beside the output its
+    retry writes (seen in a CI run of the killed-worker test above, which lets the kill land anywhere):
+    the batch removes those once its workers are done, and no other file of the folder."""
+    from core.library.batch import RobotJob, plan_batch, remove_leftovers
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name in ("a.bvh", "b.bvh"):
+        (clips / name).write_text("")
+    jobs = plan_batch(sorted(clips.glob("*.bvh")), [RobotJob("g1", str(G1))], tmp_path / "out", "npz")
+    out = Path(jobs[0].out)
+    ours = [out.parent / f".{out.name}.zya6o57_.tmp", out.parent / f".{Path(jobs[1].out).name}.k2.tmp"]
+    others = [out.parent / ".c.npz.x.tmp", out.parent / f"{out.name}.tmp", out.parent / "notes.txt", out]
+    for path in ours + others:
+        path.write_text("x")
+    remove_leftovers(jobs, "npz")
+    assert not any(p.exists() for p in ours)
+    assert all(p.exists() for p in others)
