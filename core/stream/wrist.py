@@ -6,9 +6,11 @@ bake pulls every frame along that turn toward the neutral posture (`SolveOptions
 core.retarget.pipeline.HAND_FREE_PRIOR); the stream's frame solver (core.chains.frame.solve_frame)
 has no such pull, so a warm-started wrist drifted along the free turn wherever the frames before
 had taken it: the walk streamed at 60 Hz and at 120 Hz put the G1's wrists 3.4 rad apart, and
-3.2 rad from the bake's. After the hands' solve, one Gauss-Newton step of the bake's objective
-with the free pull (the targets linearised where the solve left them) moves the wrist along the
-free turn and barely moves what the targets decide.
+3.2 rad from the bake's. A hand chain (one no other chain hangs from) therefore takes, in place
+of the frame solver's step, one Gauss-Newton step of the bake's objective with the free pull
+(the targets linearised where the frame before left the wrist); the first frame settles from
+neutral with the frame solver, then takes a few such steps. It moves the wrist along the free
+turn and barely moves what the targets decide.
 """
 from __future__ import annotations
 
