@@ -10,7 +10,8 @@ User+sys CPU of the child (getrusage), one BLAS thread, least of REPEATS after o
         [--mapping g1=/tmp/g1_avoid.json --mapping h1=/tmp/h1_avoid.json]
 
 --mapping ROBOT=PRESET bakes that robot's cases with a mapping preset (e.g. one with avoid_self_collision on:
-auto_map, settings replaced, Mapping.save), the same file for every checkout.
+auto_map, settings replaced, Mapping.save); a relative path is read in each checkout (the command runs
+there), so checkouts may bake with presets of their own (avoidance off in one, on in another).
 """
 from __future__ import annotations
 
