@@ -7,6 +7,11 @@ User+sys CPU of the child (getrusage), one BLAS thread, least of REPEATS after o
 
     mkdir /tmp/before && git archive REV | tar -x -C /tmp/before && ln -s $PWD/.venv /tmp/before/.venv
     .venv/bin/python bench/bake_command_ab.py /tmp/before . [--repeats 5] [--cases g1-walk,g1-hop,h1-walk,h1-hop]
+        [--mapping g1=/tmp/g1_avoid.json --mapping h1=/tmp/h1_avoid.json]
+
+--mapping ROBOT=PRESET bakes that robot's cases with a mapping preset (e.g. one with avoid_self_collision on:
+auto_map, settings replaced, Mapping.save); a relative path is read in each checkout (the command runs
+there), so checkouts may bake with presets of their own (avoidance off in one, on in another).
 """
 from __future__ import annotations
 
@@ -22,12 +27,13 @@ ROBOTS = {"g1": "data/robots/g1/unitree_g1_29dof.urdf", "h1": "tests/data/robots
 CODE = 'import sys; sys.path.insert(0, "."); from core.library.cli import main; sys.exit(main())'
 
 
-def command_cpu(tree: Path, robot: str, clip: str, out: Path) -> float:
-    """User+sys CPU seconds of one default bake command run from `tree`."""
+def command_cpu(tree: Path, robot: str, clip: str, out: Path, mapping: str | None = None) -> float:
+    """User+sys CPU seconds of one bake command run from `tree` (the default bake, or with a preset)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([str(tree / ".venv/bin/python"), "-c", CODE, "bake", "--source", CLIPS[clip], "--robot",
-                    ROBOTS[robot], "--out", str(out / "x.csv"), "--report", str(out / "x.json"), "--overwrite"],
+                    ROBOTS[robot], "--out", str(out / "x.csv"), "--report", str(out / "x.json"), "--overwrite"]
+                   + (["--mapping", mapping] if mapping else []),
                    cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -38,7 +44,9 @@ def main() -> None:
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="g1-walk,g1-hop,h1-walk,h1-hop")
+    parser.add_argument("--mapping", action="append", default=[], help="ROBOT=PRESET: bake that robot with a preset")
     args = parser.parse_args()
+    presets = dict(item.split("=", 1) for item in args.mapping)
     cases = [tuple(case.split("-")) for case in args.cases.split(",")]
     trees = [tree.resolve() for tree in args.trees]
     times: dict = {}
@@ -46,7 +54,7 @@ def main() -> None:
         for round_ in range(args.repeats + 1):
             for robot, clip in cases:
                 for tree in trees if round_ % 2 else trees[::-1]:
-                    cpu = command_cpu(tree, robot, clip, Path(out))
+                    cpu = command_cpu(tree, robot, clip, Path(out), presets.get(robot))
                     if round_:
                         times.setdefault((robot, clip), {}).setdefault(tree, []).append(cpu)
             print(f"round {round_}: load {open('/proc/loadavg').read().split()[:3]}", flush=True)

@@ -351,4 +351,4 @@ class _PassiveQR:
         z = solve_triangular(self.r[:k, :k], self.q[-1, :k] if self.last else self.q[:, :k].T @ self.target,
                              check_finite=False)
         order = np.argsort(self.columns)
-        return np.asarray(self.columns)[order], z[order]
+        return np.asarray(self.columns, dtype=int)[order], z[order]  # int when none is left: an index

@@ -630,6 +630,24 @@ def test_window_nnls_with_updated_factors_is_scipys():
         np.testing.assert_allclose(e @ x, e @ nnls(e, target)[0], atol=1e-9)
 
 
+def test_window_nnls_factors_with_every_column_gone_still_index():
+    """A step of the windows' NNLS can take every passive column out (each came back non-positive);
+    the factors' answer is then no column: an empty index that still indexes x (it was a float array,
+    and a G1 walk bake with the room made in the solve, session 21, stopped in a detour window with
+    an IndexError on such a step)."""
+    from core.chains.switches import _PassiveQR
+
+    rng = np.random.default_rng(11)
+    e, target = rng.normal(size=(12, 20)), np.eye(12)[-1]
+    qr = _PassiveQR(e, target, np.array([3, 7]))
+    qr.remove(3)
+    qr.remove(7)
+    idx, z = qr.solve()
+    x = np.ones(20)
+    x[idx] = z
+    assert len(idx) == 0 and idx.dtype.kind == "i" and (x == 1.0).all()
+
+
 def test_window_solve_gradient_through_its_rows_is_the_dense_products(monkeypatch):
     """A window's linearised solve (_pair_step) writes its e = [g'; h'] at once and takes its NNLS
     gradient e' r through the rows' few entries (speed, pairs, box) and the scale, not the dense e:
