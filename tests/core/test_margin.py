@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.balance import margin as margin_module
 from core.balance.margin import MARGIN_GOAL_M, MARGIN_SPREAD_S, inward_target
 
 PERIOD_S = 0.005
@@ -33,3 +34,48 @@ def test_a_target_with_its_margin_is_left_as_it_is():
     margin = np.full(50, MARGIN_GOAL_M + 1e-3)
     margin[10] = -np.inf  # no support there: nothing to move toward
     assert inward_target(target, margin, np.zeros((50, 2)), PERIOD_S) is target
+
+
+class _Waist:
+    """What toward_margin reads and leaves on a corrector (the upright waist: no family)."""
+
+    period = PERIOD_S
+    command = None
+    root_rot = None
+    family = None
+
+
+def _rounds_run(monkeypatch, worst_mm: list[float]) -> int:
+    """How many rounds of passes toward_margin runs when its measurements' worst margins are worst_mm in turn."""
+    n = 40
+    measured = iter(worst_mm)
+    runs = []
+
+    def margins(corrector, q, root_pos, paths, zmp):
+        margin = np.full(n, 0.03)
+        margin[n // 2] = next(measured) / 1000.0
+        return margin, np.tile([0.0, 1.0], (n, 1))
+
+    def refine(corrector, q, root_pos, xy, com_path, target, com_height, passes, **kwargs):
+        runs.append(passes)
+        return q, root_pos, com_path, np.zeros((n, 2)), np.zeros((n, 3))
+
+    monkeypatch.setattr(margin_module, "margins", margins)
+    monkeypatch.setattr(margin_module, "refine", refine)
+    zeros = np.zeros((n, 2))
+    margin_module.toward_margin(_Waist(), np.zeros((n, 3)), np.zeros((n, 3)), zeros, zeros, 0.7, {}, zeros,
+                                np.zeros((n, 3)))
+    return len(runs)
+
+
+def test_the_rounds_stop_once_the_margin_is_enough_and_not_before(monkeypatch):
+    """The H1 10 s clip's rounds (+5.48, +10.27, +10.85 mm: the third round's passes were measured and never
+    kept) stop after two; the H1 scaled 0.9's (+6.50, +8.06, +9.75, +10.62) run all three; without the
+    stop every round runs."""
+    enough = 1000 * margin_module.MARGIN_ENOUGH_M
+    assert 10.0 < enough < 10.85
+    assert _rounds_run(monkeypatch, [5.48, 10.27, 10.85, 10.52]) == 2
+    assert _rounds_run(monkeypatch, [6.50, 8.06, 9.75, 10.62]) == margin_module.MARGIN_ROUNDS
+    assert _rounds_run(monkeypatch, [enough + 1.0]) == 0
+    monkeypatch.setattr(margin_module, "MARGIN_ENOUGH_M", None)
+    assert _rounds_run(monkeypatch, [5.48, 10.27, 10.85, 10.52]) == margin_module.MARGIN_ROUNDS
