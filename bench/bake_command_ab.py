@@ -7,6 +7,7 @@ User+sys CPU of the child (getrusage), one BLAS thread, least of REPEATS after o
 
     mkdir /tmp/before && git archive REV | tar -x -C /tmp/before && ln -s $PWD/.venv /tmp/before/.venv
     .venv/bin/python bench/bake_command_ab.py /tmp/before . [--repeats 5] [--cases g1-walk,g1-hop,h1-walk,h1-hop]
+        [--robot romeo=/tmp/erd/.../romeo.urdf --cases romeo-walk]   (a robot from elsewhere, by absolute path)
 """
 from __future__ import annotations
 
@@ -38,7 +39,10 @@ def main() -> None:
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="g1-walk,g1-hop,h1-walk,h1-hop")
+    parser.add_argument("--robot", action="append", default=[], metavar="NAME=URDF",
+                        help="another robot for --cases (an absolute path, the same for every checkout)")
     args = parser.parse_args()
+    ROBOTS.update(item.split("=", 1) for item in args.robot)
     cases = [tuple(case.split("-")) for case in args.cases.split(",")]
     trees = [tree.resolve() for tree in args.trees]
     times: dict = {}

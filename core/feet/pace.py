@@ -54,45 +54,49 @@ def _stretch(problem, q: np.ndarray, row: np.ndarray, start: int, end: int, step
     x = rate_limit(wanted, step)
     span = np.arange(start, end)
     solved = span[row[span] >= 0]
+    lower, upper = problem.tree.lower[cols], problem.tree.upper[cols]
     for _ in range(PACE_PASSES):
         res, jac = problem.residuals(x[solved], row[solved])
         hess = jac.transpose(0, 2, 1) @ jac
         grad = (jac.transpose(0, 2, 1) @ res[..., None])[..., 0]
         hess += DAMPING * np.einsum("fii->fi", hess)[:, None, :] * np.eye(len(cols)) + 1e-9 * np.eye(len(cols))
-        model = dict(zip(solved.tolist(), zip(hess, grad, x[solved].copy())))
+        base = x[solved].copy()
+        newton = base + np.linalg.solve(hess, -grad[..., None])[..., 0]  # each frame's step without its box
+        model = {f: k for k, f in enumerate(solved.tolist())}
         for f in span:
-            low = np.maximum(x[f - 1] - step, problem.tree.lower[cols]) if f > 0 else problem.tree.lower[cols]
-            high = np.minimum(x[f - 1] + step, problem.tree.upper[cols]) if f > 0 else problem.tree.upper[cols]
+            low, high = np.maximum(x[f - 1] - step, lower), np.minimum(x[f - 1] + step, upper)
             high = np.maximum(high, low)
-            if f not in model:
+            k = model.get(int(f))
+            if k is None:
                 x[f] = np.clip(wanted[f], low, high)
-                continue
-            h, g, z = model[f]
-            x[f] = z + _box_step(h, g, low - z, high - z)
+            elif np.all(newton[k] >= low) and np.all(newton[k] <= high):
+                x[f] = newton[k]
+            else:
+                x[f] = base[k] + _box_step(hess[k], grad[k], low - base[k], high - base[k])
     q[start:end, cols] = x[start:end]
 
 
 def _box_step(hess: np.ndarray, grad: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """The step d minimising grad.d + d.hess.d / 2 with low <= d <= high (hess positive definite):
-    a primal active set, exact. Variables held on a bound take no part in a Newton step; a step
-    stops at the first bound it meets, which joins them; a held variable whose bound no longer
-    pushes back is let go."""
+    a primal active set, exact. It starts from the Newton step clipped, the clipped variables held
+    on their bounds; a Newton step of the others stops at the first bound it meets, which joins
+    them; a held variable whose bound no longer pushes back is let go."""
     n = len(grad)
-    d = np.clip(np.zeros(n), low, high)
+    d = np.clip(np.linalg.solve(hess, -grad), low, high)
     pinned = high - low <= 1e-15  # a box of no width: held whatever the gradient
     held = pinned | (d <= low) | (d >= high)
     for _ in range(4 * n + 4):
-        free = ~held
+        free = np.flatnonzero(~held)
         move = np.zeros(n)
-        if free.any():
-            move[free] = np.linalg.solve(hess[np.ix_(free, free)], -(grad[free] + hess[np.ix_(free, held)] @ d[held]))
-            move[free] -= d[free]
+        if len(free):
+            sub = hess[free]
+            move[free] = np.linalg.solve(sub[:, free], -(grad[free] + sub[:, held] @ d[held])) - d[free]
         with np.errstate(divide="ignore", invalid="ignore"):
             room = np.where(move > 0, (high - d) / move, np.where(move < 0, (low - d) / move, np.inf))
         alpha = min(1.0, room[free].min(initial=np.inf))
         d = np.clip(d + alpha * move, low, high)
         if alpha < 1.0:
-            held |= free & (room <= alpha)
+            held[free[room[free] <= alpha]] = True
             continue
         slope = grad + hess @ d
         wrong = held & ~pinned & (((d <= low) & (slope < 0)) | ((d >= high) & (slope > 0)))
