@@ -8,6 +8,7 @@ User+sys CPU of the child (getrusage), one BLAS thread, least of REPEATS after o
     mkdir /tmp/before && git archive REV | tar -x -C /tmp/before && ln -s $PWD/.venv /tmp/before/.venv
     .venv/bin/python bench/bake_command_ab.py /tmp/before . [--repeats 5] [--cases g1-walk,g1-hop,h1-walk,h1-hop]
         [--mapping g1=/tmp/g1_avoid.json --mapping h1=/tmp/h1_avoid.json]
+        [--robot romeo=/tmp/erd/.../romeo.urdf --cases romeo-walk]   (a robot from elsewhere, by absolute path)
 
 --mapping ROBOT=PRESET bakes that robot's cases with a mapping preset (e.g. one with avoid_self_collision on:
 auto_map, settings replaced, Mapping.save); a relative path is read in each checkout (the command runs
@@ -45,8 +46,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="g1-walk,g1-hop,h1-walk,h1-hop")
     parser.add_argument("--mapping", action="append", default=[], help="ROBOT=PRESET: bake that robot with a preset")
+    parser.add_argument("--robot", action="append", default=[], metavar="NAME=URDF",
+                        help="another robot for --cases (an absolute path, the same for every checkout)")
     args = parser.parse_args()
     presets = dict(item.split("=", 1) for item in args.mapping)
+    ROBOTS.update(item.split("=", 1) for item in args.robot)
     cases = [tuple(case.split("-")) for case in args.cases.split(",")]
     trees = [tree.resolve() for tree in args.trees]
     times: dict = {}
