@@ -5,15 +5,11 @@ Every frame is its own problem; frames are solved all at once (a projected Leven
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ..chains.batched import spd_solve
 from .geometry import pivot_weights
 
-if TYPE_CHECKING:
-    from .plant import Leg, PlantSettings
 
 STEP_TOL_RAD = 1e-4  # a leg solve stops for a frame whose step is smaller ...
 GAIN_TOL = 1e-4  # ... or whose step lowers the cost by less than this share
@@ -22,8 +18,9 @@ GAIN_TOL = 1e-4  # ... or whose step lowers the cost by less than this share
 class LegProblem:
     """Residuals of one leg over the frames that need solving: shape, sole pose, ground, prior."""
 
-    def __init__(self, tree, leg: Leg, frames, q, anchor, hip, points, weight, start, settings: PlantSettings):
-        """Everything indexed by `frames` (absolute frame numbers), in order."""
+    def __init__(self, tree, leg, frames, q, anchor, hip, points, weight, start, settings):
+        """Everything indexed by `frames` (absolute frame numbers), in order. leg: core.feet.plant.Leg,
+        settings: core.feet.plant.PlantSettings (not imported: plant imports this module)."""
         self.tree, self.leg, self.q, self.anchor, self.hip = tree, leg, q.copy(), anchor, hip
         self.frames, self.planted = frames, weight >= 1.0
         self.shape_targets = leg.targets[frames]
