@@ -9,12 +9,10 @@ over frames and joints; a correction that flickers frame to frame shows there), 
 The robot's capsules and its allowed-collision matrix are computed once per robot, before
 the timed calls (as in a Blender session or a batch worker, which keep them).
 
-    .venv/bin/python bench/bench_collision.py [--repeats 5] [--polish] [--hold-at-bound] [--room-in-solve]
+    .venv/bin/python bench/bench_collision.py [--repeats 5] [--polish] [--hold-at-bound]
 
 --polish: the avoidance's bakes with the steady room polished where a pair binds
 (core.chains.separation.POLISH_ROOM, off by default), a third bake interleaved with the two.
---room-in-solve: a third bake (or fourth), avoidance on with room made in the arms' own solve as well
-(core.chains.room_solve.ROOM_IN_SOLVE, off by default), interleaved with the others.
 --hold-at-bound: the least change holds a joint a step would carry out of its range at its bound
 wherever it is (core.chains.separation.HOLD_AT_BOUND: continuous in the input, off by default).
 """
@@ -32,7 +30,6 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
-import core.chains.room_solve as room_solve  # noqa: E402
 import core.chains.separation as separation  # noqa: E402
 from core.collision import collision_pairs  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
@@ -40,23 +37,20 @@ from core.model.urdf import parse_urdf  # noqa: E402
 from core.retarget import auto_map, retarget  # noqa: E402
 
 
-def bakes(motion, tree, mapping, repeats: int, polish: bool = False, insolve: bool = False) -> dict:
+def bakes(motion, tree, mapping, repeats: int, polish: bool = False) -> dict:
     """{avoid: (report, CPU seconds)} for bakes without and with avoidance, interleaved (off, on,
     off, on, ...) after one warm-up of each, the least CPU time of `repeats`: on a shared machine
     the other work only ever adds time, and interleaving gives both the same spells of load.
-    polish: a third bake, avoidance on with its room polished (key "polish"); insolve: another, with room
-    made in the arms' solve too (key "insolve")."""
+    polish: a third bake, avoidance on with its room polished (key "polish")."""
     best = {}
-    variants = [False, True] + (["polish"] if polish else []) + (["insolve"] if insolve else [])
     for k in range(repeats + 1):
-        for avoid in variants:
+        for avoid in (False, True, "polish") if polish else (False, True):
             mapping.settings = replace(mapping.settings, avoid_self_collision=bool(avoid))
             separation.POLISH_ROOM = avoid == "polish"
-            room_solve.ROOM_IN_SOLVE = avoid == "insolve"
             started = time.process_time()  # CPU time: the machine is shared, wall time spreads widely
             report = retarget(motion, tree, mapping, contacts="auto").report
             cpu = time.process_time() - started
-            separation.POLISH_ROOM = room_solve.ROOM_IN_SOLVE = False
+            separation.POLISH_ROOM = False
             if k and (avoid not in best or cpu < best[avoid][1]):
                 best[avoid] = (report, cpu)
     return best
@@ -66,8 +60,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--polish", action="store_true", help="a third bake: avoidance with its room polished")
-    parser.add_argument("--room-in-solve", action="store_true",
-                        help="another bake: avoidance with room made in the arms' solve (room_solve.ROOM_IN_SOLVE)")
     parser.add_argument("--hold-at-bound", action="store_true",
                         help="hold a joint at its bound wherever it is (separation.HOLD_AT_BOUND)")
     args = parser.parse_args()
@@ -82,10 +74,10 @@ def main() -> None:
               f"{len(pairs.bodies)} checked pairs (fitted and sampled in {time.perf_counter() - started:.1f} s)")
         for name, motion in clips_.items():
             mapping = auto_map(motion, tree)
-            figures = bakes(motion, tree, mapping, args.repeats, args.polish, args.room_in_solve)
+            figures = bakes(motion, tree, mapping, args.repeats, args.polish)
             for avoid, (report, cpu) in figures.items():
                 worst = report["self_collision_worst"]
-                label = {"polish": "on+polish", "insolve": "on+insolve"}.get(avoid, "on " if avoid else "off")
+                label = "on+polish" if avoid == "polish" else "on " if avoid else "off"
                 print(f"  {name:<5} avoid {label} {len(motion.heads) / cpu:6.0f} frames/s "
                       f"({cpu:.2f} s CPU)  self_collision_pct {report['self_collision_pct']:5.1f}  worst "
                       f"{100 * worst['depth_m']:4.1f} cm {'/'.join(worst['pair'] or [])}  limbs "
@@ -95,13 +87,13 @@ def main() -> None:
             more = on["limb_direction_error_deg"] - off["limb_direction_error_deg"]
             print(f"  {name:<5} avoidance: bake {100 * (cpu_on / cpu_off - 1):+.0f} % CPU time "
                   f"(speed {100 * (1 - cpu_off / cpu_on):.0f} % lower), limbs {more:+.2f} deg")
-            for key, what in (("polish", "polished"), ("insolve", "with room in the solve")):
-                if key in figures:
-                    other, cpu_other = figures[key]
-                    print(f"  {name:<5} avoidance {what}: bake {100 * (cpu_other / cpu_off - 1):+.0f} % CPU time "
-                          f"({100 * (cpu_other / cpu_on - 1):+.0f} % against avoidance), limbs "
-                          f"{other['limb_direction_error_deg'] - off['limb_direction_error_deg']:+.2f} deg, "
-                          f"jerk {other['jerk_after'] / on['jerk_after']:.2f} x avoidance's")
+            if "polish" in figures:
+                polished, cpu_polish = figures["polish"]
+                print(f"  {name:<5} avoidance polished: bake {100 * (cpu_polish / cpu_off - 1):+.0f} % CPU time "
+                      f"({100 * (cpu_polish / cpu_on - 1):+.0f} % against avoidance), limbs "
+                      f"{polished['limb_direction_error_deg'] - off['limb_direction_error_deg']:+.2f} deg, "
+                      f"jerk {polished['jerk_after'] / on['jerk_after']:.2f} x avoidance's")
+
 
 if __name__ == "__main__":
     main()

@@ -321,9 +321,6 @@ class _Problem:
         cols = kin.columns
         self.lower, self.upper = tree.lower[cols], tree.upper[cols]
         self.rest = np.clip(0.0 if options.rest is None else options.rest[cols], self.lower, self.upper)
-        # rows keeping bodies apart (core.chains.room_solve): (q (F, n), frames (F,)) -> residuals (F, Q) and their
-        # Jacobian (F, Q, V) over the chain's columns; None (the default bake): the shape alone
-        self.hinge = None
 
     def solve(self, x: np.ndarray, ref: np.ndarray | None, frames: np.ndarray | None = None,
               tolerance: float = 1e-3, iterations: int | None = None):
@@ -357,14 +354,10 @@ class _Problem:
             res = (pts - targets[rows]) * sw[..., None]
             cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(rows)) ** 2).sum(1)
                     + prior * ((xv - self.rest) ** 2).sum(1))
-            if self.hinge is None:
-                return pts, jac, res, cost, None
-            apart = self.hinge(qr, index[rows])
-            return pts, jac, res, cost + (apart[0] ** 2).sum(1), apart
+            return pts, jac, res, cost
 
-        index = np.arange(len(self.q)) if frames is None else np.asarray(frames)  # rows' frames, for the hinge
         sw = np.sqrt(weights)
-        pts, jac, res, cost, apart = evaluate(x, slice(None), sw)
+        pts, jac, res, cost = evaluate(x, slice(None), sw)
         active = np.arange(nframes)
         for _ in range(opts.iterations if iterations is None else iterations):
             if len(active) == 0:
@@ -381,33 +374,22 @@ class _Problem:
                 cost[active] = ((res[active] ** 2).sum((1, 2))
                                 + smooth * ((xa - reference(active)) ** 2).sum(1)
                                 + prior * ((xa - self.rest) ** 2).sum(1))
-                if apart is not None:
-                    cost[active] = cost[active] + (apart[0][active] ** 2).sum(1)
             count = len(xa)
             jw = (jac[active] * sw_a[..., None, None]).reshape(count, -1, nvar)
             jwt = jw.transpose(0, 2, 1)
-            hess = shape = jwt @ jw
+            hess = jwt @ jw
             grad = ((jwt @ res[active].reshape(count, -1, 1))[..., 0]
                     + smooth * (xa - reference(active)) + prior * (xa - self.rest))
-            if apart is not None:  # the rows keeping bodies apart, Gauss-Newton like the shape's
-                h_jt = apart[1][active].transpose(0, 2, 1)
-                hess = shape + h_jt @ apart[1][active]
-                grad = grad + (h_jt @ apart[0][active][..., None])[..., 0]
-                # a joint on its bound that the gradient pushes further out stays there, the others take a
-                # whole step (a clipped one stalls against the rows' stiffness)
-                free = ~(((xa <= self.lower + 1e-9) & (grad > 0)) | ((xa >= self.upper - 1e-9) & (grad < 0)))
-                hess = hess * (free[:, :, None] & free[:, None, :]) + eye * ~free[:, None, :]
-                grad = grad * free
             diag = np.einsum("fii->fi", hess)
             system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
             if opts.free_prior > 0.0:  # the metric is the start's: the step and the trial both pay it
-                metric = opts.free_prior * free_metric(shape)  # the turn the targets leave free
+                metric = opts.free_prior * free_metric(hess)
                 cost[active] = cost[active] + _quadratic(metric, xa - self.rest)
                 system = system + metric
                 grad = grad + (metric @ (xa - self.rest)[..., None])[..., 0]
             step = -spd_solve(system, grad)
             trial = np.clip(xa + step, self.lower, self.upper)
-            t_pts, t_jac, t_res, t_cost, t_apart = evaluate(trial, active, sw_a)
+            t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
             if opts.free_prior > 0.0:
                 t_cost = t_cost + _quadratic(metric, trial - self.rest)
             better = t_cost <= cost[active]
@@ -416,8 +398,6 @@ class _Problem:
             won = rows[better]
             x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
             res[won], cost[won] = t_res[better], t_cost[better]
-            if apart is not None:
-                apart[0][won], apart[1][won] = t_apart[0][better], t_apart[1][better]
             if opts.free_prior > 0.0:  # the next metric is measured where each frame then stands
                 cost[rows] -= _quadratic(metric, x[rows] - self.rest)
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))

@@ -29,7 +29,6 @@ from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.mesh_paths import missing_meshes
 from ..model.urdf import Robot
 from ..chains.mapping import Mapping, RetargetSettings
-from ..chains import room_solve
 from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import SolveOptions, rate_limit, solve_chain
 from ..collision import collision_pairs
@@ -265,34 +264,24 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
     short of the actor's chest, tilting `root` in place when the waist cannot lean far enough.
     apart: keeps the robot's checked link pairs apart (a later chain gives way to the ones before):
     here the legs and feet only, whose swing frames planting keeps; every other chain makes room
-    once, at the end of the bake (keep_apart), after filtering and planting have moved it (and in its
-    solve with core.chains.room_solve.ROOM_IN_SOLVE, off).
+    once, at the end of the bake (keep_apart), after filtering and planting have moved it.
     """
     neutral = neutral_posture(motion, tree, plans, targets, axes_rob, settings.rest_prior)
     options = SolveOptions(settings.iterations, settings.smoothness, settings.rest_prior, settings.objective,
                            rest=neutral)
     q = np.zeros((len(root), tree.dof))
     q[:] = neutral
-    rooms = room_solve.group_rooms(room_groups(tree, plans), lambda variables: apart.term(variables, root)) \
-        if apart is not None and room_solve.ROOM_IN_SOLVE else {}
-    options_of = {}
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
         max_step = step_limits(tree.velocity[plan.kin.columns], motion.fps)
         step = options if plan.mapping.role != "hand" else \
             replace(options, free_prior=HAND_FREE_PRIOR * options.rest_prior)
-        options_of[id(plan)] = step
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
             solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step)
             if apart is not None and plan.mapping.role in PLANTED_ROLES:
                 separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)],
                                apart.term(plan.kin.chain.variables, root), step, max_step)
-            for made, term, part in rooms.get(id(plan), ()):  # room made in the solve (off), once a group is solved
-                made_anchor = root if made.robot.anchor < 0 else tree.link_transform(q, made.robot.anchor, root)
-                room_solve.room_in_solve(tree, made.kin, made_anchor, q, *targets[id(made)], term, part,
-                                         options_of[id(made)], step_limits(tree.velocity[made.kin.columns], motion.fps),
-                                         _viewed_limb(tree, made))
             turned = aim[1].next_targets(q, root) if aim is not None and plan is aim[0] else None
             if turned is None:
                 break
