@@ -73,9 +73,10 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
         r = g @ y - h
         return float(np.sum(np.maximum(lo * r, hi * r)) + 0.5 * square @ (r * r))
 
-    # start: the least-squares path, u at the middle of its box, z and w from its residuals
-    factor = cholesky_banded((band @ np.ones(m)).reshape(u + 1, n), lower=True, check_finite=False)
-    y = cho_solve_banded((factor, True), gt @ h, check_finite=False)
+    # start: the least-squares path (or none where g^T g is too ill-conditioned to factor), u at the middle
+    # of its box, z and w from its residuals
+    factor = _factor((band @ np.ones(m)).reshape(u + 1, n))
+    y = np.zeros(n) if factor is None else cho_solve_banded((factor, True), gt @ h, check_finite=False)
     x = cap / 2.0  # u - lo
     s = cap - x
     r = g @ y - h
