@@ -135,11 +135,11 @@ def main() -> None:
         finally:
             lateral._equalities = real
         print(f"{label:32s} {seconds:6.3f} s  path {np.abs(com - own).max():.1e} m apart")
-    lateral.SOLVER = "interior"
+    default, lateral.SOLVER = lateral.SOLVER, "interior"
     try:
         seconds, com = least(solve, args.runs)
     finally:
-        lateral.SOLVER = "highs"
+        lateral.SOLVER = default
     print(f"{'banded interior point':32s} {seconds:6.3f} s  path {np.abs(com - own).max():.1e} m apart")
     for every in (int(k) for k in args.knots.split(",")):
         seconds, com = least(lambda: on_knots(call_args, call_kwargs, every), args.runs)
