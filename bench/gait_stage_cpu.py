@@ -2,6 +2,7 @@
 """Where a gait's CPU goes, stage by stage (issue 12's 2 s): timers around core.balance's calls.
 
     .venv/bin/python bench/gait_stage_cpu.py [--robot h1|g1] [--ten] [--runs 2] [--against /tmp/other/core_copy]
+        [--lateral-solver highs|interior]
 
 One process, one BLAS thread; each run's CPU time (time.process_time) in all and inside each wrapped call
 (bake, plan, carried path and its linear programme, the coarse correction and its passes, the control cycle's
@@ -9,6 +10,7 @@ passes, margin rounds, trailing rolls, standing over the holds, report), the lea
 nest (the programme inside the carried path, the passes inside `balance`), so the rows do not add up.
 --against: another copy of core as a package directory (as bench/gait_cpu_pair.py), timed instead of this tree's.
 The figures printed with each run (worst margin, ZMP RMS, slide) tell whether it walked the gait expected.
+--lateral-solver: the lateral programme's solver (core.balance.lateral.SOLVER; this tree's default unless given).
 """
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ def main() -> None:
     parser.add_argument("--ten", action="store_true", help="the 10 s clip (the walk held at its ends) instead of the walk")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--against", type=Path, help="another copy of core, as a package directory")
+    parser.add_argument("--lateral-solver", choices=("highs", "interior"))
     args = parser.parse_args()
     if args.against is not None:
         sys.path.insert(0, str(args.against.resolve().parent))
@@ -70,6 +73,8 @@ def main() -> None:
 
     package = "core" if args.against is None else args.against.resolve().name
     run = runner(package, args.robot, args.ten)
+    if args.lateral_solver is not None:
+        importlib.import_module(package + ".balance.lateral").SOLVER = args.lateral_solver
     seconds: dict = defaultdict(float)
     counts: dict = defaultdict(int)
     instrument(package, seconds, counts)

@@ -10,6 +10,7 @@ its programme (`plan_path`'s arguments) is kept; then, one process, one BLAS thr
 - HiGHS options set on every solver the programme makes (`lateral._equalities`): Dantzig / steepest-edge
   pricing instead of Devex, presolve off, the primal simplex, a longer or shorter refactorisation interval,
   looser feasibility tolerances;
+- the programme by banded_lp's interior point (lateral.SOLVER = "interior", session 22);
 - the CoM on a coarser grid (issue 12's speed, session 21): the path a cubic B-spline with a knot every K
   samples (--knots), its ZMP error and every constraint row still on every sample, the snap on the knots;
   the same cutting planes (`lateral._solve_cutting`).
@@ -134,6 +135,12 @@ def main() -> None:
         finally:
             lateral._equalities = real
         print(f"{label:32s} {seconds:6.3f} s  path {np.abs(com - own).max():.1e} m apart")
+    default, lateral.SOLVER = lateral.SOLVER, "interior"
+    try:
+        seconds, com = least(solve, args.runs)
+    finally:
+        lateral.SOLVER = default
+    print(f"{'banded interior point':32s} {seconds:6.3f} s  path {np.abs(com - own).max():.1e} m apart")
     for every in (int(k) for k in args.knots.split(",")):
         seconds, com = least(lambda: on_knots(call_args, call_kwargs, every), args.runs)
         print(f"{f'CoM knots every {every} samples':32s} {seconds:6.3f} s  path {np.abs(com - own).max():.1e} m apart")

@@ -22,10 +22,17 @@ from scipy import sparse
 from scipy.optimize import linprog
 from scipy.sparse.csgraph import connected_components
 
+from .banded_lp import minimise
 from .inertia import GRAVITY
 
 EXCESS_WEIGHT = 100.0  # a metre past a constraint costs as much as this many metres of ZMP error
 SLACK_M = 1e-4  # a constraint counts as missed beyond this
+# plan_path's solver: "highs" (cutting-plane dual simplex) or "interior" (banded_lp's interior point). The same
+# optimum to 3e-7 of its cost, 11-48x faster (H1 walk 0.07 against 0.84 s, 10 s clip 0.08 against 0.94 s, held on one
+# foot 0.08 against 3.8 s), the walk's path HiGHS's to 1.5e-8 m, but the 10 s clip's optimum is flat (1,647 kinked
+# rows for 1,648 unknowns) and the interior point stops 5e-5 m from HiGHS's vertex, elsewhere on it (4e-5 cheaper):
+# another draw of the H1's chaotic gait, whose float32 start slides 1.57 mm (bench/h1_cut_check.py; session 22)
+SOLVER = "highs"
 
 
 @dataclass
@@ -129,17 +136,53 @@ def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndar
               constraints: list[Constraints], order: int = 3, excess_weight: float = EXCESS_WEIGHT) -> PlannedPath:
     """The CoM path (N, 2) whose cart-table ZMP follows target (N, 2) with little jerk, meeting
     every constraint as far as they can be met together (module docstring). A linear programme
-    (HiGHS): the ZMP's error, the jerk and each constraint's excess weighed by their absolute
+    (HiGHS, or banded_lp's interior point: SOLVER): the ZMP's error, the jerk and each constraint's excess weighed by their absolute
     values, the excess excess_weight times a metre of ZMP error. The path starts and ends still.
     order: the derivative weighed instead of the jerk (3); 4, the snap, keeps the CoM's
     acceleration and so the ZMP continuous (absolute values of the jerk let the ZMP jump)."""
     n = len(target)
     op = zmp_operator(n, period_s, com_height_m)
-    jerk = differences(n, order) / period_s ** order
-    two = lambda m: sparse.block_diag([m, m]).tocsr()  # noqa: E731  (the same operator on x and y)
-    zmp, jerks = two(op), jerk_weight * two(jerk)
+    jerk = jerk_weight * differences(n, order) / period_s ** order
     rows = sparse.vstack([c.rows for c in constraints]).tocsr()
     bound = np.concatenate([c.bound for c in constraints])
+    if SOLVER == "interior" and n > 8:
+        g, h, lo, hi, interleave = interior_programme(target, op, jerk, rows, bound, excess_weight)
+        z = interleave @ minimise(g, h, lo, hi).y
+        excess = np.maximum(rows @ z - bound, 0.0)
+    else:
+        z, excess = _solve_highs(target, op, jerk, rows, bound, excess_weight)
+    com = z.reshape(2, n).T
+    return PlannedPath(com, np.column_stack([op @ com[:, 0], op @ com[:, 1]]), float(excess.max(initial=0.0)),
+                       int(np.sum(excess > SLACK_M)))
+
+
+def interior_programme(target: np.ndarray, op: sparse.csr_matrix, jerk: sparse.csr_matrix, rows: sparse.csr_matrix,
+                       bound: np.ndarray, excess_weight: float) -> tuple:
+    """plan_path's programme as banded_lp.minimise takes it: (g, h, lo, hi, interleave), the path z (2N,) =
+    interleave @ y. The ends held still by construction (the first three samples one unknown, the last three
+    another), x and y interleaved per sample so that every row (ZMP, snap, support, band) touches
+    neighbouring unknowns only; the ZMP's error and the snap weighed by their absolute values, each
+    constraint row by its excess."""
+    n = len(target)
+    held = np.clip(np.arange(n) - 2, 0, n - 5)  # sample -> its unknown
+    interleave = sparse.csr_matrix((np.ones(2 * n), (np.arange(2 * n), np.r_[2 * held, 2 * held + 1])),
+                                   shape=(2 * n, 2 * (n - 4)))
+    two = lambda m: sparse.block_diag([m, m]).tocsr()  # noqa: E731  (the same operator on x and y)
+    g = sparse.vstack([two(op) @ interleave, two(jerk) @ interleave, rows @ interleave]).tocsr()
+    g.eliminate_zeros()
+    free = 2 * n + 2 * jerk.shape[0]  # rows weighed by their absolute value; the rest by their excess
+    h = np.r_[target[:, 0], target[:, 1], np.zeros(2 * jerk.shape[0]), bound]
+    lo = np.r_[-np.ones(free), np.zeros(len(bound))]
+    hi = np.r_[np.ones(free), np.full(len(bound), excess_weight)]
+    return g, h, lo, hi, interleave
+
+
+def _solve_highs(target: np.ndarray, op: sparse.csr_matrix, jerk: sparse.csr_matrix, rows: sparse.csr_matrix,
+                 bound: np.ndarray, excess_weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """plan_path's programme by HiGHS (cutting planes, else every row at once): (path z (2N,), excess (m,))."""
+    n = len(target)
+    two = lambda m: sparse.block_diag([m, m]).tocsr()  # noqa: E731  (the same operator on x and y)
+    zmp, jerks = two(op), two(jerk)
     nz, nj = 2 * n, jerks.shape[0]
     # variables: z (path), r+ r- (zmp - target = r+ - r-), j+ j- (jerk = j+ - j-), and with each constraint row
     # its excess e >= 0 (_solve_whole, _solve_cutting):
@@ -158,10 +201,7 @@ def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndar
     solved = _solve_cutting(cost, equal, equal_bound, nz, rows, bound, excess_weight)
     if solved is None:
         solved = _solve_whole(cost, equal, equal_bound, nz, rows, bound, excess_weight)
-    com = solved[0].reshape(2, n).T
-    excess = solved[1]
-    return PlannedPath(com, np.column_stack([op @ com[:, 0], op @ com[:, 1]]), float(excess.max(initial=0.0)),
-                       int(np.sum(excess > SLACK_M)))
+    return solved
 
 
 def _solve_whole(cost: np.ndarray, equal: sparse.csc_matrix, equal_bound: np.ndarray, nz: int,

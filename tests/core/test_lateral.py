@@ -100,6 +100,7 @@ def test_rows_added_as_they_bind_give_the_whole_programmes_path(monkeypatch):
     """plan_path adds its constraint rows as the path reaches them (lateral._solve_cutting, HiGHS
     going on from its basis): the same path and excess as with every row at once, where the rows
     bind (the target outside the soles, a band the CoM cannot keep)."""
+    monkeypatch.setattr(lateral, "SOLVER", "highs")
     target, polygons, side = _steps()
     n = len(target)
     op = zmp_operator(n, PERIOD_S, HEIGHT_M)
@@ -119,6 +120,7 @@ def test_the_first_solve_starts_from_its_blocks_optimum(monkeypatch):
     (lateral._block_basis): the two halves' optimal bases together are optimal for the whole, HiGHS
     takes no iteration from them, and the planned path is the one a cold start gives."""
     from scipy.optimize._highspy import _core as highs
+    monkeypatch.setattr(lateral, "SOLVER", "highs")
     target, polygons, side = _steps()
     op = zmp_operator(len(target), PERIOD_S, HEIGHT_M)
     constraints = [support_constraints(polygons, op, 0.012)]

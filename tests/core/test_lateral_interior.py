@@ -1,0 +1,123 @@
+"""The lateral plan's programme by the banded interior point (core.balance.banded_lp) against HiGHS and
+the optimality (KKT) conditions, on the H1 walk's own programme (its gait's plan_path call, kept)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from core.balance import banded_lp, gait, lateral
+from core.balance.lateral import band_constraints, plan_path, support_constraints, zmp_operator
+from core.motion.bvh import load_bvh
+from tests.core import test_lateral as planned
+from tests.core.test_gait import WALK, _gait
+from tests.core.test_lateral import HEIGHT_M, PERIOD_S, _steps
+
+
+@pytest.fixture(scope="module")
+def walk_programme():
+    """plan_path's arguments in the H1 walk's gait (positional, keyword)."""
+    kept = []
+    real = gait.plan_path
+    gait.plan_path = lambda *args, **kwargs: kept.append((args, kwargs)) or real(*args, **kwargs)
+    try:
+        _gait(load_bvh(WALK).to_source_motion(), "h1")
+    finally:
+        gait.plan_path = real
+    return kept[0]
+
+
+def _interior(args, kwargs):
+    """The programme as banded_lp takes it, and its minimiser."""
+    target, period, heights, weight, constraints = args
+    n = len(target)
+    op = zmp_operator(n, period, heights)
+    jerk = weight * lateral.differences(n, kwargs["order"]) / period ** kwargs["order"]
+    rows = sparse.vstack([c.rows for c in constraints]).tocsr()
+    bound = np.concatenate([c.bound for c in constraints])
+    g, h, lo, hi, interleave = lateral.interior_programme(target, op, jerk, rows, bound, kwargs["excess_weight"])
+    return g, h, lo, hi, interleave, banded_lp.minimise(g, h, lo, hi)
+
+
+def test_the_newton_matrix_is_banded_and_assembled_as_the_normal_matrix():
+    """x and y interleaved per sample, every row of the programme (ZMP, snap, support) reaches at most 8
+    unknowns on: band_assembly's product is the lower band of g^T diag(theta) g, the rest of it zero."""
+    target, polygons, _ = _steps(120)
+    n = len(target)
+    op = zmp_operator(n, PERIOD_S, HEIGHT_M)
+    support = support_constraints(polygons, op, 0.012)
+    jerk = 1e-3 * lateral.differences(n, 4) / PERIOD_S ** 4
+    g = lateral.interior_programme(target, op, jerk, support.rows, support.bound, 1e4)[0]
+    band, u = banded_lp.band_assembly(g)
+    assert u == 8
+    theta = np.random.default_rng(1).uniform(0.1, 10.0, g.shape[0])
+    full = (g.T @ sparse.diags(theta) @ g).toarray()
+    lower = (band @ theta).reshape(u + 1, g.shape[1])
+    for k in range(u + 1):
+        assert np.allclose(lower[k, :g.shape[1] - k], np.diag(full, -k), rtol=1e-12, atol=0.0)
+    assert not np.any(np.tril(full, -(u + 1)))
+
+
+def test_the_walks_programme_meets_its_optimality_conditions(walk_programme):
+    """The interior point's path and multipliers on the H1 walk's programme: every multiplier in its box,
+    g^T u = 0, each row off its kink priced at its slope (r > 0: the excess or absolute value's upper
+    weight; r < 0: the lower), and the path's cost equal to the dual's (-h.u): the optimum."""
+    g, h, lo, hi, _, out = _interior(*walk_programme)
+    r = (g @ out.y - h) / np.sqrt(g.multiply(g).sum(axis=1)).A1  # metres along each row's unit normal
+    u = out.u
+    assert np.all(u >= lo) and np.all(u <= hi)
+    scale = np.abs(g.T).multiply(np.abs(u)).sum(axis=1).A1.max()  # the products' size, against which g^T u is 0
+    assert np.abs(g.T @ u).max() < 1e-7 * scale  # 5e-10-4e-8 over processes (the programme's last bits)
+    share = (u - lo) / (hi - lo)  # where in its box
+    assert np.all(share[r > 1e-9] > 1 - 1e-5) and np.all(share[r < -1e-9] < 1e-5)
+    dual = -h @ u + (g.T @ u) @ out.y
+    assert 0.0 <= out.objective - dual < 1e-8 * out.objective
+
+
+def test_the_walks_path_is_highs_path(walk_programme, monkeypatch):
+    """On the H1 walk's programme (one optimum) the interior point plans HiGHS's path, at no higher cost,
+    and what the plan reports (violation, misses) is the same. Within 1e-6 m: the walk's programme differs
+    in its last bits from process to process (1e-13 m of heights, 6e-11 m of bounds) and the interior
+    point's last iterations with it, its path 1.5e-8 to 5e-7 m from HiGHS's vertex."""
+    args, kwargs = walk_programme
+    monkeypatch.setattr(lateral, "SOLVER", "highs")
+    highs = plan_path(*args, **kwargs)
+    monkeypatch.setattr(lateral, "SOLVER", "interior")
+    interior = plan_path(*args, **kwargs)
+    assert np.abs(interior.com - highs.com).max() < 1e-6
+    assert np.abs(interior.zmp - highs.zmp).max() < 5e-6
+    assert abs(interior.violation_m - highs.violation_m) < 1e-9 and interior.missed == highs.missed
+    g, h, lo, hi, interleave, out = _interior(*walk_programme)
+    cost = lambda com: float(np.sum(np.maximum(lo * (g @ com - h), hi * (g @ com - h))))  # noqa: E731
+    held = highs.com[2:-2].ravel()  # the unknowns interleaved: x and y of samples 2..n-3
+    assert np.abs(interleave @ held - highs.com.T.ravel()).max() < 1e-9
+    assert out.objective <= cost(held) + 1e-9 * cost(held)
+
+
+@pytest.mark.parametrize("check", [planned.test_zmp_stays_inside_the_shrunk_support_and_the_path_is_still_at_both_ends,
+                                   planned.test_com_across_stays_in_its_band_and_an_impossible_band_is_measured,
+                                   planned.test_a_sole_as_narrow_as_twice_the_margin_keeps_a_share_of_its_width])
+def test_the_plans_hold_by_the_interior_point_too(check, monkeypatch):
+    """test_lateral's plans (the support, the band, one it cannot keep, soles shrunk to a strip moved by
+    1e-7 m) with the interior point as plan_path's solver."""
+    monkeypatch.setattr(lateral, "SOLVER", "interior")
+    check()
+
+
+def test_a_band_it_cannot_keep_is_missed_as_highs_misses_it(monkeypatch):
+    """Where the constraints cannot all hold (the CoM held 27 mm from the middle), the interior point's
+    plan misses the same rows by the same amount as HiGHS's, at the same cost."""
+    target, polygons, _ = _steps()
+    n = len(target)
+    op = zmp_operator(n, PERIOD_S, HEIGHT_M)
+    across = np.tile([0.0, 1.0], (n, 1))
+    constraints = [support_constraints(polygons, op, 0.012), band_constraints(across, np.full(n, -0.027),
+                                                                              np.full(n, 0.027))]
+    plans = {}
+    for solver in ("highs", "interior"):
+        monkeypatch.setattr(lateral, "SOLVER", solver)
+        plans[solver] = plan_path(target, PERIOD_S, HEIGHT_M, 1e-3, constraints, order=4, excess_weight=1e4)
+    assert plans["highs"].missed > 0
+    assert plans["interior"].missed == plans["highs"].missed
+    assert abs(plans["interior"].violation_m - plans["highs"].violation_m) < 1e-7
+    assert np.abs(plans["interior"].com - plans["highs"].com).max() < 1e-6
