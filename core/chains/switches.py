@@ -114,9 +114,10 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
         # the pairs within the lookahead, then any farther one the step breaks, until it breaks none: the
         # answer with every pair watched, so one crossing the lookahead's edge does not move it
         take = dist < separation.margin + SWITCH_LOOKAHEAD_M
+        start = held
         while True:
             u, used, holding = _pair_step(unscale, w0, speed, binding, f[take], grad[take], need[take], box, width,
-                                          pair[take], held if WARM_START else None)
+                                          pair[take], start if WARM_START else None)
             if u is None:
                 break
             landed = (unscale @ (w0 + u[:len(w0)])).reshape(count, width)
@@ -124,6 +125,7 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
             if not broken.any():
                 break
             take |= broken
+            start = holding  # the same problem with a few rows more: its NNLS starts from the rows that held this one
         if u is None:
             break  # the joints' speed and range alone leave no way: kept as it is
         binding, held = used[:len(speed[0])], holding
@@ -242,8 +244,9 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=No
     target = np.zeros(len(e))
     target[-1] = 1.0
     lam, passive = _positive_start(e, target, start)
+    tol = _tolerance(e)  # once: each continuation of the NNLS reads the same e
     while True:
-        lam, passive = _nnls(e, target, use, lam, passive, gradient)
+        lam, passive = _nnls(e, target, use, lam, passive, gradient, tol)
         r = e[:, passive] @ lam[passive] - target
         if abs(r[-1]) < 1e-12:
             return None, None, None
@@ -269,16 +272,21 @@ def _positive_start(e: np.ndarray, target: np.ndarray, start: np.ndarray | None)
     return x, passive
 
 
+def _tolerance(e: np.ndarray) -> float:
+    """The NNLS's tolerance on e's gradient entries (scipy's rule: e's size, eps, its largest column sum)."""
+    return 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
+
+
 def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray, passive: np.ndarray,
-          gradient=None) -> tuple:
+          gradient=None, tol: float | None = None) -> tuple:
     """(x, passive): x >= 0 of least |e x - target| over the columns `allowed` (bool), by Lawson and
     Hanson's active set from x, the least squares answer on its `passive` columns (all of x > 0).
     Each step solves only the passive columns (the few rows that hold: 11-44 of a window's
     300), where scipy's nnls forms e'e over every column first (0.1-0.5 s a G1 hop window); their
     QR factors are updated as a column comes or goes (_PassiveQR), not computed again. gradient: e' r
-    for a residual r (default the product with e)."""
+    for a residual r (default the product with e). tol: _tolerance(e), when already known."""
     x, passive = x.copy(), passive.copy()
-    tol = 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
+    tol = _tolerance(e) if tol is None else tol
     qr = _PassiveQR(e, target, np.flatnonzero(passive))
     refused = np.zeros(len(x), dtype=bool)  # a column that came back at once: not taken again until x moves
     columns = np.flatnonzero(allowed)  # the only columns that may come in (most of a window's rows never may)
