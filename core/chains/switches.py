@@ -148,7 +148,7 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
         pairs[k, frame * width:(frame + 1) * width] = g
     eye = np.eye(len(w0))
     rows = np.vstack([speed[0], pairs, eye, -eye])  # in y: a speed row two joints, a pair one frame's, the box one joint
-    a = rows @ unscale
+    a = np.vstack([rows[:-2 * len(w0)] @ unscale, unscale, -unscale])  # the box's rows: unscale itself, no product
     b = np.concatenate([speed[1], need, box[0], -box[1]])
     first = np.zeros(len(a) + len(f), dtype=bool)
     first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
@@ -245,8 +245,9 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=No
     target[-1] = 1.0
     lam, passive = _positive_start(e, target, start)
     tol = _tolerance(e)  # once: each continuation of the NNLS reads the same e
+    factors = _PassiveQR(e, target, np.flatnonzero(passive))  # and goes on with the same factors
     while True:
-        lam, passive = _nnls(e, target, use, lam, passive, gradient, tol)
+        lam, passive = _nnls(e, target, use, lam, passive, gradient, tol, factors)
         r = e[:, passive] @ lam[passive] - target
         if abs(r[-1]) < 1e-12:
             return None, None, None
@@ -278,16 +279,18 @@ def _tolerance(e: np.ndarray) -> float:
 
 
 def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray, passive: np.ndarray,
-          gradient=None, tol: float | None = None) -> tuple:
+          gradient=None, tol: float | None = None, qr: "_PassiveQR | None" = None) -> tuple:
     """(x, passive): x >= 0 of least |e x - target| over the columns `allowed` (bool), by Lawson and
     Hanson's active set from x, the least squares answer on its `passive` columns (all of x > 0).
     Each step solves only the passive columns (the few rows that hold: 11-44 of a window's
     300), where scipy's nnls forms e'e over every column first (0.1-0.5 s a G1 hop window); their
     QR factors are updated as a column comes or goes (_PassiveQR), not computed again. gradient: e' r
-    for a residual r (default the product with e). tol: _tolerance(e), when already known."""
+    for a residual r (default the product with e). tol: _tolerance(e), when already known. qr: the
+    passive columns' factors (_PassiveQR), updated in place: a continuation goes on with them (a new
+    factorisation of ~100 columns on each of the G1 hop's 18 continuations was a tenth of the NNLS)."""
     x, passive = x.copy(), passive.copy()
     tol = _tolerance(e) if tol is None else tol
-    qr = _PassiveQR(e, target, np.flatnonzero(passive))
+    qr = _PassiveQR(e, target, np.flatnonzero(passive)) if qr is None else qr
     refused = np.zeros(len(x), dtype=bool)  # a column that came back at once: not taken again until x moves
     columns = np.flatnonzero(allowed)  # the only columns that may come in (most of a window's rows never may)
     for _ in range(3 * len(x) + 50):
@@ -329,6 +332,7 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     lam, _ = nnls(e[:, allowed], target, maxiter=50 * len(e[0]) + 50)  # not settled: the reference method
     x[:] = 0.0
     x[allowed] = lam
+    qr.factor(np.flatnonzero(x > 0.0))
     return x, x > 0.0
 
 
@@ -338,11 +342,16 @@ class _PassiveQR:
     factorisation of 40 columns of 300 costs about 0.2 ms."""
 
     def __init__(self, e: np.ndarray, target: np.ndarray, columns: np.ndarray):
-        self.e, self.target, self.columns = e, target, list(int(c) for c in columns)
+        self.e, self.target = e, target
         # _least_distance's target is the last unit vector: q' target is q's last row (the same bits)
         self.last = target[-1] == 1.0 and not target[:-1].any()
-        self.q, self.r = qr(e[:, self.columns], mode="economic") if self.columns else \
-            (np.zeros((len(e), 0)), np.zeros((0, 0)))
+        self.factor(columns)
+
+    def factor(self, columns: np.ndarray) -> None:
+        """The factors of these columns, computed anew."""
+        self.columns = list(int(c) for c in columns)
+        self.q, self.r = qr(self.e[:, self.columns], mode="economic") if self.columns else \
+            (np.zeros((len(self.e), 0)), np.zeros((0, 0)))
 
     def add(self, column: int) -> None:
         self.q, self.r = qr_insert(self.q, self.r, self.e[:, column], len(self.columns), which="col",
