@@ -114,9 +114,10 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
         # the pairs within the lookahead, then any farther one the step breaks, until it breaks none: the
         # answer with every pair watched, so one crossing the lookahead's edge does not move it
         take = dist < separation.margin + SWITCH_LOOKAHEAD_M
+        start = held
         while True:
             u, used, holding = _pair_step(unscale, w0, speed, binding, f[take], grad[take], need[take], box, width,
-                                          pair[take], held if WARM_START else None)
+                                          pair[take], start if WARM_START else None)
             if u is None:
                 break
             landed = (unscale @ (w0 + u[:len(w0)])).reshape(count, width)
@@ -124,6 +125,7 @@ def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower:
             if not broken.any():
                 break
             take |= broken
+            start = holding  # the same problem with a few rows more: its NNLS starts from the rows that held this one
         if u is None:
             break  # the joints' speed and range alone leave no way: kept as it is
         binding, held = used[:len(speed[0])], holding
@@ -146,7 +148,7 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
         pairs[k, frame * width:(frame + 1) * width] = g
     eye = np.eye(len(w0))
     rows = np.vstack([speed[0], pairs, eye, -eye])  # in y: a speed row two joints, a pair one frame's, the box one joint
-    a = rows @ unscale
+    a = np.vstack([rows[:-2 * len(w0)] @ unscale, unscale, -unscale])  # the box's rows: unscale itself, no product
     b = np.concatenate([speed[1], need, box[0], -box[1]])
     first = np.zeros(len(a) + len(f), dtype=bool)
     first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
@@ -242,8 +244,10 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=No
     target = np.zeros(len(e))
     target[-1] = 1.0
     lam, passive = _positive_start(e, target, start)
+    tol = _tolerance(e)  # once: each continuation of the NNLS reads the same e
+    factors = _PassiveQR(e, target, np.flatnonzero(passive))  # and goes on with the same factors
     while True:
-        lam, passive = _nnls(e, target, use, lam, passive, gradient)
+        lam, passive = _nnls(e, target, use, lam, passive, gradient, tol, factors)
         r = e[:, passive] @ lam[passive] - target
         if abs(r[-1]) < 1e-12:
             return None, None, None
@@ -269,23 +273,30 @@ def _positive_start(e: np.ndarray, target: np.ndarray, start: np.ndarray | None)
     return x, passive
 
 
+def _tolerance(e: np.ndarray) -> float:
+    """The NNLS's tolerance on e's gradient entries (scipy's rule: e's size, eps, its largest column sum)."""
+    return 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
+
+
 def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray, passive: np.ndarray,
-          gradient=None) -> tuple:
+          gradient=None, tol: float | None = None, qr: "_PassiveQR | None" = None) -> tuple:
     """(x, passive): x >= 0 of least |e x - target| over the columns `allowed` (bool), by Lawson and
     Hanson's active set from x, the least squares answer on its `passive` columns (all of x > 0).
     Each step solves only the passive columns (the few rows that hold: 11-44 of a window's
     300), where scipy's nnls forms e'e over every column first (0.1-0.5 s a G1 hop window); their
     QR factors are updated as a column comes or goes (_PassiveQR), not computed again. gradient: e' r
-    for a residual r (default the product with e)."""
+    for a residual r (default the product with e). tol: _tolerance(e), when already known. qr: the
+    passive columns' factors (_PassiveQR), updated in place: a continuation goes on with them (a new
+    factorisation of ~100 columns on each of the G1 hop's 18 continuations was a tenth of the NNLS)."""
     x, passive = x.copy(), passive.copy()
-    tol = 10 * max(e.shape) * np.spacing(1.0) * np.abs(e).sum(axis=0).max(initial=1.0)
-    qr = _PassiveQR(e, target, np.flatnonzero(passive))
+    tol = _tolerance(e) if tol is None else tol
+    qr = _PassiveQR(e, target, np.flatnonzero(passive)) if qr is None else qr
     refused = np.zeros(len(x), dtype=bool)  # a column that came back at once: not taken again until x moves
     columns = np.flatnonzero(allowed)  # the only columns that may come in (most of a window's rows never may)
     for _ in range(3 * len(x) + 50):
         # the gradient over every column, then the allowed ones': a product over those alone rounds otherwise
         # (BLAS blocks by shape), and a near tie between two columns then goes the other way (G1 hop 7e-7 rad)
-        residual = target - e[:, passive] @ x[passive]
+        residual = qr.residual()  # x is the least squares answer on the passive columns: their factors' residual
         w = (e.T @ residual if gradient is None else gradient(residual))[columns]
         free = np.flatnonzero(~passive[columns] & ~refused[columns] & (w > tol))
         # as many passive columns as rows fit target exactly: a w above tol is rounding there, and one more
@@ -321,6 +332,7 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
     lam, _ = nnls(e[:, allowed], target, maxiter=50 * len(e[0]) + 50)  # not settled: the reference method
     x[:] = 0.0
     x[allowed] = lam
+    qr.factor(np.flatnonzero(x > 0.0))
     return x, x > 0.0
 
 
@@ -330,11 +342,16 @@ class _PassiveQR:
     factorisation of 40 columns of 300 costs about 0.2 ms."""
 
     def __init__(self, e: np.ndarray, target: np.ndarray, columns: np.ndarray):
-        self.e, self.target, self.columns = e, target, list(int(c) for c in columns)
+        self.e, self.target = e, target
         # _least_distance's target is the last unit vector: q' target is q's last row (the same bits)
         self.last = target[-1] == 1.0 and not target[:-1].any()
-        self.q, self.r = qr(e[:, self.columns], mode="economic") if self.columns else \
-            (np.zeros((len(e), 0)), np.zeros((0, 0)))
+        self.factor(columns)
+
+    def factor(self, columns: np.ndarray) -> None:
+        """The factors of these columns, computed anew."""
+        self.columns = list(int(c) for c in columns)
+        self.q, self.r = qr(self.e[:, self.columns], mode="economic") if self.columns else \
+            (np.zeros((len(self.e), 0)), np.zeros((0, 0)))
 
     def add(self, column: int) -> None:
         self.q, self.r = qr_insert(self.q, self.r, self.e[:, column], len(self.columns), which="col",
@@ -344,6 +361,12 @@ class _PassiveQR:
     def remove(self, column: int) -> None:
         self.q, self.r = qr_delete(self.q, self.r, self.columns.index(int(column)), which="col", check_finite=False)
         self.columns.remove(int(column))
+
+    def residual(self) -> np.ndarray:
+        """target less its least squares fit by the columns, q q' target: a product with the contiguous q
+        (e's passive columns gathered and multiplied took ten times as long on the G1 hop's windows)."""
+        q = self.q[:, :len(self.columns)]
+        return self.target - q @ (q[-1] if self.last else q.T @ self.target)
 
     def solve(self) -> tuple[np.ndarray, np.ndarray]:
         """(columns, ascending; their least squares answer)."""

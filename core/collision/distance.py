@@ -36,6 +36,16 @@ def segment_closest(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarr
     return p1 + d1 * s[..., None], p2 + d2 * t[..., None]
 
 
+def axis_bound(point: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Distances (...,) of points (..., 3) from segments p-q (..., 3): with `point` a segment's middle,
+    less its half length, a lower bound of the two segments' distance (no point of that segment is
+    further from its middle), for a few operations where segment_closest takes forty."""
+    d = q - p
+    along = np.clip(_dot(point - p, d) / np.maximum(_dot(d, d), _EPS), 0.0, 1.0)
+    gap = point - (p + d * along[..., None])
+    return np.sqrt(_dot(gap, gap))
+
+
 def capsule_distance(p1, q1, r1, p2, q2, r2):
     """Signed distance (...,) between capsules (segment ends (..., 3), radii (...,)), metres,
     with the closest points on both axes (c1, c2); negative: they overlap by that much."""

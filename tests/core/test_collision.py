@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from core.collision import collision_model, collision_pairs
-from core.collision.distance import capsule_distance, segment_closest
+from core.collision.distance import axis_bound, capsule_distance, segment_closest
 from core.collision.pairs import pair_distances
 from core.collision.fit import fit_capsules
 from core.model.kinematics import KinematicTree
@@ -53,6 +53,65 @@ def test_sphere_and_capsule_distances_are_exact():
     d, _, _ = capsule_distance(np.array([-1.0, 0, 0]), np.array([1.0, 0, 0]), 0.1, np.array([0, -1.0, 0.05]),
                                np.array([0, 1.0, 0.05]), 0.1)
     assert d == pytest.approx(-0.15)
+
+
+def test_axis_bound_never_exceeds_the_segments_distance():
+    """A segment's middle's distance from another segment, less its half length, is a lower bound of
+    the two segments' distance (the looks skip the exact distance of a pair it puts beyond their reach),
+    never looser than the bounding spheres', and a point's own distance where the first is a point."""
+    rng = np.random.default_rng(3)
+    p1, q1, p2, q2 = (rng.normal(size=(2000, 3)) for _ in range(4))
+    q1 = p1 + (q1 - p1) * rng.uniform(0.0, 1.0, size=(2000, 1))  # long and short first segments
+    c1, c2 = segment_closest(p1, q1, p2, q2)
+    exact = np.linalg.norm(c1 - c2, axis=1)
+    bound = axis_bound(0.5 * (p1 + q1), p2, q2) - 0.5 * np.linalg.norm(q1 - p1, axis=1)
+    spheres = (np.linalg.norm(0.5 * (p1 + q1 - p2 - q2), axis=1) - 0.5 * np.linalg.norm(q1 - p1, axis=1)
+               - 0.5 * np.linalg.norm(q2 - p2, axis=1))  # the bounding spheres': never tighter
+    assert (bound <= exact + 1e-12).all() and (bound >= spheres - 1e-12).all()
+    assert np.mean(exact - bound) < 0.5 * np.mean(exact - spheres)
+    c1, c2 = segment_closest(p1, p1, p2, q2)
+    np.testing.assert_allclose(axis_bound(p1, p2, q2), np.linalg.norm(c1 - c2, axis=1), atol=1e-12)
+
+
+def test_g1_looks_without_a_dense_array_keep_every_entry_within_reach(g1):
+    """A look that asks for no (F, Q) array (the corrections' steps, the windows, the depth checks) skips
+    the exact distance of pairs whose axis bound is beyond its reach: the same entries, distances and
+    gradients, to the bit, as the dense look's within that reach, on the G1's left arm posed at random,
+    and fewer exact distances."""
+    from core.collision.avoid import SeparationTerm
+
+    term, q, _ = _left_arm_at_random(g1, 80, 17)
+    counted = []
+    near = SeparationTerm._near
+
+    def counting(self, *args, **kwargs):
+        out = near(self, *args, **kwargs)
+        counted.append(len(out[2][0]))
+        return out
+
+    SeparationTerm._near = counting
+    try:
+        for within in (0.02, 0.06, 0.11):
+            dense, (f, p, dist, grad) = term.look(q, term.root, within)
+            sparse = term.gradient(q, term.root, within)
+            assert len(f) > 40 and counted[-1] < counted[-2]  # the same entries from fewer exact distances
+            for a, b in zip(sparse, (f, p, dist, grad)):
+                assert np.array_equal(a, b)
+            assert np.array_equal(np.sort(dense[f, p]), np.sort(dist))
+    finally:
+        SeparationTerm._near = near
+
+
+def _left_arm_at_random(tree, frames: int, seed: int):
+    """(the separation term of the robot's left shoulder, elbow and wrist joints, q (frames, n) at random
+    within the joints' range and +-1.5 rad, the generator that drew it)."""
+    from core.collision.avoid import Separation
+
+    arm = [tree.link_index(name) for name in tree.link_names
+           if name.startswith("left_") and any(part in name for part in ("shoulder", "elbow", "wrist"))]
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(np.maximum(tree.lower, -1.5), np.minimum(tree.upper, 1.5), size=(frames, tree.dof))
+    return Separation(tree, collision_pairs(tree)).term(arm, np.tile(np.eye(4), (frames, 1, 1))), q, rng
 
 
 def test_capsules_fitted_to_a_box_contain_it_and_hug_it():
@@ -330,14 +389,9 @@ def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(
     and the term on some of its frames (on) keep them; and how far each frame is inside the margin reads the same with exact distances
     only below the margin as with exact distances to 6 cm (switches._violation)."""
     from core.chains.switches import _violation
-    from core.collision.avoid import Separation
 
-    tree, pairs = g1, collision_pairs(g1)
-    arm = [tree.link_index(name) for name in tree.link_names
-           if name.startswith("left_") and any(part in name for part in ("shoulder", "elbow", "wrist"))]
-    rng = np.random.default_rng(7)
-    q = rng.uniform(np.maximum(tree.lower, -1.5), np.minimum(tree.upper, 1.5), size=(60, tree.dof))
-    term = Separation(tree, pairs).term(arm, np.tile(np.eye(4), (60, 1, 1)))
+    tree = g1
+    term, q, rng = _left_arm_at_random(g1, 60, 7)
     kept = term.with_still(q)
     frames = np.sort(rng.choice(60, size=25, replace=False))
     moved = q[frames].copy()
