@@ -196,11 +196,3 @@ def stacked_walk(walks: list[list[Link]], counts: list[int]) -> list[Link] | Non
 
 def same_array(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
-
-
-def walk_rows(walk: list[Link], rows: np.ndarray) -> list[Link]:
-    """The walk for some rows (a stacked walk's per-row shifts picked; one leg's as it is)."""
-    if not any(isinstance(link.shift, list) for link in walk):
-        return walk
-    return [Link([v[rows] if isinstance(v, np.ndarray) else v for v in link.shift], link.turn, link.axis,
-                  link.principal, link.prismatic, link.scale, link.offset) for link in walk]
