@@ -24,7 +24,7 @@ import numpy as np
 from numpy.linalg import _umath_linalg
 
 from ..chains.batched import LAST_SMALL_BATCH, spd_solve_last
-from .leg_chain import Link, combine, turned
+from .leg_chain import Link, combine, fixed_step, turned, world_axis
 
 STEP_TOL_RAD = 1e-6
 GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
@@ -89,12 +89,8 @@ def _head(chain: _Chain, frame: np.ndarray) -> tuple[list[np.ndarray], np.ndarra
     position (the first joint's origin) and the first joint's world axis (3, S); as leg_chain.down_last."""
     cols, pos = [frame[0], frame[1], frame[2]], frame[3]
     for link in chain.head:
-        pos = pos + combine(cols, link.shift)
-        if link.turn is not None:
-            cols = [combine(cols, link.turn[:, k]) for k in range(3)]
-    link = chain.head[-1]
-    axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else combine(cols, link.axis)
-    return cols, pos, axis
+        cols, pos = fixed_step(cols, pos, link)
+    return cols, pos, world_axis(cols, chain.head[-1])
 
 
 CROSS = ((1, 2), (2, 0), (0, 1))  # the Jacobian's position row k: axis[a] lever[b] - axis[b] lever[a]
@@ -117,12 +113,10 @@ def _residual(chain: _Chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.nd
     j = 0
     for link in [None] + chain.tail:
         if link is not None:
-            shift = link.shift
-            if chain.per_row:
-                shift = [next(shifts) if _per_row(v) else v for v in shift]
-            pos = pos + combine(cols, shift)
-            if link.turn is not None:
-                cols = [combine(cols, link.turn[:, k]) for k in range(3)]
+            if chain.per_row:  # this step's rows of the shifts given per row
+                link = Link([next(shifts) if _per_row(v) else v for v in link.shift], link.turn, link.axis,
+                            link.principal)
+            cols, pos = fixed_step(cols, pos, link)
             if link.axis is None:
                 continue
             k = link.principal

@@ -8,9 +8,10 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from core.balance import leg_solve
-from core.balance.leg_chain import down_last, frames_last, rotation_errors_last, stacked_walk
+from core.balance.leg_chain import (down_last, frames_last, joint_frames_last, last_origin, rotation_errors_last,
+                                     stacked_walk)
 from core.balance.legs import _solve_leg, _walk, leg_iks
-from core.balance.planar_leg import standing_legs
+from core.balance.planar_leg import planar_legs, standing_legs
 from core.balance.support import foot_links
 from core.model.kinematics import KinematicTree
 from core.model.transforms import pose_matrices
@@ -94,3 +95,18 @@ def test_each_sample_solves_as_it_would_alone():
     assert np.array_equal(x, np.concatenate([a[0] for a in alone]))
     assert np.array_equal(err, np.concatenate([a[1] for a in alone]))
     assert np.median(np.linalg.norm(err[:, :3], axis=1)) < 1e-4
+
+
+def test_the_hip_is_down_last_s_origin_to_the_bit():
+    """The rolled waist's residual asks only where each hip is with its head aimed (planar_leg.plane_miss):
+    last_origin walks there without the other joints' frames, to the same bits as joint_frames_last."""
+    tree, legs = _legs("h1")
+    rng = np.random.default_rng(7)
+    count = 53
+    frame = frames_last(_frames(rng, count))
+    for planar in planar_legs(tree, legs):
+        head = rng.uniform(-0.4, 0.4, (count, 2))
+        _, origins = joint_frames_last(planar.head, np.column_stack([head, np.zeros(count)]), frame)
+        assert np.array_equal(last_origin(planar.head, np.ascontiguousarray(head.T), frame).T, origins[:, -1])
+        with pytest.raises(ValueError):
+            last_origin(planar.head, np.zeros((3, count)), frame)
