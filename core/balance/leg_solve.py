@@ -70,18 +70,20 @@ class _Rows:
     """Named blocks of rows of one (R, S) array, the samples last: views by name, all samples gathered at once."""
 
     def __init__(self, parts: list[tuple[str, np.ndarray]], samples: int):
-        self.layout, rows, start = [], [], 0
+        self.layout, start = [], 0
         for name, value in parts:
             shape = value.shape[:-1]
             size = int(np.prod(shape))
             self.layout.append((name, start, start + size, shape))
-            rows.append(value.reshape(size, samples))
             start += size
-        self.data = np.concatenate(rows)
+        self.data = np.empty((start, samples))
+        for (_, a, b, shape), (_, value) in zip(self.layout, parts):  # each part copied once (most are transposed views)
+            self.data[a:b].reshape(shape + (samples,))[...] = value
 
     def views(self) -> dict[str, np.ndarray]:
         samples, data = self.data.shape[1], self.data
-        return {name: data[a:b].reshape(shape + (samples,)) for name, a, b, shape in self.layout}
+        return {name: data[a:b] if len(shape) == 1 else data[a:b].reshape(shape + (samples,))
+                for name, a, b, shape in self.layout}
 
 
 def _head(chain: _Chain, frame: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
@@ -195,12 +197,13 @@ def _normal(jac: np.ndarray) -> np.ndarray:
 
 def _step(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
     """spd_solve_last(hess, grad): below its LAST_SMALL_BATCH, the LAPACK solve np.linalg.solve runs, called
-    without numpy's checks (half its time on a few systems; the same bits), and spd_solve_last where it fails."""
+    without numpy's checks and error state (a third of its time on a few systems; the same bits), and
+    spd_solve_last where it fails (a singular system: numpy's solve raises there, after numpy's warning here;
+    the damping keeps every system positive definite)."""
     if grad.shape[1] >= LAST_SMALL_BATCH:
         return spd_solve_last(hess, grad)
-    with np.errstate(all="ignore"):
-        out = _lapack_solve(hess.transpose(2, 0, 1), grad.T[..., None], signature="dd->d")[..., 0].T
-    if not np.isfinite(out).all():  # singular: as spd_solve_last (numpy's solve raises)
+    out = _lapack_solve(hess.transpose(2, 0, 1), grad.T[..., None], signature="dd->d")[..., 0].T
+    if not np.isfinite(out).all():
         return spd_solve_last(hess, grad)
     return out
 
