@@ -221,7 +221,8 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     count, samples = start.shape
     cols, pos, axis = _head(chain, frame)
     parts = [("cols", np.array(cols)), ("pos", pos), ("axis", axis), ("rotation", rotation), ("position", position),
-             ("weights", weights), ("rest", rest), ("prior", prior[None]), ("lower", lower), ("upper", upper)]
+             ("weights", weights), ("rest", rest), ("prior", prior[None]), ("prior2", (prior * prior)[None]),
+             ("lower", lower), ("upper", upper), ("low", lower + 1e-9), ("high", upper - 1e-9)]  # low, high: bound within
     if roll_axis is not None:
         parts += [("roll_axis", roll_axis), ("roll_more", roll_more[None])]
     shifts = [chain.tail[k].shift[c] for k, c in chain.per_row]
@@ -249,10 +250,10 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         p = g["prior"][0]
         # descent direction (error = goal - pose), the prior's part (prior times the identity) by hand
         grad = np.add.reduce(jac * err[:6, None], 0) + p * err[6:]  # (J, S)
-        free = ~(((x <= g["lower"] + 1e-9) & (grad < 0)) | ((x >= g["upper"] - 1e-9) & (grad > 0)))
+        free = ~(((x <= g["low"]) & (grad < 0)) | ((x >= g["high"]) & (grad > 0)))
         hess = _normal(jac)
         diagonal = hess.reshape(count * count, -1)[::count + 1]  # a view of hess[j, j]
-        diagonal += p * p
+        diagonal += g["prior2"][0]
         hess *= free[:, None] & free[None]
         diagonal += ~free + lam
         trial = np.empty_like(state)
