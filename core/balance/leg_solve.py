@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy._core import umath  # numpy 2's name, also numpy 1.26's (numpy.core warns in 2)
 from numpy.linalg import _umath_linalg
 
 from ..chains.batched import LAST_SMALL_BATCH, spd_solve_last
@@ -29,7 +30,7 @@ from .leg_chain import Link, combine, fixed_step, turned, world_axis
 STEP_TOL_RAD = 1e-6
 GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
 NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product
-_clip = np.core.umath.clip  # the ufunc np.clip calls, without its Python wrapper (the same bits)
+_clip = umath.clip  # the ufunc np.clip calls, without its Python wrapper (the same bits)
 _lapack_solve = _umath_linalg.solve  # the gufunc np.linalg.solve calls (the same bits)
 
 
