@@ -19,6 +19,7 @@ same bits as the code before, which worked field by field and entry by entry):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numpy._core import umath  # numpy 2's name, also numpy 1.26's (numpy.core warns in 2)
@@ -79,7 +80,7 @@ class _Rows:
             self.layout.append((name, start, start + size, shape))
             start += size
         self.data = np.empty((start, samples))
-        for (_, a, b, shape), (_, value) in zip(self.layout, parts):  # each part copied once (most are transposed views)
+        for (_, a, b, shape), (_, value) in zip(self.layout, parts):  # each part copied once (most are transposed)
             self.data[a:b].reshape(shape + (samples,))[...] = value
 
     def views(self) -> dict[str, np.ndarray]:
@@ -105,12 +106,39 @@ def _residual(chain: _Chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.nd
     """The weighted pose error and prior (6 + J, S) of the joints x (J, S) into err, and the pose error's
     Jacobian (6, J, S) into jac: the legs' residual before (leg_chain.down_last's walk, the cross
     products, rotation_errors_last), each element's operations in their order."""
-    count, samples = x.shape
     values = x + 0.0 if chain.scale is None else x * chain.scale + chain.offset  # x * 1 is x to the bit
+    axes, origins = jac[3:6], np.empty((3,) + x.shape)  # axes[:, j] joint j's world axis
+    cols, pos = _down(chain, g, values, axes, origins)
+    np.subtract(g["position"], pos, out=err[:3])
+    np.subtract(pos[:, None], origins, out=origins)  # the levers
+    for k, (a, b) in enumerate(CROSS):
+        np.multiply(axes[a], origins[b], out=jac[k])
+        jac[k] -= axes[b] * origins[a]
+    if not chain.revolute.all():  # a sliding joint moves the foot along its axis and turns nothing
+        slides = ~chain.revolute
+        jac[:3, slides] = axes[:, slides]
+        axes[:, slides] = 0.0
+    _rotation_errors(cols, g["rotation"], err[3:6])
+    if "roll_axis" in g:  # the turn about the goal's long axis scaled: (I + (s - 1) a a^T) on error and Jacobian
+        axis, more = g["roll_axis"], g["roll_more"][0]
+        products = axis * err[3:6]
+        along = more * ((products[0] + products[2]) + products[1])
+        err[3:6] += along * axis
+        spread = more * (axis[0] * jac[3] + axis[1] * jac[4] + axis[2] * jac[5])  # (J, S)
+        jac[3:6] += spread * axis[:, None]
+    err[:6] *= g["weights"]
+    jac *= g["weights"][:, None]
+    np.subtract(g["rest"], x, out=err[6:])
+    err[6:] *= g["prior"][0]
+
+
+def _down(chain: _Chain, g: dict, values: np.ndarray, axes: np.ndarray,
+          origins: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The walk from the first joint to the foot (leg_chain.down_last's), the joints' values (J, S): each
+    joint's world axis and origin into axes and origins (3, J, S); the foot's columns and position."""
     cos, sin = np.cos(values), np.sin(values)
     if chain.signs is not None:
         sin *= chain.signs
-    axes, origins = jac[3:6], np.empty((3, count, samples))  # axes[:, j] joint j's world axis
     cols, pos = [g["cols"][0], g["cols"][1], g["cols"][2]], g["pos"]
     axes[:, 0], origins[:, 0] = g["axis"], pos
     shifts = iter(g["shifts"])
@@ -144,27 +172,7 @@ def _residual(chain: _Chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.nd
         else:
             cols = turned(cols, joint, values[j])
         j += 1
-    np.subtract(g["position"], pos, out=err[:3])
-    np.subtract(pos[:, None], origins, out=origins)  # the levers
-    for k, (a, b) in enumerate(CROSS):
-        np.multiply(axes[a], origins[b], out=jac[k])
-        jac[k] -= axes[b] * origins[a]
-    if not chain.revolute.all():  # a sliding joint moves the foot along its axis and turns nothing
-        slides = ~chain.revolute
-        jac[:3, slides] = axes[:, slides]
-        axes[:, slides] = 0.0
-    _rotation_errors(cols, g["rotation"], err[3:6])
-    if "roll_axis" in g:  # the turn about the goal's long axis scaled: (I + (s - 1) a a^T) on error and Jacobian
-        axis, more = g["roll_axis"], g["roll_more"][0]
-        products = axis * err[3:6]
-        along = more * ((products[0] + products[2]) + products[1])
-        err[3:6] += along * axis
-        spread = more * (axis[0] * jac[3] + axis[1] * jac[4] + axis[2] * jac[5])  # (J, S)
-        jac[3:6] += spread * axis[:, None]
-    err[:6] *= g["weights"]
-    jac *= g["weights"][:, None]
-    np.subtract(g["rest"], x, out=err[6:])
-    err[6:] *= g["prior"][0]
+    return cols, pos
 
 
 def _rotation_errors(cols: list[np.ndarray], goal: np.ndarray, out: np.ndarray) -> None:
@@ -210,6 +218,22 @@ def _step(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
     return out
 
 
+def _packed(chain: _Chain, frame: np.ndarray, parts: list[tuple[str, np.ndarray]]) -> _Rows:
+    """A solve's goals in one array: the walk's head under the base frame (4, 3, S) (its columns, position and
+    first axis), `parts` (each (..., S)) and the tail's shifts given per row."""
+    samples = frame.shape[-1]
+    cols, pos, axis = _head(chain, frame)
+    shifts = [chain.tail[k].shift[c] for k, c in chain.per_row]
+    return _Rows([("cols", np.array(cols)), ("pos", pos), ("axis", axis)] + parts
+                 + [("shifts", np.array(shifts) if shifts else np.zeros((0, samples)))], samples)
+
+
+def _parts(block: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A solve's state (8 J + 7, S) as its rows: joints x (J, S), error (6 + J, S), Jacobian (6, J, S), cost (S,)."""
+    jac = block[2 * count + 6:8 * count + 6].reshape(6, count, block.shape[1])
+    return block[:count], block[count:2 * count + 6], jac, block[8 * count + 6]
+
+
 def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarray, rotation: np.ndarray,
                         position: np.ndarray, weights: np.ndarray, start: np.ndarray, rest: np.ndarray,
                         prior: np.ndarray, lower: np.ndarray, upper: np.ndarray, roll_axis: np.ndarray | None,
@@ -221,24 +245,14 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     and weighted error (6 + J, S)."""
     chain = _chain(walk, revolute)
     count, samples = start.shape
-    cols, pos, axis = _head(chain, frame)
-    parts = [("cols", np.array(cols)), ("pos", pos), ("axis", axis), ("rotation", rotation), ("position", position),
-             ("weights", weights), ("rest", rest), ("prior", prior[None]), ("prior2", (prior * prior)[None]),
-             ("lower", lower), ("upper", upper), ("low", lower + 1e-9), ("high", upper - 1e-9)]  # low, high: bound within
-    if roll_axis is not None:
-        parts += [("roll_axis", roll_axis), ("roll_more", roll_more[None])]
-    shifts = [chain.tail[k].shift[c] for k, c in chain.per_row]
-    parts.append(("shifts", np.array(shifts) if shifts else np.zeros((0, samples))))
-    goals = _Rows(parts, samples)
+    goals = _packed(chain, frame, [("rotation", rotation), ("position", position), ("weights", weights),
+                                   ("rest", rest), ("prior", prior[None]), ("prior2", (prior * prior)[None]),
+                                   ("lower", lower), ("upper", upper), ("low", lower + 1e-9),
+                                   ("high", upper - 1e-9)]  # low, high: at a bound within a nano-radian
+                    + ([] if roll_axis is None else [("roll_axis", roll_axis), ("roll_more", roll_more[None])]))
     g = goals.views()
-    # the state: joints x (J), error (6 + J), Jacobian (6 J), cost (1) rows, taken over from a trial in one copyto
-    cuts = np.cumsum((count, 6 + count, 6 * count, 1))
-    state = np.empty((cuts[-1], samples))
-
-    def parts_of(block: np.ndarray):
-        return (block[:cuts[0]], block[cuts[0]:cuts[1]], block[cuts[1]:cuts[2]].reshape(6, count, block.shape[1]),
-                block[cuts[2]])
-
+    state = np.empty((8 * count + 7, samples))  # _parts: taken over from a trial in one copyto
+    parts_of = partial(_parts, count=count)
     x, err, jac, cost = parts_of(state)
     _clip(start, g["lower"], g["upper"], out=x)
     _residual(chain, g, x, err, jac)
