@@ -97,12 +97,10 @@ def down_last(walk: list[Link], angles: np.ndarray, frame: np.ndarray, to_foot: 
     axes, origins = np.empty((count, 3, frames)), np.empty((count, 3, frames))  # filled, not stacked
     j = 0
     for link in walk:
-        pos = pos + combine(cols, link.shift)
-        if link.turn is not None:
-            cols = [combine(cols, link.turn[:, k]) for k in range(3)]
+        cols, pos = fixed_step(cols, pos, link)
         if link.axis is None:
             continue
-        axis = cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else combine(cols, link.axis)
+        axis = world_axis(cols, link)
         axes[j] = axis
         origins[j] = pos
         value = angles[j] * link.scale + link.offset
@@ -114,6 +112,40 @@ def down_last(walk: list[Link], angles: np.ndarray, frame: np.ndarray, to_foot: 
         else:
             cols = turned(cols, link, value)
     return cols, pos, axes, origins
+
+
+def last_origin(walk: list[Link], angles: np.ndarray, frame: np.ndarray) -> np.ndarray:
+    """The world position (3, F) of the walk's joint after the H joints angles (H, F) turn, under the base frame
+    (4, 3, F): down_last's last origin with to_foot False and one more joint, without the other joints' axes and
+    origins (the rolled waist's residual asks only where the hip is: core.balance.planar_leg)."""
+    cols, pos = [frame[0], frame[1], frame[2]], frame[3]
+    j = 0
+    for link in walk:
+        cols, pos = fixed_step(cols, pos, link)
+        if link.axis is None:
+            continue
+        if j == len(angles):
+            return pos
+        value = angles[j] * link.scale + link.offset
+        j += 1
+        if link.prismatic:
+            pos = pos + world_axis(cols, link) * value
+        else:
+            cols = turned(cols, link, value)
+    raise ValueError("the walk has no joint after the angles given")
+
+
+def fixed_step(cols: list[np.ndarray], pos: np.ndarray, link: Link) -> tuple[list[np.ndarray], np.ndarray]:
+    """A frame's columns (3 x (3, F)) and position (3, F) carried by the link's fixed shift and turn."""
+    pos = pos + combine(cols, link.shift)
+    if link.turn is not None:
+        cols = [combine(cols, link.turn[:, k]) for k in range(3)]
+    return cols, pos
+
+
+def world_axis(cols: list[np.ndarray], link: Link) -> np.ndarray:
+    """The link's joint axis (3, F) in the world, its frame's columns given."""
+    return cols[link.principal] * link.axis[link.principal] if link.principal >= 0 else combine(cols, link.axis)
 
 
 def combine(cols: list[np.ndarray], weights) -> np.ndarray:
@@ -196,11 +228,3 @@ def stacked_walk(walks: list[list[Link]], counts: list[int]) -> list[Link] | Non
 
 def same_array(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
-
-
-def walk_rows(walk: list[Link], rows: np.ndarray) -> list[Link]:
-    """The walk for some rows (a stacked walk's per-row shifts picked; one leg's as it is)."""
-    if not any(isinstance(link.shift, list) for link in walk):
-        return walk
-    return [Link([v[rows] if isinstance(v, np.ndarray) else v for v in link.shift], link.turn, link.axis,
-                  link.principal, link.prismatic, link.scale, link.offset) for link in walk]

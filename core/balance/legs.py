@@ -13,15 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import REVOLUTE, KinematicTree
-from ..chains.batched import spd_solve_last
-from .leg_chain import (Link, down_last, frames_last, link_walk, rotation_errors_last, rotvec, stacked_walk,
-                        walk_rows)
+from .leg_chain import Link, frames_last, link_walk, rotvec, stacked_walk
+from .leg_solve import levenberg_marquardt
 
 FULL_LEG = 6  # joints a leg needs to meet any foot pose from any pelvis (else it has no ankle roll)
 TILT_WEIGHT_M = 0.2  # a radian of sole tilt weighs like 20 cm of foot position
 YAW_WEIGHT_M = 0.02  # a radian of heading weighs like 2 cm: the first thing a 5-joint leg gives up
-STEP_TOL_RAD = 1e-6
-GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
 
 
 @dataclass
@@ -115,62 +112,6 @@ def _walk(tree: KinematicTree, leg: LegIK) -> list[Link]:
     if leg.walk is None:
         leg.walk = link_walk(tree, leg.links) + ([] if leg.sole is None else [Link(leg.sole.copy(), None, None)])
     return leg.walk
-
-
-@dataclass
-class _Goals:
-    """One solve's per-sample data frames last (the last axis the samples): the base frame
-    (4, 3, S) (leg_chain.frames_last), the goal's rotation G[i, k] (3, 3, S) and position (3, S),
-    the pose error's weights (6, S), rest (J, S), prior (S,), the joints' bounds (J, S), and for
-    a weighted roll the goal's long axis in the world (3, S) and its extra weight (S,)."""
-
-    frame: np.ndarray
-    rotation: np.ndarray
-    position: np.ndarray
-    weights: np.ndarray
-    rest: np.ndarray
-    prior: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    roll_axis: np.ndarray | None
-    roll_more: np.ndarray | None
-
-    def rows(self, keep: np.ndarray) -> "_Goals":
-        """The samples keep (an index or mask over the last axis)."""
-        roll = self.roll_axis is not None
-        return _Goals(self.frame[..., keep], self.rotation[..., keep], self.position[:, keep], self.weights[:, keep],
-                      self.rest[:, keep], self.prior[keep], self.lower[:, keep], self.upper[:, keep],
-                      self.roll_axis[:, keep] if roll else None, self.roll_more[keep] if roll else None)
-
-
-def _residual(walk: list[Link], revolute: np.ndarray, x: np.ndarray, goals: _Goals) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted pose error and prior (6 + J, S) for the leg's joints x (J, S) frames last, and the pose
-    error's Jacobian (6, J, S) (the prior's is prior times the identity). Frames last throughout,
-    each sum over contiguous rows of S numbers, and the Levenberg-Marquardt step the same way."""
-    cols, pos, axes, origins = down_last(walk, x, goals.frame)
-    count, frames = x.shape
-    lever = pos - origins  # (J, 3, S)
-    jac = np.empty((6, count, frames))
-    turning = bool(revolute.all())  # nearly every leg: no joint to pick out
-    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):  # axis x lever, by hand
-        cross = axes[:, i] * lever[:, j] - axes[:, j] * lever[:, i]
-        jac[k] = cross if turning else np.where(revolute[:, None], cross, axes[:, k])
-        jac[3 + k] = axes[:, k] if turning else np.where(revolute[:, None], axes[:, k], 0.0)
-    error = np.empty((6 + count, frames))
-    error[:3] = goals.position - pos
-    error[3:6] = rotation_errors_last(cols, goals.rotation)
-    if goals.roll_axis is not None:  # the turn about the goal's long axis scaled: (I + (s - 1) a a^T) on error and Jacobian
-        axis, more = goals.roll_axis, goals.roll_more
-        products = axis * error[3:6]
-        along = more * ((products[0] + products[2]) + products[1])
-        error[3:6] += along * axis
-        spread = more * (axis[0] * jac[3] + axis[1] * jac[4] + axis[2] * jac[5])  # (J, S)
-        for k in range(3):
-            jac[3 + k] += spread * axis[k]
-    error[:6] *= goals.weights
-    jac *= goals.weights[:, None]
-    error[6:] = goals.prior * (goals.rest - x)
-    return error, jac
 
 
 def _pose_weights(weights: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -328,8 +269,8 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
                start: np.ndarray, rest: np.ndarray, prior: np.ndarray, iterations: int,
                bounds: tuple[np.ndarray, np.ndarray], walk: list[Link] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Projected Levenberg-Marquardt for one leg (or legs built alike: walk from stacked_walk),
-    every sample its own problem, all at once, frames last; samples drop out as they converge.
-    Returns the leg's joints (F, J) and weighted error (F, 6 + J)."""
+    every sample its own problem, all at once, frames last (core.balance.leg_solve); samples drop
+    out as they converge. Returns the leg's joints (F, J) and weighted error (F, 6 + J)."""
     # a leg of six joints meets the whole pose; with fewer, the foot keeps its place and stays level
     yaw = TILT_WEIGHT_M if len(leg.columns) >= FULL_LEG else YAW_WEIGHT_M
     yaw = yaw if leg.yaw_weight_m is None else leg.yaw_weight_m
@@ -339,69 +280,12 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
     if leg.roll_weight_m is not None:  # a standing foot's roll (its swing's as any tilt)
         swing = np.clip((prior - STANCE_PRIOR_M) / (SWING_PRIOR_M - STANCE_PRIOR_M), 0.0, 1.0)
         roll_more = (leg.roll_weight_m / TILT_WEIGHT_M - 1.0) * (1.0 - swing)
-        roll_axis = np.ascontiguousarray((goal[:, :3, :3] @ leg.roll_axis).T)
-    goals = _Goals(frames_last(base), np.ascontiguousarray(goal[:, :3, :3].transpose(1, 2, 0)),
-                   np.ascontiguousarray(goal[:, :3, 3].T), np.ascontiguousarray(_pose_weights(weights, prior).T),
-                   np.ascontiguousarray(rest.T), prior, np.ascontiguousarray(lower.T), np.ascontiguousarray(upper.T),
-                   roll_axis, roll_more)
-    walk = _walk(tree, leg) if walk is None else walk
-    x = np.clip(np.ascontiguousarray(start.T), goals.lower, goals.upper)  # (J, F)
-    err, jac = _residual(walk, leg.revolute, x, goals)
-    out_x, out_err = x.copy(), err.copy()
-    cost = (err ** 2).sum(axis=0)
-    lam = np.full(len(start), 1e-4)
-    rows = np.arange(len(start))  # the samples still solved, in the arrays above
-    rows_walk = walk
-    diagonal = np.arange(len(leg.columns))
-    for _ in range(iterations):
-        if len(rows) == 0:
-            break
-        p = goals.prior
-        # descent direction (error = goal - pose), the prior's part (prior times the identity) by hand
-        grad = (jac * err[:6, None]).sum(axis=0) + p * err[6:]  # (J, S)
-        free = ~(((x <= goals.lower + 1e-9) & (grad < 0)) | ((x >= goals.upper - 1e-9) & (grad > 0)))
-        hess = _normal(jac)
-        hess[diagonal, diagonal] += p * p
-        hess *= free[:, None] & free[None]
-        hess[diagonal, diagonal] += ~free + lam
-        trial = np.clip(x + spd_solve_last(hess, grad * free), goals.lower, goals.upper)
-        t_err, t_jac = _residual(rows_walk, leg.revolute, trial, goals)
-        t_cost = (t_err ** 2).sum(axis=0)
-        better = t_cost < cost
-        gaining = (cost - t_cost) > GAIN_TOL * t_cost + 1e-16
-        # done: the step is below a micro-radian, or it buys no relative gain
-        keep = (np.abs(trial - x).max(axis=0) > STEP_TOL_RAD) & (gaining | ~better)
-        # the better samples taken over in place (copyto broadcasts the mask; a boolean index on the last axis
-        # gathers and scatters: at the H1's 3,300 stacked samples 0.35 against 0.17 ms for the Jacobian, 0.18
-        # against 0.02 ms for the joints)
-        for now, then in ((x, trial), (err, t_err), (jac, t_jac), (cost, t_cost)):
-            np.copyto(now, then, where=better)
-        lam = np.where(better, np.maximum(lam * 0.3, 1e-9), np.minimum(lam * 10.0, 1e6))
-        keep &= lam < 1e5
-        if not keep.all():  # the samples done leave the arrays
-            out_x[:, rows], out_err[:, rows] = x, err
-            rows, goals = rows[keep], goals.rows(keep)
-            x, err, jac, cost, lam = x[:, keep], err[:, keep], jac[..., keep], cost[keep], lam[keep]
-            rows_walk = walk_rows(walk, rows)
-    out_x[:, rows], out_err[:, rows] = x, err
-    return out_x.T, out_err.T
-
-
-def _normal(jac: np.ndarray) -> np.ndarray:
-    """J^T J (J, J, S) of Jacobians (6, J, S), each entry's six products summed in order (as numpy's
-    matmul of J^T and J sums them: the same bits); many samples: the upper triangle row by row
-    (4,000 samples: half the time of all products at once)."""
-    if jac.shape[2] < NORMAL_ROWS_FROM:
-        return (jac[:, :, None] * jac[:, None]).sum(axis=0)
-    count = jac.shape[1]
-    out = np.empty((count, count, jac.shape[2]))
-    for a in range(count):
-        out[a, a:] = (jac[:, a, None] * jac[:, a:]).sum(axis=0)
-        out[a + 1:, a] = out[a, a + 1:]
-    return out
-
-
-NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product
+        roll_axis = (goal[:, :3, :3] @ leg.roll_axis).T
+    x, err = levenberg_marquardt(_walk(tree, leg) if walk is None else walk, leg.revolute, frames_last(base),
+                                 goal[:, :3, :3].transpose(1, 2, 0), goal[:, :3, 3].T,
+                                 _pose_weights(weights, prior).T, start.T, rest.T, prior, lower.T, upper.T,
+                                 roll_axis, roll_more, iterations)
+    return x.T, err.T
 
 
 def leg_length(tree: KinematicTree, leg: LegIK) -> float:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..model.kinematics import REVOLUTE, KinematicTree
 from .hip_aim import HeadAim
-from .leg_chain import Link, frames_last, joint_frames_last, link_walk
+from .leg_chain import Link, frames_last, joint_frames_last, last_origin, link_walk
 from .legs import FULL_LEG, LegIK
 from .support import foot_bodies, sole_centre
 
@@ -62,8 +62,11 @@ class PlanarLeg:
         target = self.aim_of(goal) if target is None else target
         frame = frames_last(base) if frame is None else frame
         aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x)
-        x = np.column_stack([x if aimed is None else aimed, np.zeros(len(x))])
-        for _ in range(0 if aimed is not None else HEAD_ITERATIONS):
+        if aimed is not None:  # the hip where the head puts it (down_last's origin of the tail's first joint)
+            hip = last_origin(self.head, np.ascontiguousarray(aimed.T), frame).T
+            return np.einsum("fi,fi->f", target, hip - goal[:, :3, 3]) - self.offset_m, aimed
+        x = np.column_stack([x, np.zeros(len(x))])
+        for _ in range(HEAD_ITERATIONS):
             axes, _ = joint_frames_last(self.head, x, frame)
             step = _aim_step(axes[:, :-1], axes[:, -1], target)
             x[:, :-1] += step

@@ -349,9 +349,11 @@ class SagittalWaist:
                 break
         return params, heads
 
-    def _pose(self, params: np.ndarray, samples: _Samples) -> tuple[np.ndarray, np.ndarray]:
+    def _pose(self, params: np.ndarray, samples: _Samples,
+              yaw: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The waist's rotation and position for params; yaw: their _yaw where the caller has it."""
         roll = principal_turn(0, params[:, 1])
-        yaw = principal_turn(2, self._yaw(params, samples))
+        yaw = principal_turn(2, self._yaw(params, samples) if yaw is None else yaw)
         rot = yaw @ samples.base_rot @ roll
         pos = np.column_stack([samples.xy, samples.height]) + params[:, :1] * samples.across
         return rot, pos
@@ -382,7 +384,8 @@ class SagittalWaist:
         return samples.aims
 
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
-        rot, pos = self._pose(params, samples)
+        yaw = self._yaw(params, samples)
+        rot, pos = self._pose(params, samples, yaw)
         base = pose_matrices(rot, pos)
         frame = frames_last(base)
         res = [samples.command * np.einsum("fi,fi->f", pos + rot @ self.lever - samples.upright, samples.across)]
@@ -391,7 +394,7 @@ class SagittalWaist:
             miss, head = planar.plane_miss(base, goal, head, aim, frame)
             res.append(weight * miss)
             out_heads.append(head)
-        res.append(samples.yaw_w * (self._yaw(params, samples) - samples.yaw_to))
+        res.append(samples.yaw_w * (yaw - samples.yaw_to))
         res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
         return np.column_stack(res), out_heads
 

@@ -1,0 +1,297 @@
+"""The legs' Levenberg-Marquardt iterations (core.balance.legs), frames last, with few numpy calls a step.
+
+Every sample is its own small problem (a leg's five or six joints), all solved at once over the samples'
+axis, and the cost of a step is mostly per numpy call, not per sample: of the H1 10 s gait's 1,524
+residuals, 1,058 are on fewer than 50 samples (the stragglers after most have converged), each about 200
+numpy calls. So a step here makes fewer and cheaper calls with each element's arithmetic unchanged (the
+same bits as the code before, which worked field by field and entry by entry):
+
+- the per-sample data live in two arrays with the samples last, the goals (fixed in a solve) and the state
+  (joints, error, Jacobian, cost) the iterations take over: one copyto a step and one gather a drop of the
+  converged samples instead of one per field;
+- the walk down the leg to its first joint (the pelvis to the hip's first axis) is done once per solve, and
+  every joint's cosine and sine in one call each;
+- the joints' axes are written straight into the Jacobian's rotation rows, and the rotation error's G R^T
+  is three products over stacked (3, 3, S) entries, not nine sums;
+- the walk's fixed numbers are numpy's (a Python float costs a conversion at every product), reductions are
+  the ufuncs' own (not the methods' wrappers), and a few systems go to LAPACK's solve without numpy's checks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+from numpy._core import umath  # numpy 2's name, also numpy 1.26's (numpy.core warns in 2)
+from numpy.linalg import _umath_linalg
+
+from ..chains.batched import LAST_SMALL_BATCH, spd_solve_last
+from .leg_chain import Link, combine, fixed_step, turned, world_axis
+
+STEP_TOL_RAD = 1e-6
+GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
+NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product
+INDEX_GATHER_FROM = 64  # samples from which a drop gathers the kept columns by index, not by mask
+_clip = umath.clip  # the ufunc np.clip calls, without its Python wrapper (the same bits)
+_lapack_solve = _umath_linalg.solve  # the gufunc np.linalg.solve calls (the same bits)
+
+
+@dataclass
+class _Chain:
+    """A walk split where the joints start: `head` (the links down to the first joint's axis, which no
+    joint moves: walked once per solve) and `tail` (every link after it, its fixed numbers as numpy's),
+    with the joints' scale and offset, their revolute flags and, for principal axes, their signs."""
+
+    head: list[Link]
+    tail: list[Link]
+    joints: list[Link]  # the links with a joint, in order
+    scale: np.ndarray | None  # (J, 1); None: every joint's value is its angle (scale 1, offset 0)
+    offset: np.ndarray | None
+    signs: np.ndarray | None  # (J, 1) each principal axis' sign; None when every one is +1
+    revolute: np.ndarray  # (J,)
+    per_row: list[tuple[int, int]]  # (tail link, component) of each shift given per row (legs stacked)
+
+
+def _per_row(value) -> bool:
+    return isinstance(value, np.ndarray) and value.ndim > 0
+
+
+def _chain(walk: list[Link], revolute: np.ndarray) -> _Chain:
+    first = next(k for k, link in enumerate(walk) if link.axis is not None)
+    tail = [Link([v if _per_row(v) else np.float64(v) for v in link.shift], link.turn, link.axis, link.principal,
+                 link.prismatic, link.scale, link.offset) for link in walk[first + 1:]]
+    joints = [walk[first]] + [link for link in tail if link.axis is not None]
+    signs = np.array([[link.axis[link.principal] if link.principal >= 0 else 1.0] for link in joints])
+    scale, offset = np.array([[link.scale] for link in joints]), np.array([[link.offset] for link in joints])
+    plain = bool((scale == 1.0).all() and (offset == 0.0).all())
+    return _Chain(walk[:first + 1], tail, joints, None if plain else scale, None if plain else offset,
+                  None if (signs == 1.0).all() else signs, np.asarray(revolute, bool),
+                  [(k, c) for k, link in enumerate(tail) for c in range(3) if _per_row(link.shift[c])])
+
+
+class _Rows:
+    """Named blocks of rows of one (R, S) array, the samples last: views by name, all samples gathered at once."""
+
+    def __init__(self, parts: list[tuple[str, np.ndarray]], samples: int):
+        self.layout, start = [], 0
+        for name, value in parts:
+            shape = value.shape[:-1]
+            size = int(np.prod(shape))
+            self.layout.append((name, start, start + size, shape))
+            start += size
+        self.data = np.empty((start, samples))
+        for (_, a, b, shape), (_, value) in zip(self.layout, parts):  # each part copied once (most are transposed)
+            self.data[a:b].reshape(shape + (samples,))[...] = value
+
+    def views(self) -> dict[str, np.ndarray]:
+        samples, data = self.data.shape[1], self.data
+        return {name: data[a:b] if len(shape) == 1 else data[a:b].reshape(shape + (samples,))
+                for name, a, b, shape in self.layout}
+
+
+def _head(chain: _Chain, frame: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """The walk down to the first joint, under the base frame (4, 3, S): the frame's columns there, its
+    position (the first joint's origin) and the first joint's world axis (3, S); as leg_chain.down_last."""
+    cols, pos = [frame[0], frame[1], frame[2]], frame[3]
+    for link in chain.head:
+        cols, pos = fixed_step(cols, pos, link)
+    return cols, pos, world_axis(cols, chain.head[-1])
+
+
+CROSS = ((1, 2), (2, 0), (0, 1))  # the Jacobian's position row k: axis[a] lever[b] - axis[b] lever[a]
+SKEW = (np.array([7, 2, 3]), np.array([5, 6, 1]))  # m21 - m12, m02 - m20, m10 - m01 of m (9, S)
+
+
+def _residual(chain: _Chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.ndarray) -> None:
+    """The weighted pose error and prior (6 + J, S) of the joints x (J, S) into err, and the pose error's
+    Jacobian (6, J, S) into jac: the legs' residual before (leg_chain.down_last's walk, the cross
+    products, rotation_errors_last), each element's operations in their order."""
+    values = x + 0.0 if chain.scale is None else x * chain.scale + chain.offset  # x * 1 is x to the bit
+    axes, origins = jac[3:6], np.empty((3,) + x.shape)  # axes[:, j] joint j's world axis
+    cols, pos = _down(chain, g, values, axes, origins)
+    np.subtract(g["position"], pos, out=err[:3])
+    np.subtract(pos[:, None], origins, out=origins)  # the levers
+    for k, (a, b) in enumerate(CROSS):
+        np.multiply(axes[a], origins[b], out=jac[k])
+        jac[k] -= axes[b] * origins[a]
+    if not chain.revolute.all():  # a sliding joint moves the foot along its axis and turns nothing
+        slides = ~chain.revolute
+        jac[:3, slides] = axes[:, slides]
+        axes[:, slides] = 0.0
+    _rotation_errors(cols, g["rotation"], err[3:6])
+    if "roll_axis" in g:  # the turn about the goal's long axis scaled: (I + (s - 1) a a^T) on error and Jacobian
+        axis, more = g["roll_axis"], g["roll_more"][0]
+        products = axis * err[3:6]
+        along = more * ((products[0] + products[2]) + products[1])
+        err[3:6] += along * axis
+        spread = more * (axis[0] * jac[3] + axis[1] * jac[4] + axis[2] * jac[5])  # (J, S)
+        jac[3:6] += spread * axis[:, None]
+    err[:6] *= g["weights"]
+    jac *= g["weights"][:, None]
+    np.subtract(g["rest"], x, out=err[6:])
+    err[6:] *= g["prior"][0]
+
+
+def _down(chain: _Chain, g: dict, values: np.ndarray, axes: np.ndarray,
+          origins: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The walk from the first joint to the foot (leg_chain.down_last's), the joints' values (J, S): each
+    joint's world axis and origin into axes and origins (3, J, S); the foot's columns and position."""
+    cos, sin = np.cos(values), np.sin(values)
+    if chain.signs is not None:
+        sin *= chain.signs
+    cols, pos = [g["cols"][0], g["cols"][1], g["cols"][2]], g["pos"]
+    axes[:, 0], origins[:, 0] = g["axis"], pos
+    shifts = iter(g["shifts"])
+    j = 0
+    for link in [None] + chain.tail:
+        if link is not None:
+            if chain.per_row:  # this step's rows of the shifts given per row
+                link = Link([next(shifts) if _per_row(v) else v for v in link.shift], link.turn, link.axis,
+                            link.principal)
+            cols, pos = fixed_step(cols, pos, link)
+            if link.axis is None:
+                continue
+            k = link.principal
+            if k < 0:
+                axes[:, j] = combine(cols, link.axis)
+            elif link.axis[k] == 1.0:
+                axes[:, j] = cols[k]
+            else:
+                np.multiply(cols[k], link.axis[k], out=axes[:, j])
+            origins[:, j] = pos
+        joint = chain.joints[j]
+        if joint.prismatic:
+            pos = pos + axes[:, j] * values[j]
+        elif joint.principal >= 0:
+            k = joint.principal
+            a, b = (k + 1) % 3, (k + 2) % 3
+            ca, cb = cols[a], cols[b]
+            cols = list(cols)
+            cols[a] = ca * cos[j] + cb * sin[j]
+            cols[b] = cb * cos[j] - ca * sin[j]
+        else:
+            cols = turned(cols, joint, values[j])
+        j += 1
+    return cols, pos
+
+
+def _rotation_errors(cols: list[np.ndarray], goal: np.ndarray, out: np.ndarray) -> None:
+    """leg_chain.rotation_errors_last into out (3, S): m = G R^T as three products over the stacked
+    (3, 3, S) entries (each entry's sum over k in the same order), then the rotation vector."""
+    m = goal[:, 0, None] * cols[0][None]
+    m += goal[:, 1, None] * cols[1][None]
+    m += goal[:, 2, None] * cols[2][None]
+    flat = m.reshape(9, -1)
+    v = flat.take(SKEW[0], axis=0)
+    v -= flat.take(SKEW[1], axis=0)
+    v *= 0.5
+    sin = np.sqrt(np.add.reduce(v * v, 0))
+    cos = 0.5 * (flat[0] + flat[4] + flat[8] - 1.0)
+    angle = np.arctan2(sin, cos)
+    np.multiply(v, np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0), out=out)
+
+
+def _normal(jac: np.ndarray) -> np.ndarray:
+    """J^T J (J, J, S) of Jacobians (6, J, S), each entry's six products summed in order (as numpy's
+    matmul of J^T and J sums them: the same bits); many samples: the upper triangle row by row
+    (4,000 samples: half the time of all products at once)."""
+    if jac.shape[2] < NORMAL_ROWS_FROM:
+        return np.add.reduce(jac[:, :, None] * jac[:, None], 0)
+    count = jac.shape[1]
+    out = np.empty((count, count, jac.shape[2]))
+    for a in range(count):
+        np.add.reduce(jac[:, a, None] * jac[:, a:], 0, out=out[a, a:])
+        out[a + 1:, a] = out[a, a + 1:]
+    return out
+
+
+def _step(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """spd_solve_last(hess, grad): below its LAST_SMALL_BATCH, the LAPACK solve np.linalg.solve runs, called
+    without numpy's checks and error state (a third of its time on a few systems; the same bits), and
+    spd_solve_last where it fails (a singular system: numpy's solve raises there, after numpy's warning here;
+    the damping keeps every system positive definite)."""
+    if grad.shape[1] >= LAST_SMALL_BATCH:
+        return spd_solve_last(hess, grad)
+    out = _lapack_solve(hess.transpose(2, 0, 1), grad.T[..., None], signature="dd->d")[..., 0].T
+    if not np.isfinite(out).all():
+        return spd_solve_last(hess, grad)
+    return out
+
+
+def _packed(chain: _Chain, frame: np.ndarray, parts: list[tuple[str, np.ndarray]]) -> _Rows:
+    """A solve's goals in one array: the walk's head under the base frame (4, 3, S) (its columns, position and
+    first axis), `parts` (each (..., S)) and the tail's shifts given per row."""
+    samples = frame.shape[-1]
+    cols, pos, axis = _head(chain, frame)
+    shifts = [chain.tail[k].shift[c] for k, c in chain.per_row]
+    return _Rows([("cols", np.array(cols)), ("pos", pos), ("axis", axis)] + parts
+                 + [("shifts", np.array(shifts) if shifts else np.zeros((0, samples)))], samples)
+
+
+def _parts(block: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A solve's state (8 J + 7, S) as its rows: joints x (J, S), error (6 + J, S), Jacobian (6, J, S), cost (S,)."""
+    jac = block[2 * count + 6:8 * count + 6].reshape(6, count, block.shape[1])
+    return block[:count], block[count:2 * count + 6], jac, block[8 * count + 6]
+
+
+def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarray, rotation: np.ndarray,
+                        position: np.ndarray, weights: np.ndarray, start: np.ndarray, rest: np.ndarray,
+                        prior: np.ndarray, lower: np.ndarray, upper: np.ndarray, roll_axis: np.ndarray | None,
+                        roll_more: np.ndarray | None, iterations: int) -> tuple[np.ndarray, np.ndarray]:
+    """Projected Levenberg-Marquardt, every sample its own problem, frames last: the base frame (4, 3, S)
+    (leg_chain.frames_last), the goal's rotation G[i, k] (3, 3, S) and position (3, S), the pose error's
+    weights (6, S), the start, rest and bounds (J, S), the prior (S,), for a weighted roll the goal's long
+    axis (3, S) and its extra weight (S,). Samples drop out as they converge. Returns the joints (J, S)
+    and weighted error (6 + J, S)."""
+    chain = _chain(walk, revolute)
+    count, samples = start.shape
+    goals = _packed(chain, frame, [("rotation", rotation), ("position", position), ("weights", weights),
+                                   ("rest", rest), ("prior", prior[None]), ("prior2", (prior * prior)[None]),
+                                   ("lower", lower), ("upper", upper), ("low", lower + 1e-9),
+                                   ("high", upper - 1e-9)]  # low, high: at a bound within a nano-radian
+                    + ([] if roll_axis is None else [("roll_axis", roll_axis), ("roll_more", roll_more[None])]))
+    g = goals.views()
+    state = np.empty((8 * count + 7, samples))  # _parts: taken over from a trial in one copyto
+    parts_of = partial(_parts, count=count)
+    x, err, jac, cost = parts_of(state)
+    _clip(start, g["lower"], g["upper"], out=x)
+    _residual(chain, g, x, err, jac)
+    out_x, out_err = x.copy(), err.copy()
+    np.add.reduce(np.square(err), 0, out=cost)
+    lam = np.full(samples, 1e-4)
+    rows = np.arange(samples)  # the samples still solved, in the arrays above
+    for _ in range(iterations):
+        if len(rows) == 0:
+            break
+        p = g["prior"][0]
+        # descent direction (error = goal - pose), the prior's part (prior times the identity) by hand
+        grad = np.add.reduce(jac * err[:6, None], 0) + p * err[6:]  # (J, S)
+        free = ~(((x <= g["low"]) & (grad < 0)) | ((x >= g["high"]) & (grad > 0)))
+        hess = _normal(jac)
+        diagonal = hess.reshape(count * count, -1)[::count + 1]  # a view of hess[j, j]
+        diagonal += g["prior2"][0]
+        hess *= free[:, None] & free[None]
+        diagonal += ~free + lam
+        trial = np.empty_like(state)
+        t_x, t_err, t_jac, t_cost = parts_of(trial)
+        np.add(x, _step(hess, grad * free), out=t_x)
+        _clip(t_x, g["lower"], g["upper"], out=t_x)
+        _residual(chain, g, t_x, t_err, t_jac)
+        np.add.reduce(np.square(t_err), 0, out=t_cost)
+        better = t_cost < cost
+        gaining = (cost - t_cost) > GAIN_TOL * t_cost + 1e-16
+        # done: the step is below a micro-radian, or it buys no relative gain
+        keep = (np.maximum.reduce(np.abs(t_x - x), 0) > STEP_TOL_RAD) & (gaining | ~better)
+        np.copyto(state, trial, where=better)  # the better samples taken over in place: x, error, Jacobian, cost
+        lam = np.where(better, np.maximum(lam * 0.3, 1e-9), np.minimum(lam * 10.0, 1e6))
+        keep &= lam < 1e5
+        if not keep.all():  # the samples done leave the arrays
+            out_x[:, rows], out_err[:, rows] = x, err
+            # many samples: their indices gather the columns in half the time of the mask (a few: the mask)
+            keep = np.flatnonzero(keep) if len(keep) >= INDEX_GATHER_FROM else keep
+            rows, lam = rows[keep], lam[keep]
+            state, goals.data = state[:, keep], goals.data[:, keep]
+            x, err, jac, cost = parts_of(state)
+            g = goals.views()
+    out_x[:, rows], out_err[:, rows] = x, err
+    return out_x, out_err

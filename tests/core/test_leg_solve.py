@@ -1,0 +1,112 @@
+"""core.balance.leg_solve: the legs' Levenberg-Marquardt with few numpy calls a step keeps the arithmetic of
+the walk it replaced (leg_chain.down_last, rotation_errors_last: the same bits), and its packed samples
+leave and stay as each sample's own solve would."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from core.balance import leg_solve
+from core.balance.leg_chain import (down_last, frames_last, joint_frames_last, last_origin, rotation_errors_last,
+                                     stacked_walk)
+from core.balance.legs import _solve_leg, _walk, leg_iks
+from core.balance.planar_leg import planar_legs, standing_legs
+from core.balance.support import foot_links
+from core.model.kinematics import KinematicTree
+from core.model.transforms import pose_matrices
+from core.model.urdf import parse_urdf
+from tests.core.test_gait import ROBOTS
+
+
+def _legs(robot: str, standing: bool = False):
+    tree = KinematicTree(parse_urdf(ROBOTS[robot]))
+    legs = leg_iks(tree, foot_links(tree))
+    return tree, standing_legs(tree, legs) if standing else legs
+
+
+def _frames(rng, count: int, height: float = 1.0) -> np.ndarray:
+    return pose_matrices(Rotation.from_rotvec(rng.uniform(-0.3, 0.3, (count, 3))).as_matrix(),
+                         rng.uniform(-0.1, 0.1, (count, 3)) + [0.0, 0.0, height])
+
+
+def _reference(walk, revolute, x, frame, goal_rot, goal_pos):
+    """The residual's pose part as core.balance.legs worked it out before leg_solve (unweighted)."""
+    cols, pos, axes, origins = down_last(walk, x, frame)
+    lever = pos - origins
+    jac = np.empty((6,) + x.shape)
+    for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):
+        cross = axes[:, i] * lever[:, j] - axes[:, j] * lever[:, i]
+        jac[k] = np.where(revolute[:, None], cross, axes[:, k])
+        jac[3 + k] = np.where(revolute[:, None], axes[:, k], 0.0)
+    return goal_pos - pos, rotation_errors_last(cols, goal_rot), jac
+
+
+@pytest.mark.parametrize("robot,stacked", [("h1", True), ("h1", False), ("g1", False), ("g1", True)])
+def test_the_residual_is_the_walk_s_to_the_bit(robot, stacked):
+    tree, legs = _legs(robot, standing=robot == "h1")
+    rng = np.random.default_rng(11)
+    count = 37
+    walks = [_walk(tree, leg) for leg in legs]
+    walk = stacked_walk(walks, [count] * len(legs)) if stacked else walks[0]
+    if walk is None:
+        pytest.skip(f"the {robot}'s legs are not built alike")
+    samples = count * (len(legs) if stacked else 1)
+    leg = legs[0]
+    lower, upper = leg.lower[:, None], leg.upper[:, None]
+    x = np.clip(rng.uniform(-1.0, 1.0, (len(leg.columns), samples)), lower, upper)
+    frame = frames_last(_frames(rng, samples))
+    goal_rot = np.ascontiguousarray(Rotation.from_rotvec(rng.uniform(-0.5, 0.5, (samples, 3))).as_matrix()
+                                    .transpose(1, 2, 0))
+    goal_pos = rng.uniform(-0.3, 0.3, (3, samples))
+    chain = leg_solve._chain(walk, leg.revolute)
+    cols, pos, axis = leg_solve._head(chain, frame)
+    g = {"cols": np.array(cols), "pos": pos, "axis": axis, "rotation": goal_rot, "position": goal_pos,
+         "weights": np.ones((6, samples)), "rest": np.zeros_like(x), "prior": np.ones((1, samples)),
+         "shifts": np.array([chain.tail[k].shift[c] for k, c in chain.per_row]).reshape(-1, samples)}
+    err, jac = np.empty((6 + len(x), samples)), np.empty((6, len(x), samples))
+    leg_solve._residual(chain, g, x, err, jac)
+    position, rotation, reference = _reference(walk, leg.revolute, x, frame, goal_rot, goal_pos)
+    assert np.array_equal(err[:3], position)
+    assert np.array_equal(err[3:6], rotation)
+    assert np.array_equal(jac, reference)
+    assert np.array_equal(err[6:], -x)
+
+
+def test_each_sample_solves_as_it_would_alone():
+    """The samples leave the packed arrays as they converge, at different steps: each one's answer is the
+    one it gets solved by itself (both under LAST_SMALL_BATCH, where the step is LAPACK's per system), and
+    the G1's six-joint legs meet poses they can reach."""
+    tree, legs = _legs("g1")
+    leg = legs[0]
+    rng = np.random.default_rng(4)
+    count = 40
+    q = np.zeros((count, tree.dof))
+    q[:, leg.columns] = np.clip(rng.uniform(-0.6, 0.6, (count, len(leg.columns))), leg.lower, leg.upper)
+    base = _frames(rng, count, 0.8)
+    root = base @ np.linalg.inv(tree.link_transform(np.zeros((1, tree.dof)), leg.base, np.eye(4)[None])[0])
+    goal = tree.link_transform(q, leg.foot, root)
+    start, rest = np.zeros((count, len(leg.columns))), np.zeros((count, len(leg.columns)))
+    prior = np.full(count, 0.002)
+    bounds = (np.repeat(leg.lower[None], count, axis=0), np.repeat(leg.upper[None], count, axis=0))
+    x, err = _solve_leg(tree, leg, base, goal, start, rest, prior, 40, bounds)
+    alone = [_solve_leg(tree, leg, base[[k]], goal[[k]], start[[k]], rest[[k]], prior[[k]], 40,
+                        (bounds[0][[k]], bounds[1][[k]])) for k in range(count)]
+    assert np.array_equal(x, np.concatenate([a[0] for a in alone]))
+    assert np.array_equal(err, np.concatenate([a[1] for a in alone]))
+    assert np.median(np.linalg.norm(err[:, :3], axis=1)) < 1e-4
+
+
+def test_the_hip_is_down_last_s_origin_to_the_bit():
+    """The rolled waist's residual asks only where each hip is with its head aimed (planar_leg.plane_miss):
+    last_origin walks there without the other joints' frames, to the same bits as joint_frames_last."""
+    tree, legs = _legs("h1")
+    rng = np.random.default_rng(7)
+    count = 53
+    frame = frames_last(_frames(rng, count))
+    for planar in planar_legs(tree, legs):
+        head = rng.uniform(-0.4, 0.4, (count, 2))
+        _, origins = joint_frames_last(planar.head, np.column_stack([head, np.zeros(count)]), frame)
+        assert np.array_equal(last_origin(planar.head, np.ascontiguousarray(head.T), frame).T, origins[:, -1])
+        with pytest.raises(ValueError):
+            last_origin(planar.head, np.zeros((3, count)), frame)
