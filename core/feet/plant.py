@@ -64,7 +64,7 @@ class PlantSettings:
     smooth_hz: float = 3.0  # root height changes are smoothed below this
     path_hz: float = 3.5  # the root's horizontal path is smoothed below this (a walk's sway kept, the 9 Hz shake gone)
     stance_s: float = 1.75  # a foot's stance tilt: the median over contact frames this near a contact (targets)
-    float_m: float = 0.004  # a planted foot higher than this lowers the root for another pass
+    float_m: float = 0.004  # a planted foot further than this from its goal moves the root for another pass
     max_change_rad: float = 0.5  # no joint moves further from its unplanted angle (no branch flips)
     passes: int = 3  # solve passes; each moves the root toward feet that missed their goals
     lift: bool = True  # raise the root where another body sinks (off for a draft plant whose root is dropped)
@@ -133,11 +133,7 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
     legs = [leg for leg in legs if leg.side in contacts.feet and contacts.feet[leg.side].any()]
     if not legs:
         return None
-    flags = {leg.side: contacts.feet[leg.side] for leg in legs}
-    frames = {leg.side: FootFrames.measure(tree, leg, q, root_rot, flags[leg.side], fps, settings) for leg in legs}
-    root = _root(root_pos, _hip_offset(tree, legs, root_rot), frames, flags, fps, settings)
-    goals = {leg.side: foot_goals(leg, frames[leg.side], pose_matrices(root_rot, root), flags[leg.side], fps,
-                                  settings) for leg in legs}
+    frames, root, goals = _first_root(tree, legs, q, root_rot, root_pos, contacts, fps, settings)
     check = _Check(tree, legs, Bodies(tree), settings)
     q_out, redo = q, None
     for done in range(1, settings.passes + 1):
@@ -153,6 +149,18 @@ def plant_feet(tree: KinematicTree, legs: list[Leg], q: np.ndarray, root_rot: np
     lift = np.maximum(_envelope(depth, fps, settings), depth) if depth.max() >= 1e-3 else 0.0 * depth
     root[:, 2] += lift  # the last word: nothing passes through the ground
     return PlantResult(q_out, root, float(lift.max(initial=0.0)))
+
+
+def _first_root(tree, legs: list[Leg], q, root_rot, root_pos, contacts: Contacts, fps: float,
+                settings: PlantSettings) -> tuple[dict, np.ndarray, dict]:
+    """Each leg's unplanted foot (FootFrames), the root (F, 3) the first pass stands on, and each
+    planted foot's goals (FootGoals) under it; legs: those with a contact."""
+    flags = {leg.side: contacts.feet[leg.side] for leg in legs}
+    frames = {leg.side: FootFrames.measure(tree, leg, q, root_rot, flags[leg.side], fps, settings) for leg in legs}
+    root = _root(root_pos, _hip_offset(tree, legs, root_rot), frames, flags, fps, settings)
+    goals = {leg.side: foot_goals(leg, frames[leg.side], pose_matrices(root_rot, root), flags[leg.side], fps,
+                                  settings) for leg in legs}
+    return frames, root, goals
 
 
 def _solve_legs(tree, legs: list[Leg], q, guess, world, frames: dict, goals: dict, fps: float,
@@ -195,8 +203,10 @@ class _Check:
 
     def root_change(self, q, world, goals: dict) -> np.ndarray | None:
         """Root move (F, 3) that brings planted feet to their goals and bodies out of the
-        ground: up where something sinks, down where a foot floats, sideways toward an
-        unreachable foot; None when nothing is off by more than `float_m`."""
+        ground: up where something sinks or a planted foot is below its goal, down where it
+        floats above it, sideways toward an unreachable foot; None when nothing is off by more
+        than `float_m`. The legs' angles held, the root moves the feet by as much
+        (tests/core/test_plant_root.py)."""
         up = self.body_depth(q, world)
         down = np.zeros(len(q))
         reach, count = np.zeros((len(q), 2)), np.zeros(len(q))
@@ -209,8 +219,8 @@ class _Check:
             pts = leg.foot.world(pose)[:, leg.sole]
             goal = goals[leg.side].planted
             w = pivot_weights(goal[..., 2] - leg.foot.radius[leg.sole])
-            miss = np.einsum("fs,fsi->fi", w, goal - pts) * planted[:, None]
-            up, down = np.maximum(up, -miss[:, 2]), np.maximum(down, miss[:, 2])
+            miss = np.einsum("fs,fsi->fi", w, goal - pts) * planted[:, None]  # where the foot must go
+            up, down = np.maximum(up, miss[:, 2]), np.maximum(down, -miss[:, 2])
             reach += miss[:, :2]
             count += planted
         limit = self.settings.float_m
@@ -223,7 +233,10 @@ class _Check:
 
 def _smooth_change(move: np.ndarray, fps: float, settings: PlantSettings) -> np.ndarray:
     """A root change smoothed over time; vertical moves keep their peaks (a short miss at a
-    lift-off needs its full correction), up wins where both are asked for."""
+    lift-off needs its full correction). Up wins, over the whole pass: the rise's envelope is
+    nowhere negative, so where any frame asks the root up, no frame of that pass goes down (a
+    floating foot lowers the root only in a pass where nothing rises; letting the drops act away
+    from the rises was tried in session 22 and floated and slid more: docs/history/planted_feet.md)."""
     out = butterworth_lowpass(move, fps, settings.smooth_hz, order=2)
     up, down = np.clip(move[:, 2], 0.0, None), np.clip(-move[:, 2], 0.0, None)
     out[:, 2] = -np.maximum(_envelope(down, fps, settings), down) if down.max(initial=0.0) > 0 else 0.0

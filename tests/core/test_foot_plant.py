@@ -374,9 +374,13 @@ def test_unplanted_feet_lifted_by_one_low_frame_say_so_in_the_warnings():
 
 def test_planted_feet_that_cannot_hold_say_so_in_the_warnings():
     """A G1 whose leg joints turn at an eighth of their speed cannot keep up with the walk's
-    planted feet: the report's figures show it, and so do its warnings (a user reads those)."""
+    planted feet: the report's figures show it, and so do its warnings (a user reads those).
+    Each contact figure past its warning threshold is warned, and only those: since the root's
+    vertical sign was mended (session 22) this G1 slides in 15 % of its contacts (23 before, past
+    the 20 % that warns) and has a foot under the ground on 4 % of frames (3 before)."""
     import re
 
+    from core.feet.report import KEPT_PCT, SINKING_PCT, SLIDING_PCT
     from core.model.urdf import parse_urdf_string
 
     text = G1.read_text(encoding="utf-8")
@@ -385,10 +389,16 @@ def test_planted_feet_that_cannot_hold_say_so_in_the_warnings():
     tree = KinematicTree(parse_urdf_string(slow, str(G1)))
     motion = load_bvh(WALK).to_source_motion()
     report = retarget(motion, tree, auto_map(motion, tree), contacts="auto").report
-    assert report["foot_slide_pct"] > 20 and any("planted feet slide in" in w for w in report["warnings"])
     normal = KinematicTree(parse_urdf(G1))
-    report = retarget(motion, normal, auto_map(motion, normal), contacts="auto").report
-    assert not [w for w in report["warnings"] if "(foot_slide_pct)" in w or "(contact_preserved_pct)" in w
+    base = retarget(motion, normal, auto_map(motion, normal), contacts="auto").report
+    assert report["foot_slide_mean_m_s"] > 3 * base["foot_slide_mean_m_s"]  # it cannot hold its feet
+    past = {"(foot_slide_pct)": report["foot_slide_pct"] > SLIDING_PCT,
+            "(contact_preserved_pct)": report["contact_preserved_pct"] < KEPT_PCT,
+            "(ground_penetration_pct)": report["ground_penetration_pct"] > SINKING_PCT}
+    assert any(past.values())
+    for key, over in past.items():
+        assert over == any(key in w for w in report["warnings"]), key
+    assert not [w for w in base["warnings"] if "(foot_slide_pct)" in w or "(contact_preserved_pct)" in w
                 or "(ground_penetration_pct)" in w]
 
 
