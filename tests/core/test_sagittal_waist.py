@@ -305,3 +305,36 @@ def test_rolled_waist_path_step_is_the_sparse_normal_equations_solution():
     indefinite[0, ::3] *= -1.0  # Cholesky fails: LU with pivoting on the band
     normal[np.arange(0, 2 * n, 3), np.arange(0, 2 * n, 3)] -= 2.0 * band[0, ::3]
     np.testing.assert_allclose(_banded_step(indefinite, jac, rhs), np.linalg.solve(normal, rhs), rtol=1e-6)
+
+
+def test_h1_fine_height_fit_asks_the_least_that_stands(monkeypatch):
+    """stance.FINE_HEIGHT (off by default, docs/notes/s22-heightfit.md): the height fit bisects each found
+    step toward the step before it, so the height asked follows its input continuously instead of by
+    1-2 cm steps. On the H1 walk every bisected ask lies past the step before it and within the found step
+    (plus the headroom), it is finer than the steps, and the walk still steps 11 times."""
+    from core.balance import stance
+
+    monkeypatch.setattr(stance, "FINE_HEIGHT", True)
+    asked = []
+    least = stance.least_height
+
+    def recorded(corrector, q, root_pos, rows, found, share, changes):
+        out = least(corrector, q, root_pos, rows, found, share, changes)
+        asked.append((found.copy(), out.copy(), changes.copy()))
+        return out
+
+    monkeypatch.setattr(stance, "least_height", recorded)
+    _, _, result = _gait(load_bvh(WALK).to_source_motion(), "h1")
+    found = np.concatenate([f for f, _, _ in asked])
+    out = np.concatenate([o for _, o, _ in asked])
+    moved = found != 0.0
+    assert moved.sum() > 0
+    headroom = stance.HEIGHT_HEADROOM_M + 1e-12
+    assert (np.sign(out[moved]) == np.sign(found[moved])).all()
+    assert (np.abs(out[moved]) <= np.abs(found[moved]) + headroom).all()
+    steps = np.unique(np.abs(np.concatenate([c for _, _, c in asked])))
+    below = np.array([max((s for s in steps if s < abs(f)), default=0.0) for f in found[moved]])
+    assert (np.abs(out[moved]) > below).all()
+    off_step = np.abs(np.abs(out[moved]) - stance.HEIGHT_HEADROOM_M - np.abs(found[moved])) > 1e-9
+    assert off_step.any()  # some asks fall between the steps, not on them
+    assert sum(len(s) for s in result.report["swing_phases"].values()) == 11
