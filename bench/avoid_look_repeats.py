@@ -5,7 +5,7 @@ Every look of an avoidance-on bake (core.collision.avoid.SeparationTerm._near: p
 exact capsule distances) over some frames, counted by the stage that asked (the corrections' steps,
 the first look of a pass, the steady room's depth checks and fixes, the detour windows, the legs) and
 by how many of its frames were looked at before with the same joints and root to the bit (what a
-memo per (frame, q) could spare; issue 17's speed target, docs/notes/s22-avoidcpu.md).
+memo per (frame, q) could spare; issue 17's speed target, docs/history/self_collision.md, session 22 s22-avoidcpu).
 
     .venv/bin/python bench/avoid_look_repeats.py [--robot g1] [--clips walk,hop]
 """

@@ -23,7 +23,7 @@ HEIGHT_TOL_M = 0.00025  # the found step is bisected toward the one before it to
 HEIGHT_HEADROOM_M = 0.002  # added to the least height that stands, the way it moved: at the bare threshold the
 #   later stages moved the H1 10 s clip's legs off it (worst margin +8.85 / +8.15 mm from two starts; 2 mm: +10.63 / +10.80)
 FINE_HEIGHT = False  # True: the found step bisected (least_height); off: with it the H1 gait stays a draw
-#   downstream and misses its margin on the H1 scaled 1.1 / 0.9 (docs/notes/s22-heightfit.md)
+#   downstream and misses its margin on the H1 scaled 1.1 / 0.9 (docs/history/balanced_gait.md, session 22 s22-heightfit)
 
 
 def fit_waist(corrector, q: np.ndarray, root_pos: np.ndarray, bad: np.ndarray, steps: np.ndarray, width: int,

@@ -286,7 +286,7 @@ def test_rolled_waist_path_step_is_the_sparse_normal_equations_solution():
     """The path fit's step is solved on the band of its normal matrix (the acceleration's four bands
     below the diagonal, each sample's 2 x 2 J^T J on it): the same step as the whole normal matrix
     solved, at the control cycle's period, and by LU on the band where it is not positive definite."""
-    from core.balance.sagittal import SagittalWaist, _banded_step
+    from core.balance.sagittal import SagittalWaist, _banded_step, _normal_rows
 
     waist = SagittalWaist.__new__(SagittalWaist)
     waist.period_s, waist.lever, waist._terms = 0.005, np.array([0.0, 0.0, 0.3]), None
@@ -300,15 +300,16 @@ def test_rolled_waist_path_step_is_the_sparse_normal_equations_solution():
     for k in range(n):
         normal[2 * k:2 * k + 2, 2 * k:2 * k + 2] += jac[k].T @ jac[k]
     want = np.linalg.solve(normal, rhs)
-    np.testing.assert_allclose(_banded_step(band, jac, rhs), want, rtol=1e-6, atol=1e-12 * np.abs(want).max())
+    block = _normal_rows(jac, np.zeros((n, 5)))[0]
+    np.testing.assert_allclose(_banded_step(band, block, rhs), want, rtol=1e-6, atol=1e-12 * np.abs(want).max())
     indefinite = band.copy()
     indefinite[0, ::3] *= -1.0  # Cholesky fails: LU with pivoting on the band
     normal[np.arange(0, 2 * n, 3), np.arange(0, 2 * n, 3)] -= 2.0 * band[0, ::3]
-    np.testing.assert_allclose(_banded_step(indefinite, jac, rhs), np.linalg.solve(normal, rhs), rtol=1e-6)
+    np.testing.assert_allclose(_banded_step(indefinite, block, rhs), np.linalg.solve(normal, rhs), rtol=1e-6)
 
 
 def test_h1_fine_height_fit_asks_the_least_that_stands(monkeypatch):
-    """stance.FINE_HEIGHT (off by default, docs/notes/s22-heightfit.md): the height fit bisects each found
+    """stance.FINE_HEIGHT (off by default, docs/history/balanced_gait.md, session 22 s22-heightfit): the height fit bisects each found
     step toward the step before it, so the height asked follows its input continuously instead of by
     1-2 cm steps. On the H1 walk every bisected ask lies past the step before it and within the found step
     (plus the headroom), it is finer than the steps, and the walk still steps 11 times."""
@@ -338,3 +339,17 @@ def test_h1_fine_height_fit_asks_the_least_that_stands(monkeypatch):
     off_step = np.abs(np.abs(out[moved]) - stance.HEIGHT_HEADROOM_M - np.abs(found[moved])) > 1e-9
     assert off_step.any()  # some asks fall between the steps, not on them
     assert sum(len(s) for s in result.report["swing_phases"].values()) == 11
+
+
+def test_normal_rows_are_einsums_bits():
+    """The placements' J^T J and J^T r entry by entry (sagittal._normal_rows) give einsum's bits on their
+    shapes (5 residual rows; one, two and three columns), the steps of the gait unchanged."""
+    from core.balance.sagittal import _normal_rows
+
+    rng = np.random.default_rng(7)
+    for count in (1, 2, 3):
+        jac = rng.normal(size=(829, 5, count)) * rng.random((829, 5, count)) ** 3
+        res = rng.normal(size=(829, 5))
+        normal, grad = _normal_rows(jac, res)
+        assert np.array_equal(normal, np.einsum("fri,frj->fij", jac, jac).transpose(1, 2, 0))
+        assert np.array_equal(grad, np.einsum("fri,fr->fi", jac, res).T)
