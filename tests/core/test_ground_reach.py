@@ -79,7 +79,8 @@ def test_a_mesh_hung_far_under_a_high_link_is_looked_at_and_high_meshes_are_not_
 
 def test_feet_floating_over_another_body_on_the_ground_name_that_body():
     """simple_humanoid carries a 1 m collision disc on BODY: planting keeps it above the ground, so
-    in the hop the feet float on most contact frames. The warning said only that the feet float;
+    in the hop the feet float on many contact frames (46 %; 75 % before session 22's root sign mend, when a
+    floating foot raised the root). The warning said only that the feet float;
     it now names the body that comes lower than them there. Without the disc the feet plant and
     no body is named."""
     from core.motion.bvh import load_bvh
@@ -97,6 +98,6 @@ def test_feet_floating_over_another_body_on_the_ground_name_that_body():
         said[name] = (result.report["contact_preserved_pct"],
                       [w for w in result.report["warnings"] if w.startswith("planted feet are on the ground")])
     kept, warned = said["disc"]
-    assert kept < 50.0 and len(warned) == 1 and "('BODY' on" in warned[0], said
+    assert len(warned) == 1 and "('BODY' on" in warned[0], said
     kept, warned = said["bare"]
-    assert kept > said["disc"][0] + 15.0 and not any("BODY" in w for w in warned), said  # 51 against 25 %
+    assert kept > said["disc"][0] + 15.0 and not any("BODY" in w for w in warned), said  # 90 against 54 %
