@@ -61,8 +61,9 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
              max_iter: int = 80) -> Minimised:
     """The y minimising sum_i max(lo_i r_i, hi_i r_i) + sum_i square_i r_i^2 / 2 (square: none unless given),
     r = g y - h (module docstring); every row's box lo_i < hi_i (a row weighed by its square alone takes a tiny
-    box: the barrier needs room). The iterate with the least objective is returned: it stops at GAP_TOL, after STALL_ROUNDS without gain, or where the Newton matrix
-    has lost its positive definiteness even with RIDGE (the optimal face's rows, weights 1e-18-1e22 apart)."""
+    box: the barrier needs room). The iterate with the least objective is returned: it stops at GAP_TOL, after
+    STALL_ROUNDS without gain, or where the Newton matrix has lost its positive definiteness even with RIDGE (the
+    optimal face's rows, weights 1e-18-1e22 apart)."""
     g = g.tocsr()
     gt = g.T.tocsr()
     m, n = g.shape

@@ -156,6 +156,11 @@ def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndar
                        int(np.sum(excess > SLACK_M)))
 
 
+def _both_axes(m: sparse.spmatrix) -> sparse.csr_matrix:
+    """The same operator on x and y of the stacked path (c_x, c_y)."""
+    return sparse.block_diag([m, m]).tocsr()
+
+
 def interior_programme(target: np.ndarray, op: sparse.csr_matrix, jerk: sparse.csr_matrix, rows: sparse.csr_matrix,
                        bound: np.ndarray, excess_weight: float) -> tuple:
     """plan_path's programme as banded_lp.minimise takes it: (g, h, lo, hi, interleave), the path z (2N,) =
@@ -167,8 +172,7 @@ def interior_programme(target: np.ndarray, op: sparse.csr_matrix, jerk: sparse.c
     held = np.clip(np.arange(n) - 2, 0, n - 5)  # sample -> its unknown
     interleave = sparse.csr_matrix((np.ones(2 * n), (np.arange(2 * n), np.r_[2 * held, 2 * held + 1])),
                                    shape=(2 * n, 2 * (n - 4)))
-    two = lambda m: sparse.block_diag([m, m]).tocsr()  # noqa: E731  (the same operator on x and y)
-    g = sparse.vstack([two(op) @ interleave, two(jerk) @ interleave, rows @ interleave]).tocsr()
+    g = sparse.vstack([_both_axes(op) @ interleave, _both_axes(jerk) @ interleave, rows @ interleave]).tocsr()
     g.eliminate_zeros()
     free = 2 * n + 2 * jerk.shape[0]  # rows weighed by their absolute value; the rest by their excess
     h = np.r_[target[:, 0], target[:, 1], np.zeros(2 * jerk.shape[0]), bound]
@@ -181,8 +185,7 @@ def _solve_highs(target: np.ndarray, op: sparse.csr_matrix, jerk: sparse.csr_mat
                  bound: np.ndarray, excess_weight: float) -> tuple[np.ndarray, np.ndarray]:
     """plan_path's programme by HiGHS (cutting planes, else every row at once): (path z (2N,), excess (m,))."""
     n = len(target)
-    two = lambda m: sparse.block_diag([m, m]).tocsr()  # noqa: E731  (the same operator on x and y)
-    zmp, jerks = two(op), two(jerk)
+    zmp, jerks = _both_axes(op), _both_axes(jerk)
     nz, nj = 2 * n, jerks.shape[0]
     # variables: z (path), r+ r- (zmp - target = r+ - r-), j+ j- (jerk = j+ - j-), and with each constraint row
     # its excess e >= 0 (_solve_whole, _solve_cutting):
@@ -195,7 +198,7 @@ def _solve_highs(target: np.ndarray, op: sparse.csr_matrix, jerk: sparse.csr_mat
     equal = sparse.vstack([
         sparse.hstack([zmp, -eye(nz), eye(nz), zero(nz, 2 * nj)]),
         sparse.hstack([jerks, zero(nj, 2 * nz), -eye(nj), eye(nj)]),
-        sparse.hstack([two(still), zero(2 * still.shape[0], 2 * nz + 2 * nj)])]).tocsc()
+        sparse.hstack([_both_axes(still), zero(2 * still.shape[0], 2 * nz + 2 * nj)])]).tocsc()
     equal_bound = np.r_[goal, np.zeros(nj + 2 * still.shape[0])]
     cost = np.r_[np.zeros(nz), np.ones(2 * nz + 2 * nj)]
     solved = _solve_cutting(cost, equal, equal_bound, nz, rows, bound, excess_weight)

@@ -187,26 +187,6 @@ def rotvec(m: np.ndarray) -> np.ndarray:
     return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)[:, None]
 
 
-def rotation_errors(rotation: np.ndarray, goal: np.ndarray) -> np.ndarray:
-    """The turn (F, 3) that takes rotations (F, 3, 3) to their goals, as world rotation vectors."""
-    return rotvec(goal @ np.swapaxes(rotation, 1, 2))
-
-
-def rotation_errors_last(cols: list[np.ndarray], goal: np.ndarray) -> np.ndarray:
-    """rotation_errors frames last: the rotations by their columns (3 x (3, F)), the goals as
-    goal[i, k] (3, 3, F); the turn (3, F). The same formula, without a 3x3 product per frame
-    (numpy's runs BLAS once per matrix): equal to rounding (1e-16)."""
-    # m[i][j] = sum_k G[i, k] R[j, k]: G R^T, summed over k in order (as a sum over a stacked axis sums), entry
-    # by entry: no (3, 3, 3, F) product to stack and reduce
-    m = [[(goal[i, 0] * cols[0][j] + goal[i, 1] * cols[1][j]) + goal[i, 2] * cols[2][j] for j in range(3)]
-         for i in range(3)]
-    v = 0.5 * np.stack([m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1]])
-    sin = np.sqrt((v * v).sum(axis=0))
-    cos = 0.5 * (m[0][0] + m[1][1] + m[2][2] - 1.0)
-    angle = np.arctan2(sin, cos)
-    return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)
-
-
 def stacked_walk(walks: list[list[Link]], counts: list[int]) -> list[Link] | None:
     """One walk for legs built alike (the same joints, axes and fixed turns; shifts may differ),
     leg k's rows counts[k] in turn; None for legs that are not."""

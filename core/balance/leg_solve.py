@@ -105,7 +105,7 @@ SKEW = (np.array([7, 2, 3]), np.array([5, 6, 1]))  # m21 - m12, m02 - m20, m10 -
 def _residual(chain: _Chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.ndarray) -> None:
     """The weighted pose error and prior (6 + J, S) of the joints x (J, S) into err, and the pose error's
     Jacobian (6, J, S) into jac: the legs' residual before (leg_chain.down_last's walk, the cross
-    products, rotation_errors_last), each element's operations in their order."""
+    products, the rotation error: tests/core/test_leg_solve.py), each element's operations in their order."""
     values = x + 0.0 if chain.scale is None else x * chain.scale + chain.offset  # x * 1 is x to the bit
     axes, origins = jac[3:6], np.empty((3,) + x.shape)  # axes[:, j] joint j's world axis
     cols, pos = _down(chain, g, values, axes, origins)
@@ -176,8 +176,9 @@ def _down(chain: _Chain, g: dict, values: np.ndarray, axes: np.ndarray,
 
 
 def _rotation_errors(cols: list[np.ndarray], goal: np.ndarray, out: np.ndarray) -> None:
-    """leg_chain.rotation_errors_last into out (3, S): m = G R^T as three products over the stacked
-    (3, 3, S) entries (each entry's sum over k in the same order), then the rotation vector."""
+    """The turn (3, S) that takes the rotations (their columns, 3 x (3, S)) to their goals (goal[i, k] (3, 3, S)),
+    as rotation vectors, into out: m = G R^T as three products over the stacked (3, 3, S) entries (each
+    entry's sum over k in order), then m's rotation vector."""
     m = goal[:, 0, None] * cols[0][None]
     m += goal[:, 1, None] * cols[1][None]
     m += goal[:, 2, None] * cols[2][None]

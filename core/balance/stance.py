@@ -53,12 +53,8 @@ def fit_waist(corrector, q: np.ndarray, root_pos: np.ndarray, bad: np.ndarray, s
     position = root_pos[rows].copy()
     position[:, 2] += np.tile(np.repeat(changes, len(TILT_SHARES)), len(bad))[tried]
     root = pose_matrices(keep_tilt(corrector.root_rot[rows], share), position)
-    goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
-    air = {foot: corrector.air_share[foot][rows] for foot in corrector.goals}
-    q_trial, _ = solve_legs(corrector.tree, corrector.legs, q[rows], root, goals, corrector.rest[rows], air,
-                            TRIAL_ITERATIONS, quick=True)
     ok = np.zeros(len(tried), dtype=bool)
-    ok[tried] = corrector.standing(q_trial, root, rows)
+    ok[tried] = _trial_stands(corrector, q, rows, root)
     ok = ok.reshape(len(bad), trials)
     found = ok.any(axis=1)
     first = np.argmax(ok[found], axis=1)  # the smallest height change, then the most tilt kept
@@ -85,8 +81,6 @@ def least_height(corrector, q: np.ndarray, root_pos: np.ndarray, rows: np.ndarra
     hi = found.copy()
     lo = np.array([max((c for c in changes if c * f > 0 and abs(c) < abs(f)), key=abs, default=0.0)
                    for f in found])
-    goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
-    air = {foot: corrector.air_share[foot][rows] for foot in corrector.goals}
     rot = keep_tilt(corrector.root_rot[rows], share)
     while True:
         open_ = np.flatnonzero(np.abs(hi - lo) > HEIGHT_TOL_M)
@@ -96,13 +90,19 @@ def least_height(corrector, q: np.ndarray, root_pos: np.ndarray, rows: np.ndarra
         at = rows[open_]
         position = root_pos[at].copy()
         position[:, 2] += mid
-        root = pose_matrices(rot[open_], position)
-        q_trial, _ = solve_legs(corrector.tree, corrector.legs, q[at], root,
-                                {foot: goal[open_] for foot, goal in goals.items()}, corrector.rest[at],
-                                {foot: a[open_] for foot, a in air.items()}, TRIAL_ITERATIONS, quick=True)
-        stands = corrector.standing(q_trial, root, at)
+        stands = _trial_stands(corrector, q, at, pose_matrices(rot[open_], position))
         hi[open_] = np.where(stands, mid, hi[open_])
         lo[open_] = np.where(stands, lo[open_], mid)
+
+
+def _trial_stands(corrector, q: np.ndarray, rows: np.ndarray, root: np.ndarray) -> np.ndarray:
+    """(len(rows),) whether the legs of samples `rows` (indices into q, possibly repeated), quickly solved
+    again from q under the waist poses root (len(rows), 4, 4), stand: one trial of the height fit."""
+    goals = {foot: goal[rows] for foot, goal in corrector.goals.items()}
+    air = {foot: corrector.air_share[foot][rows] for foot in corrector.goals}
+    q_trial, _ = solve_legs(corrector.tree, corrector.legs, q[rows], root, goals, corrector.rest[rows], air,
+                            TRIAL_ITERATIONS, quick=True)
+    return corrector.standing(q_trial, root, rows)
 
 
 LIMIT_TOL_RAD = 1e-3

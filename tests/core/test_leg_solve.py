@@ -8,8 +8,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from core.balance import leg_solve
-from core.balance.leg_chain import (down_last, frames_last, joint_frames_last, last_origin, rotation_errors_last,
-                                     stacked_walk)
+from core.balance.leg_chain import down_last, frames_last, joint_frames_last, last_origin, stacked_walk
 from core.balance.legs import _solve_leg, _walk, leg_iks
 from core.balance.planar_leg import planar_legs, standing_legs
 from core.balance.support import foot_links
@@ -28,6 +27,21 @@ def _legs(robot: str, standing: bool = False):
 def _frames(rng, count: int, height: float = 1.0) -> np.ndarray:
     return pose_matrices(Rotation.from_rotvec(rng.uniform(-0.3, 0.3, (count, 3))).as_matrix(),
                          rng.uniform(-0.1, 0.1, (count, 3)) + [0.0, 0.0, height])
+
+
+def rotation_errors_last(cols: list[np.ndarray], goal: np.ndarray) -> np.ndarray:
+    """The legs' rotation error (3, F) as core.balance.leg_chain worked it out before leg_solve, the reference
+    leg_solve._rotation_errors keeps to the bit: the rotations by their columns (3 x (3, F)), the goals as
+    goal[i, k] (3, 3, F)."""
+    # m[i][j] = sum_k G[i, k] R[j, k]: G R^T, summed over k in order (as a sum over a stacked axis sums), entry
+    # by entry: no (3, 3, 3, F) product to stack and reduce
+    m = [[(goal[i, 0] * cols[0][j] + goal[i, 1] * cols[1][j]) + goal[i, 2] * cols[2][j] for j in range(3)]
+         for i in range(3)]
+    v = 0.5 * np.stack([m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1]])
+    sin = np.sqrt((v * v).sum(axis=0))
+    cos = 0.5 * (m[0][0] + m[1][1] + m[2][2] - 1.0)
+    angle = np.arctan2(sin, cos)
+    return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)
 
 
 def _reference(walk, revolute, x, frame, goal_rot, goal_pos):
