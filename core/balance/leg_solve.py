@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-from numpy._core import umath  # numpy 2's name, also numpy 1.26's (numpy.core warns in 2)
-from numpy.linalg import _umath_linalg
 
 from ..chains.batched import LAST_SMALL_BATCH, spd_solve_last
 from .leg_chain import Link, combine, fixed_step, turned, world_axis
@@ -32,8 +30,16 @@ STEP_TOL_RAD = 1e-6
 GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
 NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product
 INDEX_GATHER_FROM = 64  # samples from which a drop gathers the kept columns by index, not by mask
-_clip = umath.clip  # the ufunc np.clip calls, without its Python wrapper (the same bits)
-_lapack_solve = _umath_linalg.solve  # the gufunc np.linalg.solve calls (the same bits)
+try:  # numpy's own ufunc and gufunc behind np.clip and np.linalg.solve, without their Python wrappers (the same
+    # bits); private names (numpy 2's, also numpy 1.26's), so a numpy that moves them falls back to the wrappers
+    from numpy._core.umath import clip as _clip
+    from numpy.linalg._umath_linalg import solve as _gufunc_solve
+
+    def _lapack_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return _gufunc_solve(a, b, signature="dd->d")
+except ImportError:  # pragma: no cover - only on a numpy without those names
+    _clip = np.clip
+    _lapack_solve = np.linalg.solve
 
 
 @dataclass
@@ -213,7 +219,7 @@ def _step(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
     the damping keeps every system positive definite)."""
     if grad.shape[1] >= LAST_SMALL_BATCH:
         return spd_solve_last(hess, grad)
-    out = _lapack_solve(hess.transpose(2, 0, 1), grad.T[..., None], signature="dd->d")[..., 0].T
+    out = _lapack_solve(hess.transpose(2, 0, 1), grad.T[..., None])[..., 0].T
     if not np.isfinite(out).all():
         return spd_solve_last(hess, grad)
     return out
