@@ -6,8 +6,8 @@ making room and per run of close frames of its first pass: its frames, how many 
 run's median answer and are started again from it, how many of those then agree with it, and the
 runs tried whole on the other answer (whether theirs is against the run's, finished, kept). With
 `--skip-each`, the bake again with each run's restart left out in turn: the limbs' and jerk's
-change (what that run's restart buys; issue 17's per-run test, docs/notes/s19-avoidspeed.md). Two
-bakes of the same code in one process may differ by rounding (BLAS rounds by address), and a near
+change (what that run's restart buys; issue 17's per-run test, docs/history/self_collision.md, session 19,
+s19-avoidspeed). Two bakes of the same code in one process may differ by rounding (BLAS rounds by address), and a near
 tie then goes the other way: changes of a few hundredths of a degree are within that.
 
     .venv/bin/python bench/avoid_runs.py [--robot g1] [--clips walk,hop] [--skip-each]

@@ -10,7 +10,7 @@ Session 13 (2026-12-02): robots scaled 0.7 / 1.4, zeroed in a crouch, renamed (L
 numbers), listed in another order, their links' frames turned, facing +y, rooted at the torso,
 without masses; clips in centimetres, Z-up, A-pose and
 bones-along-X rests, Unreal and Biped names, of two steps, starting mid-stride, resampled to 60 Hz.
-Session 18: the walk cut by --frames 200:500 and 333:777 (docs/notes/s18-unseen.md).
+Session 18: the walk cut by --frames 200:500 and 333:777 (docs/history/robots_and_clips_from_elsewhere.md, session 18).
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ HULL_PROXIES = os.environ.get("ROBOT_RETARGET_HULLS", "") == "1"
 # Off by default: continuous in its input, 0 % colliding, G1 limbs with avoidance walk +0.62 / hop +0.56 deg over off
 # (capsules +0.63 / +1.13; target +0.5), but the hop in an A-pose rest bakes 1.68 deg RMS apart
 # (test_invariance_avoidance.py), the walk's jerk is 2.3x off's (test_collision.py's steadiness test) and the bake
-# with avoidance takes 1.9x the CPU of capsules' (docs/notes/s19-trunk.md)
+# with avoidance takes 1.9x the CPU of capsules' (docs/history/self_collision.md, session 19, s19-trunk)
 SMOOTH_TRUNK = os.environ.get("ROBOT_RETARGET_SMOOTH_TRUNK", "") == "1"
 HULL_VERTICES = 64  # vertices of a simplified hull, at most (32: rounded by 6 / 10 mm on the G1 pelvis / torso;
 # 64: 2.8 / 4.5). At most 127: the searches' vertex indices are kept as int8 (core.collision.avoid)

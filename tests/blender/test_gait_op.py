@@ -129,7 +129,8 @@ def test_an_fbx_clip_walks_through_the_command_as_its_bvh(clean_scene, walk_gait
     default) goes through Blender's importer and Generate Gait's code, not core's BVH reader: the same
     steps at the same times within a few frames, balanced as the BVH's gait, and `balance` on its CSV
     reads its report's figures. (Leaf bones off, the file does not carry the toes' length: Blender's
-    importer makes each toe as long as its foot and the gait walks other steps; docs/notes/s18-unseen.md.)"""
+    importer makes each toe as long as its foot and the gait walks other steps;
+    docs/history/robots_and_clips_from_elsewhere.md, session 18.)"""
     assert bpy.ops.import_anim.bvh(filepath=str(WALK), update_scene_fps=True) == {'FINISHED'}
     fbx = tmp_path / "walk.fbx"
     assert bpy.ops.export_scene.fbx(filepath=str(fbx), object_types={'ARMATURE'}, bake_anim=True) == {'FINISHED'}
