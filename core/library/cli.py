@@ -16,7 +16,6 @@ import json
 import sys
 import time
 import tomllib
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -45,6 +44,8 @@ def package_version() -> str:
             return str(tomllib.load(fh)["version"])
     except (OSError, KeyError, tomllib.TOMLDecodeError):
         pass
+    from importlib import metadata  # here: it imports the email package (~25 ms a command)
+
     try:
         return metadata.version(PROG)
     except metadata.PackageNotFoundError:
