@@ -22,8 +22,6 @@ from pathlib import Path
 import bpy
 
 from ..core.library.arguments import add_batch_parser
-from ..core.library.batch import clip_status
-from ..core.library.engines import RESULT, job_from_message, job_message, run_worker_pool
 from ..operators.common import extension_version, user_message
 from .common import COMMAND_ID, INPUT_ERRORS
 from .export import export_args, export_clip
@@ -86,6 +84,7 @@ def _export_argv(args: argparse.Namespace, job) -> list[str]:
 
 def _run_in_blender(jobs, args: argparse.Namespace):
     """One clip after another in this Blender, each in a fresh empty scene."""
+    from ..core.library.batch import clip_status
     for job in jobs:
         started = time.monotonic()
         try:
@@ -102,6 +101,7 @@ def _run_in_blender(jobs, args: argparse.Namespace):
 
 def _serve(args: argparse.Namespace) -> int:
     """A Blender worker of `batch --workers N`: export each clip named on stdin, answer on stdout."""
+    from ..core.library.engines import RESULT, job_from_message
     for line in sys.stdin:
         status = next(_run_in_blender([job_from_message(json.loads(line))], args))
         print(RESULT + json.dumps(status), flush=True)
@@ -110,6 +110,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _blender_runner(args: argparse.Namespace):
     """How the clips that need Blender run: here (--workers 1) or in Blender worker processes."""
+    from ..core.library.batch import clip_status
+    from ..core.library.engines import job_message, run_worker_pool
+
     def run(jobs):
         if not jobs:
             return

@@ -54,7 +54,7 @@ def export_clip(args: argparse.Namespace) -> tuple[dict, str]:
     from ..core.library import cli as core_cli
     from ..operators.common import extension_version
     from ..operators.export import export_playback, export_summary
-    from ..operators.retarget import report_summary
+    from ..core.retarget.summary import report_summary
 
     source = Path(args.source).absolute()
     if source.suffix.lower() == ".bvh":

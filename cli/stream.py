@@ -22,8 +22,7 @@ from .common import CommandError, add_source_up, check_outputs, print_warnings, 
 
 
 def add_parser(sub) -> None:
-    from ..core.stream.predict import PREDICTORS
-    from ..core.stream.session import PLACEMENTS
+    from ..core.stream.predict import PLACEMENTS, PREDICTORS
 
     p = sub.add_parser("stream", help="retarget a live motion-capture stream frame by frame",
                        description="Retarget a stream of motion-capture frames onto a robot as they come: "

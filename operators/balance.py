@@ -7,7 +7,6 @@ import json
 import bpy
 import numpy as np
 
-from ..core.balance import balance_readout
 from ..core.feet.contacts import flags_to_intervals
 from ..core.model.transforms import pose_matrices, quat_to_matrix
 from .common import reports_errors, tree_from_rig
@@ -22,6 +21,7 @@ def action_balance(robot, scene) -> dict:
     action. Keys evenly spaced are read at their own rate (a gait keyed at its control cycle
     reads as its report does, in a scene of any frame rate); keys spaced unevenly, at every
     whole frame."""
+    from ..core.balance import balance_readout
     fps = scene_fps(scene)
     table, rate = action_samples(robot, fps)
     tree = tree_from_rig(robot)

@@ -6,9 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.collision import collision_pairs
-from ..core.collision.avoid import PENETRATION_M
-from ..core.collision.pairs import pair_distances
 from ..core.feet.contacts import flags_to_intervals
 from ..core.model.transforms import pose_matrices, quat_to_matrix
 from .common import tree_from_rig
@@ -52,6 +49,7 @@ class CollisionTrace:
 
     def colliding(self, frame: float) -> list[tuple[str, str, float]]:
         """(link, link, depth m) of the pairs overlapping by more than PENETRATION_M at `frame`."""
+        from ..core.collision.avoid import PENETRATION_M
         row = self.distance[self.at(frame)]
         return [(*self.pairs.names(int(p)), float(-row[p])) for p in np.flatnonzero(row < -PENETRATION_M)]
 
@@ -72,6 +70,8 @@ class CollisionTrace:
 
 def collision_trace(robot, scene) -> CollisionTrace:
     """The checked pairs' distances over the robot's active action (headless)."""
+    from ..core.collision import collision_pairs
+    from ..core.collision.pairs import pair_distances
     fps = scene_fps(scene)
     table = action_table(robot, fps)
     tree = tree_from_rig(robot)

@@ -16,7 +16,6 @@ import bpy
 from ..core.model.kinematics import KinematicTree
 from ..core.model.rig import rig_layout
 from ..core.model.urdf import URDFError, parse_urdf
-from ..core.retarget.automap import auto_map, automap_frames
 from ..core.chains.mapping import Mapping
 from . import anim_io
 
@@ -160,6 +159,7 @@ def auto_map_objects(source: bpy.types.Object, robot: bpy.types.Object, scene) -
     """Automatic chain mapping from the source's animation (up to AUTO_MAP_FRAMES frames spread
     over its action, else the current frame) and the robot's URDF: auto-map reads the body from
     the motion, not from one pose."""
+    from ..core.retarget.automap import auto_map, automap_frames
     try:
         start, end = action_frame_range(source)
         frames = automap_frames(start, end)

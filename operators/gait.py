@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty
 
-from ..core.balance.gait import GaitResult, GaitSettings, generate_gait
 from ..core.chains.mapping import Mapping
 from ..core.library.gait import gait_summary
 from ..props import mapping_from_settings, settings_from_mapping
@@ -21,6 +21,9 @@ from .common import auto_map_objects, bake_frame_range, check_objects, reports_e
 from .contacts import bake_contacts, sample_range
 from .export import scene_fps
 from .retarget import write_robot_action
+
+if TYPE_CHECKING:  # for the annotations; the code imports them where it runs (registering imports no scipy)
+    from ..core.balance.gait import GaitResult, GaitSettings
 
 GAIT_PROPERTY = "robot_retarget_gait"  # the gait's report (JSON) on its action
 TRACE_PROPERTY = "robot_retarget_gait_trace"  # per key: time, target ZMP, multibody ZMP, CoM (JSON)
@@ -39,6 +42,7 @@ def gait_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
                 action_name: str | None = None, replace: bool = False, progress=None) -> GaitOutcome:
     """Frames [start, end] of `source` as a gait on `robot`: a new action keyed every control
     period from frame_start. The source and existing robot actions are never modified."""
+    from ..core.balance.gait import generate_gait
     if frame_end < frame_start:
         raise ValueError(f"frame range {frame_start}-{frame_end} is empty")
     report = progress or (lambda fraction, message: None)
@@ -96,6 +100,7 @@ class ROBOT_RETARGET_OT_generate_gait(bpy.types.Operator):
 
     @reports_errors
     def execute(self, context):
+        from ..core.balance.gait import GaitSettings
         settings = context.scene.robot_retarget
         source, robot = check_objects(settings)
         if len(settings.chains) == 0:

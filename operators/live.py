@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
@@ -17,11 +18,13 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty
 
 from ..core.model.rig import rig_layout, root_pose_to_bone
 from ..core.stream.predict import PredictSettings
-from ..core.stream.session import StreamSession, StreamSettings
 from ..props import mapping_from_settings
 from . import anim_io
 from .common import REPORT_PROPERTY, check_objects, reports_errors, tree_from_rig
 from .retarget import write_robot_action
+
+if TYPE_CHECKING:  # for the annotations; the code imports them where it runs (registering imports no scipy)
+    from ..core.stream.session import StreamSettings
 
 GHOST_SUFFIX = " (forecast)"
 NO_WINDOW = ("Live Retarget runs on a timer in Blender's window; without one (--background, scripts) "
@@ -59,6 +62,7 @@ def _live(context):
 
 
 def stream_settings(live) -> StreamSettings:
+    from ..core.stream.session import StreamSettings
     return StreamSettings(predict_ms=None if live.auto_horizon else live.predict_ms,
                           placement=live.placement.lower(),
                           predict=PredictSettings(predictor=live.predictor.lower()),
@@ -70,6 +74,7 @@ class LiveRig:
 
     def __init__(self, scene, source: bpy.types.Object, robot: bpy.types.Object, mapping, settings: StreamSettings,
                  rate_hz: float, ghost: bool = True, record: bool = False):
+        from ..core.stream.session import StreamSession
         self.scene, self.source, self.robot = scene, source, robot
         self.tree = tree_from_rig(robot)
         self.layout = rig_layout(self.tree)

@@ -22,7 +22,6 @@ from ..core.model.rig import rig_layout
 from ..core.motion.robot_source import robot_motion
 from ..core.program import Library, Module, Part, Timeline, compile_program, parse, robot_limits
 from ..core.program.library import parts_from_chains
-from ..core.retarget import auto_map
 from . import anim_io
 from .common import reports_errors, tree_from_rig
 from .export import scene_fps
@@ -63,6 +62,7 @@ def _joint_bones(tree) -> dict[str, str]:
 def make_part_collections(robot: bpy.types.Object) -> dict[str, list[str]]:
     """Bone collections named by part from auto-map's chains on the robot itself (existing
     collections of those names are kept as the user left them). Returns part -> joints."""
+    from ..core.retarget import auto_map
     tree = tree_from_rig(robot)
     mapping = auto_map(robot_motion(tree, np.zeros((1, tree.dof))), tree)  # the robot mapped onto itself
     parts = parts_from_chains(chain_joints(tree, mapping))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
@@ -12,14 +13,15 @@ from bpy.props import BoolProperty, StringProperty
 from ..core.chains.mapping import Mapping
 from ..core.model.rig import rig_layout, root_pose_to_bone
 from ..core.playback.frame_rate import default_rate_hint
-from ..core.retarget import RetargetResult, retarget
 from ..props import mapping_from_settings, settings_from_mapping
 from . import anim_io
 from .common import (REPORT_PROPERTY, auto_map_objects, bake_frame_range, check_objects, reports_errors,
                      tree_from_rig)
 from .contacts import bake_contacts, feet_summary, sample_range
-from ..core.retarget.summary import report_summary  # noqa: F401  (the CLI prints it too)
 from .collision import collision_summary
+
+if TYPE_CHECKING:  # for the annotations; the code imports them where it runs (registering imports no scipy)
+    from ..core.retarget import RetargetResult
 
 
 @dataclass
@@ -39,6 +41,7 @@ def bake_action(scene, source: bpy.types.Object, robot: bpy.types.Object, mappin
     joint bone its one channel. The source action and any existing robot
     action are never modified (unless `replace` names the action to reuse).
     """
+    from ..core.retarget import retarget
     if frame_end < frame_start:
         raise ValueError(f"frame range {frame_start}-{frame_end} is empty")
     tree = tree_from_rig(robot)
@@ -111,6 +114,7 @@ class ROBOT_RETARGET_OT_bake(bpy.types.Operator):
 
     @reports_errors
     def execute(self, context):
+        from ..core.retarget.summary import report_summary
         settings = _settings(context)
         wm = context.window_manager
         source, robot = check_objects(settings)

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.balance import balance_readout
-from ..core.balance.support import foot_bodies, foot_links, support_polygon
 from ..core.model.transforms import pose_matrices, quat_to_matrix
 from .overlay import ActionOverlay
 
@@ -40,6 +38,8 @@ class OverlayTrace:
 
 def overlay_trace(robot, scene) -> OverlayTrace:
     """What the overlay draws for the robot's active action (headless)."""
+    from ..core.balance import balance_readout
+    from ..core.balance.support import foot_bodies, foot_links, support_polygon
     from ..operators.common import tree_from_rig
     from ..operators.export import action_samples, scene_fps
     from ..operators.gait import TRACE_PROPERTY

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.ndimage import median_filter
 
 from ..motion.filtering import butterworth_lowpass
 from ..motion.fileio import refuse_unknown_fields, write_text_atomic
@@ -283,6 +282,8 @@ def _hysteresis(height: np.ndarray, speed: np.ndarray, settings: DetectSettings)
 
 def _clean(flags: np.ndarray, fps: float, settings: DetectSettings) -> np.ndarray:
     """Median filter, then close short gaps and drop short contacts."""
+    from scipy.ndimage import median_filter  # here: SIDES and the contact files need no scipy
+
     window = max(1, int(round(settings.median_s * fps)) | 1)
     out = median_filter(flags.astype(np.uint8), size=window, mode="nearest").astype(bool)
     for start, end in flags_to_intervals(~out):

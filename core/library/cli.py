@@ -4,6 +4,9 @@ The flags are the extension's (core.library.arguments), the files come from the 
 (core.library.clip), so a pipeline can switch between `blender -b -c robot_retarget ...` and this
 command and get the same bytes. .fbx and .blend inputs need Blender: such a clip fails with a
 line saying so.
+
+Each subcommand imports the modules it runs inside its functions: `--help` imports no scipy, and a
+bake none of the gait's or the batch engines' modules (a pipeline pays the imports per command).
 """
 from __future__ import annotations
 
@@ -13,23 +16,20 @@ import json
 import sys
 import time
 import tomllib
-from importlib import metadata
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..motion.bake_csv import write_bake_csv
 from ..playback.formats import FORMATS, output_paths
 from ..playback.sampling import JointLimits, PlaybackError
-from ..retarget.summary import report_summary
 from .arguments import (CommandError, add_bake_parser, add_balance_parser, add_batch_parser, add_export_parser,
                         add_gait_parser, check_contacts, check_output, check_outputs, command_inputs, export_settings,
                         print_warnings, run_command, write_report)
-from .batch import (BatchOptions, ClipJob, Progress, Summary, batch_inputs, batch_robots, clip_status,
-                    complete_outputs, plan_batch, remove_leftovers, skipped_status, status_line)
-from .clip import NEEDS_BLENDER, RobotModel, bake_clip_file, bake_report, export_bake, load_robot
-from .engines import run_dask, run_local
-from .gait import (ClipGait, balance_file, balance_summary, gait_clip_file, gait_settings, gait_summary, gait_table,
-                   weighed_robot)
+
+if TYPE_CHECKING:  # for the annotations
+    from .batch import ClipJob, Summary
+    from .clip import RobotModel
+    from .gait import ClipGait
 
 PROG = "robot-retarget-core"
 GENERATOR = "robot_retarget"
@@ -44,6 +44,8 @@ def package_version() -> str:
             return str(tomllib.load(fh)["version"])
     except (OSError, KeyError, tomllib.TOMLDecodeError):
         pass
+    from importlib import metadata  # here: it imports the email package (~25 ms a command)
+
     try:
         return metadata.version(PROG)
     except metadata.PackageNotFoundError:
@@ -59,6 +61,7 @@ def bake_outputs(args: argparse.Namespace) -> tuple[Path, Path | None]:
 
 def bake_files(args: argparse.Namespace):
     """`bake` up to the files: checks the outputs first, bakes. (bake, robot, out, report path)."""
+    from .clip import bake_clip_file, load_robot
     out, report_path = bake_outputs(args)
     robot = load_robot(args.robot, args.mapping)
     bake = bake_clip_file(args.source, robot, args.frames, args.contacts, args.source_up)
@@ -68,6 +71,8 @@ def bake_files(args: argparse.Namespace):
 def write_bake_files(args: argparse.Namespace, bake, robot, out: Path, report_path: Path | None,
                      action: str | None = None) -> int:
     """The bake CSV and REPORT.json; the lines on stdout."""
+    from ..retarget.summary import report_summary
+    from .clip import bake_report
     write_bake_csv(out, bake.table, overwrite=args.overwrite)
     report = bake_report(bake, args.source, robot, out)
     if action is not None:
@@ -101,6 +106,7 @@ def export_outputs(args: argparse.Namespace):
 
 def export_files(args: argparse.Namespace, generator: str) -> tuple[dict, str]:
     """`export` of a BVH clip: checks, bake (feet planted as `bake` plants them), write."""
+    from .clip import bake_clip_file, export_bake, load_robot
     settings, out = export_outputs(args)
     if not args.robot:
         raise CommandError(f"{Path(args.source).absolute()}: --robot ROBOT.urdf is required to bake a clip")
@@ -132,6 +138,8 @@ def run_export(args: argparse.Namespace) -> int:
 
 def gait_files(args: argparse.Namespace) -> tuple[ClipGait, RobotModel, Path, Path | None]:
     """`gait` up to the files: checks the flags and outputs first, then walks the clip."""
+    from .clip import load_robot
+    from .gait import gait_clip_file, gait_settings, weighed_robot
     out, report_path = check_outputs([args.out, args.report], args.overwrite, command_inputs(args))
     settings = gait_settings(args)
     robot = weighed_robot(load_robot(args.robot, args.mapping))
@@ -142,6 +150,7 @@ def gait_files(args: argparse.Namespace) -> tuple[ClipGait, RobotModel, Path, Pa
 def write_gait_files(args: argparse.Namespace, gait: ClipGait, robot_path: Path, out: Path,
                      report_path: Path | None, action: str | None = None) -> int:
     """The gait's CSV (one row per control cycle) and REPORT.json; the lines on stdout."""
+    from .gait import gait_summary, gait_table
     result = gait.result
     write_bake_csv(out, gait_table(result), overwrite=args.overwrite)
     report = dict(result.report, source_file=str(Path(args.source).absolute()),
@@ -160,6 +169,8 @@ def run_gait(args: argparse.Namespace) -> int:
 
 def run_balance(args: argparse.Namespace) -> int:
     """The balance readout of a motion file on a robot."""
+    from .clip import load_robot
+    from .gait import balance_file, balance_summary, weighed_robot
     report_path, = check_outputs([args.report], args.overwrite, command_inputs(args))
     robot = weighed_robot(load_robot(args.robot))
     report = balance_file(Path(args.motion), robot.tree, robot.path, args.per_frame)
@@ -174,6 +185,7 @@ def run_balance(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ batch ---
 
 def _needs_blender(jobs: list[ClipJob]) -> Iterator[dict]:
+    from .batch import clip_status
     for job in jobs:
         yield clip_status(job, time.monotonic(), error=f"{job.source}: {Path(job.source).suffix.lower()} files need Blender: "
                                           "batch them with the extension's command (blender -b -c robot_retarget batch)")
@@ -182,6 +194,9 @@ def _needs_blender(jobs: list[ClipJob]) -> Iterator[dict]:
 def run_batch(args: argparse.Namespace, generator: str | None = None,
               blender_runner: Callable[[list[ClipJob]], Iterator[dict]] | None = None) -> int:
     """Every clip onto every robot; BVH clips on the chosen engine, the rest through `blender_runner`."""
+    from .batch import BatchOptions, Summary, batch_inputs, batch_robots, plan_batch, remove_leftovers
+    from .clip import NEEDS_BLENDER
+    from .engines import run_dask, run_local
     settings = export_settings(args)
     if args.workers < 1:
         raise CommandError(f"--workers {args.workers}: expected 1 or more")
@@ -215,6 +230,7 @@ def batch_todo(jobs: list[ClipJob], fmt: str, overwrite: bool, summary: Summary)
     job run may replace its outputs: they were missing or did not read back when the batch began,
     so what is there when it writes is this batch's own (a worker killed after writing a clip's
     file, whose clip an engine retries, left it: the retry failed with 'file exists')."""
+    from .batch import complete_outputs, skipped_status, status_line
     todo = []
     for job in jobs:
         if not overwrite and complete_outputs(job.out, fmt):
@@ -242,6 +258,7 @@ def _is_batch_summary(path: Path) -> bool:
 
 
 def _report_progress(summary: Summary, stream: Iterator[dict], total: int, more: Iterator[dict]) -> None:
+    from .batch import Progress, status_line
     progress, done, failed = Progress(total), 0, 0
     progress.update(0, 0)
     for source in (stream, more):

@@ -10,24 +10,27 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..balance.gait import GaitResult, GaitSettings, generate_gait
-from ..balance.support import balance_readout
 from ..chains.mapping import Mapping
 from ..model.kinematics import KinematicTree
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous, quat_to_matrix
 from ..motion.bake_csv import BakeTable, read_bake_csv
 from .arguments import GAIT_MIN_PERIOD_S, CommandError, check_contacts, control_period, refuse_folder
 from .blas import one_blas_thread
-from .clip import RobotModel, clip_input
+
+if TYPE_CHECKING:  # for the annotations; the functions import what they run (the summaries need no solver)
+    from ..balance.gait import GaitResult, GaitSettings
+    from .clip import RobotModel
 
 WAISTS = {"auto": None, "rolled": True, "upright": False}  # --waist: GaitSettings.sagittal_waist
 
 
 def gait_settings(args: argparse.Namespace) -> GaitSettings:
     """GaitSettings from `gait`'s flags, checked before the slow work."""
+    from ..balance.gait import GaitSettings
     if args.contacts == "off":
         raise CommandError("--contacts off: a gait needs the clip's steps (auto or a contacts file)")
     check_contacts(args)
@@ -68,6 +71,8 @@ def gait_clip_file(source, robot: RobotModel, frames: str | None, contacts: str,
                    settings: GaitSettings, progress=None) -> ClipGait:
     """Read a BVH clip, map it and walk `frames` (START:END, 0-based) as a gait; `contacts` auto or a
     contacts file (clip_input, as `bake` reads them)."""
+    from ..balance.gait import generate_gait
+    from .clip import clip_input
     clip = clip_input(source, robot, frames, contacts, up)
     with one_blas_thread():
         result = generate_gait(clip.frames, robot.tree, clip.mapping, clip.contacts, settings, progress)
@@ -97,6 +102,7 @@ def gait_summary(report: dict) -> str:
 def balance_file(motion_path: Path, tree: KinematicTree, robot_path: Path, per_frame: bool = False) -> dict:
     """`balance`'s report: the readout of a motion file (bake CSV layout, or an export that says its
     units) on the robot; errors name the file and the joints it lacks."""
+    from ..balance.support import balance_readout
     names, time_s, root_position, root_quaternion, joints = read_motion(motion_path)
     missing = [name for name in tree.joint_names if name not in names]
     if missing:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from scipy import signal
 
 
 PAD_RATE_HZ = 120.0  # edges are padded over the time scipy's default pad (3 x (2 x sections + 1) frames) spans at this rate
@@ -35,6 +34,8 @@ def butterworth_lowpass(q: np.ndarray, fps: float, cutoff_hz: float, order: int 
     # last 40 ms of a 500 Hz clip differ from the 120 Hz bake by 0.26 rad), and never over more
     # frames than the clip has.
     padlen = min(int(round(3 * (2 * len(sos) + 1) * fps / PAD_RATE_HZ)), q.shape[0] - 1)
+    from scipy import signal  # here, not at the top: importing it costs ~0.4 s (scipy.stats with it)
+
     return signal.sosfiltfilt(sos, q, axis=0, padlen=padlen)
 
 
@@ -42,6 +43,8 @@ def butterworth_lowpass(q: np.ndarray, fps: float, cutoff_hz: float, order: int 
 def butter_sos(order: int, cutoff_hz: float, fps: float) -> np.ndarray:
     """The filter's second-order sections, designed once per (order, cutoff, rate): a bake filters
     dozens of times with a handful of designs, and each design costs about a millisecond."""
+    from scipy import signal
+
     sos = signal.butter(order, cutoff_hz, btype="low", fs=fps, output="sos")
     sos.setflags(write=False)  # shared by every call: copied before use
     return sos

@@ -27,7 +27,6 @@ import json
 import pickle
 import zipfile
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
@@ -176,6 +175,8 @@ def _write_ros2_yaml(track: PlaybackTrack, info: dict, degrees: bool) -> list[by
 
 
 def _write_mujoco(track: PlaybackTrack, info: dict, degrees: bool) -> list[bytes]:
+    from xml.sax.saxutils import quoteattr  # here: xml.sax pulls in urllib, http and email (~15 ms a start)
+
     model = quoteattr(f"{info['robot'] or 'robot'} playback")
     if info.get("free_joint", True):
         qpos = number_rows(np.column_stack([track.root_position, track.root_quaternion, track.q]), " ")

@@ -25,8 +25,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
-from scipy.spatial.transform import Rotation
 
 from ..motion.bake_csv import BakeTable
 from ..motion.filtering import rate_limit
@@ -193,6 +191,8 @@ def _hermite(times: np.ndarray, values: np.ndarray, at: np.ndarray, tangents=Non
         return np.repeat(values[:1], len(at), axis=0)
     if tangents is None:
         tangents = np.gradient(values, times, axis=0)
+    from scipy.interpolate import CubicHermiteSpline  # here: the formats and flags need no scipy (~0.2 s)
+
     return CubicHermiteSpline(times, values, tangents, axis=0)(at)
 
 
@@ -309,6 +309,8 @@ def _monotone_tangents(times: np.ndarray, keys: np.ndarray, safe: np.ndarray, kn
     knots = _covered(knots[todo], knots[todo], len(times))
     joints = np.unique(joints[todo])
     near = _covered(knots - 2, knots + 2, len(times))
+    from scipy.interpolate import PchipInterpolator
+
     tangents = PchipInterpolator(times[near], keys[np.ix_(near, joints)], axis=0).derivative()(times[near])
     safe[np.ix_(knots, joints)] = tangents[np.searchsorted(near, knots)]
 
@@ -411,6 +413,8 @@ def squad(times: np.ndarray, quats: np.ndarray, at: np.ndarray) -> np.ndarray:
         return np.repeat(q, len(at), axis=0)
     ctrl = q.copy()  # inner control points: q_i exp(-(log(q_i⁻¹ q_i+1) + log(q_i⁻¹ q_i-1)) / 4)
     if len(q) > 2:
+        from scipy.spatial.transform import Rotation
+
         rot = Rotation.from_quat(q[:, [1, 2, 3, 0]])
         mid = rot[1:-1]
         inv = mid.inv()

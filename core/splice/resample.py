@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from scipy.spatial.transform import Rotation, Slerp
 
 from .detect import Clip, Periods, SpliceError
 
@@ -40,6 +39,8 @@ def resample_clip(clip: Clip, fps: float) -> Clip:
     position = quaternion = None
     if clip.has_root:
         position = _linear(np.asarray(clip.root_position, float), at)
+        from scipy.spatial.transform import Rotation, Slerp  # here: the splice settings need no scipy
+
         wxyz = np.asarray(clip.root_quaternion, float)
         slerp = Slerp(np.arange(clip.frames, dtype=float), Rotation.from_quat(wxyz[:, [1, 2, 3, 0]]))
         quaternion = slerp(np.clip(at, 0, clip.frames - 1)).as_quat()[:, [3, 0, 1, 2]]

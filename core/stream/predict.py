@@ -15,10 +15,13 @@ import numpy as np
 from .extrapolate import Extrapolator
 from .match import PatternMatcher
 
-__all__ = ["PREDICTORS", "PredictSettings", "Extrapolator", "PatternMatcher", "AutoPredictor", "Hold",
+__all__ = ["PREDICTORS", "PLACEMENTS", "PredictSettings", "Extrapolator", "PatternMatcher", "AutoPredictor", "Hold",
            "make_predictor"]
 
 PREDICTORS = ("none", "extrapolate", "match", "auto")
+# Where a session forecasts: the source's bones before mapping, the robot's solution, or the filtered
+# output (core.stream.session); here, with the predictors, so a parser needs no solver to list them.
+PLACEMENTS = ("model", "solution", "output")
 SHARPNESS = 8  # auto's weights: recent mean squared error to this power, a softened choice of the closest
 LEFT_OUT = 1e-3  # auto: a member with less than this share of the blend is left out of it...
 RECHECK = 8  # ...and forecasts only every this many samples, to keep its error measured

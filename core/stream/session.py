@@ -24,10 +24,8 @@ from ..motion.bvh import BVHClip
 from ..motion.source import SourceMotion
 from .feet import CausalFeet
 from .filters import CausalFilter
-from .predict import AutoPredictor, PatternMatcher, PredictSettings, make_predictor
+from .predict import PLACEMENTS, AutoPredictor, PatternMatcher, PredictSettings, make_predictor
 from .retargeter import EVALUATIONS, RobotPose, StreamRetargeter
-
-PLACEMENTS = ("model", "solution", "output")
 
 
 class FrameError(ValueError):

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import CubicSpline, make_interp_spline
 
 CURVES = ("bezier", "spline", "bspline")
 ARC_SAMPLES = 64  # polyline points per key interval when measuring arc length
@@ -76,6 +75,8 @@ def key_curve(points, params=None, kind: str = "spline") -> KeyCurve:
     s = chord_params(points) if params is None else np.asarray(params, float)
     if s.shape != (points.shape[0],) or not np.all(np.diff(s) > 0):
         raise ValueError("the keys' times must increase strictly (one time per key)")
+    from scipy.interpolate import CubicSpline, make_interp_spline  # here: the waypoint tools' start needs no scipy
+
     if kind == "bspline" and points.shape[0] >= 4:
         curve = make_interp_spline(s, points, k=3)
     else:  # a not-a-knot B-spline needs 4 keys: fewer get the natural spline (a line through 2)

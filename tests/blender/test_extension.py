@@ -75,6 +75,17 @@ def test_scipy_in_blender(extension):
     assert (site / f"scipy-{SCIPY}.dist-info").is_dir()
 
 
+def _new_session(code: str, lines: int) -> list[str]:
+    """The last `lines` lines a new Blender session with the same user folder prints, which
+    first enables the extension (as `ext`), then runs `code`."""
+    enable = ("import importlib, sys, bpy, addon_utils\n"
+              "assert addon_utils.enable('bl_ext.user_default.robot_retarget', default_set=True)\n"
+              "ext = importlib.import_module('bl_ext.user_default.robot_retarget')\n")
+    proc = subprocess.run([sys.executable, "-c", enable + code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return proc.stdout.strip().splitlines()[-lines:]
+
+
 def test_scipy_from_bundled_wheel_in_new_session(extension):
     """A new Blender session with the same user folder enables the extension and
     imports scipy from the bundled wheel.
@@ -83,18 +94,25 @@ def test_scipy_from_bundled_wheel_in_new_session(extension):
     sys.path, so the venv's own scipy of the same pinned version is found
     first; at start-up Blender puts it ahead.)
     """
-    code = (
-        "import bpy, addon_utils\n"
-        "assert addon_utils.enable('bl_ext.user_default.robot_retarget', default_set=True)\n"
-        "import scipy, scipy.optimize\n"
-        "print(scipy.__version__); print(scipy.__file__)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr + proc.stdout
-    version, path = proc.stdout.strip().splitlines()[-2:]
+    version, path = _new_session("import scipy, scipy.optimize\nprint(scipy.__version__); print(scipy.__file__)\n", 2)
     assert version == SCIPY
     user = Path(os.environ["BLENDER_USER_RESOURCES"]).resolve()
     assert Path(path).resolve().is_relative_to(user / "extensions" / ".local")
+
+
+def test_enabling_imports_no_scipy(extension):
+    """Blender's start with the extension enabled, and a command that needs no math (`version`),
+    import no scipy: the operators import core's solvers where they run them (registering them
+    imported scipy.signal, scipy.stats, ndimage and the rest: ~0.5 s of CPU at every start).
+    A bake's filter imports scipy.signal when it runs (checked last: the probe sees it)."""
+    loaded, signal_after_filter = _new_session(
+        "assert ext.cli.main(['version']) == 0\n"
+        "scipy = lambda: sorted(m for m in sys.modules if m.partition('.')[0] == 'scipy')\n"
+        "print(scipy())\n"
+        "ext.core.motion.filtering.butterworth_lowpass([[0.0], [1.0], [0.0], [1.0]], 120.0, 6.0)\n"
+        "print('scipy.signal' in scipy())\n", 2)
+    assert loaded == "[]"
+    assert signal_after_filter == "True"
 
 
 def test_cli_version(extension, capsys):

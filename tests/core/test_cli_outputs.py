@@ -171,12 +171,12 @@ def test_an_acceleration_limit_for_a_joint_the_robot_lacks_names_the_settings_fi
         tmp_path, clip, capsys, monkeypatch):
     """An export settings file written for the H1 ("left_ankle_joint") given with the G1 failed after
     the whole bake with a line that did not say which file held the joint."""
-    import core.library.cli as cli
+    import core.library.clip as clip_module  # the command imports its bake from there when it runs
 
     settings = tmp_path / "h1_export.json"
     settings.write_text(json.dumps({"rate_hz": 50, "joint_acceleration_limits": {"left_ankle_joint": 40.0}}))
     baked = []
-    monkeypatch.setattr(cli, "bake_clip_file", lambda *a, **k: baked.append(a) or pytest.fail("baked"))
+    monkeypatch.setattr(clip_module, "bake_clip_file", lambda *a, **k: baked.append(a) or pytest.fail("baked"))
     out = tmp_path / "a.csv"
     assert main(["export", "--source", str(clip), "--robot", str(G1), "--settings", str(settings),
                  "--out", str(out)]) == 1
@@ -197,15 +197,15 @@ def test_ctrl_c_mid_bake_is_one_line_and_exit_130_with_nothing_written(tmp_path,
     code for SIGINT, no traceback and no output file."""
     import signal
 
-    import core.library.cli as cli
+    import core.library.clip as clip_module  # the command imports its bake from there when it runs
 
-    bake = cli.bake_clip_file
+    bake = clip_module.bake_clip_file
 
     def interrupted_bake(*args, **kwargs):
         signal.raise_signal(signal.SIGINT)
         return bake(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "bake_clip_file", interrupted_bake)
+    monkeypatch.setattr(clip_module, "bake_clip_file", interrupted_bake)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even where the runner ignores it
     try:
         out = tmp_path / "walk.csv"
