@@ -131,6 +131,18 @@ def test_the_interior_point_says_why_it_stopped(walk_programme):
     assert not alone.converged and alone.stop == "singular"
 
 
+def test_a_stop_short_of_the_gap_counts_only_near_the_optimum():
+    """A stall or a Newton matrix that cannot be factored ends the walk's solves near the optimum (relative gap
+    about 1e-9, session 22): within ACCEPT_GAP that is the optimum, further it is not; the cap never is."""
+    y = np.zeros(1)
+    near, far = 0.1 * banded_lp.ACCEPT_GAP, 10.0 * banded_lp.ACCEPT_GAP
+    for stop in ("stall", "singular"):
+        assert banded_lp.Minimised(y, y, 0.0, 40, stop, near).converged
+        assert not banded_lp.Minimised(y, y, 0.0, 40, stop, far).converged
+    assert not banded_lp.Minimised(y, y, 0.0, 80, "iterations", near).converged
+    assert not banded_lp.Minimised(y, y, 0.0, 40, "non-finite", near).converged
+
+
 def test_an_interior_point_that_does_not_converge_falls_back_to_highs(walk_programme, monkeypatch):
     """plan_path on the H1 walk's programme with the interior point capped at one iteration plans
     HiGHS's path to the bit, and counts the fallback; uncapped (the default) it plans its own path and
