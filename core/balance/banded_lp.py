@@ -24,7 +24,7 @@ GAP_TOL = 1e-10  # the complementarity gap, relative to the objective, at which 
 STALL_ROUNDS = 3  # iterations without a better objective (past rounding) after which it stops
 RIDGE = 1e-12  # added to the Newton matrix's diagonal (relative) where the Cholesky meets a non-positive pivot
 # a stop short of GAP_TOL (a stall, or the Cholesky failing at the end, where the weights spread 1e-18-1e22) still
-# counts as the optimum within this relative gap; the H1's programmes all end at GAP_TOL (1.9e-10 to 3.1e-9, 32-43
+# counts as the optimum within this relative gap; the H1's programmes all end at GAP_TOL (1.7e-10 to 3.1e-9, 32-43
 # iterations, session 23), 20 iterations leave 6e-3 to 4e-2
 ACCEPT_GAP = 1e-8
 
@@ -74,8 +74,9 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
     """The y minimising sum_i max(lo_i r_i, hi_i r_i) + sum_i square_i r_i^2 / 2 (square: none unless given),
     r = g y - h (module docstring); every row's box lo_i < hi_i (a row weighed by its square alone takes a tiny
     box: the barrier needs room). The iterate with the least objective is returned: it stops at GAP_TOL, after
-    STALL_ROUNDS without gain, or where the Newton matrix has lost its positive definiteness even with RIDGE (the
-    optimal face's rows, weights 1e-18-1e22 apart)."""
+    STALL_ROUNDS without gain, where the Newton matrix has lost its positive definiteness even with RIDGE (the
+    optimal face's rows, weights 1e-18-1e22 apart), at a non-finite iterate or after max_iter; which of these, and
+    the returned iterate's gap, say whether it is the optimum (Minimised.converged)."""
     g = g.tocsr()
     gt = g.T.tocsr()
     m, n = g.shape
