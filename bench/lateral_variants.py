@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""The H1's lateral programme (core.balance.lateral, HiGHS by cutting planes) against variants of it: CPU and path.
+"""The H1's lateral programme (core.balance.lateral) by HiGHS's cutting planes against variants of it: CPU and path.
 
     .venv/bin/python bench/lateral_variants.py [--ten] [--runs 3] [--knots 2,3]
 
 One H1 gait (the walk, or with --ten the 10 s clip, as bench/gait_cpu_pair.py) runs with this tree's core and
 its programme (`plan_path`'s arguments) is kept; then, one process, one BLAS thread, each variant is solved
 --runs times and its least CPU printed with how far its CoM path is from the programme's own (metres):
-- as it is (`plan_path`);
+- as it is (`plan_path` with `lateral.SOLVER = "highs"`, the default until session 23);
 - HiGHS options set on every solver the programme makes (`lateral._equalities`): Dantzig / steepest-edge
   pricing instead of Devex, presolve off, the primal simplex, a longer or shorter refactorisation interval,
   looser feasibility tolerances;
-- the programme by banded_lp's interior point (lateral.SOLVER = "interior", session 22);
+- the programme by banded_lp's interior point (lateral.SOLVER = "interior", session 22; the default since session 23);
 - the CoM on a coarser grid (issue 12's speed, session 21): the path a cubic B-spline with a knot every K
   samples (--knots), its ZMP error and every constraint row still on every sample, the snap on the knots;
   the same cutting planes (`lateral._solve_cutting`).
@@ -122,6 +122,8 @@ def main() -> None:
     parser.add_argument("--knots", default="2,3", help="knot spacings (samples) of the coarser CoM grid")
     args = parser.parse_args()
     call_args, call_kwargs = captured(args.ten)
+    lateral.SOLVER = "highs"  # the lines below are HiGHS's and its variants' (the interior point is the default since
+    #                           session 23; its own line sets it)
     solve = lambda: lateral.plan_path(*call_args, **call_kwargs).com  # noqa: E731
     seconds, own = least(solve, args.runs)
     rows = sum(len(c.bound) for c in call_args[4])
@@ -135,11 +137,11 @@ def main() -> None:
         finally:
             lateral._equalities = real
         print(f"{label:32s} {seconds:6.3f} s  path {np.abs(com - own).max():.1e} m apart")
-    default, lateral.SOLVER = lateral.SOLVER, "interior"
+    lateral.SOLVER = "interior"
     try:
         seconds, com = least(solve, args.runs)
     finally:
-        lateral.SOLVER = default
+        lateral.SOLVER = "highs"
     print(f"{'banded interior point':32s} {seconds:6.3f} s  path {np.abs(com - own).max():.1e} m apart")
     for every in (int(k) for k in args.knots.split(",")):
         seconds, com = least(lambda: on_knots(call_args, call_kwargs, every), args.runs)

@@ -23,6 +23,10 @@ STEP_SHARE = 0.99995  # of the longest step keeping the iterate interior
 GAP_TOL = 1e-10  # the complementarity gap, relative to the objective, at which it stops
 STALL_ROUNDS = 3  # iterations without a better objective (past rounding) after which it stops
 RIDGE = 1e-12  # added to the Newton matrix's diagonal (relative) where the Cholesky meets a non-positive pivot
+# a stop short of GAP_TOL (a stall, or the Cholesky failing at the end, where the weights spread 1e-18-1e22) still
+# counts as the optimum within this relative gap; the H1's programmes all end at GAP_TOL (1.7e-10 to 3.1e-9, 32-43
+# iterations, session 23), 20 iterations leave 6e-3 to 4e-2
+ACCEPT_GAP = 1e-8
 
 
 @dataclass
@@ -31,6 +35,14 @@ class Minimised:
     u: np.ndarray  # each row's multiplier (m,), in [lo, hi]: the dual, g^T u = 0 at the optimum
     objective: float
     iterations: int
+    stop: str = "gap"  # why it stopped: "gap", "stall", "singular" (Cholesky), "iterations" (max_iter), "non-finite"
+    gap: float = 0.0  # the best iterate's complementarity gap relative to 1 + |objective|
+
+    @property
+    def converged(self) -> bool:
+        """Whether y is the optimum: the gap closed, or the solve stopped within ACCEPT_GAP of it with finite
+        iterates (not at its iteration cap, nor on a Newton matrix it could not factor far from the end)."""
+        return self.stop == "gap" or (self.stop in ("stall", "singular") and self.gap < ACCEPT_GAP)
 
 
 def band_assembly(g: sparse.csr_matrix) -> tuple[sparse.csr_matrix, int]:
@@ -62,8 +74,9 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
     """The y minimising sum_i max(lo_i r_i, hi_i r_i) + sum_i square_i r_i^2 / 2 (square: none unless given),
     r = g y - h (module docstring); every row's box lo_i < hi_i (a row weighed by its square alone takes a tiny
     box: the barrier needs room). The iterate with the least objective is returned: it stops at GAP_TOL, after
-    STALL_ROUNDS without gain, or where the Newton matrix has lost its positive definiteness even with RIDGE (the
-    optimal face's rows, weights 1e-18-1e22 apart)."""
+    STALL_ROUNDS without gain, where the Newton matrix has lost its positive definiteness even with RIDGE (the
+    optimal face's rows, weights 1e-18-1e22 apart), at a non-finite iterate or after max_iter; which of these, and
+    the returned iterate's gap, say whether it is the optimum (Minimised.converged)."""
     g = g.tocsr()
     gt = g.T.tocsr()
     m, n = g.shape
@@ -86,6 +99,7 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
     z, w = np.maximum(-r, 0.0) + 0.1 * spread, np.maximum(r, 0.0) + 0.1 * spread
     b = -(gt @ lo)
     best, best_f, since, iterations, dual = y, objective(y), 0, 0, x + lo
+    best_gap, stop = float(x @ z + s @ w), "iterations"
     for iterations in range(1, max_iter + 1):
         r = g @ y - h
         rp, rd = b - gt @ (x + square * r), -r - z + w
@@ -93,6 +107,7 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
         theta = 1.0 / (z / x + w / s)
         factor = _factor((band @ (theta + square)).reshape(u + 1, n))
         if factor is None:
+            stop = "singular"
             break
         solve = lambda rxz, rsw: _direction(factor, g, gt, theta, theta + square, rp, rd, x, s, z, w, rxz, rsw)  # noqa: E731
         dx, dy, dz, dw = solve(-x * z, -s * w)  # affine scaling
@@ -105,13 +120,20 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
         x, s = x + ap * dx, s - ap * dx
         y, z, w = y + ad * dy, z + ad * dz, w + ad * dw
         f = objective(y)
+        if not np.isfinite(f):
+            stop = "non-finite"
+            break
         if f < best_f - 1e-13 * abs(best_f):
-            best, best_f, since, dual = y, f, 0, x + lo
+            best, best_f, since, dual, best_gap = y, f, 0, x + lo, float(x @ z + s @ w)
         else:
             since += 1
-        if since >= STALL_ROUNDS or x @ z + s @ w < GAP_TOL * (1.0 + abs(best_f)):
+        if x @ z + s @ w < GAP_TOL * (1.0 + abs(best_f)):
+            stop = "gap"
             break
-    return Minimised(best, dual, best_f, iterations)
+        if since >= STALL_ROUNDS:
+            stop = "stall"
+            break
+    return Minimised(best, dual, best_f, iterations, stop, best_gap / (1.0 + abs(best_f)))
 
 
 def _factor(ab: np.ndarray) -> np.ndarray | None:

@@ -15,6 +15,7 @@ how much.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,14 +26,20 @@ from scipy.sparse.csgraph import connected_components
 from .banded_lp import minimise
 from .inertia import GRAVITY
 
+logger = logging.getLogger(__name__)
+
 EXCESS_WEIGHT = 100.0  # a metre past a constraint costs as much as this many metres of ZMP error
 SLACK_M = 1e-4  # a constraint counts as missed beyond this
-# plan_path's solver: "highs" (cutting-plane dual simplex) or "interior" (banded_lp's interior point). The same
-# optimum to 3e-7 of its cost, 11-48x faster (H1 walk 0.07 against 0.84 s, 10 s clip 0.08 against 0.94 s, held on one
-# foot 0.08 against 3.8 s), the walk's path HiGHS's to 1.5e-8 m, but the 10 s clip's optimum is flat (1,647 kinked
-# rows for 1,648 unknowns) and the interior point stops 5e-5 m from HiGHS's vertex, elsewhere on it (4e-5 cheaper):
-# another draw of the H1's chaotic gait, whose float32 start slides 1.57 mm (bench/h1_cut_check.py; session 22)
-SOLVER = "highs"
+# plan_path's solver: "interior" (banded_lp's interior point; HiGHS where it does not converge) or "highs"
+# (cutting-plane dual simplex). The same optimum to 3e-7 of its cost, 11-48x faster (H1 walk 0.07 against 0.84 s,
+# 10 s clip 0.08 against 0.94 s, held on one foot 0.08 against 3.8 s; session 22). Where the optimum is flat (the 10
+# s clip's: 1,647 kinked rows for 1,648 unknowns) it stops inside the optimal face, 5e-5 m from HiGHS's vertex: another
+# draw of the H1's chaotic gait, which bench/h1_cut_check.py judges (session 23: the default gait's cases all hold)
+SOLVER = "interior"
+INTERIOR_MAX_ITER = 80  # banded_lp.minimise's cap (the H1's programmes take 32-43)
+# plan_path calls whose interior point did not converge and were planned by HiGHS instead (a debug counter: the plan
+# is HiGHS's, so nothing the user sees changes)
+fallbacks = 0
 
 
 @dataclass
@@ -136,8 +143,9 @@ def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndar
               constraints: list[Constraints], order: int = 3, excess_weight: float = EXCESS_WEIGHT) -> PlannedPath:
     """The CoM path (N, 2) whose cart-table ZMP follows target (N, 2) with little jerk, meeting
     every constraint as far as they can be met together (module docstring). A linear programme
-    (HiGHS, or banded_lp's interior point: SOLVER): the ZMP's error, the jerk and each constraint's excess weighed by their absolute
-    values, the excess excess_weight times a metre of ZMP error. The path starts and ends still.
+    (banded_lp's interior point, HiGHS where it does not converge, or HiGHS alone: SOLVER): the ZMP's
+    error, the jerk and each constraint's excess weighed by their absolute values, the excess
+    excess_weight times a metre of ZMP error. The path starts and ends still.
     order: the derivative weighed instead of the jerk (3); 4, the snap, keeps the CoM's
     acceleration and so the ZMP continuous (absolute values of the jerk let the ZMP jump)."""
     n = len(target)
@@ -145,15 +153,30 @@ def plan_path(target: np.ndarray, period_s: float, com_height_m: float | np.ndar
     jerk = jerk_weight * differences(n, order) / period_s ** order
     rows = sparse.vstack([c.rows for c in constraints]).tocsr()
     bound = np.concatenate([c.bound for c in constraints])
-    if SOLVER == "interior" and n > 8:
-        g, h, lo, hi, interleave = interior_programme(target, op, jerk, rows, bound, excess_weight)
-        z = interleave @ minimise(g, h, lo, hi).y
-        excess = np.maximum(rows @ z - bound, 0.0)
-    else:
+    z = _solve_interior(target, op, jerk, rows, bound, excess_weight) if SOLVER == "interior" and n > 8 else None
+    if z is None:
         z, excess = _solve_highs(target, op, jerk, rows, bound, excess_weight)
+    else:
+        excess = np.maximum(rows @ z - bound, 0.0)
     com = z.reshape(2, n).T
     return PlannedPath(com, np.column_stack([op @ com[:, 0], op @ com[:, 1]]), float(excess.max(initial=0.0)),
                        int(np.sum(excess > SLACK_M)))
+
+
+def _solve_interior(target: np.ndarray, op: sparse.csr_matrix, jerk: sparse.csr_matrix, rows: sparse.csr_matrix,
+                    bound: np.ndarray, excess_weight: float) -> np.ndarray | None:
+    """plan_path's path z (2N,) by the banded interior point, or None where it did not converge (its
+    iteration cap, a non-finite iterate, a Newton matrix it could not factor short of the optimum): the
+    caller plans by HiGHS, counted in `fallbacks`."""
+    global fallbacks
+    g, h, lo, hi, interleave = interior_programme(target, op, jerk, rows, bound, excess_weight)
+    out = minimise(g, h, lo, hi, max_iter=INTERIOR_MAX_ITER)
+    if not out.converged:
+        fallbacks += 1
+        logger.debug("lateral plan: the interior point stopped (%s, relative gap %.1e after %d iterations); HiGHS "
+                     "plans it", out.stop, out.gap, out.iterations)
+        return None
+    return interleave @ out.y
 
 
 def _both_axes(m: sparse.spmatrix) -> sparse.csr_matrix:

@@ -1,5 +1,6 @@
-"""The lateral plan's programme by the banded interior point (core.balance.banded_lp) against HiGHS and
-the optimality (KKT) conditions, on the H1 walk's own programme (its gait's plan_path call, kept)."""
+"""The lateral plan's programme by the banded interior point (core.balance.banded_lp, plan_path's default)
+against HiGHS (its fallback) and the optimality (KKT) conditions, on the H1 walk's own programme (its gait's
+plan_path call, kept)."""
 from __future__ import annotations
 
 import numpy as np
@@ -99,14 +100,65 @@ def test_the_walks_path_is_highs_path(walk_programme, monkeypatch):
     assert out.objective <= cost(held) + 1e-9 * cost(held)
 
 
+@pytest.mark.parametrize("solver", ["interior", "highs"])
 @pytest.mark.parametrize("check", [planned.test_zmp_stays_inside_the_shrunk_support_and_the_path_is_still_at_both_ends,
                                    planned.test_com_across_stays_in_its_band_and_an_impossible_band_is_measured,
                                    planned.test_a_sole_as_narrow_as_twice_the_margin_keeps_a_share_of_its_width])
-def test_the_plans_hold_by_the_interior_point_too(check, monkeypatch):
+def test_the_plans_hold_by_either_solver(check, solver, monkeypatch):
     """test_lateral's plans (the support, the band, one it cannot keep, soles shrunk to a strip moved by
-    1e-7 m) with the interior point as plan_path's solver."""
-    monkeypatch.setattr(lateral, "SOLVER", "interior")
+    1e-7 m) by the interior point itself (no plan fell back to HiGHS) and by HiGHS alone (the fallback's
+    plans, and SOLVER = "highs")."""
+    monkeypatch.setattr(lateral, "SOLVER", solver)
+    before = lateral.fallbacks
     check()
+    assert lateral.fallbacks == before
+
+
+def test_the_interior_point_says_why_it_stopped(walk_programme):
+    """On the H1 walk's programme the interior point closes its gap (converged: its best iterate's within
+    ACCEPT_GAP); capped at one iteration, or on a programme with a non-finite entry, or with an unknown no
+    row weighs (its Newton matrix singular), it says it did not, so plan_path does not take its path."""
+    g, h, lo, hi, _, out = _interior(*walk_programme)
+    assert out.converged and out.stop == "gap" and out.gap < banded_lp.ACCEPT_GAP
+    capped = banded_lp.minimise(g, h, lo, hi, max_iter=1)
+    assert not capped.converged and capped.stop == "iterations" and capped.gap > 1e-3
+    broken = h.copy()
+    broken[len(h) // 2] = np.nan
+    assert banded_lp.minimise(g, broken, lo, hi).stop == "non-finite"
+    assert not banded_lp.minimise(g, broken, lo, hi).converged
+    unweighed = sparse.hstack([g, sparse.csr_matrix((g.shape[0], 1))]).tocsr()  # an unknown no row touches
+    alone = banded_lp.minimise(unweighed, h, lo, hi)
+    assert not alone.converged and alone.stop == "singular"
+
+
+def test_a_stop_short_of_the_gap_counts_only_near_the_optimum():
+    """A stall or a Newton matrix that cannot be factored ends the walk's solves near the optimum (relative gap
+    about 1e-9, session 22): within ACCEPT_GAP that is the optimum, further it is not; the cap never is."""
+    y = np.zeros(1)
+    near, far = 0.1 * banded_lp.ACCEPT_GAP, 10.0 * banded_lp.ACCEPT_GAP
+    for stop in ("stall", "singular"):
+        assert banded_lp.Minimised(y, y, 0.0, 40, stop, near).converged
+        assert not banded_lp.Minimised(y, y, 0.0, 40, stop, far).converged
+    assert not banded_lp.Minimised(y, y, 0.0, 80, "iterations", near).converged
+    assert not banded_lp.Minimised(y, y, 0.0, 40, "non-finite", near).converged
+
+
+def test_an_interior_point_that_does_not_converge_falls_back_to_highs(walk_programme, monkeypatch):
+    """plan_path on the H1 walk's programme with the interior point capped at one iteration plans
+    HiGHS's path to the bit, and counts the fallback; uncapped (the default) it plans its own path and
+    counts none."""
+    args, kwargs = walk_programme
+    monkeypatch.setattr(lateral, "SOLVER", "highs")
+    highs = plan_path(*args, **kwargs)
+    monkeypatch.setattr(lateral, "SOLVER", "interior")
+    before = lateral.fallbacks
+    own = plan_path(*args, **kwargs)
+    assert lateral.fallbacks == before and not np.array_equal(own.com, highs.com)
+    monkeypatch.setattr(lateral, "INTERIOR_MAX_ITER", 1)
+    fallen = plan_path(*args, **kwargs)
+    assert lateral.fallbacks == before + 1
+    assert np.array_equal(fallen.com, highs.com) and np.array_equal(fallen.zmp, highs.zmp)
+    assert fallen.violation_m == highs.violation_m and fallen.missed == highs.missed
 
 
 def test_a_band_it_cannot_keep_is_missed_as_highs_misses_it(monkeypatch):
