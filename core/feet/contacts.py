@@ -129,6 +129,15 @@ def flags_to_intervals(flags: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
 
+def close_gaps(flags: np.ndarray, frames: float) -> np.ndarray:
+    """flags (F,) bool with every run of False shorter than `frames` between two runs of True set True."""
+    out = np.array(flags, dtype=bool)
+    for start, end in flags_to_intervals(~out):
+        if 0 < start and end < len(out) and end - start < frames:
+            out[start:end] = True
+    return out
+
+
 def _intervals_to_flags(spans, frames: int, where: str) -> np.ndarray:
     if not isinstance(spans, list):
         raise ContactsError(f"{where}: expected a list of [start, end] frame pairs")
@@ -286,9 +295,7 @@ def _clean(flags: np.ndarray, fps: float, settings: DetectSettings) -> np.ndarra
 
     window = max(1, int(round(settings.median_s * fps)) | 1)
     out = median_filter(flags.astype(np.uint8), size=window, mode="nearest").astype(bool)
-    for start, end in flags_to_intervals(~out):
-        if 0 < start and end < len(out) and end - start < settings.min_gap_s * fps:
-            out[start:end] = True
+    out = close_gaps(out, settings.min_gap_s * fps)
     for start, end in flags_to_intervals(out):
         if end - start < settings.min_contact_s * fps:
             out[start:end] = False
