@@ -8,7 +8,11 @@ Each case of h1_cut_check (the walk and the 10 s clip from four starts, the H1 s
 with the rolled coarse passes capped) runs twice in this process, with the --base constants (e.g.
 "lateral.SOLVER='interior'") and then with those and the --set ones, and prints how far apart the two gaits'
 joints are and both worst margins. 0 rad on every line: the change is the same gait to the bit wherever a
-cut is judged, and needs no margin check; anything else: run bench/h1_cut_check.py with the change.
+cut is judged, and needs no margin check; anything else: run bench/h1_cut_check.py with the change. Gaits of
+one process also part with no change at all (session 23, a constant set to its own value: the walk's noise
+start 8.4e-5 rad apart, its torso start 1.6e-5, the others 1e-9 or 0; what numpy's allocations leave in the
+last bits, which the H1's passes amplify), so a line apart is no proof of a change: bench/gait_replay_ab.py
+compares the calls themselves.
 One process, one gait at a time (the machine is shared): about 50 gaits, 3-4 minutes at low load.
 """
 from __future__ import annotations
