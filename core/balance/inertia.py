@@ -69,9 +69,10 @@ class MassModel:
 def rigid_bodies(tree: KinematicTree, model: MassModel) -> MassModel:
     """The model with each link a fixed joint holds to its parent weighed as part of the first moving link
     above it: one rigid body, its mass, centre of mass and inertia about that (the parallel axes added); a
-    body of one link keeps its numbers. The same motion's ZMP to a few micrometres (the low-pass smooths a
-    body's points, not its parts'), with fewer links to pose and filter: the H1's twelve 1 g foot spheres
-    and ankle links ride on its ankles."""
+    body of one link keeps its numbers. The same CoM; the same ZMP but for the low-pass, which smooths a
+    body's points, not its parts': micrometres for light parts (the H1's twelve 1 g foot spheres and ankle
+    links riding on its ankles, fewer links to pose and filter), millimetres for a heavy one swung fast (the
+    G1's 1 kg head)."""
     owner = {}
     for k in model.links:
         link, shift = int(k), np.eye(4)
@@ -95,7 +96,8 @@ def rigid_bodies(tree: KinematicTree, model: MassModel) -> MassModel:
         total = np.zeros((3, 3))
         for i, t, point in zip(parts, turns, points):
             d = point - centre
-            total += t[:3, :3] @ model.inertia_local[i] @ t[:3, :3].T + model.mass[i] * (d @ d * np.eye(3) - np.outer(d, d))
+            turned = t[:3, :3] @ model.inertia_local[i] @ t[:3, :3].T
+            total += turned + model.mass[i] * (d @ d * np.eye(3) - np.outer(d, d))
         mass.append(weights.sum())
         com.append(centre)
         inertia.append(total)

@@ -122,9 +122,11 @@ def test_rigid_parts_weigh_as_one_body(robot):
     model = MassModel.build(robot)
     merged = rigid_bodies(robot, model)
     fixed = [int(k) for k in model.links if k > 0 and robot.kind[k] == FIXED]
-    assert len(merged.links) == len(model.links) - len(fixed) and merged.total == pytest.approx(model.total, abs=1e-12)
+    assert len(merged.links) == len(model.links) - len(fixed)
+    assert merged.total == pytest.approx(model.total, abs=1e-12)
     assert not set(fixed) & {int(k) for k in merged.links}
-    alone = [i for i, k in enumerate(model.links) if k in merged.links and not any(robot.parent[f] == k for f in fixed)]
+    alone = [i for i, k in enumerate(model.links)
+             if k in merged.links and not any(robot.parent[f] == k for f in fixed)]
     at = [list(merged.links).index(model.links[i]) for i in alone]
     assert np.array_equal(merged.com_local[at], model.com_local[alone])
     assert np.array_equal(merged.inertia_local[at], model.inertia_local[alone])
@@ -134,11 +136,13 @@ def test_rigid_parts_weigh_as_one_body(robot):
     q = np.clip(0.3 * np.sin(2 * np.pi * t[:, None] + rng.uniform(0, 6, robot.dof)), robot.lower, robot.upper)
     root = np.tile(np.eye(4), (len(t), 1, 1))
     root[:, :3, 3] = np.column_stack([0.4 * t, 0.05 * np.sin(2 * np.pi * t), 0.9 + 0 * t])
-    np.testing.assert_allclose(centre_of_mass(robot, q, root, merged), centre_of_mass(robot, q, root, model), atol=1e-12)
+    np.testing.assert_allclose(centre_of_mass(robot, q, root, merged), centre_of_mass(robot, q, root, model),
+                               atol=1e-12)
     feet = foot_links(robot)
     level = {foot: np.tile(np.eye(4), (len(t), 1, 1)) for foot in feet}
-    corrector = Corrector(robot, leg_iks(robot, feet), model, level, {foot: np.ones(len(t), dtype=bool) for foot in feet},
-                          root[:, :3, :3], np.zeros(len(t)), q, 1.0 / FPS, CorrectionSettings())
+    down = {foot: np.ones(len(t), dtype=bool) for foot in feet}
+    corrector = Corrector(robot, leg_iks(robot, feet), model, level, down, root[:, :3, :3], np.zeros(len(t)), q,
+                          1.0 / FPS, CorrectionSettings())
     whole, _ = multibody_zmp(robot, q, root, FPS, model=model)
     zmp, _ = corrector.zmp(q, root[:, :3, 3])
     leg_links = {int(link) for leg in corrector.legs for link in leg.links}
