@@ -8,11 +8,14 @@ walk the same gait).
 
     cp -r /work/main/core /tmp/before/core_before   # the code before, as a package of another name
     .venv/bin/python bench/gait_cpu_pair.py --against /tmp/before/core_before [--robot h1] [--runs 3] [--ten]
+        [--lateral-solver highs|interior]
 
 --ten times the 10 s clip (the walk with its first and last frames held, bench_gait.py) instead of the walk.
 --one-process: both copies imported once and run in turn in this process (least of --runs each), and the
 last runs' joints, root and multibody ZMP compared: a change on the cost side shows 0 (the G1) or the
 rounding the passes amplify (the H1). Run it with PYTHONHASHSEED=0 (a gait's last digits follow it).
+--lateral-solver: both copies' lateral programme solver (core.balance.lateral.SOLVER; each copy's default unless
+given).
 """
 from __future__ import annotations
 
@@ -29,10 +32,10 @@ ONE_RUN = """
 import os, sys, time
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = "1"
-root, package, robot, ten = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+root, package, robot, ten, solver = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5]
 sys.path[:0] = [root, {bench!r}]
 from gait_cpu_pair import runner
-run = runner(package, robot, ten)
+run = runner(package, robot, ten, solver or None)
 started = time.process_time()
 r = run().report
 cpu = time.process_time() - started
@@ -50,6 +53,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--ten", action="store_true", help="the 10 s clip instead of the walk")
     parser.add_argument("--one-process", action="store_true", help="both copies in turn in this process, compared")
+    parser.add_argument("--lateral-solver", choices=("highs", "interior"), help="both copies' lateral.SOLVER")
     args = parser.parse_args()
     other = args.against.resolve()
     if args.one_process:
@@ -58,8 +62,8 @@ def main() -> None:
     env = dict(os.environ, PYTHONHASHSEED="0")  # the same hash order in both: a gait's last digits follow it
     for _ in range(args.runs):
         for root, package in ((str(other.parent), other.name), (str(HERE.parent), "core")):
-            subprocess.run([sys.executable, "-c", script, root, package, args.robot, "1" if args.ten else "0"],
-                           check=True, env=env)
+            subprocess.run([sys.executable, "-c", script, root, package, args.robot, "1" if args.ten else "0",
+                            args.lateral_solver or ""], check=True, env=env)
 
 
 def one_process(args, other: Path) -> None:
@@ -70,7 +74,7 @@ def one_process(args, other: Path) -> None:
     import numpy as np
 
     sys.path[:0] = [str(other.parent), str(HERE.parent), str(HERE)]
-    runs = {name: runner(name, args.robot, args.ten) for name in (other.name, "core")}
+    runs = {name: runner(name, args.robot, args.ten, args.lateral_solver) for name in (other.name, "core")}
     best, last = {name: np.inf for name in runs}, {}
     for k in range(args.runs):
         for name, run in runs.items():
@@ -90,11 +94,14 @@ def one_process(args, other: Path) -> None:
           f"root {np.abs(a.root_position - b.root_position).max():.2g} m, ZMP {np.abs(a.zmp - b.zmp).max():.2g} m apart")
 
 
-def runner(package: str, robot: str, ten: bool):
-    """A call that runs the gait of the walk (or the 10 s clip) on robot with `package`'s core."""
+def runner(package: str, robot: str, ten: bool, lateral_solver: str | None = None):
+    """A call that runs the gait of the walk (or the 10 s clip) on robot with `package`'s core (its lateral
+    programme by lateral_solver where given)."""
     import clips
     import numpy as np
 
+    if lateral_solver is not None:
+        importlib.import_module(package + ".balance.lateral").SOLVER = lateral_solver
     gait = importlib.import_module(package + ".balance.gait")
     kinematics = importlib.import_module(package + ".model.kinematics")
     urdf = importlib.import_module(package + ".model.urdf")

@@ -3,7 +3,7 @@
 
     cp -r /work/main/core /tmp/before/core_before   # the code before, as a package of another name
     .venv/bin/python bench/gait_replay_ab.py --against /tmp/before/core_before [--robot h1|g1] [--ten]
-        [--what legs,place,aim] [--runs 3]
+        [--what legs,place,aim] [--runs 3] [--lateral-solver highs|interior]
 
 One gait (the walk, or with --ten the 10 s clip, as bench/gait_cpu_pair.py) runs with this tree's core and
 records the inputs of every call of: the legs' Levenberg-Marquardt solve (`legs._solve_leg`), the rolled
@@ -13,6 +13,7 @@ every output compared bit for bit. A whole gait is no such check: the H1's passe
 main's own H1 10 s gait is not the same from one run to the next in one process (session 17: runs part at a
 leg solve by 1e-16 m of waist, at a call that varies). The other copy's placement runs on its own classes
 (the recorded waist's classes swapped), so a change of the waist's fields needs its own check.
+--lateral-solver: the recorded gait's lateral programme solver (core.balance.lateral.SOLVER).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def _copied(value):
     return value.copy() if isinstance(value, np.ndarray) else dict(value) if isinstance(value, dict) else value
 
 
-def record(robot: str, ten: bool, what: list[str]) -> dict[str, list]:
+def record(robot: str, ten: bool, what: list[str], lateral_solver: str | None = None) -> dict[str, list]:
     """Run one gait with this tree's core; the inputs of each call of `what`."""
     legs = importlib.import_module("core.balance.legs")
     sagittal = importlib.import_module("core.balance.sagittal")
@@ -60,7 +61,7 @@ def record(robot: str, ten: bool, what: list[str]) -> dict[str, list]:
             return _original(*args)
         setattr(owner, attr, hooked)
     try:
-        runner("core", robot, ten)()
+        runner("core", robot, ten, lateral_solver)()
     finally:
         for owner, attr, original in originals:
             setattr(owner, attr, original)
@@ -112,11 +113,12 @@ def main() -> None:
     parser.add_argument("--ten", action="store_true", help="the 10 s clip instead of the walk")
     parser.add_argument("--what", default=",".join(WHAT), help="of " + ", ".join(WHAT))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--lateral-solver", choices=("highs", "interior"), help="the recorded gait's lateral.SOLVER")
     args = parser.parse_args()
     other = args.against.resolve()
     sys.path.insert(0, str(other.parent))
     what = [w for w in args.what.split(",") if w]
-    calls = record(args.robot, args.ten, what)
+    calls = record(args.robot, args.ten, what, args.lateral_solver)
     for name in what:
         if not calls[name]:
             print(f"{name}: no calls (the G1 has no rolled waist)")

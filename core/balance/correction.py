@@ -20,7 +20,7 @@ from scipy.ndimage import distance_transform_edt, maximum_filter1d, uniform_filt
 from ..model.kinematics import KinematicTree, ancestor_path
 from ..model.posing import Poser
 from ..model.transforms import pose_matrices
-from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, zmp_of
+from .inertia import LinkMotion, MassModel, centre_of_mass, multibody_zmp, rigid_bodies, zmp_of
 from .legs import LegIK, leg_length, pose_errors, solve_legs, within_reach
 from .planar_leg import planar_legs, standing_legs
 from .sagittal import SagittalWaist
@@ -41,6 +41,7 @@ ROLLED_HEIGHT_STEPS_M = np.r_[-0.01, 0.01, HEIGHT_STEPS_M]  # the rolled waist (
 #   legs to their limits, whose raise in the next round undid the lowering (H1 walk: a trailing foot 14 mm up at
 #   6.05 s, worst margin -25 mm; with 1 cm first +6 mm)
 HEIGHT_SMOOTH_S = 0.4  # the waist's height changes this smoothly where a foot cannot stand
+RIGID_LEGS = True  # the passes' ZMP weighs each leg's rigid parts as one body (inertia.rigid_bodies)
 
 
 @dataclass
@@ -260,7 +261,10 @@ class _SplitBody:
         self.tree = tree
         moved = {link for leg in legs for link in leg.links}
         below = np.array([any(link in moved for link in ancestor_path(tree.parent, 0, int(k))) for k in model.links])
-        self.moving, self.fixed = model.subset(below), model.subset(~below)
+        # the legs' rigid parts as one body each (the H1's ankle with its six 1 g parts: 22 links posed and filtered
+        # at every pass, 10 now); the links no leg moves are posed once a waist rotation, as they were
+        self.moving = rigid_bodies(tree, model.subset(below)) if RIGID_LEGS else model.subset(below)
+        self.fixed = model.subset(~below)
         self.model = MassModel(np.r_[self.moving.links, self.fixed.links], np.r_[self.moving.mass, self.fixed.mass],
                                np.r_[self.moving.com_local, self.fixed.com_local],
                                np.r_[self.moving.inertia_local, self.fixed.inertia_local])

@@ -107,6 +107,54 @@ def test_standing_readout_is_inside_and_a_push_leaves_the_support(robot):
     assert fallen["zmp_outside_support_pct"] == 100.0
 
 
+def test_rigid_parts_weigh_as_one_body(robot):
+    """inertia.rigid_bodies: a link a fixed joint holds moves with its parent, so the two are one body to the
+    CoM and, for light parts (the H1's 1 g foot spheres riding on its ankles), to the ZMP within micrometres
+    (the low-pass smooths a body's points, not its parts'); a body of one link keeps its numbers to the bit.
+    The correction weighs the legs so (correction._SplitBody): the G1's legs have no rigid parts, its model
+    there is the same."""
+    from core.balance.correction import CorrectionSettings, Corrector
+    from core.balance.inertia import rigid_bodies
+    from core.balance.legs import leg_iks
+    from core.balance.support import foot_links
+    from core.model.kinematics import FIXED
+
+    model = MassModel.build(robot)
+    merged = rigid_bodies(robot, model)
+    fixed = [int(k) for k in model.links if k > 0 and robot.kind[k] == FIXED]
+    assert len(merged.links) == len(model.links) - len(fixed)
+    assert merged.total == pytest.approx(model.total, abs=1e-12)
+    assert not set(fixed) & {int(k) for k in merged.links}
+    alone = [i for i, k in enumerate(model.links)
+             if k in merged.links and not any(robot.parent[f] == k for f in fixed)]
+    at = [list(merged.links).index(model.links[i]) for i in alone]
+    assert np.array_equal(merged.com_local[at], model.com_local[alone])
+    assert np.array_equal(merged.inertia_local[at], model.inertia_local[alone])
+    # the arms and legs swinging at 1 Hz over a walking waist
+    t = np.arange(300) / FPS
+    rng = np.random.default_rng(3)
+    q = np.clip(0.3 * np.sin(2 * np.pi * t[:, None] + rng.uniform(0, 6, robot.dof)), robot.lower, robot.upper)
+    root = np.tile(np.eye(4), (len(t), 1, 1))
+    root[:, :3, 3] = np.column_stack([0.4 * t, 0.05 * np.sin(2 * np.pi * t), 0.9 + 0 * t])
+    np.testing.assert_allclose(centre_of_mass(robot, q, root, merged), centre_of_mass(robot, q, root, model),
+                               atol=1e-12)
+    feet = foot_links(robot)
+    level = {foot: np.tile(np.eye(4), (len(t), 1, 1)) for foot in feet}
+    down = {foot: np.ones(len(t), dtype=bool) for foot in feet}
+    corrector = Corrector(robot, leg_iks(robot, feet), model, level, down, root[:, :3, :3], np.zeros(len(t)), q,
+                          1.0 / FPS, CorrectionSettings())
+    whole, _ = multibody_zmp(robot, q, root, FPS, model=model)
+    zmp, _ = corrector.zmp(q, root[:, :3, 3])
+    leg_links = {int(link) for leg in corrector.legs for link in leg.links}
+    parts = [k for k in fixed if int(robot.parent[k]) in leg_links]
+    if parts:  # the H1: its ankles' 1 g parts weighed with the ankles
+        assert max(model.mass[list(model.links).index(k)] for k in parts) < 0.01
+        assert not set(parts) & {int(k) for k in corrector.split.moving.links}
+        assert np.abs(zmp - whole).max() < 1e-5
+    else:  # the G1: the legs' links as the model has them, the ZMP the readout's to rounding
+        assert np.abs(zmp - whole).max() < 1e-9
+
+
 def test_a_robot_without_masses_gets_a_clear_error():
     arm = KinematicTree(parse_urdf_string(
         '<robot name="bare"><link name="a"/><link name="b"/><joint name="j" type="revolute"><parent link="a"/>'

@@ -118,6 +118,15 @@ def test_the_gaits_zmp_is_the_balance_readouts(g1_walk):
     assert np.abs(zmp - result.zmp).max() < 1e-9 and np.abs(com - result.com).max() < 1e-9
 
 
+def test_the_h1_gaits_zmp_is_the_balance_readouts_to_a_micrometre(h1_walk):
+    """The H1's passes weigh each ankle with its six 1 g parts as one body (correction.RIGID_LEGS): its
+    gait's ZMP is still the readout's, to well under a micrometre (the low-pass smooths the body's points)."""
+    tree, _, result = h1_walk
+    root = pose_matrices(result.root_rotation, result.root_position)
+    zmp, com = multibody_zmp(tree, result.q, root, 1.0 / result.period_s)
+    assert np.abs(zmp - result.zmp).max() < 1e-6 and np.abs(com - result.com).max() < 1e-9
+
+
 def _soles(tree, mapping, result) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per side: where its foot is down by the report's swing phases (N,), the height of each
     point of its sole above the ground (N, S) (the points on the ground when the foot stands
