@@ -8,8 +8,8 @@
 One gait (the walk, or with --ten the 10 s clip, as bench/gait_cpu_pair.py) runs with this tree's core and
 records the inputs of every call of: the legs' Levenberg-Marquardt solve (`legs._solve_leg`), the rolled
 waist's placement (`SagittalWaist.place`, the waist's state copied before each call) and the closed-form hip
-aim (`HeadAim.solve`). Each call is then replayed with both codes in turn (each first in every other run: the
-second replay of a round ran about 9 % slower on the same code), the least CPU of --runs said, and
+aim (`HeadAim.solve`). Each call is then replayed with both codes in turn (each first in every other run, so
+neither always replays on the heap the other left), the least CPU of --runs said, and
 every output compared bit for bit. A whole gait is no such check: the H1's passes amplify the last bit, and
 main's own H1 10 s gait is not the same from one run to the next in one process (session 17: runs part at a
 leg solve by 1e-16 m of waist, at a call that varies). The other copy's placement runs on its own classes

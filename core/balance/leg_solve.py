@@ -135,7 +135,7 @@ def _residual(chain: _Chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.nd
     err[:6] *= g["weights"]
     jac *= g["jac_weights"]
     np.subtract(g["rest"], x, out=err[6:])
-    err[6:] *= g["prior"][0]
+    err[6:] *= g["prior"]
 
 
 def _down(chain: _Chain, g: dict, values: np.ndarray, axes: np.ndarray,
@@ -288,7 +288,7 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     count, samples = start.shape
     goals = _packed(chain, frame, [("rotation", _goal_rows(rotation)), ("position", position), ("weights", weights),
                                    ("jac_weights", np.repeat(weights[:, None], count, axis=1)),  # (6, J, S)
-                                   ("rest", rest), ("prior", prior[None]), ("prior2", (prior * prior)[None]),
+                                   ("rest", rest), ("prior", np.repeat(prior[None], count, axis=0)), ("prior2", (prior * prior)[None]),
                                    ("lower", lower), ("upper", upper), ("low", lower + 1e-9),
                                    ("high", upper - 1e-9)]  # low, high: at a bound within a nano-radian
                     + ([] if roll_axis is None else [("roll_axis", roll_axis), ("roll_more", roll_more[None])]))
@@ -305,9 +305,12 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     for _ in range(iterations):
         if len(rows) == 0:
             break
-        p = g["prior"][0]
+        p = g["prior"]  # (J, S): each sample's prior repeated over the joints, a product of whole blocks
         # descent direction (error = goal - pose), the prior's part (prior times the identity) by hand
-        grad = np.add.reduce(jac * err[:6, None], 0) + p * err[6:]  # (J, S)
+        terms = np.empty_like(jac)  # the error's rows repeated over the joints: a product of whole blocks
+        terms[...] = err[:6, None]
+        terms *= jac
+        grad = np.add.reduce(terms, 0) + p * err[6:]  # (J, S)
         free = ~(((x <= g["low"]) & (grad < 0)) | ((x >= g["high"]) & (grad > 0)))
         hess = _normal(jac)
         diagonal = hess.reshape(count * count, -1)[::count + 1]  # a view of hess[j, j]
@@ -324,7 +327,11 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         gaining = (cost - t_cost) > GAIN_TOL * t_cost + 1e-16
         # done: the step is below a micro-radian, or it buys no relative gain
         keep = (np.maximum.reduce(np.abs(t_x - x), 0) > STEP_TOL_RAD) & (gaining | ~better)
-        np.copyto(state, trial, where=better)  # the better samples taken over in place: x, error, Jacobian, cost
+        if better.all():  # the trial is the state (a fresh array each step), no masked copy of every row
+            state = trial
+            x, err, jac, cost = t_x, t_err, t_jac, t_cost
+        else:  # the better samples taken over in place: x, error, Jacobian, cost
+            np.copyto(state, trial, where=better)
         lam = np.where(better, np.maximum(lam * 0.3, 1e-9), np.minimum(lam * 10.0, 1e6))
         keep &= lam < 1e5
         if not keep.all():  # the samples done leave the arrays
