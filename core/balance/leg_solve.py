@@ -133,7 +133,7 @@ def _residual(chain: _Chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.nd
         spread = more * (axis[0] * jac[3] + axis[1] * jac[4] + axis[2] * jac[5])  # (J, S)
         jac[3:6] += spread * axis[:, None]
     err[:6] *= g["weights"]
-    jac *= g["jac_weights"]
+    jac *= g["weights"][:, None]
     np.subtract(g["rest"], x, out=err[6:])
     err[6:] *= g["prior"]
 
@@ -287,7 +287,6 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     chain = _chain(walk, revolute)
     count, samples = start.shape
     goals = _packed(chain, frame, [("rotation", _goal_rows(rotation)), ("position", position), ("weights", weights),
-                                   ("jac_weights", np.repeat(weights[:, None], count, axis=1)),  # (6, J, S)
                                    ("rest", rest), ("prior", np.repeat(prior[None], count, axis=0)), ("prior2", (prior * prior)[None]),
                                    ("lower", lower), ("upper", upper), ("low", lower + 1e-9),
                                    ("high", upper - 1e-9)]  # low, high: at a bound within a nano-radian

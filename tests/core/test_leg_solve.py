@@ -77,7 +77,7 @@ def test_the_residual_is_the_walk_s_to_the_bit(robot, stacked):
     cols, pos, axis = leg_solve._head(chain, frame)
     shifts = np.array([chain.tail[k].shift[c] for k, c in chain.per_row]).reshape(-1, samples)
     g = {"cols": np.array(cols), "pos": pos, "axis": axis, "rotation": leg_solve._goal_rows(goal_rot),
-         "position": goal_pos, "weights": np.ones((6, samples)), "jac_weights": np.ones((6, len(x), samples)),
+         "position": goal_pos, "weights": np.ones((6, samples)),
          "rest": np.zeros_like(x), "prior": np.ones_like(x), "shifts": leg_solve._rows3(shifts)}
     err, jac = np.empty((6 + len(x), samples)), np.empty((6, len(x), samples))
     leg_solve._residual(chain, g, x, err, jac)
