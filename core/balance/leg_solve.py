@@ -269,6 +269,27 @@ def _packed(chain: _Chain, frame: np.ndarray, parts: list[tuple[str, np.ndarray]
                  + [("shifts", _rows3(np.array(shifts)) if shifts else np.zeros((0, 3, samples)))], samples)
 
 
+def _goal_parts(rotation: np.ndarray, position: np.ndarray, weights: np.ndarray, rest: np.ndarray, prior: np.ndarray,
+                lower: np.ndarray, upper: np.ndarray, roll_axis: np.ndarray | None,
+                roll_more: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
+    """levenberg_marquardt's goals by name, the rotation and the prior repeated where their products want whole
+    blocks (_goal_rows; the prior (J, S) over the joints)."""
+    return ([("rotation", _goal_rows(rotation)), ("position", position), ("weights", weights), ("rest", rest),
+             ("prior", np.repeat(prior[None], len(rest), axis=0)), ("prior2", (prior * prior)[None]),
+             ("lower", lower), ("upper", upper), ("low", lower + 1e-9),
+             ("high", upper - 1e-9)]  # low, high: at a bound within a nano-radian
+            + ([] if roll_axis is None else [("roll_axis", roll_axis), ("roll_more", roll_more[None])]))
+
+
+def _gradient(jac: np.ndarray, err: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """The descent direction (J, S) (error = goal - pose): J^T e, the error's rows first repeated over the joints
+    (a product of whole blocks), plus the prior's part (the prior (J, S) times the identity) by hand."""
+    terms = np.empty_like(jac)
+    terms[...] = err[:6, None]
+    terms *= jac
+    return np.add.reduce(terms, 0) + prior * err[6:]
+
+
 def _parts(block: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A solve's state (8 J + 7, S) as its rows: joints x (J, S), error (6 + J, S), Jacobian (6, J, S), cost (S,)."""
     jac = block[2 * count + 6:8 * count + 6].reshape(6, count, block.shape[1])
@@ -286,11 +307,8 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     and weighted error (6 + J, S)."""
     chain = _chain(walk, revolute)
     count, samples = start.shape
-    goals = _packed(chain, frame, [("rotation", _goal_rows(rotation)), ("position", position), ("weights", weights),
-                                   ("rest", rest), ("prior", np.repeat(prior[None], count, axis=0)), ("prior2", (prior * prior)[None]),
-                                   ("lower", lower), ("upper", upper), ("low", lower + 1e-9),
-                                   ("high", upper - 1e-9)]  # low, high: at a bound within a nano-radian
-                    + ([] if roll_axis is None else [("roll_axis", roll_axis), ("roll_more", roll_more[None])]))
+    goals = _packed(chain, frame, _goal_parts(rotation, position, weights, rest, prior, lower, upper, roll_axis,
+                                              roll_more))
     g = goals.views()
     state = np.empty((8 * count + 7, samples))  # _parts: taken over from a trial in one copyto
     parts_of = partial(_parts, count=count)
@@ -304,12 +322,7 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     for _ in range(iterations):
         if len(rows) == 0:
             break
-        p = g["prior"]  # (J, S): each sample's prior repeated over the joints, a product of whole blocks
-        # descent direction (error = goal - pose), the prior's part (prior times the identity) by hand
-        terms = np.empty_like(jac)  # the error's rows repeated over the joints: a product of whole blocks
-        terms[...] = err[:6, None]
-        terms *= jac
-        grad = np.add.reduce(terms, 0) + p * err[6:]  # (J, S)
+        grad = _gradient(jac, err, g["prior"])
         free = ~(((x <= g["low"]) & (grad < 0)) | ((x >= g["high"]) & (grad > 0)))
         hess = _normal(jac)
         diagonal = hess.reshape(count * count, -1)[::count + 1]  # a view of hess[j, j]
