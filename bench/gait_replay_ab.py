@@ -8,12 +8,15 @@
 One gait (the walk, or with --ten the 10 s clip, as bench/gait_cpu_pair.py) runs with this tree's core and
 records the inputs of every call of: the legs' Levenberg-Marquardt solve (`legs._solve_leg`), the rolled
 waist's placement (`SagittalWaist.place`, the waist's state copied before each call) and the closed-form hip
-aim (`HeadAim.solve`). Each call is then replayed with both codes in turn, the least CPU of --runs said, and
+aim (`HeadAim.solve`). Each call is then replayed with both codes in turn (each first in every other run, so
+neither always replays on the heap the other left), the least CPU of --runs said, and
 every output compared bit for bit. A whole gait is no such check: the H1's passes amplify the last bit, and
 main's own H1 10 s gait is not the same from one run to the next in one process (session 17: runs part at a
 leg solve by 1e-16 m of waist, at a call that varies). The other copy's placement runs on its own classes
 (the recorded waist's classes swapped), so a change of the waist's fields needs its own check.
 --lateral-solver: the recorded gait's lateral programme solver (core.balance.lateral.SOLVER).
+--calls FILE: the recorded calls kept in FILE (pickled; recorded and written there when it does not exist), so
+rounds of a change replay the same calls without running the gait again.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import argparse
 import copy
 import importlib
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -114,19 +118,25 @@ def main() -> None:
     parser.add_argument("--what", default=",".join(WHAT), help="of " + ", ".join(WHAT))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lateral-solver", choices=("highs", "interior"), help="the recorded gait's lateral.SOLVER")
+    parser.add_argument("--calls", type=Path, help="recorded calls read from (or written to) this pickle")
     args = parser.parse_args()
     other = args.against.resolve()
     sys.path.insert(0, str(other.parent))
     what = [w for w in args.what.split(",") if w]
-    calls = record(args.robot, args.ten, what, args.lateral_solver)
+    if args.calls is not None and args.calls.exists():
+        calls = pickle.loads(args.calls.read_bytes())
+    else:
+        calls = record(args.robot, args.ten, what, args.lateral_solver)
+        if args.calls is not None:
+            args.calls.write_bytes(pickle.dumps(calls))
     for name in what:
         if not calls[name]:
             print(f"{name}: no calls (the G1 has no rolled waist)")
             continue
         best = {other.name: np.inf, "core": np.inf}
-        for _ in range(args.runs):
+        for run in range(args.runs):
             outs = {}
-            for package in (other.name, "core"):
+            for package in (other.name, "core")[::1 if run % 2 == 0 else -1]:  # each code first in turn
                 outs[package], cpu = replay(name, calls[name], package)
                 best[package] = min(best[package], cpu)
             same = sum(_same(a, b) for a, b in zip(outs[other.name], outs["core"]))

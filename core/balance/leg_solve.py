@@ -19,7 +19,7 @@ same bits as the code before, which worked field by field and entry by entry):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -135,16 +135,16 @@ def _residual(chain: _Chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.nd
     err[:6] *= g["weights"]
     jac *= g["weights"][:, None]
     np.subtract(g["rest"], x, out=err[6:])
-    err[6:] *= g["prior"][0]
+    err[6:] *= g["prior"]
 
 
 def _down(chain: _Chain, g: dict, values: np.ndarray, axes: np.ndarray,
           origins: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """The walk from the first joint to the foot (leg_chain.down_last's), the joints' values (J, S): each
     joint's world axis and origin into axes and origins (3, J, S); the foot's columns and position."""
-    cos, sin = np.cos(values), np.sin(values)
+    cos, sin = _rows3(np.cos(values)), _rows3(np.sin(values))  # (J, 3, S): a turn's products on whole blocks
     if chain.signs is not None:
-        sin *= chain.signs
+        sin *= chain.signs[:, :, None]
     cols, pos = [g["cols"][0], g["cols"][1], g["cols"][2]], g["pos"]
     axes[:, 0], origins[:, 0] = g["axis"], pos
     shifts = iter(g["shifts"])
@@ -181,13 +181,25 @@ def _down(chain: _Chain, g: dict, values: np.ndarray, axes: np.ndarray,
     return cols, pos
 
 
+def _rows3(rows: np.ndarray) -> np.ndarray:
+    """Rows (N, S) each repeated three times (N, 3, S): a product with a frame's column (3, S) then runs on
+    two contiguous blocks (numpy 1.26 copies a row broadcast over (3, S) through its buffers on every product)."""
+    out = np.empty((rows.shape[0], 3, rows.shape[1]))
+    out[...] = rows[:, None]
+    return out
+
+
 def _rotation_errors(cols: list[np.ndarray], goal: np.ndarray, out: np.ndarray) -> None:
-    """The turn (3, S) that takes the rotations (their columns, 3 x (3, S)) to their goals (goal[i, k] (3, 3, S)),
-    as rotation vectors, into out: m = G R^T as three products over the stacked (3, 3, S) entries (each
-    entry's sum over k in order), then m's rotation vector."""
-    m = goal[:, 0, None] * cols[0][None]
-    m += goal[:, 1, None] * cols[1][None]
-    m += goal[:, 2, None] * cols[2][None]
+    """The turn (3, S) that takes the rotations (their columns, 3 x (3, S)) to their goals (G[i, k] as goal[k, i, j]
+    (3, 3, 3, S), repeated along j: _goal_rows), as rotation vectors, into out: m = G R^T as three products over
+    the stacked (3, 3, S) entries (each entry's sum over k in order), then m's rotation vector."""
+    column = np.empty(goal.shape[1:])  # the rotation's column k repeated along i (3, 3, S): whole blocks
+    column[...] = cols[0]
+    m = goal[0] * column
+    for k in (1, 2):
+        column[...] = cols[k]
+        column *= goal[k]
+        m += column
     flat = m.reshape(9, -1)
     v = flat.take(SKEW[0], axis=0)
     v -= flat.take(SKEW[1], axis=0)
@@ -198,13 +210,35 @@ def _rotation_errors(cols: list[np.ndarray], goal: np.ndarray, out: np.ndarray) 
     np.multiply(v, np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0), out=out)
 
 
+@lru_cache(maxsize=None)
+def _triangle(count: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(count)
+
+
+def _goal_rows(rotation: np.ndarray) -> np.ndarray:
+    """Goal rotations G[i, k] (3, 3, S) as [k, i, j] (3, 3, 3, S), each G[i, k] repeated along j: the rotation
+    error's products then run on contiguous blocks (numpy 1.26 copies broadcast operands through its buffers)."""
+    out = np.empty((3, 3, 3, rotation.shape[-1]))
+    out[...] = rotation.transpose(1, 0, 2)[:, :, None]
+    return out
+
+
 def _normal(jac: np.ndarray) -> np.ndarray:
     """J^T J (J, J, S) of Jacobians (6, J, S), each entry's six products summed in order (as numpy's
-    matmul of J^T and J sums them: the same bits); many samples: the upper triangle row by row
-    (4,000 samples: half the time of all products at once)."""
-    if jac.shape[2] < NORMAL_ROWS_FROM:
-        return np.add.reduce(jac[:, :, None] * jac[:, None], 0)
+    matmul of J^T and J sums them: the same bits). Few samples: the upper triangle's two factors gathered
+    into contiguous blocks first (numpy 1.26 copies broadcast operands through its buffers: 300 samples,
+    0.7 of the time of all products broadcast at once); many: the upper triangle row by row (4,000
+    samples: half the time of all products at once)."""
     count = jac.shape[1]
+    if jac.shape[2] < NORMAL_ROWS_FROM:
+        first, second = _triangle(count)
+        products = jac.take(first, axis=1)
+        products *= jac.take(second, axis=1)
+        upper = np.add.reduce(products, 0)  # (T, S)
+        out = np.empty((count, count, jac.shape[2]))
+        out[first, second] = upper
+        out[second, first] = upper
+        return out
     out = np.empty((count, count, jac.shape[2]))
     for a in range(count):
         np.add.reduce(jac[:, a, None] * jac[:, a:], 0, out=out[a, a:])
@@ -232,7 +266,28 @@ def _packed(chain: _Chain, frame: np.ndarray, parts: list[tuple[str, np.ndarray]
     cols, pos, axis = _head(chain, frame)
     shifts = [chain.tail[k].shift[c] for k, c in chain.per_row]
     return _Rows([("cols", np.array(cols)), ("pos", pos), ("axis", axis)] + parts
-                 + [("shifts", np.array(shifts) if shifts else np.zeros((0, samples)))], samples)
+                 + [("shifts", _rows3(np.array(shifts)) if shifts else np.zeros((0, 3, samples)))], samples)
+
+
+def _goal_parts(rotation: np.ndarray, position: np.ndarray, weights: np.ndarray, rest: np.ndarray, prior: np.ndarray,
+                lower: np.ndarray, upper: np.ndarray, roll_axis: np.ndarray | None,
+                roll_more: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
+    """levenberg_marquardt's goals by name, the rotation and the prior repeated where their products want whole
+    blocks (_goal_rows; the prior (J, S) over the joints)."""
+    return ([("rotation", _goal_rows(rotation)), ("position", position), ("weights", weights), ("rest", rest),
+             ("prior", np.repeat(prior[None], len(rest), axis=0)), ("prior2", (prior * prior)[None]),
+             ("lower", lower), ("upper", upper), ("low", lower + 1e-9),
+             ("high", upper - 1e-9)]  # low, high: at a bound within a nano-radian
+            + ([] if roll_axis is None else [("roll_axis", roll_axis), ("roll_more", roll_more[None])]))
+
+
+def _gradient(jac: np.ndarray, err: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """The descent direction (J, S) (error = goal - pose): J^T e, the error's rows first repeated over the joints
+    (a product of whole blocks), plus the prior's part (the prior (J, S) times the identity) by hand."""
+    terms = np.empty_like(jac)
+    terms[...] = err[:6, None]
+    terms *= jac
+    return np.add.reduce(terms, 0) + prior * err[6:]
 
 
 def _parts(block: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -252,11 +307,8 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     and weighted error (6 + J, S)."""
     chain = _chain(walk, revolute)
     count, samples = start.shape
-    goals = _packed(chain, frame, [("rotation", rotation), ("position", position), ("weights", weights),
-                                   ("rest", rest), ("prior", prior[None]), ("prior2", (prior * prior)[None]),
-                                   ("lower", lower), ("upper", upper), ("low", lower + 1e-9),
-                                   ("high", upper - 1e-9)]  # low, high: at a bound within a nano-radian
-                    + ([] if roll_axis is None else [("roll_axis", roll_axis), ("roll_more", roll_more[None])]))
+    goals = _packed(chain, frame, _goal_parts(rotation, position, weights, rest, prior, lower, upper, roll_axis,
+                                              roll_more))
     g = goals.views()
     state = np.empty((8 * count + 7, samples))  # _parts: taken over from a trial in one copyto
     parts_of = partial(_parts, count=count)
@@ -270,9 +322,7 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     for _ in range(iterations):
         if len(rows) == 0:
             break
-        p = g["prior"][0]
-        # descent direction (error = goal - pose), the prior's part (prior times the identity) by hand
-        grad = np.add.reduce(jac * err[:6, None], 0) + p * err[6:]  # (J, S)
+        grad = _gradient(jac, err, g["prior"])
         free = ~(((x <= g["low"]) & (grad < 0)) | ((x >= g["high"]) & (grad > 0)))
         hess = _normal(jac)
         diagonal = hess.reshape(count * count, -1)[::count + 1]  # a view of hess[j, j]
@@ -289,7 +339,11 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         gaining = (cost - t_cost) > GAIN_TOL * t_cost + 1e-16
         # done: the step is below a micro-radian, or it buys no relative gain
         keep = (np.maximum.reduce(np.abs(t_x - x), 0) > STEP_TOL_RAD) & (gaining | ~better)
-        np.copyto(state, trial, where=better)  # the better samples taken over in place: x, error, Jacobian, cost
+        if better.all():  # the trial is the state (a fresh array each step), no masked copy of every row
+            state = trial
+            x, err, jac, cost = t_x, t_err, t_jac, t_cost
+        else:  # the better samples taken over in place: x, error, Jacobian, cost
+            np.copyto(state, trial, where=better)
         lam = np.where(better, np.maximum(lam * 0.3, 1e-9), np.minimum(lam * 10.0, 1e6))
         keep &= lam < 1e5
         if not keep.all():  # the samples done leave the arrays

@@ -75,9 +75,10 @@ def test_the_residual_is_the_walk_s_to_the_bit(robot, stacked):
     goal_pos = rng.uniform(-0.3, 0.3, (3, samples))
     chain = leg_solve._chain(walk, leg.revolute)
     cols, pos, axis = leg_solve._head(chain, frame)
-    g = {"cols": np.array(cols), "pos": pos, "axis": axis, "rotation": goal_rot, "position": goal_pos,
-         "weights": np.ones((6, samples)), "rest": np.zeros_like(x), "prior": np.ones((1, samples)),
-         "shifts": np.array([chain.tail[k].shift[c] for k, c in chain.per_row]).reshape(-1, samples)}
+    shifts = np.array([chain.tail[k].shift[c] for k, c in chain.per_row]).reshape(-1, samples)
+    g = {"cols": np.array(cols), "pos": pos, "axis": axis, "rotation": leg_solve._goal_rows(goal_rot),
+         "position": goal_pos, "weights": np.ones((6, samples)),
+         "rest": np.zeros_like(x), "prior": np.ones_like(x), "shifts": leg_solve._rows3(shifts)}
     err, jac = np.empty((6 + len(x), samples)), np.empty((6, len(x), samples))
     leg_solve._residual(chain, g, x, err, jac)
     position, rotation, reference = _reference(walk, leg.revolute, x, frame, goal_rot, goal_pos)
