@@ -162,18 +162,27 @@ def _any_perpendicular(x: np.ndarray, hint: np.ndarray | None) -> np.ndarray:
     return _perpendicular(x, basis[int(np.argmin(np.abs(x)))])
 
 
-def rig_layout(tree: KinematicTree) -> RigLayout:
-    """Bones, rest matrices and joint channels for a robot (see module docstring)."""
+@dataclass
+class _Bodies:
+    """The robot's links grouped into bodies (a moving link and the links fixed to it), parents first."""
+
+    body_of: np.ndarray  # (links,) each link's body
+    bodies: list[int]
+    children: dict[int, list[int]]  # each body's child bodies
+    descendants: dict[int, list[int]]  # breadth-first: nearer descendants first
+    merged: dict[int, list[int]]  # each body's links
+
+
+def _bodies(tree: KinematicTree) -> _Bodies:
     n = len(tree.link_names)
-    zero = tree.zero_pose()
     is_body = [i == 0 or tree.kind[i] != FIXED for i in range(n)]
     body_of = np.zeros(n, dtype=int)
     for i in range(1, n):  # parents come first in link_names
         body_of[i] = i if is_body[i] else body_of[tree.parent[i]]
     bodies = [i for i in range(n) if is_body[i]]
-    child_bodies = {b: [c for c in bodies if c and body_of[tree.parent[c]] == b] for b in bodies}
+    children = {b: [c for c in bodies if c and body_of[tree.parent[c]] == b] for b in bodies}
     descendants = {b: [] for b in bodies}
-    for c in bodies[1:]:  # breadth-first order: nearer descendants first
+    for c in bodies[1:]:
         a = body_of[tree.parent[c]]
         while True:
             descendants[a].append(c)
@@ -183,68 +192,80 @@ def rig_layout(tree: KinematicTree) -> RigLayout:
     merged = {b: [] for b in bodies}
     for i in range(n):
         merged[body_of[i]].append(i)
+    return _Bodies(body_of, bodies, children, descendants, merged)
 
+
+def _bone_axes(tree: KinematicTree, zero: np.ndarray, groups: _Bodies, b: int, y_dir: dict[int, np.ndarray],
+               lengths: dict[int, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Body b's bone X (its joint axis), Y (toward what hangs from it), the joint axis and the bone's length."""
+    t0 = zero[b]
+    if b == 0:
+        # Root: an upright bone like Blender's default one (X = link X, Y = link Z),
+        # long enough to reach the farthest child body, within reason.
+        reach = [float(np.linalg.norm(zero[c][:3, 3] - t0[:3, 3])) for c in groups.children[b]]
+        length = min(max(reach), 1.0) if reach else ROOT_LENGTH
+        return np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), np.zeros(3), length
+    inv = invert_transform(t0)
+    x = _unit(tree.axes[b])
+    # Y toward the first child body; then deeper bodies, then merged fixed links.
+    targets = groups.children[b] + [d for d in groups.descendants[b] if d not in groups.children[b]]
+    targets += [m for m in groups.merged[b] if m != b]
+    for c in targets:
+        local = inv[:3, :3] @ zero[c][:3, 3] + inv[:3, 3]
+        y = _perpendicular(x, local)
+        if y is not None:
+            return x, y, tree.axes[b].copy(), float(np.linalg.norm(local))
+    parent_body = groups.body_of[tree.parent[b]]  # a leaf: continue the parent bone's direction
+    return (x, _any_perpendicular(x, t0[:3, :3].T @ y_dir[parent_body]), tree.axes[b].copy(),
+            0.5 * lengths[parent_body])
+
+
+def _rig_bone(tree: KinematicTree, zero: np.ndarray, groups: _Bodies, names: dict[int, str], b: int,
+              rest: np.ndarray, basis: np.ndarray, axis: np.ndarray, length: float) -> RigBone:
+    joint = tree.joint_of_link[b]
+    if b == 0:
+        kind, lim = "root", (None, None, None, None)
+    else:
+        kind = joint.type  # a body's joint is revolute, continuous or prismatic
+        lim = (joint.lower, joint.upper, joint.velocity, joint.effort)
+    mimic = None
+    if joint is not None and joint.mimic is not None:
+        mimic = (joint.mimic.joint, float(joint.mimic.multiplier), float(joint.mimic.offset))
+    inv = invert_transform(zero[b])
+    return RigBone(
+        name=names[b],
+        parent=None if b == 0 else names[groups.body_of[tree.parent[b]]],
+        link=b,
+        joint=None if b == 0 else joint.name,
+        kind=kind,
+        matrix=rest,
+        length=length,
+        lower=lim[0], upper=lim[1], velocity=lim[2], effort=lim[3],
+        axis=axis,
+        merged_links=[(tree.link_names[m], np.eye(4) if m == b else inv @ zero[m]) for m in groups.merged[b]],
+        axis_change=basis,
+        link_name=tree.link_names[b],
+        mimic=mimic,
+    )
+
+
+def rig_layout(tree: KinematicTree) -> RigLayout:
+    """Bones, rest matrices and joint channels for a robot (see module docstring)."""
+    zero = tree.zero_pose()
+    groups = _bodies(tree)
     taken: set[str] = set()
-    names = {b: _clip_name(tree.link_names[b], taken) for b in bodies}
+    names = {b: _clip_name(tree.link_names[b], taken) for b in groups.bodies}
     bones: list[RigBone] = []
-    y_dir: dict[int, np.ndarray] = {}      # bone Y in armature space, for leaf fallbacks
+    y_dir: dict[int, np.ndarray] = {}  # bone Y in armature space, for leaf fallbacks
     lengths: dict[int, float] = {}
-    for b in bodies:
-        t0 = zero[b]
-        inv = invert_transform(t0)
-        joint = tree.joint_of_link[b]
-        if b == 0:
-            # Root: an upright bone like Blender's default one (X = link X, Y = link Z),
-            # long enough to reach the farthest child body, within reason.
-            x, y, axis = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), np.zeros(3)
-            reach = [float(np.linalg.norm(zero[c][:3, 3] - t0[:3, 3])) for c in child_bodies[b]]
-            length = min(max(reach), 1.0) if reach else ROOT_LENGTH
-        else:
-            x, y, axis = _unit(tree.axes[b]), None, tree.axes[b].copy()
-            # Y toward the first child body; then deeper bodies, then merged fixed links.
-            targets = child_bodies[b] + [d for d in descendants[b] if d not in child_bodies[b]]
-            targets += [m for m in merged[b] if m != b]
-            for c in targets:
-                local = inv[:3, :3] @ zero[c][:3, 3] + inv[:3, 3]
-                y = _perpendicular(x, local)
-                if y is not None:
-                    length = float(np.linalg.norm(local))
-                    break
-            if y is None:  # a leaf: continue the parent bone's direction
-                parent_body = body_of[tree.parent[b]]
-                y = _any_perpendicular(x, t0[:3, :3].T @ y_dir[parent_body])
-                length = 0.5 * lengths[parent_body]
+    for b in groups.bodies:
+        x, y, axis, length = _bone_axes(tree, zero, groups, b, y_dir, lengths)
         length = max(MIN_LENGTH, float(length))
         basis = _axis_change(x, y)
-        rest = t0.copy()
-        rest[:3, :3] = t0[:3, :3] @ basis
+        rest = zero[b].copy()
+        rest[:3, :3] = zero[b][:3, :3] @ basis
         y_dir[b], lengths[b] = rest[:3, 1], length
-
-        if b == 0:
-            kind, lim = "root", (None, None, None, None)
-        else:
-            kind = joint.type  # a body's joint is revolute, continuous or prismatic
-            lim = (joint.lower, joint.upper, joint.velocity, joint.effort)
-        mimic = None
-        if joint is not None and joint.mimic is not None:
-            mimic = (joint.mimic.joint, float(joint.mimic.multiplier), float(joint.mimic.offset))
-        bones.append(RigBone(
-            name=names[b],
-            parent=None if b == 0 else names[body_of[tree.parent[b]]],
-            link=b,
-            joint=None if b == 0 else joint.name,
-            kind=kind,
-            matrix=rest,
-            length=length,
-            lower=lim[0], upper=lim[1], velocity=lim[2], effort=lim[3],
-            axis=axis,
-            merged_links=[(tree.link_names[m], np.eye(4) if m == b else inv @ zero[m])
-                          for m in merged[b]],
-            axis_change=basis,
-            link_name=tree.link_names[b],
-            mimic=mimic,
-        ))
-
+        bones.append(_rig_bone(tree, zero, groups, names, b, rest, basis, axis, length))
     by_joint = {bone.joint: bone for bone in bones if bone.joint is not None}
     channels = []
     for jname in tree.joint_names:
