@@ -2,7 +2,7 @@
 """Where a gait's CPU goes, stage by stage (issue 12's 2 s): timers around core.balance's calls.
 
     .venv/bin/python bench/gait_stage_cpu.py [--robot h1|g1] [--ten] [--runs 2] [--against /tmp/other/core_copy]
-        [--lateral-solver highs|interior]
+        [--lateral-solver highs|interior] [--bake]
 
 One process, one BLAS thread; each run's CPU time (time.process_time) in all and inside each wrapped call
 (bake, plan, carried path and its linear programme, the coarse correction and its passes, the control cycle's
@@ -11,6 +11,8 @@ nest (the programme inside the carried path, the passes inside `balance`), so th
 --against: another copy of core as a package directory (as bench/gait_cpu_pair.py), timed instead of this tree's.
 The figures printed with each run (worst margin, ZMP RMS, slide) tell whether it walked the gait expected.
 --lateral-solver: the lateral programme's solver (core.balance.lateral.SOLVER; this tree's default unless given).
+--bake: also the calls inside the clip's bake and plan (BAKE_CALLS: the chains' solve, both plants and the
+planted legs' passes inside them, the plan's step bounds, stances and foot paths).
 """
 from __future__ import annotations
 
@@ -31,6 +33,13 @@ GAIT_CALLS = ("retarget", "make_plan", "carried_path", "plan_path", "balance", "
               "roll_trailing_feet", "stand_over_holds", "gait_report")
 INNER_CALLS = (("balance.correction", "refine"), ("balance.margin", "refine"))
 CORRECTOR_METHODS = ("solve_standing", "fit_height", "lateral_range", "zmp")
+# (module, name) inside the bake (core.retarget.pipeline: the draft plant is `plant_feet`'s first call, the second
+# inside `_smooth_planted`; core.feet.plant's `_solve_legs` is one pass of a plant) and the plan
+BAKE_CALLS = (("retarget.pipeline", "solve_chains"), ("retarget.pipeline", "plant_feet"),
+              ("retarget.pipeline", "_smooth_planted"), ("retarget.pipeline", "_warn_missing_meshes"),
+              ("feet.plant", "_first_root"), ("feet.plant", "_solve_legs"), ("feet.plant", "_track"),
+              ("feet.plant", "keep_pace"), ("balance.plan", "step_bounds"), ("balance.plan", "_stances"),
+              ("balance.plan", "foot_path"), ("balance.plan", "heel_offs"))
 
 
 def timed(seconds: dict, counts: dict, label: str, call):
@@ -45,12 +54,12 @@ def timed(seconds: dict, counts: dict, label: str, call):
     return wrapped
 
 
-def instrument(package: str, seconds: dict, counts: dict) -> None:
-    """Wrap the package's gait stages (module attributes and Corrector methods) with timers."""
+def instrument(package: str, seconds: dict, counts: dict, bake: bool = False) -> None:
+    """Wrap the package's gait stages (module attributes and Corrector methods) with timers; bake: BAKE_CALLS too."""
     gait = importlib.import_module(package + ".balance.gait")
     for name in GAIT_CALLS:
         setattr(gait, name, timed(seconds, counts, f"gait: {name}", getattr(gait, name)))
-    for module_name, name in INNER_CALLS:
+    for module_name, name in INNER_CALLS + (BAKE_CALLS if bake else ()):
         module = importlib.import_module(f"{package}.{module_name}")
         setattr(module, name, timed(seconds, counts, f"{module_name}.{name}", getattr(module, name)))
     corrector = importlib.import_module(package + ".balance.correction").Corrector
@@ -65,6 +74,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--against", type=Path, help="another copy of core, as a package directory")
     parser.add_argument("--lateral-solver", choices=("highs", "interior"))
+    parser.add_argument("--bake", action="store_true", help="also the calls inside the bake and the plan")
     args = parser.parse_args()
     if args.against is not None:
         sys.path.insert(0, str(args.against.resolve().parent))
@@ -77,7 +87,7 @@ def main() -> None:
         importlib.import_module(package + ".balance.lateral").SOLVER = args.lateral_solver
     seconds: dict = defaultdict(float)
     counts: dict = defaultdict(int)
-    instrument(package, seconds, counts)
+    instrument(package, seconds, counts, args.bake)
     best = None
     for k in range(args.runs):
         seconds.clear()
