@@ -13,7 +13,8 @@ neither always replays on the heap the other left), the least CPU of --runs said
 every output compared bit for bit. A whole gait is no such check: the H1's passes amplify the last bit, and
 main's own H1 10 s gait is not the same from one run to the next in one process (session 17: runs part at a
 leg solve by 1e-16 m of waist, at a call that varies). The other copy's placement runs on its own classes
-(the recorded waist's classes swapped), so a change of the waist's fields needs its own check.
+(the recorded waist's classes swapped, the hip aims' derived fields worked out again by each code), so a change
+of the waist's own fields needs its own check.
 --lateral-solver: the recorded gait's lateral programme solver (core.balance.lateral.SOLVER).
 --calls FILE: the recorded calls kept in FILE (pickled; recorded and written there when it does not exist), so
 rounds of a change replay the same calls without running the gait again.
@@ -81,8 +82,17 @@ def _as_package(waist, package: str):
     for leg in waist.legs:
         leg.__class__ = sagittal.PlanarLeg
         if leg.aim is not None:
-            leg.aim.__class__ = hip_aim.HeadAim
+            leg.aim = _aim_as_package(leg.aim, hip_aim)
     return waist
+
+
+def _aim_as_package(aim, hip_aim):
+    """A recorded hip aim on the module hip_aim's class, its derived fields worked out by that code (calls
+    recorded with another code keep that code's fields)."""
+    aim = copy.copy(aim)
+    aim.__class__ = hip_aim.HeadAim
+    aim.__post_init__()
+    return aim
 
 
 def replay(name: str, calls: list, package: str) -> tuple[list, float]:
@@ -96,8 +106,9 @@ def replay(name: str, calls: list, package: str) -> tuple[list, float]:
         work = [[_as_package(args[0], package)] + [_copied(a) for a in args[1:]] for args in calls]
         started = time.process_time()
         return [args[0].place(*args[1:]) for args in work], time.process_time() - started
-    solve = importlib.import_module(package + ".balance.hip_aim").HeadAim.solve
-    work = [[args[0]] + [_copied(a) for a in args[1:]] for args in calls]
+    hip_aim = importlib.import_module(package + ".balance.hip_aim")
+    solve = hip_aim.HeadAim.solve
+    work = [[_aim_as_package(args[0], hip_aim)] + [_copied(a) for a in args[1:]] for args in calls]
     started = time.process_time()
     return [solve(*args) for args in work], time.process_time() - started
 

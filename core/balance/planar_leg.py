@@ -61,7 +61,7 @@ class PlanarLeg:
         of one placement, and for both legs)."""
         target = self.aim_of(goal) if target is None else target
         frame = frames_last(base) if frame is None else frame
-        aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x)
+        aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x, frame)
         if aimed is not None:  # the hip where the head puts it (down_last's origin of the tail's first joint)
             hip = last_origin(self.head, np.ascontiguousarray(aimed.T), frame).T
             return np.einsum("fi,fi->f", target, hip - goal[:, :3, 3]) - self.offset_m, aimed

@@ -56,3 +56,19 @@ def test_wrap_is_the_remainder_formula_to_the_bit():
         got = wrap(angles)
         assert np.array_equal(got, formula(angles)) and np.array_equal(np.signbit(got), np.signbit(formula(angles)))
     assert wrap(7.0) == formula(7.0) and wrap(-0.5) == formula(-0.5)
+
+
+def test_wrap_within_a_turn_either_side_is_the_remainders_sum_to_the_bit():
+    """Within a turn either side of [-pi, pi) wrap adds or takes 2 pi by one sum instead of the remainder: the
+    remainder's bits there (Sterbenz above, fmod's x plus 2 pi below), at the ends of each turn, for tiny angles
+    that round onto 2 pi and for float32 angles (which keep the remainder)."""
+    rng = np.random.default_rng(24)
+    formula = lambda a: (a + np.pi) % (2 * np.pi) - np.pi  # noqa: E731
+    ends = np.array([-3 * np.pi, 3 * np.pi, -np.pi, np.pi]) - np.pi
+    shifted_ends = np.r_[ends, np.nextafter(ends, -10.0), np.nextafter(ends, 10.0), -1e-20 - np.pi, -1e-300]
+    cases = [rng.uniform(-3 * np.pi, 3 * np.pi, 20000), shifted_ends + np.pi, np.array([np.nan, 1.0]),
+             rng.uniform(-3 * np.pi, 3 * np.pi, 2000).astype(np.float32), rng.uniform(-3.0, 3.0, (2, 500)) * np.pi]
+    for angles in cases:
+        got, want = wrap(angles), formula(angles)
+        assert got.dtype == want.dtype
+        assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
