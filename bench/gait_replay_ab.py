@@ -9,8 +9,8 @@ One gait (the walk, or with --ten the 10 s clip, as bench/gait_cpu_pair.py) runs
 records the inputs of every call of: the legs' Levenberg-Marquardt solve (`legs._solve_leg`), the rolled
 waist's placement (`SagittalWaist.place`, the waist's state copied before each call) and the closed-form hip
 aim (`HeadAim.solve`) and the legs' links' motion in the passes' ZMP (`correction._motion`: the links posed,
-their centres of mass, accelerations and torque) and the support margins' all-pairs test
-(`support._margins_all_pairs`). Each call is then replayed with both codes in turn (each first in every other run, so
+their centres of mass, accelerations and torque) and the margin rounds' support margins
+(`support.support_margins` as core.balance.margin calls it). Each call is then replayed with both codes in turn (each first in every other run, so
 neither always replays on the heap the other left), the least CPU of --runs said, and
 every output compared bit for bit. A whole gait is no such check: the H1's passes amplify the last bit, and
 main's own H1 10 s gait is not the same from one run to the next in one process (session 17: runs part at a
@@ -54,11 +54,11 @@ def record(robot: str, ten: bool, what: list[str], lateral_solver: str | None = 
     sagittal = importlib.import_module("core.balance.sagittal")
     hip_aim = importlib.import_module("core.balance.hip_aim")
     correction = importlib.import_module("core.balance.correction")
-    support = importlib.import_module("core.balance.support")
+    margin = importlib.import_module("core.balance.margin")
     calls: dict[str, list] = {name: [] for name in what}
     hooks = {"legs": (legs, "_solve_leg", False), "place": (sagittal.SagittalWaist, "place", True),
              "aim": (hip_aim.HeadAim, "solve", True), "motion": (correction, "_motion", False),
-             "margins": (support, "_margins_all_pairs", False)}
+             "margins": (margin, "support_margins", False)}
     originals = []
     for name in what:
         owner, attr, method = hooks[name]
@@ -119,7 +119,7 @@ def replay(name: str, calls: list, package: str) -> tuple[list, float]:
         started = time.process_time()
         return [args[0].place(*args[1:]) for args in work], time.process_time() - started
     if name == "margins":
-        margins = importlib.import_module(package + ".balance.support")._margins_all_pairs
+        margins = importlib.import_module(package + ".balance.support").support_margins
         work = [[_copied(a) for a in args] for args in calls]
         started = time.process_time()
         return [margins(*args) for args in work], time.process_time() - started

@@ -222,6 +222,20 @@ def test_feet_of_many_points_give_the_all_pairs_margins(monkeypatch):
     assert np.isfinite(by_hull[:3]).all() and np.isneginf(by_hull[3:]).all()
 
 
+def test_ground_patterns_group_the_frames_as_their_rows():
+    """support._ground_patterns: the distinct ground patterns and each frame's, as bits of one integer up to 62
+    points (numpy's unique of the rows beyond): every frame's row is its pattern's, and no pattern repeats."""
+    from core.balance.support import _ground_patterns
+
+    rng = np.random.default_rng(24)
+    for points in (12, 62, 70):
+        down = rng.random((300, points)) < 0.5
+        down[::3] = down[0]  # repeated patterns
+        patterns, group = _ground_patterns(down)
+        assert np.array_equal(patterns[group], down)
+        assert len(np.unique(patterns, axis=0)) == len(patterns)
+
+
 def test_frames_the_ground_cannot_push_have_no_zmp_and_count_as_outside():
     """The robot bobbing down and up faster than it could fall (2 Hz, 16 cm: the top of each bob
     accelerates down at 1.3 g) while swaying: there the ground would have to pull, the ZMP's
