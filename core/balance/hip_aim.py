@@ -61,12 +61,12 @@ class HeadAim:
         return cls(turns[0], unit[0], between @ unit[1], between @ after @ unit[2],
                    np.array([joints[0].scale, joints[1].scale]), np.array([joints[0].offset, joints[1].offset]))
 
-    def solve(self, base_rot: np.ndarray, target: np.ndarray, start: np.ndarray,
+    def solve(self, base_rot: np.ndarray | None, target: np.ndarray, start: np.ndarray,
               frame: np.ndarray | None = None) -> np.ndarray | None:
         """The head's joints x (F, 2) that turn the tail's axis onto target (F, 3) under the waist's
         rotation base_rot (F, 3, 3), of the two solutions the nearer start (F, 2); None where some
         sample cannot be aimed (the caller's Gauss-Newton then finds the nearest). frame: the waist
-        frames last (4, 3, F) (leg_chain.frames_last) where the caller has them.
+        frames last (4, 3, F) (leg_chain.frames_last) where the caller has them (base_rot may then be None).
 
         Rot(w1, a) Rot(w2, b) p = v: the middle vector c = Rot(w2, b) p = alpha w1 + beta w2 +
         gamma (w1 x w2) keeps its parts along both axes, and each angle is the first subproblem's
@@ -100,6 +100,7 @@ class HeadAim:
         each is one of v's entries or its negative, the bits the products give; v's entries as three
         sums over the waist's columns, einsum's order."""
         if self._picks is None:
+            base_rot = frame[:3].transpose(2, 1, 0) if base_rot is None else base_rot
             v = np.einsum("fji,fj->fi", base_rot, target) @ self.before
             return (v @ self._against).T
         columns = base_rot.transpose(2, 1, 0) if frame is None else frame  # [i][j] the rotation's (j, i) entry

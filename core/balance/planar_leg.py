@@ -52,16 +52,17 @@ class PlanarLeg:
         side = float(np.sign((zero[leg.base, :3, :3].T @ (zero[first, :3, 3] - zero[leg.base, :3, 3]))[1]))
         return cls(leg, walk, leg.columns[:head], axis_foot, offset, side, HeadAim.build(walk))
 
-    def plane_miss(self, base: np.ndarray, goal: np.ndarray, x: np.ndarray, target: np.ndarray | None = None,
+    def plane_miss(self, base: np.ndarray | None, goal: np.ndarray, x: np.ndarray, target: np.ndarray | None = None,
                    frame: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """How far (F,) the hip is from its foot's plane with the waist at base (F, 4, 4) and the foot at
         goal (F, 4, 4), the head joints turned so the tail's axis is the foot's (from x (F, H)); and those
         head angles. target: the foot's axis in the world (F, 3) (goal's rotation times axis_foot), frame:
         base frames last (leg_chain.frames_last), where the caller has them (the same for every residual
-        of one placement, and for both legs)."""
+        of one placement, and for both legs; base may then be None)."""
         target = self.aim_of(goal) if target is None else target
         frame = frames_last(base) if frame is None else frame
-        aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x, frame)
+        aimed = None if self.aim is None else self.aim.solve(None if base is None else base[:, :3, :3], target, x,
+                                                             frame)
         if aimed is not None:  # the hip where the head puts it (down_last's origin of the tail's first joint)
             hip = last_origin(self.head, np.ascontiguousarray(aimed.T), frame).T
             return np.einsum("fi,fi->f", target, hip - goal[:, :3, 3]) - self.offset_m, aimed

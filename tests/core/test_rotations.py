@@ -45,6 +45,16 @@ def test_principal_turn_is_axis_angle_to_matrix_to_the_bit():
     assert principal_turn(0, np.zeros((2, 3))).shape == (2, 3, 3, 3)
 
 
+def test_one_vector_turned_by_every_frame_has_the_stacked_products_bits():
+    """rotate_points of one vector (one BLAS product over the frames' rows) gives rotation @ vector's bits (numpy's
+    stacked product, a BLAS call per frame): the same dot products, so the rolled waist's residual takes it."""
+    rng = np.random.default_rng(24)
+    for frames in (1, 7, 64, 1655):
+        rotation = _rotations(rng, frames) * 10.0 ** rng.uniform(-2, 2, (frames, 3, 3))
+        vector = rng.normal(size=3)
+        assert np.array_equal(rotate_points(rotation, vector[None])[:, 0], rotation @ vector)
+
+
 def test_wrap_is_the_remainder_formula_to_the_bit():
     """core.balance.waist.wrap skips numpy's float remainder where every angle is already within a turn of
     -pi; inside, outside and at the ends it must give (a + pi) % 2 pi - pi's bits."""
