@@ -215,7 +215,7 @@ class SagittalWaist:
         forward /= np.linalg.norm(forward, axis=1, keepdims=True)
         across = np.column_stack([-forward[:, 1], forward[:, 0], np.zeros(len(xy))])
         at = np.column_stack([xy, height])
-        upright = at + base_rot @ self.lever
+        upright = at + rotate_points(base_rot, self.lever[None])[:, 0]
         zero = np.zeros(len(xy))
         samples = _Samples(xy, height, at, base_rot, across, upright, [goals[p.leg.foot] for p in self.legs],
                            [HIP_WEIGHT * share for share in self.down_share], zero + 1.0, zero, zero, zero, zero,
