@@ -3,17 +3,20 @@
 
     cp -r /work/main/core /tmp/before/core_before   # the code before, as a package of another name
     .venv/bin/python bench/gait_replay_ab.py --against /tmp/before/core_before [--robot h1|g1] [--ten]
-        [--what legs,place,aim] [--runs 3] [--lateral-solver highs|interior]
+        [--what legs,place,aim,motion,margins] [--runs 3] [--lateral-solver highs|interior]
 
 One gait (the walk, or with --ten the 10 s clip, as bench/gait_cpu_pair.py) runs with this tree's core and
 records the inputs of every call of: the legs' Levenberg-Marquardt solve (`legs._solve_leg`), the rolled
 waist's placement (`SagittalWaist.place`, the waist's state copied before each call) and the closed-form hip
-aim (`HeadAim.solve`). Each call is then replayed with both codes in turn (each first in every other run, so
+aim (`HeadAim.solve`) and the legs' links' motion in the passes' ZMP (`correction._motion`: the links posed,
+their centres of mass, accelerations and torque) and the margin rounds' support margins
+(`support.support_margins` as core.balance.margin calls it). Each call is then replayed with both codes in turn (each first in every other run, so
 neither always replays on the heap the other left), the least CPU of --runs said, and
 every output compared bit for bit. A whole gait is no such check: the H1's passes amplify the last bit, and
 main's own H1 10 s gait is not the same from one run to the next in one process (session 17: runs part at a
 leg solve by 1e-16 m of waist, at a call that varies). The other copy's placement runs on its own classes
-(the recorded waist's classes swapped), so a change of the waist's fields needs its own check.
+(the recorded waist's classes swapped, the hip aims' derived fields worked out again by each code), so a change
+of the waist's own fields needs its own check.
 --lateral-solver: the recorded gait's lateral programme solver (core.balance.lateral.SOLVER).
 --calls FILE: the recorded calls kept in FILE (pickled; recorded and written there when it does not exist), so
 rounds of a change replay the same calls without running the gait again.
@@ -38,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 from gait_cpu_pair import runner  # noqa: E402
 
-WHAT = ("legs", "place", "aim")
+WHAT = ("legs", "place", "aim", "motion", "margins")
 
 
 def _copied(value):
@@ -50,9 +53,12 @@ def record(robot: str, ten: bool, what: list[str], lateral_solver: str | None = 
     legs = importlib.import_module("core.balance.legs")
     sagittal = importlib.import_module("core.balance.sagittal")
     hip_aim = importlib.import_module("core.balance.hip_aim")
+    correction = importlib.import_module("core.balance.correction")
+    margin = importlib.import_module("core.balance.margin")
     calls: dict[str, list] = {name: [] for name in what}
     hooks = {"legs": (legs, "_solve_leg", False), "place": (sagittal.SagittalWaist, "place", True),
-             "aim": (hip_aim.HeadAim, "solve", True)}
+             "aim": (hip_aim.HeadAim, "solve", True), "motion": (correction, "_motion", False),
+             "margins": (margin, "support_margins", False)}
     originals = []
     for name in what:
         owner, attr, method = hooks[name]
@@ -81,8 +87,24 @@ def _as_package(waist, package: str):
     for leg in waist.legs:
         leg.__class__ = sagittal.PlanarLeg
         if leg.aim is not None:
-            leg.aim.__class__ = hip_aim.HeadAim
+            leg.aim = _aim_as_package(leg.aim, hip_aim)
     return waist
+
+
+def _aim_as_package(aim, hip_aim):
+    """A recorded hip aim on the module hip_aim's class, its derived fields worked out by that code (calls
+    recorded with another code keep that code's fields)."""
+    aim = copy.copy(aim)
+    aim.__class__ = hip_aim.HeadAim
+    aim.__post_init__()
+    return aim
+
+
+def _as_class(value, module: str, name: str):
+    """A shallow copy of a recorded object on `module`'s class `name`."""
+    value = copy.copy(value)
+    value.__class__ = getattr(importlib.import_module(module), name)
+    return value
 
 
 def replay(name: str, calls: list, package: str) -> tuple[list, float]:
@@ -96,13 +118,28 @@ def replay(name: str, calls: list, package: str) -> tuple[list, float]:
         work = [[_as_package(args[0], package)] + [_copied(a) for a in args[1:]] for args in calls]
         started = time.process_time()
         return [args[0].place(*args[1:]) for args in work], time.process_time() - started
-    solve = importlib.import_module(package + ".balance.hip_aim").HeadAim.solve
-    work = [[args[0]] + [_copied(a) for a in args[1:]] for args in calls]
+    if name == "margins":
+        margins = importlib.import_module(package + ".balance.support").support_margins
+        work = [[_copied(a) for a in args] for args in calls]
+        started = time.process_time()
+        return [margins(*args) for args in work], time.process_time() - started
+    if name == "motion":
+        motion = importlib.import_module(package + ".balance.correction")._motion
+        work = [[_as_class(args[0], package + ".model.posing", "Poser"),
+                 _as_class(args[1], package + ".balance.inertia", "MassModel")] + [_copied(a) for a in args[2:]]
+                for args in calls]
+        started = time.process_time()
+        return [motion(*args) for args in work], time.process_time() - started
+    hip_aim = importlib.import_module(package + ".balance.hip_aim")
+    solve = hip_aim.HeadAim.solve
+    work = [[_aim_as_package(args[0], hip_aim)] + [_copied(a) for a in args[1:]] for args in calls]
     started = time.process_time()
     return [solve(*args) for args in work], time.process_time() - started
 
 
 def _same(a, b) -> bool:
+    if hasattr(a, "torque"):  # a LinkMotion
+        return all(_same(getattr(a, f), getattr(b, f)) for f in ("com", "acc", "torque"))
     if isinstance(a, tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if a is None or b is None:

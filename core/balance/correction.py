@@ -290,9 +290,9 @@ def _motion(poser: Poser, model: MassModel, q: np.ndarray, root: np.ndarray, fps
     """The model's links moving as q (F, n) under root (F, 4, 4) move them, posed frames last
     (core.model.posing: a third of KinematicTree.poses' time; the same to rounding)."""
     poses = poser(q, root)
-    cols = np.stack([poses[int(k)].cols for k in model.links])  # (K, 3, 3, F): [k, b, a] = R[a, b]
-    pos = np.stack([poses[int(k)].pos for k in model.links])  # (K, 3, F)
-    return LinkMotion.of_parts(cols.transpose(3, 0, 2, 1), pos.transpose(2, 0, 1), model, fps)
+    cols = np.stack([poses[int(k)].cols for k in model.links], axis=2)  # (3, 3, K, F): [b, a] = R[a, b]
+    pos = np.stack([poses[int(k)].pos for k in model.links], axis=1)  # (3, K, F)
+    return LinkMotion.of_parts(cols.transpose(3, 2, 1, 0), pos.transpose(2, 1, 0), model, fps)
 
 
 def _envelope(need: np.ndarray, width: int) -> np.ndarray:

@@ -184,22 +184,26 @@ class LinkMotion:
     @classmethod
     def of_parts(cls, rot: np.ndarray, pos: np.ndarray, model: MassModel, fps: float,
                  cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> "LinkMotion":
-        """of, the links' rotations (F, K, 3, 3) and positions (F, K, 3) given apart (views of
-        frames-last poses, core.model.posing, will do)."""
+        """of, the links' rotations (F, K, 3, 3) and positions (F, K, 3) given apart. The arithmetic runs on
+        each entry's (K, F) block: contiguous where they are views of entry-major frames-last arrays
+        (rot[f, k, a, b] = cols[b, a, k, f], the poses' columns stacked: core.balance.correction._motion), copied
+        so otherwise. On strided (F, K) views numpy copied every operand through its buffers."""
+        frames_last = abs(rot.strides[0]) < abs(rot.strides[1])  # frames vary faster than links in memory
+        cols = _blocks(rot.transpose(3, 2, 1, 0))  # (3, 3, K, F): [b, a] every link's R[a, b] over the frames
+        places = _blocks(pos.transpose(2, 1, 0))  # (3, K, F)
         com = np.empty(pos.shape)  # R c + p, by hand: einsum over rows of three is slow
-        c = model.com_local
+        c = model.com_local[:, :, None]
         for a in range(3):
-            com[..., a] = (rot[..., a, 0] * c[:, 0] + rot[..., a, 1] * c[:, 1] + rot[..., a, 2] * c[:, 2]
-                           + pos[..., a])
+            com[..., a] = (cols[0, a] * c[:, 0] + cols[1, a] * c[:, 1] + cols[2, a] * c[:, 2] + places[a]).T
         dt = 1.0 / fps
         acc = _second_derivative(_smooth(com, fps, cutoff_hz), dt)
         # R I R^T omega = R I Omega, Omega = R^T omega the body's rate (each link's own frame), summed over links
-        body = _body_rates(rot, dt)
-        inertia = model.inertia_local
+        body = _body_rates(cols, dt)
+        inertia = model.inertia_local[..., None]
         spun = [inertia[:, a, 0] * body[0] + inertia[:, a, 1] * body[1] + inertia[:, a, 2] * body[2] for a in range(3)]
         summed = np.empty((len(rot), 3))
         for a in range(3):
-            summed[:, a] = (rot[..., a, 0] * spun[0] + rot[..., a, 1] * spun[1] + rot[..., a, 2] * spun[2]).sum(axis=1)
+            summed[:, a] = _over_links(cols[0, a] * spun[0] + cols[1, a] * spun[1] + cols[2, a] * spun[2], frames_last)
         momentum = _smooth(summed, fps, cutoff_hz)
         torque = np.gradient(momentum, dt, axis=0) if len(momentum) > 1 else np.zeros_like(momentum)
         return cls(com, acc, torque)
@@ -243,16 +247,41 @@ def _second_derivative(x: np.ndarray, dt: float) -> np.ndarray:
     return np.gradient(np.gradient(x, dt, axis=0), dt, axis=0)
 
 
-def _body_rates(rot: np.ndarray, dt: float) -> list[np.ndarray]:
+def _blocks(x: np.ndarray) -> np.ndarray:
+    """x (..., K, F) with every (K, F) block contiguous and the blocks in order (a view where they are)."""
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+
+
+def _over_links(x: np.ndarray, frames_last: bool) -> np.ndarray:
+    """The sum over the links (F,) of x (K, F) in the order numpy summed each layout's (F, K) products: link after
+    link on frames-last views (the passes' ZMP), pairwise along the links of frames-first poses (the readout's)."""
+    return x.sum(axis=0) if frames_last else np.ascontiguousarray(x.T).sum(axis=1)
+
+
+def _gradient_last(x: np.ndarray, dt: float) -> np.ndarray:
+    """np.gradient(x, dt, axis=-1) of a contiguous x (..., F), F >= 2, to the bit: the central differences as
+    one run over the flattened array (the rows' ends, where that run mixes two rows, written after by the
+    one-sided differences), not a strided slice per row."""
+    out = np.empty_like(x)
+    flat, run = x.reshape(-1), out.reshape(-1)
+    np.subtract(flat[2:], flat[:-2], out=run[1:-1])
+    np.divide(run[1:-1], 2.0 * dt, out=run[1:-1])
+    out[..., 0] = (x[..., 1] - x[..., 0]) / dt
+    out[..., -1] = (x[..., -1] - x[..., -2]) / dt
+    return out
+
+
+def _body_rates(cols: np.ndarray, dt: float) -> list[np.ndarray]:
     """Angular velocity in each body's own frame, R^T omega = vee(R^T dR/dt), as its three parts
-    (F, K) each, of rotations (F, K, 3, 3): only the products the three parts need (the whole
-    3x3 product per link and frame was a BLAS call each, a fifth of the multibody ZMP's time)."""
-    if len(rot) < 2:
-        return [np.zeros(rot.shape[:2]) for _ in range(3)]
-    turn = np.gradient(rot, dt, axis=0)
+    (K, F) each, of rotations given by their columns (3, 3, K, F), [b, a] = R[a, b] (contiguous:
+    LinkMotion.of_parts): only the products the three parts need (the whole 3x3 product per link
+    and frame was a BLAS call each, a fifth of the multibody ZMP's time)."""
+    if cols.shape[-1] < 2:
+        return [np.zeros(cols.shape[2:]) for _ in range(3)]
+    turn = _gradient_last(cols, dt)
     out = []
     for a, b in ((2, 1), (0, 2), (1, 0)):  # (R^T dR)[a, b] - (R^T dR)[b, a], halved
-        out.append(0.5 * (rot[..., 0, a] * turn[..., 0, b] + rot[..., 1, a] * turn[..., 1, b]
-                          + rot[..., 2, a] * turn[..., 2, b] - rot[..., 0, b] * turn[..., 0, a]
-                          - rot[..., 1, b] * turn[..., 1, a] - rot[..., 2, b] * turn[..., 2, a]))
+        out.append(0.5 * (cols[a, 0] * turn[b, 0] + cols[a, 1] * turn[b, 1]
+                          + cols[a, 2] * turn[b, 2] - cols[b, 0] * turn[a, 0]
+                          - cols[b, 1] * turn[a, 1] - cols[b, 2] * turn[a, 2]))
     return out

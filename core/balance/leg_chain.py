@@ -89,6 +89,14 @@ def frames_last(base: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(base[:, :3, :].transpose(2, 1, 0))
 
 
+def frames_last_of(rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """frames_last of the poses with rotations rot (F, 3, 3) and positions pos (F, 3), without the (F, 4, 4)."""
+    out = np.empty((4, 3, len(pos)))
+    out[:3] = rot.transpose(2, 1, 0)
+    out[3] = pos.T
+    return out
+
+
 def down_last(walk: list[Link], angles: np.ndarray, frame: np.ndarray, to_foot: bool = True):
     """_along with the joints (J, F) and the base frame (4, 3, F) (frames_last) given frames last."""
     cols = [frame[0], frame[1], frame[2]]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..model.kinematics import REVOLUTE, KinematicTree
+from ..model.transforms import rotate_points
 from .hip_aim import HeadAim
 from .leg_chain import Link, frames_last, joint_frames_last, last_origin, link_walk
 from .legs import FULL_LEG, LegIK
@@ -52,16 +53,17 @@ class PlanarLeg:
         side = float(np.sign((zero[leg.base, :3, :3].T @ (zero[first, :3, 3] - zero[leg.base, :3, 3]))[1]))
         return cls(leg, walk, leg.columns[:head], axis_foot, offset, side, HeadAim.build(walk))
 
-    def plane_miss(self, base: np.ndarray, goal: np.ndarray, x: np.ndarray, target: np.ndarray | None = None,
+    def plane_miss(self, base: np.ndarray | None, goal: np.ndarray, x: np.ndarray, target: np.ndarray | None = None,
                    frame: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """How far (F,) the hip is from its foot's plane with the waist at base (F, 4, 4) and the foot at
         goal (F, 4, 4), the head joints turned so the tail's axis is the foot's (from x (F, H)); and those
         head angles. target: the foot's axis in the world (F, 3) (goal's rotation times axis_foot), frame:
         base frames last (leg_chain.frames_last), where the caller has them (the same for every residual
-        of one placement, and for both legs)."""
+        of one placement, and for both legs; base may then be None)."""
         target = self.aim_of(goal) if target is None else target
         frame = frames_last(base) if frame is None else frame
-        aimed = None if self.aim is None else self.aim.solve(base[:, :3, :3], target, x)
+        aimed = None if self.aim is None else self.aim.solve(None if base is None else base[:, :3, :3], target, x,
+                                                             frame)
         if aimed is not None:  # the hip where the head puts it (down_last's origin of the tail's first joint)
             hip = last_origin(self.head, np.ascontiguousarray(aimed.T), frame).T
             return np.einsum("fi,fi->f", target, hip - goal[:, :3, 3]) - self.offset_m, aimed
@@ -77,7 +79,7 @@ class PlanarLeg:
 
     def aim_of(self, goal: np.ndarray) -> np.ndarray:
         """The tail's axis as the foot at goal (F, 4, 4) has it, in the world (F, 3)."""
-        return goal[:, :3, :3] @ self.axis_foot
+        return rotate_points(goal[:, :3, :3], self.axis_foot[None])[:, 0]  # one BLAS product: the stacked one's bits
 
 
 STANCE_YAW_WEIGHT_M = 0.5  # a radian of a standing foot's heading (its toe slides as it turns). 0.02 before

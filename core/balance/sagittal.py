@@ -22,9 +22,9 @@ from scipy.linalg import LinAlgError, solve_banded, solveh_banded
 
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import KinematicTree
-from ..model.transforms import pose_matrices, principal_turn
+from ..model.transforms import pose_matrices, principal_turn, rotate_points
 from .inertia import MassModel
-from .leg_chain import frames_last
+from .leg_chain import frames_last_of
 from .lateral import differences
 from .planar_leg import PlanarLeg
 from .waist import heading as heading_of, wrap, yaw_bounds
@@ -57,6 +57,7 @@ class _Samples:
 
     xy: np.ndarray  # (F, 2) the command
     height: np.ndarray  # (F,)
+    at: np.ndarray  # (F, 3) the command at its height: the upright waist's place
     base_rot: np.ndarray  # (F, 3, 3)
     across: np.ndarray  # (F, 3) the plan's waist's left on the ground
     upright: np.ndarray  # (F, 3) where the upper body's CoM is under the plan's waist at the command
@@ -213,9 +214,10 @@ class SagittalWaist:
         forward[:, 2] = 0.0
         forward /= np.linalg.norm(forward, axis=1, keepdims=True)
         across = np.column_stack([-forward[:, 1], forward[:, 0], np.zeros(len(xy))])
-        upright = np.column_stack([xy, height]) + base_rot @ self.lever
+        at = np.column_stack([xy, height])
+        upright = at + rotate_points(base_rot, self.lever[None])[:, 0]
         zero = np.zeros(len(xy))
-        samples = _Samples(xy, height, base_rot, across, upright, [goals[p.leg.foot] for p in self.legs],
+        samples = _Samples(xy, height, at, base_rot, across, upright, [goals[p.leg.foot] for p in self.legs],
                            [HIP_WEIGHT * share for share in self.down_share], zero + 1.0, zero, zero, zero, zero,
                            np.full(len(xy), -1), zero, zero - MAX_ROLL_RAD, zero + MAX_ROLL_RAD)
         heads = [q[:, p.head_columns].copy() for p in self.legs]
@@ -357,7 +359,7 @@ class SagittalWaist:
         roll = principal_turn(0, params[:, 1])
         yaw = principal_turn(2, self._yaw(params, samples) if yaw is None else yaw)
         rot = yaw @ samples.base_rot @ roll
-        pos = np.column_stack([samples.xy, samples.height]) + params[:, :1] * samples.across
+        pos = samples.at + params[:, :1] * samples.across
         return rot, pos
 
     def _yaw(self, params: np.ndarray, samples: _Samples) -> np.ndarray:
@@ -388,12 +390,14 @@ class SagittalWaist:
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
         yaw = self._yaw(params, samples)
         rot, pos = self._pose(params, samples, yaw)
-        base = pose_matrices(rot, pos)
-        frame = frames_last(base)
-        res = [samples.command * np.einsum("fi,fi->f", pos + rot @ self.lever - samples.upright, samples.across)]
+        frame = frames_last_of(rot, pos)  # the waist frames last: all the legs' walks need of it
+        # rot @ lever as one BLAS product over the frames' rows (numpy's stacked product calls BLAS once a frame):
+        # the same bits (the same dot products), a tenth of the time
+        lever = rotate_points(rot, self.lever[None])[:, 0]
+        res = [samples.command * np.einsum("fi,fi->f", pos + lever - samples.upright, samples.across)]
         out_heads = []
         for planar, head, goal, weight, aim in zip(self.legs, heads, samples.goals, samples.hips, self._aims(samples)):
-            miss, head = planar.plane_miss(base, goal, head, aim, frame)
+            miss, head = planar.plane_miss(None, goal, head, aim, frame)
             res.append(weight * miss)
             out_heads.append(head)
         res.append(samples.yaw_w * (yaw - samples.yaw_to))

@@ -154,13 +154,13 @@ def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0,
     # frames grouped by which points touch the ground, each group's test over those points alone: the same
     # numbers (a point off the ground takes no part in it), at an eighth of the cost on one foot of two
     bottom = points[..., 2] - (0.0 if radius is None else radius)
-    patterns, group = np.unique(bottom <= ground_z + CONTACT_M, axis=0, return_inverse=True)
+    patterns, group = _ground_patterns(bottom <= ground_z + CONTACT_M)
     out = np.full((len(zmps), len(points)), -np.inf)
     for k, pattern in enumerate(patterns):
         cols = np.flatnonzero(pattern)
         if len(cols) == 0:
             continue
-        frames = np.flatnonzero(group.ravel() == k)
+        frames = np.flatnonzero(group == k)
         part = points[frames][:, cols]
         block = max(1, ALL_PAIRS_BUDGET // len(cols) ** 3)
         out[:, frames] = np.concatenate([
@@ -169,37 +169,52 @@ def support_margins(points: np.ndarray, zmp: np.ndarray, ground_z: float = 0.0,
     return out if several else out[0]
 
 
+def _ground_patterns(down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of down (F, P) (U, P) and each frame's (F,). Up to 62 points a row is one integer, its
+    bits the points on the ground: a sort of numbers, not of rows (np.unique over axis 0 took a third of the
+    margins' time); the patterns' order does not touch the margins."""
+    if down.shape[1] > 62:
+        patterns, group = np.unique(down, axis=0, return_inverse=True)
+        return patterns, group.ravel()
+    bits = np.arange(down.shape[1], dtype=np.int64)
+    codes, group = np.unique(down @ (1 << bits), return_inverse=True)
+    return (codes[:, None] >> bits) & 1 == 1, group
+
+
 def _margins_all_pairs(points: np.ndarray, zmps: np.ndarray, ground_z: float,
                        radius: np.ndarray | None) -> np.ndarray:
     """support_margins (Z, F) on all frames at once, for each of the ZMPs (Z, F, 2): an edge (i, j)
     between two points on the ground is on the hull when no other such point lies to its right, so
-    no hull is built frame by frame."""
+    no hull is built frame by frame. Frames last: every product runs over a contiguous row of frames
+    (frames first, its inner loops ran over a few points, each operand broadcast through numpy's buffers)."""
     bottom = points[..., 2] - (0.0 if radius is None else radius)
-    down = bottom <= ground_z + CONTACT_M  # (F, P)
-    xy = points[..., :2]
-    edge = xy[:, None, :, :] - xy[:, :, None, :]  # (F, i, j, 2): from point i to point j
-    rel = xy[:, None, :, :] - xy[:, :, None, :]  # (F, i, k, 2): from point i to point k
-    cross = edge[:, :, :, None, 0] * rel[:, :, None, :, 1] - edge[:, :, :, None, 1] * rel[:, :, None, :, 0]
-    pair = down[:, :, None] & down[:, None, :]  # (F, i, j)
+    down = np.ascontiguousarray((bottom <= ground_z + CONTACT_M).T)  # (P, F)
+    x, y = np.ascontiguousarray(points[..., :2].transpose(2, 1, 0))  # (P, F) each
+    ex, ey = x[None] - x[:, None], y[None] - y[:, None]  # (i, j, F): from point i to point j
+    # (i, j, k, F): point k left (+) or right (-) of the edge from i to j
+    cross = ex[:, :, None] * ey[:, None] - ey[:, :, None] * ex[:, None]
+    pair = down[:, None] & down[None]  # (i, j, F)
     eps = 1e-9
-    others = down[:, None, None, :]
-    on_hull = pair & np.all((cross >= -eps) | ~others, axis=3)
-    spans = np.any((cross > eps) & others, axis=3)  # some point strictly left: the hull has area
-    hull_edge = on_hull & spans & ~np.eye(points.shape[1], dtype=bool)[None]
-    has_hull = hull_edge.any(axis=(1, 2))
-    length2 = np.maximum(np.einsum("fijk,fijk->fij", edge, edge), 1e-18)
-    out = []
-    for zmp in zmps:
-        to_p = zmp[:, None, :] - xy  # (F, i, 2)
-        t = np.clip(np.einsum("fik,fijk->fij", to_p, edge) / length2, 0.0, 1.0)
-        gap = np.linalg.norm(to_p[:, :, None, :] - t[..., None] * edge, axis=-1)  # (F, i, j) to each segment
-        side = edge[..., 0] * to_p[:, :, None, 1] - edge[..., 1] * to_p[:, :, None, 0]
-        inside = has_hull & np.all(side >= -eps, axis=(1, 2), where=hull_edge)
-        boundary = np.min(np.where(hull_edge, gap, np.inf), axis=(1, 2))
-        nearest_any = np.min(np.where(pair, gap, np.inf), axis=(1, 2))  # a segment or a point of contact
+    others = down[None, None]
+    on_hull = pair & np.all((cross >= -eps) | ~others, axis=2)
+    spans = np.any((cross > eps) & others, axis=2)  # some point strictly left: the hull has area
+    hull_edge = on_hull & spans & ~np.eye(len(down), dtype=bool)[:, :, None]
+    has_hull = hull_edge.any(axis=(0, 1))
+    length2 = np.maximum(ex * ex + ey * ey, 1e-18)
+    grounded = down.any(axis=0)
+    out = np.empty((len(zmps), points.shape[0]))
+    for row, zmp in zip(out, zmps):
+        to_x, to_y = zmp[:, 0] - x, zmp[:, 1] - y  # (i, F)
+        t = np.clip((to_x[:, None] * ex + to_y[:, None] * ey) / length2, 0.0, 1.0)
+        off_x, off_y = to_x[:, None] - t * ex, to_y[:, None] - t * ey
+        gap = np.sqrt(off_x * off_x + off_y * off_y)  # (i, j, F) to each segment
+        side = ex * to_y[:, None] - ey * to_x[:, None]
+        inside = has_hull & np.all(side >= -eps, axis=(0, 1), where=hull_edge)
+        boundary = np.min(np.where(hull_edge, gap, np.inf), axis=(0, 1))
+        nearest_any = np.min(np.where(pair, gap, np.inf), axis=(0, 1))  # a segment or a point of contact
         margin = np.where(has_hull, np.where(inside, boundary, -boundary), -nearest_any)
-        out.append(np.where(down.any(axis=1), margin, -np.inf))
-    return np.array(out).reshape(len(zmps), len(points))
+        row[:] = np.where(grounded, margin, -np.inf)
+    return out
 
 
 def support_polygon(points: np.ndarray, ground_z: float = 0.0, radius: np.ndarray | None = None) -> np.ndarray | None:

@@ -18,6 +18,7 @@ from .legs import LegIK
 YAW_MARGIN = 0.8  # share of a hip-yaw joint's range the waist may use
 MAX_TWIST_RAD = np.pi / 4  # and never more than a person's hip turns, whatever the joint allows
 TURN_SMOOTH_HZ = 2.0
+TURN = 2.0 * np.pi
 
 
 def heading(rotation: np.ndarray) -> np.ndarray:
@@ -37,14 +38,19 @@ def yaw_bounds(tree: KinematicTree, leg: LegIK, share: float = YAW_MARGIN) -> tu
 
 def wrap(angle: np.ndarray) -> np.ndarray:
     """Angles into [-pi, pi). numpy's float remainder is slow (a divmod an element); an angle already
-    within a turn of -pi gets the same bits without it (its remainder is itself)."""
+    within a turn of -pi gets the same bits without it (its remainder is itself), and one within a turn
+    either side its remainder's bits by one sum (Sterbenz: fmod's x - 2 pi is exact there, and below 0
+    the remainder is fmod's x plus 2 pi, one rounded sum): the hip aims' far solution, a quarter of its angles."""
     shifted = angle + np.pi
     if np.ndim(shifted) == 0:
-        return shifted % (2 * np.pi) - np.pi
-    inside = (shifted >= 0.0) & (shifted < 2 * np.pi)
-    if inside.all():
+        return shifted % TURN - np.pi
+    low, high = shifted < 0.0, shifted >= TURN
+    if not (low | high).any():
         return shifted - np.pi
-    return np.where(inside, shifted, shifted % (2 * np.pi)) - np.pi
+    if shifted.dtype != np.float64 or ((shifted < -TURN) | (shifted >= 2.0 * TURN)).any():
+        return np.where(low | high, shifted % TURN, shifted) - np.pi
+    shifted += low * TURN - high * TURN  # + 2 pi, - 2 pi or + 0 (exact: the products of 0 and 1)
+    return shifted - np.pi
 
 
 def held_headings(waist: np.ndarray, feet: list[tuple[np.ndarray, np.ndarray, tuple[float, float]]]) -> np.ndarray:

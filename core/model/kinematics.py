@@ -99,7 +99,10 @@ class KinematicTree:
     def joint_motion(self, q: np.ndarray, link: int) -> np.ndarray:
         """(…, 4, 4) motion of the joint above `link` (rotation or slide about its axis)."""
         value = self.joint_value(q, link)
-        out = np.broadcast_to(np.eye(4), value.shape + (4, 4)).copy()
+        return self._motion_into(np.broadcast_to(np.eye(4), value.shape + (4, 4)).copy(), value, link)
+
+    def _motion_into(self, out: np.ndarray, value: np.ndarray, link: int) -> np.ndarray:
+        """out (…, 4, 4), an identity per frame (a view will do), made the joint's motion for value (…)."""
         if self.kind[link] == REVOLUTE:
             axis = self.axes[link]
             principal = np.flatnonzero(np.abs(axis) == 1.0)
@@ -117,6 +120,19 @@ class KinematicTree:
             out[..., :3, 3] = self.axes[link] * value[..., None]
         return out
 
+    def local(self, q: np.ndarray, link: int) -> np.ndarray:
+        """The link's transform in its parent's frame for q (F, n): its origin (4, 4), times its joint's
+        motion (F, 4, 4) where it moves. The origin multiplies the frames' motions side by side as one
+        BLAS product (numpy's stacked product calls BLAS once a frame): the same dot products, their
+        bits, a tenth of the time at 1,600 frames."""
+        origin = self.origins[link]
+        if self.kind[link] == FIXED:
+            return origin
+        value = self.joint_value(q, link)
+        rows = np.broadcast_to(np.eye(4)[:, None], (4, len(value), 4)).copy()  # [r, f, c]: each frame's motion
+        self._motion_into(rows.transpose(1, 0, 2), value, link)
+        return (origin @ rows.reshape(4, -1)).reshape(4, len(value), 4).transpose(1, 0, 2)
+
     def forward(self, q, root=None) -> np.ndarray:
         """World transforms (F, L, 4, 4) of all links for joint positions q (F, n).
 
@@ -127,10 +143,7 @@ class KinematicTree:
         out = np.empty((frames, len(self.link_names), 4, 4))
         out[:, 0] = np.eye(4) if root is None else root
         for i in range(1, len(self.link_names)):
-            local = self.origins[i]
-            if self.kind[i] != FIXED:
-                local = local @ self.joint_motion(q, i)
-            out[:, i] = out[:, self.parent[i]] @ local
+            out[:, i] = carried(out[:, self.parent[i]], self.local(q, i))
         return out
 
     def poses(self, q, root, links, known: dict | None = None) -> dict[int, np.ndarray]:
@@ -145,10 +158,7 @@ class KinematicTree:
                 link = int(self.parent[link])
         out = {0: np.broadcast_to(np.eye(4) if root is None else root, (q.shape[0], 4, 4)), **known}
         for i in sorted(needed - {0}):  # parents come before children
-            local = self.origins[i]
-            if self.kind[i] != FIXED:
-                local = local @ self.joint_motion(q, i)
-            out[i] = out[int(self.parent[i])] @ local
+            out[i] = carried(out[int(self.parent[i])], self.local(q, i))
         return {link: out[link] for link in links}
 
     def zero_pose(self) -> np.ndarray:
@@ -179,8 +189,13 @@ class KinematicTree:
             link = int(self.parent[link])
         out = np.broadcast_to(np.eye(4) if root is None else root, (q.shape[0], 4, 4)).copy()
         for i in reversed(chain):
-            local = self.origins[i]
-            if self.kind[i] != FIXED:
-                local = local @ self.joint_motion(q, i)
-            out = out @ local
+            out = carried(out, self.local(q, i))
         return out
+
+
+def carried(poses: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """poses (F, 4, 4) times local: a fixed local (4, 4) as one BLAS product over the frames' rows (numpy's
+    stacked product calls BLAS once a frame: the same dot products, their bits), one (F, 4, 4) frame by frame."""
+    if local.ndim == 2:
+        return (np.reshape(poses, (-1, 4)) @ local).reshape(np.shape(poses))
+    return poses @ local

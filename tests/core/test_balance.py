@@ -155,6 +155,32 @@ def test_rigid_parts_weigh_as_one_body(robot):
         assert np.abs(zmp - whole).max() < 1e-9
 
 
+def test_link_motion_on_frames_last_columns_keeps_its_bits(robot):
+    """LinkMotion.of_parts works on each rotation entry's (K, F) block: on the passes' frames-last columns
+    (correction._motion) and on frames-first poses (the readout's) the same centres of mass and accelerations to
+    the bit; the rates' central differences are numpy's gradient's bits; the torque sums the links in each
+    layout's order (numpy's on the (F, K) products before: link after link, pairwise), apart by rounding only."""
+    from core.balance.inertia import LinkMotion, _gradient_last
+
+    model = MassModel.build(robot)
+    t = np.arange(240) / FPS
+    rng = np.random.default_rng(24)
+    q = np.clip(0.4 * np.sin(2 * np.pi * t[:, None] + rng.uniform(0, 6, robot.dof)), robot.lower, robot.upper)
+    root = np.tile(np.eye(4), (len(t), 1, 1))
+    root[:, :3, 3] = np.column_stack([0.4 * t, 0.05 * np.sin(2 * np.pi * t), 0.9 + 0 * t])
+    poses = robot.poses(q, root, [int(k) for k in model.links])
+    first = np.stack([poses[int(k)] for k in model.links], axis=1)  # (F, K, 4, 4)
+    cols = np.ascontiguousarray(first[..., :3, :3].transpose(3, 2, 1, 0))  # (3, 3, K, F): [b, a] = R[a, b]
+    places = np.ascontiguousarray(first[..., :3, 3].transpose(2, 1, 0))
+    last = LinkMotion.of_parts(cols.transpose(3, 2, 1, 0), places.transpose(2, 1, 0), model, FPS)
+    ahead = LinkMotion.of(first, model, FPS)
+    assert np.array_equal(last.com, ahead.com) and np.array_equal(last.acc, ahead.acc)
+    assert np.abs(last.torque - ahead.torque).max() <= 1e-12 * max(1.0, np.abs(ahead.torque).max())
+    for frames in (2, 3, len(t)):
+        part = np.ascontiguousarray(cols[..., :frames])
+        assert np.array_equal(_gradient_last(part, 1.0 / FPS), np.gradient(part, 1.0 / FPS, axis=-1))
+
+
 def test_a_robot_without_masses_gets_a_clear_error():
     arm = KinematicTree(parse_urdf_string(
         '<robot name="bare"><link name="a"/><link name="b"/><joint name="j" type="revolute"><parent link="a"/>'
@@ -194,6 +220,20 @@ def test_feet_of_many_points_give_the_all_pairs_margins(monkeypatch):
     all_pairs = support.support_margins(points, zmp, 0.0, radius)
     np.testing.assert_allclose(by_hull, all_pairs, atol=1e-6)  # the hull rounds to micrometres
     assert np.isfinite(by_hull[:3]).all() and np.isneginf(by_hull[3:]).all()
+
+
+def test_ground_patterns_group_the_frames_as_their_rows():
+    """support._ground_patterns: the distinct ground patterns and each frame's, as bits of one integer up to 62
+    points (numpy's unique of the rows beyond): every frame's row is its pattern's, and no pattern repeats."""
+    from core.balance.support import _ground_patterns
+
+    rng = np.random.default_rng(24)
+    for points in (12, 62, 70):
+        down = rng.random((300, points)) < 0.5
+        down[::3] = down[0]  # repeated patterns
+        patterns, group = _ground_patterns(down)
+        assert np.array_equal(patterns[group], down)
+        assert len(np.unique(patterns, axis=0)) == len(patterns)
 
 
 def test_frames_the_ground_cannot_push_have_no_zmp_and_count_as_outside():

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from core.balance.hip_aim import HeadAim
-from core.balance.leg_chain import Link, joint_frames
+from core.balance.leg_chain import Link, frames_last, joint_frames
 from core.balance.legs import leg_iks
 from core.balance.planar_leg import planar_legs
 from core.balance.support import foot_links
@@ -59,6 +59,26 @@ def test_of_the_two_solutions_the_one_near_the_start():
     far = leg.aim.solve(waist[:, :3, :3], foot[:, :3, :3] @ leg.axis_foot, near + [np.pi, 0.0])
     assert np.abs(near).max() < 1.0
     assert np.abs(np.abs(far[:, 0] - near[:, 0]) - np.pi).max() < 1e-9
+
+
+def test_principal_axes_pick_the_targets_parts_to_the_bit():
+    """The H1's hip axes are principal: the target's products with them are its own entries (HeadAim._picks),
+    summed from the waist's columns (given frames last or not), with the bits of the matrix products they stand for."""
+    tree, legs = _h1_planar()
+    rng = np.random.default_rng(24)
+    waist, foot = _poses(rng, 600, 0.4)
+    for leg in legs:
+        assert leg.aim._picks is not None
+        general = replace(leg.aim)
+        general._picks = None
+        target = foot[:, :3, :3] @ leg.axis_foot
+        start = rng.uniform(-0.3, 0.3, (600, 2)) + rng.choice([0.0, np.pi], (600, 1))
+        want = general.solve(waist[:, :3, :3], target, start)
+        for frame in (None, frames_last(waist)):
+            got = leg.aim.solve(waist[:, :3, :3], target, start, frame)
+            assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    turned = HeadAim(np.eye(3)[[1, 0, 2]], *[np.eye(3)[k] for k in (2, 0, 1)], np.ones(2), np.zeros(2))
+    assert turned._picks is None  # a turn above the first joint: the general products
 
 
 def _tail_axis(leg, waist, head):

@@ -8,7 +8,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from core.balance import leg_solve
-from core.balance.leg_chain import down_last, frames_last, joint_frames_last, last_origin, stacked_walk
+from core.balance.leg_chain import (down_last, frames_last, frames_last_of, joint_frames_last, last_origin,
+                                    stacked_walk)
 from core.balance.legs import _solve_leg, _walk, leg_iks
 from core.balance.planar_leg import planar_legs, standing_legs
 from core.balance.support import foot_links
@@ -125,3 +126,5 @@ def test_the_hip_is_down_last_s_origin_to_the_bit():
         assert np.array_equal(last_origin(planar.head, np.ascontiguousarray(head.T), frame).T, origins[:, -1])
         with pytest.raises(ValueError):
             last_origin(planar.head, np.zeros((3, count)), frame)
+    poses = _frames(rng, count)
+    assert np.array_equal(frames_last_of(poses[:, :3, :3], poses[:, :3, 3]), frames_last(poses))

@@ -45,6 +45,16 @@ def test_principal_turn_is_axis_angle_to_matrix_to_the_bit():
     assert principal_turn(0, np.zeros((2, 3))).shape == (2, 3, 3, 3)
 
 
+def test_one_vector_turned_by_every_frame_has_the_stacked_products_bits():
+    """rotate_points of one vector (one BLAS product over the frames' rows) gives rotation @ vector's bits (numpy's
+    stacked product, a BLAS call per frame): the same dot products, so the rolled waist's residual takes it."""
+    rng = np.random.default_rng(24)
+    for frames in (1, 7, 64, 1655):
+        rotation = _rotations(rng, frames) * 10.0 ** rng.uniform(-2, 2, (frames, 3, 3))
+        vector = rng.normal(size=3)
+        assert np.array_equal(rotate_points(rotation, vector[None])[:, 0], rotation @ vector)
+
+
 def test_wrap_is_the_remainder_formula_to_the_bit():
     """core.balance.waist.wrap skips numpy's float remainder where every angle is already within a turn of
     -pi; inside, outside and at the ends it must give (a + pi) % 2 pi - pi's bits."""
@@ -56,3 +66,19 @@ def test_wrap_is_the_remainder_formula_to_the_bit():
         got = wrap(angles)
         assert np.array_equal(got, formula(angles)) and np.array_equal(np.signbit(got), np.signbit(formula(angles)))
     assert wrap(7.0) == formula(7.0) and wrap(-0.5) == formula(-0.5)
+
+
+def test_wrap_within_a_turn_either_side_is_the_remainders_sum_to_the_bit():
+    """Within a turn either side of [-pi, pi) wrap adds or takes 2 pi by one sum instead of the remainder: the
+    remainder's bits there (Sterbenz above, fmod's x plus 2 pi below), at the ends of each turn, for tiny angles
+    that round onto 2 pi and for float32 angles (which keep the remainder)."""
+    rng = np.random.default_rng(24)
+    formula = lambda a: (a + np.pi) % (2 * np.pi) - np.pi  # noqa: E731
+    ends = np.array([-3 * np.pi, 3 * np.pi, -np.pi, np.pi]) - np.pi
+    shifted_ends = np.r_[ends, np.nextafter(ends, -10.0), np.nextafter(ends, 10.0), -1e-20 - np.pi, -1e-300]
+    cases = [rng.uniform(-3 * np.pi, 3 * np.pi, 20000), shifted_ends + np.pi, np.array([np.nan, 1.0]),
+             rng.uniform(-3 * np.pi, 3 * np.pi, 2000).astype(np.float32), rng.uniform(-3.0, 3.0, (2, 500)) * np.pi]
+    for angles in cases:
+        got, want = wrap(angles), formula(angles)
+        assert got.dtype == want.dtype
+        assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
