@@ -342,8 +342,7 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         diagonal += ~free + lam
         trial = np.empty_like(state)
         t_x, t_err, t_jac, t_cost = parts_of(trial)
-        grad *= free
-        step = _step(hess, grad)
+        step = _step(hess, np.multiply(grad, free, out=grad))  # grad's bounded rows 0 (kept for _model_gain)
         np.add(x, step, out=t_x)
         _clip(t_x, g["lower"], g["upper"], out=t_x)
         _residual(chain, g, t_x, t_err, t_jac)
@@ -352,8 +351,7 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         gaining = (cost - t_cost) > GAIN_TOL * t_cost + 1e-16
         # done: the step is below a micro-radian, or it buys no relative gain
         keep = (np.maximum.reduce(np.abs(t_x - x), 0) > STEP_TOL_RAD) & (gaining | ~better)
-        if PREDICTED_STOP:  # a failed trial where the model promised under GAIN_TOL: the tries after it, each
-            # with more damping, promise less (the stragglers' last iterations were such tries)
+        if PREDICTED_STOP:  # the tries after a failed one, each more damped, promise less than it did
             keep &= better | (_model_gain(step, grad, lam) > GAIN_TOL * cost)
         if better.all():  # the trial is the state (a fresh array each step), no masked copy of every row
             state = trial
