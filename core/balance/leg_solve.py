@@ -28,6 +28,8 @@ from .leg_chain import Link, combine, fixed_step, turned, world_axis
 
 STEP_TOL_RAD = 1e-6
 GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
+PREDICTED_STOP = False  # True: a sample whose trial failed also stops where the step's model gain is below GAIN_TOL
+#                        (session 24: a tenth fewer residuals, but the H1 walk's draw then falls back to HiGHS)
 NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product
 INDEX_GATHER_FROM = 64  # samples from which a drop gathers the kept columns by index, not by mask
 try:  # numpy's own ufunc and gufunc behind np.clip and np.linalg.solve, without their Python wrappers (the same
@@ -290,6 +292,15 @@ def _gradient(jac: np.ndarray, err: np.ndarray, prior: np.ndarray) -> np.ndarray
     return np.add.reduce(terms, 0) + prior * err[6:]
 
 
+def _model_gain(step: np.ndarray, grad: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """The cost the damped step (J, S) buys by the linear model, (S,): 2 d^T g - d^T H d, which is
+    d^T (g + lam d) since (H + lam I) d = g (g the descent direction J^T e, bounded joints' rows 0); grad is
+    overwritten."""
+    grad += lam * step
+    grad *= step
+    return np.add.reduce(grad, 0)
+
+
 def _parts(block: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A solve's state (8 J + 7, S) as its rows: joints x (J, S), error (6 + J, S), Jacobian (6, J, S), cost (S,)."""
     jac = block[2 * count + 6:8 * count + 6].reshape(6, count, block.shape[1])
@@ -331,7 +342,8 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         diagonal += ~free + lam
         trial = np.empty_like(state)
         t_x, t_err, t_jac, t_cost = parts_of(trial)
-        np.add(x, _step(hess, grad * free), out=t_x)
+        step = _step(hess, np.multiply(grad, free, out=grad))  # grad's bounded rows 0 (kept for _model_gain)
+        np.add(x, step, out=t_x)
         _clip(t_x, g["lower"], g["upper"], out=t_x)
         _residual(chain, g, t_x, t_err, t_jac)
         np.add.reduce(np.square(t_err), 0, out=t_cost)
@@ -339,6 +351,8 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         gaining = (cost - t_cost) > GAIN_TOL * t_cost + 1e-16
         # done: the step is below a micro-radian, or it buys no relative gain
         keep = (np.maximum.reduce(np.abs(t_x - x), 0) > STEP_TOL_RAD) & (gaining | ~better)
+        if PREDICTED_STOP:  # the tries after a failed one, each more damped, promise less than it did
+            keep &= better | (_model_gain(step, grad, lam) > GAIN_TOL * cost)
         if better.all():  # the trial is the state (a fresh array each step), no masked copy of every row
             state = trial
             x, err, jac, cost = t_x, t_err, t_jac, t_cost

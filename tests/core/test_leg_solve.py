@@ -128,3 +128,52 @@ def test_the_hip_is_down_last_s_origin_to_the_bit():
             last_origin(planar.head, np.zeros((3, count)), frame)
     poses = _frames(rng, count)
     assert np.array_equal(frames_last_of(poses[:, :3, :3], poses[:, :3, 3]), frames_last(poses))
+
+
+def _out_of_reach(tree, leg, rng, count: int, beyond_m: float):
+    """H1 foot goals just beyond the leg's reach (a straight knee: Gauss-Newton's model there promises gains the
+    trials do not buy, the legs' stragglers in the gait), with their base frames."""
+    q = np.zeros((count, tree.dof))
+    q[:, leg.columns] = np.clip(rng.uniform(-0.3, 0.3, (count, len(leg.columns))), leg.lower, leg.upper)
+    q[:, leg.knee] = rng.uniform(0.0, 0.05, count)  # nearly straight
+    base = _frames(rng, count, 1.0)
+    root = base @ np.linalg.inv(tree.link_transform(np.zeros((1, tree.dof)), leg.base, np.eye(4)[None])[0])
+    goal = tree.link_transform(q, leg.foot, root)
+    hip = (base @ tree.origins[leg.hip])[:, :3, 3]
+    away = goal[:, :3, 3] - hip
+    goal[:, :3, 3] += away / np.linalg.norm(away, axis=1)[:, None] * beyond_m
+    return base, goal
+
+
+def test_a_failed_trial_the_model_gives_little_ends_the_sample(monkeypatch):
+    """PREDICTED_STOP: a sample whose trial failed where the damped step's model gain is under GAIN_TOL of its
+    cost stops there (the tries after it, each more damped, promise less). On goals just out of reach its samples
+    take fewer residuals in all, no more steps, and every sample's cost stays within GAIN_TOL of the solve that
+    runs on."""
+    tree, legs = _legs("h1")
+    leg = legs[0]
+    rng = np.random.default_rng(5)
+    count = 60
+    base, goal = _out_of_reach(tree, leg, rng, count, 0.02)
+    joints = len(leg.columns)
+    start = np.clip(rng.uniform(-0.2, 0.2, (count, joints)), leg.lower, leg.upper)
+    rest = np.zeros((count, joints))
+    bounds = (np.repeat(leg.lower[None], count, axis=0), np.repeat(leg.upper[None], count, axis=0))
+    sizes = []
+    residual = leg_solve._residual
+
+    def counted(chain, g, x, *rest):
+        sizes.append(x.shape[1])
+        return residual(chain, g, x, *rest)
+    monkeypatch.setattr(leg_solve, "_residual", counted)
+    solved = {}
+    for stop in (False, True):
+        monkeypatch.setattr(leg_solve, "PREDICTED_STOP", stop)
+        sizes.clear()
+        x, err = _solve_leg(tree, leg, base, goal, start, rest, np.full(count, 0.002), 40, bounds)
+        solved[stop] = (x, (err ** 2).sum(1), sum(sizes), len(sizes))
+    (x_on, cost_on, residuals_on, steps_on), (x_off, cost_off, residuals_off, steps_off) = solved[True], solved[False]
+    assert residuals_on < residuals_off and steps_on <= steps_off
+    assert not np.array_equal(x_on, x_off)
+    assert (cost_on <= cost_off * (1.0 + leg_solve.GAIN_TOL)).all()
+    assert np.sqrt(cost_on).max() > 0.015  # out of reach indeed
