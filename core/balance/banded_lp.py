@@ -21,7 +21,10 @@ from scipy.linalg import cho_solve_banded, cholesky_banded
 REFINE = 3  # iterative refinement of each Newton solve (the H1 walk's path 3.4e-6 -> 1.5e-8 m of HiGHS's vertex)
 STEP_SHARE = 0.99995  # of the longest step keeping the iterate interior
 GAP_TOL = 1e-10  # the complementarity gap, relative to the objective, at which it stops
-STALL_ROUNDS = 3  # iterations without a better objective (past rounding) after which it stops
+# iterations without a better objective (past rounding) nor a smaller gap after which it stops: at the optimum the
+# objective is flat to rounding while the gap still closes (the iterate slides along the optimal face), and a
+# Newton direction spoilt by round-off (the weights 1e-11..1e14 apart) may collapse the steps for a round or two
+STALL_ROUNDS = 3
 RIDGE = 1e-12  # added to the Newton matrix's diagonal (relative) where the Cholesky meets a non-positive pivot
 # a stop short of GAP_TOL (a stall, or the Cholesky failing at the end, where the weights spread 1e-18-1e22) still
 # counts as the optimum within this relative gap; the H1's programmes all end at GAP_TOL (1.7e-10 to 3.1e-9, 32-43
@@ -40,8 +43,9 @@ class Minimised:
 
     @property
     def converged(self) -> bool:
-        """Whether y is the optimum: the gap closed, or the solve stopped within ACCEPT_GAP of it with finite
-        iterates (not at its iteration cap, nor on a Newton matrix it could not factor far from the end)."""
+        """Whether y is the optimum: the gap closed (y, the least objective met, is no costlier than the iterate
+        that closed it), or the solve stopped within ACCEPT_GAP of it with finite iterates (not at its iteration
+        cap, nor on a Newton matrix it could not factor far from the end)."""
         return self.stop == "gap" or (self.stop in ("stall", "singular") and self.gap < ACCEPT_GAP)
 
 
@@ -74,9 +78,10 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
     """The y minimising sum_i max(lo_i r_i, hi_i r_i) + sum_i square_i r_i^2 / 2 (square: none unless given),
     r = g y - h (module docstring); every row's box lo_i < hi_i (a row weighed by its square alone takes a tiny
     box: the barrier needs room). The iterate with the least objective is returned: it stops at GAP_TOL, after
-    STALL_ROUNDS without gain, where the Newton matrix has lost its positive definiteness even with RIDGE (the
-    optimal face's rows, weights 1e-18-1e22 apart), at a non-finite iterate or after max_iter; which of these, and
-    the returned iterate's gap, say whether it is the optimum (Minimised.converged)."""
+    STALL_ROUNDS with neither a better objective nor a smaller gap, where the Newton matrix has lost its positive
+    definiteness even with RIDGE (the optimal face's rows, weights 1e-18-1e22 apart), at a non-finite iterate or
+    after max_iter; which of these, and the returned iterate's gap, say whether it is the optimum
+    (Minimised.converged)."""
     g = g.tocsr()
     gt = g.T.tocsr()
     m, n = g.shape
@@ -100,6 +105,7 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
     b = -(gt @ lo)
     best, best_f, since, iterations, dual = y, objective(y), 0, 0, x + lo
     best_gap, stop = float(x @ z + s @ w), "iterations"
+    least_gap = best_gap
     for iterations in range(1, max_iter + 1):
         r = g @ y - h
         rp, rd = b - gt @ (x + square * r), -r - z + w
@@ -123,11 +129,13 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
         if not np.isfinite(f):
             stop = "non-finite"
             break
+        gap = float(x @ z + s @ w)
         if f < best_f - 1e-13 * abs(best_f):
-            best, best_f, since, dual, best_gap = y, f, 0, x + lo, float(x @ z + s @ w)
+            best, best_f, since, dual, best_gap = y, f, 0, x + lo, gap
         else:
-            since += 1
-        if x @ z + s @ w < GAP_TOL * (1.0 + abs(best_f)):
+            since = 0 if gap < least_gap else since + 1
+        least_gap = min(least_gap, gap)
+        if gap < GAP_TOL * (1.0 + abs(best_f)):
             stop = "gap"
             break
         if since >= STALL_ROUNDS:

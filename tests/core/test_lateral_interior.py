@@ -3,6 +3,8 @@ against HiGHS (its fallback) and the optimality (KKT) conditions, on the H1 walk
 plan_path call, kept)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import sparse
@@ -178,3 +180,42 @@ def test_a_band_it_cannot_keep_is_missed_as_highs_misses_it(monkeypatch):
     assert plans["interior"].missed == plans["highs"].missed
     assert abs(plans["interior"].violation_m - plans["highs"].violation_m) < 1e-7
     assert np.abs(plans["interior"].com - plans["highs"].com).max() < 1e-6
+
+
+STALLED = Path(__file__).resolve().parents[1] / "data" / "programmes" / "h1_walk_lateral_stall.npz"
+
+
+def _recorded(path: Path) -> tuple:
+    """plan_path's programme as recorded in a gait (_solve_interior's arguments, the matrices as CSR parts)."""
+    d = np.load(path)
+    n = len(d["target"])
+    csr = lambda k, width: sparse.csr_matrix((d[k + "_data"], d[k + "_indices"], d[k + "_indptr"]),  # noqa: E731
+                                             shape=(len(d[k + "_indptr"]) - 1, width))
+    return d["target"], csr("op", n), csr("jerk", n), csr("rows", 2 * n), d["bound"], float(d["excess_weight"])
+
+
+def test_a_flat_objective_whose_gap_still_closes_is_not_a_stall():
+    """The H1 walk's programme on another draw (session 24: s24-legiters' leg stop, the read start, recorded):
+    its steps collapse for two rounds where round-off spoils the Newton direction (weights 1e-11..3e14 apart),
+    then the gap closes while the objective stays 4e-8 above its best. Counted as a stall (no better objective
+    in STALL_ROUNDS) it stopped 1.2e-7 short and HiGHS planned it; the gap closing is progress, so it converges,
+    its best iterate an optimum by its own dual (g^T u 1e-7 of its products, the cost within 3e-8 of the dual's;
+    the walk's own: under 1e-6 and 1e-8) and no costlier than HiGHS's path (7e-8 cheaper; a flat optimum: 3.5e-6 m
+    apart, as the walk's own lands 6.5e-6 m from it)."""
+    target, op, jerk, rows, bound, weight = _recorded(STALLED)
+    g, h, lo, hi, interleave = lateral.interior_programme(target, op, jerk, rows, bound, weight)
+    out = banded_lp.minimise(g, h, lo, hi, max_iter=lateral.INTERIOR_MAX_ITER)
+    assert out.converged and out.stop == "gap"
+    scale = np.abs(g.T).multiply(np.abs(out.u)).sum(axis=1).A1.max()
+    assert np.abs(g.T @ out.u).max() < 1e-6 * scale
+    dual = -h @ out.u + (g.T @ out.u) @ out.y
+    assert 0.0 <= out.objective - dual < 1e-7 * out.objective
+    before = lateral.fallbacks
+    z = lateral._solve_interior(target, op, jerk, rows, bound, weight)
+    assert z is not None and lateral.fallbacks == before
+    highs, _ = lateral._solve_highs(target, op, jerk, rows, bound, weight)
+    assert np.abs(z - highs).max() < 1e-5
+    held = highs.reshape(2, -1)[:, 2:-2].T.ravel()  # the unknowns interleaved: x and y of samples 2..n-3
+    assert np.abs(interleave @ held - highs).max() < 1e-9
+    r = g @ held - h
+    assert out.objective <= float(np.sum(np.maximum(lo * r, hi * r)))
