@@ -12,6 +12,8 @@ a buffer of its own: always the SIMD loop, the answer of the common case.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 CLEAR = 8  # values of padding each side of the output: 64 bytes, the loops' widest look
@@ -20,8 +22,10 @@ CLEAR = 8  # values of padding each side of the output: 64 bytes, the loops' wid
 def same_bits(ufunc: np.ufunc, *args) -> np.ndarray:
     """ufunc(*args) in float64, by its SIMD loop whatever the layout (a numpy float for scalars)."""
     arrays = [np.asarray(a, dtype=float, order="C") for a in args]
-    shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    size = int(np.prod(shape))
+    shape = arrays[0].shape
+    if any(a.shape != shape for a in arrays):
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    size = math.prod(shape)
     out = np.empty(size + 2 * CLEAR)[CLEAR:CLEAR + size].reshape(shape)
     ufunc(*arrays, out=out)
     return out if out.ndim else out[()]
