@@ -17,6 +17,7 @@ from scipy.ndimage import distance_transform_edt
 
 from .contacts import flags_to_intervals
 from .geometry import pivot_weights as _pivot_weights
+from ..model.same_bits import same_bits
 from ..model.transforms import axis_angle_to_matrix, rotate_points
 
 
@@ -38,7 +39,7 @@ class FootFrames:
         near = max(1, int(round(settings.stance_s * fps)))
         wanted = _flattening(rel[:, :3, :3] @ leg.flat.T, flags, np.radians(settings.flat_deg), near) @ rel[:, :3, :3]
         turn = wanted @ leg.flat.T
-        heading = np.arctan2(turn[:, 1, 0], turn[:, 0, 0])
+        heading = same_bits(np.arctan2, turn[:, 1, 0], turn[:, 0, 0])  # strided: see core.model.same_bits
         sole, radius = leg.foot.points[leg.sole], leg.foot.radius[leg.sole]
         local = rotate_points(wanted, sole)  # the wanted foot, its origin at 0
         weights = _pivot_weights(local[..., 2] - radius)  # the point the planted foot stands on
@@ -68,7 +69,7 @@ def _flattening(turn: np.ndarray, flags: np.ndarray, dead: float, near: int) -> 
     of the contacts; the contacts around it outvote it.
     """
     up = turn[:, :, 2]
-    yaw = _rot_z(np.arctan2(turn[:, 1, 0], turn[:, 0, 0]))
+    yaw = _rot_z(same_bits(np.arctan2, turn[:, 1, 0], turn[:, 0, 0]))
     local = np.einsum("fji,fj->fi", yaw, up)
     ref = _stance_normals(local, flags, near)
     ref /= np.linalg.norm(ref, axis=1, keepdims=True)

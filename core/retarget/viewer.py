@@ -14,6 +14,7 @@ import numpy as np
 
 from ..chains.mapping import ChainMapping
 from ..model.kinematics import KinematicTree
+from ..model.same_bits import same_bits
 from ..motion.source import SourceMotion
 
 UP = np.array([0.0, 0.0, 1.0])
@@ -27,7 +28,7 @@ def unheading(left: np.ndarray) -> np.ndarray:
     """Rotations (F, 3, 3) that turn each frame's heading to +x: minus the yaw of the body whose
     left-pointing axis is `left` (F, 3) (its forward is left x up)."""
     forward = np.cross(left, UP)
-    yaw = np.arctan2(forward[:, 1], forward[:, 0])
+    yaw = same_bits(np.arctan2, forward[:, 1], forward[:, 0])  # strided: see core.model.same_bits
     c, s = np.cos(yaw), np.sin(yaw)
     out = np.zeros((len(yaw), 3, 3))
     out[:, 0, 0], out[:, 0, 1], out[:, 1, 0], out[:, 1, 1], out[:, 2, 2] = c, s, -s, c, 1.0
