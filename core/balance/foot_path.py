@@ -20,6 +20,7 @@ from scipy.spatial.transform import Rotation
 
 from ..feet.contacts import flags_to_intervals
 from ..feet.geometry import BodyPoints
+from ..model.same_bits import same_bits
 from ..model.transforms import axis_angle_to_matrix
 from .phases import Swing
 from .representative import representative_times
@@ -113,7 +114,7 @@ def level_rotation(rotation: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """The foot's rotation (…, 3, 3) laid flat: its heading about world z kept, its tilt gone.
     flat: the foot's rotation standing level (its zero pose)."""
     turn = rotation @ flat.T
-    heading = np.arctan2(turn[..., 1, 0], turn[..., 0, 0])
+    heading = same_bits(np.arctan2, turn[..., 1, 0], turn[..., 0, 0])  # strided: see core.model.same_bits
     return axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), heading) @ flat
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model.same_bits import same_bits
 from .leg_chain import Link
 from .waist import wrap
 
@@ -126,7 +127,7 @@ def _both(sine: np.ndarray, tilt: np.ndarray, cosine: np.ndarray, fall: np.ndarr
     np.add(cosine, fall, out=across[0])
     np.subtract(cosine, fall, out=across[1])
     np.subtract(across, square, out=across)
-    return np.arctan2(up, across, out=up)
+    return same_bits(np.arctan2, up, across)  # few frames: see core.model.same_bits
 
 
 def _selections(before: np.ndarray, against: np.ndarray) -> list[tuple[int, float]] | None:

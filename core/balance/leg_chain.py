@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import PRISMATIC, KinematicTree
+from ..model.same_bits import same_bits
 from ..model.transforms import axis_angle_to_matrix
 
 
@@ -191,7 +192,7 @@ def rotvec(m: np.ndarray) -> np.ndarray:
     v = 0.5 * np.stack([m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]], axis=1)
     sin = np.linalg.norm(v, axis=1)
     cos = 0.5 * (m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2] - 1.0)
-    angle = np.arctan2(sin, cos)
+    angle = same_bits(np.arctan2, sin, cos)  # strided, or few frames: see core.model.same_bits
     return v * np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0)[:, None]
 
 

@@ -24,6 +24,7 @@ from functools import lru_cache, partial
 import numpy as np
 
 from ..chains.batched import LAST_SMALL_BATCH, spd_solve_last
+from ..model.same_bits import same_bits
 from .leg_chain import Link, combine, fixed_step, turned, world_axis
 
 STEP_TOL_RAD = 1e-6
@@ -208,7 +209,7 @@ def _rotation_errors(cols: list[np.ndarray], goal: np.ndarray, out: np.ndarray) 
     v *= 0.5
     sin = np.sqrt(np.add.reduce(v * v, 0))
     cos = 0.5 * (flat[0] + flat[4] + flat[8] - 1.0)
-    angle = np.arctan2(sin, cos)
+    angle = same_bits(np.arctan2, sin, cos)  # few samples: see core.model.same_bits
     np.multiply(v, np.where(sin > 1e-12, angle / np.maximum(sin, 1e-12), 1.0), out=out)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import REVOLUTE, KinematicTree
+from ..model.same_bits import same_bits
 from .leg_chain import Link, frames_last, link_walk, rotvec, stacked_walk
 from .leg_solve import levenberg_marquardt
 
@@ -216,7 +217,7 @@ def _bounds(leg: LegIK, base: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray,
     upper = np.repeat(leg.upper[None], len(goal), axis=0)
     if leg.twist >= 0:
         turn = goal[:, :3, :3] @ np.swapaxes(base[:, :3, :3] @ leg.flat, 1, 2)  # foot's turn from level-under-base
-        centre = leg.twist_sign * np.arctan2(turn[:, 1, 0], turn[:, 0, 0])
+        centre = leg.twist_sign * same_bits(np.arctan2, turn[:, 1, 0], turn[:, 0, 0])  # see core.model.same_bits
         k = leg.twist
         lower[:, k] = np.minimum(np.maximum(lower[:, k], centre - TWIST_SLACK_RAD), upper[:, k])
         upper[:, k] = np.maximum(np.minimum(upper[:, k], centre + TWIST_SLACK_RAD), lower[:, k])
@@ -350,6 +351,6 @@ def pose_errors(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.
         # the goal's world up in the foot's frame, carried by the pose the leg reached
         up = goal[:, 2, :3]  # rows of R are the world axes in the foot's frame
         normal = np.einsum("fij,fj->fi", pose[:, :3, :3], up)
-        tilt = np.maximum(tilt, np.arccos(np.clip(normal[:, 2], -1.0, 1.0)))
+        tilt = np.maximum(tilt, same_bits(np.arccos, np.clip(normal[:, 2], -1.0, 1.0)))
         turn = np.maximum(turn, np.abs(rotvec(goal[:, :3, :3] @ np.swapaxes(pose[:, :3, :3], 1, 2))[:, 2]))
     return position, tilt, turn

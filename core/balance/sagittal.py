@@ -22,6 +22,7 @@ from scipy.linalg import LinAlgError, solve_banded, solveh_banded
 
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import KinematicTree
+from ..model.same_bits import same_bits
 from ..model.transforms import pose_matrices, principal_turn, rotate_points
 from .inertia import MassModel
 from .leg_chain import frames_last_of
@@ -248,7 +249,7 @@ class SagittalWaist:
         self.table = np.array([np.interp(grid, grid[ok], y[ok]) if ok.any() else np.zeros(len(grid))
                                for y, ok in zip(yaws, stands)])
         ramp = _ramp_samples(self.period_s)
-        heading = np.arctan2(forward[:, 1], forward[:, 0])
+        heading = same_bits(np.arctan2, forward[:, 1], forward[:, 0])  # strided: see core.model.same_bits
         for k, ((a, b), ok) in enumerate(zip(spans, stands)):
             low, high = (grid[ok].min(), grid[ok].max()) if ok.any() else (0.0, 0.0)
             ends = [lean * LEAN_SHARE * (high if lean > 0 else -low) for lean in
@@ -271,7 +272,7 @@ class SagittalWaist:
         """Per sample (N,) the lowest and highest waist yaw from the plan's heading at which each foot
         that is down stays within its hip's twist (core.balance.waist.yaw_bounds), -inf/inf where none is
         down."""
-        base = np.arctan2(forward[:, 1], forward[:, 0])
+        base = same_bits(np.arctan2, forward[:, 1], forward[:, 0])
         low, high = np.full(len(base), -np.inf), np.full(len(base), np.inf)
         for goal, standing, (lo, hi), share in zip(samples.goals, self.standing, self.twist_room, self.down_share):
             foot = heading_of(goal[:, :3, :3] @ standing.T)

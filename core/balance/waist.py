@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.kinematics import KinematicTree
+from ..model.same_bits import same_bits
 from ..model.transforms import axis_angle_to_matrix
 from ..motion.filtering import butterworth_lowpass
 from .legs import LegIK
@@ -23,7 +24,7 @@ TURN = 2.0 * np.pi
 
 def heading(rotation: np.ndarray) -> np.ndarray:
     """Heading about world z (…,) of rotations (…, 3, 3): where their x axis points on the ground."""
-    return np.arctan2(rotation[..., 1, 0], rotation[..., 0, 0])
+    return same_bits(np.arctan2, rotation[..., 1, 0], rotation[..., 0, 0])  # strided: see core.model.same_bits
 
 
 def yaw_bounds(tree: KinematicTree, leg: LegIK, share: float = YAW_MARGIN) -> tuple[float, float]:
@@ -88,7 +89,7 @@ def keep_tilt(rotation: np.ndarray, share: float) -> np.ndarray:
     up = rotation[:, 2, :]  # the world's up in the waist's frame (rows are world axes)
     axis = np.cross(np.array([0.0, 0.0, 1.0]), up)
     sin = np.linalg.norm(axis, axis=1)
-    angle = np.arctan2(sin, up[:, 2])
+    angle = same_bits(np.arctan2, sin, up[:, 2])
     axis = np.where(sin[:, None] > 1e-12, axis / np.maximum(sin, 1e-12)[:, None], [1.0, 0.0, 0.0])
     # turning the waist by (1 - share) of its tilt about its own axis brings its up toward the world's
     return rotation @ axis_angle_to_matrix(axis, (1.0 - share) * angle)

@@ -20,6 +20,7 @@ from ..motion.frames import frame_blocks
 from .contacts import Contacts
 from ..model.kinematics import FIXED, KinematicTree
 from ..model.meshes import MeshError, load_mesh, mesh_bounds
+from ..model.same_bits import same_bits
 from ..model.transforms import axis_angle_to_matrix
 from ..model.mesh_paths import resolve_mesh_path
 from ..model.urdf import Geometry
@@ -174,7 +175,7 @@ def standing_rotation(body: BodyPoints, rotation: np.ndarray) -> np.ndarray:
     sin, cos = np.linalg.norm(axis), float(world @ [0.0, 0.0, -1.0])
     if sin < 1e-9:
         return rotation
-    return axis_angle_to_matrix(axis / sin, np.arctan2(sin, cos)) @ rotation
+    return axis_angle_to_matrix(axis / sin, same_bits(np.arctan2, sin, cos)) @ rotation  # core.model.same_bits
 
 
 def _sole_normal(points: np.ndarray, down: np.ndarray) -> np.ndarray | None:

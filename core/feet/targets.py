@@ -96,7 +96,7 @@ def _axis_angle(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Axis (F, 3) and angle (F,) of the shortest rotation from unit vectors a to b."""
     axis = np.cross(a, b)
     sin = np.linalg.norm(axis, axis=1)
-    angle = np.arctan2(sin, np.einsum("fi,fi->f", a, b))
+    angle = same_bits(np.arctan2, sin, np.einsum("fi,fi->f", a, b))  # few frames: see core.model.same_bits
     axis = np.where(sin[:, None] > 1e-12, axis / np.maximum(sin, 1e-12)[:, None], [1.0, 0.0, 0.0])
     return axis, angle
 
