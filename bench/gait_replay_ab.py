@@ -195,7 +195,7 @@ def main() -> None:
             args.calls.write_bytes(pickle.dumps(calls))
     for name in what:
         if not calls[name]:
-            print(f"{name}: no calls (the G1 has no rolled waist)")
+            print(f"{name}: no calls in this gait (the G1 has no rolled waist, nor a target put into its support)")
             continue
         best = {other.name: np.inf, "core": np.inf}
         for run in range(args.runs):
