@@ -3,14 +3,17 @@
 
     cp -r /work/main/core /tmp/before/core_before   # the code before, as a package of another name
     .venv/bin/python bench/gait_replay_ab.py --against /tmp/before/core_before [--robot h1|g1] [--ten]
-        [--what legs,place,aim,motion,margins] [--runs 3] [--lateral-solver highs|interior]
+        [--what legs,place,aim,motion,margins,target,lowpass,chain] [--runs 3] [--lateral-solver highs|interior]
 
 One gait (the walk, or with --ten the 10 s clip, as bench/gait_cpu_pair.py) runs with this tree's core and
 records the inputs of every call of: the legs' Levenberg-Marquardt solve (`legs._solve_leg`), the rolled
 waist's placement (`SagittalWaist.place`, the waist's state copied before each call) and the closed-form hip
 aim (`HeadAim.solve`) and the legs' links' motion in the passes' ZMP (`correction._motion`: the links posed,
 their centres of mass, accelerations and torque) and the margin rounds' support margins
-(`support.support_margins` as core.balance.margin calls it). Each call is then replayed with both codes in turn (each first in every other run, so
+(`support.support_margins` as core.balance.margin calls it) and the target ZMP put into the support
+(`target.onto_support`) and every zero-phase low-pass (`filtering.butterworth_lowpass`, wherever it was
+imported) and the chains' kinematics (`ChainKinematics.evaluate`, the bake's solves). Each call is then
+replayed with both codes in turn (each first in every other run, so
 neither always replays on the heap the other left), the least CPU of --runs said, and
 every output compared bit for bit. A whole gait is no such check: the H1's passes amplify the last bit, and
 main's own H1 10 s gait is not the same from one run to the next in one process (session 17: runs part at a
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib
+import inspect
 import os
 import pickle
 import sys
@@ -41,7 +45,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 from gait_cpu_pair import runner  # noqa: E402
 
-WHAT = ("legs", "place", "aim", "motion", "margins")
+WHAT = ("legs", "place", "aim", "motion", "margins", "target", "lowpass", "chain")
+FUNCTIONS = {"target": ("balance.target", "onto_support"), "lowpass": ("motion.filtering", "butterworth_lowpass")}
 
 
 def _copied(value):
@@ -59,17 +64,26 @@ def record(robot: str, ten: bool, what: list[str], lateral_solver: str | None = 
     hooks = {"legs": (legs, "_solve_leg", False), "place": (sagittal.SagittalWaist, "place", True),
              "aim": (hip_aim.HeadAim, "solve", True), "motion": (correction, "_motion", False),
              "margins": (margin, "support_margins", False)}
+    hooks["chain"] = (importlib.import_module("core.chains.solver").ChainKinematics, "evaluate", True)
+    for name, (module, attr) in FUNCTIONS.items():
+        hooks[name] = (importlib.import_module("core." + module), attr, False)
     originals = []
     for name in what:
         owner, attr, method = hooks[name]
         original = getattr(owner, attr)
-        originals.append((owner, attr, original))
 
-        def hooked(*args, _name=name, _original=original, _method=method):
+        def hooked(*args, _name=name, _original=original, _method=method, **kwargs):
+            if kwargs:  # recorded as positional arguments
+                args = inspect.signature(_original).bind(*args, **kwargs).args
             head = [copy.deepcopy(args[0])] if _method and _name == "place" else list(args[:1])
             calls[_name].append(head + [_copied(a) for a in args[1:]])
             return _original(*args)
-        setattr(owner, attr, hooked)
+        # a function imported by name is hooked in every module holding it
+        holders = [owner] if method else [m for key, m in list(sys.modules.items())
+                                          if key.startswith("core.") and getattr(m, attr, None) is original]
+        for holder in holders:
+            originals.append((holder, attr, original))
+            setattr(holder, attr, hooked)
     try:
         runner("core", robot, ten, lateral_solver)()
     finally:
@@ -130,6 +144,19 @@ def replay(name: str, calls: list, package: str) -> tuple[list, float]:
                 for args in calls]
         started = time.process_time()
         return [motion(*args) for args in work], time.process_time() - started
+    if name in FUNCTIONS:
+        module, attr = FUNCTIONS[name]
+        function = getattr(importlib.import_module(package + "." + module), attr)
+        work = [[_copied(a) for a in args] for args in calls]
+        started = time.process_time()
+        return [function(*args) for args in work], time.process_time() - started
+    if name == "chain":
+        work = [[_as_class(args[0], package + ".chains.solver", "ChainKinematics")] + [_copied(a) for a in args[1:]]
+                for args in calls]
+        for args in work:
+            args[0]._steps = None  # each code reads the tree itself
+        started = time.process_time()
+        return [args[0].evaluate(*args[1:]) for args in work], time.process_time() - started
     hip_aim = importlib.import_module(package + ".balance.hip_aim")
     solve = hip_aim.HeadAim.solve
     work = [[_aim_as_package(args[0], hip_aim)] + [_copied(a) for a in args[1:]] for args in calls]
@@ -168,7 +195,7 @@ def main() -> None:
             args.calls.write_bytes(pickle.dumps(calls))
     for name in what:
         if not calls[name]:
-            print(f"{name}: no calls (the G1 has no rolled waist)")
+            print(f"{name}: no calls in this gait (the G1 has no rolled waist, nor a target put into its support)")
             continue
         best = {other.name: np.inf, "core": np.inf}
         for run in range(args.runs):

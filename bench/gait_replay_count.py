@@ -33,7 +33,8 @@ def main() -> None:
     parser.add_argument("calls", type=Path, help="a pickle written by gait_replay_ab.py --calls")
     parser.add_argument("root", type=Path, help="the directory holding the copy of core")
     parser.add_argument("package", help="the copy's package name")
-    parser.add_argument("--what", default="legs", choices=("legs", "place", "aim", "motion", "margins"))
+    parser.add_argument("--what", default="legs",
+                        choices=("legs", "place", "aim", "motion", "margins", "target", "lowpass", "chain"))
     args = parser.parse_args()
     sys.path[:0] = [str(args.root.resolve()), str(HERE.parent), str(HERE)]
     import gait_replay_ab

@@ -90,9 +90,12 @@ def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None]
         if edges is None or not len(rows):
             continue
         p = out[rows]
+        pairs = list(zip(*edges))
         for _ in range(4):  # onto each violated edge in turn: a few sweeps settle on a convex polygon
-            for n, b in zip(*edges):
-                p -= np.clip(p @ n - b, 0.0, None)[:, None] * n
+            for n, b in pairs:  # np.clip(x, 0.0, None) is np.maximum(x, 0.0) behind a Python wrapper
+                miss = p @ n
+                miss -= b
+                p -= np.maximum(miss, 0.0, out=miss)[:, None] * n
         out[rows] = p
     return out
 

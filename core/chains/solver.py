@@ -130,16 +130,16 @@ class ChainKinematics:
             if len(rows) == 1:
                 points[rows[0]] = _apply(cols, local[0]) + (pos - refs[ref])
             else:
-                turned = local @ np.stack(cols).reshape(3, -1)  # (P, 3 * F)
+                turned = local @ np.concatenate(cols).reshape(3, -1)  # (P, 3 * F): np.stack's rows, a C call
                 points[rows] = turned.reshape(len(rows), 3, -1) + (pos - refs[ref])
         if not jacobian:
             return points.transpose(2, 0, 1), None
         # d(point - reference)/dq_v = axis_v x (point - joint_v) - [v moves the reference] axis_v x (reference - joint_v)
         #                           = axis_v x (point - reference + (reference - joint_v) * (1 - [v moves it]))
         variables = self.chain.variables
-        axes = np.stack([axes[v] for v in variables])  # (V, 3, F)
-        joints = np.stack([joints[v] for v in variables])
-        offset = (np.stack(refs)[None] - joints[:, None]) * self._free[:, :, None, None]  # (V, R, 3, F)
+        axes = np.array([axes[v] for v in variables])  # (V, 3, F)
+        joints = np.array([joints[v] for v in variables])
+        offset = (np.array(refs)[None] - joints[:, None]) * self._free[:, :, None, None]  # (V, R, 3, F)
         arm = points[None] + (offset if len(refs) == 1 else offset[:, self.row_reference])  # (V, M, 3, F)
         if self._partial:  # 0 where v does not move the point; on the contiguous arm (exact: 0 or 1), as
             arm *= self._mask_vm  # multiplying the Jacobian through its transposed view cost 10 x as much

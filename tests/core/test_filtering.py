@@ -150,3 +150,30 @@ def test_short_clip_every_method():
         assert out.shape == q.shape and np.isfinite(out).all()
         assert (out >= [0.0, 0.95]).all() and (out <= [0.35, 1.15]).all()
     assert mean_abs_jerk(q, FPS) > 0.0
+
+
+def test_forward_backward_is_sosfiltfilt_to_the_bit():
+    """The low-pass with the sections' steady state computed once per design gives scipy's sosfiltfilt bits
+    (the bundled walk's joint heads, 1-3 dimensional, every pad the low-pass uses and none); a steady state
+    one ulp off (zi solved another way) fails this."""
+    from pathlib import Path
+
+    from scipy import signal
+
+    from core.motion.bvh import load_bvh
+    from core.motion.filtering import PAD_RATE_HZ, butter_sos, butter_zi, forward_backward
+
+    root = Path(__file__).resolve().parents[2]
+    heads = load_bvh(root / "data" / "motion" / "cmu_131_01_walk_m.bvh").to_source_motion().heads  # (F, B, 3)
+    fps = 120.0
+    for order, cutoff in ((2, 1.5), (4, 6.0), (2, 12.0)):
+        sos = butter_sos(order, cutoff, fps).copy()
+        zi = butter_zi(order, cutoff, fps)
+        for x in (heads[:, 0, 2], heads[:, :4, 0], heads[:, :3]):
+            full = int(round(3 * (2 * len(sos) + 1) * fps / PAD_RATE_HZ))
+            for frames, padlen in ((len(x), full), (40, 39), (len(x), 0), (2, 1)):
+                q = np.array(x[:frames], dtype=float)
+                ours = forward_backward(sos, zi, q, padlen)
+                assert np.array_equal(ours, signal.sosfiltfilt(sos, q, axis=0, padlen=padlen))
+        assert np.array_equal(butterworth_lowpass(heads[:, :4, 1], fps, cutoff, order),
+                              signal.sosfiltfilt(sos, heads[:, :4, 1], axis=0, padlen=full))

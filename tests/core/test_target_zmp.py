@@ -67,3 +67,42 @@ def test_a_foot_placed_at_the_clips_start_takes_the_weight_only_once_it_lands():
     np.testing.assert_allclose(zmp[50:150], sole["left"][50:150])  # then the walk as before
     assert np.linalg.norm(np.diff(zmp[:60], axis=0), axis=1).max() < 0.03
     np.testing.assert_allclose(target_zmp(sole, down, None), target_zmp(sole, down))
+
+
+def test_the_target_goes_into_its_support_with_the_plain_loops_bits():
+    """target._into (the edges' pairs read once, np.clip(x, 0, None) as the np.maximum it calls, in place) gives
+    the plain loop's bits: the bundled walk's hips pushed into the hulls of its ankles and toes, ten frames a
+    hull. Taking the edges in another order fails this."""
+    from pathlib import Path
+
+    from scipy.spatial import ConvexHull
+
+    from core.balance.lateral import shrunk_edges
+    from core.balance.target import _into
+    from core.motion.bvh import load_bvh
+
+    motion = load_bvh(Path(__file__).resolve().parents[2] / "data" / "motion" / "cmu_131_01_walk_m.bvh")
+    motion = motion.to_source_motion()
+    names = list(motion.bone_names)
+    feet = motion.heads[:, [names.index(n) for n in ("LeftAnkle", "LeftToe", "RightAnkle", "RightToe")], :2]
+    feet = np.concatenate([feet, motion.tails[:, [names.index("LeftToe"), names.index("RightToe")], :2]], axis=1)
+    frames = len(feet)
+    polygons = [feet[f:f + 10].reshape(-1, 2) for f in range(0, frames, 10)]
+    polygons = [p[ConvexHull(p).vertices] for p in polygons]  # counter-clockwise
+    shrunk = [shrunk_edges(p, 0.02, None) for p in polygons]
+    shrunk[3] = None  # left where it is
+    index = np.arange(frames) // 10
+    hips = motion.heads[:, names.index("Hips"), :2] * 1.0
+    plain = hips.copy()
+    for i, edges in enumerate(shrunk):
+        rows = np.flatnonzero(index == i)
+        if edges is None:
+            continue
+        p = plain[rows]
+        for _ in range(4):
+            for n, b in zip(*edges):
+                p -= np.clip(p @ n - b, 0.0, None)[:, None] * n
+        plain[rows] = p
+    ours = _into(hips, shrunk, index)
+    assert not np.array_equal(ours, hips)  # the hips were moved
+    assert np.array_equal(ours, plain)
