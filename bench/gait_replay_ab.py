@@ -46,7 +46,8 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 from gait_cpu_pair import runner  # noqa: E402
 
 WHAT = ("legs", "place", "aim", "motion", "margins", "target", "lowpass", "chain")
-FUNCTIONS = {"target": ("balance.target", "onto_support"), "lowpass": ("motion.filtering", "butterworth_lowpass")}
+FUNCTIONS = {"legs": ("balance.legs", "_solve_leg"), "margins": ("balance.support", "support_margins"),
+             "target": ("balance.target", "onto_support"), "lowpass": ("motion.filtering", "butterworth_lowpass")}
 
 
 def _copied(value):
@@ -55,15 +56,12 @@ def _copied(value):
 
 def record(robot: str, ten: bool, what: list[str], lateral_solver: str | None = None) -> dict[str, list]:
     """Run one gait with this tree's core; the inputs of each call of `what`."""
-    legs = importlib.import_module("core.balance.legs")
     sagittal = importlib.import_module("core.balance.sagittal")
     hip_aim = importlib.import_module("core.balance.hip_aim")
     correction = importlib.import_module("core.balance.correction")
-    margin = importlib.import_module("core.balance.margin")
     calls: dict[str, list] = {name: [] for name in what}
-    hooks = {"legs": (legs, "_solve_leg", False), "place": (sagittal.SagittalWaist, "place", True),
-             "aim": (hip_aim.HeadAim, "solve", True), "motion": (correction, "_motion", False),
-             "margins": (margin, "support_margins", False)}
+    hooks = {"place": (sagittal.SagittalWaist, "place", True), "aim": (hip_aim.HeadAim, "solve", True),
+             "motion": (correction, "_motion", False)}
     hooks["chain"] = (importlib.import_module("core.chains.solver").ChainKinematics, "evaluate", True)
     for name, (module, attr) in FUNCTIONS.items():
         hooks[name] = (importlib.import_module("core." + module), attr, False)
@@ -123,45 +121,34 @@ def _as_class(value, module: str, name: str):
 
 def replay(name: str, calls: list, package: str) -> tuple[list, float]:
     """Each recorded call of `name` with `package`'s code: (outputs, CPU seconds)."""
-    if name == "legs":
-        solve = importlib.import_module(package + ".balance.legs")._solve_leg
-        work = [[_copied(a) for a in args] for args in calls]
-        started = time.process_time()
-        return [solve(*args) for args in work], time.process_time() - started
-    if name == "place":
-        work = [[_as_package(args[0], package)] + [_copied(a) for a in args[1:]] for args in calls]
-        started = time.process_time()
-        return [args[0].place(*args[1:]) for args in work], time.process_time() - started
-    if name == "margins":
-        margins = importlib.import_module(package + ".balance.support").support_margins
-        work = [[_copied(a) for a in args] for args in calls]
-        started = time.process_time()
-        return [margins(*args) for args in work], time.process_time() - started
-    if name == "motion":
-        motion = importlib.import_module(package + ".balance.correction")._motion
-        work = [[_as_class(args[0], package + ".model.posing", "Poser"),
-                 _as_class(args[1], package + ".balance.inertia", "MassModel")] + [_copied(a) for a in args[2:]]
-                for args in calls]
-        started = time.process_time()
-        return [motion(*args) for args in work], time.process_time() - started
+    call, work = _prepared(name, calls, package)
+    started = time.process_time()
+    return [call(*args) for args in work], time.process_time() - started
+
+
+def _prepared(name: str, calls: list, package: str) -> tuple:
+    """The call to replay with `package`'s code and each recorded call's arguments, copied (objects on its classes)."""
+    def rest(args, first):
+        return [first] + [_copied(a) for a in args[1:]]
     if name in FUNCTIONS:
         module, attr = FUNCTIONS[name]
-        function = getattr(importlib.import_module(package + "." + module), attr)
-        work = [[_copied(a) for a in args] for args in calls]
-        started = time.process_time()
-        return [function(*args) for args in work], time.process_time() - started
+        return (getattr(importlib.import_module(package + "." + module), attr),
+                [[_copied(a) for a in args] for args in calls])
+    if name == "place":
+        return (lambda waist, *args: waist.place(*args),
+                [rest(args, _as_package(args[0], package)) for args in calls])
+    if name == "motion":
+        return (importlib.import_module(package + ".balance.correction")._motion,
+                [[_as_class(args[0], package + ".model.posing", "Poser"),
+                  _as_class(args[1], package + ".balance.inertia", "MassModel")] + [_copied(a) for a in args[2:]]
+                 for args in calls])
     if name == "chain":
-        work = [[_as_class(args[0], package + ".chains.solver", "ChainKinematics")] + [_copied(a) for a in args[1:]]
-                for args in calls]
+        work = [rest(args, _as_class(args[0], package + ".chains.solver", "ChainKinematics")) for args in calls]
         for args in work:
             args[0]._steps = None  # each code reads the tree itself
-        started = time.process_time()
-        return [args[0].evaluate(*args[1:]) for args in work], time.process_time() - started
+        return lambda kinematics, *args: kinematics.evaluate(*args), work
     hip_aim = importlib.import_module(package + ".balance.hip_aim")
-    solve = hip_aim.HeadAim.solve
-    work = [[_aim_as_package(args[0], hip_aim)] + [_copied(a) for a in args[1:]] for args in calls]
-    started = time.process_time()
-    return [solve(*args) for args in work], time.process_time() - started
+    return hip_aim.HeadAim.solve, [rest(args, _aim_as_package(args[0], hip_aim)) for args in calls]
 
 
 def _same(a, b) -> bool:
