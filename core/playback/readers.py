@@ -34,8 +34,8 @@ def _period_from(times: np.ndarray, path: Path, stated: float | None = None) -> 
     off = np.abs(times - expected) > _TIME_RTOL * np.maximum(1.0, np.abs(expected))
     if np.any(off):
         k = int(np.flatnonzero(off)[0])
-        raise PlaybackFormatError(f"{path}: sample {k} at {times[k]!r} s is not on the "
-                                  f"{stated!r} s control cycle ({expected[k]!r} s)")
+        raise PlaybackFormatError(f"{path}: sample {k} at {float(times[k])!r} s is not on the "
+                                  f"{float(stated)!r} s control cycle ({float(expected[k])!r} s)")
     return stated
 
 

@@ -181,7 +181,7 @@ def _relative_times(table: BakeTable) -> np.ndarray:
         raise PlaybackError("the motion has no keys")
     if not np.all(np.isfinite(time)) or np.any(np.diff(time) <= 0):
         bad = int(np.flatnonzero(~(np.diff(time) > 0))[0]) + 1 if len(time) > 1 else 0
-        raise PlaybackError(f"key times must increase (key {bad} at {time[bad]!r} s does not)")
+        raise PlaybackError(f"key times must increase (key {bad} at {float(time[bad])!r} s does not)")
     return time - time[0]
 
 

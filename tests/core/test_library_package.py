@@ -42,7 +42,9 @@ def test_core_never_imports_above_itself():
                 assert node.level - 1 <= depth, f"{path}: from {'.' * node.level}{node.module or ''}"
 
 
-def test_fresh_venv_installs_and_bakes_the_walk_like_this_tree(tmp_path):
+def _installed(tmp_path: Path, pins: list[str]) -> tuple[Path, Path]:
+    """A fresh virtual environment with the package installed from a copy of its files (and `pins`):
+    its python and its console command."""
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -51,13 +53,18 @@ def test_fresh_venv_installs_and_bakes_the_walk_like_this_tree(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python, command = venv / "bin" / "python", venv / "bin" / "robot-retarget-core"
-    # the same numpy and scipy as this tree's .venv: bytes are only the same from the same arithmetic
-    pins = [line for line in (ROOT / "requirements-dev.txt").read_text(encoding="utf-8").splitlines()
-            if line.startswith(("numpy==", "scipy=="))]
     pip = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", str(source),
                           *pins],
                          capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, pip.stderr
+    return python, command
+
+
+def test_fresh_venv_installs_and_bakes_the_walk_like_this_tree(tmp_path):
+    # the same numpy and scipy as this tree's .venv: bytes are only the same from the same arithmetic
+    pins = [line for line in (ROOT / "requirements-dev.txt").read_text(encoding="utf-8").splitlines()
+            if line.startswith(("numpy==", "scipy=="))]
+    python, command = _installed(tmp_path, pins)
     no_bpy = subprocess.run([str(python), "-c", "import bpy"], capture_output=True, text=True)
     assert no_bpy.returncode != 0 and "No module named 'bpy'" in no_bpy.stderr
 
@@ -83,3 +90,45 @@ def test_fresh_venv_installs_and_bakes_the_walk_like_this_tree(tmp_path):
         assert installed == (runs["extension"] / name).read_bytes(), name  # the extension's command line
         assert installed == (runs["tree"] / name).read_bytes(), name
     assert (runs["installed"] / "walk.csv").read_text(encoding="utf-8").count("\n") == 241
+
+
+# a playback CSV with its fifth sample off the 0.02 s cycle, read back: the message a user sees
+_OFF_CYCLE = """
+import sys
+from pathlib import Path
+import numpy as np
+from robot_retarget_core.playback.formats import read_playback
+path = Path(sys.argv[1])
+pose = "0,0,0,1,0,0,0,0.0"  # root x y z, qw qx qy qz, one joint
+rows = ["time_s,root_x,root_y,root_z,root_qw,root_qx,root_qy,root_qz,j1"] + [f"{k * 0.02:.4f},{pose}" for k in range(8)]
+rows[5] = f"0.0801,{pose}"
+path.write_text("\\n".join(rows) + "\\n", encoding="utf-8")
+try:
+    read_playback(path, "csv")
+except Exception as exc:
+    print(f"numpy {np.__version__}: {exc}")
+"""
+
+
+def test_fresh_venv_with_the_newest_numpy_and_scipy_bakes_and_reads_like_this_tree(tmp_path):
+    """`pip install robot-retarget-core` as a pipeline gets it: no pins, so today's numpy and scipy (numpy 2 where
+    this tree's .venv has Blender's 1.26). The planted-feet bake of the walk agrees with this tree's within
+    1e-7 (other arithmetic, not other bits), and messages print numbers, not numpy 2's `np.float64(...)`."""
+    python, command = _installed(tmp_path, [])
+    versions = subprocess.run([str(python), "-c", "import numpy, scipy; print(numpy.__version__, scipy.__version__)"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    outs = {}
+    for who, argv0 in (("installed", [str(command)]), ("tree", [sys.executable, "-m", "core.library.cli"])):
+        outs[who] = tmp_path / f"{who}.csv"
+        proc = subprocess.run([*argv0, "bake", "--source", str(WALK), "--robot", str(G1), "--frames", "0:240",
+                               "--out", str(outs[who])], cwd=tmp_path if who == "installed" else ROOT,
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, f"{who} (numpy, scipy {versions}): {proc.stderr}"
+    import numpy as np
+
+    installed, tree = (np.loadtxt(outs[w], delimiter=",", skiprows=1) for w in ("installed", "tree"))
+    assert installed.shape == tree.shape == (240, tree.shape[1])
+    assert np.abs(installed - tree).max() < 1e-7, versions
+    said = subprocess.run([str(python), "-c", _OFF_CYCLE, str(tmp_path / "wave.csv")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert "sample 4 at 0.0801 s is not on the 0.02 s control cycle (0.08 s)" in said.stdout, said.stdout + said.stderr
