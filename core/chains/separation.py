@@ -26,7 +26,7 @@ from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _lim
 from .coherence import NO_CHANGE_RAD, one_answer_per_run
 from .dual import dual_step
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
-from .polish import polish_room
+from .polish import descend_room, polish_room
 from .steady import steady_gain, steady_room
 from .switches import _violation, solve_switches
 
@@ -48,6 +48,7 @@ DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (docs/history/self_collision.md: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
 #                            (docs/history/self_collision.md: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
+WHOLE_ROUNDS = 1  # rounds of (whole steps, out of reach, keep the cheaper)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (docs/history/self_collision.md: the third's cost 5 %, cleared none)
 DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
@@ -57,6 +58,8 @@ STEADY_ROOM = True  # the room made is made steady in time where the bake gives 
 POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.polish; docs/history/self_collision.md: G1 limbs -0.08 /
 #                     -0.14 deg for more jerk and CPU, so off)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
+SAMPLED_RAMP = True  # the sampled frames' passes ramp their room in time (False: each frame's own, the steady room takes time in)
+SAMPLED_DESCENT = False  # the sampled frames' room taken down its whole cost (core.chains.polish.descend_room)
 SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (docs/history/self_collision.md)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 ONE_ANSWER_PER_RUN = True  # ablation switches (bench/bench_collision_ablate.py): each stage can be left out
@@ -124,8 +127,13 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     fraction of the frame-steps (docs/history/self_collision.md)."""
     frames = np.arange(len(shape))
     sample = np.union1d(frames[::every], frames[-1:])
-    change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
-                         fixes=False) - shape[sample]
+    on, apart = problem.on(sample), separation.on(sample)
+    x = _keep_apart(on, apart, shape[sample], max_step * every if SAMPLED_RAMP else None, fixes=False)
+    if SAMPLED_DESCENT:
+        x = descend_room(on, apart, x, shape[sample], np.maximum(on.lower, shape[sample] - MAX_SEPARATION_RAD),
+                         np.minimum(on.upper, shape[sample] + MAX_SEPARATION_RAD), _least_change,
+                         WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD)
+    change = x - shape[sample]
     between = np.stack([np.interp(frames, sample, column) for column in change.T], axis=1)
     return np.clip(shape + between, problem.lower, problem.upper)
 
@@ -299,6 +307,12 @@ class _Corrections:
                 break
         if not self.whole:
             return
+        for _ in range(WHOLE_ROUNDS):
+            live = self._whole_round(out, every, live)
+
+    def _whole_round(self, out: np.ndarray, every: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """WHOLE_STEPS toward the rows' least whole change, out of reach again from there, kept
+        only where cheaper (_keep_cheaper); the rows left inside."""
         kept = self._whole_state(out, every, live)
         moved, live = [], every
         for _ in range(WHOLE_STEPS):
@@ -310,6 +324,7 @@ class _Corrections:
                 break
             live = self.step(out, live)
         self._keep_cheaper(out, every, kept, live)
+        return live
 
     def _whole_state(self, out: np.ndarray, live: np.ndarray, inside: np.ndarray) -> tuple:
         """(joints (L, V), whole cost (L,), inside (L,) bool) of the live rows where they are;
