@@ -11,8 +11,10 @@ margin (steady.INSIDE_M) or 5 mm (the report's overlap), the joints' mean jerk a
 
     .venv/bin/python bench/bench_collision_step.py [--repeats 3] [--clips walk,hop] [--variants base,frames,...]
 
-Variants: base (as the bake), frames (the frame-by-frame room, no steady room: where the passes
-land before time is taken into account), and those in VARIANTS.
+Variants (VARIANTS): base (as the bake), frames (the frame-by-frame room, no steady room: where the
+passes land before time is taken into account), the whole steps' and costs' constants, polish
+(POLISH_ROOM), descent (the polish by core.chains.polish.descend_room) and its constants. --frames
+also prints the limbs of each variant's frame-by-frame room (what separation._steady is handed).
 """
 from __future__ import annotations
 
@@ -47,15 +49,10 @@ VARIANTS = {
     "shape01": {"WHOLE_SHAPE_WEIGHT": 0.01},
     "pull10": {"change_cost.PULL_WEIGHT": 10.0},
     "polish": {"POLISH_ROOM": True},
-    "rounds3": {"WHOLE_ROUNDS": 3},
-    "noramp": {"SAMPLED_RAMP": False},
-    "noramp+r3": {"SAMPLED_RAMP": False, "WHOLE_ROUNDS": 3},
-    "noramp+r2": {"SAMPLED_RAMP": False, "WHOLE_ROUNDS": 2},
-    "r2": {"WHOLE_ROUNDS": 2},
-    "descent": {"SAMPLED_DESCENT": True},
-    "descent+noramp": {"SAMPLED_DESCENT": True, "SAMPLED_RAMP": False},
-    "wp3+r2": {"WHOLE_ROUNDS": 2, "WHOLE_PASSES": 3},
-    "rounds6": {"WHOLE_ROUNDS": 6},
+    "descent": {"POLISH_ROOM": True, "POLISH_DESCENT": True},
+    "descent-c0": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_CLEAR_M": 0.0},
+    "descent-c4": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_CLEAR_M": 0.004},
+    "descent-s10": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_STEPS": 10},
 }
 
 

@@ -130,21 +130,25 @@ def polish_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np
     return x
 
 
-DESCENT_STEPS = 10  # damped SQP steps of descend_room (5: half the gain, 20: +2 %)
+DESCENT_STEPS = 3  # damped SQP steps of descend_room (G1 walk / hop limbs +0.41 / +0.77 deg for 10, +0.41 / +0.74 for 3)
 DESCENT_DAMPING = 0.1  # the first steps' damping, a share of the model's mean diagonal
 DESCENT_UP, DESCENT_DOWN = 4.0, 3.0  # the damping's growth where a step failed, its fall where one was kept
 DESCENT_GIVE_UP = 1e3  # a row whose damping grew past this is where its descent ends
 DESCENT_AIM_M = 0.001  # a step that ended inside is taken back out this far beyond the margin
+DESCENT_CLEAR_M = 0.002  # the descent keeps its pairs this far beyond the margin (or no closer than they were):
+#                          its move low-passed in time then leaves no frame inside (0: 0.2-0.3 % of frames, more jerk)
 
 
 def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                 least_change: Callable, shape_weight: float, lookahead: float, radius: float) -> np.ndarray:
+                 least_change: Callable, shape_weight: float, lookahead: float, radius: float,
+                 clear: float | None = None) -> np.ndarray:
     """x (F, V, its frames out of the margin) with each frame moved from `shape` taken down its
     whole cost (as polish_room's) to where it stops falling: Levenberg-Marquardt damped SQP steps
     whose pairs are linearised at the margin itself (not beyond: a pair at the margin would then
     cost every step, and the descent stalls there), a step that ends inside taken back out
     (a second-order correction: the surface curves away from its tangent), kept only where it
-    lowers the cost and leaves no pair closer than the margin or than it was. The passes' way
+    lowers the cost and leaves no pair closer than the margin (+ clear, default DESCENT_CLEAR_M) or
+    than it was. The passes' way
     out and their few whole steps stop at about twice the cost this reaches on the G1's arms
     (docs/notes/s25-step.md)."""
     if all(line is None for line in problem.lines):
@@ -152,7 +156,7 @@ def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: n
     rows = np.flatnonzero((np.abs(x - shape) > 1e-9).any(axis=1))
     if len(rows) == 0:
         return x
-    margin = separation.margin
+    margin = separation.margin + (DESCENT_CLEAR_M if clear is None else clear)
     polish = _Polish(problem, separation, x, shape, rows, lower, upper, shape_weight, lookahead)
     x = x.copy()
     live = np.arange(len(rows))

@@ -48,7 +48,6 @@ DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (docs/history/self_collision.md: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
 #                            (docs/history/self_collision.md: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
-WHOLE_ROUNDS = 1  # rounds of (whole steps, out of reach, keep the cheaper)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (docs/history/self_collision.md: the third's cost 5 %, cleared none)
 DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
@@ -57,9 +56,10 @@ DETOUR_STEPS = 3  # linearisations per detour window (6, as the switch windows: 
 STEADY_ROOM = True  # the room made is made steady in time where the bake gives its frame rate (core.chains.steady)
 POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.polish; docs/history/self_collision.md: G1 limbs -0.08 /
 #                     -0.14 deg for more jerk and CPU, so off)
+POLISH_DESCENT = False  # the polish by core.chains.polish.descend_room (a damped SQP to where the whole cost stops
+#                        falling, on the sampled frames) instead of polish_room (docs/notes/s25-step.md: G1 walk / hop
+#                        limbs +0.48 / +0.80 deg over off on capsules, +0.22 / +0.31 on the smooth trunk; off)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
-SAMPLED_RAMP = True  # the sampled frames' passes ramp their room in time (False: each frame's own, the steady room takes time in)
-SAMPLED_DESCENT = False  # the sampled frames' room taken down its whole cost (core.chains.polish.descend_room)
 SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (docs/history/self_collision.md)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 ONE_ANSWER_PER_RUN = True  # ablation switches (bench/bench_collision_ablate.py): each stage can be left out
@@ -125,17 +125,22 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
     fraction of the frame-steps (docs/history/self_collision.md)."""
-    frames = np.arange(len(shape))
-    sample = np.union1d(frames[::every], frames[-1:])
-    on, apart = problem.on(sample), separation.on(sample)
-    x = _keep_apart(on, apart, shape[sample], max_step * every if SAMPLED_RAMP else None, fixes=False)
-    if SAMPLED_DESCENT:
-        x = descend_room(on, apart, x, shape[sample], np.maximum(on.lower, shape[sample] - MAX_SEPARATION_RAD),
-                         np.minimum(on.upper, shape[sample] + MAX_SEPARATION_RAD), _least_change,
-                         WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD)
-    change = x - shape[sample]
-    between = np.stack([np.interp(frames, sample, column) for column in change.T], axis=1)
-    return np.clip(shape + between, problem.lower, problem.upper)
+    sample = _samples(len(shape), every)
+    change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
+                         fixes=False) - shape[sample]
+    return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
+
+
+def _samples(count: int, every: int) -> np.ndarray:
+    """Every `every`-th of `count` frames and the last."""
+    frames = np.arange(count)
+    return np.union1d(frames[::every], frames[-1:])
+
+
+def _between(count: int, sample: np.ndarray, change: np.ndarray) -> np.ndarray:
+    """(count, V) the change on the sampled frames (len(sample), V) interpolated in time between them."""
+    frames = np.arange(count)
+    return np.stack([np.interp(frames, sample, column) for column in change.T], axis=1)
 
 
 def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
@@ -144,8 +149,15 @@ def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray,
     within POLISH_ROOM_RAD of the shape), that move low-passed in time (steady_gain)."""
     lower = np.maximum(problem.lower, shape - POLISH_ROOM_RAD)
     upper = np.minimum(problem.upper, shape + POLISH_ROOM_RAD)
-    better = polish_room(problem, separation, x, shape, lower, upper, _least_change, WHOLE_SHAPE_WEIGHT,
-                         LOOKAHEAD_M, STEP_RAD)
+    every = max(1, int(round(fps / SAMPLE_HZ)))
+    if POLISH_DESCENT and every > 1 and len(x) > 2 * every:  # on frames 1 / SAMPLE_HZ apart, as the passes
+        sample = _samples(len(x), every)
+        moved = descend_room(problem.on(sample), separation.on(sample), x[sample], shape[sample], lower[sample],
+                             upper[sample], _least_change, WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD) - x[sample]
+        better = x + _between(len(x), sample, moved)
+    else:
+        better = (descend_room if POLISH_DESCENT else polish_room)(
+            problem, separation, x, shape, lower, upper, _least_change, WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD)
     return steady_gain(x, better, fps, lower, upper, max_step,
                        lambda y, frames: _violation(problem, separation, y, frames))
 
@@ -307,12 +319,6 @@ class _Corrections:
                 break
         if not self.whole:
             return
-        for _ in range(WHOLE_ROUNDS):
-            live = self._whole_round(out, every, live)
-
-    def _whole_round(self, out: np.ndarray, every: np.ndarray, live: np.ndarray) -> np.ndarray:
-        """WHOLE_STEPS toward the rows' least whole change, out of reach again from there, kept
-        only where cheaper (_keep_cheaper); the rows left inside."""
         kept = self._whole_state(out, every, live)
         moved, live = [], every
         for _ in range(WHOLE_STEPS):
@@ -324,7 +330,6 @@ class _Corrections:
                 break
             live = self.step(out, live)
         self._keep_cheaper(out, every, kept, live)
-        return live
 
     def _whole_state(self, out: np.ndarray, live: np.ndarray, inside: np.ndarray) -> tuple:
         """(joints (L, V), whole cost (L,), inside (L,) bool) of the live rows where they are;
