@@ -144,13 +144,13 @@ def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: n
                  clear: float | None = None) -> np.ndarray:
     """x (F, V, its frames out of the margin) with each frame moved from `shape` taken down its
     whole cost (as polish_room's) to where it stops falling: Levenberg-Marquardt damped SQP steps
-    whose pairs are linearised at the margin itself (not beyond: a pair at the margin would then
-    cost every step, and the descent stalls there), a step that ends inside taken back out
-    (a second-order correction: the surface curves away from its tangent), kept only where it
-    lowers the cost and leaves no pair closer than the margin (+ clear, default DESCENT_CLEAR_M) or
-    than it was. The passes' way
-    out and their few whole steps stop at about twice the cost this reaches on the G1's arms
-    (docs/notes/s25-step.md)."""
+    (the damping grown where a step failed: the undamped model asks for steps the trust region
+    cuts, and a cut step is often no descent) whose pairs are linearised at the level they keep, the margin + clear (default DESCENT_CLEAR_M), with no aim beyond it (a pair already there
+    would cost every step, and the descent stalls); a step that ends inside is taken back out (a
+    second-order correction: the surface curves away from its tangent); a step is kept only where
+    it lowers the cost and leaves no pair closer than that level or than it was. The passes' way
+    out and their few whole steps stop at about 1.5 times the cost an exact solve reaches on the
+    G1's arms (docs/notes/s25-step.md)."""
     if all(line is None for line in problem.lines):
         return x
     rows = np.flatnonzero((np.abs(x - shape) > 1e-9).any(axis=1))
