@@ -2,7 +2,7 @@
 """How near the separation's steps come to the least of their own objective, frame by frame (G1).
 
 On every `--stride`-th close frame of one arm (as bench_collision_floor.py picks them), the arm's
-and hand's joints where: the separation's passes put them (core.chains.separation._keep_apart on
+and hand's joints where: the bake put them (the whole separate stage), the separation's passes put them (core.chains.separation._keep_apart on
 those frames alone: no ramps in time, no steady room), core.chains.polish.descend_room takes them
 from there, SLSQP puts them at the least of the same whole cost (the change's shape metric at
 WHOLE_SHAPE_WEIGHT plus the limb line's pull: what the passes' whole steps and the descent aim
@@ -35,8 +35,9 @@ from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
 
 
-def groups(seen: dict, fps: float) -> list:
-    """(group, its SeparationTerm, shape (F, V), q as the group found it) of each group's separate stage."""
+def groups(seen: dict, fps: float) -> tuple[list, np.ndarray]:
+    """((group, its SeparationTerm, shape (F, V), q as the group found it) of each group's separate
+    stage, q after the stage)."""
     found, steady = [], separation._steady
 
     def spy(problem, apart, x, shape, max_step, fps_):
@@ -45,10 +46,10 @@ def groups(seen: dict, fps: float) -> list:
 
     separation._steady = spy
     try:
-        stage(seen, fps, {})
+        after, _ = stage(seen, fps, {})
     finally:
         separation._steady = steady
-    return found
+    return found, after
 
 
 def whole_cost(problem, shape: np.ndarray, metric: np.ndarray, x: np.ndarray, f: int) -> float:
@@ -70,7 +71,8 @@ def main() -> None:
     motion = clips.load({"walk": clips.WALK, "hop": clips.HOP}[args.clip])
     mapping, seen = captured(motion, tree)
     arm = ArmFrames(motion, mapping, seen, args.side)
-    problem, apart, shape, q = next(g for g in groups(seen, motion.fps) if set(g[0].columns) == set(arm.cols))
+    found, after = groups(seen, motion.fps)
+    problem, apart, shape, q = next(g for g in found if set(g[0].columns) == set(arm.cols))
     assert (problem.columns == arm.cols).all()
     problem.q[:] = q  # as the group found it: the stage wrote its answer into it
     frames = arm.close[::args.stride]
@@ -93,12 +95,13 @@ def main() -> None:
                          bounds=list(zip(lower[i], upper[i])), constraints=[arm.constraint(f)],
                          options={"maxiter": 200, "ftol": 1e-10}).x
         floor = arm.least(f, [shape[f], passes[i]], separation.MAX_SEPARATION_RAD)
-        answers = [passes[i], descent[i], exact] + ([floor[1]] if floor is not None else [exact])
+        answers = [after[f, problem.columns], passes[i], descent[i], exact] + (
+            [floor[1]] if floor is not None else [exact])
         start = arm.error(shape[f], f)
         rows.append([(arm.error(x, f) - start, whole_cost(problem, shape, metric, x, f),
                       1000 * arm.clearance(x, f).min()) for x in answers])
     rows = np.array(rows)  # (frames, answers, 3)
-    for k, name in enumerate(("the passes", "descend_room", "least whole cost (SLSQP)", "least error (floor)")):
+    for k, name in enumerate(("the bake (its steady room)", "the passes", "descend_room", "least whole cost (SLSQP)", "least error (floor)")):
         print(f"  {name:<26} error {rows[:, k, 0].mean():+.2f} deg, whole cost {rows[:, k, 1].mean():.4f}, "
               f"least clearance {rows[:, k, 2].min():+.1f} mm")
 
