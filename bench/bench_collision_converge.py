@@ -12,7 +12,7 @@ viewer's limb error over the shape answer, its mean whole cost and its least cle
 passes' cost is well above SLSQP's on the same objective, the steps stop short; if SLSQP's error
 is well above the floor's, the objective is what costs.
 
-    .venv/bin/python bench/bench_collision_converge.py [--clip walk] [--side left] [--stride 10]
+    .venv/bin/python bench/bench_collision_converge.py [--clip walk] [--side left] [--stride 10] [--steps 3] [--clear 0.002]
 """
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ def groups(seen: dict, fps: float) -> tuple[list, np.ndarray]:
 
     separation._steady = spy
     try:
-        after, _ = stage(seen, fps, {})
+        after, _ = stage(seen, fps, {})  # the groups' q: copied before it is set back
     finally:
         separation._steady = steady
-    return found, after
+    return found, after.copy()
 
 
 def whole_cost(problem, shape: np.ndarray, metric: np.ndarray, x: np.ndarray, f: int) -> float:
@@ -65,7 +65,10 @@ def main() -> None:
     parser.add_argument("--clip", default="walk")
     parser.add_argument("--side", default="left")
     parser.add_argument("--stride", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=polish.DESCENT_STEPS, help="descend_room's steps")
+    parser.add_argument("--clear", type=float, default=polish.DESCENT_CLEAR_M, help="descend_room's clearance (m)")
     args = parser.parse_args()
+    polish.DESCENT_STEPS, polish.DESCENT_CLEAR_M = args.steps, args.clear
     warnings.filterwarnings("ignore", "Values in x were outside bounds")
     tree = KinematicTree(parse_urdf(clips.ROBOTS["g1"]))
     motion = clips.load({"walk": clips.WALK, "hop": clips.HOP}[args.clip])

@@ -53,6 +53,9 @@ VARIANTS = {
     "descent-c0": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_CLEAR_M": 0.0},
     "descent-c4": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_CLEAR_M": 0.004},
     "descent-s10": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_STEPS": 10},
+    "descent-s2": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_STEPS": 2},
+    "descent-d1": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_DAMPING": 1.0},
+    "descent-c3": {"POLISH_ROOM": True, "POLISH_DESCENT": True, "polish.DESCENT_CLEAR_M": 0.003},
 }
 
 
