@@ -4,7 +4,9 @@ line's distance from the actor's: core.chains.change_cost) by steps that each lo
 and keep the pairs out (sequential quadratic programming with a backtracking line search), in
 a wider room than the passes' (a frame held at the passes' bound gets more). The passes' whole
 steps are kept only where cheaper after the fact and stop short; these do not undo themselves.
-Off by default (core.chains.separation.POLISH_ROOM; docs/history/self_collision.md).
+Off by default (core.chains.separation.POLISH_ROOM; docs/history/self_collision.md). descend_room
+takes every frame moved from the shape further, to where its cost stops falling (damped steps, a step that ends
+inside taken back out; core.chains.separation.POLISH_DESCENT, off; docs/notes/s25-step.md).
 """
 from __future__ import annotations
 
@@ -130,7 +132,8 @@ def polish_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np
     return x
 
 
-DESCENT_STEPS = 3  # damped SQP steps of descend_room (G1 walk / hop limbs +0.41 / +0.77 deg for 10, +0.41 / +0.74 for 3)
+DESCENT_STEPS = 3  # damped SQP steps of descend_room (G1 walk / hop limbs with no clearance: +0.41 / +0.77 deg
+#                    for 10 steps, +0.41 / +0.74 for 3, docs/notes/s25-step.md)
 DESCENT_DAMPING = 0.1  # the first steps' damping, a share of the model's mean diagonal
 DESCENT_UP, DESCENT_DOWN = 4.0, 3.0  # the damping's growth where a step failed, its fall where one was kept
 DESCENT_GIVE_UP = 1e3  # a row whose damping grew past this is where its descent ends
@@ -145,7 +148,8 @@ def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: n
     """x (F, V, its frames out of the margin) with each frame moved from `shape` taken down its
     whole cost (as polish_room's) to where it stops falling: Levenberg-Marquardt damped SQP steps
     (the damping grown where a step failed: the undamped model asks for steps the trust region
-    cuts, and a cut step is often no descent) whose pairs are linearised at the level they keep, the margin + clear (default DESCENT_CLEAR_M), with no aim beyond it (a pair already there
+    cuts, and a cut step is often no descent) whose pairs are linearised at the level they keep,
+    the margin + clear (default DESCENT_CLEAR_M), with no aim beyond it (a pair already there
     would cost every step, and the descent stalls); a step that ends inside is taken back out (a
     second-order correction: the surface curves away from its tangent); a step is kept only where
     it lowers the cost and leaves no pair closer than that level or than it was. The passes' way
@@ -172,15 +176,15 @@ def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: n
         metric, wish = polish.model(at, live, damping[live])
         step = least_change(metric, f, d, g, margin, at, polish.lower[live], polish.upper[live], wish, radius)
         trial = np.clip(at + step, polish.lower[live], polish.upper[live])
-        cost, clear = polish.cost(trial, live), polish.clearance(trial, live)
-        out = np.flatnonzero(clear < floor[live])
+        cost, gap = polish.cost(trial, live), polish.clearance(trial, live)
+        out = np.flatnonzero(gap < floor[live])
         if len(out):  # back out of the margin from where the step went
             f, d, g = polish.pairs(trial[out], live[out])
             back = least_change((metric[0][out], metric[1][out]), f, d, g, margin + DESCENT_AIM_M, trial[out],
                                 polish.lower[live[out]], polish.upper[live[out]], None, radius)
             trial[out] = np.clip(trial[out] + back, polish.lower[live[out]], polish.upper[live[out]])
-            cost[out], clear[out] = polish.cost(trial[out], live[out]), polish.clearance(trial[out], live[out])
-        ok = (cost < now[live]) & (clear >= floor[live])
+            cost[out], gap[out] = polish.cost(trial[out], live[out]), polish.clearance(trial[out], live[out])
+        ok = (cost < now[live]) & (gap >= floor[live])
         kept = live[ok]
         x[rows[kept]] = trial[ok]
         polish.q[kept[:, None], problem.columns] = trial[ok]
