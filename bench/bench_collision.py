@@ -9,10 +9,11 @@ over frames and joints; a correction that flickers frame to frame shows there), 
 The robot's capsules and its allowed-collision matrix are computed once per robot, before
 the timed calls (as in a Blender session or a batch worker, which keep them).
 
-    .venv/bin/python bench/bench_collision.py [--repeats 5] [--polish] [--hold-at-bound]
+    .venv/bin/python bench/bench_collision.py [--repeats 5] [--polish [--descent]] [--hold-at-bound]
 
 --polish: the avoidance's bakes with the steady room polished where a pair binds
 (core.chains.separation.POLISH_ROOM, off by default), a third bake interleaved with the two.
+--descent: that polish by its damped descent (core.chains.separation.POLISH_DESCENT, off by default).
 --hold-at-bound: the least change holds a joint a step would carry out of its range at its bound
 wherever it is (core.chains.separation.HOLD_AT_BOUND: continuous in the input, off by default).
 """
@@ -60,11 +61,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--polish", action="store_true", help="a third bake: avoidance with its room polished")
+    parser.add_argument("--descent", action="store_true",
+                        help="the polish by its damped descent (separation.POLISH_DESCENT)")
     parser.add_argument("--hold-at-bound", action="store_true",
                         help="hold a joint at its bound wherever it is (separation.HOLD_AT_BOUND)")
     args = parser.parse_args()
     if args.hold_at_bound:
         separation.HOLD_AT_BOUND = True
+    if args.descent:
+        separation.POLISH_DESCENT = True
     clips_ = {"walk": clips.load(clips.WALK), "hop": clips.load(clips.HOP)}
     for robot in ("g1", "h1"):
         tree = KinematicTree(parse_urdf(clips.ROBOTS[robot]))

@@ -4,7 +4,9 @@ line's distance from the actor's: core.chains.change_cost) by steps that each lo
 and keep the pairs out (sequential quadratic programming with a backtracking line search), in
 a wider room than the passes' (a frame held at the passes' bound gets more). The passes' whole
 steps are kept only where cheaper after the fact and stop short; these do not undo themselves.
-Off by default (core.chains.separation.POLISH_ROOM; docs/history/self_collision.md).
+Off by default (core.chains.separation.POLISH_ROOM; docs/history/self_collision.md). descend_room
+takes every frame moved from the shape further, to where its cost stops falling (damped steps, a step that ends
+inside taken back out; core.chains.separation.POLISH_DESCENT, off; docs/notes/s25-step.md).
 """
 from __future__ import annotations
 
@@ -54,19 +56,34 @@ class _Polish:
                                    separation.margin + self.lookahead, still)
         return dist.min(axis=1, initial=np.inf)
 
-    def step(self, at: np.ndarray, live: np.ndarray, least_change: Callable, radius: float) -> np.ndarray:
-        """(L, V) the SQP step of the live rows from `at`: toward the least of the whole cost's
-        model there, the pairs linearised there kept POLISH_CLEAR_M beyond the margin."""
+    def pairs(self, at: np.ndarray, live: np.ndarray) -> tuple:
+        """The live rows' pair entries within margin + lookahead at `at`: (f, dist, grad)."""
         separation, frames = self.separation, self.rows[live]
-        q = self.posed(at, live)
         still = {link: pose[live] for link, pose in self.still.items()}
-        f, _, d, g = separation.gradient(q, separation.root[frames], separation.margin + self.lookahead, still)
-        matrix, gradient = self.problem.pull(q, frames)
+        f, _, d, g = separation.gradient(self.posed(at, live), separation.root[frames],
+                                         separation.margin + self.lookahead, still)
+        return f, d, g
+
+    def model(self, at: np.ndarray, live: np.ndarray, damping: np.ndarray | None = None) -> tuple:
+        """((H, H^-1) (L, V, V), wish (L, V)): the whole cost's Gauss-Newton model at `at` (damping
+        (L,): that share of its mean diagonal added, Levenberg-Marquardt) and its least's step."""
+        frames = self.rows[live]
+        matrix, gradient = self.problem.pull(self.posed(at, live), frames)
         metric = self.change[live] + matrix
+        if damping is not None:
+            scale = damping * np.trace(metric, axis1=1, axis2=2) / metric.shape[1]
+            metric = metric + scale[:, None, None] * np.eye(metric.shape[1])
         inverse = spd_inverse(metric)
         wish = -np.einsum("rvw,rw->rv", inverse,
                           np.einsum("rvw,rw->rv", self.change[live], at - self.shape[frames]) + gradient)
-        return least_change((metric, inverse), f, d, g, separation.margin + POLISH_CLEAR_M, at,
+        return (metric, inverse), wish
+
+    def step(self, at: np.ndarray, live: np.ndarray, least_change: Callable, radius: float) -> np.ndarray:
+        """(L, V) the SQP step of the live rows from `at`: toward the least of the whole cost's
+        model there, the pairs linearised there kept POLISH_CLEAR_M beyond the margin."""
+        f, d, g = self.pairs(at, live)
+        metric, wish = self.model(at, live)
+        return least_change(metric, f, d, g, self.separation.margin + POLISH_CLEAR_M, at,
                             self.lower[live], self.upper[live], wish, radius)
 
 
@@ -112,4 +129,67 @@ def polish_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np
             done[pending[ok]] = True
             pending = pending[~ok]
         live = live[done]
+    return x
+
+
+DESCENT_STEPS = 3  # damped SQP steps of descend_room (G1 walk / hop limbs with no clearance: +0.41 / +0.77 deg
+#                    for 10 steps, +0.41 / +0.74 for 3, docs/notes/s25-step.md)
+DESCENT_DAMPING = 0.1  # the first steps' damping, a share of the model's mean diagonal
+DESCENT_UP, DESCENT_DOWN = 4.0, 3.0  # the damping's growth where a step failed, its fall where one was kept
+DESCENT_GIVE_UP = 1e3  # a row whose damping grew past this is where its descent ends
+DESCENT_AIM_M = 0.001  # a step that ended inside is taken back out this far beyond the margin
+DESCENT_CLEAR_M = 0.002  # the descent keeps its pairs this far beyond the margin (or no closer than they were):
+#                          its move low-passed in time then leaves no frame inside (0: 0.2-0.3 % of frames, more jerk)
+
+
+def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                 least_change: Callable, shape_weight: float, lookahead: float, radius: float,
+                 clear: float | None = None) -> np.ndarray:
+    """x (F, V, its frames out of the margin) with each frame moved from `shape` taken down its
+    whole cost (as polish_room's) to where it stops falling: Levenberg-Marquardt damped SQP steps
+    (the damping grown where a step failed: the undamped model asks for steps the trust region
+    cuts, and a cut step is often no descent) whose pairs are linearised at the level they keep,
+    the margin + clear (default DESCENT_CLEAR_M), with no aim beyond it (a pair already there
+    would cost every step, and the descent stalls); a step that ends inside is taken back out (a
+    second-order correction: the surface curves away from its tangent); a step is kept only where
+    it lowers the cost and leaves no pair closer than that level or than it was. The passes' way
+    out and their few whole steps stop at about 1.5 times the cost an exact solve reaches on the
+    G1's arms (docs/notes/s25-step.md)."""
+    if all(line is None for line in problem.lines):
+        return x
+    rows = np.flatnonzero((np.abs(x - shape) > 1e-9).any(axis=1))
+    if len(rows) == 0:
+        return x
+    margin = separation.margin + (DESCENT_CLEAR_M if clear is None else clear)
+    polish = _Polish(problem, separation, x, shape, rows, lower, upper, shape_weight, lookahead)
+    x = x.copy()
+    live = np.arange(len(rows))
+    now = polish.cost(x[rows], live)
+    floor = np.minimum(margin, polish.clearance(x[rows], live))
+    damping = np.full(len(rows), DESCENT_DAMPING)
+    for _ in range(DESCENT_STEPS):
+        if len(live) == 0:
+            break
+        frames = rows[live]
+        at = x[frames]
+        f, d, g = polish.pairs(at, live)
+        metric, wish = polish.model(at, live, damping[live])
+        step = least_change(metric, f, d, g, margin, at, polish.lower[live], polish.upper[live], wish, radius)
+        trial = np.clip(at + step, polish.lower[live], polish.upper[live])
+        cost, gap = polish.cost(trial, live), polish.clearance(trial, live)
+        out = np.flatnonzero(gap < floor[live])
+        if len(out):  # back out of the margin from where the step went
+            f, d, g = polish.pairs(trial[out], live[out])
+            back = least_change((metric[0][out], metric[1][out]), f, d, g, margin + DESCENT_AIM_M, trial[out],
+                                polish.lower[live[out]], polish.upper[live[out]], None, radius)
+            trial[out] = np.clip(trial[out] + back, polish.lower[live[out]], polish.upper[live[out]])
+            cost[out], gap[out] = polish.cost(trial[out], live[out]), polish.clearance(trial[out], live[out])
+        ok = (cost < now[live]) & (gap >= floor[live])
+        kept = live[ok]
+        x[rows[kept]] = trial[ok]
+        polish.q[kept[:, None], problem.columns] = trial[ok]
+        now[kept] = cost[ok]
+        damping[kept] /= DESCENT_DOWN
+        damping[live[~ok]] *= DESCENT_UP
+        live = live[damping[live] < DESCENT_GIVE_UP]
     return x

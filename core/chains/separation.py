@@ -26,7 +26,7 @@ from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _lim
 from .coherence import NO_CHANGE_RAD, one_answer_per_run
 from .dual import dual_step
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
-from .polish import polish_room
+from .polish import descend_room, polish_room
 from .steady import steady_gain, steady_room
 from .switches import _violation, solve_switches
 
@@ -56,6 +56,9 @@ DETOUR_STEPS = 3  # linearisations per detour window (6, as the switch windows: 
 STEADY_ROOM = True  # the room made is made steady in time where the bake gives its frame rate (core.chains.steady)
 POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.polish; docs/history/self_collision.md: G1 limbs -0.08 /
 #                     -0.14 deg for more jerk and CPU, so off)
+POLISH_DESCENT = False  # the polish by core.chains.polish.descend_room (a damped SQP to where the whole cost stops
+#                        falling, on the sampled frames) instead of polish_room (docs/notes/s25-step.md: G1 walk / hop
+#                        limbs +0.48 / +0.80 deg over off on capsules, +0.22 / +0.31 on the smooth trunk; off)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
 SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (docs/history/self_collision.md)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
@@ -122,12 +125,22 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
     fraction of the frame-steps (docs/history/self_collision.md)."""
-    frames = np.arange(len(shape))
-    sample = np.union1d(frames[::every], frames[-1:])
+    sample = _samples(len(shape), every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
                          fixes=False) - shape[sample]
-    between = np.stack([np.interp(frames, sample, column) for column in change.T], axis=1)
-    return np.clip(shape + between, problem.lower, problem.upper)
+    return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
+
+
+def _samples(count: int, every: int) -> np.ndarray:
+    """Every `every`-th of `count` frames and the last."""
+    frames = np.arange(count)
+    return np.union1d(frames[::every], frames[-1:])
+
+
+def _between(count: int, sample: np.ndarray, change: np.ndarray) -> np.ndarray:
+    """(count, V) the change on the sampled frames (len(sample), V) interpolated in time between them."""
+    frames = np.arange(count)
+    return np.stack([np.interp(frames, sample, column) for column in change.T], axis=1)
 
 
 def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
@@ -136,8 +149,15 @@ def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray,
     within POLISH_ROOM_RAD of the shape), that move low-passed in time (steady_gain)."""
     lower = np.maximum(problem.lower, shape - POLISH_ROOM_RAD)
     upper = np.minimum(problem.upper, shape + POLISH_ROOM_RAD)
-    better = polish_room(problem, separation, x, shape, lower, upper, _least_change, WHOLE_SHAPE_WEIGHT,
-                         LOOKAHEAD_M, STEP_RAD)
+    every = max(1, int(round(fps / SAMPLE_HZ)))
+    if POLISH_DESCENT and every > 1 and len(x) > 2 * every:  # on frames 1 / SAMPLE_HZ apart, as the passes
+        sample = _samples(len(x), every)
+        moved = descend_room(problem.on(sample), separation.on(sample), x[sample], shape[sample], lower[sample],
+                             upper[sample], _least_change, WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD) - x[sample]
+        better = x + _between(len(x), sample, moved)
+    else:
+        better = (descend_room if POLISH_DESCENT else polish_room)(
+            problem, separation, x, shape, lower, upper, _least_change, WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD)
     return steady_gain(x, better, fps, lower, upper, max_step,
                        lambda y, frames: _violation(problem, separation, y, frames))
 
