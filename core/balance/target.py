@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..feet.contacts import flags_to_intervals
+from ..model.same_bits import equal_bits
 from .correction import _envelope
 from .lateral import shrunk_edges
 
@@ -94,7 +95,7 @@ def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None]
         if edges is None or not len(rows):
             continue
         p = out[rows]
-        if known is not None and _same_bits(p, known[0][rows]):
+        if known is not None and equal_bits(p, known[0][rows]):
             out[rows] = known[1][rows]
             continue
         pairs = list(zip(*edges))
@@ -108,11 +109,6 @@ def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None]
 
 
 OUTSIDE_TOL_M = 1e-4  # a target this close to its shrunk support is left where the plan put it
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two float64 arrays of one shape hold the same bits (-0.0 is not 0.0, a NaN its own payload)."""
-    return bool((np.ascontiguousarray(a).view(np.int64) == np.ascontiguousarray(b).view(np.int64)).all())
 
 
 def _smoothstep(s: np.ndarray) -> np.ndarray:
