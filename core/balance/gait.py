@@ -21,6 +21,7 @@ from ..chains.mapping import Mapping
 from ..feet.contacts import SIDES, Contacts, DetectSettings, foot_tracks
 from ..feet.report import resolve_contacts
 from ..model.kinematics import KinematicTree
+from ..model.same_bits import equal_bits
 from ..model.transforms import pose_matrices
 from ..motion.source import SourceMotion, held_frames
 from ..retarget import RetargetResult, retarget
@@ -378,8 +379,10 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
         plan.target = _onto_feet(fine, q, root_pos, plan)
         q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, fine.command, com_path, plan.target, com_height,
                                                  ROLLED_FINE_PASSES, stall_share=np.inf)  # ROLLED_FINE_PASSES' note
-        q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
-        zmp, com = fine.zmp(q, root_pos)
+        rolled = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
+        if not equal_bits(rolled, q):  # else refine's best pass measured these legs under this waist already
+            zmp, com = fine.zmp(rolled, root_pos)
+        q = rolled
         plan.target = _onto_feet(fine, q, root_pos, plan)
         # then the few cycles short of issue 12's margin (a touch-down's jerk, a heel the trailing roll raised
         # after the target was planned): the target moved inward there (core.balance.margin)

@@ -10,7 +10,8 @@ closed loop is simulated mode by mode (a linear filter), not sample by sample.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from scipy.linalg import solve_discrete_are
@@ -37,8 +38,20 @@ class PreviewGains:
     gx: np.ndarray  # (3,) state gain
     gd: np.ndarray  # (N,) preview gains of the target, 1 .. N periods ahead
 
+    _loop: tuple | None = field(default=None, init=False, repr=False, compare=False)  # _closed_loop's modes
+
     @classmethod
     def build(cls, settings: PreviewSettings) -> "PreviewGains":
+        """The gains for settings, solved once per settings' values (bit for bit: -0.0 is not 0.0) and
+        shared, read-only: a gait asks for the same two or three a dozen times (every correction's
+        passes), and each is a Riccati solve and a horizon of 320 products."""
+        values = np.array([settings.period_s, settings.com_height_m, settings.q, settings.r, settings.preview_s],
+                          dtype=float)
+        return _built(values.tobytes())
+
+    @classmethod
+    def solve(cls, settings: PreviewSettings) -> "PreviewGains":
+        """The gains for settings, solved afresh (build shares them)."""
         dt, zc = settings.period_s, settings.com_height_m
         a = np.array([[1.0, dt, dt * dt / 2.0], [0.0, 1.0, dt], [0.0, 0.0, 1.0]])
         b = np.array([dt ** 3 / 6.0, dt * dt / 2.0, dt])
@@ -65,6 +78,15 @@ class PreviewGains:
             gd[j] = g * (b_aug.T @ x).item()
             x = closed.T @ x
         return cls(a, b, c, gi, gx, gd)
+
+
+@lru_cache(maxsize=16)
+def _built(key: bytes) -> PreviewGains:
+    """PreviewGains.build's gains for the settings' values packed as float64 bytes, arrays read-only."""
+    gains = PreviewGains.solve(PreviewSettings(*(float(v) for v in np.frombuffer(key, dtype=float))))
+    for array in (gains.a, gains.b, gains.c, gains.gx, gains.gd):
+        array.setflags(write=False)
+    return gains
 
 
 def follow_zmp(target: np.ndarray, settings: PreviewSettings | None = None,
@@ -96,19 +118,27 @@ def _closed_loop(gains: PreviewGains, target: np.ndarray, ahead: np.ndarray) -> 
     is linear and time-invariant in z = (s, e before step k): z[k+1] = M z[k] + B w[k]. It runs
     as one first-order recursion per eigenmode of M (scipy's lfilter, in C), not a Python loop
     over the samples."""
-    a, b, c = gains.a, gains.b, gains.c
-    m = np.zeros((4, 4))
-    m[:3, :3] = a - np.outer(b, gains.gi * c + gains.gx)
-    m[:3, 3] = -gains.gi * b
-    m[3, :3] = c
-    m[3, 3] = 1.0
-    drive = np.zeros((4, 2))  # inputs (target, ahead)
-    drive[:3, 0], drive[:3, 1] = gains.gi * b, -b
-    drive[3, 0] = -1.0
-    poles, modes = np.linalg.eig(m)
-    into = np.linalg.solve(modes, drive)  # (4, 2)
+    poles, modes, into = _modes(gains)
     inputs = np.stack([target, ahead], axis=-1)  # (F, D, 2)
     forced = np.einsum("mi,fdi->mfd", into, inputs)  # (4, F, D)
     y = np.stack([lfilter([0.0, 1.0], [1.0, -pole], forced[i], axis=0) for i, pole in enumerate(poles)])
     state = np.einsum("sm,mfd->sfd", modes[:3], y).real  # (3, F, D)
-    return state[0], np.einsum("s,sfd->fd", c, state)
+    return state[0], np.einsum("s,sfd->fd", gains.c, state)
+
+
+def _modes(gains: PreviewGains) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The closed loop's poles (4,), modes (4, 4) and the inputs (target, ahead) into them (4, 2), worked
+    out once per gains (shared gains are asked for them at every pass)."""
+    if gains._loop is None:
+        a, b, c = gains.a, gains.b, gains.c
+        m = np.zeros((4, 4))
+        m[:3, :3] = a - np.outer(b, gains.gi * c + gains.gx)
+        m[:3, 3] = -gains.gi * b
+        m[3, :3] = c
+        m[3, 3] = 1.0
+        drive = np.zeros((4, 2))  # inputs (target, ahead)
+        drive[:3, 0], drive[:3, 1] = gains.gi * b, -b
+        drive[3, 0] = -1.0
+        poles, modes = np.linalg.eig(m)
+        gains._loop = (poles, modes, np.linalg.solve(modes, drive))  # into: (4, 2)
+    return gains._loop

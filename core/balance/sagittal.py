@@ -327,6 +327,8 @@ class SagittalWaist:
         damping = np.full(len(params), 1e-4)
         cols = np.flatnonzero(free)
         across = self._across_column(samples) if free[0] else None
+        stepped: list[np.ndarray | None] = [None] * len(params[0])  # per column: residuals at params stepped in it
+        moved = None  # the samples whose params or head angles moved since `stepped` was worked out (None: all)
         for _ in range(GN_ITERATIONS):
             jac = np.empty(res.shape + (len(cols),))
             for j, k in enumerate(cols):
@@ -335,7 +337,8 @@ class SagittalWaist:
                     continue
                 trial = params.copy()
                 trial[:, k] += STEP_RAD
-                jac[..., j] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
+                stepped[k] = self._residual_again(trial, samples, heads, stepped[k], moved)
+                jac[..., j] = (stepped[k] - res) / STEP_RAD
             normal, grad = _normal_rows(jac, res)
             for i in range(len(cols)):  # the damping on the diagonal
                 normal[i, i] += damping * (normal[i, i] + 1e-6)
@@ -349,6 +352,7 @@ class SagittalWaist:
             better = trial_cost < cost
             params[better], res[better], cost[better] = trial[better], trial_res[better], trial_cost[better]
             heads = [np.where(better[:, None], t, h) for t, h in zip(trial_heads, heads)]
+            moved = np.flatnonzero(better)
             damping = np.where(better, damping * 0.3, damping * 10.0)
             if np.abs(step[better]).max(initial=0.0) < 1e-7:
                 break
@@ -388,8 +392,26 @@ class SagittalWaist:
             samples.aims = [planar.aim_of(goal) for planar, goal in zip(self.legs, samples.goals)]
         return samples.aims
 
-    def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
+    def _residual_again(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
+                        known: np.ndarray | None, rows: np.ndarray | None) -> np.ndarray:
+        """_residual's residuals (F, R) of params where known has them from the same samples but at rows (None:
+        all), whose params or heads moved since: a sample's residuals are its own inputs' alone, and _fit's
+        finite differences of the samples a step did not better (about half of them) are the ones before."""
+        if known is None or rows is None:
+            return self._residual(params, samples, heads)[0]
+        if len(rows):
+            known[rows] = self._residual(params, samples, heads, rows)[0]
+        return known
+
+    def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
+                  rows: np.ndarray | None = None):
+        """The residuals (F, R) of params and the legs' head angles; rows: of those samples only (the yaw taken
+        over all of them: _yaw reads its tables by the whole samples' length)."""
         yaw = self._yaw(params, samples)
+        if rows is not None:
+            aims = self._aims(samples)
+            params, yaw, heads, samples = params[rows], yaw[rows], [h[rows] for h in heads], samples.take(rows)
+            samples.aims = [aim[rows] for aim in aims]
         rot, pos = self._pose(params, samples, yaw)
         frame = frames_last_of(rot, pos)  # the waist frames last: all the legs' walks need of it
         # rot @ lever as one BLAS product over the frames' rows (numpy's stacked product calls BLAS once a frame):

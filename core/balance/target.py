@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..feet.contacts import flags_to_intervals
+from ..model.same_bits import equal_bits
 from .correction import _envelope
 from .lateral import shrunk_edges
 
@@ -70,18 +71,22 @@ def onto_support(target: np.ndarray, polygons: list[np.ndarray | None], index: n
     lift-off moved earlier after the target was planned (core.balance.lift_off) left it crossing to the
     standing foot while the other was already up, where the ZMP lagging it left the standing sole."""
     shrunk = [None if p is None or len(p) < 3 else shrunk_edges(p, margin_m, width_share) for p in polygons]
-    shift = _into(target, shrunk, index) - target
+    first = _into(target, shrunk, index)
+    shift = first - target
     shift[np.linalg.norm(shift, axis=1) < OUTSIDE_TOL_M] = 0.0
     if not shift.any():
         return target
     width = max(1, int(round(lead_s / period_s)))
     eased = np.column_stack([_envelope(np.clip(way * column, 0.0, None), width) * way  # each axis, each way
                              for column in shift.T for way in (1.0, -1.0)])
-    return _into(target + eased[:, 0::2] + eased[:, 1::2], shrunk, index)
+    return _into(target + eased[:, 0::2] + eased[:, 1::2], shrunk, index, (target, first))
 
 
-def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None], index: np.ndarray) -> np.ndarray:
-    """points (N, 2) each onto its shrunk polygon shrunk[index] (normals, bounds), or left where None."""
+def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None], index: np.ndarray,
+          known: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """points (N, 2) each onto its shrunk polygon shrunk[index] (normals, bounds), or left where None.
+    known: (points, their answer) of an earlier call on the same polygons: a polygon whose points are
+    those to the bit (the eased move is 0 on most of them) takes that answer (the same products)."""
     out = points.copy()
     order = np.argsort(index, kind="stable")
     starts = np.searchsorted(index[order], np.arange(len(shrunk) + 1))
@@ -90,6 +95,9 @@ def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None]
         if edges is None or not len(rows):
             continue
         p = out[rows]
+        if known is not None and equal_bits(p, known[0][rows]):
+            out[rows] = known[1][rows]
+            continue
         pairs = list(zip(*edges))
         for _ in range(4):  # onto each violated edge in turn: a few sweeps settle on a convex polygon
             for n, b in pairs:  # np.clip(x, 0.0, None) is np.maximum(x, 0.0) behind a Python wrapper

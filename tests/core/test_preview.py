@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from core.balance.preview import PreviewSettings, follow_zmp
 
@@ -60,3 +61,24 @@ def test_the_filtered_loop_is_the_controllers_recursion():
     got_com, got_zmp = follow_zmp(target, settings, gains)
     np.testing.assert_allclose(got_com, com[steps:], atol=1e-10)
     np.testing.assert_allclose(got_zmp, zmp[steps:], atol=1e-10)
+
+
+def test_gains_built_once_per_settings_follow_as_gains_solved_afresh():
+    """PreviewGains.build shares one solve per settings' values (read-only): the path it gives is a fresh
+    solve's to the bit, the closed loop's modes too (worked out once per gains); other values, even -0.0
+    for 0.0, are other gains."""
+    from core.balance.preview import PreviewGains
+
+    settings = PreviewSettings(period_s=0.01, com_height_m=0.7)
+    shared = PreviewGains.build(settings)
+    assert PreviewGains.build(PreviewSettings(period_s=0.01, com_height_m=0.7)) is shared
+    assert PreviewGains.build(PreviewSettings(period_s=0.01, com_height_m=0.71)) is not shared
+    assert PreviewGains.build(PreviewSettings(q=0.0)) is not PreviewGains.build(PreviewSettings(q=-0.0))
+    with pytest.raises(ValueError):
+        shared.gd[0] = 0.0
+    rng = np.random.default_rng(5)
+    target = np.cumsum(rng.normal(0.0, 0.01, (400, 2)), axis=0)
+    for _ in range(2):  # the second call on the modes worked out by the first
+        com, zmp = follow_zmp(target, settings, shared)
+        fresh_com, fresh_zmp = follow_zmp(target, settings, PreviewGains.solve(settings))
+        assert np.array_equal(com, fresh_com) and np.array_equal(zmp, fresh_zmp)

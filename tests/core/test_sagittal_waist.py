@@ -351,3 +351,42 @@ def test_normal_rows_are_einsums_bits():
         normal, grad = _normal_rows(jac, res)
         assert np.array_equal(normal, np.einsum("fri,frj->fij", jac, jac).transpose(1, 2, 0))
         assert np.array_equal(grad, np.einsum("fri,fr->fi", jac, res).T)
+
+
+class _Captured(Exception):
+    pass
+
+
+def test_fits_finite_differences_of_the_samples_a_step_did_not_better_are_the_ones_before(monkeypatch):
+    """The per-sample fit (SagittalWaist._fit) works its roll's and yaw's finite differences out again only
+    for the samples whose step bettered them: a sample's residuals are its own inputs' alone, so a
+    subset's rows are the whole samples' rows to the bit, and the fit the fit with every residual in full
+    (the H1 walk's first fits: the family's double supports and the first placement)."""
+    import core.balance.sagittal as sagittal
+
+    calls = []
+    fit = sagittal.SagittalWaist._fit
+
+    def capture(self, params, free, samples, heads):
+        calls.append((self, params.copy(), free, samples, [h.copy() for h in heads]))
+        if len(calls) == 3:
+            raise _Captured
+        return fit(self, params, free, samples, heads)
+
+    monkeypatch.setattr(sagittal.SagittalWaist, "_fit", capture)
+    with pytest.raises(_Captured):
+        _gait(load_bvh(WALK).to_source_motion(), "h1")
+    monkeypatch.setattr(sagittal.SagittalWaist, "_fit", fit)
+    rng = np.random.default_rng(7)
+    for waist, params, free, samples, heads in calls:
+        res, out_heads = waist._residual(params, samples, heads)
+        rows = np.flatnonzero(rng.random(len(params)) < 0.5)
+        part, part_heads = waist._residual(params, samples, heads, rows)
+        assert np.array_equal(part, res[rows])
+        assert all(np.array_equal(p, h[rows]) for p, h in zip(part_heads, out_heads))
+        got = waist._fit(params.copy(), free, samples, heads)
+        with monkeypatch.context() as m:
+            m.setattr(sagittal.SagittalWaist, "_residual_again", lambda self, p, s, h, known, rows: self._residual(p, s, h)[0])
+            whole = waist._fit(params.copy(), free, samples, heads)
+        assert np.array_equal(got[0], whole[0])
+        assert all(np.array_equal(a, b) for a, b in zip(got[1], whole[1]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.model.same_bits import same_bits
+from core.model.same_bits import equal_bits, same_bits
 
 
 def _laid_out(values: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
@@ -55,3 +55,16 @@ def test_small_arrays_and_scalars_keep_their_shapes_and_values():
     assert isinstance(same_bits(np.arctan2, 1.0, -1.0), np.floating)
     assert same_bits(np.exp, np.zeros((2, 0))).shape == (2, 0)
     np.testing.assert_array_equal(same_bits(np.arctan2, np.ones((2, 3)), np.ones(3)), np.full((2, 3), np.pi / 4))
+
+
+def test_equal_bits_tells_a_signed_zero_and_holds_for_strided_views():
+    """equal_bits: the same values to the bit (a -0.0 is not 0.0 as np.array_equal has it), on strided views
+    as on their copies, and arrays of other shapes are not equal."""
+    a = np.arange(12.0).reshape(3, 4)
+    assert equal_bits(a[:, 1], a[:, 1].copy()) and equal_bits(a, a + 0.0)
+    b = a.copy()
+    b[0, 0] = -0.0
+    assert np.array_equal(a, b) and not equal_bits(a, b)
+    b[0, 0] = np.nextafter(0.0, 1.0)
+    assert not equal_bits(a, b)
+    assert not equal_bits(a, a.T) and not equal_bits(a[:, :2], a)

@@ -69,16 +69,14 @@ def test_a_foot_placed_at_the_clips_start_takes_the_weight_only_once_it_lands():
     np.testing.assert_allclose(target_zmp(sole, down, None), target_zmp(sole, down))
 
 
-def test_the_target_goes_into_its_support_with_the_plain_loops_bits():
-    """target._into (the edges' pairs read once, np.clip(x, 0, None) as the np.maximum it calls, in place) gives
-    the plain loop's bits: the bundled walk's hips pushed into the hulls of its ankles and toes, ten frames a
-    hull. Taking the edges in another order fails this."""
+def _walk_hulls():
+    """The bundled walk's hips (F, 2), the hulls of its ankles and toes ten frames a hull shrunk by 2 cm
+    (the fourth None: left where it is), and each frame's hull."""
     from pathlib import Path
 
     from scipy.spatial import ConvexHull
 
     from core.balance.lateral import shrunk_edges
-    from core.balance.target import _into
     from core.motion.bvh import load_bvh
 
     motion = load_bvh(Path(__file__).resolve().parents[2] / "data" / "motion" / "cmu_131_01_walk_m.bvh")
@@ -91,8 +89,16 @@ def test_the_target_goes_into_its_support_with_the_plain_loops_bits():
     polygons = [p[ConvexHull(p).vertices] for p in polygons]  # counter-clockwise
     shrunk = [shrunk_edges(p, 0.02, None) for p in polygons]
     shrunk[3] = None  # left where it is
-    index = np.arange(frames) // 10
-    hips = motion.heads[:, names.index("Hips"), :2] * 1.0
+    return motion.heads[:, names.index("Hips"), :2] * 1.0, shrunk, np.arange(frames) // 10
+
+
+def test_the_target_goes_into_its_support_with_the_plain_loops_bits():
+    """target._into (the edges' pairs read once, np.clip(x, 0, None) as the np.maximum it calls, in place) gives
+    the plain loop's bits: the bundled walk's hips pushed into the hulls of its ankles and toes, ten frames a
+    hull. Taking the edges in another order fails this."""
+    from core.balance.target import _into
+
+    hips, shrunk, index = _walk_hulls()
     plain = hips.copy()
     for i, edges in enumerate(shrunk):
         rows = np.flatnonzero(index == i)
@@ -106,3 +112,24 @@ def test_the_target_goes_into_its_support_with_the_plain_loops_bits():
     ours = _into(hips, shrunk, index)
     assert not np.array_equal(ours, hips)  # the hips were moved
     assert np.array_equal(ours, plain)
+
+
+def test_the_eased_target_takes_the_first_answer_where_a_polygons_points_are_those_to_the_bit():
+    """onto_support's second _into takes the first's answer for a polygon whose points did not move (to the
+    bit: a -0.0 for a 0.0 is worked out again) and works the others out: the whole answer the plain call's."""
+    from core.balance.target import _into
+
+    hips, shrunk, index = _walk_hulls()
+    first = _into(hips, shrunk, index)
+    eased = hips.copy()
+    eased[index == 5] += 0.003  # one polygon's points moved
+    zero = np.flatnonzero(index == 7)[0]
+    hips[zero, 0], eased[zero, 0] = 0.0, -0.0  # another's point the same but for its zero's sign
+    first = _into(hips, shrunk, index)
+    marked = first.copy()
+    marked[(index == 2) | (index == 7)] = 9.0  # the answer it is given for an unmoved polygon is the one it takes
+    got = _into(eased, shrunk, index, (hips, marked))
+    assert (got[index == 2] == 9.0).all() and not (got[index == 7] == 9.0).any()
+    mask = index != 2
+    assert np.array_equal(got[mask], _into(eased, shrunk, index)[mask])
+    assert not np.array_equal(got[index == 5], first[index == 5])
