@@ -387,7 +387,7 @@ class SeparationTerm:
         grad = np.zeros((len(f), len(self.variables)))
         if len(f) == 0:
             return dist, (f, p, exact, grad)
-        normal = normal.T  # (3, K): entries last, as below
+        normal = np.ascontiguousarray(normal.T)  # (3, K): entries last, as below (contiguous: each product reads it V times)
         # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
         axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])[:, :, f]  # (V, 3, K)
         joint = np.stack([poses[int(v)].pos for v in self.variables])[:, :, f]

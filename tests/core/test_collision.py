@@ -705,15 +705,19 @@ def test_window_nnls_factors_with_every_column_gone_still_index():
 def test_window_solve_gradient_through_its_rows_is_the_dense_products(monkeypatch):
     """A window's linearised solve (_pair_step) writes its e = [g'; h'] at once and takes its NNLS
     gradient e' r through the rows' few entries (speed, pairs, box) and the scale, not the dense e:
-    the same answer as the dense product's on windows of random metric, speed rows, pairs and box."""
+    the same answer as the dense product's on windows of random metric, speed rows, pairs and box.
+    Its NNLS tolerance, from e's blocks, is e's own to the bit."""
+    from scipy.sparse import csr_matrix
+
     from core.chains import switches
 
     rng = np.random.default_rng(7)
     calls = []
     dense = switches._least_distance
 
-    def both(g, h, first, gradient=None, start=None, e=None):
+    def both(g, h, first, gradient=None, start=None, e=None, tol=None):
         assert np.array_equal(e, np.vstack([g.T, h[None, :]]))  # written at once, it is [g'; h']
+        assert tol == switches._tolerance(e)
         r = rng.normal(size=len(e))
         np.testing.assert_allclose(gradient(r), e.T @ r, atol=1e-9 * np.abs(e).sum(axis=0).max())
         calls.append(1)
@@ -730,6 +734,13 @@ def test_window_solve_gradient_through_its_rows_is_the_dense_products(monkeypatc
                                      np.arange(1, count + 1))
         f = rng.integers(0, count, size=8)
         grad, need = rng.normal(size=(8, width)), rng.uniform(0.0, 0.3, size=8)
+        grad[rng.random(grad.shape) < 0.2] = 0.0  # a joint that moves neither capsule: no entry in the rows
+        rows = np.zeros((8, n))
+        for k, frame in enumerate(f):
+            rows[k, frame * width:(frame + 1) * width] = grad[k]
+        sparse = switches._sparse_rows(speed[0], f, grad, width)  # the rows' CSR written from their entries
+        assert np.array_equal(sparse.toarray(), np.vstack([speed[0], rows]))
+        assert np.array_equal(sparse.indices, csr_matrix(np.vstack([speed[0], rows])).indices)
         box = (np.full(n, -1.0), np.full(n, 1.0))
         switches._pair_step(unscale, np.zeros(n), speed, np.zeros(len(speed[0]), dtype=bool), f, grad, need, box,
                             width, np.arange(8))
