@@ -17,7 +17,7 @@ import numpy as np
 from ..model.kinematics import PRISMATIC, KinematicTree
 from ..model.posing import Poser
 from ..motion.frames import frame_blocks
-from .distance import axis_bound
+from .distance import axis_bound, dot
 from .hulls import proxy_distance
 from .pairs import CollisionPairs, body_distances, pair_distances
 
@@ -228,7 +228,7 @@ class SeparationTerm:
         middle = 0.5 * (ends[:, 0] + ends[:, 1])  # the capsules' bounding spheres' centres
         a, b = self._local[p, 0], self._local[p, 1]
         gap = middle[a, :, f] - middle[b, :, f]  # (K, 3)
-        spheres = np.sqrt(np.einsum("ki,ki->k", gap, gap)) - self._half_pair[0][p] - self._half_pair[1][p]
+        spheres = np.sqrt(dot(gap, gap)) - self._half_pair[0][p] - self._half_pair[1][p]
         if dense:
             dist[f, p] = spheres
         keep = spheres < within
@@ -389,12 +389,12 @@ class SeparationTerm:
             return dist, (f, p, exact, grad)
         normal = np.ascontiguousarray(normal.T)  # (3, K): entries last, as below (contiguous: each product reads it V times)
         # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
-        axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])[:, :, f]  # (V, 3, K)
-        joint = np.stack([poses[int(v)].pos for v in self.variables])[:, :, f]
-        moment = _cross(joint, axis)
+        axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])  # (V, 3, F)
+        moment = _cross(np.stack([poses[int(v)].pos for v in self.variables]), axis)  # per frame, then per entry
         if self._prismatic.any():  # a slide: a.n
             slide = self._prismatic[:, None, None]
             moment, axis = np.where(slide, axis, moment), np.where(slide, 0.0, axis)
+        axis, moment = axis[:, :, f], moment[:, :, f]  # (V, 3, K)
         along = (moment * normal).sum(axis=1)  # (V, K)
         rate_a = (axis * _cross(ca.T, normal)).sum(axis=1) + along
         rate_b = (axis * _cross(cb.T, normal)).sum(axis=1) + along

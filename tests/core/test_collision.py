@@ -55,6 +55,24 @@ def test_sphere_and_capsule_distances_are_exact():
     assert d == pytest.approx(-0.15)
 
 
+def test_segment_closest_is_the_same_with_or_without_points_among_the_segments():
+    """A batch without points (every capsule model's) skips the guards for them: each entry's closest
+    points are the same bits as in a batch where some entries are points (the guards' way), and the
+    points' own are their exact closest points."""
+    rng = np.random.default_rng(5)
+    p1, q1, p2, q2 = (rng.normal(size=(300, 3)) for _ in range(4))
+    point = rng.random(300) < 0.3
+    q1m, q2m = np.where(point[:, None], p1, q1), np.where(point[::-1, None], p2, q2)  # some first, some second
+    mixed = segment_closest(p1, q1m, p2, q2m)
+    whole = ~point & ~point[::-1]
+    alone = segment_closest(p1[whole], q1m[whole], p2[whole], q2m[whole])
+    assert all(np.array_equal(m[whole], a) for m, a in zip(mixed, alone))
+    s = np.linspace(0, 1, 2001)  # a point's distance from a segment, by brute force
+    on2 = p2[:, None] + s[None, :, None] * (q2m - p2)[:, None]
+    brute = np.linalg.norm(p1[:, None] - on2, axis=-1).min(axis=1)
+    np.testing.assert_allclose(np.linalg.norm(mixed[0] - mixed[1], axis=1)[point], brute[point], atol=2e-3)
+
+
 def test_axis_bound_never_exceeds_the_segments_distance():
     """A segment's middle's distance from another segment, less its half length, is a lower bound of
     the two segments' distance (the looks skip the exact distance of a pair it puts beyond their reach),
