@@ -240,7 +240,7 @@ class SeparationTerm:
         slot = self._hull_slot
         simplex = self._searched(placed, f, p)
         exact, ca, cb, normal, _ = proxy_distance(
-            self.model, self.capsules[p], np.stack([ends[a, :, :, f], ends[b, :, :, f]], axis=1),  # (K, 2, 2, 3)
+            self.model, self.capsules[p], ends[np.stack([a, b], axis=1), :, :, f[:, None]],  # (K, 2, 2, 3), one gather
             lambda rows, side: hulls[slot[(a, b)[side][rows]], :, :, f[rows]], within, simplex)
         if simplex is not None:
             self._searched(placed, f, p, simplex)
