@@ -271,9 +271,10 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=No
     e = np.vstack([g.T, h[None, :]]) if e is None else e
     target = np.zeros(len(e))
     target[-1] = 1.0
-    lam, passive = _positive_start(e, target, start)
+    lam, passive, factors = _positive_start(e, target, start)
     tol = _tolerance(e) if tol is None else tol  # once: each continuation of the NNLS reads the same e
-    factors = _PassiveQR(e, target, np.flatnonzero(passive))  # and goes on with the same factors
+    if factors is None:  # (a start comes with the factors of its passive columns, ascending: these)
+        factors = _PassiveQR(e, target, np.flatnonzero(passive))  # and goes on with the same factors
     while True:
         lam, passive = _nnls(e, target, use, lam, passive, gradient, tol, factors)
         r = e[:, passive] @ lam[passive] - target
@@ -287,18 +288,20 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=No
 
 
 def _positive_start(e: np.ndarray, target: np.ndarray, start: np.ndarray | None) -> tuple:
-    """(x, passive) to start _nnls from: the least squares answer on the `start` columns, those whose
-    multiplier comes out non-positive dropped until all are positive (Lawson and Hanson's active set
-    needs no more: each of its steps lowers the residual from any such start); none without a start."""
+    """(x, passive, their QR factors or None) to start _nnls from: the least squares answer on the `start`
+    columns, those whose multiplier comes out non-positive dropped until all are positive (Lawson and
+    Hanson's active set needs no more: each of its steps lowers the residual from any such start); none
+    without a start. The factors (_PassiveQR, columns ascending) are those the NNLS goes on with."""
     x, passive = np.zeros(e.shape[1]), np.zeros(e.shape[1], dtype=bool)
     columns = np.flatnonzero(start) if start is not None else np.zeros(0, dtype=int)
     while 0 < len(columns) <= len(e):
-        idx, z = _PassiveQR(e, target, columns).solve()
+        factors = _PassiveQR(e, target, columns)
+        idx, z = factors.solve()
         if (z > 0.0).all():
             x[idx], passive[idx] = z, True
-            break
+            return x, passive, factors
         columns = idx[z > 0.0]
-    return x, passive
+    return x, passive, None
 
 
 def _tolerance(e: np.ndarray) -> float:
