@@ -146,9 +146,8 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
     pairs = np.zeros((len(f), len(w0)))
     for k, (frame, g) in enumerate(zip(f, grad)):
         pairs[k, frame * width:(frame + 1) * width] = g
-    eye = np.eye(len(w0))
-    rows = np.vstack([speed[0], pairs, eye, -eye])  # in y: a speed row two joints, a pair one frame's, the box one joint
-    a = np.vstack([rows[:-2 * len(w0)] @ unscale, unscale, -unscale])  # the box's rows: unscale itself, no product
+    rows = np.vstack([speed[0], pairs])  # in y: a speed row two joints, a pair one frame's (the box one joint: below)
+    a = np.vstack([rows @ unscale, unscale, -unscale])  # the box's rows: unscale itself, no product
     b = np.concatenate([speed[1], need, box[0], -box[1]])
     first = np.zeros(len(a) + len(f), dtype=bool)
     first[:len(speed[0])], first[len(speed[0]):len(speed[0]) + len(f)] = binding, True  # and the pairs
@@ -161,22 +160,51 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
     e[len(w0) + each, at_pairs] = SLACK_SCALE
     e[len(w0) + each, len(a) + each] = 1.0
     e[-1] = h
-    sparse_rows = csr_matrix(rows)
+    sparse_rows = _sparse_rows(speed[0], f, grad, width)
 
     def gradient(residual: np.ndarray) -> np.ndarray:
         """e' residual (_least_distance's e = [g'; h']) through the rows' few entries in y: a product
         with the dense g (rows x unscale) would read ten times the memory on every NNLS iteration."""
         u, t, last = residual[:len(w0)], residual[len(w0):-1], residual[-1]
         out = np.empty(len(h))
-        out[:len(a)] = sparse_rows @ (unscale @ u)
+        moved = unscale @ u  # the box's rows pick it (+ and -) as it is
+        out[:len(rows)] = sparse_rows @ moved
+        out[len(rows):len(rows) + len(w0)] = moved
+        np.negative(moved, out=out[len(rows) + len(w0):len(a)])
         out[at_pairs] += SLACK_SCALE * t
         out[len(a):] = t
         return out + h * last
 
     keys = None if pair is None else _row_keys(len(speed[0]), f, pair, len(w0))  # no pairs named: no warm start
     start = None if held is None or keys is None else np.isin(keys, held)
-    u, used, passive = _least_distance(e[:-1].T, h, first, gradient, start, e)
+    tol = _window_tolerance(a, h, at_pairs)
+    u, used, passive = _least_distance(e[:-1].T, h, first, gradient, start, e, tol)
     return u, used, None if passive is None or keys is None else keys[passive]
+
+
+def _window_tolerance(a: np.ndarray, h: np.ndarray, at_pairs: np.ndarray) -> float:
+    """_tolerance of _pair_step's e from its blocks: each column's sum of magnitudes, row by row as the
+    sum over e's rows takes it (a's rows, a pair's slack, h; zeros add nothing), so the same bits, for
+    the few hundred thousand entries of a instead of e's million."""
+    sums = np.abs(a).T.copy().sum(axis=0)  # C order: summed row after row, as e's columns are
+    sums[at_pairs] += SLACK_SCALE
+    pairs = len(h) - len(a)
+    sums = np.concatenate([sums, np.ones(pairs)]) + np.abs(h)
+    shape = (a.shape[1] + pairs + 1, len(h))  # e's
+    return 10 * max(shape) * np.spacing(1.0) * sums.max(initial=1.0)
+
+
+def _sparse_rows(speed: np.ndarray, f: np.ndarray, grad: np.ndarray, width: int) -> csr_matrix:
+    """The speed rows (dense, (S, n)) and the pairs' rows (frame f's block of `width` columns holds grad)
+    as one CSR matrix, their nonzero entries in row order as csr_matrix of the dense rows has them (the
+    same products), written from the entries: converting the dense rows scanned every zero of them."""
+    srow, scol = np.nonzero(speed)
+    kept = grad != 0.0
+    pcol = (f[:, None] * width + np.arange(width))[kept]
+    counts = np.concatenate([np.bincount(srow, minlength=len(speed)), kept.sum(axis=1)])
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    shape = (len(speed) + len(f), speed.shape[1])
+    return csr_matrix((np.concatenate([speed[srow, scol], grad[kept]]), np.concatenate([scol, pcol]), indptr), shape)
 
 
 def _row_keys(speed: int, f: np.ndarray, pair: np.ndarray, size: int) -> np.ndarray:
@@ -229,7 +257,7 @@ def _within_speed(y: np.ndarray, x: np.ndarray, frames: np.ndarray, max_step: np
 
 
 def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=None,
-                    start: np.ndarray | None = None, e: np.ndarray | None = None) -> tuple:
+                    start: np.ndarray | None = None, e: np.ndarray | None = None, tol: float | None = None) -> tuple:
     """(u, rows used): the u of least |u| with g u >= h (Lawson and Hanson's least distance
     programming: one nonnegative least squares on [g'; h']); (None, None) when no u meets them.
     The rows `first` (bool) are taken first, any other only once the answer breaks it: most of
@@ -238,14 +266,15 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=No
     residual r of e = [g'; h'], cheaper than the dense product (default). start: (bool) rows whose NNLS
     columns it starts from, taken too (a linearisation's answer is held by nearly the rows the last one's was).
     Also (bool) the rows that hold the answer (their multipliers positive); None with no answer. e: [g'; h']
-    when already written (g its view)."""
+    when already written (g its view); tol: _tolerance(e), when already known."""
     use = first.copy() if start is None else first | start
     e = np.vstack([g.T, h[None, :]]) if e is None else e
     target = np.zeros(len(e))
     target[-1] = 1.0
-    lam, passive = _positive_start(e, target, start)
-    tol = _tolerance(e)  # once: each continuation of the NNLS reads the same e
-    factors = _PassiveQR(e, target, np.flatnonzero(passive))  # and goes on with the same factors
+    lam, passive, factors = _positive_start(e, target, start)
+    tol = _tolerance(e) if tol is None else tol  # once: each continuation of the NNLS reads the same e
+    if factors is None:  # (a start comes with the factors of its passive columns, ascending: these)
+        factors = _PassiveQR(e, target, np.flatnonzero(passive))  # and goes on with the same factors
     while True:
         lam, passive = _nnls(e, target, use, lam, passive, gradient, tol, factors)
         r = e[:, passive] @ lam[passive] - target
@@ -259,18 +288,20 @@ def _least_distance(g: np.ndarray, h: np.ndarray, first: np.ndarray, gradient=No
 
 
 def _positive_start(e: np.ndarray, target: np.ndarray, start: np.ndarray | None) -> tuple:
-    """(x, passive) to start _nnls from: the least squares answer on the `start` columns, those whose
-    multiplier comes out non-positive dropped until all are positive (Lawson and Hanson's active set
-    needs no more: each of its steps lowers the residual from any such start); none without a start."""
+    """(x, passive, their QR factors or None) to start _nnls from: the least squares answer on the `start`
+    columns, those whose multiplier comes out non-positive dropped until all are positive (Lawson and
+    Hanson's active set needs no more: each of its steps lowers the residual from any such start); none
+    without a start. The factors (_PassiveQR, columns ascending) are those the NNLS goes on with."""
     x, passive = np.zeros(e.shape[1]), np.zeros(e.shape[1], dtype=bool)
     columns = np.flatnonzero(start) if start is not None else np.zeros(0, dtype=int)
     while 0 < len(columns) <= len(e):
-        idx, z = _PassiveQR(e, target, columns).solve()
+        factors = _PassiveQR(e, target, columns)
+        idx, z = factors.solve()
         if (z > 0.0).all():
             x[idx], passive[idx] = z, True
-            break
+            return x, passive, factors
         columns = idx[z > 0.0]
-    return x, passive
+    return x, passive, None
 
 
 def _tolerance(e: np.ndarray) -> float:

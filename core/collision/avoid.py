@@ -17,7 +17,7 @@ import numpy as np
 from ..model.kinematics import PRISMATIC, KinematicTree
 from ..model.posing import Poser
 from ..motion.frames import frame_blocks
-from .distance import axis_bound
+from .distance import axis_bound, dot
 from .hulls import proxy_distance
 from .pairs import CollisionPairs, body_distances, pair_distances
 
@@ -142,6 +142,7 @@ class SeparationTerm:
         self._body_pairs = local.reshape(-1, 2)
         centre, radius = model.body_spheres()
         self._radius = radius[bodies]
+        self._pair_radius = (self._radius[self._body_pairs[:, 0]] + self._radius[self._body_pairs[:, 1]])[:, None]
         slot = {int(model.body_links[b]): k for k, b in enumerate(bodies)}  # each body is one link's
         self._used, local = np.unique(self.capsules, return_inverse=True)  # the capsules read, and where
         self._local = local.reshape(self.capsules.shape)
@@ -217,7 +218,7 @@ class SeparationTerm:
             ends, centre, hulls = placed.ends, placed.centre, placed.hulls
             self._place(placed.moving, poses, ends, centre, hulls)
         a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
-        apart = (_norm(centre[a] - centre[b]) - (self._radius[a] + self._radius[b])[:, None]).T  # (F, P)
+        apart = (_norm(centre[a] - centre[b]) - self._pair_radius).T  # (F, P)
         dist = apart[:, self._owner] if dense else None
         f, pair = np.nonzero(apart < within)
         counts = self._counts[pair]
@@ -228,17 +229,18 @@ class SeparationTerm:
         middle = 0.5 * (ends[:, 0] + ends[:, 1])  # the capsules' bounding spheres' centres
         a, b = self._local[p, 0], self._local[p, 1]
         gap = middle[a, :, f] - middle[b, :, f]  # (K, 3)
-        spheres = np.sqrt(np.einsum("ki,ki->k", gap, gap)) - self._half_pair[0][p] - self._half_pair[1][p]
+        spheres = np.sqrt(dot(gap, gap)) - self._half_pair[0][p] - self._half_pair[1][p]
         if dense:
             dist[f, p] = spheres
-        keep = spheres < within
-        if not dense and self._capsules_only:  # no (F, Q) array asked: an entry beyond `within` is dropped anyway
-            keep[keep] = ~self._beyond(ends, middle, f[keep], p[keep], a[keep], b[keep], within)
+        keep = np.flatnonzero(spheres < within)  # positions: each array below is picked without a mask's scan
         f, p, a, b = f[keep], p[keep], a[keep], b[keep]
+        if not dense and self._capsules_only:  # no (F, Q) array asked: an entry beyond `within` is dropped anyway
+            keep = np.flatnonzero(~self._beyond(ends, middle, f, p, a, b, within))
+            f, p, a, b = f[keep], p[keep], a[keep], b[keep]
         slot = self._hull_slot
         simplex = self._searched(placed, f, p)
         exact, ca, cb, normal, _ = proxy_distance(
-            self.model, self.capsules[p], np.stack([ends[a, :, :, f], ends[b, :, :, f]], axis=1),  # (K, 2, 2, 3)
+            self.model, self.capsules[p], ends[np.stack([a, b], axis=1), :, :, f[:, None]],  # (K, 2, 2, 3), one gather
             lambda rows, side: hulls[slot[(a, b)[side][rows]], :, :, f[rows]], within, simplex)
         if simplex is not None:
             self._searched(placed, f, p, simplex)
@@ -262,7 +264,7 @@ class SeparationTerm:
         """Where the hull distances of entries (frames f into placed's, pairs p) last ended their search
         (core.collision.convex.core_search), kept with the placed capsules over a correction's steps
         (each step looks again a little further on); with `simplex`, kept. None without hulls or placed."""
-        if placed is None or not (self._hull_slot >= 0).any() or self.model.hull_planes is not None:
+        if placed is None or self._capsules_only or self.model.hull_planes is not None:
             return None  # smooth trunk proxies start no search
         store, key = placed.searched, (placed.frames[f], p)
         if "size" not in store:  # vertex indices < HULL_VERTICES: int8
@@ -382,19 +384,19 @@ class SeparationTerm:
         """Signed distances (F, Q) as `distance` gives them (exact up to `within`; None unless
         `dense`) and the entries of `gradient`, from one evaluation: a correction's first step needs both."""
         poses, dist, (f, p, exact, ca, cb, normal) = self._near(q, root, within, still, dense, placed)
-        inside = exact < within
+        inside = np.flatnonzero(exact < within)
         f, p, exact, ca, cb, normal = f[inside], p[inside], exact[inside], ca[inside], cb[inside], normal[inside]
         grad = np.zeros((len(f), len(self.variables)))
         if len(f) == 0:
             return dist, (f, p, exact, grad)
-        normal = normal.T  # (3, K): entries last, as below
+        normal = np.ascontiguousarray(normal.T)  # (3, K): entries last, as below (contiguous: each product reads it V times)
         # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
-        axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])[:, :, f]  # (V, 3, K)
-        joint = np.stack([poses[int(v)].pos for v in self.variables])[:, :, f]
-        moment = _cross(joint, axis)
+        axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])  # (V, 3, F)
+        moment = _cross(np.stack([poses[int(v)].pos for v in self.variables]), axis)  # per frame, then per entry
         if self._prismatic.any():  # a slide: a.n
             slide = self._prismatic[:, None, None]
             moment, axis = np.where(slide, axis, moment), np.where(slide, 0.0, axis)
+        axis, moment = axis[:, :, f], moment[:, :, f]  # (V, 3, K)
         along = (moment * normal).sum(axis=1)  # (V, K)
         rate_a = (axis * _cross(ca.T, normal)).sum(axis=1) + along
         rate_b = (axis * _cross(cb.T, normal)).sum(axis=1) + along

@@ -16,7 +16,7 @@ from scipy.spatial import ConvexHull, QhullError
 
 from ..model.kinematics import FIXED, KinematicTree
 from .convex import convex_distance, core_distance, face_normals
-from .distance import capsule_distance
+from .distance import segment_closest
 from .smooth import capsule_to_smooth
 
 # off by default: on, the G1's limb error with avoidance falls (walk +0.63 -> +0.48 deg, hop +1.13 -> +0.69) but
@@ -120,14 +120,17 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
     each entry's search on hulls ended last (core.collision.convex.core_search: vertex indices (K, 4)
     on each side, how many (K,)), updated in place."""
     a, b = capsules[:, 0], capsules[:, 1]
-    exact, ca, cb = capsule_distance(ends[:, 0, 0], ends[:, 0, 1], model.radius[a],
-                                     ends[:, 1, 0], ends[:, 1, 1], model.radius[b])
+    ca, cb = segment_closest(ends[:, 0, 0], ends[:, 0, 1], ends[:, 1, 0], ends[:, 1, 1])
     normal = ca - cb
-    crossing = np.flatnonzero(np.linalg.norm(normal, axis=-1) <= 1e-9)  # overlapping axes: along the middles' line
+    length = np.linalg.norm(normal, axis=-1)  # capsule_distance's, measured once for the distance and the normal
+    exact = length - model.radius[a] - model.radius[b]
+    crossing = np.flatnonzero(length <= 1e-9)  # overlapping axes: along the middles' line
     if len(crossing):  # (the middles of every entry cost two strided means a look: these few only)
         middle = ends[crossing, 0].mean(axis=1) - ends[crossing, 1].mean(axis=1)
         normal[crossing] = np.where(np.linalg.norm(middle, axis=-1, keepdims=True) > 1e-9, middle, [0.0, 0.0, 1.0])
-    normal = normal / np.linalg.norm(normal, axis=-1, keepdims=True)
+        length = length.copy()
+        length[crossing] = np.linalg.norm(normal[crossing], axis=-1)
+    normal = normal / length[:, None]
     if model.hull is None:
         return exact, ca, cb, normal, simplex
     hull_a, hull_b = model.hull[a] >= 0, model.hull[b] >= 0

@@ -55,6 +55,24 @@ def test_sphere_and_capsule_distances_are_exact():
     assert d == pytest.approx(-0.15)
 
 
+def test_segment_closest_is_the_same_with_or_without_points_among_the_segments():
+    """A batch without points (every capsule model's) skips the guards for them: each entry's closest
+    points are the same bits as in a batch where some entries are points (the guards' way), and the
+    points' own are their exact closest points."""
+    rng = np.random.default_rng(5)
+    p1, q1, p2, q2 = (rng.normal(size=(300, 3)) for _ in range(4))
+    point = rng.random(300) < 0.3
+    q1m, q2m = np.where(point[:, None], p1, q1), np.where(point[::-1, None], p2, q2)  # some first, some second
+    mixed = segment_closest(p1, q1m, p2, q2m)
+    whole = ~point & ~point[::-1]
+    alone = segment_closest(p1[whole], q1m[whole], p2[whole], q2m[whole])
+    assert all(np.array_equal(m[whole], a) for m, a in zip(mixed, alone))
+    s = np.linspace(0, 1, 2001)  # a point's distance from a segment, by brute force
+    on2 = p2[:, None] + s[None, :, None] * (q2m - p2)[:, None]
+    brute = np.linalg.norm(p1[:, None] - on2, axis=-1).min(axis=1)
+    np.testing.assert_allclose(np.linalg.norm(mixed[0] - mixed[1], axis=1)[point], brute[point], atol=2e-3)
+
+
 def test_axis_bound_never_exceeds_the_segments_distance():
     """A segment's middle's distance from another segment, less its half length, is a lower bound of
     the two segments' distance (the looks skip the exact distance of a pair it puts beyond their reach),
@@ -705,15 +723,19 @@ def test_window_nnls_factors_with_every_column_gone_still_index():
 def test_window_solve_gradient_through_its_rows_is_the_dense_products(monkeypatch):
     """A window's linearised solve (_pair_step) writes its e = [g'; h'] at once and takes its NNLS
     gradient e' r through the rows' few entries (speed, pairs, box) and the scale, not the dense e:
-    the same answer as the dense product's on windows of random metric, speed rows, pairs and box."""
+    the same answer as the dense product's on windows of random metric, speed rows, pairs and box.
+    Its NNLS tolerance, from e's blocks, is e's own to the bit."""
+    from scipy.sparse import csr_matrix
+
     from core.chains import switches
 
     rng = np.random.default_rng(7)
     calls = []
     dense = switches._least_distance
 
-    def both(g, h, first, gradient=None, start=None, e=None):
+    def both(g, h, first, gradient=None, start=None, e=None, tol=None):
         assert np.array_equal(e, np.vstack([g.T, h[None, :]]))  # written at once, it is [g'; h']
+        assert tol == switches._tolerance(e)
         r = rng.normal(size=len(e))
         np.testing.assert_allclose(gradient(r), e.T @ r, atol=1e-9 * np.abs(e).sum(axis=0).max())
         calls.append(1)
@@ -730,6 +752,13 @@ def test_window_solve_gradient_through_its_rows_is_the_dense_products(monkeypatc
                                      np.arange(1, count + 1))
         f = rng.integers(0, count, size=8)
         grad, need = rng.normal(size=(8, width)), rng.uniform(0.0, 0.3, size=8)
+        grad[rng.random(grad.shape) < 0.2] = 0.0  # a joint that moves neither capsule: no entry in the rows
+        rows = np.zeros((8, n))
+        for k, frame in enumerate(f):
+            rows[k, frame * width:(frame + 1) * width] = grad[k]
+        sparse = switches._sparse_rows(speed[0], f, grad, width)  # the rows' CSR written from their entries
+        assert np.array_equal(sparse.toarray(), np.vstack([speed[0], rows]))
+        assert np.array_equal(sparse.indices, csr_matrix(np.vstack([speed[0], rows])).indices)
         box = (np.full(n, -1.0), np.full(n, 1.0))
         switches._pair_step(unscale, np.zeros(n), speed, np.zeros(len(speed[0]), dtype=bool), f, grad, need, box,
                             width, np.arange(8))
