@@ -301,46 +301,7 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     period = settings.period_s
     stride = max(1, int(round(BALANCE_PERIOD_S / period)))
     rows = np.arange(0, len(plan.times), stride)
-    coarse = Corrector(tree, plan.legs, model, {link: path.poses[rows] for link, path in plan.paths.items()},
-                       {link: path.down[rows] for link, path in plan.paths.items()}, plan.root_rot[rows],
-                       plan.height[rows], plan.q[rows], period * stride, settings.correction, plan.level_tol,
-                       plan.rolled)
-    clip_root = pose_matrices(bake.root_rotation, bake.root_position)
-    clip_com = centre_of_mass(tree, bake.q, clip_root, model)
-    # where the waist is from the CoM, in the waist's own frame (the robot turns)
-    local = np.median(np.einsum("fji,fj->fi", bake.root_rotation, bake.root_position - clip_com), axis=0)
-    offset = np.einsum("fij,j->fi", plan.root_rot, local)[:, :2]
-
-    def replan(q_now: np.ndarray, root_now: np.ndarray) -> bool:  # issue 12, step 4
-        rate = 1.0 / (period * stride)
-        zmp, com = coarse.zmp(q_now, root_now[:, :3, 3])  # the readout's ZMP, the links no leg moves weighed once
-        push = com_push(com, rate)  # unfiltered
-        thrown = np.linalg.norm(zmp - plan.target[rows], axis=1)
-        moved = False
-        for link, path in plan.paths.items():
-            moved |= project_person_points(path, plan.times[rows], tree.link_transform(q_now, link, root_now))
-            for knots in path.swings:  # a swing so fast the robot cannot keep its balance is calmed
-                inside = (plan.times[rows] >= knots.times[0]) & (plan.times[rows] <= knots.times[-1])
-                if inside.any() and (push[inside].min() < MIN_PUSH
-                                     or thrown[inside].max() > MAX_THROW_M):
-                    tame_swing(path, knots, TAME_SHARE)
-                    moved = True
-        if moved:
-            coarse.goals = {link: path.poses[rows] for link, path in plan.paths.items()}
-        return moved
-
-    com_height = float(np.mean(clip_com[:, 2]))
-    path = None
-    if coarse.family is not None:  # legs without an ankle roll: the CoM only where the roll carries it
-        com, zmp, heights, short = carried_path(coarse, plan, rows, offset[rows], com_height, settings.correction)
-        warnings += uncarried_warning(plan.times[rows], short)
-        # the target is the plan's own ZMP, which the programme kept inside the support; the cart-table ZMP
-        # of a spline through its CoM (its second derivative) left the support by up to 0.19 m at the
-        # phase changes (the H1 walk: 21.7 mm RMS from the programme's ZMP at its own samples)
-        plan.target, path = _resample_linear(plan.times[rows], zmp, plan.times), (com, zmp)
-    passes = None if coarse.family is None else min(settings.correction.passes, ROLLED_COARSE_PASSES)
-    rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan, path, passes)
-    plan.root_rot = keep_tilt(plan.root_rot, np.interp(plan.times, plan.times[rows], coarse.tilt_kept))
+    coarse, rough, com_height = _coarse_stage(tree, plan, model, bake, settings, warnings, rows, stride)
     fine = Corrector(tree, plan.legs, model, {link: path.poses for link, path in plan.paths.items()},
                      {link: path.down for link, path in plan.paths.items()}, plan.root_rot,
                      _resample(plan.times[rows], coarse.height, plan.times), plan.q, period, settings.correction,
@@ -369,30 +330,84 @@ def _balance(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: Retarg
     com_path = _resample(plan.times[rows], rough.com_path, plan.times)
     # what the coarse samples did not see (the swing legs between them): a few passes at the cycle
     q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, xy, com_path, plan.target, com_height, FINE_PASSES)
-    if fine.family is not None:  # the rolled waist: the passes carried it on after its height was fitted, and
-        # the trailing leg of a long step came up to 10 mm short of its foot (H1 walk, 6.03-6.05 s): the height
-        # fitted again where the passes left the waist, then the passes again from there; before each, a trailing
-        # foot that cannot stand before its lift-off rolls onto its toe (core.balance.trailing)
-        toes, heels = _edges(tree, plan, 1.0), _edges(tree, plan, -1.0)
-        q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
-        q, root_pos, _ = fine.solve_standing(q, fine.command, rounds=2)
-        plan.target = _onto_feet(fine, q, root_pos, plan)
-        q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, fine.command, com_path, plan.target, com_height,
-                                                 ROLLED_FINE_PASSES, stall_share=np.inf)  # ROLLED_FINE_PASSES' note
-        rolled = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
-        if not equal_bits(rolled, q):  # else refine's best pass measured these legs under this waist already
-            zmp, com = fine.zmp(rolled, root_pos)
-        q = rolled
-        plan.target = _onto_feet(fine, q, root_pos, plan)
-        # then the few cycles short of issue 12's margin (a touch-down's jerk, a heel the trailing roll raised
-        # after the target was planned): the target moved inward there (core.balance.margin)
-        q, root_pos, com_path, zmp, com = toward_margin(fine, q, root_pos, com_path, plan.target, com_height,
-                                                        plan.paths, zmp, com)
+    if fine.family is not None:
+        q, root_pos, com_path, zmp, com = _rolled_passes(tree, fine, plan, q, root_pos, com_path, com_height)
     let_go(q, root_pos)  # and where the passes' waist let it go
     plan.root_rot = fine.root_rot  # the waist as it stands: its tilt given up where a foot could not stand
     c = settings.correction
     _, cart_zmp = follow_zmp(plan.target, PreviewSettings(period, com_height, c.q, c.r, c.preview_s))
     return Balanced(q, root_pos, com_path, cart_zmp, zmp, com, com_height, rough.height_change_m)
+
+
+def _coarse_stage(tree: KinematicTree, plan: GaitPlan, model: MassModel, bake: RetargetResult,
+                  settings: GaitSettings, warnings: list[str], rows: np.ndarray, stride: int):
+    """The waist balanced on the samples `rows` (every `stride`-th control cycle): its Corrector, the correction's
+    result and the CoM height the cart-table model assumes. Too fast swings are calmed as it goes (replan);
+    the rolled waist's CoM is first planned where the roll carries it (carried_path)."""
+    period = settings.period_s * stride
+    coarse = Corrector(tree, plan.legs, model, {link: path.poses[rows] for link, path in plan.paths.items()},
+                       {link: path.down[rows] for link, path in plan.paths.items()}, plan.root_rot[rows],
+                       plan.height[rows], plan.q[rows], period, settings.correction, plan.level_tol,
+                       plan.rolled)
+    clip_root = pose_matrices(bake.root_rotation, bake.root_position)
+    clip_com = centre_of_mass(tree, bake.q, clip_root, model)
+    # where the waist is from the CoM, in the waist's own frame (the robot turns)
+    local = np.median(np.einsum("fji,fj->fi", bake.root_rotation, bake.root_position - clip_com), axis=0)
+    offset = np.einsum("fij,j->fi", plan.root_rot, local)[:, :2]
+
+    def replan(q_now: np.ndarray, root_now: np.ndarray) -> bool:  # issue 12, step 4
+        rate = 1.0 / period
+        zmp, com = coarse.zmp(q_now, root_now[:, :3, 3])  # the readout's ZMP, the links no leg moves weighed once
+        push = com_push(com, rate)  # unfiltered
+        thrown = np.linalg.norm(zmp - plan.target[rows], axis=1)
+        moved = False
+        for link, path in plan.paths.items():
+            moved |= project_person_points(path, plan.times[rows], tree.link_transform(q_now, link, root_now))
+            for knots in path.swings:  # a swing so fast the robot cannot keep its balance is calmed
+                inside = (plan.times[rows] >= knots.times[0]) & (plan.times[rows] <= knots.times[-1])
+                if inside.any() and (push[inside].min() < MIN_PUSH
+                                     or thrown[inside].max() > MAX_THROW_M):
+                    tame_swing(path, knots, TAME_SHARE)
+                    moved = True
+        if moved:
+            coarse.goals = {link: path.poses[rows] for link, path in plan.paths.items()}
+        return moved
+
+    com_height = float(np.mean(clip_com[:, 2]))
+    path = None
+    if coarse.family is not None:  # legs without an ankle roll: the CoM only where the roll carries it
+        com, zmp, heights, short = carried_path(coarse, plan, rows, offset[rows], com_height, settings.correction)
+        warnings += uncarried_warning(plan.times[rows], short)
+        # the target is the plan's own ZMP, which the programme kept inside the support; the cart-table ZMP
+        # of a spline through its CoM (its second derivative) left the support by up to 0.19 m at the
+        # phase changes (the H1 walk: 21.7 mm RMS from the programme's ZMP at its own samples)
+        plan.target, path = _resample_linear(plan.times[rows], zmp, plan.times), (com, zmp)
+    passes = None if coarse.family is None else min(settings.correction.passes, ROLLED_COARSE_PASSES)
+    rough = balance(coarse, plan.q[rows], offset[rows], com_height, plan.target[rows], replan, path, passes)
+    plan.root_rot = keep_tilt(plan.root_rot, np.interp(plan.times, plan.times[rows], coarse.tilt_kept))
+    return coarse, rough, com_height
+
+
+def _rolled_passes(tree: KinematicTree, fine: Corrector, plan: GaitPlan, q: np.ndarray, root_pos: np.ndarray,
+                   com_path: np.ndarray, com_height: float):
+    """The rolled waist after its first control-cycle passes: they carried it on after its height was fitted,
+    and the trailing leg of a long step came up to 10 mm short of its foot (H1 walk, 6.03-6.05 s), so the
+    height is fitted again where the passes left the waist, then the passes again from there; before each, a
+    trailing foot that cannot stand before its lift-off rolls onto its toe (core.balance.trailing)."""
+    toes, heels = _edges(tree, plan, 1.0), _edges(tree, plan, -1.0)
+    q = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
+    q, root_pos, _ = fine.solve_standing(q, fine.command, rounds=2)
+    plan.target = _onto_feet(fine, q, root_pos, plan)
+    q, root_pos, com_path, zmp, com = refine(fine, q, root_pos, fine.command, com_path, plan.target, com_height,
+                                             ROLLED_FINE_PASSES, stall_share=np.inf)  # ROLLED_FINE_PASSES' note
+    rolled = roll_trailing_feet(fine, q, root_pos, plan.paths, toes, heels)
+    if not equal_bits(rolled, q):  # else refine's best pass measured these legs under this waist already
+        zmp, com = fine.zmp(rolled, root_pos)
+    q = rolled
+    plan.target = _onto_feet(fine, q, root_pos, plan)
+    # then the few cycles short of issue 12's margin (a touch-down's jerk, a heel the trailing roll raised
+    # after the target was planned): the target moved inward there (core.balance.margin)
+    return toward_margin(fine, q, root_pos, com_path, plan.target, com_height, plan.paths, zmp, com)
 
 
 def _onto_feet(fine: Corrector, q: np.ndarray, root_pos: np.ndarray, plan: GaitPlan) -> np.ndarray:
