@@ -103,17 +103,7 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         legless = not any(c.role == "leg" for c in mapping.enabled_chains()) and \
             not find_body_parts(robot_skeleton(tree)).legs
         _warn_missing_meshes(robot.robot, warnings, legs=not legless)
-        plans = plan_chains(motion, tree, mapping, warnings)
-        if not plans:
-            raise RetargetError("no chain could be mapped between the source and the robot")
-        body_src, axes_rob = body_frames(motion, tree, mapping)
-        root_rot, root_pos, root_scale = _root_path(motion, tree, plans, settings, body_src @ axes_rob.T)
-        floating = root_scale is not None
-        body_rob = root_rot @ axes_rob
-        root = pose_matrices(root_rot, root_pos)
-        targets = {id(plan): chain_targets(motion, plan, body_src, body_rob) for plan in plans}
-        aim = torso_aim(motion, tree, mapping, plans, targets, body_rob @ np.swapaxes(body_src, 1, 2), root_rot,
-                         floating)
+        plans, root, root_scale, targets, aim, axes_rob = _plan(motion, tree, mapping, settings, warnings)
         pairs = checked_pairs(tree, mapping)
         apart = Separation(tree, pairs, settings.collision_margin, order=[p.kin.chain.variables for p in plans]) \
             if settings.avoid_self_collision else None
@@ -142,19 +132,15 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         with stages("separate"):
             keep_apart(tree, plans, q, root, targets, settings, apart, motion.fps)
     with stages("report"):
-        report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings) if figures \
-            else {"source": motion.name, "robot": tree.robot.name, "frames": int(len(q)), "fps": float(motion.fps),
-                  "warnings": warnings}
         if figures:
+            report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings)
             measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
             report.update(_figures(motion, tree, plans, report["chains"], legs, q, root, measured, planted is not None,
                                    pairs, apart, warnings))
-        report.update(mapping_figures(motion, mapping), root_scale=root_scale)
-        warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
-        warnings += [f"auto-map: {note}" for note in mapping.notes]
-        upright = up_note(robot, mapping.robot_root)
-        if upright is not None and not any(upright in note for note in mapping.notes):
-            warnings.append(upright)  # a preset on a robot written Y-up: what was assumed
+        else:
+            report = {"source": motion.name, "robot": tree.robot.name, "frames": int(len(q)),
+                      "fps": float(motion.fps), "warnings": warnings}
+        _mapping_report(report, motion, robot, mapping, root_scale, warnings)
     report.update(stages.report(len(q)))
     unplanted = None
     if free is not None:
@@ -163,6 +149,34 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     progress(1.0, "done")
     return RetargetResult(robot.joint_names, *_urdf_root(robot, tree, rerooted, q, root), motion.fps, report,
                           unplanted)
+
+
+def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, settings: RetargetSettings,
+          warnings: list[str]):
+    """The chains to solve, the root's path (poses (F, 4, 4) and the scale of a floating root, else None),
+    each chain's reference-point targets by id(plan), the torso's aim and the robot's body axes."""
+    plans = plan_chains(motion, tree, mapping, warnings)
+    if not plans:
+        raise RetargetError("no chain could be mapped between the source and the robot")
+    body_src, axes_rob = body_frames(motion, tree, mapping)
+    root_rot, root_pos, root_scale = _root_path(motion, tree, plans, settings, body_src @ axes_rob.T)
+    body_rob = root_rot @ axes_rob
+    root = pose_matrices(root_rot, root_pos)
+    targets = {id(plan): chain_targets(motion, plan, body_src, body_rob) for plan in plans}
+    aim = torso_aim(motion, tree, mapping, plans, targets, body_rob @ np.swapaxes(body_src, 1, 2), root_rot,
+                    root_scale is not None)
+    return plans, root, root_scale, targets, aim, axes_rob
+
+
+def _mapping_report(report: dict, motion: SourceMotion, robot: KinematicTree, mapping: Mapping, root_scale,
+                    warnings: list[str]) -> None:
+    """The mapping's figures and its reasons and notes as warnings; what was assumed of a robot written Y-up."""
+    report.update(mapping_figures(motion, mapping), root_scale=root_scale)
+    warnings += [f"mapping: {reason}" for reason in report["mapping"]["reasons"]]
+    warnings += [f"auto-map: {note}" for note in mapping.notes]
+    upright = up_note(robot, mapping.robot_root)
+    if upright is not None and not any(upright in note for note in mapping.notes):
+        warnings.append(upright)  # a preset on a robot written Y-up: what was assumed
 
 
 def _held_once(motion, held, tree, mapping, settings, progress, contacts, figures) -> RetargetResult:
