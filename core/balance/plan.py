@@ -65,15 +65,9 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     contacts keep it down, and holds the body back with it (the walk onto the G1: 1.52 of 2.00 m).
     repeated: (F,) frames repeating a held one (core.balance.phases.held_frames), counted once where a stance
     is posed (plan_stances) and the waist's knots at a hold's ends (held_ends)."""
-    feet = foot_links(tree)
-    sides = foot_sides(tree, mapping, feet)
-    by_side = {side: link for link, side in sides.items()}
-    bodies = dict(zip(feet, foot_bodies(tree, feet)))
-    zero = tree.zero_pose()
-    standing = {link: standing_rotation(bodies[link], zero[link, :3, :3]) for link in feet}  # soles level
-    flats = {side: standing[link] for side, link in by_side.items()}
-    legs = leg_iks(tree, feet, standing)
-    leg_of = {sides[leg.foot]: leg for leg in legs}
+    ft = _Feet.of(tree, mapping)
+    feet, sides, by_side, bodies, standing, flats, legs, leg_of = (ft.links, ft.sides, ft.by_side, ft.bodies,
+                                                                   ft.standing, ft.flats, ft.legs, ft.leg_of)
     if sagittal_waist is None:
         sagittal_waist = planar_legs(tree, legs) is not None
     clip_root = pose_matrices(bake.root_rotation, bake.root_position)
@@ -105,10 +99,51 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
             path.placed[:] = False
     edges = {side: toe_edge(bodies[link], flats[side], bounds.forward_axis) for side, link in by_side.items()}
     heel_offs(paths, sides, edges, lambda steps: heel_off_angles(bounds, flats, edges, steps))
-    end_s = (frames - 1) / bake.fps
+    root_rot, position, rate = _plan_waist(tree, ft, bake, times, paths, stances, person, repeated, waist_tilt,
+                                           sagittal_waist)
+    q = np.clip(_joints(bake.q, bake.fps, times, np.concatenate([leg.columns for leg in legs]), upper_body),
+                tree.lower, tree.upper)  # a cubic through angles at a limit overshoots it between frames
+    target = _target(paths, bodies, sides, standing, zmp_offset_m)
+    return GaitPlan(times, legs, sides, bodies, paths, swings, root_rot, calm_height(position[:, 2], rate),
+                    q, target, bounds, moved, level_tolerance(width), sagittal_waist)
+
+
+@dataclass
+class _Feet:
+    """The robot's feet: links, sides (link -> "left"/"right") and back, each foot's body, its level standing
+    rotation (by link and by side) and the leg that moves it (by side)."""
+
+    links: list[int]
+    sides: dict[int, str]
+    by_side: dict[str, int]
+    bodies: dict[int, BodyPoints]
+    standing: dict[int, np.ndarray]
+    flats: dict[str, np.ndarray]
+    legs: list[LegIK]
+    leg_of: dict[str, LegIK]
+
+    @classmethod
+    def of(cls, tree: KinematicTree, mapping: Mapping) -> "_Feet":
+        feet = foot_links(tree)
+        sides = foot_sides(tree, mapping, feet)
+        by_side = {side: link for link, side in sides.items()}
+        bodies = dict(zip(feet, foot_bodies(tree, feet)))
+        zero = tree.zero_pose()
+        standing = {link: standing_rotation(bodies[link], zero[link, :3, :3]) for link in feet}  # soles level
+        legs = leg_iks(tree, feet, standing)
+        return cls(feet, sides, by_side, bodies, standing, {side: standing[link] for side, link in by_side.items()},
+                   legs, {sides[leg.foot]: leg for leg in legs})
+
+
+def _plan_waist(tree: KinematicTree, ft: _Feet, bake: RetargetResult, times: np.ndarray, paths: dict,
+                stances: dict, person: RetargetResult | None, repeated: np.ndarray | None, waist_tilt: float,
+                sagittal_waist: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """The waist's rotation and position at `times` through knots at the feet's representative points (its turn
+    kept within what the legs' yaw allows), the foot paths re-anchored to it, and the control rate."""
+    end_s = (len(bake.q) - 1) / bake.fps
     # and a foot's first landing where the clip starts with it in the air (a touch-down of no swing: without it
     # the cut walk's waist turned and sank in one curve from the clip's start to the other foot's lift-off)
-    landings = [stances[sides[link]][0].start / bake.fps for link, path in paths.items() if path.placed.any()]
+    landings = [stances[ft.sides[link]][0].start / bake.fps for link, path in paths.items() if path.placed.any()]
     knots = np.unique(np.concatenate([[0.0, end_s], [p.time_s for path in paths.values() for p in path.points],
                                       landings, held_ends(repeated, bake.fps)]))
     heights = bake.root_position[:, 2]
@@ -117,8 +152,9 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
     data_rot, position = _waist(bake, knots, times, heights)
     data_rot = keep_tilt(data_rot, waist_tilt)
     rate = 1.0 / (times[1] - times[0]) if len(times) > 1 else 1.0
-    root_rot = limit_turn(data_rot, [(np.unwrap(heading(path.poses[:, :3, :3] @ standing[link].T)), path.down,
-                                      yaw_bounds(tree, leg_of[sides[link]])) for link, path in paths.items()], rate)
+    root_rot = limit_turn(data_rot, [(np.unwrap(heading(path.poses[:, :3, :3] @ ft.standing[link].T)), path.down,
+                                      yaw_bounds(tree, ft.leg_of[ft.sides[link]])) for link, path in paths.items()],
+                          rate)
 
     def turn(t: float) -> tuple[np.ndarray, np.ndarray]:  # the waist's turn at t, about the waist
         i = int(np.clip(np.searchsorted(times, t), 0, len(times) - 1))
@@ -126,11 +162,7 @@ def make_plan(tree: KinematicTree, mapping: Mapping, bake: RetargetResult, flags
 
     for path in paths.values():
         reanchor(path, turn)
-    q = np.clip(_joints(bake.q, bake.fps, times, np.concatenate([leg.columns for leg in legs]), upper_body),
-                tree.lower, tree.upper)  # a cubic through angles at a limit overshoots it between frames
-    target = _target(paths, bodies, sides, standing, zmp_offset_m)
-    return GaitPlan(times, legs, sides, bodies, paths, swings, root_rot, calm_height(position[:, 2], rate),
-                    q, target, bounds, moved, level_tolerance(width), sagittal_waist)
+    return root_rot, position, rate
 
 
 CHECK_ROUNDS = 3  # the stances planned again at most this often where a step did not stand
