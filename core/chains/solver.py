@@ -329,35 +329,15 @@ class _Problem:
         Frames whose step falls below `tolerance` (radians) leave the active set,
         so late iterations only pay for the frames still moving.
         """
-        opts, cols = self.options, self.kin.columns
-        sel = slice(None) if frames is None else frames
-        anchor, targets = self.anchor[sel], self.targets[sel]
-        q = self.q[sel].copy()
-        x = x.copy()
-        nframes, nvar = x.shape
-        weights = np.broadcast_to(self.weights, targets.shape[:2])
+        opts = self.options
+        run = _Run(self, x, ref, frames)
+        nframes = len(run.x)
+        weights = np.broadcast_to(self.weights, run.targets.shape[:2])
         lam = np.full(nframes, 1e-3)
-        eye = np.eye(nvar)
         smooth, prior = opts.smoothness, opts.rest_prior
-
-        def reference(rows):
-            if ref is not None:
-                return ref[rows]
-            if isinstance(rows, slice):
-                return np.concatenate([x[:1], x[:-1]], axis=0)
-            return x[np.maximum(rows - 1, 0)]
-
-        def evaluate(xv, rows, sw):
-            qr = q[rows]
-            qr[:, cols] = xv
-            pts, jac = self.kin.evaluate(self.tree, anchor[rows], qr, True)
-            res = (pts - targets[rows]) * sw[..., None]
-            cost = ((res ** 2).sum((1, 2)) + smooth * ((xv - reference(rows)) ** 2).sum(1)
-                    + prior * ((xv - self.rest) ** 2).sum(1))
-            return pts, jac, res, cost
-
         sw = np.sqrt(weights)
-        pts, jac, res, cost = evaluate(x, slice(None), sw)
+        pts, jac, res, cost = run.evaluate(run.x, slice(None), sw)
+        x, targets = run.x, run.targets
         active = np.arange(nframes)
         for _ in range(opts.iterations if iterations is None else iterations):
             if len(active) == 0:
@@ -372,25 +352,15 @@ class _Problem:
                 res[active] = (pts[active] - targets[active]) * sw_a[..., None]
                 # the cost a trial must beat is the one under the new weights
                 cost[active] = ((res[active] ** 2).sum((1, 2))
-                                + smooth * ((xa - reference(active)) ** 2).sum(1)
+                                + smooth * ((xa - run.reference(active)) ** 2).sum(1)
                                 + prior * ((xa - self.rest) ** 2).sum(1))
-            count = len(xa)
-            jw = (jac[active] * sw_a[..., None, None]).reshape(count, -1, nvar)
-            jwt = jw.transpose(0, 2, 1)
-            hess = jwt @ jw
-            grad = ((jwt @ res[active].reshape(count, -1, 1))[..., 0]
-                    + smooth * (xa - reference(active)) + prior * (xa - self.rest))
-            diag = np.einsum("fii->fi", hess)
-            system = hess + (smooth + prior) * eye + lam[active, None, None] * (eye * (diag[:, None, :] + 1e-6))
-            if opts.free_prior > 0.0:  # the metric is the start's: the step and the trial both pay it
-                metric = opts.free_prior * free_metric(hess)
+            system, grad, metric = self._system(run, jac[active], res[active], sw_a, xa, active, lam[active])
+            if metric is not None:  # the metric is the start's: the step and the trial both pay it
                 cost[active] = cost[active] + _quadratic(metric, xa - self.rest)
-                system = system + metric
-                grad = grad + (metric @ (xa - self.rest)[..., None])[..., 0]
             step = -spd_solve(system, grad)
             trial = np.clip(xa + step, self.lower, self.upper)
-            t_pts, t_jac, t_res, t_cost = evaluate(trial, active, sw_a)
-            if opts.free_prior > 0.0:
+            t_pts, t_jac, t_res, t_cost = run.evaluate(trial, active, sw_a)
+            if metric is not None:
                 t_cost = t_cost + _quadratic(metric, trial - self.rest)
             better = t_cost <= cost[active]
             gain = cost[active] - t_cost
@@ -398,13 +368,66 @@ class _Problem:
             won = rows[better]
             x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
             res[won], cost[won] = t_res[better], t_cost[better]
-            if opts.free_prior > 0.0:  # the next metric is measured where each frame then stands
+            if metric is not None:  # the next metric is measured where each frame then stands
                 cost[rows] -= _quadratic(metric, x[rows] - self.rest)
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))
             # a frame is done when its step is tiny or no longer buys a relative gain
             moving = (np.abs(trial - xa).max(axis=1) >= tolerance) & (gain > 1e-3 * t_cost + 1e-12)
             active = rows[(moving | ~better) & (lam[rows] < 1e6)]
         return x, cost
+
+    def _system(self, run: "_Run", jac: np.ndarray, res: np.ndarray, sw: np.ndarray, xa: np.ndarray, active,
+                lam: np.ndarray):
+        """The damped Gauss-Newton system (F, V, V) and gradient (F, V) at xa of the active frames, and the
+        free prior's metric (None without it), added to both."""
+        opts = self.options
+        smooth, prior = opts.smoothness, opts.rest_prior
+        count, nvar = xa.shape
+        eye = np.eye(nvar)
+        jw = (jac * sw[..., None, None]).reshape(count, -1, nvar)
+        jwt = jw.transpose(0, 2, 1)
+        hess = jwt @ jw
+        grad = ((jwt @ res.reshape(count, -1, 1))[..., 0]
+                + smooth * (xa - run.reference(active)) + prior * (xa - self.rest))
+        diag = np.einsum("fii->fi", hess)
+        system = hess + (smooth + prior) * eye + lam[:, None, None] * (eye * (diag[:, None, :] + 1e-6))
+        metric = None
+        if opts.free_prior > 0.0:
+            metric = opts.free_prior * free_metric(hess)
+            system = system + metric
+            grad = grad + (metric @ (xa - self.rest)[..., None])[..., 0]
+        return system, grad, metric
+
+
+class _Run:
+    """One solve's frames of a _Problem: their joint values x (F, V), updated in place, and how a trial of
+    some of them is evaluated (points, Jacobian, weighted residuals, cost)."""
+
+    def __init__(self, problem: _Problem, x: np.ndarray, ref: np.ndarray | None, frames: np.ndarray | None):
+        sel = slice(None) if frames is None else frames
+        self.problem, self.ref = problem, ref
+        self.anchor, self.targets = problem.anchor[sel], problem.targets[sel]
+        self.q = problem.q[sel].copy()
+        self.x = x.copy()
+
+    def reference(self, rows):
+        """Where the smoothness term pulls the rows: ref, else each frame's predecessor (the first itself)."""
+        if self.ref is not None:
+            return self.ref[rows]
+        if isinstance(rows, slice):
+            return np.concatenate([self.x[:1], self.x[:-1]], axis=0)
+        return self.x[np.maximum(rows - 1, 0)]
+
+    def evaluate(self, xv: np.ndarray, rows, sw: np.ndarray):
+        p = self.problem
+        opts = p.options
+        qr = self.q[rows]
+        qr[:, p.kin.columns] = xv
+        pts, jac = p.kin.evaluate(p.tree, self.anchor[rows], qr, True)
+        res = (pts - self.targets[rows]) * sw[..., None]
+        cost = ((res ** 2).sum((1, 2)) + opts.smoothness * ((xv - self.reference(rows)) ** 2).sum(1)
+                + opts.rest_prior * ((xv - p.rest) ** 2).sum(1))
+        return pts, jac, res, cost
 
 
 def free_metric(hess: np.ndarray, share: float = FREE_SHARE) -> np.ndarray:
