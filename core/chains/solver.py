@@ -97,6 +97,15 @@ class ChainKinematics:
         nframes = anchor.shape[0]
         base = (tuple(np.ascontiguousarray(anchor[:, :3, k].T) for k in range(3)),
                 np.ascontiguousarray(anchor[:, :3, 3].T))
+        frames, axes, joints = self._link_frames(steps, base, q)
+        refs, points = self._points(frames, nframes)
+        if not jacobian:
+            return points.transpose(2, 0, 1), None
+        return points.transpose(2, 0, 1), self._jacobian(points, refs, axes, joints, nframes)
+
+    def _link_frames(self, steps: list, base: tuple, q: np.ndarray) -> tuple[dict, dict, dict]:
+        """Each chain link's pose (its rotation's columns and position, each (3, F)), and each variable
+        joint's world axis and position, link by link from the anchor `base`."""
         values, cos, sin = self._joints.values(q)
         frames, axes, joints = {}, {}, {}
         for link, parent, shift, turn, kind, axis, principal, sign, variable, row in steps:
@@ -120,6 +129,10 @@ class ChainKinematics:
                 elif kind == PRISMATIC:
                     pos = pos + axis_w * values[row]
             frames[link] = (cols, pos)
+        return frames, axes, joints
+
+    def _points(self, frames: dict, nframes: int) -> tuple[list, np.ndarray]:
+        """The references (each (3, F)) and the reference points (M, 3, F), each relative to its reference."""
         refs = []
         for link, local in self.references:
             cols, pos = frames[link]
@@ -132,10 +145,12 @@ class ChainKinematics:
             else:
                 turned = local @ np.concatenate(cols).reshape(3, -1)  # (P, 3 * F): np.stack's rows, a C call
                 points[rows] = turned.reshape(len(rows), 3, -1) + (pos - refs[ref])
-        if not jacobian:
-            return points.transpose(2, 0, 1), None
-        # d(point - reference)/dq_v = axis_v x (point - joint_v) - [v moves the reference] axis_v x (reference - joint_v)
-        #                           = axis_v x (point - reference + (reference - joint_v) * (1 - [v moves it]))
+        return refs, points
+
+    def _jacobian(self, points: np.ndarray, refs: list, axes: dict, joints: dict, nframes: int) -> np.ndarray:
+        """(F, M, 3, V) of the points (M, 3, F): d(point - reference)/dq_v = axis_v x (point - joint_v)
+        - [v moves the reference] axis_v x (reference - joint_v)
+        = axis_v x (point - reference + (reference - joint_v) * (1 - [v moves it]))."""
         variables = self.chain.variables
         axes = np.array([axes[v] for v in variables])  # (V, 3, F)
         joints = np.array([joints[v] for v in variables])
@@ -151,7 +166,7 @@ class ChainKinematics:
         np.subtract(a[:, :, 0] * arm[:, :, 1], a[:, :, 1] * arm[:, :, 0], out=view[:, :, 2])
         for v in self._prismatic:
             view[v] = axes[v] * (self._free[v, self.row_reference] * self.mask[:, v])[:, None, None]
-        return points.transpose(2, 0, 1), jac
+        return jac
 
 
 def _steps(tree: KinematicTree, chain: RobotChain) -> tuple[list, "_JointValues"]:
