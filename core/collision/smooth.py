@@ -30,7 +30,9 @@ SOFT_M = 0.001  # how far across a plane its slope turns from a_i to 1 (m)
 PLANE_TOLERANCE_M = 0.001  # planes are added until no corner of theirs is further outside the mesh's hull
 PLANES = 64  # planes at most (padded to this with planes that never count)
 NEWTON_STEPS = 60  # the search along a capsule's axis at most (Newton where it converges, else halving) ...
-NEWTON_TOLERANCE = 1e-10  # ... until the bracket is this narrow (a fraction of the axis)
+NEWTON_TOLERANCE = 1e-10  # ... until the bracket is this narrow or a Newton step this short (a fraction of the axis)
+UNSEEN_M = SHARP_M * np.log(1e16)  # a plane's phi this far below the largest weighs under 1e-16 of it: not searched
+BLOCK = 512  # rows evaluated at once: their (BLOCK, M) temporaries stay in the cache (the G1 walk's calls reach 5,000)
 _FAR = 1e3  # a padding plane's offset (m): exp(-FAR / SHARP_M) is 0
 
 
@@ -113,19 +115,88 @@ def soft_value(p: np.ndarray, planes: np.ndarray, slope: np.ndarray, direction: 
     return f, grad, first, second
 
 
+def _along(x: np.ndarray, along: np.ndarray, slope: np.ndarray, rest: np.ndarray):
+    """f (K,) and its first and second derivative along a segment (K,) from the planes' offsets
+    x_i (K, M) of points on it and n_i . d (K, M) (rest = 1 - a_i): soft_value's sums without the
+    gradient's product with the normals, which the search does not need."""
+    z = x / SOFT_M
+    small = np.exp(-np.abs(z))
+    rise = np.where(z >= 0.0, 1.0, small) / (1.0 + small)
+    phi = slope * x + rest * (SOFT_M * (np.maximum(z, 0.0) + np.log1p(small)))
+    top = phi.max(axis=1, keepdims=True)
+    weight = np.exp((phi - top) / SHARP_M)
+    total = weight.sum(axis=1)
+    weight /= total[:, None]
+    s = (slope + rest * rise) * along
+    first = np.einsum("km,km->k", weight, s)
+    curve = rest * rise * (1.0 - rise) * (along * along / SOFT_M) + s * s / SHARP_M
+    return top[:, 0] + SHARP_M * np.log(total), first, np.einsum("km,km->k", weight, curve) - first * first / SHARP_M
+
+
 def segment_least(a: np.ndarray, b: np.ndarray, planes: np.ndarray, slope: np.ndarray) -> np.ndarray:
     """Where (K,) on each segment a-b ((K, 3) each) f is least, as a fraction from a: f is convex
     along it, so its slope is increasing; a bracketed Newton search on the slope's zero, on the
     segments whose least is inside (the slope negative at a and positive at b)."""
-    d = b - a
-    t = np.where(soft_value(a, planes, slope, d)[2] >= 0.0, 0.0, 1.0)
-    live = np.flatnonzero((t == 1.0) & (soft_value(b, planes, slope, d)[2] > 0.0))
-    lo, hi, u = np.zeros(len(live)), np.ones(len(live)), np.full(len(live), 0.5)
-    moved = np.ones(len(live))  # the step before last (rtsafe: a Newton step must halve it)
+    return _least(a, b, planes, slope)[0]
+
+
+def _least(a: np.ndarray, b: np.ndarray, planes: np.ndarray, slope: np.ndarray):
+    """segment_least's fractions (K,), and f (K,) and its gradient (K, 3) there. An inside least is
+    searched from where the tangents at the ends cross (the least of a V, which a flat face's side
+    and the next make), on the planes that can count anywhere on its segment (_counting)."""
+    count, d = len(a), b - a
+    f, grad, first = _in_blocks(np.concatenate([a, b]), planes, slope, np.concatenate([d, d]))
+    t = np.where(first[:count] >= 0.0, 0.0, 1.0)
+    live = np.flatnonzero((t == 1.0) & (first[count:] > 0.0))
+    fa, fb, ga, gb = f[live], f[count + live], first[live], first[count + live]
+    ends = np.where(t == 1.0, np.arange(count) + count, np.arange(count))
+    f, grad = f[ends], grad[ends]
+    if not len(live):
+        return t, f, grad
+    cross = np.clip((fb - fa - gb) / (ga - gb), 0.0, 1.0)  # ga < 0 < gb
+    start = a[live] @ planes[:, :3].T - planes[:, 3]  # x_i(u) = x_i(a) + u n_i . d: linear along the segment
+    along = d[live] @ planes[:, :3].T
+    for i in range(0, len(live), BLOCK):  # BLOCK rows at a time, each on the planes that can count on it
+        rows = np.arange(i, min(i + BLOCK, len(live)))
+        kept = _counting(start[rows], along[rows], slope, fa[rows] + ga[rows] * cross[rows])
+        t[live[rows]] = _newton(np.take_along_axis(start[rows], kept, 1), np.take_along_axis(along[rows], kept, 1),
+                                slope[kept], cross[rows])
+    for i in range(0, len(live), BLOCK):
+        rows = live[i:i + BLOCK]
+        f[rows], grad[rows] = soft_value(a[rows] + t[rows, None] * d[rows], planes, slope)
+    return t, f, grad
+
+
+def _in_blocks(p: np.ndarray, planes: np.ndarray, slope: np.ndarray, direction: np.ndarray):
+    """soft_value's f, gradient and slope along `direction` at points p (K, 3), BLOCK rows at a time."""
+    parts = [soft_value(p[i:i + BLOCK], planes, slope, direction[i:i + BLOCK])[:3] for i in range(0, len(p), BLOCK)]
+    return tuple(np.concatenate(x) for x in zip(*parts)) if len(parts) != 1 else parts[0]
+
+
+def _counting(start: np.ndarray, along: np.ndarray, slope: np.ndarray, least: np.ndarray) -> np.ndarray:
+    """The planes (K, P) that can count on each segment, planes that cannot padding the rows that
+    need fewer (a few negligible terms more): phi_i lies within SOFT_M log 2 above
+    max(x_i, a_i x_i), which is largest at an end (x_i is linear along the segment), and f is at
+    least `least` (K,) there and at most the largest phi_j + SHARP_M log M, so a plane whose bound
+    stays UNSEEN_M below that weighs under 1e-16 of the largest term everywhere on the segment."""
+    high = np.maximum(np.maximum(start, slope * start), np.maximum(start + along, slope * (start + along)))
+    counts = high + SOFT_M * np.log(2.0) >= (least - SHARP_M * np.log(start.shape[1]) - UNSEEN_M)[:, None]
+    order = np.argsort(~counts, axis=1, kind="stable")  # the planes that count first
+    return order[:, :counts.sum(axis=1).max()]
+
+
+def _newton(start: np.ndarray, along: np.ndarray, slope: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The least (K,) of f along segments whose planes' offsets are start + u along ((K, P) each):
+    rtsafe from u (K,) in the bracket [0, 1] where f's slope goes from negative to positive."""
+    rest = 1.0 - slope
+    t = u.copy()
+    live = np.arange(len(u))
+    lo, hi = np.zeros(len(u)), np.ones(len(u))
+    moved = np.ones(len(u))  # the step before last (rtsafe: a Newton step must halve it)
     for _ in range(NEWTON_STEPS):
         if not len(live):
             break
-        _, _, first, second = soft_value(a[live] + u[:, None] * d[live], planes, slope, d[live])
+        _, first, second = _along(start + u[:, None] * along, along, slope, rest)
         lo, hi = np.where(first < 0.0, u, lo), np.where(first < 0.0, hi, u)
         step = first / np.maximum(second, 1e-12)
         # Newton creeps along a sharp edge's side (the slope a narrow step): halve the bracket when it
@@ -135,8 +206,11 @@ def segment_least(a: np.ndarray, b: np.ndarray, planes: np.ndarray, slope: np.nd
         going = np.abs(first) > 1e-12  # f's slope (m per axis): here is the least, kept
         u = np.where(going, np.where(newton, u - step, 0.5 * (lo + hi)), u)
         t[live] = u
-        going &= hi - lo > NEWTON_TOLERANCE
-        live, lo, hi, u, moved = live[going], lo[going], hi[going], u[going], moved[going]
+        # a Newton step this short leaves the next one about its square: done
+        going &= (hi - lo > NEWTON_TOLERANCE) & ~(newton & (np.abs(step) < NEWTON_TOLERANCE))
+        if not going.all():
+            live, lo, hi, u, moved = live[going], lo[going], hi[going], u[going], moved[going]
+            start, along, slope, rest = start[going], along[going], slope[going], rest[going]
     return t
 
 
@@ -168,10 +242,9 @@ def capsule_to_smooth(placed: np.ndarray, proxy: np.ndarray, model, ends: np.nda
     for h in np.unique(proxy):
         rows = np.flatnonzero(proxy == h)
         used = model.hull_planes[h, :, 3] < 0.5 * _FAR
-        planes, slope = model.hull_planes[h, used], model.hull_slope[h, used]
         a, b = local[rows, 0], local[rows, 1]
-        point[rows] = a + segment_least(a, b, planes, slope)[:, None] * (b - a)
-        f[rows], grad[rows] = soft_value(point[rows], planes, slope)
+        t, f[rows], grad[rows] = _least(a, b, model.hull_planes[h, used], model.hull_slope[h, used])
+        point[rows] = a + t[:, None] * (b - a)
     gap = f - model.hull_level[proxy]
     surface = point - gap[:, None] * grad / np.maximum(np.einsum("ki,ki->k", grad, grad), 1e-24)[:, None]
     return (gap - radius, np.einsum("kij,kj->ki", turn, point) + shift, np.einsum("kij,kj->ki", turn, surface) + shift,
