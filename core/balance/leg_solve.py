@@ -31,11 +31,8 @@ STEP_TOL_RAD = 1e-6
 GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
 PREDICTED_STOP = False  # True: a sample whose trial failed also stops where the step's model gain is below GAIN_TOL
 #                        (session 24: a tenth fewer residuals, but the H1 walk's draw then falls back to HiGHS)
-FOLD_BENT = True
-FOLD_SHARE = 1.0
-FOLD_STOP = False  # a step that would carry the knee across straight ends there (levenberg_marquardt's fold)
-RACE_STEPS: int | None = None
-RACE_SHARE = 1.0
+RACE_STEPS: int | None = 6  # a sample given a cost to beat (a restart's rival) that is still above it after these
+#                              steps stops (None: it runs on); session 25: the H1 10 s clip 1,311 leg residuals, not 1,517
 NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product
 INDEX_GATHER_FROM = 64  # samples from which a drop gathers the kept columns by index, not by mask
 try:  # numpy's own ufunc and gufunc behind np.clip and np.linalg.solve, without their Python wrappers (the same
@@ -307,16 +304,6 @@ def _model_gain(step: np.ndarray, grad: np.ndarray, lam: np.ndarray) -> np.ndarr
     return np.add.reduce(grad, 0)
 
 
-def _unfolded(knee: np.ndarray, trial: np.ndarray, straight: np.ndarray) -> None:
-    """The trial's knee (S,) set to straight where the step from knee crossed it (in place)."""
-    if FOLD_BENT:  # straight (S,) signed: +: the knee bends above it; a bent knee stays on its side
-        crossed = (knee >= straight) & (trial < straight)
-    else:
-        crossed = (knee - straight) * (trial - straight) < 0.0
-    if crossed.any():
-        np.copyto(trial, knee + FOLD_SHARE * (straight - knee), where=crossed)
-
-
 def _parts(block: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A solve's state (8 J + 7, S) as its rows: joints x (J, S), error (6 + J, S), Jacobian (6, J, S), cost (S,)."""
     jac = block[2 * count + 6:8 * count + 6].reshape(6, count, block.shape[1])
@@ -327,16 +314,14 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
                         position: np.ndarray, weights: np.ndarray, start: np.ndarray, rest: np.ndarray,
                         prior: np.ndarray, lower: np.ndarray, upper: np.ndarray, roll_axis: np.ndarray | None,
                         roll_more: np.ndarray | None, iterations: int,
-                        fold: tuple[int, np.ndarray] | None = None,
                         beat: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Projected Levenberg-Marquardt, every sample its own problem, frames last: the base frame (4, 3, S)
     (leg_chain.frames_last), the goal's rotation G[i, k] (3, 3, S) and position (3, S), the pose error's
     weights (6, S), the start, rest and bounds (J, S), the prior (S,), for a weighted roll the goal's long
-    axis (3, S) and its extra weight (S,). Samples drop out as they converge. fold: a joint (the knee) and
-    its straight angle (S,): a step that would carry it across straight stops it there (straight, the leg's
-    length has no slope in the knee, so the linear model's step overshoots to the other side and fails).
-    beat: a cost (S,) each sample must come under to be of use (a restart's rival); after RACE_STEPS steps
-    a sample still RACE_SHARE times above it stops. Returns the joints (J, S) and weighted error (6 + J, S)."""
+    axis (3, S) and its extra weight (S,). Samples drop out as they converge. beat: a cost (S,) each sample
+    must come under to be of use (a restart's rival, solve_legs): after RACE_STEPS steps a sample still above
+    it stops (a restart that finds a better branch is under its rival in a few steps; the rest only crawl to
+    about its cost). Returns the joints (J, S) and weighted error (6 + J, S)."""
     chain = _chain(walk, revolute)
     count, samples = start.shape
     goals = _packed(chain, frame, _goal_parts(rotation, position, weights, rest, prior, lower, upper, roll_axis,
@@ -351,10 +336,6 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     np.add.reduce(np.square(err), 0, out=cost)
     lam = np.full(samples, 1e-4)
     rows = np.arange(samples)  # the samples still solved, in the arrays above
-    if fold is not None and FOLD_STOP:
-        knee, straight = fold[0], np.array(fold[1], float)
-    else:
-        knee, straight = -1, None
     for done in range(iterations):
         if len(rows) == 0:
             break
@@ -369,8 +350,6 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         t_x, t_err, t_jac, t_cost = parts_of(trial)
         step = _step(hess, np.multiply(grad, free, out=grad))  # grad's bounded rows 0 (kept for _model_gain)
         np.add(x, step, out=t_x)
-        if straight is not None:
-            _unfolded(x[knee], t_x[knee], straight)
         _clip(t_x, g["lower"], g["upper"], out=t_x)
         _residual(chain, g, t_x, t_err, t_jac)
         np.add.reduce(np.square(t_err), 0, out=t_cost)
@@ -388,13 +367,12 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         lam = np.where(better, np.maximum(lam * 0.3, 1e-9), np.minimum(lam * 10.0, 1e6))
         keep &= lam < 1e5
         if beat is not None and RACE_STEPS is not None and done + 1 >= RACE_STEPS:
-            keep &= cost <= RACE_SHARE * beat
+            keep &= cost <= beat
         if not keep.all():  # the samples done leave the arrays
             out_x[:, rows], out_err[:, rows] = x, err
             # many samples: their indices gather the columns in half the time of the mask (a few: the mask)
             keep = np.flatnonzero(keep) if len(keep) >= INDEX_GATHER_FROM else keep
             rows, lam = rows[keep], lam[keep]
-            straight = None if straight is None else straight[keep]
             beat = None if beat is None else beat[keep]
             state, goals.data = state[:, keep], goals.data[:, keep]
             x, err, jac, cost = parts_of(state)

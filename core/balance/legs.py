@@ -47,7 +47,6 @@ class LegIK:
     #                                 ankle); a point of the sole: a foot the leg cannot meet tilts about it, no slide
     roll_axis: np.ndarray | None = None  # (3,) the foot's long axis in its frame, and how a radian of a standing foot's
     roll_weight_m: float | None = None  # roll about it weighs (None: as any tilt, TILT_WEIGHT_M)
-    straight: float | None = None  # the knee's angle with the leg longest (hip to foot), worked out on first use
 
     @classmethod
     def build(cls, tree: KinematicTree, foot: int, other_feet: list[int],
@@ -116,26 +115,6 @@ def _walk(tree: KinematicTree, leg: LegIK) -> list[Link]:
     return leg.walk
 
 
-def _fold(tree: KinematicTree, leg: LegIK) -> tuple[int, float] | None:
-    """The knee's index in the leg's joints and its straight angle (the hip to foot distance longest), or None
-    (no knee, a sliding one, or straight outside its limits). The squared distance is c0 + c1 cos + c2 sin of
-    the angle whatever the links, so five samples of it give the angle exactly: atan2(c2, c1)."""
-    if leg.knee < 0 or not leg.revolute[np.flatnonzero(leg.columns == leg.knee)[0]]:
-        return None
-    if leg.straight is None:
-        angles = np.linspace(-1.0, 1.0, 5)
-        q = np.zeros((len(angles), tree.dof))
-        q[:, leg.knee] = angles
-        poses = tree.poses(q, None, [leg.hip, leg.foot])
-        squared = ((poses[leg.foot][:, :3, 3] - poses[leg.hip][:, :3, 3]) ** 2).sum(axis=1)
-        basis = np.column_stack([np.ones_like(angles), np.cos(angles), np.sin(angles)])
-        c = np.linalg.lstsq(basis, squared, rcond=None)[0]
-        fits = np.abs(basis @ c - squared).max() < 1e-9  # else the knee's value is no angle (a scaled joint)
-        leg.straight = float(np.arctan2(c[2], c[1])) if fits else np.nan
-    inside = tree.lower[leg.knee] < leg.straight < tree.upper[leg.knee]
-    return (int(np.flatnonzero(leg.columns == leg.knee)[0]), leg.straight) if inside else None
-
-
 def _pose_weights(weights: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """Per-sample weights (F, 6) of the pose error: a swing foot (prior above the stance's) cares
     less how it is turned, its place and a leg that moves smoothly first."""
@@ -178,19 +157,18 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
             misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
         return q, misses
     restarts = []
-    for (leg, base, goal, begun, leg_rest, prior, bounds), (x, err), share in zip(problems, solved, shares):
+    for (leg, base, goal, _, leg_rest, prior, bounds), (x, err), share in zip(problems, solved, shares):
         wander = np.abs(x - leg_rest)[:, leg.branching].max(axis=1)
         missing = (np.abs(err[:, :6]) > RESTART_TOL).any(axis=1) & (share < 0.5)  # a swing foot may miss
-        again = np.flatnonzero(missing | _wandered(leg, x, begun, leg_rest, wander))
+        again = np.flatnonzero(missing | (wander > WANDER_RAD))
         start = rest[again].copy()
         if leg.knee >= 0:  # bent at least as far as a bent knee: out of the straight leg's dead spot
             bent = np.abs(start[:, leg.knee]) < abs(leg.bend)
             start[bent, leg.knee] = leg.bend
-        beat = np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2)  # what a restart must come to, to be taken
+        beat = np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2)  # the cost a restart must come to (taken below)
         restarts.append((again, wander, (leg, base[again], goal[again], start[:, leg.columns], leg_rest[again],
                                          prior[again], (bounds[0][again], bounds[1][again]), beat)))
-    redone = _solve_together(tree, [r[2] for r in restarts if len(r[0])],
-                             2 * iterations if RESTART_ITERATIONS is None else RESTART_ITERATIONS)
+    redone = _solve_together(tree, [r[2] for r in restarts if len(r[0])], 2 * iterations)
     for (leg, base, goal, _, leg_rest, prior, bounds), (x, err), (again, wander, _) in zip(problems, solved, restarts):
         if len(again):
             y, y_err = redone.pop(0)
@@ -208,25 +186,11 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
     return q, misses
 
 
-def _wandered(leg: LegIK, x: np.ndarray, start: np.ndarray, rest: np.ndarray, wander: np.ndarray) -> np.ndarray:
-    """The samples (F,) whose leg may have gone over to another branch: over WANDER_RAD from rest, and (with
-    BRANCH_MOVE_RAD) either come there in this solve or moved that far from where it started (a leg that began
-    as far from rest and stayed is on the branch an earlier solve's restart kept: its restart comes back the same)."""
-    far = wander > WANDER_RAD
-    if BRANCH_MOVE_RAD is None or not far.any():
-        return far
-    began = np.abs(start - rest)[:, leg.branching].max(axis=1) > WANDER_RAD
-    moved = np.abs(x - start)[:, leg.branching].max(axis=1) > BRANCH_MOVE_RAD
-    return far & (~began | moved)
-
-
 def _solve_together(tree: KinematicTree, problems: list[tuple], iterations: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """_solve_leg of each problem (leg, base, goal, start, rest, prior, bounds[, beat]); legs built
     alike (a left and a right leg) as one batch: a solve's cost is mostly per call, not per sample."""
     counts = [len(p[1]) for p in problems]
-    folds = {_fold(tree, p[0]) for p in problems}  # one fold for the batch: legs that fold alike
-    walk = stacked_walk([_walk(tree, p[0]) for p in problems], counts) if len(problems) > 1 and len(folds) == 1 \
-        else None
+    walk = stacked_walk([_walk(tree, p[0]) for p in problems], counts) if len(problems) > 1 else None
     if walk is None:
         return [_solve_leg(tree, *p[:6], iterations, p[6], beat=p[7] if len(p) > 7 else None)
                 for p in problems]
@@ -301,8 +265,6 @@ STANCE_PRIOR_M = 0.002  # and a stance leg's like 2 mm: a tenth of a millimetre 
 SWING_TURN_SHARE = 0.35  # of the rotation weight left to a foot in mid-swing
 SWING_SLACK_M = 0.03  # how much further from its goal a swing foot may end to keep its leg on one branch
 WANDER_RAD = 1.0  # a leg joint this far from its rest angle may be on another branch
-BRANCH_MOVE_RAD: float | None = None  # see _wandered
-RESTART_ITERATIONS: int | None = None  # the restarts' iteration cap (None: twice the solve's)
 RESTART_TOL = 1e-3  # metres (or weighted radians) of error left that send a sample to the restart
 
 
@@ -326,14 +288,8 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
     x, err = levenberg_marquardt(_walk(tree, leg) if walk is None else walk, leg.revolute, frames_last(base),
                                  goal[:, :3, :3].transpose(1, 2, 0), goal[:, :3, 3].T,
                                  _pose_weights(weights, prior).T, start.T, rest.T, prior, lower.T, upper.T,
-                                 roll_axis, roll_more, iterations, _fold_of(tree, leg, len(goal)), beat)
+                                 roll_axis, roll_more, iterations, beat)
     return x.T, err.T
-
-
-def _fold_of(tree: KinematicTree, leg: LegIK, samples: int) -> tuple[int, np.ndarray] | None:
-    """levenberg_marquardt's fold for the leg's samples: the knee's index and its straight angle (S,)."""
-    fold = _fold(tree, leg)
-    return None if fold is None else (fold[0], np.full(samples, fold[1]))
 
 
 def leg_length(tree: KinematicTree, leg: LegIK) -> float:
