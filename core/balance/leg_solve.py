@@ -31,9 +31,10 @@ STEP_TOL_RAD = 1e-6
 GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
 PREDICTED_STOP = False  # True: a sample whose trial failed also stops where the step's model gain is below GAIN_TOL
 #                        (session 24: a tenth fewer residuals, but the H1 walk's draw then falls back to HiGHS)
-RACE_STEPS: int | None = None  # 6: a sample given a cost to beat (a restart's rival) that is still above it after
-#                                 these steps stops; session 25: the H1 10 s clip's leg residuals 1,312 against 1,517,
-#                                 but the H1 walk's float32 start then walks 1.9 mm from the read one (the test's mm)
+RACE_STEPS: int | None = None  # 6: a sample given a cost to beat (a restart's rival: solve_legs gives one to the
+#                                 samples that miss) still above it after these steps stops; session 25: the H1 10 s
+#                                 clip's leg residuals 1,430 for 1,517, 0.990 of its instructions, scaled 1.1's
+#                                 float32 start then a draw (+10.29 mm): off
 RACE_RIVAL = 1e-2  # a rival costlier than this (a foot about 10 cm off) is raced to the end: a restart from far
 #                   needs more steps to come under it (a G1 reach probe's foot 494 mm off instead of 113 mm)
 NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product

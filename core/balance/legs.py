@@ -165,7 +165,9 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
         if leg.knee >= 0:  # bent at least as far as a bent knee: out of the straight leg's dead spot
             bent = np.abs(start[:, leg.knee]) < abs(leg.bend)
             start[bent, leg.knee] = leg.bend
-        beat = np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2)  # the cost a restart must come to (taken below)
+        # the cost a restart must come to (taken below); a wanderer's restart runs to the end: it comes back to
+        # about its rival's cost, and a race would stop it on a rounding (the H1 walk's float32 start 1.9 mm away)
+        beat = np.where(missing[again], np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2), np.inf)
         restarts.append((again, wander, (leg, base[again], goal[again], start[:, leg.columns], leg_rest[again],
                                          prior[again], (bounds[0][again], bounds[1][again]), beat)))
     redone = _solve_together(tree, [r[2] for r in restarts if len(r[0])], 2 * iterations)
