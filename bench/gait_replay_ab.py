@@ -132,8 +132,11 @@ def _prepared(name: str, calls: list, package: str) -> tuple:
         return [first] + [_copied(a) for a in args[1:]]
     if name in FUNCTIONS:
         module, attr = FUNCTIONS[name]
-        return (getattr(importlib.import_module(package + "." + module), attr),
-                [[_copied(a) for a in args] for args in calls])
+        function = getattr(importlib.import_module(package + "." + module), attr)
+        kinds = [p.kind for p in inspect.signature(function).parameters.values()]
+        # a code from before an argument was added runs without it
+        taken = None if inspect.Parameter.VAR_POSITIONAL in kinds else len(kinds)
+        return function, [[_copied(a) for a in args[:taken]] for args in calls]
     if name == "place":
         return (lambda waist, *args: waist.place(*args),
                 [rest(args, _as_package(args[0], package)) for args in calls])

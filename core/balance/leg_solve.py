@@ -31,6 +31,12 @@ STEP_TOL_RAD = 1e-6
 GAIN_TOL = 1e-3  # a sample stops once an iteration buys less than this share of its cost
 PREDICTED_STOP = False  # True: a sample whose trial failed also stops where the step's model gain is below GAIN_TOL
 #                        (session 24: a tenth fewer residuals, but the H1 walk's draw then falls back to HiGHS)
+RACE_STEPS: int | None = None  # 6: a sample given a cost to beat (a restart's rival: solve_legs gives one to the
+#                                 samples that miss) still above it after these steps stops; session 25: the H1 10 s
+#                                 clip's leg residuals 1,430 for 1,517, 0.990 of its instructions, scaled 1.1's
+#                                 float32 start then a draw (+10.29 mm): off
+RACE_RIVAL = 1e-2  # a rival costlier than this (a foot about 10 cm off) is raced to the end: a restart from far
+#                   needs more steps to come under it (a G1 reach probe's foot 494 mm off instead of 113 mm)
 NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product
 INDEX_GATHER_FROM = 64  # samples from which a drop gathers the kept columns by index, not by mask
 try:  # numpy's own ufunc and gufunc behind np.clip and np.linalg.solve, without their Python wrappers (the same
@@ -311,12 +317,15 @@ def _parts(block: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.nd
 def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarray, rotation: np.ndarray,
                         position: np.ndarray, weights: np.ndarray, start: np.ndarray, rest: np.ndarray,
                         prior: np.ndarray, lower: np.ndarray, upper: np.ndarray, roll_axis: np.ndarray | None,
-                        roll_more: np.ndarray | None, iterations: int) -> tuple[np.ndarray, np.ndarray]:
+                        roll_more: np.ndarray | None, iterations: int,
+                        beat: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Projected Levenberg-Marquardt, every sample its own problem, frames last: the base frame (4, 3, S)
     (leg_chain.frames_last), the goal's rotation G[i, k] (3, 3, S) and position (3, S), the pose error's
     weights (6, S), the start, rest and bounds (J, S), the prior (S,), for a weighted roll the goal's long
-    axis (3, S) and its extra weight (S,). Samples drop out as they converge. Returns the joints (J, S)
-    and weighted error (6 + J, S)."""
+    axis (3, S) and its extra weight (S,). Samples drop out as they converge. beat: a cost (S,) each sample
+    must come under to be of use (a restart's rival, solve_legs): after RACE_STEPS steps a sample still above
+    a rival under RACE_RIVAL stops (a restart that finds a better branch is under its rival in a few steps;
+    the rest only crawl to about its cost). Returns the joints (J, S) and weighted error (6 + J, S)."""
     chain = _chain(walk, revolute)
     count, samples = start.shape
     goals = _packed(chain, frame, _goal_parts(rotation, position, weights, rest, prior, lower, upper, roll_axis,
@@ -331,7 +340,7 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     np.add.reduce(np.square(err), 0, out=cost)
     lam = np.full(samples, 1e-4)
     rows = np.arange(samples)  # the samples still solved, in the arrays above
-    for _ in range(iterations):
+    for done in range(iterations):
         if len(rows) == 0:
             break
         grad = _gradient(jac, err, g["prior"])
@@ -361,11 +370,14 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
             np.copyto(state, trial, where=better)
         lam = np.where(better, np.maximum(lam * 0.3, 1e-9), np.minimum(lam * 10.0, 1e6))
         keep &= lam < 1e5
+        if beat is not None and RACE_STEPS is not None and done + 1 >= RACE_STEPS:
+            keep &= (cost <= beat) | (beat > RACE_RIVAL)
         if not keep.all():  # the samples done leave the arrays
             out_x[:, rows], out_err[:, rows] = x, err
             # many samples: their indices gather the columns in half the time of the mask (a few: the mask)
             keep = np.flatnonzero(keep) if len(keep) >= INDEX_GATHER_FROM else keep
             rows, lam = rows[keep], lam[keep]
+            beat = None if beat is None else beat[keep]
             state, goals.data = state[:, keep], goals.data[:, keep]
             x, err, jac, cost = parts_of(state)
             g = goals.views()

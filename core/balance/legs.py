@@ -165,8 +165,11 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
         if leg.knee >= 0:  # bent at least as far as a bent knee: out of the straight leg's dead spot
             bent = np.abs(start[:, leg.knee]) < abs(leg.bend)
             start[bent, leg.knee] = leg.bend
+        # the cost a restart must come to (taken below); a wanderer's restart runs to the end: it comes back to
+        # about its rival's cost, and a race would stop it on a rounding (the H1 walk's float32 start 1.9 mm away)
+        beat = np.where(missing[again], np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2), np.inf)
         restarts.append((again, wander, (leg, base[again], goal[again], start[:, leg.columns], leg_rest[again],
-                                         prior[again], (bounds[0][again], bounds[1][again]))))
+                                         prior[again], (bounds[0][again], bounds[1][again]), beat)))
     redone = _solve_together(tree, [r[2] for r in restarts if len(r[0])], 2 * iterations)
     for (leg, base, goal, _, leg_rest, prior, bounds), (x, err), (again, wander, _) in zip(problems, solved, restarts):
         if len(again):
@@ -186,16 +189,17 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
 
 
 def _solve_together(tree: KinematicTree, problems: list[tuple], iterations: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """_solve_leg of each problem (leg, base, goal, start, rest, prior, bounds); legs built
+    """_solve_leg of each problem (leg, base, goal, start, rest, prior, bounds[, beat]); legs built
     alike (a left and a right leg) as one batch: a solve's cost is mostly per call, not per sample."""
     counts = [len(p[1]) for p in problems]
     walk = stacked_walk([_walk(tree, p[0]) for p in problems], counts) if len(problems) > 1 else None
     if walk is None:
-        return [_solve_leg(tree, leg, base, goal, start, rest, prior, iterations, bounds)
-                for leg, base, goal, start, rest, prior, bounds in problems]
+        return [_solve_leg(tree, *p[:6], iterations, p[6], beat=p[7] if len(p) > 7 else None)
+                for p in problems]
     joined = [np.concatenate([p[k] for p in problems]) for k in range(1, 6)]
     bounds = tuple(np.concatenate([p[6][k] for p in problems]) for k in range(2))
-    x, err = _solve_leg(tree, problems[0][0], *joined, iterations, bounds, walk)
+    beat = np.concatenate([p[7] for p in problems]) if len(problems[0]) > 7 else None
+    x, err = _solve_leg(tree, problems[0][0], *joined, iterations, bounds, walk, beat=beat)
     cuts = np.cumsum(counts)[:-1]
     return list(zip(np.split(x, cuts), np.split(err, cuts)))
 
@@ -268,7 +272,8 @@ RESTART_TOL = 1e-3  # metres (or weighted radians) of error left that send a sam
 
 def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarray,
                start: np.ndarray, rest: np.ndarray, prior: np.ndarray, iterations: int,
-               bounds: tuple[np.ndarray, np.ndarray], walk: list[Link] | None = None) -> tuple[np.ndarray, np.ndarray]:
+               bounds: tuple[np.ndarray, np.ndarray], walk: list[Link] | None = None,
+               beat: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Projected Levenberg-Marquardt for one leg (or legs built alike: walk from stacked_walk),
     every sample its own problem, all at once, frames last (core.balance.leg_solve); samples drop
     out as they converge. Returns the leg's joints (F, J) and weighted error (F, 6 + J)."""
@@ -285,7 +290,7 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
     x, err = levenberg_marquardt(_walk(tree, leg) if walk is None else walk, leg.revolute, frames_last(base),
                                  goal[:, :3, :3].transpose(1, 2, 0), goal[:, :3, 3].T,
                                  _pose_weights(weights, prior).T, start.T, rest.T, prior, lower.T, upper.T,
-                                 roll_axis, roll_more, iterations)
+                                 roll_axis, roll_more, iterations, beat)
     return x.T, err.T
 
 

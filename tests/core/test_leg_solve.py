@@ -89,19 +89,26 @@ def test_the_residual_is_the_walk_s_to_the_bit(robot, stacked):
     assert np.array_equal(err[6:], -x)
 
 
+def _reachable(tree, leg, rng, count: int, spread: float, height: float, knee: tuple[float, float] | None = None):
+    """Base frames (count, 4, 4) at about height and the foot poses the leg reaches under them, its joints
+    within spread of zero (the knee in the range knee when given)."""
+    q = np.zeros((count, tree.dof))
+    q[:, leg.columns] = np.clip(rng.uniform(-spread, spread, (count, len(leg.columns))), leg.lower, leg.upper)
+    if knee is not None:
+        q[:, leg.knee] = rng.uniform(*knee, count)
+    base = _frames(rng, count, height)
+    root = base @ np.linalg.inv(tree.link_transform(np.zeros((1, tree.dof)), leg.base, np.eye(4)[None])[0])
+    return base, tree.link_transform(q, leg.foot, root)
+
+
 def test_each_sample_solves_as_it_would_alone():
     """The samples leave the packed arrays as they converge, at different steps: each one's answer is the
     one it gets solved by itself (both under LAST_SMALL_BATCH, where the step is LAPACK's per system), and
     the G1's six-joint legs meet poses they can reach."""
     tree, legs = _legs("g1")
     leg = legs[0]
-    rng = np.random.default_rng(4)
     count = 40
-    q = np.zeros((count, tree.dof))
-    q[:, leg.columns] = np.clip(rng.uniform(-0.6, 0.6, (count, len(leg.columns))), leg.lower, leg.upper)
-    base = _frames(rng, count, 0.8)
-    root = base @ np.linalg.inv(tree.link_transform(np.zeros((1, tree.dof)), leg.base, np.eye(4)[None])[0])
-    goal = tree.link_transform(q, leg.foot, root)
+    base, goal = _reachable(tree, leg, np.random.default_rng(4), count, 0.6, 0.8)
     start, rest = np.zeros((count, len(leg.columns))), np.zeros((count, len(leg.columns)))
     prior = np.full(count, 0.002)
     bounds = (np.repeat(leg.lower[None], count, axis=0), np.repeat(leg.upper[None], count, axis=0))
@@ -145,6 +152,18 @@ def _out_of_reach(tree, leg, rng, count: int, beyond_m: float):
     return base, goal
 
 
+def _counted_residuals(monkeypatch) -> list[int]:
+    """The sample count of every residual leg_solve works out from now on (a solve's cost is per residual)."""
+    sizes = []
+    residual = leg_solve._residual
+
+    def counted(chain, g, x, *rest):
+        sizes.append(x.shape[1])
+        return residual(chain, g, x, *rest)
+    monkeypatch.setattr(leg_solve, "_residual", counted)
+    return sizes
+
+
 def test_a_failed_trial_the_model_gives_little_ends_the_sample(monkeypatch):
     """PREDICTED_STOP: a sample whose trial failed where the damped step's model gain is under GAIN_TOL of its
     cost stops there (the tries after it, each more damped, promise less). On goals just out of reach its samples
@@ -159,13 +178,7 @@ def test_a_failed_trial_the_model_gives_little_ends_the_sample(monkeypatch):
     start = np.clip(rng.uniform(-0.2, 0.2, (count, joints)), leg.lower, leg.upper)
     rest = np.zeros((count, joints))
     bounds = (np.repeat(leg.lower[None], count, axis=0), np.repeat(leg.upper[None], count, axis=0))
-    sizes = []
-    residual = leg_solve._residual
-
-    def counted(chain, g, x, *rest):
-        sizes.append(x.shape[1])
-        return residual(chain, g, x, *rest)
-    monkeypatch.setattr(leg_solve, "_residual", counted)
+    sizes = _counted_residuals(monkeypatch)
     solved = {}
     for stop in (False, True):
         monkeypatch.setattr(leg_solve, "PREDICTED_STOP", stop)
@@ -177,3 +190,30 @@ def test_a_failed_trial_the_model_gives_little_ends_the_sample(monkeypatch):
     assert not np.array_equal(x_on, x_off)
     assert (cost_on <= cost_off * (1.0 + leg_solve.GAIN_TOL)).all()
     assert np.sqrt(cost_on).max() > 0.015  # out of reach indeed
+
+
+def test_a_restart_that_has_not_come_under_its_rival_by_race_steps_stops(monkeypatch):
+    """beat (a restart's rival cost, RACE_STEPS): a sample still above the cost it would have to beat after
+    RACE_STEPS steps stops there; one that can beat it solves exactly as without a rival (each sample is its own
+    problem). H1 goals the leg reaches, solved from a bent rest as solve_legs restarts."""
+    tree, legs = _legs("h1")
+    leg = legs[0]
+    count = 40
+    base, goal = _reachable(tree, leg, np.random.default_rng(9), count, 0.4, 1.0, (0.3, 1.2))
+    joints = len(leg.columns)
+    start, rest = np.zeros((count, joints)), np.zeros((count, joints))
+    start[:, list(leg.columns).index(leg.knee)] = leg.bend
+    bounds = (np.repeat(leg.lower[None], count, axis=0), np.repeat(leg.upper[None], count, axis=0))
+    prior = np.full(count, 0.002)
+    beat = np.where(np.arange(count) % 2 == 0, np.inf, 0.0)  # odd samples' rivals cannot be beaten
+    sizes = _counted_residuals(monkeypatch)
+    monkeypatch.setattr(leg_solve, "RACE_STEPS", 4)
+    free, free_err = _solve_leg(tree, leg, base, goal, start, rest, prior, 40, bounds)
+    steps_free = len(sizes)
+    sizes.clear()
+    x, err = _solve_leg(tree, leg, base, goal, start, rest, prior, 40, bounds, beat=beat)
+    assert np.array_equal(x[::2], free[::2]) and np.array_equal(err[::2], free_err[::2])
+    assert not np.array_equal(x[1::2], free[1::2])
+    sizes.clear()
+    _solve_leg(tree, leg, base, goal, start, rest, prior, 40, bounds, beat=np.zeros(count))
+    assert len(sizes) == 1 + 4 < steps_free  # the first residual and four steps' trials, then none is left
