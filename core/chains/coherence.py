@@ -25,6 +25,8 @@ class Corrections(Protocol):
 
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None: ...
 
+    def whole_cost(self, out: np.ndarray, live: np.ndarray) -> np.ndarray: ...
+
 
 def coarse_rows(frames: np.ndarray, every: int, gap: int) -> np.ndarray:
     """Positions into frames (R,) (sorted frame numbers) of a sample over time: each run's (frames
@@ -42,6 +44,8 @@ AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other 
 GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
 #                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
 TRIAL_EVERY = 3  # a limb's run tried whole on the other answer tries every this many of its close frames first
+RESTART_COST_RATIO = 3.0  # a limb's frame on the clip's edge its run's answer makes this many times costlier keeps its
+#                           own (docs/notes/s25-edge.md: 2-5 the same on the G1; the walk's restarts 0.9x median, 2.8x p90)
 NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
 
 
@@ -64,7 +68,11 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
     against = _against(change, consensus)
     if len(against) == 0:
         return
+    ends = against[(rows[against] == 0) | (rows[against] == len(correct.q) - 1)] if correct.whole else against[:0]
+    own = (out[rows[ends]].copy(), correct.whole_cost(out, ends)) if len(ends) else None
     _restart(correct, out, shape, consensus, [(against, np.inf)])
+    if own is not None:
+        _kept_where_cheaper(correct, out, ends, *own)
     still = _against(out[rows] - shape, consensus)
     tries = []  # (members, frames against before) of the runs tried whole on the other answer
     for k in np.unique(run[still]):
@@ -88,6 +96,23 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
         if not went_on or len(_against(out[rows[members]] - shape[members], consensus[members])) >= off:
             out[rows[members]] = saved[rows[members]]
             correct.q[rows[members][:, None], correct.cols] = saved[rows[members]]
+
+
+def _kept_where_cheaper(correct: "Corrections", out: np.ndarray, ends: np.ndarray, own: np.ndarray,
+                        cost: np.ndarray) -> None:
+    """A limb's rows on the clip's first or last frame (`ends`, into correct.rows) that their run's
+    answer left more than RESTART_COST_RATIO times costlier (the whole cost: what a viewer reads) than
+    their own answer (own (R, V), cost (R,)) put back on their own. A run cut by the clip's edge
+    starts (or ends) where the limb is deepest, not where it comes into the margin: the run's answer
+    need not hold there (the G1 walk's frame 0, 82 mm inside: four joints turned to
+    MAX_SEPARATION_RAD, 5x its own cost, 37 deg of limb error, and the steady room carried it over
+    frames 1-6). Only the clip's ends: put back mid-clip the same rule makes a switch between answers
+    (docs/notes/s25-edge.md)."""
+    back = correct.whole_cost(out, ends) > RESTART_COST_RATIO * cost
+    if back.any():
+        at = correct.rows[ends[back]]
+        out[at] = own[back]
+        correct.q[at[:, None], correct.cols] = own[back]
 
 
 def _tried_first(correct: "Corrections", out: np.ndarray, shape: np.ndarray, consensus: np.ndarray,

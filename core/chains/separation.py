@@ -340,6 +340,10 @@ class _Corrections:
         cost += self.group.pull_cost(self.q[rows], rows)
         return out[rows].copy(), cost, np.isin(live, inside)
 
+    def whole_cost(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """(L,) the live rows' whole cost where they are (_whole_state)."""
+        return self._whole_state(out, live, live[:0])[1]
+
     def _keep_cheaper(self, out: np.ndarray, live: np.ndarray, kept: tuple, inside: np.ndarray) -> None:
         """The live rows whose whole steps left them costlier than before (kept: _whole_state
         there), or inside where they were out, put back and their trust region halved: linearised,

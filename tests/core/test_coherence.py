@@ -28,6 +28,26 @@ class _Home:
     def step(self, out, live, toward=None):
         raise AssertionError("a limb's runs take no steps of their own here")
 
+    def whole_cost(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """The change from the shape (zeros) squared: what the restart's put-back compares."""
+        return 0.5 * (out[self.rows[live]] ** 2).sum(axis=1)
+
+
+class _Costly(_Home):
+    """As _Home, but a frame started again from its run's answer ends at `restarted` (R, V) where
+    that is given (not NaN): the run's answer holds there only at a cost."""
+
+    def __init__(self, home: np.ndarray, restarted: np.ndarray):
+        super().__init__(home)
+        self.restarted = restarted
+
+    def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None) -> None:
+        super().out_of_reach(out, live)
+        live = np.arange(len(self.rows)) if live is None else live
+        far = live[~np.isnan(self.restarted[live]).any(axis=1)]
+        out[self.rows[far]] = self.restarted[far]
+        self.q[self.rows[far][:, None], self.cols] = out[self.rows[far]]
+
 
 def _run(groups: list[tuple[tuple[float, float], int]]) -> _Home:
     home = np.array([answer for answer, count in groups for _ in range(count)])
@@ -53,3 +73,29 @@ def test_a_run_whose_frames_off_it_share_an_answer_is_tried_on_it():
     sample first), and put back as every frame ends where it was."""
     correct = _run([((0.3, 0.3), 5), ((-0.3, 0.3), 5), ((0.3, -0.3), 3)])
     assert correct.calls[0] == 8 and len(correct.calls) > 1
+
+
+def _restarted_at(frame: int) -> np.ndarray:
+    """Seven frames on (0.3, 0.3) rad but `frame`, whose own answer turns the first joint the other
+    way (-0.2, 0.2); started again from the run's answer it ends at (0.5, 0.5): 6x its own cost."""
+    home = np.tile([0.3, 0.3], (7, 1))
+    home[frame] = (-0.2, 0.2)
+    restarted = np.full(home.shape, np.nan)
+    restarted[frame] = (0.5, 0.5)
+    correct = _Costly(home, restarted)
+    out = home.copy()
+    one_answer_per_run(correct, out, np.zeros(home.shape))
+    return out[frame]
+
+
+def test_a_frame_on_the_clips_edge_the_runs_answer_makes_far_costlier_keeps_its_own():
+    """The clip's first and last frames keep their own answer where the run's costs them more than
+    RESTART_COST_RATIO times theirs (the G1 walk's frame 0: 37 deg of limb error where 18 did)."""
+    np.testing.assert_array_equal(_restarted_at(0), (-0.2, 0.2))
+    np.testing.assert_array_equal(_restarted_at(6), (-0.2, 0.2))
+
+
+def test_a_frame_inside_the_clip_takes_its_runs_answer_at_a_cost():
+    """The same frame mid-clip takes the run's answer: put back there, it would switch answers
+    between its neighbours (the G1 walk's frame 771 went to 37 deg that way)."""
+    np.testing.assert_array_equal(_restarted_at(3), (0.5, 0.5))
