@@ -137,7 +137,7 @@ DESCENT_STEPS = 3  # damped SQP steps of descend_room (G1 walk / hop limbs with 
 DESCENT_DAMPING = 0.1  # the first steps' damping, a share of the model's mean diagonal
 DESCENT_UP, DESCENT_DOWN = 4.0, 3.0  # the damping's growth where a step failed, its fall where one was kept
 DESCENT_GIVE_UP = 1e3  # a row whose damping grew past this is where its descent ends
-DESCENT_AIM_M = 0.001  # a step that ended inside is taken back out this far beyond the margin
+DESCENT_AIM_M = 0.001  # a step that ended inside is taken back out this far beyond the level (least_change adds its own AIM_M)
 DESCENT_CLEAR_M = 0.002  # the descent keeps its pairs this far beyond the margin (or no closer than they were):
 #                          its move low-passed in time then leaves no frame inside (0: 0.2-0.3 % of frames, more jerk)
 
@@ -148,9 +148,10 @@ def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: n
     """x (F, V, its frames out of the margin) with each frame moved from `shape` taken down its
     whole cost (as polish_room's) to where it stops falling: Levenberg-Marquardt damped SQP steps
     (the damping grown where a step failed: the undamped model asks for steps the trust region
-    cuts, and a cut step is often no descent) whose pairs are linearised at the level they keep,
-    the margin + clear (default DESCENT_CLEAR_M), with no aim beyond it (a pair already there
-    would cost every step, and the descent stalls); a step that ends inside is taken back out (a
+    cuts, and a cut step is often no descent) whose pairs are linearised to reach the level they keep,
+    the margin + clear (default DESCENT_CLEAR_M), plus least_change's own aim (separation.AIM_M, 1 mm:
+    the figures in docs/history/self_collision.md were measured so; the acceptance below reads the
+    level itself); a step that ends inside is taken back out (a
     second-order correction: the surface curves away from its tangent); a step is kept only where
     it lowers the cost and leaves no pair closer than that level or than it was. The passes' way
     out and their few whole steps stop at about 1.5 times the cost an exact solve reaches on the

@@ -169,7 +169,7 @@ def _least(a: np.ndarray, b: np.ndarray, planes: np.ndarray, slope: np.ndarray):
 
 def _in_blocks(p: np.ndarray, planes: np.ndarray, slope: np.ndarray, direction: np.ndarray):
     """soft_value's f, gradient and slope along `direction` at points p (K, 3), BLOCK rows at a time."""
-    parts = [soft_value(p[i:i + BLOCK], planes, slope, direction[i:i + BLOCK])[:3] for i in range(0, len(p), BLOCK)]
+    parts = [soft_value(p[i:i + BLOCK], planes, slope, direction[i:i + BLOCK])[:3] for i in range(0, max(len(p), 1), BLOCK)]
     return tuple(np.concatenate(x) for x in zip(*parts)) if len(parts) != 1 else parts[0]
 
 

@@ -93,6 +93,7 @@ def test_least_along_the_axis_is_the_least(meshes):
     sampled = np.stack([smooth.soft_value(ends[:, 0] + x * (ends[:, 1] - ends[:, 0]), planes, slope)[0] for x in s], 1)
     assert (least <= sampled.min(axis=1) + 1e-10).all()
     assert (0.0 < t).sum() > 100 and (t < 1.0).sum() > 100  # both ends and inside seen
+    assert smooth.segment_least(ends[:0, 0], ends[:0, 1], planes, slope).shape == (0,)  # no capsule near: nothing
 
 
 def test_distance_gradient_is_the_central_difference(meshes):

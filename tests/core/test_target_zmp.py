@@ -120,7 +120,6 @@ def test_the_eased_target_takes_the_first_answer_where_a_polygons_points_are_tho
     from core.balance.target import _into
 
     hips, shrunk, index = _walk_hulls()
-    first = _into(hips, shrunk, index)
     eased = hips.copy()
     eased[index == 5] += 0.003  # one polygon's points moved
     zero = np.flatnonzero(index == 7)[0]
