@@ -107,8 +107,8 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     shape = np.clip(q[:, group.columns], group.lower, group.upper)
     separation = separation.with_still(q)  # the links the group does not move: posed once for every look
     steady = STEADY_ROOM and fps is not None and max_step is not None
-    every = max(1, int(round(fps / SAMPLE_HZ))) if steady else 1
-    if every > 1 and len(shape) > 2 * every:
+    every = _sample_every(fps, len(shape)) if steady else 1
+    if every > 1:
         x = _sampled_apart(group, separation, shape, max_step, every)
     else:
         x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
@@ -131,6 +131,13 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
 
 
+def _sample_every(fps: float, count: int) -> int:
+    """The stride of the frames about 1 / SAMPLE_HZ apart that the room is made on; 1 (every frame) where the
+    clip's rate is at most SAMPLE_HZ or it has too few frames for two strides."""
+    every = max(1, int(round(fps / SAMPLE_HZ)))
+    return every if count > 2 * every else 1
+
+
 def _samples(count: int, every: int) -> np.ndarray:
     """Every `every`-th of `count` frames and the last."""
     frames = np.arange(count)
@@ -149,8 +156,8 @@ def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray,
     within POLISH_ROOM_RAD of the shape), that move low-passed in time (steady_gain)."""
     lower = np.maximum(problem.lower, shape - POLISH_ROOM_RAD)
     upper = np.minimum(problem.upper, shape + POLISH_ROOM_RAD)
-    every = max(1, int(round(fps / SAMPLE_HZ)))
-    if POLISH_DESCENT and every > 1 and len(x) > 2 * every:  # on frames 1 / SAMPLE_HZ apart, as the passes
+    every = _sample_every(fps, len(x))
+    if POLISH_DESCENT and every > 1:  # on frames 1 / SAMPLE_HZ apart, as the passes
         sample = _samples(len(x), every)
         moved = descend_room(problem.on(sample), separation.on(sample), x[sample], shape[sample], lower[sample],
                              upper[sample], _least_change, WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD) - x[sample]
