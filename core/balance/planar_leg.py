@@ -10,7 +10,7 @@ import numpy as np
 from ..model.kinematics import REVOLUTE, KinematicTree
 from ..model.transforms import rotate_points
 from .hip_aim import HeadAim
-from .leg_chain import Link, frames_last, joint_frames_last, last_origin, link_walk
+from .leg_chain import Link, frames_last, joint_frames_last, last_origin, link_walk, stacked_walk
 from .legs import FULL_LEG, LegIK
 from .support import foot_bodies, sole_centre
 
@@ -80,6 +80,62 @@ class PlanarLeg:
     def aim_of(self, goal: np.ndarray) -> np.ndarray:
         """The tail's axis as the foot at goal (F, 4, 4) has it, in the world (F, 3)."""
         return rotate_points(goal[:, :3, :3], self.axis_foot[None])[:, 0]  # one BLAS product: the stacked one's bits
+
+
+@dataclass
+class PlanarPair:
+    """Both legs' plane misses as one stack of samples, trial after trial, each trial's left leg's rows then its
+    right's: one closed-form head solve and one walk to the hips on 2 T F samples in place of one of each per leg
+    and trial (a residual of the rolled waist was about half the per-call work of these, each leg's). Built where
+    both heads aim in closed form by the same numbers picking the target's parts (HeadAim._picks) and walk alike but
+    for their shifts (the H1's mirrored legs: leg_chain.stacked_walk); a row's arithmetic is then its own leg's
+    alone, so each leg and trial gets the bits it gets apart."""
+
+    legs: list[PlanarLeg]
+    template: list[Link]  # the heads' stacked walk, a shift the legs differ in as its (2,) values, one a leg
+    offsets: np.ndarray  # (2, 1) each leg's offset_m
+
+    @classmethod
+    def build(cls, legs: list[PlanarLeg]) -> "PlanarPair | None":
+        """None unless two legs aim alike in closed form and walk alike (then each leg is solved apart)."""
+        aims = [p.aim for p in legs]
+        if len(legs) != 2 or any(a is None or a._picks is None for a in aims) or not _same_aims(*aims):
+            return None
+        template = stacked_walk([p.head for p in legs], [1, 1])
+        return None if template is None else cls(legs, template, np.array([[p.offset_m] for p in legs]))
+
+    def plane_misses(self, frame: np.ndarray, targets: np.ndarray, goal_at: np.ndarray,
+                     starts: list[list[np.ndarray] | None]) -> tuple[np.ndarray, np.ndarray] | None:
+        """PlanarLeg.plane_miss of each leg under each of T trials' waist frames (4, 3, T F) (frames last),
+        targets and goal_at (2 T F, 3) the legs' tail axes and foot places stacked as the rows are; starts per
+        trial both legs' head angles (F, 2) to start from, None: the first trial's answers. The misses (T, 2, F)
+        and head angles (2 T F, 2); None where some sample cannot be aimed (the caller solves each apart)."""
+        trials = len(starts)
+        frames = frame.shape[2] // trials
+        legs_frame = np.repeat(frame.reshape(4, 3, trials, 1, frames), 2, axis=3).reshape(4, 3, -1)
+        both = self.legs[0].aim.solutions(None, targets, legs_frame)
+        if both is None:
+            return None
+        a, b = both
+        if all(s is not None for s in starts):
+            aimed = self.legs[0].aim.nearer(a, b, np.concatenate([h for hs in starts for h in hs]))
+        else:  # the first trial's rows first: the others start from its answers
+            first = self.legs[0].aim.nearer(a[:, :2 * frames], b[:, :2 * frames], np.concatenate(starts[0]))
+            rows = [first] + [self.legs[0].aim.nearer(a[:, 2 * k * frames:2 * (k + 1) * frames],
+                                                     b[:, 2 * k * frames:2 * (k + 1) * frames],
+                                                     first if starts[k] is None else np.concatenate(starts[k]))
+                              for k in range(1, trials)]
+            aimed = np.concatenate(rows)
+        walk = [replace(link, shift=[k if np.ndim(k) == 0 else np.tile(np.repeat(k, frames), trials)
+                                     for k in link.shift]) for link in self.template]
+        hip = last_origin(walk, np.ascontiguousarray(aimed.T), legs_frame).T
+        miss = np.einsum("fi,fi->f", targets, hip - goal_at).reshape(trials, 2, frames) - self.offsets
+        return miss, aimed
+
+
+def _same_aims(a: HeadAim, b: HeadAim) -> bool:
+    return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("before", "first", "second", "aim", "scale",
+                                                                      "offset"))
 
 
 STANCE_YAW_WEIGHT_M = 0.5  # a radian of a standing foot's heading (its toe slides as it turns). 0.02 before

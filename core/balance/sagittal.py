@@ -13,7 +13,7 @@ foot is down in its foot's plane, the yaw on the branch chosen for each double s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
@@ -27,7 +27,7 @@ from ..model.transforms import pose_matrices, principal_turn, rotate_points
 from .inertia import MassModel
 from .leg_chain import frames_last_of
 from .lateral import differences
-from .planar_leg import PlanarLeg
+from .planar_leg import PlanarLeg, PlanarPair
 from .waist import heading as heading_of, wrap, yaw_bounds
 
 HIP_WEIGHT = 30.0  # a metre of hip out of its foot's plane weighs like 30 m of the upper body's lever across
@@ -74,11 +74,35 @@ class _Samples:
     roll_lo: np.ndarray  # (F,) the roll's range
     roll_hi: np.ndarray
     aims: list[np.ndarray] | None = None  # per leg (F, 3) its tail's axis as its goal has it (SagittalWaist._aims)
+    stacks: dict = field(default_factory=dict)  # per count of trials its _Stack (SagittalWaist._stack)
 
     def take(self, rows: np.ndarray) -> "_Samples":
-        """The samples rows (their aims worked out again when asked)."""
+        """The samples rows (their aims and stacks worked out again when asked)."""
         return _Samples(*[[a[rows] for a in v] if isinstance(v, list) else v[rows] for k, v in vars(self).items()
-                          if k != "aims"])
+                          if k not in ("aims", "stacks")])
+
+
+TILED = ("base_rot", "at", "across", "upright", "command", "yaw_w", "yaw_to", "roll_w", "roll_to")
+
+
+@dataclass
+class _Stack:
+    """A placement's samples side by side for T trials, trial after trial (the fields of _Samples named in TILED,
+    (T F, ...)), and what the legs' hips stack (PlanarPair: each trial's left leg's rows, then its right's): built
+    once per count of trials and placement, as the per-call set-up of a residual was."""
+
+    base_rot: np.ndarray
+    at: np.ndarray
+    across: np.ndarray
+    upright: np.ndarray
+    command: np.ndarray
+    yaw_w: np.ndarray
+    yaw_to: np.ndarray
+    roll_w: np.ndarray
+    roll_to: np.ndarray
+    targets: np.ndarray  # (2 T F, 3) the legs' tail axes as their goals have them
+    goal_at: np.ndarray  # (2 T F, 3) the feet's places
+    hips: np.ndarray  # (2, F) the weights of the hips' misses
 
 
 class SagittalWaist:
@@ -105,6 +129,7 @@ class SagittalWaist:
         self.twist_room = [yaw_bounds(tree, p.leg, TWIST_ROOM) for p in legs]
         self.yaw_room = (np.zeros(0), np.zeros(0))  # per sample (N,) the yaw's range where each hip twists (_plan)
         self._terms: tuple | None = None  # _fit_path's sparse parts for one path length (_path_terms)
+        self.pair = PlanarPair.build(legs)  # both legs' hips in one head solve (None: each apart)
 
     def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
               goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -138,12 +163,15 @@ class SagittalWaist:
         a step. known: params' (residuals, head angles) where the step before worked them out.
         Returns (the params stepped to, or params itself where no step gains; their known)."""
         n, cols = len(params), [0, 1]
-        res, heads = self._residual(params, samples, heads) if known is None else known
+        trial = _stepped(params, 1)
+        if known is None:  # params' residuals and the roll's finite difference in one stack, this from params' answers
+            (res, heads), (stepped, _) = self._residuals([params, trial], samples, [heads, None])
+        else:
+            res, heads = known
+            stepped = self._residual(trial, samples, heads)[0]
         jac = np.empty(res.shape + (2,))
         jac[..., 0] = self._across_column(samples)
-        trial = params.copy()
-        trial[:, 1] += STEP_RAD
-        jac[..., 1] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
+        jac[..., 1] = (stepped - res) / STEP_RAD
         smooth, band = self._path_terms(n, cols)
         now = params[:, :2].ravel()
         block, grad = _normal_rows(jac, res)
@@ -322,23 +350,22 @@ class SagittalWaist:
 
     def _fit(self, params: np.ndarray, free: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
         """Damped Gauss-Newton per sample on the free ones of (across, roll, yaw): (params, head angles)."""
-        res, heads = self._residual(params, samples, heads)
+        cols = np.flatnonzero(free)
+        turned = [int(k) for k in cols if k != 0]  # the columns by finite differences (across: _across_column)
+        # params' residuals and the first iteration's finite differences in one stack, these from params' answers
+        first = self._residuals([params] + [_stepped(params, k) for k in turned], samples,
+                                [heads] + [None] * len(turned))
+        (res, heads), stepped = first[0], [r for r, _ in first[1:]]  # stepped: residuals at params stepped in each
         cost = (res ** 2).sum(axis=1)
         damping = np.full(len(params), 1e-4)
-        cols = np.flatnonzero(free)
         across = self._across_column(samples) if free[0] else None
-        stepped: list[np.ndarray | None] = [None] * len(params[0])  # per column: residuals at params stepped in it
-        moved = None  # the samples whose params or head angles moved since `stepped` was worked out (None: all)
-        for _ in range(GN_ITERATIONS):
+        moved = None  # the samples whose params or head angles moved since `stepped` was worked out
+        for iteration in range(GN_ITERATIONS):
+            if iteration:
+                stepped = self._residuals_again([_stepped(params, k) for k in turned], samples, heads, stepped, moved)
             jac = np.empty(res.shape + (len(cols),))
             for j, k in enumerate(cols):
-                if k == 0:
-                    jac[..., j] = across
-                    continue
-                trial = params.copy()
-                trial[:, k] += STEP_RAD
-                stepped[k] = self._residual_again(trial, samples, heads, stepped[k], moved)
-                jac[..., j] = (stepped[k] - res) / STEP_RAD
+                jac[..., j] = across if k == 0 else (stepped[turned.index(k)] - res) / STEP_RAD
             normal, grad = _normal_rows(jac, res)
             for i in range(len(cols)):  # the damping on the diagonal
                 normal[i, i] += damping * (normal[i, i] + 1e-6)
@@ -392,40 +419,91 @@ class SagittalWaist:
             samples.aims = [planar.aim_of(goal) for planar, goal in zip(self.legs, samples.goals)]
         return samples.aims
 
-    def _residual_again(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
-                        known: np.ndarray | None, rows: np.ndarray | None) -> np.ndarray:
-        """_residual's residuals (F, R) of params where known has them from the same samples but at rows (None:
-        all), whose params or heads moved since: a sample's residuals are its own inputs' alone, and _fit's
+    def _residuals_again(self, trials: list[np.ndarray], samples: _Samples, heads: list[np.ndarray],
+                         known: list[np.ndarray | None], rows: np.ndarray | None) -> list[np.ndarray]:
+        """_residual's residuals (F, R) of each of trials where known has them from the same samples but at rows
+        (None: all), whose params or heads moved since: a sample's residuals are its own inputs' alone, and _fit's
         finite differences of the samples a step did not better (about half of them) are the ones before."""
-        if known is None or rows is None:
-            return self._residual(params, samples, heads)[0]
+        if known[0] is None or rows is None:
+            return [res for res, _ in self._residuals(trials, samples, [heads] * len(trials))]
         if len(rows):
-            known[rows] = self._residual(params, samples, heads, rows)[0]
+            for res, (part, _) in zip(known, self._residuals(trials, samples, [heads] * len(trials), rows)):
+                res[rows] = part
         return known
 
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
                   rows: np.ndarray | None = None):
         """The residuals (F, R) of params and the legs' head angles; rows: of those samples only (the yaw taken
         over all of them: _yaw reads its tables by the whole samples' length)."""
-        yaw = self._yaw(params, samples)
+        return self._residuals([params], samples, [heads], rows)[0]
+
+    def _residuals(self, trials: list[np.ndarray], samples: _Samples, heads: list[list[np.ndarray] | None],
+                   rows: np.ndarray | None = None) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """_residual of each of trials (F, 3), from its legs' head angles heads (None: the first trial's answer),
+        worked out as one stack of samples, trial after trial, both legs' hips in one head solve (PlanarPair): the
+        per-call work once. A sample's arithmetic is its own alone (elementwise, the stacked 3x3 products a frame
+        each, one BLAS dot product a row for the lever), so each trial gets the bits it gets apart; legs that do
+        not pair are worked out apart."""
+        yaws = [self._yaw(params, samples) for params in trials]
         if rows is not None:
             aims = self._aims(samples)
-            params, yaw, heads, samples = params[rows], yaw[rows], [h[rows] for h in heads], samples.take(rows)
+            trials, yaws, samples = [p[rows] for p in trials], [y[rows] for y in yaws], samples.take(rows)
+            heads = [None if h is None else [x[rows] for x in h] for h in heads]
             samples.aims = [aim[rows] for aim in aims]
-        rot, pos = self._pose(params, samples, yaw)
+        if self.pair is None:
+            return self._apart(trials, yaws, samples, heads)
+        count, n = len(trials), len(samples.xy)
+        stack = self._stack(samples, count)
+        params, yaw = (trials[0], yaws[0]) if count == 1 else (np.concatenate(trials), np.concatenate(yaws))
+        rot, pos = self._pose(params, stack, yaw)
         frame = frames_last_of(rot, pos)  # the waist frames last: all the legs' walks need of it
-        # rot @ lever as one BLAS product over the frames' rows (numpy's stacked product calls BLAS once a frame):
-        # the same bits (the same dot products), a tenth of the time
+        hips = self.pair.plane_misses(frame, stack.targets, stack.goal_at, heads)
+        if hips is None:  # some sample cannot be aimed in closed form: each leg and trial apart
+            return self._apart(trials, yaws, samples, heads)
+        miss, aimed = hips
+        res = np.empty((count, n, 5))
+        res[:, :, 0] = self._command_miss(rot, pos, stack).reshape(count, n)
+        res[:, :, 1:3] = (stack.hips * miss).transpose(0, 2, 1)
+        res[:, :, 3] = (stack.yaw_w * (yaw - stack.yaw_to)).reshape(count, n)
+        res[:, :, 4] = (stack.roll_w * (params[:, 1] - stack.roll_to) + ROLL_PRIOR * params[:, 1]).reshape(count, n)
+        return [(res[k], [aimed[(2 * k + leg) * n:(2 * k + leg + 1) * n] for leg in range(2)]) for k in range(count)]
+
+    def _apart(self, trials: list[np.ndarray], yaws: list[np.ndarray], samples: _Samples,
+               heads: list[list[np.ndarray] | None]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """_residuals one trial and leg at a time (legs that do not pair, or a sample not aimed in closed form)."""
+        out = []
+        for params, yaw, start in zip(trials, yaws, heads):
+            rot, pos = self._pose(params, samples, yaw)
+            frame = frames_last_of(rot, pos)
+            res = [self._command_miss(rot, pos, samples)]
+            out_heads = []
+            for planar, head, goal, weight, aim in zip(self.legs, out[0][1] if start is None else start,
+                                                       samples.goals, samples.hips, self._aims(samples)):
+                miss, head = planar.plane_miss(None, goal, head, aim, frame)
+                res.append(weight * miss)
+                out_heads.append(head)
+            res.append(samples.yaw_w * (yaw - samples.yaw_to))
+            res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
+            out.append((np.column_stack(res), out_heads))
+        return out
+
+    def _command_miss(self, rot: np.ndarray, pos: np.ndarray, samples: "_Samples | _Stack") -> np.ndarray:
+        """The upper body's miss across (F,) of the waist at rot, pos: rot @ lever as one BLAS product over the
+        frames' rows (numpy's stacked product calls BLAS once a frame): the same bits, a tenth of the time."""
         lever = rotate_points(rot, self.lever[None])[:, 0]
-        res = [samples.command * np.einsum("fi,fi->f", pos + lever - samples.upright, samples.across)]
-        out_heads = []
-        for planar, head, goal, weight, aim in zip(self.legs, heads, samples.goals, samples.hips, self._aims(samples)):
-            miss, head = planar.plane_miss(None, goal, head, aim, frame)
-            res.append(weight * miss)
-            out_heads.append(head)
-        res.append(samples.yaw_w * (yaw - samples.yaw_to))
-        res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
-        return np.column_stack(res), out_heads
+        return samples.command * np.einsum("fi,fi->f", pos + lever - samples.upright, samples.across)
+
+    def _stack(self, samples: _Samples, count: int) -> _Stack:
+        """samples side by side for count trials (_Stack), built at its first use in a placement."""
+        stack = samples.stacks.get(count)
+        if stack is None:
+            def tiled(a: np.ndarray) -> np.ndarray:
+                return a if count == 1 else np.concatenate([a] * count)
+            legs = np.concatenate(self._aims(samples)), np.concatenate([goal[:, :3, 3] for goal in samples.goals])
+            stack = _Stack(*[tiled(getattr(samples, name)) for name in TILED], *[tiled(a) for a in legs],
+                           np.stack(samples.hips))
+            samples.stacks[count] = stack
+        return stack
 
 
 PATH_BAND = 4  # the path's normal matrix couples a sample's (across, roll) with its two neighbours' either side
@@ -468,6 +546,13 @@ def _banded_step(band: np.ndarray, block: np.ndarray, rhs: np.ndarray) -> np.nda
         for d in range(1, width + 1):  # the upper band, the lower's mirror
             full[width - d, d:] = ab[d, :-d]
         return solve_banded((width, width), full, rhs)
+
+
+def _stepped(params: np.ndarray, column: int) -> np.ndarray:
+    """params with their column moved by the finite-difference step."""
+    out = params.copy()
+    out[:, column] += STEP_RAD
+    return out
 
 
 def _ramp_samples(period_s: float) -> int:
