@@ -19,6 +19,7 @@ from core.balance.support import CONTACT_M, foot_bodies, foot_links, foot_width,
 from core.feet.contacts import flags_to_intervals
 from core.feet.geometry import standing_rotation
 from core.model.kinematics import KinematicTree
+from core.model.same_bits import equal_bits
 from core.model.transforms import pose_matrices
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
@@ -357,11 +358,10 @@ class _Captured(Exception):
     pass
 
 
-def test_fits_finite_differences_of_the_samples_a_step_did_not_better_are_the_ones_before(monkeypatch):
-    """The per-sample fit (SagittalWaist._fit) works its roll's and yaw's finite differences out again only
-    for the samples whose step bettered them: a sample's residuals are its own inputs' alone, so a
-    subset's rows are the whole samples' rows to the bit, and the fit the fit with every residual in full
-    (the H1 walk's first fits: the family's double supports and the first placement)."""
+@pytest.fixture(scope="module")
+def h1_first_fits():
+    """The H1 walk's first three per-sample fits' inputs (SagittalWaist._fit: the family's double supports and
+    the first placement): (waist, params, free, samples, head angles)."""
     import core.balance.sagittal as sagittal
 
     calls = []
@@ -373,12 +373,22 @@ def test_fits_finite_differences_of_the_samples_a_step_did_not_better_are_the_on
             raise _Captured
         return fit(self, params, free, samples, heads)
 
-    monkeypatch.setattr(sagittal.SagittalWaist, "_fit", capture)
-    with pytest.raises(_Captured):
-        _gait(load_bvh(WALK).to_source_motion(), "h1")
-    monkeypatch.setattr(sagittal.SagittalWaist, "_fit", fit)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sagittal.SagittalWaist, "_fit", capture)
+        with pytest.raises(_Captured):
+            _gait(load_bvh(WALK).to_source_motion(), "h1")
+    return calls
+
+
+def test_fits_finite_differences_of_the_samples_a_step_did_not_better_are_the_ones_before(monkeypatch, h1_first_fits):
+    """The per-sample fit (SagittalWaist._fit) works its roll's and yaw's finite differences out again only
+    for the samples whose step bettered them: a sample's residuals are its own inputs' alone, so a
+    subset's rows are the whole samples' rows to the bit, and the fit the fit with every residual in full
+    (the H1 walk's first fits: the family's double supports and the first placement)."""
+    import core.balance.sagittal as sagittal
+
     rng = np.random.default_rng(7)
-    for waist, params, free, samples, heads in calls:
+    for waist, params, free, samples, heads in h1_first_fits:
         res, out_heads = waist._residual(params, samples, heads)
         rows = np.flatnonzero(rng.random(len(params)) < 0.5)
         part, part_heads = waist._residual(params, samples, heads, rows)
@@ -386,7 +396,45 @@ def test_fits_finite_differences_of_the_samples_a_step_did_not_better_are_the_on
         assert all(np.array_equal(p, h[rows]) for p, h in zip(part_heads, out_heads))
         got = waist._fit(params.copy(), free, samples, heads)
         with monkeypatch.context() as m:
-            m.setattr(sagittal.SagittalWaist, "_residual_again", lambda self, p, s, h, known, rows: self._residual(p, s, h)[0])
+            m.setattr(sagittal.SagittalWaist, "_residuals_again",
+                      lambda self, trials, s, h, known, rows: [self._residual(p, s, h)[0] for p in trials])
             whole = waist._fit(params.copy(), free, samples, heads)
         assert np.array_equal(got[0], whole[0])
         assert all(np.array_equal(a, b) for a, b in zip(got[1], whole[1]))
+
+
+def test_residuals_stacked_are_each_trials_own_bits(h1_first_fits):
+    """The placements' residuals worked out as one stack of samples (SagittalWaist._residuals: trials side by side,
+    both legs' hips in one head solve, PlanarPair) give each trial the bits it gets alone, one leg at a time
+    (_apart, the code before), on the H1 walk's first fits (the family's double supports and the first
+    placement): every row's arithmetic is its own, in its order. A trial started from the first trial's answers
+    (None) is the one started from them apart."""
+    import core.balance.sagittal as sagittal
+
+    rng = np.random.default_rng(11)
+    for waist, params, _, samples, heads in h1_first_fits:
+        assert waist.pair is not None  # the H1's legs pair
+        trials = [params, sagittal._stepped(params, 1), sagittal._stepped(params, 2),
+                  params + rng.normal(0.0, 0.05, params.shape)]
+        stacked = waist._residuals(trials, samples, [heads, None, None, heads])
+        yaws = [waist._yaw(p, samples) for p in trials]
+        first = waist._apart(trials[:1], yaws[:1], samples, [heads])[0]
+        for k, (res, out_heads) in enumerate(stacked):
+            start = heads if k in (0, 3) else first[1]
+            want, want_heads = waist._apart([trials[k]], [yaws[k]], samples, [start])[0]
+            assert equal_bits(res, want)
+            assert all(equal_bits(h, w) for h, w in zip(out_heads, want_heads))
+        # from starts anywhere the first trial's answers are some samples' other solution: a trial started from
+        # them is not the one started where the first was
+        anywhere = [rng.uniform(-np.pi, np.pi, h.shape) for h in heads]
+        (_, answers), (res, out_heads) = waist._residuals([params, trials[3]], samples, [anywhere, None])
+        want, want_heads = waist._apart(trials[3:], yaws[3:], samples, [answers])[0]
+        assert equal_bits(res, want) and all(equal_bits(h, w) for h, w in zip(out_heads, want_heads))
+        other = waist._apart(trials[3:], yaws[3:], samples, [anywhere])[0][1]
+        assert not all(np.array_equal(h, w) for h, w in zip(other, want_heads))
+        rows = np.flatnonzero(rng.random(len(params)) < 0.3)
+        part = waist._residuals(trials[1:3], samples, [heads, heads], rows)
+        for k, (res, out_heads) in enumerate(part):
+            want, want_heads = waist._apart([trials[k + 1]], [yaws[k + 1]], samples, [heads])[0]
+            assert equal_bits(res, want[rows])
+            assert all(equal_bits(h, w[rows]) for h, w in zip(out_heads, want_heads))
