@@ -98,8 +98,14 @@ class HeadAim:
 
     def nearer(self, a: np.ndarray, b: np.ndarray, start: np.ndarray) -> np.ndarray:
         """Of the solutions (a, b) (solutions) the one nearer start (F, 2), as (F, 2)."""
-        far = np.abs(wrap(self._turned(a - start[:, 0], 0))) + np.abs(wrap(self._turned(b - start[:, 1], 1)))
-        nearer = far[1] < far[0]
+        apart = np.empty((2,) + a.shape)  # both joints' turns from the start, wrapped in one call
+        np.subtract(a, start[:, 0], out=apart[0])
+        np.subtract(b, start[:, 1], out=apart[1])
+        for k in (0, 1):
+            if self.scale[k] != 1.0:
+                apart[k] *= self.scale[k]
+        far = np.abs(wrap(apart))
+        nearer = far[0, 1] + far[1, 1] < far[0, 0] + far[1, 0]  # (a's + b's) of the second against the first's
         out = np.empty((2, len(nearer)))  # rows: returned as its transpose (F, 2), whose columns are contiguous
         for row, both in zip(out, (a, b)):
             np.copyto(row, both[0])
@@ -125,9 +131,6 @@ class HeadAim:
         if self.scale[k] == 1.0 and self.offset[k] == 0.0:
             return angle
         return (angle - self.offset[k]) / self.scale[k]
-
-    def _turned(self, x: np.ndarray, k: int) -> np.ndarray:
-        return x if self.scale[k] == 1.0 else x * self.scale[k]
 
 
 def _both(sine: np.ndarray, tilt: np.ndarray, cosine: np.ndarray, fall: np.ndarray, square: np.ndarray) -> np.ndarray:

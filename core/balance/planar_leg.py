@@ -3,7 +3,7 @@ its hip stays in a plane fixed to the foot. What such a leg is (PlanarLeg), how 
 it standing (standing_legs), and whether a robot's legs are all so (planar_legs)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from .support import foot_bodies, sole_centre
 
 PARALLEL_COS = 0.999  # joint axes this parallel turn in one plane
 HEAD_ITERATIONS = 6
+WALKS_KEPT = 8  # PlanarPair's walks for so many shapes of stack
 HEAD_CONVERGED_RAD = 1e-9  # a head step this small leaves the next one (its square) below a double's rounding
 
 
@@ -94,6 +95,7 @@ class PlanarPair:
     legs: list[PlanarLeg]
     template: list[Link]  # the heads' stacked walk, a shift the legs differ in as its (2,) values, one a leg
     offsets: np.ndarray  # (2, 1) each leg's offset_m
+    _walks: dict = field(default_factory=dict, repr=False)  # (trials, frames) -> the walk on those rows (_walk)
 
     @classmethod
     def build(cls, legs: list[PlanarLeg]) -> "PlanarPair | None":
@@ -126,11 +128,21 @@ class PlanarPair:
                                                      first if starts[k] is None else np.concatenate(starts[k]))
                               for k in range(1, trials)]
             aimed = np.concatenate(rows)
-        walk = [replace(link, shift=[k if np.ndim(k) == 0 else np.tile(np.repeat(k, frames), trials)
-                                     for k in link.shift]) for link in self.template]
-        hip = last_origin(walk, np.ascontiguousarray(aimed.T), legs_frame).T
+        hip = last_origin(self._walk(trials, frames), np.ascontiguousarray(aimed.T), legs_frame).T
         miss = np.einsum("fi,fi->f", targets, hip - goal_at).reshape(trials, 2, frames) - self.offsets
         return miss, aimed
+
+    def _walk(self, trials: int, frames: int) -> list[Link]:
+        """The heads' walk with each leg's shifts on its rows (plane_misses' layout), kept for the last few shapes
+        (a placement asks the same few again and again)."""
+        walk = self._walks.get((trials, frames))
+        if walk is None:
+            if len(self._walks) >= WALKS_KEPT:
+                self._walks.clear()
+            walk = [replace(link, shift=[k if np.ndim(k) == 0 else np.tile(np.repeat(k, frames), trials)
+                                         for k in link.shift]) for link in self.template]
+            self._walks[(trials, frames)] = walk
+        return walk
 
 
 def _same_aims(a: HeadAim, b: HeadAim) -> bool:

@@ -14,6 +14,8 @@ foot is down in its foot's plane, the yaw on the branch chosen for each double s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import NamedTuple
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
@@ -82,6 +84,14 @@ class _Samples:
                           if k not in ("aims", "stacks")])
 
 
+class _Worked(NamedTuple):
+    """A trial's residuals (F, R), legs' head angles (per leg (F, H)) and waist pose (rotation, position)."""
+
+    res: np.ndarray
+    heads: list[np.ndarray]
+    pose: tuple[np.ndarray, np.ndarray]
+
+
 TILED = ("base_rot", "at", "across", "upright", "command", "yaw_w", "yaw_to", "roll_w", "roll_to")
 
 
@@ -146,29 +156,29 @@ class SagittalWaist:
         # millimetre's jitter between 10 ms samples into a metre of ZMP: the place is fitted as one
         # path, its acceleration weighed as the ZMP weighs it (from the last placement: the fit per
         # sample only starts it)
-        known = None  # the residuals (and head angles) of params, from the step that took them
+        known = None  # params' residuals, head angles and pose, from the step that took them (_Worked)
         for _ in range(PATH_STEPS):
             fitted, known = self._fit_path(params, samples, heads, known)
             if fitted is params:  # no step gained: the next ones, from the same start, would repeat this one
                 break
             params = fitted
         self.params = params
-        return self._pose(params, samples)
+        return known.pose[0].copy(), known.pose[1].copy()  # _pose(params, samples)'s, worked out with its residuals
 
     def _fit_path(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
-                  known: tuple | None = None) -> tuple[np.ndarray, tuple | None]:
+                  known: "_Worked | None" = None) -> tuple[np.ndarray, "_Worked"]:
         """Gauss-Newton on the whole path of (across, roll) (N, 2 of params' 3): each sample's
         residuals (the hips in their feet's planes, the upper body where the command has it) and the
         path's acceleration, PATH_ACC_S2 s^2 times the upper body's across (m/s^2): one banded solve
-        a step. known: params' (residuals, head angles) where the step before worked them out.
+        a step. known: params' residuals, head angles and pose where the step before worked them out.
         Returns (the params stepped to, or params itself where no step gains; their known)."""
         n, cols = len(params), [0, 1]
         trial = _stepped(params, 1)
         if known is None:  # params' residuals and the roll's finite difference in one stack, this from params' answers
-            (res, heads), (stepped, _) = self._residuals([params, trial], samples, [heads, None])
+            known, stepped = self._residuals([params, trial], samples, [heads, None])
         else:
-            res, heads = known
-            stepped = self._residual(trial, samples, heads)[0]
+            stepped = self._residuals([trial], samples, [known.heads])[0]
+        res, heads, stepped = known.res, known.heads, stepped.res
         jac = np.empty(res.shape + (2,))
         jac[..., 0] = self._across_column(samples)
         jac[..., 1] = (stepped - res) / STEP_RAD
@@ -178,22 +188,35 @@ class SagittalWaist:
         step = _banded_step(band, block, -(grad.T.ravel() + smooth.T @ (smooth @ now)))
         step = step.reshape(n, 2)
         cost = (res ** 2).sum() + ((smooth @ now) ** 2).sum()
+        # the halvings in turn, the first gaining taken: the first and the second each alone (on the H1 10 s clip
+        # 30 steps gain at the first, 6 at the second, none later), the rest, where those did not gain, in one
+        # stack (a step that gains at neither tries 1-4 more: each a residual, about its per-call work apart)
+        tries = self._halvings(params, step, samples, smooth, cost)
+        for group in (1, 1, PATH_HALVINGS):
+            trials = list(islice(tries, group))
+            if not trials:
+                break
+            for (trial, bent), worked in zip(trials, self._residuals([t for t, _ in trials], samples,
+                                                                     [heads] * len(trials))):
+                if (worked.res ** 2).sum() + bent < cost:
+                    return trial, worked
+        return params, known
+
+    def _halvings(self, params: np.ndarray, step: np.ndarray, samples: _Samples, smooth, cost: float):
+        """_fit_path's trials (params, the path's acceleration cost) in turn, the step halved each time, but for
+        those whose acceleration alone costs the start's whole cost: they cannot gain, and their residuals (both
+        legs' head solves) are not worked out. The control cycle's placements start from the coarse path
+        resampled, a few samples past their roll's range: clipped, every halving's path bends there (the H1
+        walk: each such step 8 residuals, none gaining); the same steps taken as before."""
         for _ in range(PATH_HALVINGS):
             trial = params.copy()
             trial[:, :2] += np.clip(step, -MAX_STEP[:2], MAX_STEP[:2])
             trial = _bounded(trial)
             trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
-            # a trial whose acceleration alone costs the start's whole cost cannot gain: its residuals (both
-            # legs' head solves) are not worked out. The control cycle's placements start from the coarse path
-            # resampled, a few samples past their roll's range: clipped, every halving's path bends there (the
-            # H1 walk: each such step 8 residuals, none gaining); the same steps taken as before
             bent = ((smooth @ trial[:, :2].ravel()) ** 2).sum()
             if bent < cost:
-                trial_res, trial_heads = self._residual(trial, samples, heads)
-                if (trial_res ** 2).sum() + bent < cost:
-                    return trial, (trial_res, trial_heads)
+                yield trial, bent
             step = step / 2.0
-        return params, (res, heads)
 
     def _across_column(self, samples: _Samples) -> np.ndarray:
         """d residuals / d across (F, R), in closed form: moving the waist across turns nothing, so the
@@ -355,7 +378,7 @@ class SagittalWaist:
         # params' residuals and the first iteration's finite differences in one stack, these from params' answers
         first = self._residuals([params] + [_stepped(params, k) for k in turned], samples,
                                 [heads] + [None] * len(turned))
-        (res, heads), stepped = first[0], [r for r, _ in first[1:]]  # stepped: residuals at params stepped in each
+        res, heads, stepped = first[0].res, first[0].heads, [w.res for w in first[1:]]  # stepped: at params stepped
         cost = (res ** 2).sum(axis=1)
         damping = np.full(len(params), 1e-4)
         across = self._across_column(samples) if free[0] else None
@@ -403,7 +426,9 @@ class SagittalWaist:
         cell = spot.astype(int)
         frac = spot - cell
         row = np.maximum(samples.curve, 0)
-        on_curve = self.table[row, cell] * (1.0 - frac) + self.table[row, cell + 1] * frac
+        at = row * FAMILY_ROLLS + cell  # the table's flat index: one gather each, not a fancy (row, cell) index
+        table = self.table.ravel()
+        on_curve = table.take(at) * (1.0 - frac) + table.take(at + 1) * frac
         if self.turn_back and len(self.turn) == len(row):  # turned back as the plan's heading turns, within the twist
             low, high = self.yaw_room
             on_curve = np.clip(on_curve + self.turn, np.minimum(low, on_curve), np.maximum(high, on_curve))
@@ -425,20 +450,20 @@ class SagittalWaist:
         (None: all), whose params or heads moved since: a sample's residuals are its own inputs' alone, and _fit's
         finite differences of the samples a step did not better (about half of them) are the ones before."""
         if known[0] is None or rows is None:
-            return [res for res, _ in self._residuals(trials, samples, [heads] * len(trials))]
+            return [worked.res for worked in self._residuals(trials, samples, [heads] * len(trials))]
         if len(rows):
-            for res, (part, _) in zip(known, self._residuals(trials, samples, [heads] * len(trials), rows)):
-                res[rows] = part
+            for res, part in zip(known, self._residuals(trials, samples, [heads] * len(trials), rows)):
+                res[rows] = part.res
         return known
 
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
                   rows: np.ndarray | None = None):
         """The residuals (F, R) of params and the legs' head angles; rows: of those samples only (the yaw taken
         over all of them: _yaw reads its tables by the whole samples' length)."""
-        return self._residuals([params], samples, [heads], rows)[0]
+        return self._residuals([params], samples, [heads], rows)[0][:2]
 
     def _residuals(self, trials: list[np.ndarray], samples: _Samples, heads: list[list[np.ndarray] | None],
-                   rows: np.ndarray | None = None) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+                   rows: np.ndarray | None = None) -> list["_Worked"]:
         """_residual of each of trials (F, 3), from its legs' head angles heads (None: the first trial's answer),
         worked out as one stack of samples, trial after trial, both legs' hips in one head solve (PlanarPair): the
         per-call work once. A sample's arithmetic is its own alone (elementwise, the stacked 3x3 products a frame
@@ -466,10 +491,11 @@ class SagittalWaist:
         res[:, :, 1:3] = (stack.hips * miss).transpose(0, 2, 1)
         res[:, :, 3] = (stack.yaw_w * (yaw - stack.yaw_to)).reshape(count, n)
         res[:, :, 4] = (stack.roll_w * (params[:, 1] - stack.roll_to) + ROLL_PRIOR * params[:, 1]).reshape(count, n)
-        return [(res[k], [aimed[(2 * k + leg) * n:(2 * k + leg + 1) * n] for leg in range(2)]) for k in range(count)]
+        return [_Worked(res[k], [aimed[(2 * k + leg) * n:(2 * k + leg + 1) * n] for leg in range(2)],
+                        (rot[k * n:(k + 1) * n], pos[k * n:(k + 1) * n])) for k in range(count)]
 
     def _apart(self, trials: list[np.ndarray], yaws: list[np.ndarray], samples: _Samples,
-               heads: list[list[np.ndarray] | None]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+               heads: list[list[np.ndarray] | None]) -> list["_Worked"]:
         """_residuals one trial and leg at a time (legs that do not pair, or a sample not aimed in closed form)."""
         out = []
         for params, yaw, start in zip(trials, yaws, heads):
@@ -484,7 +510,7 @@ class SagittalWaist:
                 out_heads.append(head)
             res.append(samples.yaw_w * (yaw - samples.yaw_to))
             res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
-            out.append((np.column_stack(res), out_heads))
+            out.append(_Worked(np.column_stack(res), out_heads, (rot, pos)))
         return out
 
     def _command_miss(self, rot: np.ndarray, pos: np.ndarray, samples: "_Samples | _Stack") -> np.ndarray:

@@ -407,8 +407,8 @@ def test_residuals_stacked_are_each_trials_own_bits(h1_first_fits):
     """The placements' residuals worked out as one stack of samples (SagittalWaist._residuals: trials side by side,
     both legs' hips in one head solve, PlanarPair) give each trial the bits it gets alone, one leg at a time
     (_apart, the code before), on the H1 walk's first fits (the family's double supports and the first
-    placement): every row's arithmetic is its own, in its order. A trial started from the first trial's answers
-    (None) is the one started from them apart."""
+    placement): every row's arithmetic is its own, in its order; its waist pose is _pose's. A trial started from
+    the first trial's answers (None) is the one started from them apart."""
     import core.balance.sagittal as sagittal
 
     rng = np.random.default_rng(11)
@@ -419,22 +419,23 @@ def test_residuals_stacked_are_each_trials_own_bits(h1_first_fits):
         stacked = waist._residuals(trials, samples, [heads, None, None, heads])
         yaws = [waist._yaw(p, samples) for p in trials]
         first = waist._apart(trials[:1], yaws[:1], samples, [heads])[0]
-        for k, (res, out_heads) in enumerate(stacked):
+        for k, (res, out_heads, pose) in enumerate(stacked):
             start = heads if k in (0, 3) else first[1]
-            want, want_heads = waist._apart([trials[k]], [yaws[k]], samples, [start])[0]
+            want, want_heads, _ = waist._apart([trials[k]], [yaws[k]], samples, [start])[0]
             assert equal_bits(res, want)
+            assert all(equal_bits(p, w) for p, w in zip(pose, waist._pose(trials[k], samples)))  # place returns it
             assert all(equal_bits(h, w) for h, w in zip(out_heads, want_heads))
         # from starts anywhere the first trial's answers are some samples' other solution: a trial started from
         # them is not the one started where the first was
         anywhere = [rng.uniform(-np.pi, np.pi, h.shape) for h in heads]
-        (_, answers), (res, out_heads) = waist._residuals([params, trials[3]], samples, [anywhere, None])
-        want, want_heads = waist._apart(trials[3:], yaws[3:], samples, [answers])[0]
+        (_, answers, _), (res, out_heads, _) = waist._residuals([params, trials[3]], samples, [anywhere, None])
+        want, want_heads, _ = waist._apart(trials[3:], yaws[3:], samples, [answers])[0]
         assert equal_bits(res, want) and all(equal_bits(h, w) for h, w in zip(out_heads, want_heads))
         other = waist._apart(trials[3:], yaws[3:], samples, [anywhere])[0][1]
         assert not all(np.array_equal(h, w) for h, w in zip(other, want_heads))
         rows = np.flatnonzero(rng.random(len(params)) < 0.3)
         part = waist._residuals(trials[1:3], samples, [heads, heads], rows)
-        for k, (res, out_heads) in enumerate(part):
-            want, want_heads = waist._apart([trials[k + 1]], [yaws[k + 1]], samples, [heads])[0]
+        for k, (res, out_heads, _) in enumerate(part):
+            want, want_heads, _ = waist._apart([trials[k + 1]], [yaws[k + 1]], samples, [heads])[0]
             assert equal_bits(res, want[rows])
             assert all(equal_bits(h, w[rows]) for h, w in zip(out_heads, want_heads))
