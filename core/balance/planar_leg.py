@@ -106,15 +106,18 @@ class PlanarPair:
         template = stacked_walk([p.head for p in legs], [1, 1])
         return None if template is None else cls(legs, template, np.array([[p.offset_m] for p in legs]))
 
-    def plane_misses(self, frame: np.ndarray, targets: np.ndarray, goal_at: np.ndarray,
+    def plane_misses(self, rot: np.ndarray, pos: np.ndarray, targets: np.ndarray, goal_at: np.ndarray,
                      starts: list[list[np.ndarray] | None]) -> tuple[np.ndarray, np.ndarray] | None:
-        """PlanarLeg.plane_miss of each leg under each of T trials' waist frames (4, 3, T F) (frames last),
+        """PlanarLeg.plane_miss of each leg under each of T trials' waist rotations (T F, 3, 3) and places (T F, 3),
         targets and goal_at (2 T F, 3) the legs' tail axes and foot places stacked as the rows are; starts per
         trial both legs' head angles (F, 2) to start from, None: the first trial's answers. The misses (T, 2, F)
         and head angles (2 T F, 2); None where some sample cannot be aimed (the caller solves each apart)."""
         trials = len(starts)
-        frames = frame.shape[2] // trials
-        legs_frame = np.repeat(frame.reshape(4, 3, trials, 1, frames), 2, axis=3).reshape(4, 3, -1)
+        frames = len(pos) // trials
+        legs_frame = np.empty((4, 3, trials, 2, frames))  # frames last (leg_chain.frames_last), once for each leg
+        legs_frame[:3] = rot.reshape(trials, 1, frames, 3, 3).transpose(4, 3, 0, 1, 2)
+        legs_frame[3] = pos.reshape(trials, 1, frames, 3).transpose(3, 0, 1, 2)
+        legs_frame = legs_frame.reshape(4, 3, -1)
         both = self.legs[0].aim.solutions(None, targets, legs_frame)
         if both is None:
             return None

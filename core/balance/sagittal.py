@@ -36,6 +36,7 @@ HIP_WEIGHT = 30.0  # a metre of hip out of its foot's plane weighs like 30 m of 
 YAW_PRIOR = 0.02  # a radian of waist yaw off its branch weighs like 2 cm of lever (it only picks the branch)
 ROLL_PRIOR = 0.01
 GN_ITERATIONS = 12
+FIT_STOP = 1e-7  # the per-sample fit stops once no step taken is longer (m, rad)
 STEP_RAD = 1e-5  # finite-difference step of the waist's roll and yaw (and metres across)
 MAX_ROLL_RAD = 0.4
 PATH_ACC_S2 = 0.09  # the waist path's acceleration weighed as a 0.88 m CoM's ZMP weighs it (h / g)
@@ -345,14 +346,14 @@ class SagittalWaist:
         part.yaw_w, part.yaw_to = np.full(len(rows), YAW_PRIOR), np.zeros(len(rows))
         ahead = np.einsum("fi,fi->f", part.goals[1][:, :3, 3] - part.goals[0][:, :3, 3], forward[rows])
         lead = np.where(np.abs(ahead) > 0.02, np.sign(ahead) * self.lean[1], 1.0)  # the leading foot's hip forward
-        found = []
-        for side in (lead, -lead):
-            start = np.column_stack([np.zeros(len(rows)), part.roll_to, side * BRANCH_START_RAD])
-            params, hip_heads = self._fit(start, np.ones(3, bool), part, [h[rows] for h in heads])
-            res, _ = self._residual(params, part, hip_heads)
-            ok = (np.abs(res[:, 1:3]) < HIP_WEIGHT * STAND_M).all(axis=1) & (np.abs(params[:, 1] - part.roll_to) < 1e-3)
-            found.append((params[:, 2].reshape(len(mids), -1), ok.reshape(len(mids), -1)))
-        first, second = found
+        # both branches' starts fitted as one stack of samples, each stopping on its own (_fit's groups)
+        both = part.take(np.tile(np.arange(len(rows)), 2))
+        start = np.column_stack([np.zeros(2 * len(rows)), both.roll_to, np.r_[lead, -lead] * BRANCH_START_RAD])
+        params, hip_heads = self._fit(start, np.ones(3, bool), both, [np.tile(h[rows], (2, 1)) for h in heads], 2)
+        res, _ = self._residual(params, both, hip_heads)
+        ok = (np.abs(res[:, 1:3]) < HIP_WEIGHT * STAND_M).all(axis=1) & (np.abs(params[:, 1] - both.roll_to) < 1e-3)
+        first, second = [(params[k, 2].reshape(len(mids), -1), ok[k].reshape(len(mids), -1))
+                         for k in (slice(None, len(rows)), slice(len(rows), None))]
         take = second[1].sum(axis=1) > first[1].sum(axis=1)
         return grid, np.where(take[:, None], second[0], first[0]), np.where(take[:, None], second[1], first[1])
 
@@ -371,8 +372,10 @@ class SagittalWaist:
                 return float(self.lean[alone[0]])
         return 0.0
 
-    def _fit(self, params: np.ndarray, free: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
-        """Damped Gauss-Newton per sample on the free ones of (across, roll, yaw): (params, head angles)."""
+    def _fit(self, params: np.ndarray, free: np.ndarray, samples: _Samples, heads: list[np.ndarray], groups: int = 1):
+        """Damped Gauss-Newton per sample on the free ones of (across, roll, yaw): (params, head angles). groups:
+        the samples are so many equal blocks (fits from several starts), each stopping when its own steps do
+        (a stopped block's samples are held), as each would fitted alone: a sample's arithmetic is its own."""
         cols = np.flatnonzero(free)
         turned = [int(k) for k in cols if k != 0]  # the columns by finite differences (across: _across_column)
         # params' residuals and the first iteration's finite differences in one stack, these from params' answers
@@ -383,6 +386,8 @@ class SagittalWaist:
         damping = np.full(len(params), 1e-4)
         across = self._across_column(samples) if free[0] else None
         moved = None  # the samples whose params or head angles moved since `stepped` was worked out
+        block = np.repeat(np.arange(groups), len(params) // groups)
+        going = np.ones(groups, bool)  # the blocks still stepping
         for iteration in range(GN_ITERATIONS):
             if iteration:
                 stepped = self._residuals_again([_stepped(params, k) for k in turned], samples, heads, stepped, moved)
@@ -399,12 +404,14 @@ class SagittalWaist:
             trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
             trial_res, trial_heads = self._residual(trial, samples, heads)
             trial_cost = (trial_res ** 2).sum(axis=1)
-            better = trial_cost < cost
+            better = (trial_cost < cost) & going[block]
             params[better], res[better], cost[better] = trial[better], trial_res[better], trial_cost[better]
             heads = [np.where(better[:, None], t, h) for t, h in zip(trial_heads, heads)]
             moved = np.flatnonzero(better)
             damping = np.where(better, damping * 0.3, damping * 10.0)
-            if np.abs(step[better]).max(initial=0.0) < 1e-7:
+            for k in np.flatnonzero(going):
+                going[k] = np.abs(step[better & (block == k)]).max(initial=0.0) >= FIT_STOP
+            if not going.any():
                 break
         return params, heads
 
@@ -481,8 +488,7 @@ class SagittalWaist:
         stack = self._stack(samples, count)
         params, yaw = (trials[0], yaws[0]) if count == 1 else (np.concatenate(trials), np.concatenate(yaws))
         rot, pos = self._pose(params, stack, yaw)
-        frame = frames_last_of(rot, pos)  # the waist frames last: all the legs' walks need of it
-        hips = self.pair.plane_misses(frame, stack.targets, stack.goal_at, heads)
+        hips = self.pair.plane_misses(rot, pos, stack.targets, stack.goal_at, heads)
         if hips is None:  # some sample cannot be aimed in closed form: each leg and trial apart
             return self._apart(trials, yaws, samples, heads)
         miss, aimed = hips
