@@ -78,11 +78,12 @@ class _Samples:
     roll_hi: np.ndarray
     aims: list[np.ndarray] | None = None  # per leg (F, 3) its tail's axis as its goal has it (SagittalWaist._aims)
     stacks: dict = field(default_factory=dict)  # per count of trials its _Stack (SagittalWaist._stack)
+    across_column: np.ndarray | None = None  # SagittalWaist._across_column's
 
     def take(self, rows: np.ndarray) -> "_Samples":
-        """The samples rows (their aims and stacks worked out again when asked)."""
+        """The samples rows (their aims, stacks and across column worked out again when asked)."""
         return _Samples(*[[a[rows] for a in v] if isinstance(v, list) else v[rows] for k, v in vars(self).items()
-                          if k not in ("aims", "stacks")])
+                          if k not in WORKED_OUT])
 
 
 class _Worked(NamedTuple):
@@ -93,6 +94,7 @@ class _Worked(NamedTuple):
     pose: tuple[np.ndarray, np.ndarray]
 
 
+WORKED_OUT = ("aims", "stacks", "across_column")  # _Samples' fields worked out from the others at their first use
 TILED = ("base_rot", "at", "across", "upright", "command", "yaw_w", "yaw_to", "roll_w", "roll_to")
 
 
@@ -186,9 +188,10 @@ class SagittalWaist:
         smooth, band = self._path_terms(n, cols)
         now = params[:, :2].ravel()
         block, grad = _normal_rows(jac, res)
-        step = _banded_step(band, block, -(grad.T.ravel() + smooth.T @ (smooth @ now)))
+        bend = smooth @ now
+        step = _banded_step(band, block, -(grad.T.ravel() + smooth.T @ bend))
         step = step.reshape(n, 2)
-        cost = (res ** 2).sum() + ((smooth @ now) ** 2).sum()
+        cost = (res ** 2).sum() + (bend ** 2).sum()
         # the halvings in turn, the first gaining taken: the first and the second each alone (on the H1 10 s clip
         # 30 steps gain at the first, 6 at the second, none later), the rest, where those did not gain, in one
         # stack (a step that gains at neither tries 1-4 more: each a residual, about its per-call work apart)
@@ -223,12 +226,15 @@ class SagittalWaist:
         """d residuals / d across (F, R), in closed form: moving the waist across turns nothing, so the
         head joints stay and each hip moves with it (its miss by its plane's normal . across), the
         upper body's lever too; the yaw and roll residuals do not move. A finite difference gave
-        the same to rounding at the cost of a residual (both legs' head solves) per step."""
-        column = [samples.command * np.einsum("fi,fi->f", samples.across, samples.across)]
-        for aim, weight in zip(self._aims(samples), samples.hips):
-            column.append(weight * np.einsum("fi,fi->f", aim, samples.across))
-        zero = np.zeros(len(samples.across))
-        return np.column_stack(column + [zero, zero])
+        the same to rounding at the cost of a residual (both legs' head solves) per step. The same for
+        every step of a placement: worked out at its first."""
+        if samples.across_column is None:
+            column = [samples.command * np.einsum("fi,fi->f", samples.across, samples.across)]
+            for aim, weight in zip(self._aims(samples), samples.hips):
+                column.append(weight * np.einsum("fi,fi->f", aim, samples.across))
+            zero = np.zeros(len(samples.across))
+            samples.across_column = np.column_stack(column + [zero, zero])
+        return samples.across_column
 
     def _path_terms(self, n: int, cols: list[int]):
         """_fit_path's parts that depend only on the path's length, built once per length: the weighted
