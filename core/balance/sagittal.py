@@ -32,6 +32,11 @@ from .lateral import differences
 from .planar_leg import PlanarLeg, PlanarPair
 from .waist import heading as heading_of, wrap, yaw_bounds
 
+try:  # the ufunc np.clip calls, without its Python wrapper (the same bounds; about 1,700 calls a gait, as leg_solve's)
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - a numpy without that name
+    _clip = np.clip
+
 HIP_WEIGHT = 30.0  # a metre of hip out of its foot's plane weighs like 30 m of the upper body's lever across
 YAW_PRIOR = 0.02  # a radian of waist yaw off its branch weighs like 2 cm of lever (it only picks the branch)
 ROLL_PRIOR = 0.01
@@ -153,7 +158,7 @@ class SagittalWaist:
         params = self.params
         if params is None or len(params) != len(xy):
             zero = np.zeros(len(xy))
-            params = np.column_stack([zero, np.clip(zero, samples.roll_lo, samples.roll_hi), zero])
+            params = np.column_stack([zero, _clip(zero, samples.roll_lo, samples.roll_hi), zero])
             params, heads = self._fit(params, np.array([True, True, False]), samples, heads)
         # each sample's fit stops within a fraction of a millimetre, and h / g = 0.09 s^2 turns a
         # millimetre's jitter between 10 ms samples into a metre of ZMP: the place is fitted as one
@@ -214,9 +219,9 @@ class SagittalWaist:
         walk: each such step 8 residuals, none gaining); the same steps taken as before."""
         for _ in range(PATH_HALVINGS):
             trial = params.copy()
-            trial[:, :2] += np.clip(step, -MAX_STEP[:2], MAX_STEP[:2])
+            trial[:, :2] += _clip(step, -MAX_STEP[:2], MAX_STEP[:2])
             trial = _bounded(trial)
-            trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
+            trial[:, 1] = _clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
             bent = ((smooth @ trial[:, :2].ravel()) ** 2).sum()
             if bent < cost:
                 yield trial, bent
@@ -405,9 +410,9 @@ class SagittalWaist:
                 normal[i, i] += damping * (normal[i, i] + 1e-6)
             step = np.zeros_like(params)
             step[:, cols] = -np.linalg.solve(normal.transpose(2, 0, 1), grad.T[..., None])[..., 0]
-            step = np.clip(step, -MAX_STEP, MAX_STEP)
+            step = _clip(step, -MAX_STEP, MAX_STEP)
             trial = _bounded(params + step)
-            trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
+            trial[:, 1] = _clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
             trial_res, trial_heads = self._residual(trial, samples, heads)
             trial_cost = (trial_res ** 2).sum(axis=1)
             better = (trial_cost < cost) & going[block]
@@ -435,7 +440,7 @@ class SagittalWaist:
         yaw_to; elsewhere params' own (free) yaw; within the standing hips' twist (yaw_room)."""
         if not samples.slave.any():
             return params[:, 2]
-        spot = np.clip((params[:, 1] + MAX_ROLL_RAD) / (2 * MAX_ROLL_RAD) * (FAMILY_ROLLS - 1), 0, FAMILY_ROLLS - 1 - 1e-9)
+        spot = _clip((params[:, 1] + MAX_ROLL_RAD) / (2 * MAX_ROLL_RAD) * (FAMILY_ROLLS - 1), 0, FAMILY_ROLLS - 1 - 1e-9)
         cell = spot.astype(int)
         frac = spot - cell
         row = np.maximum(samples.curve, 0)
@@ -444,11 +449,11 @@ class SagittalWaist:
         on_curve = table.take(at) * (1.0 - frac) + table.take(at + 1) * frac
         if self.turn_back and len(self.turn) == len(row):  # turned back as the plan's heading turns, within the twist
             low, high = self.yaw_room
-            on_curve = np.clip(on_curve + self.turn, np.minimum(low, on_curve), np.maximum(high, on_curve))
+            on_curve = _clip(on_curve + self.turn, np.minimum(low, on_curve), np.maximum(high, on_curve))
         yaw = samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
         if len(self.yaw_room[0]) == len(yaw):  # within the standing hips' twist (where both allow one)
             low, high = self.yaw_room
-            yaw = np.where(low <= high, np.clip(yaw, low, high), yaw)
+            yaw = np.where(low <= high, _clip(yaw, low, high), yaw)
         return yaw
 
     def _aims(self, samples: _Samples) -> list[np.ndarray]:
@@ -603,8 +608,8 @@ MAX_YAW_RAD = 0.33  # the hip's twist follows the foot within 20 degrees (core.b
 
 def _bounded(params: np.ndarray) -> np.ndarray:
     out = params.copy()
-    out[:, 1] = np.clip(out[:, 1], -MAX_ROLL_RAD, MAX_ROLL_RAD)
-    out[:, 2] = np.clip(out[:, 2], -MAX_YAW_RAD, MAX_YAW_RAD)
+    out[:, 1] = _clip(out[:, 1], -MAX_ROLL_RAD, MAX_ROLL_RAD)
+    out[:, 2] = _clip(out[:, 2], -MAX_YAW_RAD, MAX_YAW_RAD)
     return out
 
 
