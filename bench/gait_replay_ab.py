@@ -100,6 +100,8 @@ def _as_package(waist, package: str):
         leg.__class__ = sagittal.PlanarLeg
         if leg.aim is not None:
             leg.aim = _aim_as_package(leg.aim, hip_aim)
+    if hasattr(sagittal, "PlanarPair"):  # a code that pairs the legs builds its pair on these legs
+        waist.pair = sagittal.PlanarPair.build(waist.legs)
     return waist
 
 

@@ -73,6 +73,14 @@ class HeadAim:
         gamma (w1 x w2) keeps its parts along both axes, and each angle is the first subproblem's
         (the sine axis . (u x w), the cosine of the parts across the axis), which with c so written
         are a few products of v with fixed vectors: no (F, 3) cross product."""
+        both = self.solutions(base_rot, target, frame)
+        return None if both is None else self.nearer(*both, start)
+
+    def solutions(self, base_rot: np.ndarray | None, target: np.ndarray,
+                  frame: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """Both solutions' joints (a, b), each (2, F) (rows: gamma's + and - sign), of solve; None where some
+        sample cannot be aimed. Each sample's are its own inputs' alone (elementwise), so samples stacked
+        (both legs, several trials: core.balance.planar_leg.PlanarPair) get the bits each gets alone."""
         cos, p_w1, p_w2, p_normal, p_triple, p_normal_triple, normal2 = self._fixed
         v_w1, v_w2, v_normal, v_lever = self._target_parts(base_rot, target, frame)
         alpha = (cos * p_w2 - v_w1) / (cos * cos - 1.0)
@@ -86,9 +94,18 @@ class HeadAim:
         first = _both(beta * v_normal, lever * v_lever, alpha * v_w1 + beta * v_w2, lever * v_normal, v_w1 ** 2)
         second = _both(alpha * p_triple, lever * p_normal_triple, alpha * p_w1 + beta * p_w2, lever * p_normal,
                        p_w2 ** 2)
-        a, b = self._joint(first, 0), self._joint(second, 1)
-        far = np.abs(wrap(self._turned(a - start[:, 0], 0))) + np.abs(wrap(self._turned(b - start[:, 1], 1)))
-        nearer = far[1] < far[0]
+        return self._joint(first, 0), self._joint(second, 1)
+
+    def nearer(self, a: np.ndarray, b: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """Of the solutions (a, b) (solutions) the one nearer start (F, 2), as (F, 2)."""
+        apart = np.empty((2,) + a.shape)  # both joints' turns from the start, wrapped in one call
+        np.subtract(a, start[:, 0], out=apart[0])
+        np.subtract(b, start[:, 1], out=apart[1])
+        for k in (0, 1):
+            if self.scale[k] != 1.0:
+                apart[k] *= self.scale[k]
+        far = np.abs(wrap(apart))
+        nearer = far[0, 1] + far[1, 1] < far[0, 0] + far[1, 0]  # (a's + b's) of the second against the first's
         out = np.empty((2, len(nearer)))  # rows: returned as its transpose (F, 2), whose columns are contiguous
         for row, both in zip(out, (a, b)):
             np.copyto(row, both[0])
@@ -114,9 +131,6 @@ class HeadAim:
         if self.scale[k] == 1.0 and self.offset[k] == 0.0:
             return angle
         return (angle - self.offset[k]) / self.scale[k]
-
-    def _turned(self, x: np.ndarray, k: int) -> np.ndarray:
-        return x if self.scale[k] == 1.0 else x * self.scale[k]
 
 
 def _both(sine: np.ndarray, tilt: np.ndarray, cosine: np.ndarray, fall: np.ndarray, square: np.ndarray) -> np.ndarray:

@@ -3,19 +3,20 @@ its hip stays in a plane fixed to the foot. What such a leg is (PlanarLeg), how 
 it standing (standing_legs), and whether a robot's legs are all so (planar_legs)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..model.kinematics import REVOLUTE, KinematicTree
 from ..model.transforms import rotate_points
 from .hip_aim import HeadAim
-from .leg_chain import Link, frames_last, joint_frames_last, last_origin, link_walk
+from .leg_chain import Link, frames_last, joint_frames_last, last_origin, link_walk, stacked_walk
 from .legs import FULL_LEG, LegIK
 from .support import foot_bodies, sole_centre
 
 PARALLEL_COS = 0.999  # joint axes this parallel turn in one plane
 HEAD_ITERATIONS = 6
+WALKS_KEPT = 8  # PlanarPair's walks for so many shapes of stack
 HEAD_CONVERGED_RAD = 1e-9  # a head step this small leaves the next one (its square) below a double's rounding
 
 
@@ -80,6 +81,76 @@ class PlanarLeg:
     def aim_of(self, goal: np.ndarray) -> np.ndarray:
         """The tail's axis as the foot at goal (F, 4, 4) has it, in the world (F, 3)."""
         return rotate_points(goal[:, :3, :3], self.axis_foot[None])[:, 0]  # one BLAS product: the stacked one's bits
+
+
+@dataclass
+class PlanarPair:
+    """Both legs' plane misses as one stack of samples, trial after trial, each trial's left leg's rows then its
+    right's: one closed-form head solve and one walk to the hips on 2 T F samples in place of one of each per leg
+    and trial (a residual of the rolled waist was about half the per-call work of these, each leg's). Built where
+    both heads aim in closed form by the same numbers picking the target's parts (HeadAim._picks) and walk alike but
+    for their shifts (the H1's mirrored legs: leg_chain.stacked_walk); a row's arithmetic is then its own leg's
+    alone, so each leg and trial gets the bits it gets apart."""
+
+    legs: list[PlanarLeg]
+    template: list[Link]  # the heads' stacked walk, a shift the legs differ in as its (2,) values, one a leg
+    offsets: np.ndarray  # (2, 1) each leg's offset_m
+    _walks: dict = field(default_factory=dict, repr=False)  # (trials, frames) -> the walk on those rows (_walk)
+
+    @classmethod
+    def build(cls, legs: list[PlanarLeg]) -> "PlanarPair | None":
+        """None unless two legs aim alike in closed form and walk alike (then each leg is solved apart)."""
+        aims = [p.aim for p in legs]
+        if len(legs) != 2 or any(a is None or a._picks is None for a in aims) or not _same_aims(*aims):
+            return None
+        template = stacked_walk([p.head for p in legs], [1, 1])
+        return None if template is None else cls(legs, template, np.array([[p.offset_m] for p in legs]))
+
+    def plane_misses(self, rot: np.ndarray, pos: np.ndarray, targets: np.ndarray, goal_at: np.ndarray,
+                     starts: list[list[np.ndarray] | None]) -> tuple[np.ndarray, np.ndarray] | None:
+        """PlanarLeg.plane_miss of each leg under each of T trials' waist rotations (T F, 3, 3) and places (T F, 3),
+        targets and goal_at (2 T F, 3) the legs' tail axes and foot places stacked as the rows are; starts per
+        trial both legs' head angles (F, 2) to start from, None: the first trial's answers. The misses (T, 2, F)
+        and head angles (2 T F, 2); None where some sample cannot be aimed (the caller solves each apart)."""
+        trials = len(starts)
+        frames = len(pos) // trials
+        legs_frame = np.empty((4, 3, trials, 2, frames))  # frames last (leg_chain.frames_last), once for each leg
+        legs_frame[:3] = rot.reshape(trials, 1, frames, 3, 3).transpose(4, 3, 0, 1, 2)
+        legs_frame[3] = pos.reshape(trials, 1, frames, 3).transpose(3, 0, 1, 2)
+        legs_frame = legs_frame.reshape(4, 3, -1)
+        both = self.legs[0].aim.solutions(None, targets, legs_frame)
+        if both is None:
+            return None
+        a, b = both
+        if all(s is not None for s in starts):
+            aimed = self.legs[0].aim.nearer(a, b, np.concatenate([h for hs in starts for h in hs]))
+        else:  # the first trial's rows first: the others start from its answers
+            first = self.legs[0].aim.nearer(a[:, :2 * frames], b[:, :2 * frames], np.concatenate(starts[0]))
+            rows = [first] + [self.legs[0].aim.nearer(a[:, 2 * k * frames:2 * (k + 1) * frames],
+                                                     b[:, 2 * k * frames:2 * (k + 1) * frames],
+                                                     first if starts[k] is None else np.concatenate(starts[k]))
+                              for k in range(1, trials)]
+            aimed = np.concatenate(rows)
+        hip = last_origin(self._walk(trials, frames), np.ascontiguousarray(aimed.T), legs_frame).T
+        miss = np.einsum("fi,fi->f", targets, hip - goal_at).reshape(trials, 2, frames) - self.offsets
+        return miss, aimed
+
+    def _walk(self, trials: int, frames: int) -> list[Link]:
+        """The heads' walk with each leg's shifts on its rows (plane_misses' layout), kept for the last few shapes
+        (a placement asks the same few again and again)."""
+        walk = self._walks.get((trials, frames))
+        if walk is None:
+            if len(self._walks) >= WALKS_KEPT:
+                self._walks.clear()
+            walk = [replace(link, shift=[k if np.ndim(k) == 0 else np.tile(np.repeat(k, frames), trials)
+                                         for k in link.shift]) for link in self.template]
+            self._walks[(trials, frames)] = walk
+        return walk
+
+
+def _same_aims(a: HeadAim, b: HeadAim) -> bool:
+    return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("before", "first", "second", "aim", "scale",
+                                                                      "offset"))
 
 
 STANCE_YAW_WEIGHT_M = 0.5  # a radian of a standing foot's heading (its toe slides as it turns). 0.02 before

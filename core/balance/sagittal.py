@@ -13,12 +13,11 @@ foot is down in its foot's plane, the yaw on the branch chosen for each double s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 from scipy import sparse
-from scipy.linalg import LinAlgError, solve_banded, solveh_banded
 
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import KinematicTree
@@ -27,13 +26,20 @@ from ..model.transforms import pose_matrices, principal_turn, rotate_points
 from .inertia import MassModel
 from .leg_chain import frames_last_of
 from .lateral import differences
-from .planar_leg import PlanarLeg
+from .planar_leg import PlanarLeg, PlanarPair
+from .sagittal_parts import PATH_BAND, TILED, _banded_step, _normal_rows, _Samples, _Stack, _Worked
 from .waist import heading as heading_of, wrap, yaw_bounds
+
+try:  # the ufunc np.clip calls, without its Python wrapper (the same bounds; about 1,700 calls a gait, as leg_solve's)
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - a numpy without that name
+    _clip = np.clip
 
 HIP_WEIGHT = 30.0  # a metre of hip out of its foot's plane weighs like 30 m of the upper body's lever across
 YAW_PRIOR = 0.02  # a radian of waist yaw off its branch weighs like 2 cm of lever (it only picks the branch)
 ROLL_PRIOR = 0.01
 GN_ITERATIONS = 12
+FIT_STOP = 1e-7  # the per-sample fit stops once no step taken is longer (m, rad)
 STEP_RAD = 1e-5  # finite-difference step of the waist's roll and yaw (and metres across)
 MAX_ROLL_RAD = 0.4
 PATH_ACC_S2 = 0.09  # the waist path's acceleration weighed as a 0.88 m CoM's ZMP weighs it (h / g)
@@ -50,35 +56,6 @@ TWIST_ROOM = 0.95  # share of a hip twist's range the yaw turned back with the p
 STAND_M = 0.001  # a hip this near its foot's plane stands
 LEAN_SHARE = 0.9  # of the family's roll a double support starts and ends at
 BRANCH_START_RAD = 0.25  # the air share's ramp (core.balance.correction.PRIOR_RAMP_S)  # the waist rolls no further from its plan (the H1's hip roll stops at 0.43)
-
-
-@dataclass
-class _Samples:
-    """One placement's per-sample inputs and what each residual weighs (all (F, ...) arrays)."""
-
-    xy: np.ndarray  # (F, 2) the command
-    height: np.ndarray  # (F,)
-    at: np.ndarray  # (F, 3) the command at its height: the upright waist's place
-    base_rot: np.ndarray  # (F, 3, 3)
-    across: np.ndarray  # (F, 3) the plan's waist's left on the ground
-    upright: np.ndarray  # (F, 3) where the upper body's CoM is under the plan's waist at the command
-    goals: list[np.ndarray]  # per leg (F, 4, 4)
-    hips: list[np.ndarray]  # per leg (F,) weight of its hip's miss
-    command: np.ndarray  # (F,) weight of the upper body's miss across
-    roll_w: np.ndarray  # (F,) weight of the roll's miss from roll_to
-    roll_to: np.ndarray
-    yaw_w: np.ndarray
-    yaw_to: np.ndarray  # also the yaw on one foot, where the family's curve does not set it
-    curve: np.ndarray  # (F,) int: the double support whose roll-yaw curve sets the yaw (-1: none)
-    slave: np.ndarray  # (F,) how far that curve sets it (both feet's down share)
-    roll_lo: np.ndarray  # (F,) the roll's range
-    roll_hi: np.ndarray
-    aims: list[np.ndarray] | None = None  # per leg (F, 3) its tail's axis as its goal has it (SagittalWaist._aims)
-
-    def take(self, rows: np.ndarray) -> "_Samples":
-        """The samples rows (their aims worked out again when asked)."""
-        return _Samples(*[[a[rows] for a in v] if isinstance(v, list) else v[rows] for k, v in vars(self).items()
-                          if k != "aims"])
 
 
 class SagittalWaist:
@@ -105,6 +82,7 @@ class SagittalWaist:
         self.twist_room = [yaw_bounds(tree, p.leg, TWIST_ROOM) for p in legs]
         self.yaw_room = (np.zeros(0), np.zeros(0))  # per sample (N,) the yaw's range where each hip twists (_plan)
         self._terms: tuple | None = None  # _fit_path's sparse parts for one path length (_path_terms)
+        self.pair = PlanarPair.build(legs)  # both legs' hips in one head solve (None: each apart)
 
     def place(self, xy: np.ndarray, height: np.ndarray, base_rot: np.ndarray, q: np.ndarray,
               goals: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -115,68 +93,88 @@ class SagittalWaist:
         params = self.params
         if params is None or len(params) != len(xy):
             zero = np.zeros(len(xy))
-            params = np.column_stack([zero, np.clip(zero, samples.roll_lo, samples.roll_hi), zero])
+            params = np.column_stack([zero, _clip(zero, samples.roll_lo, samples.roll_hi), zero])
             params, heads = self._fit(params, np.array([True, True, False]), samples, heads)
         # each sample's fit stops within a fraction of a millimetre, and h / g = 0.09 s^2 turns a
         # millimetre's jitter between 10 ms samples into a metre of ZMP: the place is fitted as one
         # path, its acceleration weighed as the ZMP weighs it (from the last placement: the fit per
         # sample only starts it)
-        known = None  # the residuals (and head angles) of params, from the step that took them
+        known = None  # params' residuals, head angles and pose, from the step that took them (_Worked)
         for _ in range(PATH_STEPS):
             fitted, known = self._fit_path(params, samples, heads, known)
             if fitted is params:  # no step gained: the next ones, from the same start, would repeat this one
                 break
             params = fitted
         self.params = params
-        return self._pose(params, samples)
+        return known.pose[0].copy(), known.pose[1].copy()  # _pose(params, samples)'s, worked out with its residuals
 
     def _fit_path(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
-                  known: tuple | None = None) -> tuple[np.ndarray, tuple | None]:
+                  known: "_Worked | None" = None) -> tuple[np.ndarray, "_Worked"]:
         """Gauss-Newton on the whole path of (across, roll) (N, 2 of params' 3): each sample's
         residuals (the hips in their feet's planes, the upper body where the command has it) and the
         path's acceleration, PATH_ACC_S2 s^2 times the upper body's across (m/s^2): one banded solve
-        a step. known: params' (residuals, head angles) where the step before worked them out.
+        a step. known: params' residuals, head angles and pose where the step before worked them out.
         Returns (the params stepped to, or params itself where no step gains; their known)."""
         n, cols = len(params), [0, 1]
-        res, heads = self._residual(params, samples, heads) if known is None else known
+        trial = _stepped(params, 1)
+        if known is None:  # params' residuals and the roll's finite difference in one stack, this from params' answers
+            known, stepped = self._residuals([params, trial], samples, [heads, None])
+        else:
+            stepped = self._residuals([trial], samples, [known.heads])[0]
+        res, heads, stepped = known.res, known.heads, stepped.res
         jac = np.empty(res.shape + (2,))
         jac[..., 0] = self._across_column(samples)
-        trial = params.copy()
-        trial[:, 1] += STEP_RAD
-        jac[..., 1] = (self._residual(trial, samples, heads)[0] - res) / STEP_RAD
+        jac[..., 1] = (stepped - res) / STEP_RAD
         smooth, band = self._path_terms(n, cols)
         now = params[:, :2].ravel()
         block, grad = _normal_rows(jac, res)
-        step = _banded_step(band, block, -(grad.T.ravel() + smooth.T @ (smooth @ now)))
+        bend = smooth @ now
+        step = _banded_step(band, block, -(grad.T.ravel() + smooth.T @ bend))
         step = step.reshape(n, 2)
-        cost = (res ** 2).sum() + ((smooth @ now) ** 2).sum()
+        cost = (res ** 2).sum() + (bend ** 2).sum()
+        # the halvings in turn, the first gaining taken: the first and the second each alone (on the H1 10 s clip
+        # 30 steps gain at the first, 6 at the second, none later), the rest, where those did not gain, in one
+        # stack (a step that gains at neither tries 1-4 more: each a residual, about its per-call work apart)
+        tries = self._halvings(params, step, samples, smooth, cost)
+        for group in (1, 1, PATH_HALVINGS):
+            trials = list(islice(tries, group))
+            if not trials:
+                break
+            for (trial, bent), worked in zip(trials, self._residuals([t for t, _ in trials], samples,
+                                                                     [heads] * len(trials))):
+                if (worked.res ** 2).sum() + bent < cost:
+                    return trial, worked
+        return params, known
+
+    def _halvings(self, params: np.ndarray, step: np.ndarray, samples: _Samples, smooth, cost: float):
+        """_fit_path's trials (params, the path's acceleration cost) in turn, the step halved each time, but for
+        those whose acceleration alone costs the start's whole cost: they cannot gain, and their residuals (both
+        legs' head solves) are not worked out. The control cycle's placements start from the coarse path
+        resampled, a few samples past their roll's range: clipped, every halving's path bends there (the H1
+        walk: each such step 8 residuals, none gaining); the same steps taken as before."""
         for _ in range(PATH_HALVINGS):
             trial = params.copy()
-            trial[:, :2] += np.clip(step, -MAX_STEP[:2], MAX_STEP[:2])
+            trial[:, :2] += _clip(step, -MAX_STEP[:2], MAX_STEP[:2])
             trial = _bounded(trial)
-            trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
-            # a trial whose acceleration alone costs the start's whole cost cannot gain: its residuals (both
-            # legs' head solves) are not worked out. The control cycle's placements start from the coarse path
-            # resampled, a few samples past their roll's range: clipped, every halving's path bends there (the
-            # H1 walk: each such step 8 residuals, none gaining); the same steps taken as before
+            trial[:, 1] = _clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
             bent = ((smooth @ trial[:, :2].ravel()) ** 2).sum()
             if bent < cost:
-                trial_res, trial_heads = self._residual(trial, samples, heads)
-                if (trial_res ** 2).sum() + bent < cost:
-                    return trial, (trial_res, trial_heads)
+                yield trial, bent
             step = step / 2.0
-        return params, (res, heads)
 
     def _across_column(self, samples: _Samples) -> np.ndarray:
         """d residuals / d across (F, R), in closed form: moving the waist across turns nothing, so the
         head joints stay and each hip moves with it (its miss by its plane's normal . across), the
         upper body's lever too; the yaw and roll residuals do not move. A finite difference gave
-        the same to rounding at the cost of a residual (both legs' head solves) per step."""
-        column = [samples.command * np.einsum("fi,fi->f", samples.across, samples.across)]
-        for aim, weight in zip(self._aims(samples), samples.hips):
-            column.append(weight * np.einsum("fi,fi->f", aim, samples.across))
-        zero = np.zeros(len(samples.across))
-        return np.column_stack(column + [zero, zero])
+        the same to rounding at the cost of a residual (both legs' head solves) per step. The same for
+        every step of a placement: worked out at its first."""
+        if samples.across_column is None:
+            column = [samples.command * np.einsum("fi,fi->f", samples.across, samples.across)]
+            for aim, weight in zip(self._aims(samples), samples.hips):
+                column.append(weight * np.einsum("fi,fi->f", aim, samples.across))
+            zero = np.zeros(len(samples.across))
+            samples.across_column = np.column_stack(column + [zero, zero])
+        return samples.across_column
 
     def _path_terms(self, n: int, cols: list[int]):
         """_fit_path's parts that depend only on the path's length, built once per length: the weighted
@@ -294,14 +292,14 @@ class SagittalWaist:
         part.yaw_w, part.yaw_to = np.full(len(rows), YAW_PRIOR), np.zeros(len(rows))
         ahead = np.einsum("fi,fi->f", part.goals[1][:, :3, 3] - part.goals[0][:, :3, 3], forward[rows])
         lead = np.where(np.abs(ahead) > 0.02, np.sign(ahead) * self.lean[1], 1.0)  # the leading foot's hip forward
-        found = []
-        for side in (lead, -lead):
-            start = np.column_stack([np.zeros(len(rows)), part.roll_to, side * BRANCH_START_RAD])
-            params, hip_heads = self._fit(start, np.ones(3, bool), part, [h[rows] for h in heads])
-            res, _ = self._residual(params, part, hip_heads)
-            ok = (np.abs(res[:, 1:3]) < HIP_WEIGHT * STAND_M).all(axis=1) & (np.abs(params[:, 1] - part.roll_to) < 1e-3)
-            found.append((params[:, 2].reshape(len(mids), -1), ok.reshape(len(mids), -1)))
-        first, second = found
+        # both branches' starts fitted as one stack of samples, each stopping on its own (_fit's groups)
+        both = part.take(np.tile(np.arange(len(rows)), 2))
+        start = np.column_stack([np.zeros(2 * len(rows)), both.roll_to, np.r_[lead, -lead] * BRANCH_START_RAD])
+        params, hip_heads = self._fit(start, np.ones(3, bool), both, [np.tile(h[rows], (2, 1)) for h in heads], 2)
+        res, _ = self._residual(params, both, hip_heads)
+        ok = (np.abs(res[:, 1:3]) < HIP_WEIGHT * STAND_M).all(axis=1) & (np.abs(params[:, 1] - both.roll_to) < 1e-3)
+        first, second = [(params[k, 2].reshape(len(mids), -1), ok[k].reshape(len(mids), -1))
+                         for k in (slice(None, len(rows)), slice(len(rows), None))]
         take = second[1].sum(axis=1) > first[1].sum(axis=1)
         return grid, np.where(take[:, None], second[0], first[0]), np.where(take[:, None], second[1], first[1])
 
@@ -320,41 +318,46 @@ class SagittalWaist:
                 return float(self.lean[alone[0]])
         return 0.0
 
-    def _fit(self, params: np.ndarray, free: np.ndarray, samples: _Samples, heads: list[np.ndarray]):
-        """Damped Gauss-Newton per sample on the free ones of (across, roll, yaw): (params, head angles)."""
-        res, heads = self._residual(params, samples, heads)
+    def _fit(self, params: np.ndarray, free: np.ndarray, samples: _Samples, heads: list[np.ndarray], groups: int = 1):
+        """Damped Gauss-Newton per sample on the free ones of (across, roll, yaw): (params, head angles). groups:
+        the samples are so many equal blocks (fits from several starts), each stopping when its own steps do
+        (a stopped block's samples are held), as each would fitted alone: a sample's arithmetic is its own."""
+        cols = np.flatnonzero(free)
+        turned = [int(k) for k in cols if k != 0]  # the columns by finite differences (across: _across_column)
+        # params' residuals and the first iteration's finite differences in one stack, these from params' answers
+        first = self._residuals([params] + [_stepped(params, k) for k in turned], samples,
+                                [heads] + [None] * len(turned))
+        res, heads, stepped = first[0].res, first[0].heads, [w.res for w in first[1:]]  # stepped: at params stepped
         cost = (res ** 2).sum(axis=1)
         damping = np.full(len(params), 1e-4)
-        cols = np.flatnonzero(free)
         across = self._across_column(samples) if free[0] else None
-        stepped: list[np.ndarray | None] = [None] * len(params[0])  # per column: residuals at params stepped in it
-        moved = None  # the samples whose params or head angles moved since `stepped` was worked out (None: all)
-        for _ in range(GN_ITERATIONS):
+        moved = None  # the samples whose params or head angles moved since `stepped` was worked out
+        block = np.repeat(np.arange(groups), len(params) // groups)
+        going = np.ones(groups, bool)  # the blocks still stepping
+        for iteration in range(GN_ITERATIONS):
+            if iteration:
+                stepped = self._residuals_again([_stepped(params, k) for k in turned], samples, heads, stepped, moved)
             jac = np.empty(res.shape + (len(cols),))
             for j, k in enumerate(cols):
-                if k == 0:
-                    jac[..., j] = across
-                    continue
-                trial = params.copy()
-                trial[:, k] += STEP_RAD
-                stepped[k] = self._residual_again(trial, samples, heads, stepped[k], moved)
-                jac[..., j] = (stepped[k] - res) / STEP_RAD
+                jac[..., j] = across if k == 0 else (stepped[turned.index(k)] - res) / STEP_RAD
             normal, grad = _normal_rows(jac, res)
             for i in range(len(cols)):  # the damping on the diagonal
                 normal[i, i] += damping * (normal[i, i] + 1e-6)
             step = np.zeros_like(params)
             step[:, cols] = -np.linalg.solve(normal.transpose(2, 0, 1), grad.T[..., None])[..., 0]
-            step = np.clip(step, -MAX_STEP, MAX_STEP)
+            step = _clip(step, -MAX_STEP, MAX_STEP)
             trial = _bounded(params + step)
-            trial[:, 1] = np.clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
+            trial[:, 1] = _clip(trial[:, 1], samples.roll_lo, samples.roll_hi)
             trial_res, trial_heads = self._residual(trial, samples, heads)
             trial_cost = (trial_res ** 2).sum(axis=1)
-            better = trial_cost < cost
+            better = (trial_cost < cost) & going[block]
             params[better], res[better], cost[better] = trial[better], trial_res[better], trial_cost[better]
             heads = [np.where(better[:, None], t, h) for t, h in zip(trial_heads, heads)]
             moved = np.flatnonzero(better)
             damping = np.where(better, damping * 0.3, damping * 10.0)
-            if np.abs(step[better]).max(initial=0.0) < 1e-7:
+            for k in np.flatnonzero(going):
+                going[k] = np.abs(step[better & (block == k)]).max(initial=0.0) >= FIT_STOP
+            if not going.any():
                 break
         return params, heads
 
@@ -372,18 +375,20 @@ class SagittalWaist:
         yaw_to; elsewhere params' own (free) yaw; within the standing hips' twist (yaw_room)."""
         if not samples.slave.any():
             return params[:, 2]
-        spot = np.clip((params[:, 1] + MAX_ROLL_RAD) / (2 * MAX_ROLL_RAD) * (FAMILY_ROLLS - 1), 0, FAMILY_ROLLS - 1 - 1e-9)
+        spot = _clip((params[:, 1] + MAX_ROLL_RAD) / (2 * MAX_ROLL_RAD) * (FAMILY_ROLLS - 1), 0, FAMILY_ROLLS - 1 - 1e-9)
         cell = spot.astype(int)
         frac = spot - cell
         row = np.maximum(samples.curve, 0)
-        on_curve = self.table[row, cell] * (1.0 - frac) + self.table[row, cell + 1] * frac
+        at = row * FAMILY_ROLLS + cell  # the table's flat index: one gather each, not a fancy (row, cell) index
+        table = self.table.ravel()
+        on_curve = table.take(at) * (1.0 - frac) + table.take(at + 1) * frac
         if self.turn_back and len(self.turn) == len(row):  # turned back as the plan's heading turns, within the twist
             low, high = self.yaw_room
-            on_curve = np.clip(on_curve + self.turn, np.minimum(low, on_curve), np.maximum(high, on_curve))
+            on_curve = _clip(on_curve + self.turn, np.minimum(low, on_curve), np.maximum(high, on_curve))
         yaw = samples.slave * on_curve + (1.0 - samples.slave) * samples.yaw_to
         if len(self.yaw_room[0]) == len(yaw):  # within the standing hips' twist (where both allow one)
             low, high = self.yaw_room
-            yaw = np.where(low <= high, np.clip(yaw, low, high), yaw)
+            yaw = np.where(low <= high, _clip(yaw, low, high), yaw)
         return yaw
 
     def _aims(self, samples: _Samples) -> list[np.ndarray]:
@@ -392,82 +397,98 @@ class SagittalWaist:
             samples.aims = [planar.aim_of(goal) for planar, goal in zip(self.legs, samples.goals)]
         return samples.aims
 
-    def _residual_again(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
-                        known: np.ndarray | None, rows: np.ndarray | None) -> np.ndarray:
-        """_residual's residuals (F, R) of params where known has them from the same samples but at rows (None:
-        all), whose params or heads moved since: a sample's residuals are its own inputs' alone, and _fit's
+    def _residuals_again(self, trials: list[np.ndarray], samples: _Samples, heads: list[np.ndarray],
+                         known: list[np.ndarray | None], rows: np.ndarray | None) -> list[np.ndarray]:
+        """_residual's residuals (F, R) of each of trials where known has them from the same samples but at rows
+        (None: all), whose params or heads moved since: a sample's residuals are its own inputs' alone, and _fit's
         finite differences of the samples a step did not better (about half of them) are the ones before."""
-        if known is None or rows is None:
-            return self._residual(params, samples, heads)[0]
+        if known[0] is None or rows is None:
+            return [worked.res for worked in self._residuals(trials, samples, [heads] * len(trials))]
         if len(rows):
-            known[rows] = self._residual(params, samples, heads, rows)[0]
+            for res, part in zip(known, self._residuals(trials, samples, [heads] * len(trials), rows)):
+                res[rows] = part.res
         return known
 
     def _residual(self, params: np.ndarray, samples: _Samples, heads: list[np.ndarray],
                   rows: np.ndarray | None = None):
         """The residuals (F, R) of params and the legs' head angles; rows: of those samples only (the yaw taken
         over all of them: _yaw reads its tables by the whole samples' length)."""
-        yaw = self._yaw(params, samples)
+        return self._residuals([params], samples, [heads], rows)[0][:2]
+
+    def _residuals(self, trials: list[np.ndarray], samples: _Samples, heads: list[list[np.ndarray] | None],
+                   rows: np.ndarray | None = None) -> list["_Worked"]:
+        """_residual of each of trials (F, 3), from its legs' head angles heads (None: the first trial's answer),
+        worked out as one stack of samples, trial after trial, both legs' hips in one head solve (PlanarPair): the
+        per-call work once. A sample's arithmetic is its own alone (elementwise, the stacked 3x3 products a frame
+        each, one BLAS dot product a row for the lever), so each trial gets the bits it gets apart; legs that do
+        not pair are worked out apart."""
+        yaws = [self._yaw(params, samples) for params in trials]
         if rows is not None:
             aims = self._aims(samples)
-            params, yaw, heads, samples = params[rows], yaw[rows], [h[rows] for h in heads], samples.take(rows)
+            trials, yaws, samples = [p[rows] for p in trials], [y[rows] for y in yaws], samples.take(rows)
+            heads = [None if h is None else [x[rows] for x in h] for h in heads]
             samples.aims = [aim[rows] for aim in aims]
-        rot, pos = self._pose(params, samples, yaw)
-        frame = frames_last_of(rot, pos)  # the waist frames last: all the legs' walks need of it
-        # rot @ lever as one BLAS product over the frames' rows (numpy's stacked product calls BLAS once a frame):
-        # the same bits (the same dot products), a tenth of the time
+        if self.pair is None:
+            return self._apart(trials, yaws, samples, heads)
+        count, n = len(trials), len(samples.xy)
+        stack = self._stack(samples, count)
+        params, yaw = (trials[0], yaws[0]) if count == 1 else (np.concatenate(trials), np.concatenate(yaws))
+        rot, pos = self._pose(params, stack, yaw)
+        hips = self.pair.plane_misses(rot, pos, stack.targets, stack.goal_at, heads)
+        if hips is None:  # some sample cannot be aimed in closed form: each leg and trial apart
+            return self._apart(trials, yaws, samples, heads)
+        miss, aimed = hips
+        res = np.empty((count, n, 5))
+        res[:, :, 0] = self._command_miss(rot, pos, stack).reshape(count, n)
+        res[:, :, 1:3] = (stack.hips * miss).transpose(0, 2, 1)
+        res[:, :, 3] = (stack.yaw_w * (yaw - stack.yaw_to)).reshape(count, n)
+        res[:, :, 4] = (stack.roll_w * (params[:, 1] - stack.roll_to) + ROLL_PRIOR * params[:, 1]).reshape(count, n)
+        return [_Worked(res[k], [aimed[(2 * k + leg) * n:(2 * k + leg + 1) * n] for leg in range(2)],
+                        (rot[k * n:(k + 1) * n], pos[k * n:(k + 1) * n])) for k in range(count)]
+
+    def _apart(self, trials: list[np.ndarray], yaws: list[np.ndarray], samples: _Samples,
+               heads: list[list[np.ndarray] | None]) -> list["_Worked"]:
+        """_residuals one trial and leg at a time (legs that do not pair, or a sample not aimed in closed form)."""
+        out = []
+        for params, yaw, start in zip(trials, yaws, heads):
+            rot, pos = self._pose(params, samples, yaw)
+            frame = frames_last_of(rot, pos)
+            res = [self._command_miss(rot, pos, samples)]
+            out_heads = []
+            for planar, head, goal, weight, aim in zip(self.legs, out[0][1] if start is None else start,
+                                                       samples.goals, samples.hips, self._aims(samples)):
+                miss, head = planar.plane_miss(None, goal, head, aim, frame)
+                res.append(weight * miss)
+                out_heads.append(head)
+            res.append(samples.yaw_w * (yaw - samples.yaw_to))
+            res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
+            out.append(_Worked(np.column_stack(res), out_heads, (rot, pos)))
+        return out
+
+    def _command_miss(self, rot: np.ndarray, pos: np.ndarray, samples: "_Samples | _Stack") -> np.ndarray:
+        """The upper body's miss across (F,) of the waist at rot, pos: rot @ lever as one BLAS product over the
+        frames' rows (numpy's stacked product calls BLAS once a frame): the same bits, a tenth of the time."""
         lever = rotate_points(rot, self.lever[None])[:, 0]
-        res = [samples.command * np.einsum("fi,fi->f", pos + lever - samples.upright, samples.across)]
-        out_heads = []
-        for planar, head, goal, weight, aim in zip(self.legs, heads, samples.goals, samples.hips, self._aims(samples)):
-            miss, head = planar.plane_miss(None, goal, head, aim, frame)
-            res.append(weight * miss)
-            out_heads.append(head)
-        res.append(samples.yaw_w * (yaw - samples.yaw_to))
-        res.append(samples.roll_w * (params[:, 1] - samples.roll_to) + ROLL_PRIOR * params[:, 1])
-        return np.column_stack(res), out_heads
+        return samples.command * np.einsum("fi,fi->f", pos + lever - samples.upright, samples.across)
+
+    def _stack(self, samples: _Samples, count: int) -> _Stack:
+        """samples side by side for count trials (_Stack), built at its first use in a placement."""
+        stack = samples.stacks.get(count)
+        if stack is None:
+            def tiled(a: np.ndarray) -> np.ndarray:
+                return a if count == 1 else np.concatenate([a] * count)
+            legs = np.concatenate(self._aims(samples)), np.concatenate([goal[:, :3, 3] for goal in samples.goals])
+            stack = _Stack(*[tiled(getattr(samples, name)) for name in TILED], *[tiled(a) for a in legs],
+                           np.stack(samples.hips))
+            samples.stacks[count] = stack
+        return stack
 
 
-PATH_BAND = 4  # the path's normal matrix couples a sample's (across, roll) with its two neighbours' either side
-
-
-def _normal_rows(jac: np.ndarray, res: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each sample's J^T J (C, C, F) and J^T r (C, F) of jac (F, R, C) and res (F, R), entry by entry: R
-    products summed in order by one reduce over (F, R): einsum's "fri,frj->fij" and "fri,fr->fi" bits (R
-    below 7: the placements' 5) in a third of their time (F 400-1,700, C 2). One column: einsum itself,
-    whose contiguous sum over r rounds otherwise."""
-    count = jac.shape[2]
-    if count == 1:
-        return np.einsum("fri,frj->fij", jac, jac).transpose(1, 2, 0), np.einsum("fri,fr->fi", jac, res).T
-    normal = np.empty((count, count, len(jac)))
-    grad = np.empty((count, len(jac)))
-    for i in range(count):
-        col = jac[:, :, i]
-        for j in range(i + 1):
-            np.add.reduce(col * jac[:, :, j], 1, out=normal[i, j])
-            normal[j, i] = normal[i, j]
-        np.add.reduce(col * res, 1, out=grad[i])
-    return normal, grad
-
-
-def _banded_step(band: np.ndarray, block: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """The path's Gauss-Newton step (2F,): the normal matrix is the acceleration's (band, lower, (5, 2F))
-    plus each sample's own J^T J (block (2, 2, F), _normal_rows), a banded symmetric matrix: a banded
-    Cholesky solve, not a general sparse LU (SuperLU took a third of the control cycle's placements); LU
-    with pivoting on the band where Cholesky fails."""
-    ab = band.copy()
-    ab[0, 0::2] += block[0, 0]
-    ab[0, 1::2] += block[1, 1]
-    ab[1, 0::2] += block[1, 0]
-    try:
-        return solveh_banded(ab, rhs, lower=True)
-    except LinAlgError:
-        width = ab.shape[0] - 1
-        full = np.zeros((2 * width + 1, ab.shape[1]))
-        full[width:] = ab
-        for d in range(1, width + 1):  # the upper band, the lower's mirror
-            full[width - d, d:] = ab[d, :-d]
-        return solve_banded((width, width), full, rhs)
+def _stepped(params: np.ndarray, column: int) -> np.ndarray:
+    """params with their column moved by the finite-difference step."""
+    out = params.copy()
+    out[:, column] += STEP_RAD
+    return out
 
 
 def _ramp_samples(period_s: float) -> int:
@@ -480,8 +501,8 @@ MAX_YAW_RAD = 0.33  # the hip's twist follows the foot within 20 degrees (core.b
 
 def _bounded(params: np.ndarray) -> np.ndarray:
     out = params.copy()
-    out[:, 1] = np.clip(out[:, 1], -MAX_ROLL_RAD, MAX_ROLL_RAD)
-    out[:, 2] = np.clip(out[:, 2], -MAX_YAW_RAD, MAX_YAW_RAD)
+    out[:, 1] = _clip(out[:, 1], -MAX_ROLL_RAD, MAX_ROLL_RAD)
+    out[:, 2] = _clip(out[:, 2], -MAX_YAW_RAD, MAX_YAW_RAD)
     return out
 
 

@@ -19,6 +19,7 @@ from core.balance.support import CONTACT_M, foot_bodies, foot_links, foot_width,
 from core.feet.contacts import flags_to_intervals
 from core.feet.geometry import standing_rotation
 from core.model.kinematics import KinematicTree
+from core.model.same_bits import equal_bits
 from core.model.transforms import pose_matrices
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
@@ -357,36 +358,126 @@ class _Captured(Exception):
     pass
 
 
-def test_fits_finite_differences_of_the_samples_a_step_did_not_better_are_the_ones_before(monkeypatch):
+@pytest.fixture(scope="module")
+def h1_first_fits():
+    """The H1 walk's first three per-sample fits' inputs (SagittalWaist._fit: the family's double supports, both
+    branches in one, and the first placement): (waist, params, free, samples, head angles, groups)."""
+    import core.balance.sagittal as sagittal
+
+    calls = []
+    fit = sagittal.SagittalWaist._fit
+
+    def capture(self, params, free, samples, heads, groups=1):
+        calls.append((self, params.copy(), free, samples, [h.copy() for h in heads], groups))
+        if len(calls) == 3:
+            raise _Captured
+        return fit(self, params, free, samples, heads, groups)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sagittal.SagittalWaist, "_fit", capture)
+        with pytest.raises(_Captured):
+            _gait(load_bvh(WALK).to_source_motion(), "h1")
+    return calls
+
+
+def test_fits_finite_differences_of_the_samples_a_step_did_not_better_are_the_ones_before(monkeypatch, h1_first_fits):
     """The per-sample fit (SagittalWaist._fit) works its roll's and yaw's finite differences out again only
     for the samples whose step bettered them: a sample's residuals are its own inputs' alone, so a
     subset's rows are the whole samples' rows to the bit, and the fit the fit with every residual in full
     (the H1 walk's first fits: the family's double supports and the first placement)."""
     import core.balance.sagittal as sagittal
 
-    calls = []
-    fit = sagittal.SagittalWaist._fit
-
-    def capture(self, params, free, samples, heads):
-        calls.append((self, params.copy(), free, samples, [h.copy() for h in heads]))
-        if len(calls) == 3:
-            raise _Captured
-        return fit(self, params, free, samples, heads)
-
-    monkeypatch.setattr(sagittal.SagittalWaist, "_fit", capture)
-    with pytest.raises(_Captured):
-        _gait(load_bvh(WALK).to_source_motion(), "h1")
-    monkeypatch.setattr(sagittal.SagittalWaist, "_fit", fit)
     rng = np.random.default_rng(7)
-    for waist, params, free, samples, heads in calls:
+    for waist, params, free, samples, heads, groups in h1_first_fits:
         res, out_heads = waist._residual(params, samples, heads)
         rows = np.flatnonzero(rng.random(len(params)) < 0.5)
         part, part_heads = waist._residual(params, samples, heads, rows)
         assert np.array_equal(part, res[rows])
         assert all(np.array_equal(p, h[rows]) for p, h in zip(part_heads, out_heads))
-        got = waist._fit(params.copy(), free, samples, heads)
+        got = waist._fit(params.copy(), free, samples, heads, groups)
         with monkeypatch.context() as m:
-            m.setattr(sagittal.SagittalWaist, "_residual_again", lambda self, p, s, h, known, rows: self._residual(p, s, h)[0])
-            whole = waist._fit(params.copy(), free, samples, heads)
+            m.setattr(sagittal.SagittalWaist, "_residuals_again",
+                      lambda self, trials, s, h, known, rows: [self._residual(p, s, h)[0] for p in trials])
+            whole = waist._fit(params.copy(), free, samples, heads, groups)
         assert np.array_equal(got[0], whole[0])
         assert all(np.array_equal(a, b) for a, b in zip(got[1], whole[1]))
+
+
+def test_residuals_stacked_are_each_trials_own_bits(h1_first_fits):
+    """The placements' residuals worked out as one stack of samples (SagittalWaist._residuals: trials side by side,
+    both legs' hips in one head solve, PlanarPair) give each trial the bits it gets alone, one leg at a time
+    (_apart, the code before), on the H1 walk's first fits (the family's double supports and the first
+    placement): every row's arithmetic is its own, in its order; its waist pose is _pose's. A trial started from
+    the first trial's answers (None) is the one started from them apart."""
+    import core.balance.sagittal as sagittal
+
+    rng = np.random.default_rng(11)
+    for waist, params, _, samples, heads, _ in h1_first_fits:
+        assert waist.pair is not None  # the H1's legs pair
+        trials = [params, sagittal._stepped(params, 1), sagittal._stepped(params, 2),
+                  params + rng.normal(0.0, 0.05, params.shape)]
+        stacked = waist._residuals(trials, samples, [heads, None, None, heads])
+        yaws = [waist._yaw(p, samples) for p in trials]
+        first = waist._apart(trials[:1], yaws[:1], samples, [heads])[0]
+        for k, (res, out_heads, pose) in enumerate(stacked):
+            start = heads if k in (0, 3) else first[1]
+            want, want_heads, _ = waist._apart([trials[k]], [yaws[k]], samples, [start])[0]
+            assert equal_bits(res, want)
+            assert all(equal_bits(p, w) for p, w in zip(pose, waist._pose(trials[k], samples)))  # place returns it
+            assert all(equal_bits(h, w) for h, w in zip(out_heads, want_heads))
+        # from starts anywhere the first trial's answers are some samples' other solution: a trial started from
+        # them is not the one started where the first was
+        anywhere = [rng.uniform(-np.pi, np.pi, h.shape) for h in heads]
+        (_, answers, _), (res, out_heads, _) = waist._residuals([params, trials[3]], samples, [anywhere, None])
+        want, want_heads, _ = waist._apart(trials[3:], yaws[3:], samples, [answers])[0]
+        assert equal_bits(res, want) and all(equal_bits(h, w) for h, w in zip(out_heads, want_heads))
+        other = waist._apart(trials[3:], yaws[3:], samples, [anywhere])[0][1]
+        assert not all(np.array_equal(h, w) for h, w in zip(other, want_heads))
+        rows = np.flatnonzero(rng.random(len(params)) < 0.3)
+        part = waist._residuals(trials[1:3], samples, [heads, heads], rows)
+        for k, (res, out_heads, _) in enumerate(part):
+            want, want_heads, _ = waist._apart([trials[k + 1]], [yaws[k + 1]], samples, [heads])[0]
+            assert equal_bits(res, want[rows])
+            assert all(equal_bits(h, w[rows]) for h, w in zip(out_heads, want_heads))
+
+
+def _counted_fit(monkeypatch, waist, *args):
+    """waist._fit(*args) and how many residual calls it made (its iterations)."""
+    import core.balance.sagittal as sagittal
+
+    calls = []
+    residuals = sagittal.SagittalWaist._residuals
+    with monkeypatch.context() as m:
+        m.setattr(sagittal.SagittalWaist, "_residuals", lambda *a, **k: calls.append(1) or residuals(*a, **k))
+        return waist._fit(*args), len(calls)
+
+
+def test_fits_of_several_starts_in_one_stack_are_each_fit_alone(h1_first_fits, monkeypatch):
+    """The family's two branches are fitted as one stack of samples (SagittalWaist._fit's groups), each block
+    stopping when its own steps do: each block's answer is its fit alone to the bit, with stops that part the
+    blocks (a larger FIT_STOP: on the walk's later fit one start stops iterations before the other) or not."""
+    import core.balance.sagittal as sagittal
+
+    waist, starts, free, both, stacked, groups = h1_first_fits[0]  # a family's double supports, both branches
+    assert free.all() and groups == 2
+    count = len(starts) // 2
+    cases = [(waist, starts[:count], starts[count:], free, both.take(np.arange(count)), [h[:count] for h in stacked])]
+    waist, params, free, samples, heads, _ = h1_first_fits[2]
+    other = params.copy()
+    other[:, 1] += 0.1
+    cases.append((waist, params, other, free, samples, heads))
+    parted = []
+    for stop in (sagittal.FIT_STOP, 0.05):
+        monkeypatch.setattr(sagittal, "FIT_STOP", stop)
+        for waist, first, second, free, samples, heads in cases:
+            alone = [_counted_fit(monkeypatch, waist, start.copy(), free, samples, [h.copy() for h in heads])
+                     for start in (first, second)]
+            parted.append(alone[0][1] != alone[1][1])
+            count = len(first)
+            got, got_heads = waist._fit(np.r_[first, second], free, samples.take(np.tile(np.arange(count), 2)),
+                                        [np.tile(h, (2, 1)) for h in heads], 2)
+            for k, ((want, want_heads), _) in enumerate(alone):
+                rows = slice(k * count, (k + 1) * count)
+                assert equal_bits(got[rows], want)
+                assert all(equal_bits(g[rows], w) for g, w in zip(got_heads, want_heads))
+    assert parted == [False, False, False, True]  # FIT_STOP 0.05 stops the later fit's starts apart
