@@ -60,7 +60,8 @@ POLISH_DESCENT = False  # the polish by core.chains.polish.descend_room (a dampe
 #                        falling, on the sampled frames) instead of polish_room (docs/notes/s25-step.md: G1 walk / hop
 #                        limbs +0.48 / +0.80 deg over off on capsules, +0.22 / +0.31 on the smooth trunk; off)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
-SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (docs/history/self_collision.md)
+SAMPLE_HZ = 30.0  # with the steady room, the frame-by-frame room is made on frames about this often (5x its cutoff;
+#                   session 26: 60 -> 30 Hz, the G1 walk / hop avoidance 0.66 / 0.86 of its instructions, docs/history/self_collision.md)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 ONE_ANSWER_PER_RUN = True  # ablation switches (bench/bench_collision_ablate.py): each stage can be left out
 DETOURS = True  # the steady room's detour windows around the frames its rounds left inside
