@@ -48,6 +48,12 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "no-detours": ((S, "DETOURS", False),),
     "no-finish": ((S, "FIX_PASSES", 0), (S, "FINISH_SWITCHES", False)),
     "no-sample": ((S, "SAMPLE_HZ", 1e9),),
+    "sample-40": ((S, "SAMPLE_HZ", 40.0),),  # every third frame at 120 fps
+    "sample-30": ((S, "SAMPLE_HZ", 30.0),),  # every fourth frame at 120 fps
+    "finish-whole": ((S, "FINISH_REACH_S", None),),  # the steady room's finish over the whole clip (before session 26)
+    "finish-no-switches": ((S, "FINISH_SWITCHES", False),),
+    "sample-60": ((S, "SAMPLE_HZ", 60.0),),  # every second frame at 120 fps (before session 26)
+    "passes-1+sample-40": ((S, "SEPARATION_PASSES", 1), (S, "SAMPLE_HZ", 40.0)),
     "detour-steps-2": ((S, "DETOUR_STEPS", 2),),
     "detour-4": ((S, "DETOUR_HALF_WIDTHS", (4,)),),
     "detour-8": ((S, "DETOUR_HALF_WIDTHS", (8,)),),

@@ -28,7 +28,7 @@ from .dual import dual_step
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
 from .steady import steady_gain, steady_room
-from .switches import _violation, solve_switches
+from .switches import _violation, _windows, solve_switches
 
 # the costs of a change live in change_cost; their names stay reachable here, where tests look for them
 __all__ = ["LINE_WEIGHT", "PULL_WEIGHT", "_limb_line", "_limb_metric", "_line_cost", "_line_pull", "_shape_metric",
@@ -60,10 +60,13 @@ POLISH_DESCENT = False  # the polish by core.chains.polish.descend_room (a dampe
 #                        falling, on the sampled frames) instead of polish_room (docs/notes/s25-step.md: G1 walk / hop
 #                        limbs +0.48 / +0.80 deg over off on capsules, +0.22 / +0.31 on the smooth trunk; off)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
-SAMPLE_HZ = 60.0  # with the steady room, the frame-by-frame room is made on frames about this often (docs/history/self_collision.md)
+SAMPLE_HZ = 30.0  # with the steady room, the frame-by-frame room is made on frames about this often (5x its cutoff;
+#                   session 26: 60 -> 30 Hz, the G1 walk / hop avoidance 0.66 / 0.86 of its instructions, docs/history/self_collision.md)
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 ONE_ANSWER_PER_RUN = True  # ablation switches (bench/bench_collision_ablate.py): each stage can be left out
 DETOURS = True  # the steady room's detour windows around the frames its rounds left inside
+FINISH_REACH_S = 0.25  # the steady room's finish is worked out this far (s) either side of the frames it is for: the blend
+#                        reads it no further (three widenings of 5 frames at 120 fps); None: over the whole clip
 FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
 HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is
 #                        (continuous in the input: the same motion written otherwise makes the same room, docs/history/self_collision.md);
@@ -183,12 +186,13 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
         out, _ = _separate(problem, separation, y, frames, None, None, LINEAR_STEPS, False)
         return out
 
-    def finish(y):  # the fix passes and switch windows _keep_apart left out
-        reach = (np.full(y.shape, -np.inf), np.full(y.shape, np.inf))
-        for _ in range(FIX_PASSES):
-            y, _ = _separate(problem, separation, y, None, _within_reach(y, max_step, reach), None, FIX_STEPS, False)
-            y = rate_limit(y, max_step)
-        return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD) if FINISH_SWITCHES else y
+    def finish(y, near):  # the fix passes and switch windows _keep_apart left out, around the frames `near`
+        if FINISH_REACH_S is None:
+            return _finished(problem, separation, y, shape, max_step)
+        out = y.copy()
+        for frames in _windows(near, max(1, int(round(FINISH_REACH_S * fps))), len(y)):
+            out[frames] = _finished(problem.on(frames), separation.on(frames), y[frames], shape[frames], max_step)
+        return out
 
     def detour(y, frames):
         if not DETOURS:
@@ -197,6 +201,15 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
                               smooth=DETOUR_SMOOTH, half_widths=DETOUR_HALF_WIDTHS, steps=DETOUR_STEPS)
 
     return steady_room(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish)
+
+
+def _finished(problem: ChainGroup, separation, y: np.ndarray, shape: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+    """y after the fix passes (each frame within its neighbours' reach) and the switch windows."""
+    reach = (np.full(y.shape, -np.inf), np.full(y.shape, np.inf))
+    for _ in range(FIX_PASSES):
+        y, _ = _separate(problem, separation, y, None, _within_reach(y, max_step, reach), None, FIX_STEPS, False)
+        y = rate_limit(y, max_step)
+    return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD) if FINISH_SWITCHES else y
 
 
 def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.ndarray | None,

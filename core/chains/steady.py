@@ -35,8 +35,8 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
     over time, within [lower, upper] (F, V) and max_step (V,) per frame. inside(y, frames) ->
     (len(frames),) metres inside the margin; fix(y, frames) -> y with those frames moved out,
     each alone; detour(y, frames) -> y with windows around those frames solved together, the
-    change smooth in time (core.chains.switches); finish(x) -> x with its frames still inside
-    moved out frame by frame and by windows (asked only where needed). Frames still inside after
+    change smooth in time (core.chains.switches); finish(x, frames) -> x with its frames still inside
+    moved out frame by frame and by windows, around `frames` (asked only where needed). Frames still inside after
     STEADY_ROUNDS take a detour, then x's finished answer, blended in smoothly."""
     change = x - shape
     if len(x) < 8 or not (np.abs(change) > 1e-9).any():
@@ -64,7 +64,7 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
         y = around
     if not (depth > INSIDE_M).any():
         return y
-    return _blended(finish(x), y, look, depth, half, max_step, inside)
+    return _blended(finish(x, look[depth > INSIDE_M]), y, look, depth, half, max_step, inside)
 
 
 def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
