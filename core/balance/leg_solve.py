@@ -34,7 +34,9 @@ PREDICTED_STOP = False  # True: a sample whose trial failed also stops where the
 RACE_STEPS: int | None = None  # 6: a sample given a cost to beat (a restart's rival: solve_legs gives one to the
 #                                 samples that miss) still above it after these steps stops; session 25: the H1 10 s
 #                                 clip's leg residuals 1,430 for 1,517, 0.990 of its instructions, scaled 1.1's
-#                                 float32 start then a draw (+10.29 mm): off
+#                                 float32 start then a draw (+10.29 mm): off. Session 26: every race tried (5-10
+#                                 steps, the misses only or every restart) parts 3-7 of 11 rounded starts of the H1
+#                                 walk by about 2 mm (main: none; bench/start_spread.py)
 RACE_RIVAL = 1e-2  # a rival costlier than this (a foot about 10 cm off) is raced to the end: a restart from far
 #                   needs more steps to come under it (a G1 reach probe's foot 494 mm off instead of 113 mm)
 NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product

@@ -271,7 +271,10 @@ SWING_SLACK_M = 0.03  # how much further from its goal a swing foot may end to k
 WANDER_RAD = 1.0  # a leg joint this far from its rest angle may be on another branch
 RACE_WANDERERS = False  # True: a wanderer's restart races its rival too (leg_solve.RACE_STEPS; session 25: the
 #                         H1 walk's float32 start 1.9 mm from the read one)
-QUICK_GAIN_TOL: float | None = None  # a quick solve's (no restart after it) leg_solve.GAIN_TOL; None: the same
+QUICK_GAIN_TOL: float | None = None  # a quick solve's leg_solve.GAIN_TOL (None: the same). No restart follows a
+#   quick solve, and a leg near its straight knee passes a point where the cost barely falls: the H1 walk's
+#   height-fit trial at 3.95 s stopped there on one rounding (a gain of 9.7e-4 of its cost) and went on to its
+#   goal on the other (1.19e-3), with the race on. 1e-4 mends that trial, +25 of 1,517 residuals (session 26: off)
 RESTART_TOL = 1e-3  # metres (or weighted radians) of error left that send a sample to the restart
 
 
