@@ -47,7 +47,8 @@ FIGURES = ("min_support_margin_m", "multibody_zmp_rms_error_m", "stance_slide_m"
 
 
 def started(how: str, motion):
-    """The walk `how` starts: as read, rounded to float32, or with 1e-6 m noise on its positions."""
+    """The walk `how` starts: as read, rounded to float32, with 1e-6 m noise on its positions, or shaken within
+    float32's rounding ("ulp SEED", bench/start_spread.py)."""
     from core.motion.source import SourceMotion
     if how in ("read", "torso"):
         return motion
@@ -58,6 +59,10 @@ def started(how: str, motion):
         rng = np.random.default_rng(12)
         shift = rng.normal(0.0, 1e-6, motion.heads.shape)
         heads, tails, rot = motion.heads + shift, motion.tails + shift, motion.root_rotation
+    elif how.startswith("ulp "):  # "ulp SEED": every position and root turn times (1 + u), u within float32's half ulp
+        rng = np.random.default_rng(int(how.split()[1]))
+        heads, tails, rot = (a * (1.0 + rng.uniform(-2.0 ** -24, 2.0 ** -24, a.shape))
+                             for a in (motion.heads, motion.tails, motion.root_rotation))
     else:
         raise ValueError(how)
     return SourceMotion(motion.bone_names, motion.parents, heads, tails, rot, motion.rest_heads, motion.rest_tails,

@@ -32,17 +32,25 @@ CALLERS = ("trailing", "stance", "correction", "reach")  # the modules that impo
 def record(robot: str, ten: bool) -> list:
     """Every solve_legs call's arguments in one gait with this tree's code."""
     from gait_cpu_pair import runner
+    return [(args, kwargs) for args, kwargs, *_ in recorded(runner("core", robot, ten, None))]
+
+
+def recorded(run) -> list:
+    """Every solve_legs call that run() makes: its arguments and what it returned, copied, and its caller."""
     legs = importlib.import_module("core.balance.legs")
     calls, original = [], legs.solve_legs
 
     def hooked(*args, **kwargs):
-        calls.append((copy.deepcopy(args), copy.deepcopy(kwargs)))
-        return original(*args, **kwargs)
+        given = (copy.deepcopy(args), copy.deepcopy(kwargs))
+        out = original(*args, **kwargs)
+        caller = sys._getframe(1).f_code
+        calls.append(given + (copy.deepcopy(out), f"{Path(caller.co_filename).stem}.{caller.co_name}"))
+        return out
     modules = [importlib.import_module("core.balance." + name) for name in CALLERS]
     for module in modules:
         module.solve_legs = hooked
     try:
-        runner("core", robot, ten, None)()
+        run()
     finally:
         for module in modules:
             module.solve_legs = original

@@ -34,7 +34,9 @@ PREDICTED_STOP = False  # True: a sample whose trial failed also stops where the
 RACE_STEPS: int | None = None  # 6: a sample given a cost to beat (a restart's rival: solve_legs gives one to the
 #                                 samples that miss) still above it after these steps stops; session 25: the H1 10 s
 #                                 clip's leg residuals 1,430 for 1,517, 0.990 of its instructions, scaled 1.1's
-#                                 float32 start then a draw (+10.29 mm): off
+#                                 float32 start then a draw (+10.29 mm): off. Session 26: every race tried (5-10
+#                                 steps, the misses only or every restart) parts 3-7 of 11 rounded starts of the H1
+#                                 walk by about 2 mm (main: none; bench/start_spread.py)
 RACE_RIVAL = 1e-2  # a rival costlier than this (a foot about 10 cm off) is raced to the end: a restart from far
 #                   needs more steps to come under it (a G1 reach probe's foot 494 mm off instead of 113 mm)
 NORMAL_ROWS_FROM = 500  # samples from which _normal's row by row beats its one broadcast product
@@ -317,15 +319,17 @@ def _parts(block: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.nd
 def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarray, rotation: np.ndarray,
                         position: np.ndarray, weights: np.ndarray, start: np.ndarray, rest: np.ndarray,
                         prior: np.ndarray, lower: np.ndarray, upper: np.ndarray, roll_axis: np.ndarray | None,
-                        roll_more: np.ndarray | None, iterations: int,
-                        beat: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                        roll_more: np.ndarray | None, iterations: int, beat: np.ndarray | None = None,
+                        gain_tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Projected Levenberg-Marquardt, every sample its own problem, frames last: the base frame (4, 3, S)
     (leg_chain.frames_last), the goal's rotation G[i, k] (3, 3, S) and position (3, S), the pose error's
     weights (6, S), the start, rest and bounds (J, S), the prior (S,), for a weighted roll the goal's long
     axis (3, S) and its extra weight (S,). Samples drop out as they converge. beat: a cost (S,) each sample
     must come under to be of use (a restart's rival, solve_legs): after RACE_STEPS steps a sample still above
     a rival under RACE_RIVAL stops (a restart that finds a better branch is under its rival in a few steps;
-    the rest only crawl to about its cost). Returns the joints (J, S) and weighted error (6 + J, S)."""
+    the rest only crawl to about its cost). gain_tol: GAIN_TOL unless given (a solve with no restart after it
+    stops on less: solve_legs' quick). Returns the joints (J, S) and weighted error (6 + J, S)."""
+    gain_tol = GAIN_TOL if gain_tol is None else gain_tol
     chain = _chain(walk, revolute)
     count, samples = start.shape
     goals = _packed(chain, frame, _goal_parts(rotation, position, weights, rest, prior, lower, upper, roll_axis,
@@ -358,11 +362,11 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
         _residual(chain, g, t_x, t_err, t_jac)
         np.add.reduce(np.square(t_err), 0, out=t_cost)
         better = t_cost < cost
-        gaining = (cost - t_cost) > GAIN_TOL * t_cost + 1e-16
+        gaining = (cost - t_cost) > gain_tol * t_cost + 1e-16
         # done: the step is below a micro-radian, or it buys no relative gain
         keep = (np.maximum.reduce(np.abs(t_x - x), 0) > STEP_TOL_RAD) & (gaining | ~better)
         if PREDICTED_STOP:  # the tries after a failed one, each more damped, promise less than it did
-            keep &= better | (_model_gain(step, grad, lam) > GAIN_TOL * cost)
+            keep &= better | (_model_gain(step, grad, lam) > gain_tol * cost)
         if better.all():  # the trial is the state (a fresh array each step), no masked copy of every row
             state = trial
             x, err, jac, cost = t_x, t_err, t_jac, t_cost

@@ -150,7 +150,7 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
         prior = STANCE_PRIOR_M + (SWING_PRIOR_M - STANCE_PRIOR_M) * share
         problems.append((leg, base, goal, q[:, leg.columns], rest[:, leg.columns], prior, _bounds(leg, base, goal)))
         shares.append(share)
-    solved = _solve_together(tree, problems, iterations)
+    solved = _solve_together(tree, problems, iterations, QUICK_GAIN_TOL if quick else None)
     if quick:
         for (leg, *_), (x, err) in zip(problems, solved):
             q[:, leg.columns] = x
@@ -167,7 +167,8 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
             start[bent, leg.knee] = leg.bend
         # the cost a restart must come to (taken below); a wanderer's restart runs to the end: it comes back to
         # about its rival's cost, and a race would stop it on a rounding (the H1 walk's float32 start 1.9 mm away)
-        beat = np.where(missing[again], np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2), np.inf)
+        raced = missing[again] | RACE_WANDERERS
+        beat = np.where(raced, np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2), np.inf)
         restarts.append((again, wander, (leg, base[again], goal[again], start[:, leg.columns], leg_rest[again],
                                          prior[again], (bounds[0][again], bounds[1][again]), beat)))
     redone = _solve_together(tree, [r[2] for r in restarts if len(r[0])], 2 * iterations)
@@ -188,18 +189,19 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
     return q, misses
 
 
-def _solve_together(tree: KinematicTree, problems: list[tuple], iterations: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def _solve_together(tree: KinematicTree, problems: list[tuple], iterations: int,
+                    gain_tol: float | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """_solve_leg of each problem (leg, base, goal, start, rest, prior, bounds[, beat]); legs built
     alike (a left and a right leg) as one batch: a solve's cost is mostly per call, not per sample."""
     counts = [len(p[1]) for p in problems]
     walk = stacked_walk([_walk(tree, p[0]) for p in problems], counts) if len(problems) > 1 else None
     if walk is None:
-        return [_solve_leg(tree, *p[:6], iterations, p[6], beat=p[7] if len(p) > 7 else None)
+        return [_solve_leg(tree, *p[:6], iterations, p[6], beat=p[7] if len(p) > 7 else None, gain_tol=gain_tol)
                 for p in problems]
     joined = [np.concatenate([p[k] for p in problems]) for k in range(1, 6)]
     bounds = tuple(np.concatenate([p[6][k] for p in problems]) for k in range(2))
     beat = np.concatenate([p[7] for p in problems]) if len(problems[0]) > 7 else None
-    x, err = _solve_leg(tree, problems[0][0], *joined, iterations, bounds, walk, beat=beat)
+    x, err = _solve_leg(tree, problems[0][0], *joined, iterations, bounds, walk, beat=beat, gain_tol=gain_tol)
     cuts = np.cumsum(counts)[:-1]
     return list(zip(np.split(x, cuts), np.split(err, cuts)))
 
@@ -267,13 +269,19 @@ STANCE_PRIOR_M = 0.002  # and a stance leg's like 2 mm: a tenth of a millimetre 
 SWING_TURN_SHARE = 0.35  # of the rotation weight left to a foot in mid-swing
 SWING_SLACK_M = 0.03  # how much further from its goal a swing foot may end to keep its leg on one branch
 WANDER_RAD = 1.0  # a leg joint this far from its rest angle may be on another branch
+RACE_WANDERERS = False  # True: a wanderer's restart races its rival too (leg_solve.RACE_STEPS; session 25: the
+#                         H1 walk's float32 start 1.9 mm from the read one)
+QUICK_GAIN_TOL: float | None = None  # a quick solve's leg_solve.GAIN_TOL (None: the same). No restart follows a
+#   quick solve, and a leg near its straight knee passes a point where the cost barely falls: the H1 walk's
+#   height-fit trial at 3.95 s stopped there on one rounding (a gain of 9.7e-4 of its cost) and went on to its
+#   goal on the other (1.19e-3), with the race on. 1e-4 mends that trial, +25 of 1,517 residuals (session 26: off)
 RESTART_TOL = 1e-3  # metres (or weighted radians) of error left that send a sample to the restart
 
 
 def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarray,
                start: np.ndarray, rest: np.ndarray, prior: np.ndarray, iterations: int,
                bounds: tuple[np.ndarray, np.ndarray], walk: list[Link] | None = None,
-               beat: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+               beat: np.ndarray | None = None, gain_tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Projected Levenberg-Marquardt for one leg (or legs built alike: walk from stacked_walk),
     every sample its own problem, all at once, frames last (core.balance.leg_solve); samples drop
     out as they converge. Returns the leg's joints (F, J) and weighted error (F, 6 + J)."""
@@ -290,7 +298,7 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
     x, err = levenberg_marquardt(_walk(tree, leg) if walk is None else walk, leg.revolute, frames_last(base),
                                  goal[:, :3, :3].transpose(1, 2, 0), goal[:, :3, 3].T,
                                  _pose_weights(weights, prior).T, start.T, rest.T, prior, lower.T, upper.T,
-                                 roll_axis, roll_more, iterations, beat)
+                                 roll_axis, roll_more, iterations, beat, gain_tol)
     return x.T, err.T
 
 
