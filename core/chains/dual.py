@@ -43,6 +43,21 @@ def dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray, sweeps: int)
     return np.einsum("rvk,kr->rv", hg, pairs)
 
 
+def held_step(metric: np.ndarray, inverse: np.ndarray, held: np.ndarray, shift: np.ndarray, g: np.ndarray,
+              need: np.ndarray, sweeps: int) -> np.ndarray:
+    """dx (R, V) of least 1/2 dx' H dx with g dx >= need (R, K) and the held joints' change fixed at
+    `shift` (R, V, 0 elsewhere); `inverse`: H^-1 with the held joints pinned (core.chains.separation's
+    HOLD_AT_BOUND). The others start where H puts them given that shift (-H_oo^-1 H_oh shift), as the
+    free answer has them, not where they were: a joint the free step carries just past its bound and
+    one held just on it then take the same step. Solved from where they were (before session 26), the
+    two met only where H is diagonal: the G1 walk's left shoulder yaw reaching its bound moved that
+    frame's arm 0.1 rad, and the room made 0.16 rad, between inputs 1e-15 rad apart
+    (tests/core/test_steady_continuity.py with the smooth trunk; docs/notes/s26-smooth.md)."""
+    follow = -np.einsum("rvw,rw->rv", inverse, np.einsum("rvw,rw->rv", metric, shift))
+    start = np.where(held, shift, follow)
+    return start + dual_step(inverse, g, need - np.einsum("rkv,rv->rk", g, start), sweeps)
+
+
 def _sweep_arrays(rows: np.ndarray, sweeps: int) -> np.ndarray:
     """Multipliers (K, R) of the rows (K, K + 1, R), frames on the last axis: one product and one
     clip per pair and sweep."""

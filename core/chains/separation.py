@@ -24,7 +24,7 @@ from .batched import spd_inverse
 from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _limb_metric, _line_cost, _line_pull,
                           _shape_metric)
 from .coherence import NO_CHANGE_RAD, one_answer_per_run
-from .dual import dual_step
+from .dual import dual_step, held_step
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
 from .steady import steady_gain, steady_room
@@ -65,8 +65,9 @@ SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looke
 ONE_ANSWER_PER_RUN = True  # ablation switches (bench/bench_collision_ablate.py): each stage can be left out
 DETOURS = True  # the steady room's detour windows around the frames its rounds left inside
 FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
-HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is
-#                        (continuous in the input: the same motion written otherwise makes the same room, docs/history/self_collision.md);
+HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is, the
+#                        others solved again as the metric couples them (continuous in the input: the same motion
+#                        written otherwise makes the same room, docs/history/self_collision.md, docs/notes/s26-smooth.md);
 #                        False: only a joint already on its bound is held, another is cut at it
 
 
@@ -461,8 +462,8 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
         h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
         if HOLD_AT_BOUND:  # the held joint takes what is left to its bound, the others solve again around it
             shift = (np.where(below, lower - x, np.where(above, upper - x, toward)) - toward)[again]
-            step[again] = toward[again] + shift + _dual_step(spd_inverse(h), g[again],
-                                                             need[again] - np.einsum("rkv,rv->rk", g[again], shift))
+            step[again] = toward[again] + held_step(metric[again], spd_inverse(h), held[again], shift, g[again],
+                                                    need[again], DUAL_SWEEPS)
         else:
             step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
     largest = np.abs(step).max(axis=1, keepdims=True)

@@ -76,6 +76,31 @@ def test_a_pair_crossing_the_lookahead_edge_does_not_move_the_step():
     assert 0.0 < farther[0, 1] < inner[0, 1]
 
 
+def _held(short_m: float) -> np.ndarray:
+    """With HOLD_AT_BOUND, the step of one frame of two joints coupled in the metric and one pair, whose
+    least change carries the first joint to `short_m` rad before its upper bound (negative: past it)."""
+    metric = np.array([[[1.0, 0.8], [0.8, 1.0]]])
+    grad, need = np.array([[1.0, 0.5]]), 0.3  # the free least change: (0.4, -0.2)
+    dist = np.array([MARGIN + separation.AIM_M - need])
+    upper = np.array([[0.4 + short_m, 1.0]])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(separation, "HOLD_AT_BOUND", True)
+        return separation._least_change((metric, np.linalg.inv(metric)), np.zeros(1, dtype=int), dist, grad, MARGIN,
+                                        np.zeros((1, 2)), -np.ones((1, 2)), upper, radius=1.0)
+
+
+def test_a_joint_reaching_its_bound_does_not_move_the_step():
+    """A joint the free step carries 1e-9 rad short of its bound and one held on it 1e-9 past: the same
+    step (before: the held joint's coupling to the other was left out, the other stayed where it was,
+    0.2 rad apart here; the G1 walk's shoulder yaw moved the room 0.16 rad between inputs 1e-15 apart
+    with the smooth trunk); held further in, the least change with the joint on its bound."""
+    short, past = _held(1e-9), _held(-1e-9)
+    np.testing.assert_allclose(past, short, atol=1e-6)
+    np.testing.assert_allclose(short[0], [0.4, -0.2], atol=1e-6)
+    # on its bound at 0.35, the pair asks the other for -0.1 at least, the metric's coupling for -0.28
+    np.testing.assert_allclose(_held(-0.05)[0], [0.35, -0.1], atol=1e-6)
+
+
 def _blend(depth_m: float) -> tuple:
     """The steady room's last resort (steady._blended) on 60 frames of two joints: the smoothed room
     y = 0, the frame-by-frame answer x = 1 (another answer, out of the body), frame 30 left depth_m
