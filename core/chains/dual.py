@@ -11,6 +11,7 @@ rad at most; docs/history/self_collision.md, session 15).
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import nnls
 
 try:  # np.einsum less its Python wrapper (which adds only the `optimize` path): 2-3 us less a call, 24 K calls a step
     from numpy._core.multiarray import c_einsum as _einsum
@@ -43,19 +44,41 @@ def dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray, sweeps: int)
     return np.einsum("rvk,kr->rv", hg, pairs)
 
 
-def held_step(metric: np.ndarray, inverse: np.ndarray, held: np.ndarray, shift: np.ndarray, g: np.ndarray,
-              need: np.ndarray, sweeps: int) -> np.ndarray:
-    """dx (R, V) of least 1/2 dx' H dx with g dx >= need (R, K) and the held joints' change fixed at
-    `shift` (R, V, 0 elsewhere); `inverse`: H^-1 with the held joints pinned (core.chains.separation's
-    HOLD_AT_BOUND). The others start where H puts them given that shift (-H_oo^-1 H_oh shift), as the
-    free answer has them, not where they were: a joint the free step carries just past its bound and
-    one held just on it then take the same step. Solved from where they were (before session 26), the
-    two met only where H is diagonal: the G1 walk's left shoulder yaw reaching its bound moved that
-    frame's arm 0.1 rad, and the room made 0.16 rad, between inputs 1e-15 rad apart
-    (tests/core/test_steady_continuity.py with the smooth trunk; docs/notes/s26-smooth.md)."""
-    follow = -np.einsum("rvw,rw->rv", inverse, np.einsum("rvw,rw->rv", metric, shift))
-    start = np.where(held, shift, follow)
-    return start + dual_step(inverse, g, need - np.einsum("rkv,rv->rk", g, start), sweeps)
+def exact_step(metric: np.ndarray, inverse: np.ndarray, g: np.ndarray, need: np.ndarray, low: np.ndarray,
+               high: np.ndarray, slack: float, sweeps: int) -> np.ndarray:
+    """dx (R, V) of least 1/2 dx' H dx with g dx >= need (R, K; a row of g all zero asks nothing; a pair
+    may fall short at a steep price: a shortfall s costs as much as s / slack of scaled change) and
+    low <= dx <= high (R, V), each frame solved exactly: the least-distance problem in w = L' dx
+    (H = L L') by Lawson and Hanson's NNLS. Exact, so the answer does not depend on the rows' order
+    or on how far sweeps went, and a bound reached is a row like any other: continuous in the input
+    where sweeps stopped short are not (dual_step's answer moves with the rows' order). Where NNLS gives
+    up: dual_step's answer (`inverse`: H^-1, `sweeps`), clipped to the range."""
+    out = np.zeros(low.shape)
+    width = low.shape[1]
+    unscales = np.linalg.inv(np.linalg.cholesky(metric)).transpose(0, 2, 1)  # dx = unscale w
+    for r, unscale in enumerate(unscales):
+        rows = g[r][np.abs(g[r]).max(axis=1) > 0.0] @ unscale
+        asks = need[r][np.abs(g[r]).max(axis=1) > 0.0]
+        below, above = np.isfinite(low[r]), np.isfinite(high[r])
+        count = len(rows)
+        a = np.zeros((count + below.sum() + above.sum(), width + count))
+        a[:count, :width], a[:count, width:] = rows, slack * np.eye(count)
+        a[count:count + below.sum(), :width] = unscale[below]
+        a[count + below.sum():, :width] = -unscale[above]
+        b = np.concatenate([asks, low[r][below], -high[r][above]])
+        e = np.vstack([a.T, b[None]])
+        f = np.zeros(len(e))
+        f[-1] = 1.0
+        try:
+            u, _ = nnls(e, f, maxiter=50 * len(b) + 50)
+            residual = e @ u - f
+        except RuntimeError:
+            residual = np.zeros(1)
+        if abs(residual[-1]) > 1e-12:
+            out[r] = unscale @ (-residual[:width] / residual[-1])
+        else:  # NNLS gave up (or found no way, which the slack rules out): the sweeps' answer
+            out[r] = np.clip(dual_step(inverse[r:r + 1], g[r:r + 1], need[r:r + 1], sweeps)[0], low[r], high[r])
+    return out
 
 
 def _sweep_arrays(rows: np.ndarray, sweeps: int) -> np.ndarray:
