@@ -24,11 +24,11 @@ from .batched import spd_inverse
 from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _limb_metric, _line_cost, _line_pull,
                           _shape_metric)
 from .coherence import NO_CHANGE_RAD, one_answer_per_run
-from .dual import dual_step
+from .dual import dual_step, exact_step
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
 from .steady import steady_gain, steady_room
-from .switches import _violation, _windows, solve_switches
+from .switches import SLACK_SCALE, _violation, _windows, solve_switches
 
 # the costs of a change live in change_cost; their names stay reachable here, where tests look for them
 __all__ = ["LINE_WEIGHT", "PULL_WEIGHT", "_limb_line", "_limb_metric", "_line_cost", "_line_pull", "_shape_metric",
@@ -68,8 +68,10 @@ DETOURS = True  # the steady room's detour windows around the frames its rounds 
 FINISH_REACH_S = 0.25  # the steady room's finish is worked out this far (s) either side of the frames it is for: the blend
 #                        reads it no further (three widenings of 5 frames at 120 fps); None: over the whole clip
 FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
-HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is
-#                        (continuous in the input: the same motion written otherwise makes the same room, docs/history/self_collision.md);
+HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is: each
+#                        step the exact least change within the range, every pair within reach (continuous in the
+#                        input: the same motion written otherwise makes the same room, docs/history/self_collision.md,
+#                        docs/notes/s26-smooth.md);
 #                        False: only a joint already on its bound is held, another is cut at it
 
 
@@ -452,31 +454,32 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     (metric: H (R, V, V) and its inverse)
     for its PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V);
     t: `toward`, default none), joints at a bound they would cross held (those frames solved again),
-    no joint turned further than STEP_RAD."""
+    no joint turned further than STEP_RAD. With HOLD_AT_BOUND, every pair and the range solved exactly
+    (core.chains.dual.exact_step): a joint held on its bound and the others solved again from where they
+    were met the free answer only where H is diagonal (the G1 walk's shoulder yaw reaching its bound moved
+    the room 0.16 rad between inputs 1e-15 apart), and sweeps stopped short move with the pairs' order."""
     order = np.lexsort((dist, f))  # by frame, closest first
     f, dist, grad = f[order], dist[order], grad[order]
     rank = np.arange(len(f)) - np.searchsorted(f, f)
-    keep = rank < PAIRS_PER_FRAME
-    width = min(PAIRS_PER_FRAME, int(rank.max(initial=0)) + 1)  # no frame has more: the dual sweeps no empty column
+    most = len(f) if HOLD_AT_BOUND else PAIRS_PER_FRAME  # held: every pair within reach (two at one distance swap)
+    keep = rank < most
+    width = min(most, int(rank.max(initial=0)) + 1)  # no frame has more: the dual sweeps no empty column
     need = np.full((len(x), width), -1.0)  # no pair: no constraint
     g = np.zeros((len(x), width, x.shape[1]))
     need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin + AIM_M - dist[keep], grad[keep]
     toward = np.zeros(x.shape) if toward is None else toward
     need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
     metric, inverse = metric
-    step = toward + _dual_step(inverse, g, need)
-    below, above = x + step < lower, x + step > upper
-    if not HOLD_AT_BOUND:  # only joints on their bound: one 3e-6 rad short is cut there instead (0.25 rad apart)
-        below, above = below & (x <= lower + 1e-9), above & (x >= upper - 1e-9)
-    held = below | above
-    again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
-    if len(again):
-        h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-        if HOLD_AT_BOUND:  # the held joint takes what is left to its bound, the others solve again around it
-            shift = (np.where(below, lower - x, np.where(above, upper - x, toward)) - toward)[again]
-            step[again] = toward[again] + shift + _dual_step(spd_inverse(h), g[again],
-                                                             need[again] - np.einsum("rkv,rv->rk", g[again], shift))
-        else:
+    if HOLD_AT_BOUND:  # the least change within the range, exactly: a joint that would cross ends on its bound
+        step = toward + exact_step(metric, inverse, g, need, lower - x - toward, upper - x - toward, SLACK_SCALE,
+                                   DUAL_SWEEPS)
+    else:
+        step = toward + _dual_step(inverse, g, need)
+        # only joints on their bound are held: one 3e-6 rad short is cut there instead (0.25 rad apart)
+        held = ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
+        again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
+        if len(again):
+            h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
             step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, radius / np.maximum(largest, 1e-12))

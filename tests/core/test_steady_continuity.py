@@ -76,6 +76,63 @@ def test_a_pair_crossing_the_lookahead_edge_does_not_move_the_step():
     assert 0.0 < farther[0, 1] < inner[0, 1]
 
 
+def _held(short_m: float) -> np.ndarray:
+    """With HOLD_AT_BOUND, the step of one frame of two joints coupled in the metric and one pair, whose
+    least change carries the first joint to `short_m` rad before its upper bound (negative: past it)."""
+    metric = np.array([[[1.0, 0.8], [0.8, 1.0]]])
+    grad, need = np.array([[1.0, 0.5]]), 0.3  # the free least change: (0.4, -0.2)
+    dist = np.array([MARGIN + separation.AIM_M - need])
+    upper = np.array([[0.4 + short_m, 1.0]])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(separation, "HOLD_AT_BOUND", True)
+        return separation._least_change((metric, np.linalg.inv(metric)), np.zeros(1, dtype=int), dist, grad, MARGIN,
+                                        np.zeros((1, 2)), -np.ones((1, 2)), upper, radius=1.0)
+
+
+def test_a_joint_reaching_its_bound_does_not_move_the_step():
+    """A joint the free step carries 1e-9 rad short of its bound and one held on it 1e-9 past: the same
+    step (before: the held joint's coupling to the other was left out, the other stayed where it was,
+    0.2 rad apart here; the G1 walk's shoulder yaw moved the room 0.16 rad between inputs 1e-15 apart
+    with the smooth trunk); held further in, the least change with the joint on its bound."""
+    short, past = _held(1e-9), _held(-1e-9)
+    np.testing.assert_allclose(past, short, atol=1e-6)
+    np.testing.assert_allclose(short[0], [0.4, -0.2], atol=1e-6)
+    # on its bound at 0.35, the pair asks the other for -0.1 at least, the metric's coupling for -0.28
+    np.testing.assert_allclose(_held(-0.05)[0], [0.35, -0.1], atol=1e-6)
+
+
+def test_the_held_least_change_is_exact_whatever_the_pairs_order():
+    """With HOLD_AT_BOUND a step is the exact least change within the range (core.chains.dual.exact_step):
+    on frames of seven joints with eight pairs, the same as SLSQP's answer of that quadratic problem where
+    one meets every pair within the range (the others fall short of a pair at SLACK_SCALE's price), and on
+    every frame the same with the pairs in another order (projected sweeps stopped at DUAL_SWEEPS move
+    with the order: on the G1 walk's deepest frames by tenths of a radian)."""
+    from scipy.optimize import minimize
+
+    from core.chains.dual import exact_step
+
+    rng = np.random.default_rng(26)
+    a = rng.normal(size=(4, 7, 7))
+    metric = a @ a.transpose(0, 2, 1) + 0.05 * np.eye(7)
+    g, need = rng.normal(size=(4, 8, 7)), rng.normal(scale=0.3, size=(4, 8))
+    low, high = -np.full((4, 7), 0.3), np.full((4, 7), 0.4)
+    step = exact_step(metric, np.linalg.inv(metric), g, need, low, high, switches.SLACK_SCALE, separation.DUAL_SWEEPS)
+    order = rng.permutation(8)
+    again = exact_step(metric, np.linalg.inv(metric), g[:, order], need[:, order], low, high, switches.SLACK_SCALE,
+                       separation.DUAL_SWEEPS)
+    np.testing.assert_allclose(again, step, atol=1e-9)
+    solved = 0
+    for h, rows, asks, dx in zip(metric, g, need, step):
+        best = minimize(lambda d: 0.5 * d @ h @ d, np.zeros(7), jac=lambda d: h @ d, method="SLSQP",
+                        bounds=list(zip(low[0], high[0])), options={"ftol": 1e-15, "maxiter": 1000},
+                        constraints=[{"type": "ineq", "fun": lambda d: rows @ d - asks, "jac": lambda d: rows}])
+        if best.success:
+            np.testing.assert_allclose(dx, best.x, atol=1e-5)
+            solved += 1
+        assert (low[0] - 1e-9 <= dx).all() and (dx <= high[0] + 1e-9).all()
+    assert solved >= 2
+
+
 def _blend(depth_m: float) -> tuple:
     """The steady room's last resort (steady._blended) on 60 frames of two joints: the smoothed room
     y = 0, the frame-by-frame answer x = 1 (another answer, out of the body), frame 30 left depth_m
