@@ -125,17 +125,21 @@ def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last:
         turns = np.array([a * steps[i][1] for a, i in zip(shares_of_step, index)])
         whole = np.array([last[i] for i in index])
         if standing_left is not None:  # every step as a step, a last one also from behind its standing foot
-            ok = probe.stands(offsets, turns)
+            # (both in one solve)
+            trials = []
             if whole.any():
                 behind = np.array([[-LAST_BEYOND, 0.0] if standing_left[i] else [1.0 + LAST_BEYOND, 1.0]
                                    for i in index[whole]])
-                ok[whole] &= probe.trial(np.repeat(offsets[whole], 2, axis=0), behind.ravel(),
-                                         turns=np.repeat(turns[whole], 2)).reshape(-1, 2).all(axis=1)
+                trials.append((np.repeat(offsets[whole], 2, axis=0), behind.ravel(), np.repeat(turns[whole], 2)))
+            ok, *beyond = probe.stands_each([(offsets, probe.sway, turns)], trials)
+            if beyond:
+                ok[whole] &= beyond[0].reshape(-1, 2).all(axis=1)
             return ok
         ok = np.ones(len(index), dtype=bool)
-        for sway, rows in ((probe.sway, ~whole), (LAST_SWAY, whole)):
-            if rows.any():
-                ok[rows] = probe.stands(offsets[rows], turns[rows], sway)
+        asked = [(sway, rows) for sway, rows in ((probe.sway, ~whole), (LAST_SWAY, whole)) if rows.any()]
+        for (_, rows), stood in zip(asked, probe.stands_each([(offsets[rows], sway, turns[rows])
+                                                              for sway, rows in asked])):
+            ok[rows] = stood
         return ok
 
     every = np.arange(len(steps))
@@ -329,18 +333,25 @@ class Probe:
         `sway` (the probe's own by default) of the way to each."""
         return self.stands_each([(offsets, self.sway if sway is None else sway, turns)])[0]
 
-    def stands_each(self, groups: list[tuple[np.ndarray, float, np.ndarray | None]]) -> list[np.ndarray]:
-        """stands of each group (offsets, sway, turns or None) in one solve: every trial is its own
-        problem (legs solved as trials, not a motion), so each answers as it would alone."""
+    def stands_each(self, groups: list[tuple[np.ndarray, float, np.ndarray | None]],
+                    trials: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = ()) -> list[np.ndarray]:
+        """stands of each group (offsets, sway, turns or None), then trial's answer to each of trials
+        (offsets, shares, turns), in one solve: every trial is its own problem (legs solved as trials,
+        not a motion), so each answers as it would alone."""
         offsets, shares, turns = [], [], []
         for offset, sway, turn in groups:
             count = len(offset)
             offsets.append(np.concatenate([offset] * 3))
             shares.append(np.repeat([0.5 - sway / 2, 0.5, 0.5 + sway / 2], count))
             turns.append(np.zeros(3 * count) if turn is None else np.concatenate([turn] * 3))
+        for offset, share, turn in trials:
+            offsets.append(offset)
+            shares.append(share)
+            turns.append(turn)
         ok = self.trial(np.concatenate(offsets), np.concatenate(shares), turns=np.concatenate(turns))
-        cuts = np.cumsum([3 * len(group[0]) for group in groups])[:-1]
-        return [part.reshape(3, len(group[0])).all(axis=0) for part, group in zip(np.split(ok, cuts), groups)]
+        parts = np.split(ok, np.cumsum([len(share) for share in shares])[:-1])
+        return ([part.reshape(3, len(group[0])).all(axis=0) for part, group in zip(parts, groups)]
+                + parts[len(groups):])
 
     def trial(self, offsets: np.ndarray, shares: np.ndarray, rolls: dict[str, tuple[Edge, np.ndarray]] | None = None,
               solved: bool = False, turns: np.ndarray | None = None):

@@ -48,3 +48,16 @@ def test_step_bounds_asks_as_the_loop_of_single_questions_did(bounds):
     assert np.array_equal(together[0], probe.stands(offsets)) and together[1][0] == probe.stands(built)[0]
     if probe.built_stands is not None:  # legs without an ankle roll: asked with the step lengths
         assert probe.built_stands == bool(probe.stands(built)[0])
+
+
+def test_a_steps_stances_and_its_last_stance_from_behind_in_one_solve(bounds):
+    """check_steps asks a step's stances and, for a last one, the waist behind its standing foot in one
+    solve (stands_each with trials): the answers stands and trial give each alone."""
+    probe = bounds.probe
+    rng = np.random.default_rng(12)
+    offsets = -probe.natural * probe.left + rng.normal(0.0, 0.1, (4, 2))
+    turns = rng.normal(0.0, 0.05, 4)
+    behind = (np.repeat(offsets[:2], 2, axis=0), np.array([-0.15, 0.0, 1.15, 1.0]), np.repeat(turns[:2], 2))
+    stood, beyond = probe.stands_each([(offsets, STEP_SWAY, turns)], [behind])
+    assert np.array_equal(stood, probe.stands(offsets, turns))
+    assert np.array_equal(beyond, probe.trial(behind[0], behind[1], turns=behind[2]))
