@@ -279,20 +279,20 @@ class _SplitBody:
                                     and np.array_equal(self.key[1], root_rot)):
             self.key = (q[:, self.others].copy(), root_rot.copy())
             self.still = _motion(self.fixed_poser, self.fixed, q, pose_matrices(root_rot, np.zeros((len(q), 3))), fps)
-        legs = _motion(self.poser, self.moving, q, pose_matrices(root_rot, root_pos), fps)
-        still = self.still.moved_by(root_pos, fps)
-        both = LinkMotion(np.concatenate([legs.com, still.com], axis=1), np.concatenate([legs.acc, still.acc], axis=1),
-                          legs.torque + still.torque)
+        # the legs' links, and the others carried by the waist's translation, in one low-pass
+        both = _motion(self.poser, self.moving, q, pose_matrices(root_rot, root_pos), fps, (self.still, root_pos))
         return zmp_of(both, self.model)
 
 
-def _motion(poser: Poser, model: MassModel, q: np.ndarray, root: np.ndarray, fps: float) -> LinkMotion:
+def _motion(poser: Poser, model: MassModel, q: np.ndarray, root: np.ndarray, fps: float,
+            carrying: tuple[LinkMotion, np.ndarray] | None = None) -> LinkMotion:
     """The model's links moving as q (F, n) under root (F, 4, 4) move them, posed frames last
-    (core.model.posing: a third of KinematicTree.poses' time; the same to rounding)."""
+    (core.model.posing: a third of KinematicTree.poses' time; the same to rounding); carrying: as
+    LinkMotion.of_parts joins it."""
     poses = poser(q, root)
     cols = np.stack([poses[int(k)].cols for k in model.links], axis=2)  # (3, 3, K, F): [b, a] = R[a, b]
     pos = np.stack([poses[int(k)].pos for k in model.links], axis=1)  # (3, K, F)
-    return LinkMotion.of_parts(cols.transpose(3, 2, 1, 0), pos.transpose(2, 1, 0), model, fps)
+    return LinkMotion.of_parts(cols.transpose(3, 2, 1, 0), pos.transpose(2, 1, 0), model, fps, carrying=carrying)
 
 
 def _envelope(need: np.ndarray, width: int) -> np.ndarray:

@@ -183,11 +183,15 @@ class LinkMotion:
 
     @classmethod
     def of_parts(cls, rot: np.ndarray, pos: np.ndarray, model: MassModel, fps: float,
-                 cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> "LinkMotion":
+                 cutoff_hz: float = ACCELERATION_CUTOFF_HZ,
+                 carrying: tuple["LinkMotion", np.ndarray] | None = None) -> "LinkMotion":
         """of, the links' rotations (F, K, 3, 3) and positions (F, K, 3) given apart. The arithmetic runs on
         each entry's (K, F) block: contiguous where they are views of entry-major frames-last arrays
         (rot[f, k, a, b] = cols[b, a, k, f], the poses' columns stacked: core.balance.correction._motion), copied
-        so otherwise. On strided (F, K) views numpy copied every operand through its buffers."""
+        so otherwise. On strided (F, K) views numpy copied every operand through its buffers. carrying: (other
+        links' motion, a translation (F, 3)): those links moved_by it joined after these (joined). Every
+        low-pass of the call (the links' CoMs, their momentum, the translation) is one filter call on their
+        columns side by side: each column filtered as alone, a call costing mostly per call."""
         frames_last = abs(rot.strides[0]) < abs(rot.strides[1])  # frames vary faster than links in memory
         cols = _blocks(rot.transpose(3, 2, 1, 0))  # (3, 3, K, F): [b, a] every link's R[a, b] over the frames
         places = _blocks(pos.transpose(2, 1, 0))  # (3, K, F)
@@ -196,7 +200,6 @@ class LinkMotion:
         for a in range(3):
             com[..., a] = (cols[0, a] * c[:, 0] + cols[1, a] * c[:, 1] + cols[2, a] * c[:, 2] + places[a]).T
         dt = 1.0 / fps
-        acc = _second_derivative(_smooth(com, fps, cutoff_hz), dt)
         # R I R^T omega = R I Omega, Omega = R^T omega the body's rate (each link's own frame), summed over links
         body = _body_rates(cols, dt)
         inertia = model.inertia_local[..., None]
@@ -204,14 +207,28 @@ class LinkMotion:
         summed = np.empty((len(rot), 3))
         for a in range(3):
             summed[:, a] = _over_links(cols[0, a] * spun[0] + cols[1, a] * spun[1] + cols[2, a] * spun[2], frames_last)
-        momentum = _smooth(summed, fps, cutoff_hz)
+        smooth = _smooth_each([com, summed] + ([] if carrying is None else [carrying[1]]), fps, cutoff_hz)
+        acc = _second_derivative(smooth[0], dt)
+        momentum = smooth[1]
         torque = np.gradient(momentum, dt, axis=0) if len(momentum) > 1 else np.zeros_like(momentum)
-        return cls(com, acc, torque)
+        motion = cls(com, acc, torque)
+        if carrying is None:
+            return motion
+        other, shift = carrying
+        return motion.joined(other.shifted(shift, _second_derivative(smooth[2], dt)))
 
     def moved_by(self, shift: np.ndarray, fps: float, cutoff_hz: float = ACCELERATION_CUTOFF_HZ) -> "LinkMotion":
         """The same links carried by a translation shift (F, 3) over the frames."""
-        acc = _second_derivative(_smooth(shift, fps, cutoff_hz), 1.0 / fps)
+        return self.shifted(shift, _second_derivative(_smooth(shift, fps, cutoff_hz), 1.0 / fps))
+
+    def shifted(self, shift: np.ndarray, acc: np.ndarray) -> "LinkMotion":
+        """moved_by, the translation's acceleration (F, 3) given (its low-pass's second derivative)."""
         return LinkMotion(self.com + shift[:, None], self.acc + acc[:, None], self.torque)
+
+    def joined(self, other: "LinkMotion") -> "LinkMotion":
+        """These links and other's (over the same frames) as one motion, other's links after these."""
+        return LinkMotion(np.concatenate([self.com, other.com], axis=1), np.concatenate([self.acc, other.acc], axis=1),
+                          self.torque + other.torque)
 
 
 def zmp_of(motion: LinkMotion, model: MassModel, ground_z: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -232,13 +249,20 @@ def _smooth(x: np.ndarray, fps: float, cutoff_hz: float) -> np.ndarray:
     The ends are held still for EDGE_S before filtering: a motion is taken to start and end
     standing, and the filter's own edge padding would read accelerations into the first and
     last tenths of a second."""
-    if len(x) < 16 or cutoff_hz <= 0 or cutoff_hz >= 0.45 * fps:
-        return x
-    flat = x.reshape(len(x), -1)
+    return _smooth_each([x], fps, cutoff_hz)[0]
+
+
+def _smooth_each(parts: list[np.ndarray], fps: float, cutoff_hz: float) -> list[np.ndarray]:
+    """_smooth of each of parts (F, ...) over the same frames, their columns side by side in one filter
+    call (the filter runs each column alone: the same bits as a call each)."""
+    if len(parts[0]) < 16 or cutoff_hz <= 0 or cutoff_hz >= 0.45 * fps:
+        return parts
+    flat = [x.reshape(len(x), -1) for x in parts]
     edge = max(1, int(round(EDGE_S * fps)))
-    padded = np.pad(flat, ((edge, edge), (0, 0)), mode="edge")
+    padded = np.pad(np.concatenate(flat, axis=1), ((edge, edge), (0, 0)), mode="edge")
     smooth = butterworth_lowpass(padded, fps, cutoff_hz, order=2)[edge:-edge]  # order 2: little ringing at a step
-    return smooth.reshape(x.shape)
+    cuts = np.cumsum([f.shape[1] for f in flat])[:-1]
+    return [part.reshape(x.shape) for part, x in zip(np.split(smooth, cuts, axis=1), parts)]
 
 
 def _second_derivative(x: np.ndarray, dt: float) -> np.ndarray:

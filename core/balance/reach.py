@@ -125,17 +125,21 @@ def check_steps(bounds: StepBounds, steps: list[tuple[np.ndarray, float]], last:
         turns = np.array([a * steps[i][1] for a, i in zip(shares_of_step, index)])
         whole = np.array([last[i] for i in index])
         if standing_left is not None:  # every step as a step, a last one also from behind its standing foot
-            ok = probe.stands(offsets, turns)
+            # (both in one solve)
+            trials = []
             if whole.any():
                 behind = np.array([[-LAST_BEYOND, 0.0] if standing_left[i] else [1.0 + LAST_BEYOND, 1.0]
                                    for i in index[whole]])
-                ok[whole] &= probe.trial(np.repeat(offsets[whole], 2, axis=0), behind.ravel(),
-                                         turns=np.repeat(turns[whole], 2)).reshape(-1, 2).all(axis=1)
+                trials.append((np.repeat(offsets[whole], 2, axis=0), behind.ravel(), np.repeat(turns[whole], 2)))
+            ok, *beyond = probe.stands_each([(offsets, probe.sway, turns)], trials)
+            if beyond:
+                ok[whole] &= beyond[0].reshape(-1, 2).all(axis=1)
             return ok
         ok = np.ones(len(index), dtype=bool)
-        for sway, rows in ((probe.sway, ~whole), (LAST_SWAY, whole)):
-            if rows.any():
-                ok[rows] = probe.stands(offsets[rows], turns[rows], sway)
+        asked = [(sway, rows) for sway, rows in ((probe.sway, ~whole), (LAST_SWAY, whole)) if rows.any()]
+        for (_, rows), stood in zip(asked, probe.stands_each([(offsets[rows], sway, turns[rows])
+                                                              for sway, rows in asked])):
+            ok[rows] = stood
         return ok
 
     every = np.arange(len(steps))
@@ -160,7 +164,11 @@ def _probed(bounds: StepBounds) -> bool:
     probe = bounds.probe
     if probe is None:
         return False
-    return _full_legs(probe) or bool(probe.stands(-bounds.natural_m * probe.left[None])[0])
+    if _full_legs(probe):
+        return True
+    if probe.built_stands is None:  # a probe not from step_bounds (which asks it with its other trials)
+        probe.built_stands = bool(probe.stands(-bounds.natural_m * probe.left[None])[0])
+    return probe.built_stands
 
 
 def _along(bounds: StepBounds, place: np.ndarray) -> np.ndarray:
@@ -214,27 +222,35 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
     sagittal_waist: legs without an ankle roll step as GaitSettings.sagittal_waist has them."""
     probe = Probe.build(tree, legs, rest, height, reach, foot_height, foot_width, standing)
     natural, forward_axis, left_axis = probe.natural, probe.forward, probe.left
-    for sway in SWAYS:  # how far toward a foot the waist can go standing as built (less without an ankle roll)
-        probe.sway = sway
-        if probe.stands(np.array([-natural * left_axis]))[0]:
-            break
-    lean = probe.sway
+    # how far toward a foot the waist can go standing as built (less without an ankle roll): the most of SWAYS
+    # that stands (the last without one), every sway's trials in one solve (a solve costs mostly per call)
+    built = -natural * left_axis[None]
+    stood = probe.stands_each([(built, sway, None) for sway in SWAYS])
+    lean = next((sway for sway, ok in zip(SWAYS, stood) if ok[0]), SWAYS[-1])
     # a step: the waist along it where double support has it, not over a foot, and across only as far
     # as the robot leans (a leg without an ankle roll: the H1 walk's steps were probed with the waist
     # midway, 0.80 m forward, and it stepped 0.74-0.77 m)
     probe.sway, probe.lean = STEP_SWAY, lean
     span = 1.2 * min(leg_length(tree, leg) for leg in legs.values())
     lengths = np.linspace(0.0, span, PROBES)
-    ahead, behind, wide = probe.longest([(lengths, natural, True, 1.0), (lengths, natural, True, -1.0),
-                                         (natural + lengths, 0.0, False, 1.0)])
+    walks = [(lengths, natural, True, 1.0), (lengths, natural, True, -1.0), (natural + lengths, 0.0, False, 1.0)]
+    planar = min(len(leg.columns) for leg in legs.values()) < FULL_LEG
+    widths = parallel_widths(natural, foot_width)
+    # the step lengths, and for legs without an ankle roll the parallel widths and the stance as built
+    # (_probed), all at the step's sway in one solve
+    stood = probe.stands_each([(probe.walk_offsets(walks), STEP_SWAY, None)]
+                              + ([(-widths[:, None] * left_axis, STEP_SWAY, None), (built, STEP_SWAY, None)]
+                                 if planar else []))
+    ahead, behind, wide = probe.longest(walks, stood[0])
     narrow = max(foot_width + 0.02, 0.5 * natural)  # feet never overlap
     turn = min(min(abs(lo), abs(hi)) for lo, hi in (yaw_bounds(tree, leg) for leg in legs.values()))
     width_min, width_max = min(narrow, natural), max(MARGIN * wide, natural)
-    if min(len(leg.columns) for leg in legs.values()) < FULL_LEG:
+    if planar:
         # no ankle roll: a flat foot keeps its hip near the foot's own fore-aft plane, so the feet
         # stand parallel, no wider than built and no narrower than the legs stand flat
         turn = min(turn, PARALLEL_TURN_RAD)
-        width_min, width_max = probe.parallel_width(natural, foot_width), natural
+        width_min, width_max = probe.parallel_width(natural, foot_width, stood[1]), natural
+        probe.built_stands = bool(stood[2][0])
         if sagittal_waist:  # and the waist rolls across (core.balance.sagittal) where they stand narrower
             #               than the hips: by up to arccos(width / built width)
             width_min = max(width_min, natural * np.cos(FAMILY_ROLL_RAD[1]))
@@ -245,6 +261,11 @@ def step_bounds(tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, h
     ahead = ahead if _full_legs(probe) else MARGIN * ahead
     return StepBounds(ahead, MARGIN * behind, width_min, width_max, turn, forward_axis, left_axis, lean,
                       natural, probe, sagittal_waist and not _full_legs(probe))
+
+
+def parallel_widths(natural: float, foot_width: float) -> np.ndarray:
+    """The widths (W,) parallel_width tries: narrower than built, the feet never overlapping."""
+    return natural - NARROWER[natural - NARROWER > foot_width + 0.02]
 
 
 class Probe:
@@ -258,6 +279,7 @@ class Probe:
         self.sway = 1.0
         self.lean = 1.0  # share of the way toward a foot the waist goes across (1: as far as a trial asks)
         self.natural = 0.0  # the width between the feet as built, metres
+        self.built_stands: bool | None = None  # whether legs stand as built at the step's sway (_probed), once asked
 
     @classmethod
     def build(cls, tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float, reach: float,
@@ -273,29 +295,35 @@ class Probe:
         probe.natural = natural
         return probe
 
-    def longest(self, probes: list[tuple[np.ndarray, float, bool, float]]) -> list[float]:
-        """Per probe (lengths (increasing), other, along, sign), the longest of `lengths` that
-        stands, with every shorter one standing too; along: a step forward (sign -1: back) at
-        lateral distance `other`, else a side step. All probes' trials in one solve."""
+    def walk_offsets(self, probes: list[tuple[np.ndarray, float, bool, float]]) -> np.ndarray:
+        """The right foot's offsets (T, 2) of longest's probes, probe after probe."""
         offsets = []
         for lengths, other, along, sign in probes:
             if along:
                 offsets.append(sign * lengths[:, None] * self.forward - other * self.left)
             else:
                 offsets.append(-lengths[:, None] * self.left + other * self.forward)
-        ok = np.split(self.stands(np.concatenate(offsets)), np.cumsum([len(p[0]) for p in probes])[:-1])
+        return np.concatenate(offsets)
+
+    def longest(self, probes: list[tuple[np.ndarray, float, bool, float]], ok: np.ndarray | None = None) -> list[float]:
+        """Per probe (lengths (increasing), other, along, sign), the longest of `lengths` that
+        stands, with every shorter one standing too; along: a step forward (sign -1: back) at
+        lateral distance `other`, else a side step. All probes' trials in one solve; ok: stands of
+        walk_offsets(probes) where the caller solved them with others."""
+        ok = self.stands(self.walk_offsets(probes)) if ok is None else ok
         out = []
-        for (lengths, *_), fine in zip(probes, ok):
+        for (lengths, *_), fine in zip(probes, np.split(ok, np.cumsum([len(p[0]) for p in probes])[:-1])):
             failed = np.flatnonzero(~fine)
             last = (failed[0] - 1) if len(failed) else len(lengths) - 1
             out.append(float(lengths[max(last, 0)]))
         return out
 
-    def parallel_width(self, natural: float, foot_width: float) -> float:
+    def parallel_width(self, natural: float, foot_width: float, ok: np.ndarray | None = None) -> float:
         """The narrowest lateral distance between parallel level feet the robot stands across,
-        every width between it and the built one standing too (metres)."""
-        widths = natural - NARROWER[natural - NARROWER > foot_width + 0.02]
-        ok = self.stands(-widths[:, None] * self.left)
+        every width between it and the built one standing too (metres); ok: stands of
+        parallel_widths' offsets where the caller solved them with others."""
+        widths = parallel_widths(natural, foot_width)
+        ok = self.stands(-widths[:, None] * self.left) if ok is None else ok
         failed = np.flatnonzero(~ok)
         return float(widths[(failed[0] - 1) if len(failed) else -1]) if ok[0] else natural
 
@@ -303,11 +331,27 @@ class Probe:
         """Whether the robot stands on each trial (offsets (T, 2) of the right foot from the left,
         turned by turns (T,) radians, the waist by half of it) with the waist between the feet, and
         `sway` (the probe's own by default) of the way to each."""
-        count = len(offsets)
-        sway = self.sway if sway is None else sway
-        shares = np.repeat([0.5 - sway / 2, 0.5, 0.5 + sway / 2], count)
-        turns = None if turns is None else np.concatenate([turns] * 3)
-        return self.trial(np.concatenate([offsets] * 3), shares, turns=turns).reshape(3, count).all(axis=0)
+        return self.stands_each([(offsets, self.sway if sway is None else sway, turns)])[0]
+
+    def stands_each(self, groups: list[tuple[np.ndarray, float, np.ndarray | None]],
+                    trials: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = ()) -> list[np.ndarray]:
+        """stands of each group (offsets, sway, turns or None), then trial's answer to each of trials
+        (offsets, shares, turns), in one solve: every trial is its own problem (legs solved as trials,
+        not a motion), so each answers as it would alone."""
+        offsets, shares, turns = [], [], []
+        for offset, sway, turn in groups:
+            count = len(offset)
+            offsets.append(np.concatenate([offset] * 3))
+            shares.append(np.repeat([0.5 - sway / 2, 0.5, 0.5 + sway / 2], count))
+            turns.append(np.zeros(3 * count) if turn is None else np.concatenate([turn] * 3))
+        for offset, share, turn in trials:
+            offsets.append(offset)
+            shares.append(share)
+            turns.append(turn)
+        ok = self.trial(np.concatenate(offsets), np.concatenate(shares), turns=np.concatenate(turns))
+        parts = np.split(ok, np.cumsum([len(share) for share in shares])[:-1])
+        return ([part.reshape(3, len(group[0])).all(axis=0) for part, group in zip(parts, groups)]
+                + parts[len(groups):])
 
     def trial(self, offsets: np.ndarray, shares: np.ndarray, rolls: dict[str, tuple[Edge, np.ndarray]] | None = None,
               solved: bool = False, turns: np.ndarray | None = None):

@@ -155,6 +155,18 @@ def test_rigid_parts_weigh_as_one_body(robot):
         assert np.abs(zmp - whole).max() < 1e-9
 
 
+def _links_moving(robot: KinematicTree, model: MassModel, seed: int):
+    """Times (F,), root poses (F, 4, 4) and the model's links' poses (F, K, 4, 4) of the robot's joints
+    swinging at random phases while its root walks."""
+    t = np.arange(240) / FPS
+    rng = np.random.default_rng(seed)
+    q = np.clip(0.4 * np.sin(2 * np.pi * t[:, None] + rng.uniform(0, 6, robot.dof)), robot.lower, robot.upper)
+    root = np.tile(np.eye(4), (len(t), 1, 1))
+    root[:, :3, 3] = np.column_stack([0.4 * t, 0.05 * np.sin(2 * np.pi * t), 0.9 + 0 * t])
+    poses = robot.poses(q, root, [int(k) for k in model.links])
+    return t, root, np.stack([poses[int(k)] for k in model.links], axis=1)
+
+
 def test_link_motion_on_frames_last_columns_keeps_its_bits(robot):
     """LinkMotion.of_parts works on each rotation entry's (K, F) block: on the passes' frames-last columns
     (correction._motion) and on frames-first poses (the readout's) the same centres of mass and accelerations to
@@ -163,13 +175,7 @@ def test_link_motion_on_frames_last_columns_keeps_its_bits(robot):
     from core.balance.inertia import LinkMotion, _gradient_last
 
     model = MassModel.build(robot)
-    t = np.arange(240) / FPS
-    rng = np.random.default_rng(24)
-    q = np.clip(0.4 * np.sin(2 * np.pi * t[:, None] + rng.uniform(0, 6, robot.dof)), robot.lower, robot.upper)
-    root = np.tile(np.eye(4), (len(t), 1, 1))
-    root[:, :3, 3] = np.column_stack([0.4 * t, 0.05 * np.sin(2 * np.pi * t), 0.9 + 0 * t])
-    poses = robot.poses(q, root, [int(k) for k in model.links])
-    first = np.stack([poses[int(k)] for k in model.links], axis=1)  # (F, K, 4, 4)
+    t, _, first = _links_moving(robot, model, 24)
     cols = np.ascontiguousarray(first[..., :3, :3].transpose(3, 2, 1, 0))  # (3, 3, K, F): [b, a] = R[a, b]
     places = np.ascontiguousarray(first[..., :3, 3].transpose(2, 1, 0))
     last = LinkMotion.of_parts(cols.transpose(3, 2, 1, 0), places.transpose(2, 1, 0), model, FPS)
@@ -179,6 +185,30 @@ def test_link_motion_on_frames_last_columns_keeps_its_bits(robot):
     for frames in (2, 3, len(t)):
         part = np.ascontiguousarray(cols[..., :frames])
         assert np.array_equal(_gradient_last(part, 1.0 / FPS), np.gradient(part, 1.0 / FPS, axis=-1))
+
+
+def test_a_calls_low_passes_in_one_filter_call_are_each_alone(robot):
+    """LinkMotion.of_parts low-passes its links' CoMs, their momentum and a carried translation's path with one
+    filter call, their columns side by side: each part as filtered alone, to the bit, and the carried links
+    joined as moved_by and joined put them (the passes' multibody ZMP, correction._SplitBody)."""
+    from core.balance.inertia import ACCELERATION_CUTOFF_HZ, LinkMotion, _smooth, _smooth_each
+
+    model = MassModel.build(robot)
+    t, root, first = _links_moving(robot, model, 26)
+    rng = np.random.default_rng(26)
+    parts = [first[..., :3, 3], first[:, 0, :3, 0], root[:, :3, 3] + rng.normal(0, 1e-3, (len(t), 3))]
+    for each, alone in zip(_smooth_each(parts, FPS, ACCELERATION_CUTOFF_HZ), parts):
+        assert each.shape == alone.shape
+        assert np.array_equal(each, _smooth(alone, FPS, ACCELERATION_CUTOFF_HZ))
+    half = len(model.links) // 2
+    these, others = model.subset(np.arange(len(model.links)) < half), model.subset(np.arange(len(model.links)) >= half)
+    other = LinkMotion.of(first[:, half:], others, FPS)
+    shift = parts[2]
+    joined = LinkMotion.of_parts(first[:, :half, :3, :3], first[:, :half, :3, 3], these, FPS, carrying=(other, shift))
+    apart = LinkMotion.of_parts(first[:, :half, :3, :3], first[:, :half, :3, 3], these, FPS)
+    apart = apart.joined(other.moved_by(shift, FPS))
+    for name in ("com", "acc", "torque"):
+        assert np.array_equal(getattr(joined, name), getattr(apart, name))
 
 
 def test_a_robot_without_masses_gets_a_clear_error():
