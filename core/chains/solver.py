@@ -327,6 +327,19 @@ def _repair_jumps(problem: "_Problem", x: np.ndarray, cost: np.ndarray, max_step
     return x
 
 
+def kept_better(better: np.ndarray, held: tuple, tried: tuple) -> tuple:
+    """Per frame of an LM step the trial's arrays where it did better, else the ones held: the trial's own
+    arrays when every frame did (no copy), else the held ones written over in place.
+
+    A step's points, residuals and Jacobians are kept for the frames still moving only, so no step gathers
+    them from, or scatters them back into, arrays over all the frames (the same values, fewer copies)."""
+    if better.all():
+        return tried
+    for old, new in zip(held, tried):
+        old[better] = new[better]
+    return held
+
+
 class _Problem:
     """One chain's weighted least-squares problem over frames, with LM iterations."""
 
@@ -351,7 +364,7 @@ class _Problem:
         lam = np.full(nframes, 1e-3)
         smooth, prior = opts.smoothness, opts.rest_prior
         sw = np.sqrt(weights)
-        pts, jac, res, cost = run.evaluate(run.x, slice(None), sw)
+        pts, jac, res, cost = run.evaluate(run.x, slice(None), sw)  # then the active frames' only, in order
         x, targets = run.x, run.targets
         active = np.arange(nframes)
         for _ in range(opts.iterations if iterations is None else iterations):
@@ -362,14 +375,14 @@ class _Problem:
             sw_a = sw[active]
             xa = x[active].copy()  # x changes below; xa is where this step started
             if opts.objective == "l1":  # iteratively reweighted least squares
-                dist = np.linalg.norm(pts[active] - targets[active], axis=-1)
+                dist = np.linalg.norm(pts - targets[active], axis=-1)
                 sw_a = np.sqrt(weights[active] / np.maximum(dist, 1e-3))
-                res[active] = (pts[active] - targets[active]) * sw_a[..., None]
+                res = (pts - targets[active]) * sw_a[..., None]
                 # the cost a trial must beat is the one under the new weights
-                cost[active] = ((res[active] ** 2).sum((1, 2))
+                cost[active] = ((res ** 2).sum((1, 2))
                                 + smooth * ((xa - run.reference(active)) ** 2).sum(1)
                                 + prior * ((xa - self.rest) ** 2).sum(1))
-            system, grad, metric = self._system(run, jac[active], res[active], sw_a, xa, active, lam[active])
+            system, grad, metric = self._system(run, jac, res, sw_a, xa, active, lam[active])
             if metric is not None:  # the metric is the start's: the step and the trial both pay it
                 cost[active] = cost[active] + _quadratic(metric, xa - self.rest)
             step = -spd_solve(system, grad)
@@ -381,14 +394,17 @@ class _Problem:
             gain = cost[active] - t_cost
             rows = np.arange(nframes) if isinstance(active, slice) else active
             won = rows[better]
-            x[won], pts[won], jac[won] = trial[better], t_pts[better], t_jac[better]
-            res[won], cost[won] = t_res[better], t_cost[better]
+            x[won], cost[won] = trial[better], t_cost[better]
+            pts, jac, res = kept_better(better, (pts, jac, res), (t_pts, t_jac, t_res))
             if metric is not None:  # the next metric is measured where each frame then stands
                 cost[rows] -= _quadratic(metric, x[rows] - self.rest)
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10.0, 1e7))
             # a frame is done when its step is tiny or no longer buys a relative gain
             moving = (np.abs(trial - xa).max(axis=1) >= tolerance) & (gain > 1e-3 * t_cost + 1e-12)
-            active = rows[(moving | ~better) & (lam[rows] < 1e6)]
+            going = (moving | ~better) & (lam[rows] < 1e6)
+            active = rows[going]
+            if not going.all():
+                pts, jac, res = pts[going], jac[going], res[going]
         return x, cost
 
     def _system(self, run: "_Run", jac: np.ndarray, res: np.ndarray, sw: np.ndarray, xa: np.ndarray, active,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..chains.batched import spd_solve
+from ..chains.solver import kept_better
 from .geometry import pivot_weights
 
 
@@ -95,10 +96,10 @@ class LegProblem:
         lam = np.full(len(x), 1e-3)
         eye = np.eye(x.shape[1])
         active = np.arange(len(x))
+        r, j = res, jac  # the active frames' residuals and Jacobians, in the order of `active`
         for _ in range(iterations):
             if len(active) == 0:
                 break
-            j, r = jac[active], res[active]
             before = x[active]
             hess = j.transpose(0, 2, 1) @ j
             grad = (j.transpose(0, 2, 1) @ r[..., None])[..., 0]
@@ -115,10 +116,14 @@ class LegProblem:
             better = t_cost < cost[active]
             gain = cost[active] - t_cost
             won = active[better]
-            x[won], res[won], jac[won], cost[won] = trial[better], t_res[better], t_jac[better], t_cost[better]
+            x[won], cost[won] = trial[better], t_cost[better]
+            r, j = kept_better(better, (r, j), (t_res, t_jac))
             lam[active] = np.where(better, np.maximum(lam[active] * 0.3, 1e-7), np.minimum(lam[active] * 10, 1e7))
             # done: the step is below 0.1 mrad (0.1 mm at a leg's length) or buys no relative gain
             stepping = np.abs(trial - before).max(axis=1) > STEP_TOL_RAD
             gaining = gain > GAIN_TOL * t_cost + 1e-12
-            active = active[stepping & (gaining | ~better) & (lam[active] < 1e6)]
+            going = stepping & (gaining | ~better) & (lam[active] < 1e6)
+            active = active[going]
+            if not going.all():
+                r, j = r[going], j[going]
         return x, cost
