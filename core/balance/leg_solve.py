@@ -67,6 +67,7 @@ class _Chain:
     signs: np.ndarray | None  # (J, 1) each principal axis' sign; None when every one is +1
     revolute: np.ndarray  # (J,)
     per_row: list[tuple[int, int]]  # (tail link, component) of each shift given per row (legs stacked)
+    rows_at: list[tuple[int, ...]]  # each tail link's components given per row (most links: none)
 
 
 def _per_row(value) -> bool:
@@ -83,7 +84,8 @@ def _chain(walk: list[Link], revolute: np.ndarray) -> _Chain:
     plain = bool((scale == 1.0).all() and (offset == 0.0).all())
     return _Chain(walk[:first + 1], tail, joints, None if plain else scale, None if plain else offset,
                   None if (signs == 1.0).all() else signs, np.asarray(revolute, bool),
-                  [(k, c) for k, link in enumerate(tail) for c in range(3) if _per_row(link.shift[c])])
+                  [(k, c) for k, link in enumerate(tail) for c in range(3) if _per_row(link.shift[c])],
+                  [tuple(c for c in range(3) if _per_row(link.shift[c])) for link in tail])
 
 
 class _Rows:
@@ -160,11 +162,13 @@ def _down(chain: _Chain, g: dict, values: np.ndarray, axes: np.ndarray,
     axes[:, 0], origins[:, 0] = g["axis"], pos
     shifts = iter(g["shifts"])
     j = 0
-    for link in [None] + chain.tail:
+    for link, rows in zip([None] + chain.tail, [()] + chain.rows_at):
         if link is not None:
-            if chain.per_row:  # this step's rows of the shifts given per row
-                link = Link([next(shifts) if _per_row(v) else v for v in link.shift], link.turn, link.axis,
-                            link.principal)
+            if rows:  # this step's rows of the shifts given per row
+                shift = list(link.shift)
+                for c in rows:
+                    shift[c] = next(shifts)
+                link = Link(shift, link.turn, link.axis, link.principal)
             cols, pos = fixed_step(cols, pos, link)
             if link.axis is None:
                 continue

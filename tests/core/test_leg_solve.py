@@ -10,7 +10,7 @@ from scipy.spatial.transform import Rotation
 from core.balance import leg_solve
 from core.balance.leg_chain import (down_last, frames_last, frames_last_of, joint_frames_last, last_origin,
                                     stacked_walk)
-from core.balance.legs import _solve_leg, _walk, leg_iks
+from core.balance.legs import _solve_leg, _solve_together, _walk, at_sole, leg_iks
 from core.balance.planar_leg import planar_legs, standing_legs
 from core.balance.support import foot_links
 from core.model.kinematics import KinematicTree
@@ -217,3 +217,47 @@ def test_a_restart_that_has_not_come_under_its_rival_by_race_steps_stops(monkeyp
     sizes.clear()
     _solve_leg(tree, leg, base, goal, start, rest, prior, 40, bounds, beat=np.zeros(count))
     assert len(sizes) == 1 + 4 < steps_free  # the first residual and four steps' trials, then none is left
+
+
+def _pair_problems(tree, legs, counts: list[int]) -> list[tuple]:
+    """solve_legs' problems (leg, base, goal, start, rest, prior, bounds) for the legs, counts[k] samples each:
+    goals the leg reaches mixed with goals just beyond its reach (samples that stop at different steps), a
+    standing foot's prior and a swinging foot's."""
+    rng = np.random.default_rng(17)
+    problems = []
+    for leg, count in zip(legs, counts):
+        near = count // 2
+        base, goal = _reachable(tree, leg, rng, near, 0.4, 1.0, (0.2, 1.0))
+        far_base, far_goal = _out_of_reach(tree, leg, rng, count - near, 0.02)
+        base, goal = np.concatenate([base, far_base]), at_sole(np.concatenate([goal, far_goal]), leg.sole)
+        joints = len(leg.columns)
+        start = np.clip(rng.uniform(-0.2, 0.2, (count, joints)), leg.lower, leg.upper)
+        prior = np.where(rng.random(count) < 0.3, 0.02, 0.002)
+        bounds = (np.repeat(leg.lower[None], count, axis=0), np.repeat(leg.upper[None], count, axis=0))
+        problems.append((leg, base, goal, start, np.zeros((count, joints)), prior, bounds))
+    return problems
+
+
+@pytest.mark.parametrize("counts,all_lapack", [([70, 53], False), ([300, 260], True)])
+def test_both_legs_stacked_solve_as_each_leg_alone(monkeypatch, counts, all_lapack):
+    """legs._solve_together runs the H1's two legs (built alike, mirrored shifts) as one Levenberg-Marquardt call,
+    the shifts per row: each sample's joints and error are the bits its leg's own call gives, though its samples
+    stop at different steps. The step's solve is the one size choice that parts them (LAPACK below
+    LAST_SMALL_BATCH systems, spd_solve_last from it: bench/leg_pair_bits.py); with LAPACK throughout, a stack of
+    560 against legs of 300 and 260 also crosses NORMAL_ROWS_FROM and INDEX_GATHER_FROM to the same bits."""
+    tree, legs = _legs("h1", standing=True)
+    problems = _pair_problems(tree, legs, counts)
+    assert stacked_walk([_walk(tree, leg) for leg in legs], counts) is not None
+    if all_lapack:
+        monkeypatch.setattr(leg_solve, "LAST_SMALL_BATCH", 10 ** 9)
+        assert sum(counts) >= leg_solve.NORMAL_ROWS_FROM > max(counts)
+    else:
+        assert sum(counts) < leg_solve.LAST_SMALL_BATCH
+    sizes = _counted_residuals(monkeypatch)
+    stacked = _solve_together(tree, problems, 40)
+    assert sizes[0] == sum(counts) and len(set(sizes)) > 5  # one call, its samples leaving at many steps
+    for problem, (x, err) in zip(problems, stacked):
+        alone_x, alone_err = _solve_together(tree, [problem], 40)[0]
+        assert np.array_equal(x, alone_x) and np.array_equal(err, alone_err)
+        miss = np.linalg.norm(err[:, :3], axis=1)
+        assert np.median(miss[:len(miss) // 2]) < 3e-3 < 1e-2 < np.median(miss[len(miss) // 2:])  # reached; beyond
