@@ -11,7 +11,6 @@ rad at most; docs/history/self_collision.md, session 15).
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import nnls
 
 try:  # np.einsum less its Python wrapper (which adds only the `optimize` path): 2-3 us less a call, 24 K calls a step
     from numpy._core.multiarray import c_einsum as _einsum
@@ -49,16 +48,18 @@ def exact_step(metric: np.ndarray, inverse: np.ndarray, g: np.ndarray, need: np.
     """dx (R, V) of least 1/2 dx' H dx with g dx >= need (R, K; a row of g all zero asks nothing; a pair
     may fall short at a steep price: a shortfall s costs as much as s / slack of scaled change) and
     low <= dx <= high (R, V), each frame solved exactly: the least-distance problem in w = L' dx
-    (H = L L') by Lawson and Hanson's NNLS. Exact, so the answer does not depend on the rows' order
-    or on how far sweeps went, and a bound reached is a row like any other: continuous in the input
-    where sweeps stopped short are not (dual_step's answer moves with the rows' order). Where NNLS gives
-    up: dual_step's answer (`inverse`: H^-1, `sweeps`), clipped to the range."""
+    (H = L L') by the switch windows' NNLS (core.chains.switches._least_distance). Exact, so the answer does
+    not depend on the rows' order or on how far sweeps went, and a bound reached is a row like any other:
+    continuous in the input where sweeps stopped short are not (dual_step's answer moves with the rows'
+    order). Where NNLS gives up: dual_step's answer (`inverse`: H^-1, `sweeps`), clipped to the range."""
+    from .switches import _least_distance  # the windows' solver; switches reads nothing of this module
+
     out = np.zeros(low.shape)
     width = low.shape[1]
     unscales = np.linalg.inv(np.linalg.cholesky(metric)).transpose(0, 2, 1)  # dx = unscale w
     for r, unscale in enumerate(unscales):
-        rows = g[r][np.abs(g[r]).max(axis=1) > 0.0] @ unscale
-        asks = need[r][np.abs(g[r]).max(axis=1) > 0.0]
+        asked = np.abs(g[r]).max(axis=1) > 0.0
+        rows, asks = g[r][asked] @ unscale, need[r][asked]
         below, above = np.isfinite(low[r]), np.isfinite(high[r])
         count = len(rows)
         a = np.zeros((count + below.sum() + above.sum(), width + count))
@@ -66,17 +67,13 @@ def exact_step(metric: np.ndarray, inverse: np.ndarray, g: np.ndarray, need: np.
         a[count:count + below.sum(), :width] = unscale[below]
         a[count + below.sum():, :width] = -unscale[above]
         b = np.concatenate([asks, low[r][below], -high[r][above]])
-        e = np.vstack([a.T, b[None]])
-        f = np.zeros(len(e))
-        f[-1] = 1.0
         try:
-            u, _ = nnls(e, f, maxiter=50 * len(b) + 50)
-            residual = e @ u - f
-        except RuntimeError:
-            residual = np.zeros(1)
-        if abs(residual[-1]) > 1e-12:
-            out[r] = unscale @ (-residual[:width] / residual[-1])
-        else:  # NNLS gave up (or found no way, which the slack rules out): the sweeps' answer
+            u, _, _ = _least_distance(a, b, np.ones(len(b), dtype=bool))
+        except RuntimeError:  # scipy's reference NNLS, where the active set did not settle, gave up too
+            u = None
+        if u is not None:
+            out[r] = unscale @ u[:width]
+        else:  # no answer (which the slack rules out) or NNLS gave up: the sweeps' answer
             out[r] = np.clip(dual_step(inverse[r:r + 1], g[r:r + 1], need[r:r + 1], sweeps)[0], low[r], high[r])
     return out
 
