@@ -171,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     if interrupted:
         warnings.append(f"interrupted (Ctrl-C) after {report['frames']} frame(s): the stream ends there")
     report.update(input=args.input, output=args.output, outputs=len(emit.sent), rate_hz=args.rate,
+                  late_cycles_skipped=live.skipped,
                   warnings=report["warnings"] + warnings)
     if record is not None and emit.sent:
         _write_record(record, tree.joint_names, emit.sent, args.overwrite)
@@ -222,6 +223,7 @@ class _Paced:
     def __init__(self, session, emit, rate: float | None):
         self.session, self.emit, self.rate = session, emit, rate
         self.next_tick: float | None = None
+        self.skipped = 0  # ticks by the frames' own times are never late
 
     def lines(self, source):
         for line in sys.stdin:
@@ -250,6 +252,7 @@ class _Live:
         self.session, self.emit, self.rate = session, emit, rate
         self.offset: float | None = None  # wall clock minus stream time
         self.done = threading.Event()
+        self.skipped = 0  # control cycles that came due while the machine was busy (latest_due_tick)
 
     def lines(self, source):
         self.sock = _udp_socket(source)
@@ -284,6 +287,8 @@ class _Live:
             if wait > 0:
                 time.sleep(min(wait, 0.005))
                 continue
+            next_tick, missed = latest_due_tick(next_tick, -wait, self.rate)
+            self.skipped += missed
             out = self.session.sample(next_tick)
             if out is not None:
                 self.emit(out)
@@ -295,6 +300,15 @@ class _Live:
         out = self.session.push(seq, time_s, values, received, stop=self._waiting)
         if out is not None and not self.rate:
             self.emit(out)
+
+
+def latest_due_tick(tick_s: float, late_s: float, rate: float) -> tuple[float, int]:
+    """The control tick to send when tick_s is late_s overdue, and how many ticks before it are skipped:
+    a cycle the machine could not keep (a busy core, a long solve) is dropped, not sent late, so the
+    robot never gets a burst of stale poses a few microseconds apart (every output stays on the
+    control grid: tick_s plus whole periods)."""
+    missed = int(late_s * rate + 1e-9) if late_s > 0 else 0
+    return tick_s + missed / rate, missed
 
 
 def _write_record(path: Path, joint_names: list[str], sent: list, overwrite: bool) -> None:
