@@ -203,6 +203,43 @@ def _damped_step(hess: np.ndarray, grad: np.ndarray, lam: list[float], regular: 
     return np.array([_solve_spd(system[b], grad[b]) for b in range(count)])
 
 
+def _take_better(better: list[bool], active: list[bool], cost: list[float], step_x: np.ndarray, best_x: np.ndarray,
+                 best_cost: list[float], lam: list[float]) -> np.ndarray:
+    """The chains' best points (B, V) after an evaluation: a chain whose step lowered its cost takes it
+    and eases its damping, an active one whose step did not damps harder; best_cost and lam updated in
+    place (plain numbers: a chain or two costs less than arrays)."""
+    if all(better):
+        best_cost[:] = cost
+        lam[:] = [max(v * 0.3, 1e-7) for v in lam]
+        return step_x
+    best_x = best_x.copy()
+    for b, up in enumerate(better):
+        if up:
+            best_x[b], best_cost[b], lam[b] = step_x[b], cost[b], max(lam[b] * 0.3, 1e-7)
+        elif active[b]:
+            lam[b] = min(lam[b] * 10.0, 1e7)
+    return best_x
+
+
+def _normal_equations(jac: np.ndarray, res: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each chain's J^T r (B, V) and Gauss-Newton matrix J^T J (B, V, V) from its weighted Jacobian
+    (B, V, M, 3) and residual (B, 3M)."""
+    count, size = jac.shape[:2]
+    jwt = jac.reshape(count, size, -1)  # (B, V, 3M)
+    return (jwt @ res[:, :, None])[:, :, 0], jwt @ jwt.transpose(0, 2, 1)
+
+
+def _take_rows(better: list[bool], new: tuple, old: tuple | None) -> tuple:
+    """new's rows where a chain improved, old's elsewhere (new whole where every chain did)."""
+    if all(better) or old is None:
+        return new
+    for b, up in enumerate(better):
+        if up:
+            for kept, fresh in zip(old, new):
+                kept[b] = fresh[b]
+    return old
+
+
 @dataclass
 class FrameSolve:
     """What one frame's solve of a chain (or of several chains together) did."""
@@ -255,26 +292,12 @@ def solve_frame(fk: FrameKinematics, lower: np.ndarray, upper: np.ndarray, ancho
         to_prev, to_rest = step_x - previous, step_x - rest
         cost = (add(res * res, axis=1) + add(smooth * to_prev * to_prev + prior * to_rest * to_rest, axis=1)).tolist()
         better = [a and c <= b for a, c, b in zip(active, cost, best_cost)]
-        if all(better):
-            best_x, best_cost, lam = step_x, cost, [max(v * 0.3, 1e-7) for v in lam]
-        else:
-            best_x = best_x.copy()
-            for b in chains:
-                if better[b]:
-                    best_x[b], best_cost[b], lam[b] = step_x[b], cost[b], max(lam[b] * 0.3, 1e-7)
-                elif active[b]:
-                    lam[b] = min(lam[b] * 10.0, 1e7)
+        best_x = _take_better(better, active, cost, step_x, best_x, best_cost, lam)
         latest_best = [up or not a for up, a in zip(better, active)]  # a converged chain was evaluated at its best
         if jac is not None and any(better):
-            jwt = (jac * sw_rows).reshape(count, size, -1)  # (B, V, 3M)
-            new_grad = (jwt @ res[:, :, None])[:, :, 0] + smooth * to_prev + prior * to_rest
-            new_hess = jwt @ jwt.transpose(0, 2, 1)
-            if all(better) or grad is None:
-                grad, hess = new_grad, new_hess
-            else:
-                for b in chains:
-                    if better[b]:
-                        grad[b], hess[b] = new_grad[b], new_hess[b]
+            descent, normal = _normal_equations(jac * sw_rows, res)
+            grad, hess = _take_rows(better, (descent + smooth * to_prev + prior * to_rest, normal),
+                                    None if grad is None else (grad, hess))
         if used == evaluations or (stop is not None and stop()):
             stopped = used < evaluations
             break
