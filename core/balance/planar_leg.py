@@ -80,7 +80,8 @@ class PlanarLeg:
 
     def aim_of(self, goal: np.ndarray) -> np.ndarray:
         """The tail's axis as the foot at goal (F, 4, 4) has it, in the world (F, 3)."""
-        return rotate_points(goal[:, :3, :3], self.axis_foot[None])[:, 0]  # one BLAS product: the stacked one's bits
+        # one BLAS product (the stacked one's bits where the BLAS kernel sums alike: tests/core/test_rotations.py)
+        return rotate_points(goal[:, :3, :3], self.axis_foot[None])[:, 0]
 
 
 @dataclass
