@@ -430,7 +430,11 @@ def test_residuals_stacked_are_each_trials_own_bits(h1_first_fits):
         anywhere = [rng.uniform(-np.pi, np.pi, h.shape) for h in heads]
         (_, answers, _), (res, out_heads, _) = waist._residuals([params, trials[3]], samples, [anywhere, None])
         want, want_heads, _ = waist._apart(trials[3:], yaws[3:], samples, [answers])[0]
-        assert equal_bits(res, want) and all(equal_bits(h, w) for h, w in zip(out_heads, want_heads))
+        # a last bit where the BLAS kernel sums a product's terms in another order for the stacked shape (OpenBLAS's
+        # AVX-512 kernels fuse multiply-adds: 13 of 4,145 residuals 5.6e-17 apart on a 2026-12-05 machine; its
+        # Haswell kernels give the bits); the head angles, which the next trial starts from, to the bit
+        assert np.abs(res - want).max() <= 4 * np.finfo(float).eps * np.abs(want).max()
+        assert all(equal_bits(h, w) for h, w in zip(out_heads, want_heads))
         other = waist._apart(trials[3:], yaws[3:], samples, [anywhere])[0][1]
         assert not all(np.array_equal(h, w) for h, w in zip(other, want_heads))
         rows = np.flatnonzero(rng.random(len(params)) < 0.3)
