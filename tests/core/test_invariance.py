@@ -282,3 +282,22 @@ def test_planted_feet_stand_level_whatever_the_legs_zero(g1, original, tmp_path)
     assert variant[2].report["contact_preserved_pct"] == pytest.approx(base[2].report["contact_preserved_pct"], abs=2)
     # within a centimetre (68 mm when the zero pose's tilted sole was taken as level)
     assert _same_world_motion(variant, base) < 0.01
+
+
+ANKLES_TOO = {**CROUCHED, "left_ankle_pitch_joint": 0.2, "right_ankle_pitch_joint": 0.2}  # the soles pitched 0.5 rad
+
+
+@pytest.mark.parametrize("shifts", [CROUCHED, ANKLES_TOO], ids=["knees and hips", "ankles too"])
+def test_legs_zeroed_in_a_crouch_bake_as_straight_legs(shifts, g1, original, robot_original, tmp_path):
+    """G1 whose knees and hip pitches (and ankles) zero in a crouch, baked without planting: the
+    neutral posture stands the legs straight by their knees, ankles and soles
+    (core.retarget.neutral.LegMarks), not by the zero pose, so the joints are the G1's (with the
+    crouch's zero as the neutral: 0.59 deg RMS apart, knees 1.7 deg, max 3.9 deg)."""
+    variant = _robot_bake(RV.zero_shifted(g1.robot, shifts), original[0], tmp_path)
+    tree, _, result, _ = variant
+    zero = tree.zero_pose()
+    knee, ankle = (zero[tree.link_index(f"left_{n}_link"), :3, 3] for n in ("knee", "ankle_pitch"))
+    assert knee[0] - ankle[0] > 0.08  # the variant's zero pose really crouches (the shin 17 deg off the vertical)
+    shift = np.array([shifts.get(n, 0.0) for n in tree.joint_names])
+    assert _rms_deg(result.q + shift, robot_original[2].q) < 0.05
+    assert _same_world_motion(variant, robot_original) < 0.001
