@@ -206,12 +206,28 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
 
 
 def _finished(problem: ChainGroup, separation, y: np.ndarray, shape: np.ndarray, max_step: np.ndarray) -> np.ndarray:
-    """y after the fix passes (each frame within its neighbours' reach) and the switch windows."""
+    """y after the fix passes (each frame within its neighbours' reach) and the switch windows. A pass after the
+    first looks only at the frames not seen clear of the margin where they now are: a frame seen clear and not
+    moved since is left as it is all the same (no pair of it is near)."""
     reach = (np.full(y.shape, -np.inf), np.full(y.shape, np.inf))
+    frames = None  # every frame on the first pass
     for _ in range(FIX_PASSES):
-        y, _ = _separate(problem, separation, y, None, _within_reach(y, max_step, reach), None, FIX_STEPS, False)
-        y = rate_limit(y, max_step)
+        if frames is None or len(frames):
+            solved, clear = _separate(problem, separation, y, frames, _within_reach(y, max_step, reach), None,
+                                      FIX_STEPS, False)
+        else:
+            solved, clear = y, np.zeros(len(y), dtype=bool)
+        seen = clear if frames is None else clear | ~_marked(frames, len(y))  # the others: seen clear, unmoved
+        y = rate_limit(solved, max_step)
+        frames = np.flatnonzero(~(seen & (y == solved).all(axis=1)))
     return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD) if FINISH_SWITCHES else y
+
+
+def _marked(frames: np.ndarray, count: int) -> np.ndarray:
+    """(count,) bool, True on `frames`."""
+    out = np.zeros(count, dtype=bool)
+    out[frames] = True
+    return out
 
 
 def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.ndarray | None,

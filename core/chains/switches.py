@@ -13,9 +13,10 @@ frames each came out with 2: 5 frames solved together).
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import block_diag, qr, qr_delete, qr_insert, solve_triangular
+from scipy.linalg import LinAlgError, block_diag, get_lapack_funcs, qr, qr_delete, qr_insert
 from scipy.optimize import nnls
 from scipy.sparse import csr_matrix
+from scipy.sparse._sparsetools import csr_matvec
 
 SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, tried in turn
 SWITCH_STEPS = 6  # linearisations per window
@@ -144,8 +145,7 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
     (frame f, pair `pair`, grad . y >= need) and the box (low, high) of y; (None, None, None) when none
     meets them. held: the rows that held the last linearisation's (_row_keys), where its NNLS starts."""
     pairs = np.zeros((len(f), len(w0)))
-    for k, (frame, g) in enumerate(zip(f, grad)):
-        pairs[k, frame * width:(frame + 1) * width] = g
+    pairs[np.arange(len(f))[:, None], f[:, None] * width + np.arange(width)] = grad  # frame f's block of columns
     rows = np.vstack([speed[0], pairs])  # in y: a speed row two joints, a pair one frame's (the box one joint: below)
     a = np.vstack([rows @ unscale, unscale, -unscale])  # the box's rows: unscale itself, no product
     b = np.concatenate([speed[1], need, box[0], -box[1]])
@@ -168,7 +168,9 @@ def _pair_step(unscale: np.ndarray, w0: np.ndarray, speed: tuple, binding: np.nd
         u, t, last = residual[:len(w0)], residual[len(w0):-1], residual[-1]
         out = np.empty(len(h))
         moved = unscale @ u  # the box's rows pick it (+ and -) as it is
-        out[:len(rows)] = sparse_rows @ moved
+        out[:len(rows)] = 0.0  # sparse_rows @ moved by the kernel it calls, without its checks (the same sums)
+        csr_matvec(len(rows), len(moved), sparse_rows.indptr, sparse_rows.indices, sparse_rows.data, moved,
+                   out[:len(rows)])
         out[len(rows):len(rows) + len(w0)] = moved
         np.negative(moved, out=out[len(rows) + len(w0):len(a)])
         out[at_pairs] += SLACK_SCALE * t
@@ -329,12 +331,12 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
         # (BLAS blocks by shape), and a near tie between two columns then goes the other way (G1 hop 7e-7 rad)
         residual = qr.residual()  # x is the least squares answer on the passive columns: their factors' residual
         w = (e.T @ residual if gradient is None else gradient(residual))[columns]
-        free = np.flatnonzero(~passive[columns] & ~refused[columns] & (w > tol))
+        free = np.flatnonzero((w > tol) & ~(passive | refused)[columns])
         # as many passive columns as rows fit target exactly: a w above tol is rounding there, and one more
         # column left the QR factors non-square (solve_triangular's ValueError: an infeasible window's NNLS)
-        if len(free) == 0 or passive.sum() >= len(e):
+        if len(free) == 0 or len(qr.columns) >= len(e):  # (the factors' columns are the passive ones)
             return x, passive
-        j = columns[free[np.argmax(w[free])]]
+        j = columns[free[w[free].argmax()]]
         passive[j] = True
         qr.add(j)
         while True:
@@ -353,7 +355,7 @@ def _nnls(e: np.ndarray, target: np.ndarray, allowed: np.ndarray, x: np.ndarray,
             step = now[bad] / (now[bad] - z[bad])
             alpha = step.min()
             moved = now + alpha * (z - now)
-            moved[np.flatnonzero(bad)[np.argmin(step)]] = 0.0
+            moved[np.flatnonzero(bad)[step.argmin()]] = 0.0
             x[:] = 0.0
             x[idx] = np.maximum(moved, 0.0)
             for column in idx[moved <= tol]:
@@ -402,7 +404,26 @@ class _PassiveQR:
     def solve(self) -> tuple[np.ndarray, np.ndarray]:
         """(columns, ascending; their least squares answer)."""
         k = len(self.columns)
-        z = solve_triangular(self.r[:k, :k], self.q[-1, :k] if self.last else self.q[:, :k].T @ self.target,
-                             check_finite=False)
-        order = np.argsort(self.columns)
-        return np.asarray(self.columns, dtype=int)[order], z[order]  # int when none is left: an index
+        z = _upper_solve(self.r[:k, :k], self.q[-1, :k] if self.last else self.q[:, :k].T @ self.target)
+        columns = np.array(self.columns, dtype=int)  # int when none is left: an index
+        order = columns.argsort()  # (np.argsort of the list converts it first: half the call)
+        return columns[order], z[order]
+
+
+_TRTRS = get_lapack_funcs(("trtrs",), (np.zeros((1, 1)),))[0]
+
+
+def _upper_solve(r: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """r^-1 b for an upper triangular r: scipy's solve_triangular(r, b, check_finite=False) without its checks
+    (the same LAPACK call, so the same bits; a third of its time on the windows' NNLS was the checks)."""
+    if len(r) == 0:  # every column gone: no answer to solve for (LAPACK refuses an empty system)
+        return np.zeros(0)
+    if r.flags.f_contiguous:
+        z, info = _TRTRS(r, b, lower=False, trans=0, unitdiag=False)
+    else:  # as solve_triangular: trtrs expects Fortran order, so the transposed system
+        z, info = _TRTRS(r.T, b, lower=True, trans=1, unitdiag=False)
+    if info > 0:
+        raise LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
+    if info < 0:
+        raise ValueError(f"illegal value in {-info}th argument of internal trtrs")
+    return z
