@@ -16,7 +16,12 @@ import numpy as np
 from scipy.linalg import LinAlgError, block_diag, get_lapack_funcs, qr, qr_delete, qr_insert
 from scipy.optimize import nnls
 from scipy.sparse import csr_matrix
-from scipy.sparse._sparsetools import csr_matvec
+
+try:  # the kernel behind a CSR matrix's product with a vector, without its checks (private: another scipy may move it)
+    from scipy.sparse._sparsetools import csr_matvec
+except ImportError:  # pragma: no cover - a scipy without that name: the public product (the same sums)
+    def csr_matvec(rows, columns, indptr, indices, data, vector, out):
+        out += csr_matrix((data, indices, indptr), shape=(rows, columns)) @ vector
 
 SWITCH_HALF_WIDTHS = (2, 4, 12)  # frames each side of a frame left inside, tried in turn
 SWITCH_STEPS = 6  # linearisations per window
