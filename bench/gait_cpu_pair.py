@@ -97,12 +97,18 @@ def one_process(args, other: Path) -> None:
 def runner(package: str, robot: str, ten: bool, lateral_solver: str | None = None):
     """A call that runs the gait of the walk (or the 10 s clip) on robot with `package`'s core (its lateral
     programme by lateral_solver where given)."""
-    import clips
-    import numpy as np
-
     if lateral_solver is not None:
         importlib.import_module(package + ".balance.lateral").SOLVER = lateral_solver
     gait = importlib.import_module(package + ".balance.gait")
+    walk, tree, mapping, contacts = clip(package, robot, ten)
+    return lambda: gait.generate_gait(walk, tree, mapping, contacts=contacts)
+
+
+def clip(package: str, robot: str, ten: bool):
+    """(clip, robot tree, mapping, contacts) of the walk (or the 10 s clip) on robot, with `package`'s core."""
+    import clips
+    import numpy as np
+
     kinematics = importlib.import_module(package + ".model.kinematics")
     urdf = importlib.import_module(package + ".model.urdf")
     retarget = importlib.import_module(package + ".retarget")
@@ -116,9 +122,7 @@ def runner(package: str, robot: str, ten: bool, lateral_solver: str | None = Non
                                              for side, d in own.feet.items()}, own.fps)
         walk = walk.at_frames(np.r_[np.zeros(extra // 2, int), np.arange(walk.frames),
                                     np.full(extra - extra // 2, walk.frames - 1)])
-    mapping = retarget.auto_map(walk, tree)
-    return lambda: gait.generate_gait(walk, tree, mapping, contacts=contacts)
-
+    return walk, tree, retarget.auto_map(walk, tree), contacts
 
 if __name__ == "__main__":
     main()
