@@ -10,7 +10,8 @@ the joint's range. Legs stand straight by their mechanism (LegMarks): thigh and
 shin hanging straight down seen from the side, the knee axis sideways, the sole
 level (the G1's and H1's zero pose). A leg whose zero pose already stands so, within
 STRAIGHT_DEG, keeps it to the bit; any other is solved to it (the G1 zeroed in a
-crouch baked the walk 0.59 deg RMS apart from the G1, now 1e-5 deg). Every other
+crouch baked the walk 0.59 deg RMS apart from the G1, now 1e-5 deg). The gait reads the
+same straight legs (neutral_legs) as the robot as built. Every other
 joint keeps the zero pose (the waist upright in every humanoid URDF we know).
 """
 from __future__ import annotations
