@@ -47,12 +47,19 @@ class LegIK:
     #                                 ankle); a point of the sole: a foot the leg cannot meet tilts about it, no slide
     roll_axis: np.ndarray | None = None  # (3,) the foot's long axis in its frame, and how a radian of a standing foot's
     roll_weight_m: float | None = None  # roll about it weighs (None: as any tilt, TILT_WEIGHT_M)
+    neutral: np.ndarray | None = None  # (n,) the robot as built, its legs standing straight (core.retarget.neutral.
+    #                                    neutral_legs; None: the zero pose), from which the knee bends
+
+    @property
+    def straight_knee(self) -> float:
+        """The knee's angle with the leg standing straight (radians)."""
+        return 0.0 if self.neutral is None else float(self.neutral[self.knee])
 
     @classmethod
     def build(cls, tree: KinematicTree, foot: int, other_feet: list[int],
-              standing: np.ndarray | None = None) -> "LegIK":
-        """standing: the foot's world rotation standing level with the robot upright (its zero
-        pose's by default)."""
+              standing: np.ndarray | None = None, neutral: np.ndarray | None = None) -> "LegIK":
+        """standing: the foot's world rotation standing level with the robot upright (its pose as built
+        by default); neutral: the LegIK's field."""
         shared = set()
         for other in other_feet:
             link = other
@@ -70,12 +77,12 @@ class LegIK:
         jointed = [i for i in path if tree.qindex[i] >= 0]
         if not jointed:
             raise ValueError(f"foot {tree.link_names[foot]!r} has no joint of its own to move it")
-        leg = cls(foot, link, path, np.array([tree.qindex[i] for i in jointed]), jointed[0])
+        leg = cls(foot, link, path, np.array([tree.qindex[i] for i in jointed]), jointed[0], neutral=neutral)
         leg.revolute = tree.kind[jointed] == REVOLUTE
         leg.knee, leg.bend = _knee(tree, leg)
         leg.branching = leg.columns != leg.knee  # how far a knee bends is no choice of branch
         leg.lower, leg.upper = tree.lower[leg.columns].copy(), tree.upper[leg.columns].copy()
-        zero = tree.zero_pose()
+        zero = built_pose(tree, neutral)
         upright = np.array([abs((zero[link, :3, :3] @ tree.axes[link])[2]) for link in jointed])
         if upright.max() > 0.7:  # the hip's most vertical joint turns the foot
             k = int(np.argmax(upright))
@@ -89,23 +96,35 @@ KNEE_BEND_RAD = 0.6
 TWIST_SLACK_RAD = np.radians(20.0)  # the hip's vertical joint stays this close to the foot's turn
 
 
+def built_pose(tree: KinematicTree, neutral: np.ndarray | None) -> np.ndarray:
+    """(L, 4, 4) link transforms with the joints at neutral (n,) and the root at the origin: the robot
+    as built, its legs standing straight (the zero pose, to the bit, where neutral is None or zero)."""
+    if neutral is None or not np.any(neutral):
+        return tree.zero_pose()
+    return tree.forward(neutral[None])[0]
+
+
 def _knee(tree: KinematicTree, leg: LegIK) -> tuple[int, float]:
     """The column and bent angle of the joint that brings the foot closest to the hip when it
-    turns KNEE_BEND_RAD (either way, inside its limits) from the zero pose: the leg's knee."""
+    turns KNEE_BEND_RAD (either way, inside its limits) from the leg standing straight: the leg's knee."""
     best = (np.inf, -1, 0.0)
+    built = np.zeros(tree.dof) if leg.neutral is None else leg.neutral
     for col in leg.columns:
         for angle in (-KNEE_BEND_RAD, KNEE_BEND_RAD):
-            q = np.zeros((1, tree.dof))
-            q[0, col] = np.clip(angle, tree.lower[col], tree.upper[col])
+            q = built[None].copy()
+            q[0, col] = np.clip(built[col] + angle, tree.lower[col], tree.upper[col])
             poses = tree.poses(q, None, [leg.hip, leg.foot])
             distance = float(np.linalg.norm(poses[leg.foot][0, :3, 3] - poses[leg.hip][0, :3, 3]))
             best = min(best, (distance, int(col), float(q[0, col])))
     return best[1], best[2]
 
 
-def leg_iks(tree: KinematicTree, feet: list[int], standing: dict[int, np.ndarray] | None = None) -> list[LegIK]:
-    """A LegIK per foot; standing: each foot's level rotation (core.balance.support.standing_rotation)."""
-    return [LegIK.build(tree, foot, [f for f in feet if f != foot], (standing or {}).get(foot)) for foot in feet]
+def leg_iks(tree: KinematicTree, feet: list[int], standing: dict[int, np.ndarray] | None = None,
+            neutral: np.ndarray | None = None) -> list[LegIK]:
+    """A LegIK per foot; standing: each foot's level rotation (core.balance.support.standing_rotation);
+    neutral: the robot as built (LegIK.neutral)."""
+    return [LegIK.build(tree, foot, [f for f in feet if f != foot], (standing or {}).get(foot), neutral)
+            for foot in feet]
 
 
 def _walk(tree: KinematicTree, leg: LegIK) -> list[Link]:
@@ -163,7 +182,8 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
         again = np.flatnonzero(missing | (wander > WANDER_RAD))
         start = rest[again].copy()
         if leg.knee >= 0:  # bent at least as far as a bent knee: out of the straight leg's dead spot
-            bent = np.abs(start[:, leg.knee]) < abs(leg.bend)
+            straight = leg.straight_knee
+            bent = np.abs(start[:, leg.knee] - straight) < abs(leg.bend - straight)
             start[bent, leg.knee] = leg.bend
         # the cost a restart must come to (taken below); a wanderer's restart runs to the end: it comes back to
         # about its rival's cost, and a race would stop it on a rounding (the H1 walk's float32 start 1.9 mm away)
@@ -305,11 +325,12 @@ def _solve_leg(tree: KinematicTree, leg: LegIK, base: np.ndarray, goal: np.ndarr
 def leg_length(tree: KinematicTree, leg: LegIK) -> float:
     """Hip to ankle with the leg straight, metres: the longest over the knee's range (a robot
     whose zero pose bends its knee has a longer leg than its zero pose shows)."""
-    lengths = [float(np.linalg.norm(tree.zero_pose()[leg.hip, :3, 3] - tree.zero_pose()[leg.foot, :3, 3]))]
+    built = built_pose(tree, leg.neutral)
+    lengths = [float(np.linalg.norm(built[leg.hip, :3, 3] - built[leg.foot, :3, 3]))]
     if leg.knee >= 0:
         lower, upper = tree.lower[leg.knee], tree.upper[leg.knee]
         if np.isfinite(lower) and np.isfinite(upper):
-            q = np.zeros((41, tree.dof))
+            q = np.zeros((41, tree.dof)) if leg.neutral is None else np.repeat(leg.neutral[None], 41, axis=0)
             q[:, leg.knee] = np.linspace(lower, upper, 41)
             poses = tree.poses(q, None, [leg.hip, leg.foot])
             lengths.append(float(np.linalg.norm(poses[leg.foot][:, :3, 3] - poses[leg.hip][:, :3, 3], axis=1).max()))

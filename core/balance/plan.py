@@ -22,9 +22,11 @@ from ..feet.geometry import BodyPoints, standing_rotation
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices
 from ..retarget import RetargetResult
+from ..retarget.chain_plans import robot_axes
+from ..retarget.neutral import neutral_legs
 from .foot_path import FootPath, FootSettings, Stance, foot_path, plan_stances, reanchor, sole_height
 from .inertia import BalanceError
-from .legs import LegIK, leg_iks
+from .legs import LegIK, built_pose, leg_iks
 from .phases import Swing
 from .reach import StepBounds, check_steps, heel_off_angles, step_bounds
 from .rollover import heel_offs, toe_edge
@@ -128,9 +130,10 @@ class _Feet:
         sides = foot_sides(tree, mapping, feet)
         by_side = {side: link for link, side in sides.items()}
         bodies = dict(zip(feet, foot_bodies(tree, feet)))
-        zero = tree.zero_pose()
-        standing = {link: standing_rotation(bodies[link], zero[link, :3, :3]) for link in feet}  # soles level
-        legs = leg_iks(tree, feet, standing)
+        neutral = neutral_legs(tree, mapping, robot_axes(tree, mapping))  # the legs as built: standing straight
+        built = built_pose(tree, neutral)
+        standing = {link: standing_rotation(bodies[link], built[link, :3, :3]) for link in feet}  # soles level
+        legs = leg_iks(tree, feet, standing, neutral)
         return cls(feet, sides, by_side, bodies, standing, {side: standing[link] for side, link in by_side.items()},
                    legs, {sides[leg.foot]: leg for leg in legs})
 

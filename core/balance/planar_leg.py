@@ -11,7 +11,7 @@ from ..model.kinematics import REVOLUTE, KinematicTree
 from ..model.transforms import rotate_points
 from .hip_aim import HeadAim
 from .leg_chain import Link, frames_last, joint_frames_last, last_origin, link_walk, stacked_walk
-from .legs import FULL_LEG, LegIK
+from .legs import FULL_LEG, LegIK, built_pose
 from .support import foot_bodies, sole_centre
 
 PARALLEL_COS = 0.999  # joint axes this parallel turn in one plane
@@ -38,7 +38,7 @@ class PlanarLeg:
         if len(leg.columns) >= FULL_LEG:
             return None
         jointed = [link for link in leg.links if tree.qindex[link] >= 0]
-        zero = tree.zero_pose()
+        zero = built_pose(tree, leg.neutral)  # the leg standing straight
         axes = np.array([zero[link, :3, :3] @ tree.axes[link] for link in jointed])
         tail = 1
         while tail < len(jointed) and abs(axes[-tail - 1] @ axes[-1]) > PARALLEL_COS:

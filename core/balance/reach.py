@@ -25,7 +25,7 @@ from ..model.kinematics import KinematicTree
 from ..model.transforms import axis_angle_to_matrix, pose_matrices
 from .rollover import HEEL_OFF_WAIST, ROLLS_RAD, Edge
 from .support import level_tolerance
-from .legs import FULL_LEG, LegIK, leg_length, pose_errors, solve_legs, stretch
+from .legs import FULL_LEG, LegIK, built_pose, leg_length, pose_errors, solve_legs, stretch
 from .waist import heading, wrap, yaw_bounds
 
 POSITION_TOL_M = 0.002
@@ -284,9 +284,10 @@ class Probe:
     @classmethod
     def build(cls, tree: KinematicTree, legs: dict[str, LegIK], rest: np.ndarray, height: float, reach: float,
               foot_height: dict[str, float], foot_width: float, standing: dict[str, np.ndarray]) -> "Probe":
-        """The probe of step_bounds: the robot's forward and left from its feet as built."""
-        zero = tree.zero_pose()
-        feet = {side: zero[leg.foot, :3, 3] for side, leg in legs.items()}
+        """The probe of step_bounds: the robot's forward and left from its feet as built (its legs standing
+        straight, LegIK.neutral)."""
+        built = built_pose(tree, legs["left"].neutral)
+        feet = {side: built[leg.foot, :3, 3] for side, leg in legs.items()}
         across = feet["left"][:2] - feet["right"][:2]  # the width the robot stands at as built
         natural = float(np.linalg.norm(across))
         left_axis = across / max(natural, 1e-9)

@@ -159,18 +159,35 @@ def body_landmarks_of(motion: SourceMotion, tree: KinematicTree, mapping: Mappin
             src[key], rob[key] = motion.index(bone), zero[tree.link_index(link), :3, 3]
         except KeyError as exc:
             raise RetargetError(f"{key.replace('_', ' ')}: {exc.args[0]}") from None
-    pairs = [(f"left_{k}", f"right_{k}") for k in ("hip", "shoulder") if f"left_{k}" in src and f"right_{k}" in src]
+    pairs = _pairs(src)
     if not pairs:
         return BodyLandmarks(None, None, None, np.eye(3))
     left, right = pairs[0]
     pelvis = None
     if left == "left_hip" and mapping.source_root in motion.bone_names:
         pelvis = motion.index(mapping.source_root)  # auto-map's: where the legs meet
+    return BodyLandmarks(src[left], src[right], pelvis, _axes(tree, rob, pairs[0]))
+
+
+def robot_axes(tree: KinematicTree, mapping: Mapping) -> np.ndarray:
+    """The robot's body axes (3, 3) relative to its root, as body_frames has them, from the robot alone
+    (identity without left and right landmarks)."""
+    zero = tree.zero_pose()
+    rob = {key: zero[tree.link_index(link), :3, 3] for key, (_, link) in body_landmarks(mapping.chains, True).items()}
+    pairs = _pairs(rob)
+    return _axes(tree, rob, pairs[0]) if pairs else np.eye(3)
+
+
+def _pairs(marks: dict) -> list[tuple[str, str]]:
+    """The left and right landmark keys of `marks`, hips first."""
+    return [(f"left_{k}", f"right_{k}") for k in ("hip", "shoulder") if f"left_{k}" in marks and f"right_{k}" in marks]
+
+
+def _axes(tree: KinematicTree, rob: dict, pair: tuple[str, str]) -> np.ndarray:
     try:
-        axes_rob = canonical_axes(**{k: rob[k] for k in pairs[0] if k in rob})
+        return canonical_axes(**{k: rob[k] for k in pair if k in rob})
     except ValueError as exc:
         raise RetargetError(f"robot {tree.robot.name!r}: {exc}") from None
-    return BodyLandmarks(src[left], src[right], pelvis, axes_rob)
 
 
 def body_frames(motion: SourceMotion, tree: KinematicTree, mapping: Mapping):

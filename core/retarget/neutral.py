@@ -10,7 +10,8 @@ the joint's range. Legs stand straight by their mechanism (LegMarks): thigh and
 shin hanging straight down seen from the side, the knee axis sideways, the sole
 level (the G1's and H1's zero pose). A leg whose zero pose already stands so, within
 STRAIGHT_DEG, keeps it to the bit; any other is solved to it (the G1 zeroed in a
-crouch baked the walk 0.59 deg RMS apart from the G1, now 1e-5 deg). Every other
+crouch baked the walk 0.59 deg RMS apart from the G1, now 1e-5 deg). The gait reads the
+same straight legs (neutral_legs) as the robot as built. Every other
 joint keeps the zero pose (the waist upright in every humanoid URDF we know).
 """
 from __future__ import annotations
@@ -46,7 +47,7 @@ def neutral_posture(motion: SourceMotion, tree: KinematicTree, plans, targets, a
     axes = np.asarray(axes_rob)
     for plan in plans:
         if plan.mapping.role == "leg":
-            _stand_straight(tree, q, plan, axes)
+            _stand_straight(tree, q, plan.robot.paths[0].links, plan.mapping.robot_landmarks, axes)
         if plan.mapping.role not in HANGING:
             continue
         shape = _hanging_shape(motion, plan, -axes[:, 2], axes[:, 0])
@@ -72,9 +73,15 @@ class LegMarks:
 
     @classmethod
     def of(cls, tree: KinematicTree, plan, axes: np.ndarray) -> "LegMarks | None":
-        """None for a leg without a turning knee landmark between a hip joint and its tip."""
-        links = plan.robot.paths[0].links
-        landmarks = plan.mapping.robot_landmarks or []
+        """The marks of a leg chain's plan (core.retarget.chain_plans.ChainPlan); None as `on`."""
+        return cls.on(tree, plan.robot.paths[0].links, plan.mapping.robot_landmarks, axes)
+
+    @classmethod
+    def on(cls, tree: KinematicTree, links: list[int], landmarks: list[str] | None,
+           axes: np.ndarray) -> "LegMarks | None":
+        """The marks of the leg chain's links (its base down to its tip) and robot_landmarks; None
+        for a leg without a turning knee landmark between a hip joint and its tip."""
+        landmarks = landmarks or []
         knee = tree.link_index(landmarks[0]) if landmarks and landmarks[0] in tree.link_names else -1
         if knee not in links[:-1] or tree.kind[knee] != REVOLUTE:
             return None
@@ -106,11 +113,24 @@ class LegMarks:
                                 axis[:, 0], axis[:, 2], sole[:, 0], sole[:, 1]])
 
 
-def _stand_straight(tree: KinematicTree, q: np.ndarray, plan, axes: np.ndarray) -> None:
+def neutral_legs(tree: KinematicTree, mapping, axes_rob: np.ndarray) -> np.ndarray:
+    """(n,) the zero pose with every enabled leg chain of `mapping` stood straight, as neutral_posture
+    stands them: what the gait (core.balance) reads as the legs' posture as built, where it has no
+    bake to solve from."""
+    q = np.clip(0.0, tree.lower, tree.upper)[None].copy()
+    for chain in mapping.enabled_chains():
+        if chain.role == "leg" and chain.robot_tips:
+            _stand_straight(tree, q, tree.path(chain.robot_base, chain.robot_tips[0]), chain.robot_landmarks,
+                            np.asarray(axes_rob))
+    return q[0]
+
+
+def _stand_straight(tree: KinematicTree, q: np.ndarray, links: list[int], landmarks: list[str] | None,
+                    axes: np.ndarray) -> None:
     """Solve the leg's joints in q (1, n) to stand straight (LegMarks.lean all zero) when its zero
     pose does not already, within STRAIGHT_DEG: Gauss-Newton, least change where the marks leave
     joints open."""
-    leg = LegMarks.of(tree, plan, axes)
+    leg = LegMarks.on(tree, links, landmarks, axes)
     if leg is None:
         return
     lean = start = leg.lean(tree, q, axes)[0]
