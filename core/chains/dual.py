@@ -19,8 +19,9 @@ except ImportError:  # pragma: no cover - another numpy's layout
 
 CONVERGED = 1e-10  # the sweeps stop once no multiplier moved further
 _largest = np.maximum.reduce  # ndarray.max less its Python wrapper
-FLOAT_ENTRIES = 64  # up to this many frames x pairs the sweeps run on Python floats: a numpy sweep costs 2 calls a
-#                     pair whatever the frames, a float sweep a pair's row a frame (even at 12 x 6, 16 x 4, 48 x 2)
+FLOAT_ENTRIES = 128  # up to this many frames x pairs the sweeps run on Python floats: a numpy sweep costs 2 calls a
+#                     pair whatever the frames, a float sweep a pair's row a frame (the G1's dual calls, both paths
+#                     timed: floats cheaper up to ~130 entries, numpy's from ~140; docs/history, session 27)
 
 
 def dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray, sweeps: int) -> np.ndarray:
@@ -99,43 +100,58 @@ def _sweep_arrays(rows: np.ndarray, sweeps: int) -> np.ndarray:
 
 
 def _sweep_floats(rows: np.ndarray, sweeps: int) -> np.ndarray:
-    """_sweep_arrays on Python floats, frame by frame within each sweep: each row's sum taken in
-    the order numpy's takes it over two or more frames (0 + a0 l0 + a1 l1 + ... + ask), so the
-    same bits there. A frame whose sweep moved nothing is left out of the later sweeps (they
-    would move nothing again)."""
+    """_sweep_arrays on Python floats, frame by frame: each row's sum taken in the order numpy's
+    takes it over two or more frames (0 + a0 l0 + a1 l1 + ... + ask), so the same bits there. A frame
+    whose sweep moved nothing is left out of the later sweeps (they would move nothing again).
+    Each frame sweeps on its own up to the next sweep where it moved no multiplier by CONVERGED
+    (_frame_sweeps); the sweeps stop where every frame still sweeping did, as the numpy sweeps do:
+    frames behind that sweep go on to it, and no frame ever sweeps past it."""
     count = rows.shape[0]
-    asks = rows.transpose(2, 0, 1).tolist()  # (R, K, K + 1)
-    lam = [[0.0] * count for _ in asks]
-    live = list(zip(asks, lam))
-    sweep = _frame_sweep(count)
-    for _ in range(sweeps):
-        if not live:
+    run = _frame_sweeps(count)
+    frames = rows.transpose(2, 0, 1).tolist()  # (R, K, K + 1)
+    state = [(0,) + (0.0,) * count for _ in frames]  # (sweeps done, multipliers...)
+    dropped = [False] * len(frames)
+    at = 1  # no sweep before this one moved every frame's multipliers by less than CONVERGED
+    while True:
+        for r, frame in enumerate(frames):
+            if state[r][0] < at and not dropped[r]:
+                state[r], dropped[r] = run(frame, state[r], at, sweeps, CONVERGED)
+        reached = max([at] + [done[0] for done in state])
+        if reached == at:  # every frame still sweeping there is settled: the numpy sweeps stop after it
             break
-        changes = [sweep(frame, multipliers) for frame, multipliers in live]
-        if max(changes) < CONVERGED:
-            break
-        # a sweep that moved a frame's multipliers not at all moves them no more: that frame is done
-        live = [entry for entry, change in zip(live, changes) if change > 0.0]
+        at = reached
+    lam = [done[1:] for done in state]
     # laid out as the numpy sweeps' (contiguous rows): dx's einsum rounds by its operand's layout
-    return np.ascontiguousarray(np.array(lam).T.reshape(count, len(asks)))
+    return np.ascontiguousarray(np.array(lam, dtype=float).reshape(len(frames), count).T)
 
 
-_SWEEPS: dict = {}  # pair count -> its frame sweep (_frame_sweep)
+_SWEEPS: dict = {}  # pair count -> its frame's sweeps (_frame_sweeps)
 
 
-def _frame_sweep(count: int):
-    """sweep(frame, multipliers) -> how far they moved: one sweep over a frame's `count` pairs (rows
-    `frame`, K lists of K + 1), multipliers in place, each row's sum 0 + a0 l0 + ... + ask in that order.
-    Written out for the pair count once (no loops: half the time of the loop over zip, the same
-    sums in the same order, so the same bits; a step's sweeps are Python's overhead, not arithmetic)."""
+def _frame_sweeps(count: int):
+    """run(frame, state, at, sweeps, converged) -> (state, dropped): one frame's sweeps over its
+    `count` pairs (rows `frame`, K lists of K + 1) from state (sweeps done, multipliers...) until a
+    sweep from `at` on moves no multiplier by `converged`, one moves nothing (dropped) or `sweeps`
+    are done. Each row's sum 0 + a0 l0 + ... + ask in that order, its own multiplier's term (a zero
+    entry times a finite l >= 0: +0.0, which changes no sum that is not -0.0, and 0.0 + x never is)
+    left out. Written out for the pair count once, rows and multipliers as local names: a step's
+    sweeps are Python's overhead, not arithmetic (the same sums in the same order: the same bits)."""
     if count not in _SWEEPS:
-        lines = ["def sweep(frame, multipliers):", "    change = 0.0"]
+        names = [[f"a{k}_{j}" for j in range(count + 1)] for k in range(count)]
+        lam = "".join(f"l{k}, " for k in range(count))
+        lines = ["def run(frame, state, at, sweeps, converged):",
+                 "    " + "".join(f"({', '.join(row)},), " for row in names) + "= frame",
+                 f"    done, {lam}= state",
+                 "    while done < sweeps:", "        change = 0.0"]
         for k in range(count):
-            total = " + ".join(f"ask[{j}] * multipliers[{j}]" for j in range(count))
-            lines += [f"    ask = frame[{k}]", f"    total = 0.0 + {total} + ask[{count}]",
-                      "    new = total if total > 0.0 else 0.0", f"    moved = abs(new - multipliers[{k}])",
-                      "    if moved > change:", "        change = moved", f"    multipliers[{k}] = new"]
+            total = "".join(f" + {names[k][j]} * l{j}" for j in range(count) if j != k)
+            lines += [f"        total = 0.0{total} + {names[k][count]}",
+                      "        new = total if total > 0.0 else 0.0", f"        moved = abs(new - l{k})",
+                      "        if moved > change:", "            change = moved", f"        l{k} = new"]
+        lines += ["        done += 1", "        if not change > 0.0:", f"            return (done, {lam}), True",
+                  "        if change < converged and done >= at:", f"            return (done, {lam}), False",
+                  f"    return (done, {lam}), False"]
         scope: dict = {}
-        exec("\n".join(lines + ["    return change"]), scope)  # noqa: S102 - code built from integers only
-        _SWEEPS[count] = scope["sweep"]
+        exec("\n".join(lines), scope)  # noqa: S102 - code built from integers only
+        _SWEEPS[count] = scope["run"]
     return _SWEEPS[count]

@@ -217,8 +217,7 @@ class SeparationTerm:
             poses = placed.poser(q, root, placed.known)
             ends, centre, hulls = placed.ends, placed.centre, placed.hulls
             self._place(placed.moving, poses, ends, centre, hulls)
-        a, b = self._body_pairs[:, 0], self._body_pairs[:, 1]
-        apart = (_norm(centre[a] - centre[b]) - self._pair_radius).T  # (F, P)
+        apart = _apart(centre, self._body_pairs, self._pair_radius)  # (F, P)
         dist = apart[:, self._owner] if dense else None
         f, pair = np.nonzero(apart < within)
         counts = self._counts[pair]
@@ -226,7 +225,8 @@ class SeparationTerm:
         entry = np.repeat(np.arange(len(f)), counts)
         p = self._grouped[self._starts[pair][entry] + np.arange(counts.sum()) - begin[entry]]
         f = f[entry]
-        middle = 0.5 * (ends[:, 0] + ends[:, 1])  # the capsules' bounding spheres' centres
+        middle = ends[:, 0] + ends[:, 1]  # the capsules' bounding spheres' centres (halved in place: one array)
+        middle *= 0.5
         a, b = self._local[p, 0], self._local[p, 1]
         gap = middle[a, :, f] - middle[b, :, f]  # (K, 3)
         spheres = np.sqrt(dot(gap, gap)) - self._half_pair[0][p] - self._half_pair[1][p]
@@ -420,9 +420,18 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                      a[..., 0, :] * b[..., 1, :] - a[..., 1, :] * b[..., 0, :]], axis=-2)
 
 
-def _norm(vectors: np.ndarray) -> np.ndarray:
-    """Lengths (N, F) of vectors (N, 3, F)."""
-    return np.sqrt(vectors[:, 0] ** 2 + vectors[:, 1] ** 2 + vectors[:, 2] ** 2)
+def _apart(centre: np.ndarray, pairs: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """(F, P) the distances of body pairs' (P, 2) centres (B, 3, F) less their summed radii `reach` (P, 1):
+    sqrt((x^2 + y^2) + z^2), in place on one gathered array (a look over a clip's frames holds
+    (P, 3, F) arrays of megabytes: each one fewer is one allocation and its pages fewer)."""
+    gap = centre[pairs[:, 0]]
+    gap -= centre[pairs[:, 1]]
+    np.square(gap, out=gap)
+    apart = gap[:, 0] + gap[:, 1]
+    apart += gap[:, 2]
+    np.sqrt(apart, out=apart)
+    apart -= reach
+    return apart.T
 
 
 def _ancestors(tree: KinematicTree, link: int) -> list[int]:

@@ -95,12 +95,16 @@ def _turned(cols: np.ndarray, axis: np.ndarray, principal: int, angle: np.ndarra
     out = np.empty_like(cols)
     if principal >= 0:
         i, j = (principal + 1) % 3, (principal + 2) % 3
-        c, s = np.cos(angle), np.sin(angle) * axis[principal]
+        c, s = np.cos(angle), np.sin(angle)
         out[principal] = cols[principal]
         np.multiply(c, cols[i], out=out[i])
-        out[i] += s * cols[j]
         np.multiply(c, cols[j], out=out[j])
-        out[j] -= s * cols[i]
+        if axis[principal] > 0.0:
+            out[i] += s * cols[j]
+            out[j] -= s * cols[i]
+        else:  # about -x, -y or -z: a + (-s) b is a - s b to the bit, one product fewer
+            out[i] -= s * cols[j]
+            out[j] += s * cols[i]
         return out
     local = axis_angle_to_matrix(axis, angle)  # (F, 3, 3)
     for k in range(3):

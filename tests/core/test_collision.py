@@ -945,9 +945,9 @@ def test_steady_bumps_hold_every_fix_and_are_smooth():
 
 def test_dual_sweeps_on_floats_are_numpys_bits(monkeypatch):
     """The dual's sweeps on Python floats (few frames) give the numpy sweeps' multipliers to the
-    bit over two or more frames (the same sums in the same order; frames settled early left out),
-    and within rounding on one frame (numpy sums its row in SIMD lanes there); the step dx too,
-    whichever sweeps ran (the multipliers laid out alike: its einsum rounds by layout)."""
+    bit over two or more frames (the same sums in the same order; frames settled early left out; a
+    frame swept on its own stops on the sweep where the numpy sweeps stop), and within rounding on
+    one frame (numpy sums its row in SIMD lanes there); the step dx too, whichever sweeps ran (the multipliers laid out alike: its einsum rounds by layout)."""
     from core.chains import dual
 
     rng = np.random.default_rng(11)
@@ -964,7 +964,7 @@ def test_dual_sweeps_on_floats_are_numpys_bits(monkeypatch):
             diag = np.maximum(np.einsum("kkr->kr", m), 1e-12)
             rows = np.concatenate([-m / diag[:, None], (need.T / diag)[:, None]], axis=1)
             rows[np.arange(pairs), np.arange(pairs)] = 0.0
-            for sweeps in (1, 5, 24):
+            for sweeps in (1, 5, 24, 400):  # 400: frames settle on different sweeps, the sweeps stop on all
                 arrays, floats = dual._sweep_arrays(rows, sweeps), dual._sweep_floats(rows, sweeps)
                 if frames > 1:
                     assert np.array_equal(arrays, floats)

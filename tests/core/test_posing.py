@@ -48,3 +48,22 @@ def test_poser_gives_the_trees_link_poses_and_keeps_known_ones(tree):
     # some frames of a pose
     np.testing.assert_array_equal(poses[leaf][[2, 5]].pos, poses[leaf].pos[:, [2, 5]])
 
+
+
+def test_joints_about_negative_axes_pose_as_the_tree_does():
+    """A joint about -x, -y or -z (neither robot has one) turns its link as the tree's forward
+    kinematics does, and as the joint about +x, +y or +z turned the other way, to the bit."""
+    flipped = KinematicTree(parse_urdf(ROBOTS["g1"]))
+    plain = KinematicTree(parse_urdf(ROBOTS["g1"]))
+    turned = [link for link in range(1, len(flipped.link_names))
+              if flipped.qindex[link] >= 0 and np.abs(flipped.axes[link]).max() == 1.0]
+    flipped.axes[turned] *= -1.0
+    q, root = _postures(plain, 30, 7)
+    links = list(range(1, len(plain.link_names)))
+    poses = Poser(flipped, links)(q, root)
+    expected = flipped.poses(q, root, links)
+    back = Poser(plain, links)(-q, root)
+    for link in links:
+        np.testing.assert_allclose(poses[link].cols.transpose(2, 1, 0), expected[link][:, :3, :3], atol=1e-12)
+        np.testing.assert_allclose(poses[link].pos.T, expected[link][:, :3, 3], atol=1e-12)
+        np.testing.assert_array_equal(poses[link].cols, back[link].cols)
