@@ -100,10 +100,13 @@ def _into(points: np.ndarray, shrunk: list[tuple[np.ndarray, np.ndarray] | None]
             continue
         pairs = list(zip(*edges))
         for _ in range(4):  # onto each violated edge in turn: a few sweeps settle on a convex polygon
+            before = p.tobytes()
             for n, b in pairs:  # np.clip(x, 0.0, None) is np.maximum(x, 0.0) behind a Python wrapper
                 miss = p @ n
                 miss -= b
                 p -= np.maximum(miss, 0.0, out=miss)[:, None] * n
+            if p.tobytes() == before:  # a sweep that left every bit (-0.0 too) would repeat itself: settled
+                break
         out[rows] = p
     return out
 

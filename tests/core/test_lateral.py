@@ -142,3 +142,17 @@ def test_the_first_solve_starts_from_its_blocks_optimum(monkeypatch):
     monkeypatch.setattr(lateral, "_block_basis", lambda *args: None)
     again = plan_path(target, PERIOD_S, HEIGHT_M, 1e-3, constraints, order=4, excess_weight=1e4)
     assert np.abs(warm.com - again.com).max() < 1e-9
+
+
+def test_samples_sharing_a_polygon_get_the_rows_of_each_its_own():
+    """support_constraints shrinks a polygon the samples share once: the rows and bounds are those of every
+    sample given its own copy (a narrow sole too, whose shrink follows its width)."""
+    target, polygons, side = _steps(120)
+    narrow = np.array([[-0.05, -0.012], [0.05, -0.012], [0.05, 0.012], [-0.05, 0.012]])
+    shared = [narrow if k % 3 == 0 else p for k, p in enumerate(polygons)]
+    op = zmp_operator(len(target), PERIOD_S, HEIGHT_M)
+    for width_share in (None, 0.9):
+        once = support_constraints(shared, op, 0.012, width_share)
+        each = support_constraints([p.copy() for p in shared], op, 0.012, width_share)
+        assert len(once.bound) == 4 * len(shared) and once.bound.tobytes() == each.bound.tobytes()
+        assert (once.rows != each.rows).nnz == 0 and once.rows.data.tobytes() == each.rows.data.tobytes()
