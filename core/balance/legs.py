@@ -50,6 +50,10 @@ class LegIK:
     neutral: np.ndarray | None = None  # (n,) the robot as built, its legs standing straight (core.retarget.neutral.
     #                                    neutral_legs; None: the zero pose), from which the knee bends
 
+    def built(self, dof: int) -> np.ndarray:
+        """(dof,) the joints as built: neutral, or the zero pose where none is given."""
+        return np.zeros(dof) if self.neutral is None else self.neutral
+
     @property
     def straight_knee(self) -> float:
         """The knee's angle with the leg standing straight (radians)."""
@@ -108,7 +112,7 @@ def _knee(tree: KinematicTree, leg: LegIK) -> tuple[int, float]:
     """The column and bent angle of the joint that brings the foot closest to the hip when it
     turns KNEE_BEND_RAD (either way, inside its limits) from the leg standing straight: the leg's knee."""
     best = (np.inf, -1, 0.0)
-    built = np.zeros(tree.dof) if leg.neutral is None else leg.neutral
+    built = leg.built(tree.dof)
     for col in leg.columns:
         for angle in (-KNEE_BEND_RAD, KNEE_BEND_RAD):
             q = built[None].copy()
@@ -330,7 +334,7 @@ def leg_length(tree: KinematicTree, leg: LegIK) -> float:
     if leg.knee >= 0:
         lower, upper = tree.lower[leg.knee], tree.upper[leg.knee]
         if np.isfinite(lower) and np.isfinite(upper):
-            q = np.zeros((41, tree.dof)) if leg.neutral is None else np.repeat(leg.neutral[None], 41, axis=0)
+            q = np.repeat(leg.built(tree.dof)[None], 41, axis=0)
             q[:, leg.knee] = np.linspace(lower, upper, 41)
             poses = tree.poses(q, None, [leg.hip, leg.foot])
             lengths.append(float(np.linalg.norm(poses[leg.foot][:, :3, 3] - poses[leg.hip][:, :3, 3], axis=1).max()))

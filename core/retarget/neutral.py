@@ -72,11 +72,6 @@ class LegMarks:
     sole: np.ndarray  # (3,) in the ankle link's frame
 
     @classmethod
-    def of(cls, tree: KinematicTree, plan, axes: np.ndarray) -> "LegMarks | None":
-        """The marks of a leg chain's plan (core.retarget.chain_plans.ChainPlan); None as `on`."""
-        return cls.on(tree, plan.robot.paths[0].links, plan.mapping.robot_landmarks, axes)
-
-    @classmethod
     def on(cls, tree: KinematicTree, links: list[int], landmarks: list[str] | None,
            axes: np.ndarray) -> "LegMarks | None":
         """The marks of the leg chain's links (its base down to its tip) and robot_landmarks; None

@@ -42,6 +42,11 @@ def _variant(robot, tmp_path: Path, name: str = "variant") -> KinematicTree:
     return KinematicTree(parse_urdf(RV.write_urdf(robot, tmp_path / f"{name}.urdf")))
 
 
+def _marks(tree, plan, axes):
+    """A leg chain plan's LegMarks."""
+    return N.LegMarks.on(tree, plan.robot.paths[0].links, plan.mapping.robot_landmarks, axes)
+
+
 @pytest.mark.parametrize("robot", sorted(STRAIGHT))
 def test_legs_that_zero_straight_keep_their_zero_pose(robot, motion):
     """The zero pose's lean (the G1's thighs 0.0004 deg: its knee is 2 micrometres off the line under
@@ -50,7 +55,7 @@ def test_legs_that_zero_straight_keep_their_zero_pose(robot, motion):
     neutral, legs = _neutral(motion, tree)
     assert len(legs) == 2
     for plan, axes in legs:
-        marks = N.LegMarks.of(tree, plan, axes)
+        marks = _marks(tree, plan, axes)
         assert marks is not None
         lean = np.degrees(np.arcsin(np.abs(marks.lean(tree, np.zeros((1, tree.dof)), axes)))).max()
         assert lean < 0.01 * N.STRAIGHT_DEG
@@ -70,7 +75,7 @@ def test_legs_zeroed_in_a_crouch_get_the_straight_neutral(shifts, motion, tmp_pa
     assert np.abs(expected[legs_moved] - shift[legs_moved]).min() > 0.1  # the variant's zero pose is no neutral
     np.testing.assert_allclose(neutral + shift, expected, rtol=0, atol=2e-5)
     for plan, axes in legs:
-        marks = N.LegMarks.of(tree, plan, axes)
+        marks = _marks(tree, plan, axes)
         assert np.abs(marks.lean(tree, neutral[None], axes)).max() < 1e-9
 
 
@@ -88,5 +93,5 @@ def test_a_straight_leg_past_its_knee_limit_stops_at_the_limit(motion, tmp_path)
     assert np.array_equal(neutral[knees], [-0.2, -0.2])
     hips = [tree.joint_names.index(f"{side}_hip_pitch_joint") for side in ("left", "right")]
     np.testing.assert_allclose(neutral[hips], 0.3, atol=1e-4)  # the thigh still hangs straight down
-    others = [i for i in range(tree.dof) if not any(i in N.LegMarks.of(tree, p, a).columns for p, a in legs)]
+    others = [i for i in range(tree.dof) if not any(i in _marks(tree, p, a).columns for p, a in legs)]
     np.testing.assert_allclose(neutral[others], _neutral(motion, g1)[0][others], rtol=0, atol=1e-9)
