@@ -132,15 +132,8 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         with stages("separate"):
             keep_apart(tree, plans, q, root, targets, settings, apart, motion.fps)
     with stages("report"):
-        if figures:
-            report = _report(motion, tree, plans, targets, q, raw, root, stages.seconds["solve"], warnings)
-            measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
-            report.update(_figures(motion, tree, plans, report["chains"], legs, q, root, measured, planted is not None,
-                                   pairs, apart, warnings))
-        else:
-            report = {"source": motion.name, "robot": tree.robot.name, "frames": int(len(q)),
-                      "fps": float(motion.fps), "warnings": warnings}
-        _mapping_report(report, motion, robot, mapping, root_scale, warnings)
+        report = _bake_report(motion, tree, robot, mapping, plans, targets, legs, q, raw, root, root_scale, flags,
+                              planted is not None, pairs, apart, stages.seconds["solve"], warnings, figures)
     report.update(stages.report(len(q)))
     unplanted = None
     if free is not None:
@@ -149,6 +142,22 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     progress(1.0, "done")
     return RetargetResult(robot.joint_names, *_urdf_root(robot, tree, rerooted, q, root), motion.fps, report,
                           unplanted)
+
+
+def _bake_report(motion, tree, robot, mapping, plans, targets, legs, q, raw, root, root_scale, flags,
+                 planted: bool, pairs, apart, solve_s: float, warnings: list[str], figures: bool) -> dict:
+    """The bake's report: the fit, contact, viewer and collision figures (figures: False keeps the
+    source, robot, frames and warnings only, for a caller that uses the motion alone), then the mapping."""
+    if figures:
+        report = _report(motion, tree, plans, targets, q, raw, root, solve_s, warnings)
+        measured = flags if flags is not None else resolve_contacts("auto", motion, mapping, [])
+        report.update(_figures(motion, tree, plans, report["chains"], legs, q, root, measured, planted,
+                               pairs, apart, warnings))
+    else:
+        report = {"source": motion.name, "robot": tree.robot.name, "frames": int(len(q)),
+                  "fps": float(motion.fps), "warnings": warnings}
+    _mapping_report(report, motion, robot, mapping, root_scale, warnings)
+    return report
 
 
 def _plan(motion: SourceMotion, tree: KinematicTree, mapping: Mapping, settings: RetargetSettings,
