@@ -170,6 +170,8 @@ class SeparationTerm:
         self._short_first = axis[:, 0] <= axis[:, 1]
         self._bound_less = axis.min(axis=1) + model.radius[caps].sum(axis=1)
         self._capsules_only = not (self._hull_slot >= 0).any()  # hull proxies have no axis
+        # ... but a smooth trunk proxy's capsule row bounds it (and holds no search to keep): the axis bound holds
+        self._axis_bound = self._capsules_only or model.hull_planes is not None
 
     def placed(self, still: dict, frames: int) -> "Placed":
         """The capsules of the links in `still` (poses over `frames` frames, still_poses) put in the
@@ -234,7 +236,7 @@ class SeparationTerm:
             dist[f, p] = spheres
         keep = np.flatnonzero(spheres < within)  # positions: each array below is picked without a mask's scan
         f, p, a, b = f[keep], p[keep], a[keep], b[keep]
-        if not dense and self._capsules_only:  # no (F, Q) array asked: an entry beyond `within` is dropped anyway
+        if not dense and self._axis_bound:  # no (F, Q) array asked: an entry beyond `within` is dropped anyway
             keep = np.flatnonzero(~self._beyond(ends, middle, f, p, a, b, within))
             f, p, a, b = f[keep], p[keep], a[keep], b[keep]
         slot = self._hull_slot

@@ -137,7 +137,7 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
     near = exact < within
     if model.hull_planes is not None:
         _smooth_entries(model, capsules, ends, hull_world, near & (hull_a != hull_b), hull_a,
-                        (exact, ca, cb, normal))
+                        (exact, ca, cb, normal), within)
         return exact, ca, cb, normal, simplex
     for kind_a, kind_b in ((True, False), (False, True), (True, True)):
         rows = np.flatnonzero((hull_a == kind_a) & (hull_b == kind_b) & near)
@@ -168,11 +168,11 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
 
 
 def _smooth_entries(model, capsules: np.ndarray, ends: np.ndarray, hull_world, rows: np.ndarray, first: np.ndarray,
-                    out: tuple) -> None:
+                    out: tuple, within: float = np.inf) -> None:
     """proxy_distance's entries `rows` (K,) between a capsule and a smooth trunk proxy
     (core.collision.smooth), the proxy first where `first`: their distances, points and normals
     written into out (exact, ca, cb, normal). Two smooth proxies keep their bounding capsules'
-    distance (a lower bound: each bounding capsule holds its proxy)."""
+    distance (a lower bound: each bounding capsule holds its proxy). Beyond `within`, a lower bound."""
     exact, ca, cb, normal = out
     for side in (0, 1):
         picked = np.flatnonzero(rows & (first if side == 0 else ~first))
@@ -180,7 +180,7 @@ def _smooth_entries(model, capsules: np.ndarray, ends: np.ndarray, hull_world, r
             continue
         other = capsules[picked, 1 - side]
         gap, on_capsule, on_proxy, away = capsule_to_smooth(hull_world(picked, side), model.hull[capsules[picked, side]],
-                                                            model, ends[picked, 1 - side], model.radius[other])
+                                                            model, ends[picked, 1 - side], model.radius[other], within)
         exact[picked] = gap
         if side == 0:  # the normal points from the second (the capsule) toward the first
             ca[picked], cb[picked], normal[picked] = on_proxy, on_capsule, -away
