@@ -35,6 +35,9 @@ __all__ = ["LINE_WEIGHT", "PULL_WEIGHT", "_limb_line", "_limb_metric", "_line_co
            "room_in_time", "separate_chain", "separate_chains"]
 
 SEPARATION_PASSES = 3  # separation passes followed by the ramp in time and the rate limit
+SAMPLED_PASSES = 2  # the same on the frames 1 / SAMPLE_HZ apart that the steady room starts from: it low-passes the
+#                    room and fixes every frame that leaves inside, so a third pass's few frames are redone there
+#                    (G1 / H1 walk and hop: the third pass found no frame inside, the same joints to the bit)
 FIX_STEPS = 3  # linearised corrections per fix pass: a frame its neighbours' reach holds inside stays so
 FIX_PASSES = 4  # then passes within each frame's neighbours' reach (the rate limit keeps them)
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
@@ -126,13 +129,13 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
 
 def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step: np.ndarray,
                    every: int) -> np.ndarray:
-    """_keep_apart (its passes, no fixes) on every `every`-th frame and the last, the change from
+    """_keep_apart (SAMPLED_PASSES passes, no fixes) on every `every`-th frame and the last, the change from
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
     fraction of the frame-steps (docs/history/self_collision.md)."""
     sample = _samples(len(shape), every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
-                         fixes=False) - shape[sample]
+                         SAMPLED_PASSES, fixes=False) - shape[sample]
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
 
 
