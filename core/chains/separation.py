@@ -51,6 +51,9 @@ DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (docs/history/self_collision.md: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
 #                            (docs/history/self_collision.md: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
+WHOLE_OUT_STEPS = 6  # corrections out of reach again after the whole steps: a row they do not bring out is put back
+#                     where it was before the whole steps (_keep_cheaper), as after ten; the 7th to 10th moved 1-3 rows
+#                     a call, centimetres deep at the trust region (session 28, 10 before: G1 walk / hop 2 calls fewer)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (docs/history/self_collision.md: the third's cost 5 %, cleared none)
 DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
@@ -351,7 +354,8 @@ class _Corrections:
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
         each from where the last landed (known: the first one's gradient entries, see step); on a limb
-        then WHOLE_STEPS toward its least whole change (_whole_step) and out of reach again from there."""
+        then WHOLE_STEPS toward its least whole change (_whole_step) and out of reach again from there
+        (up to WHOLE_OUT_STEPS corrections)."""
         live = np.arange(len(self.rows)) if live is None else live
         every = live
         for _ in range(self.steps):
@@ -366,7 +370,7 @@ class _Corrections:
             live = self._whole_step(out, live)
             moved.append(live)
         live = np.unique(np.concatenate(moved))  # out of reach again from where they went
-        for _ in range(self.steps):
+        for _ in range(min(self.steps, WHOLE_OUT_STEPS)):
             if len(live) == 0:
                 break
             live = self.step(out, live)
