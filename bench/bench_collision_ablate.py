@@ -28,13 +28,13 @@ import numpy as np  # noqa: E402
 
 import clips  # noqa: E402  (puts the repository on the path)
 from core import collision  # noqa: E402
-from core.chains import coherence, separation, steady  # noqa: E402
+from core.chains import coherence, separation, steady, switches  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
 from core.retarget import auto_map, retarget  # noqa: E402
 from bench_collision_stages_ab import _timed  # noqa: E402  (a part's CPU added up, not nested)
 
-S, C, T = separation, coherence, steady
+S, C, T, W = separation, coherence, steady, switches
 VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "base": (),
     "no-runs": ((S, "ONE_ANSWER_PER_RUN", False),),
@@ -62,6 +62,18 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "no-whole+passes-1": ((S, "WHOLE_PASSES", 0), (S, "SEPARATION_PASSES", 1)),
     "no-runs+no-whole+passes-1": ((S, "ONE_ANSWER_PER_RUN", False), (S, "WHOLE_PASSES", 0),
                                   (S, "SEPARATION_PASSES", 1)),
+    # session 28 (the defaults since: LIMB_TRIES False, SAMPLED_PASSES 2)
+    "limb-tries": ((C, "LIMB_TRIES", True),),  # a limb's runs tried whole on the other answer (before session 28)
+    "sampled-passes-3": ((S, "SAMPLED_PASSES", 3),),  # three passes on the sampled frames (before session 28)
+    "sampled-passes-1": ((S, "SAMPLED_PASSES", 1),),
+    "whole-passes-1": ((S, "WHOLE_PASSES", 1),),
+    "detour-steps-4": ((S, "DETOUR_STEPS", 4),),  # the G1 hop's detour ends out: no finish
+    "switch-aim-4mm": ((W, "SWITCH_AIM_M", 0.004),),
+    "linear-steps-6": ((S, "LINEAR_STEPS", 6),),
+    "linear-steps-8": ((S, "LINEAR_STEPS", 8),),
+    "aim-2mm": ((S, "AIM_M", 0.002),),
+    "step-0.5": ((S, "STEP_RAD", 0.5),),
+    "inside-2mm": ((T, "INSIDE_M", 0.002),),
 }
 PARTS = ("chains.separation:one_answer_per_run", "chains.separation:_steady")
 

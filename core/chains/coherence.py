@@ -44,6 +44,10 @@ AGAINST_RAD = 0.1  # a frame's change this far from its run's median, the other 
 GIVE_UP_SHARE = 1.1  # a run's retry stops before its last corrections once its frames against number this
 #                      share of the count to beat (G1 hop: 243 and 186 there, 235 and 170 at the end, to beat 180, 154)
 TRIAL_EVERY = 3  # a limb's run tried whole on the other answer tries every this many of its close frames first
+LIMB_TRIES = False  # a limb's runs tried whole on the other answer at all: its whole steps already bring each frame
+#                    to the least whole change, and since the room is made on frames 1/30 s apart no try pays (G1
+#                    walk: every try put back; hop: the one kept moved the limbs 0.003 deg) for a quarter of the
+#                    step calls of the arm that tries (docs/history/self_collision.md, session 28)
 RESTART_COST_RATIO = 3.0  # a limb's frame on the clip's edge its run's answer makes this many times costlier keeps its
 #                           own (docs/notes/s25-edge.md: 2-5 the same on the G1; the walk's restarts 0.9x median, 2.8x p90)
 NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
@@ -57,8 +61,8 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
     where some frames still end on the other side (the median's answer cannot hold there) is
     tried whole on theirs (their median, where that is against the run's: frames off each their own
     way have no other answer, as the G1 hop's three runs), kept if fewer of its frames then end
-    against it (all such runs in the same steps: each frame's steps are its own; a limb's runs on a
-    sample of their frames first)."""
+    against it (all such runs in the same steps: each frame's steps are its own; a limb's runs only
+    with LIMB_TRIES, on a sample of their frames first)."""
     rows = correct.rows
     run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
     change = out[rows] - shape
@@ -73,6 +77,8 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
     _restart(correct, out, shape, consensus, [(against, np.inf)])
     if own is not None:
         _kept_where_cheaper(correct, out, ends, *own)
+    if correct.whole and not LIMB_TRIES:
+        return
     still = _against(out[rows] - shape, consensus)
     tries = []  # (members, frames against before) of the runs tried whole on the other answer
     for k in np.unique(run[still]):

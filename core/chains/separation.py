@@ -35,6 +35,9 @@ __all__ = ["LINE_WEIGHT", "PULL_WEIGHT", "_limb_line", "_limb_metric", "_line_co
            "room_in_time", "separate_chain", "separate_chains"]
 
 SEPARATION_PASSES = 3  # separation passes followed by the ramp in time and the rate limit
+SAMPLED_PASSES = 2  # the same on the frames 1 / SAMPLE_HZ apart that the steady room starts from: it low-passes the
+#                    room and fixes every frame that leaves inside, so a third pass's few frames are redone there
+#                    (G1 / H1 walk and hop: the third pass found no frame inside, the same joints to the bit)
 FIX_STEPS = 3  # linearised corrections per fix pass: a frame its neighbours' reach holds inside stays so
 FIX_PASSES = 4  # then passes within each frame's neighbours' reach (the rate limit keeps them)
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
@@ -48,6 +51,9 @@ DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
 WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (docs/history/self_collision.md: G1 walk limbs +1.30 -> +0.80 deg)
 WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
 #                            (docs/history/self_collision.md: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
+WHOLE_OUT_STEPS = 6  # corrections out of reach again after the whole steps: a row they do not bring out is put back
+#                     where it was before the whole steps (_keep_cheaper), as after ten; the 7th to 10th moved 1-3 rows
+#                     a call, centimetres deep at the trust region (session 28, 10 before: G1 walk / hop 2 calls fewer)
 WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (docs/history/self_collision.md: the third's cost 5 %, cleared none)
 DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
@@ -126,13 +132,13 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
 
 def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step: np.ndarray,
                    every: int) -> np.ndarray:
-    """_keep_apart (its passes, no fixes) on every `every`-th frame and the last, the change from
+    """_keep_apart (SAMPLED_PASSES passes, no fixes) on every `every`-th frame and the last, the change from
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
     fraction of the frame-steps (docs/history/self_collision.md)."""
     sample = _samples(len(shape), every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
-                         fixes=False) - shape[sample]
+                         SAMPLED_PASSES, fixes=False) - shape[sample]
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
 
 
@@ -348,7 +354,8 @@ class _Corrections:
     def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
         """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
         each from where the last landed (known: the first one's gradient entries, see step); on a limb
-        then WHOLE_STEPS toward its least whole change (_whole_step) and out of reach again from there."""
+        then WHOLE_STEPS toward its least whole change (_whole_step) and out of reach again from there
+        (up to WHOLE_OUT_STEPS corrections)."""
         live = np.arange(len(self.rows)) if live is None else live
         every = live
         for _ in range(self.steps):
@@ -363,7 +370,7 @@ class _Corrections:
             live = self._whole_step(out, live)
             moved.append(live)
         live = np.unique(np.concatenate(moved))  # out of reach again from where they went
-        for _ in range(self.steps):
+        for _ in range(min(self.steps, WHOLE_OUT_STEPS)):
             if len(live) == 0:
                 break
             live = self.step(out, live)

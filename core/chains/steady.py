@@ -18,7 +18,10 @@ from ..motion.filtering import butterworth_lowpass, rate_limit
 STEADY_CUTOFF_HZ = 6.0  # the room made is low-passed at the bake's own cutoff
 BUMP_S = 1 / 120  # a fix of frames the smoothing put inside is spread over this long (s) each side, twice
 BUMP_REACH = 1  # a fix is dilated over this many times BUMP_S before it is spread (_envelope)
-STEADY_ROUNDS = 8  # rounds of (fix the frames inside, spread the fix)
+STEADY_ROUNDS = 2  # rounds of (fix the frames inside, spread the fix): the first fixes nearly every frame (G1 walk: 162 and
+#                  101), a later one a few (5, 2, 1), which the detour windows after the rounds take as well (session 28,
+#                  8 before: G1 walk 100 -> 92 step calls, limbs +0.6915 -> +0.6929 deg, jerk 2,343 -> 2,318; the
+#                  hop and the H1 stall after two: the same joints)
 BLEND_TRIES = 3  # widenings of the blend back into the frame-by-frame answer
 INSIDE_M = 0.001  # a frame this far inside the margin is fixed
 BLEND_RAMP_M = 0.001  # a frame's weight toward the frame-by-frame answer grows from 0 at INSIDE_M to 1 this much

@@ -67,12 +67,22 @@ def test_a_run_whose_frames_are_off_each_their_own_way_is_not_tried_on_another_a
     assert correct.calls == [8]
 
 
-def test_a_run_whose_frames_off_it_share_an_answer_is_tried_on_it():
+def test_a_run_whose_frames_off_it_share_an_answer_is_tried_on_it(monkeypatch):
     """The same with five frames turning the first joint the other way and three the second: their
     median (-0.3, 0.3) is against the run's on the first joint, so the run is tried on it (on a
-    sample first), and put back as every frame ends where it was."""
+    sample first), and put back as every frame ends where it was (a limb's runs: with LIMB_TRIES)."""
+    import core.chains.coherence as coherence
+
+    monkeypatch.setattr(coherence, "LIMB_TRIES", True)
     correct = _run([((0.3, 0.3), 5), ((-0.3, 0.3), 5), ((0.3, -0.3), 3)])
     assert correct.calls[0] == 8 and len(correct.calls) > 1
+
+
+def test_a_limbs_run_is_not_tried_on_another_answer_by_default():
+    """The same run on a limb without LIMB_TRIES: its frames off the run's answer are started again
+    from it once, and the run is not tried whole on theirs (its whole steps already settle each frame)."""
+    correct = _run([((0.3, 0.3), 5), ((-0.3, 0.3), 5), ((0.3, -0.3), 3)])
+    assert correct.calls == [8]
 
 
 def _restarted_at(frame: int) -> np.ndarray:

@@ -802,7 +802,7 @@ def test_g1_hop_with_avoidance_leaves_no_frame_inside_where_a_run_switches_answe
 def test_g1_walk_runs_tried_on_a_sample_first_end_where_tried_whole(g1, walk, monkeypatch):
     """A limb's run of close frames tried on the other answer is tried on every third frame first
     (core/chains/coherence.py, _tried_first): the runs it goes on with end where trying them
-    whole put them, the others are put back as before, so the joints are those of trying every
+    whole put them, the others are put back as before (with coherence.LIMB_TRIES), so the joints are those of trying every
     run whole, for fewer frames started again (measured on the walk: the same joints to 3e-12 rad,
     378 frames started again against 448; 382 against 407 since the hands' free turn is held near
     neutral, session 19: how many it saves depends on which runs are tried). The hop's runs whose
@@ -821,6 +821,7 @@ def test_g1_walk_runs_tried_on_a_sample_first_end_where_tried_whole(g1, walk, mo
         return restart(correct, out, shape, consensus, groups)
 
     monkeypatch.setattr(coherence, "_restart", counted)
+    monkeypatch.setattr(coherence, "LIMB_TRIES", True)  # off by default (session 28)
     hop = load_bvh(ROOT / "tests/data/motion/cmu_131_03_hop.bvh").to_source_motion()
     starts, sample = {}, coherence.TRIAL_EVERY
     for name, motion in (("walk", walk), ("hop", hop)):
