@@ -169,8 +169,7 @@ class SeparationTerm:
         axis = 0.5 * np.linalg.norm(model.ends[caps, 1] - model.ends[caps, 0], axis=-1)  # (Q, 2) half axes
         self._short_first = axis[:, 0] <= axis[:, 1]
         self._bound_less = axis.min(axis=1) + model.radius[caps].sum(axis=1)
-        # hull and smooth proxies have no axis; a cut capsule is within its capsule
-        self._capsules_only = not (self._hull_slot >= 0).any() or model.cut_offset is not None
+        self._capsules_only = not (self._hull_slot >= 0).any()  # hull proxies have no axis
 
     def placed(self, still: dict, frames: int) -> "Placed":
         """The capsules of the links in `still` (poses over `frames` frames, still_poses) put in the
@@ -265,8 +264,8 @@ class SeparationTerm:
         """Where the hull distances of entries (frames f into placed's, pairs p) last ended their search
         (core.collision.convex.core_search), kept with the placed capsules over a correction's steps
         (each step looks again a little further on); with `simplex`, kept. None without hulls or placed."""
-        if placed is None or self.model.hull_faces is None:
-            return None  # only hull proxies search (not capsules, smooth trunk proxies nor cut capsules)
+        if placed is None or self._capsules_only or self.model.hull_planes is not None:
+            return None  # smooth trunk proxies start no search
         store, key = placed.searched, (placed.frames[f], p)
         if "size" not in store:  # vertex indices < HULL_VERTICES: int8
             shape = (store["frames"], len(self.capsules))

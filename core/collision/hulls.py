@@ -16,7 +16,6 @@ from scipy.spatial import ConvexHull, QhullError
 
 from ..model.kinematics import FIXED, KinematicTree
 from .convex import convex_distance, core_distance, face_normals
-from .cuts import cut_entries
 from .distance import segment_closest
 from .smooth import capsule_to_smooth
 
@@ -133,9 +132,6 @@ def proxy_distance(model, capsules: np.ndarray, ends: np.ndarray, hull_world, wi
         length[crossing] = np.linalg.norm(normal[crossing], axis=-1)
     normal = normal / length[:, None]
     if model.hull is None:
-        return exact, ca, cb, normal, simplex
-    if model.cut_offset is not None:
-        cut_entries(model, capsules, ends, hull_world, exact < within, (exact, ca, cb, normal))
         return exact, ca, cb, normal, simplex
     hull_a, hull_b = model.hull[a] >= 0, model.hull[b] >= 0
     near = exact < within

@@ -20,7 +20,6 @@ from ..model.kinematics import FIXED, KinematicTree
 from ..model.meshes import MeshError, load_mesh
 from ..model.transforms import rotate_points
 from ..model.mesh_paths import resolve_mesh_path
-from . import cuts
 from .fit import fit_capsules
 from .hulls import pad_hull, simplified_hull, smooth_trunk, trunk_links
 from .parts import BodyMesh, fit_body
@@ -46,8 +45,6 @@ class CollisionModel:
     hull_planes: np.ndarray | None = None  # (H, PLANES, 4) planes' normals and offsets in the link's frame
     hull_slope: np.ndarray | None = None  # (H, PLANES) each plane's slope deep inside
     hull_level: np.ndarray | None = None  # (H,) the level of the soft maximum that holds the mesh
-    # cut capsules instead (core.collision.cuts): hull_points are then each one's link origin and planes' normals
-    cut_offset: np.ndarray | None = None  # (H, CUTS) the planes' offsets in the link's frame
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The model as arrays (core.collision.store keeps them on disk)."""
@@ -107,8 +104,7 @@ class CollisionModel:
                          + poses[int(link)][:, None, :3, 3] for h, link in enumerate(links)], axis=1)
 
 
-_HULL_ARRAYS = ("hull", "hull_points", "hull_faces", "hull_radius", "hull_planes", "hull_slope", "hull_level",
-                "cut_offset")
+_HULL_ARRAYS = ("hull", "hull_points", "hull_faces", "hull_radius", "hull_planes", "hull_slope", "hull_level")
 
 
 def collision_model(tree: KinematicTree) -> CollisionModel:
@@ -153,9 +149,8 @@ def per_robot(tree: KinematicTree, attribute: str, cache: dict, build):
 
 
 def fit_model(tree: KinematicTree) -> CollisionModel:
-    links, names, owner, ends, radius, hulls, cut = [], [], [], [], [], [], []
+    links, names, owner, ends, radius, hulls = [], [], [], [], [], []
     trunk = trunk_links(tree)
-    cutting = cuts.CUTS and not trunk  # the hull or smooth trunk proxies (switches) are not cut
     for link in range(len(tree.link_names)):
         if link != 0 and tree.kind[link] == FIXED:
             continue
@@ -170,17 +165,12 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
             hulls.append((len(radius), hull))
         elif mesh is not None:
             fitted = fit_body(mesh)
-            points, radii = mesh.points, mesh.radii
         else:
             points, radii, missing = body_geometry(tree, link)
             fitted = fit_capsules(points, radii) if points is not None else []
-            if missing:
-                fitted, points = fitted + bone_capsules(tree, link), None  # no geometry to cut to
+            fitted += bone_capsules(tree, link) if missing else []
         if not fitted:
             continue
-        if cutting and hull is None and points is not None:
-            planes = cuts.cut_planes(fitted, points, radii)
-            cut += [(len(radius) + k, planes) for k in range(len(fitted))] if len(planes[0]) else []
         for a, b, r in fitted:
             owner.append(len(links))
             ends.append((a, b))
@@ -189,16 +179,9 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
         names.append(tree.link_names[link])
     model = CollisionModel(links, names, np.array(owner, dtype=int), np.array(ends, dtype=float).reshape(-1, 2, 3),
                            np.array(radius, dtype=float))
-    if cut:  # (HULL_PROXIES and SMOOTH_TRUNK leave no rows to cut)
-        hulls, count = cut, max(len(offsets) for _, (_, offsets) in cut)
     if hulls:
         model.hull = np.full(len(radius), -1)
         model.hull[[row for row, _ in hulls]] = np.arange(len(hulls))
-    if cut:
-        rows = [cuts.cut_points(normals, offsets, count) for _, (normals, offsets) in cut]
-        model.hull_points = np.array([points for points, _ in rows])
-        model.cut_offset = np.array([offsets for _, offsets in rows])
-        return model
     if hulls and smooth_trunk():
         model.hull_points = np.array([frame_points(fit["centre"]) for _, fit in hulls])
         model.hull_planes = np.array([fit["planes"] for _, fit in hulls])
