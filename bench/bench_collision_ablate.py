@@ -74,6 +74,8 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "descent+whole-1": DESCENT + ((S, "WHOLE_STEPS", 1),),
     "descent+whole-passes-1": DESCENT + ((S, "WHOLE_PASSES", 1),),
     "descent-steps-1+whole-passes-1": DESCENT + ((P, "DESCENT_STEPS", 1), (S, "WHOLE_PASSES", 1)),
+    "descent-steps-1+whole-passes-1+clear-1mm": DESCENT + ((P, "DESCENT_STEPS", 1), (S, "WHOLE_PASSES", 1),
+                                                           (P, "DESCENT_CLEAR_M", 0.001)),
     "descent-reach-1.0": DESCENT + ((S, "POLISH_ROOM_RAD", 1.0),),
     "descent-steps-6": DESCENT + ((P, "DESCENT_STEPS", 6),),
     "descent-clear-1mm": DESCENT + ((P, "DESCENT_CLEAR_M", 0.001),),
