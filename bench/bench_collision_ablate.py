@@ -4,13 +4,16 @@
 Per robot and clip, the bake without avoidance, today's pipeline and each variant (module constants
 set for its bake, put back after) interleaved, the order reversed every round, the least CPU time of
 `--repeats` rounds after one warm-up, one core. Per variant: colliding frames, the deepest overlap,
-the limbs' direction error over the bake without, the joints' jerk, the avoidance's own CPU (the
+the limbs' direction error over the bake without (all four, and each arm's), the joints' jerk, the avoidance's own CPU (the
 bake's less the bake's without), the CPU in one answer per run and in the steady room, the switch
 windows solved (detours and finish), the corrections' step calls and frame-steps (the passes' work, free of
 the load), and how far its joints are from today's (RMS, deg).
 
     .venv/bin/python bench/bench_collision_ablate.py [--repeats 3] [--robots g1,h1] [--clips walk,hop]
         [--variants base,no-runs,...]
+
+The descent-* variants (not run by default) turn on the descended polish (separation.POLISH_ROOM and
+POLISH_DESCENT) and change it or the passes: `--variants base,descent,descent-steps-2,descent-raw`.
 """
 from __future__ import annotations
 
@@ -28,13 +31,15 @@ import numpy as np  # noqa: E402
 
 import clips  # noqa: E402  (puts the repository on the path)
 from core import collision  # noqa: E402
-from core.chains import coherence, separation, steady, switches  # noqa: E402
+from core.chains import coherence, polish, separation, steady, switches  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
 from core.retarget import auto_map, retarget  # noqa: E402
 from bench_collision_stages_ab import _timed  # noqa: E402  (a part's CPU added up, not nested)
 
-S, C, T, W = separation, coherence, steady, switches
+S, C, T, W, P = separation, coherence, steady, switches, polish
+_POLISHED = S._polished
+DESCENT = ((S, "POLISH_ROOM", True), (S, "POLISH_DESCENT", True))  # the descended polish (core.chains.polish)
 VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "base": (),
     "no-runs": ((S, "ONE_ANSWER_PER_RUN", False),),
@@ -74,6 +79,24 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "aim-2mm": ((S, "AIM_M", 0.002),),
     "step-0.5": ((S, "STEP_RAD", 0.5),),
     "inside-2mm": ((T, "INSIDE_M", 0.002),),
+    # session 28, the descended polish (measured before s28-fewer's defaults)
+    "descent": DESCENT,
+    "descent-steps-1": DESCENT + ((P, "DESCENT_STEPS", 1),),
+    "descent-steps-2": DESCENT + ((P, "DESCENT_STEPS", 2),),
+    "descent+no-whole": DESCENT + ((S, "WHOLE_PASSES", 0),),
+    "descent+whole-1": DESCENT + ((S, "WHOLE_STEPS", 1),),
+    "descent+whole-passes-1": DESCENT + ((S, "WHOLE_PASSES", 1),),
+    "descent-steps-1+whole-passes-1": DESCENT + ((P, "DESCENT_STEPS", 1), (S, "WHOLE_PASSES", 1)),
+    "descent-steps-1+whole-passes-1+clear-1mm": DESCENT + ((P, "DESCENT_STEPS", 1), (S, "WHOLE_PASSES", 1),
+                                                           (P, "DESCENT_CLEAR_M", 0.001)),
+    "descent-reach-1.0": DESCENT + ((S, "POLISH_ROOM_RAD", 1.0),),
+    "descent-steps-6": DESCENT + ((P, "DESCENT_STEPS", 6),),
+    "descent-clear-1mm": DESCENT + ((P, "DESCENT_CLEAR_M", 0.001),),
+    "descent-clear-4mm": DESCENT + ((P, "DESCENT_CLEAR_M", 0.004),),
+    # the descent polished again from where its low-passed move left the room
+    "descent-twice": DESCENT + ((S, "_polished", lambda p, s, x, *args: _POLISHED(p, s, _POLISHED(p, s, x, *args), *args)),),
+    # diagnosis: each sampled frame's descent interpolated, not low-passed nor checked (may leave frames inside)
+    "descent-raw": DESCENT + ((S, "steady_gain", lambda y, better, *args: better),),
 }
 PARTS = ("chains.separation:one_answer_per_run", "chains.separation:_steady")
 
@@ -112,7 +135,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=lambda v: max(1, int(v)), default=3)  # at least one timed round
     parser.add_argument("--robots", default="g1,h1")
     parser.add_argument("--clips", default="walk,hop")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=",".join(v for v in VARIANTS if not v.startswith("descent")))
     args = parser.parse_args()
     spent, depth = defaultdict(float), defaultdict(int)
     for part in PARTS:
@@ -147,16 +170,24 @@ def _ablate(label: str, motion, tree, variants: list, repeats: int, spent: dict)
     off, base = results["off"].report, results["base"]
     print(f"{label}: off {best['off']:.3f} s CPU  limbs {off['limb_direction_error_deg']:.3f} deg  "
           f"jerk {off['jerk_after']:,.0f}  load {open('/proc/loadavg').read().split()[0]}", flush=True)
-    print(f"{'variant':<26} {'coll %':>6} {'worst cm':>8} {'limbs':>7} {'jerk':>6} {'own CPU':>7} {'runs':>5} "
+    print(f"{'variant':<26} {'coll %':>6} {'worst cm':>8} {'limbs':>7} {'L / R arm':>11} {'jerk':>6} {'own CPU':>7} {'runs':>5} "
           f"{'steady':>6} {'windows':>7} {'steps':>5} {'frame-steps':>11} {'RMS deg':>7}")
     for run in variants:
         report, used = results[run].report, parts[run]
         rms = np.degrees(np.sqrt(np.mean((results[run].q - base.q) ** 2)))
         print(f"{run:<26} {report['self_collision_pct']:6.2f} {100 * report['self_collision_worst']['depth_m']:8.2f} "
               f"{report['limb_direction_error_deg'] - off['limb_direction_error_deg']:+7.3f} "
+              f"{_arm(report, off, 'left'):+5.2f} {_arm(report, off, 'right'):+5.2f} "
               f"{report['jerk_after']:6,.0f} {best[run] - best['off']:7.3f} {used.get('one_answer_per_run', 0):5.3f} "
               f"{used.get('_steady', 0):6.3f} {int(used.get('windows', 0)):7d} "
               f"{int(used.get('steps', 0)):5d} {int(used.get('frame-steps', 0)):11d} {rms:7.3f}", flush=True)
+
+
+def _arm(report: dict, off: dict, side: str) -> float:
+    """An arm's limb direction error over the bake without avoidance (deg; nan where the report has no such limb)."""
+    name = f"{side}_arm"
+    by, without = report.get("limb_direction_error_by_limb", {}), off.get("limb_direction_error_by_limb", {})
+    return by[name] - without[name] if name in by and name in without else float("nan")
 
 
 if __name__ == "__main__":
