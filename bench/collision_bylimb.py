@@ -8,6 +8,7 @@ limb direction error and each limb's, the CPU of each bake, and the pairs that c
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -25,9 +26,12 @@ from core.retarget import auto_map, retarget  # noqa: E402
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("robot", nargs="?", default="g1", choices=sorted(clips.ROBOTS))
+    args = parser.parse_args()
     if os.environ.get("DESCENT"):
         separation.POLISH_ROOM = separation.POLISH_DESCENT = True
-    tree = KinematicTree(parse_urdf(clips.ROBOTS[sys.argv[1] if len(sys.argv) > 1 else "g1"]))
+    tree = KinematicTree(parse_urdf(clips.ROBOTS[args.robot]))
     collision_pairs(tree)
     for name, path in (("walk", clips.WALK), ("hop", clips.HOP)):
         motion = clips.load(path)
