@@ -129,14 +129,6 @@ def _derivatives(weight: np.ndarray, rise: np.ndarray, dphi: np.ndarray, along: 
     return first, np.einsum("km,km->k", weight, curve) - first * first / SHARP_M
 
 
-def _along(x: np.ndarray, along: np.ndarray, slope: np.ndarray, rest: np.ndarray):
-    """f (K,) and its first and second derivative along a segment (K,) from the planes' offsets
-    x_i (K, M) of points on it and n_i . d (K, M) (rest = 1 - a_i): soft_value's sums without the
-    gradient's product with the normals, which the search does not need."""
-    f, weight, rise, dphi = _terms(x, slope)
-    return (f,) + _derivatives(weight, rise, dphi, along, rest)
-
-
 def segment_least(a: np.ndarray, b: np.ndarray, planes: np.ndarray, slope: np.ndarray) -> np.ndarray:
     """Where (K,) on each segment a-b ((K, 3) each) f is least, as a fraction from a: f is convex
     along it, so its slope is increasing; a bracketed Newton search on the slope's zero, on the
@@ -204,11 +196,15 @@ class _Rows:
         return cls(start[counts], along[counts], slope[counts], np.take(normals, plane[counts], axis=0),
                    np.repeat(np.arange(len(counts)), counts.sum(axis=1)), counts.sum(axis=1), base)
 
-    def take(self, rows: np.ndarray) -> "_Rows":
-        """The rows `rows` (indices, ascending)."""
+    def _entries(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows' (indices, ascending) entries (E',), their counts and first entries among them."""
         counts = self.counts[rows]
         begin = np.cumsum(counts) - counts
-        entry = np.repeat(self.first[rows] - begin, counts) + np.arange(counts.sum())
+        return np.repeat(self.first[rows] - begin, counts) + np.arange(counts.sum()), counts, begin
+
+    def take(self, rows: np.ndarray) -> "_Rows":
+        """The rows `rows` (indices, ascending)."""
+        entry, counts, _ = self._entries(rows)
         return _Rows(self.start[entry], self.along[entry], self.slope[entry], np.take(self.normals, entry, axis=0),
                      np.repeat(np.arange(len(rows)), counts), counts, self.base[rows])
 
@@ -232,9 +228,7 @@ class _Rows:
 
     def gradient(self, share: np.ndarray, total: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """f's gradient (n, 3) on rows `rows` (n,) from `at`'s weights times phi_i' (E,) and sums (K,)."""
-        counts = self.counts[rows]
-        begin = np.cumsum(counts) - counts
-        entry = np.repeat(self.first[rows] - begin, counts) + np.arange(counts.sum())
+        entry, _, begin = self._entries(rows)
         return np.add.reduceat(share[entry, None] * np.take(self.normals, entry, axis=0), begin) / total[rows, None]
 
 
