@@ -93,15 +93,7 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
         r = g @ y - h
         return float(np.sum(np.maximum(lo * r, hi * r)) + 0.5 * square @ (r * r))
 
-    # start: the least-squares path (or none where g^T g is too ill-conditioned to factor), u at the middle
-    # of its box, z and w from its residuals
-    factor = _factor((band @ np.ones(m)).reshape(u + 1, n))
-    y = np.zeros(n) if factor is None else cho_solve_banded((factor, True), gt @ h, check_finite=False)
-    x = cap / 2.0  # u - lo
-    s = cap - x
-    r = g @ y - h
-    spread = max(float(np.abs(r).max()), 1e-12)
-    z, w = np.maximum(-r, 0.0) + 0.1 * spread, np.maximum(r, 0.0) + 0.1 * spread
+    y, x, s, z, w = _start(g, gt, band, u, h, cap)
     b = -(gt @ lo)
     best, best_f, since, iterations, dual = y, objective(y), 0, 0, x + lo
     best_gap, stop = float(x @ z + s @ w), "iterations"
@@ -115,14 +107,7 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
         if factor is None:
             stop = "singular"
             break
-        solve = lambda rxz, rsw: _direction(factor, g, gt, theta, theta + square, rp, rd, x, s, z, w, rxz, rsw)  # noqa: E731
-        dx, dy, dz, dw = solve(-x * z, -s * w)  # affine scaling
-        ap, ad = min(1.0, _longest(x, dx, s, -dx)), min(1.0, _longest(z, dz, w, dw))
-        mu_aff = (x + ap * dx) @ (z + ad * dz) + (s - ap * dx) @ (w + ad * dw)
-        mu = (mu_aff / gap) ** 3 * gap / (2 * m)
-        dx, dy, dz, dw = solve(mu - x * z - dx * dz, mu - s * w + dx * dw)  # centred and corrected
-        ap = min(1.0, STEP_SHARE * _longest(x, dx, s, -dx))
-        ad = min(1.0, STEP_SHARE * _longest(z, dz, w, dw))
+        dx, dy, dz, dw, ap, ad = _mehrotra(factor, g, gt, theta, square, rp, rd, x, s, z, w, gap)
         x, s = x + ap * dx, s - ap * dx
         y, z, w = y + ad * dy, z + ad * dz, w + ad * dw
         f = objective(y)
@@ -142,6 +127,39 @@ def minimise(g: sparse.csr_matrix, h: np.ndarray, lo: np.ndarray, hi: np.ndarray
             stop = "stall"
             break
     return Minimised(best, dual, best_f, iterations, stop, best_gap / (1.0 + abs(best_f)))
+
+
+def _start(g: sparse.csr_matrix, gt: sparse.csr_matrix, band: sparse.csr_matrix, u: int, h: np.ndarray,
+           cap: np.ndarray) -> tuple:
+    """(y, x, s, z, w) the interior point starts from: y on the least-squares path (none where g^T g is too
+    ill-conditioned to factor), u at the middle of its box (x = u - lo, s = hi - u), z and w from y's residuals."""
+    m, n = g.shape
+    factor = _factor((band @ np.ones(m)).reshape(u + 1, n))
+    y = np.zeros(n) if factor is None else cho_solve_banded((factor, True), gt @ h, check_finite=False)
+    x = cap / 2.0
+    s = cap - x
+    r = g @ y - h
+    spread = max(float(np.abs(r).max()), 1e-12)
+    z, w = np.maximum(-r, 0.0) + 0.1 * spread, np.maximum(r, 0.0) + 0.1 * spread
+    return y, x, s, z, w
+
+
+def _mehrotra(factor: np.ndarray, g: sparse.csr_matrix, gt: sparse.csr_matrix, theta: np.ndarray,
+              square: np.ndarray, rp: np.ndarray, rd: np.ndarray, x: np.ndarray, s: np.ndarray, z: np.ndarray,
+              w: np.ndarray, gap: float) -> tuple:
+    """(dx, dy, dz, dw, primal step, dual step): Mehrotra's predictor-corrector, the affine-scaling direction
+    first, then the centred and corrected one (its centring from how far the affine step closes the gap)."""
+    def solve(rxz, rsw):
+        return _direction(factor, g, gt, theta, theta + square, rp, rd, x, s, z, w, rxz, rsw)
+
+    dx, dy, dz, dw = solve(-x * z, -s * w)  # affine scaling
+    ap, ad = min(1.0, _longest(x, dx, s, -dx)), min(1.0, _longest(z, dz, w, dw))
+    mu_aff = (x + ap * dx) @ (z + ad * dz) + (s - ap * dx) @ (w + ad * dw)
+    mu = (mu_aff / gap) ** 3 * gap / (2 * len(x))
+    dx, dy, dz, dw = solve(mu - x * z - dx * dz, mu - s * w + dx * dw)  # centred and corrected
+    ap = min(1.0, STEP_SHARE * _longest(x, dx, s, -dx))
+    ad = min(1.0, STEP_SHARE * _longest(z, dz, w, dw))
+    return dx, dy, dz, dw, ap, ad
 
 
 def _factor(ab: np.ndarray) -> np.ndarray | None:

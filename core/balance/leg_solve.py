@@ -351,20 +351,7 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
     for done in range(iterations):
         if len(rows) == 0:
             break
-        grad = _gradient(jac, err, g["prior"])
-        free = ~(((x <= g["low"]) & (grad < 0)) | ((x >= g["high"]) & (grad > 0)))
-        hess = _normal(jac)
-        diagonal = hess.reshape(count * count, -1)[::count + 1]  # a view of hess[j, j]
-        diagonal += g["prior2"][0]
-        hess *= free[:, None] & free[None]
-        diagonal += ~free + lam
-        trial = np.empty_like(state)
-        t_x, t_err, t_jac, t_cost = parts_of(trial)
-        step = _step(hess, np.multiply(grad, free, out=grad))  # grad's bounded rows 0 (kept for _model_gain)
-        np.add(x, step, out=t_x)
-        _clip(t_x, g["lower"], g["upper"], out=t_x)
-        _residual(chain, g, t_x, t_err, t_jac)
-        np.add.reduce(np.square(t_err), 0, out=t_cost)
+        trial, (t_x, t_err, t_jac, t_cost), step, grad = _damped_trial(chain, g, x, err, jac, lam, state)
         better = t_cost < cost
         gaining = (cost - t_cost) > gain_tol * t_cost + 1e-16
         # done: the step is below a micro-radian, or it buys no relative gain
@@ -391,3 +378,26 @@ def levenberg_marquardt(walk: list[Link], revolute: np.ndarray, frame: np.ndarra
             g = goals.views()
     out_x[:, rows], out_err[:, rows] = x, err
     return out_x, out_err
+
+
+def _damped_trial(chain, g: dict, x: np.ndarray, err: np.ndarray, jac: np.ndarray, lam: np.ndarray,
+                  state: np.ndarray) -> tuple[np.ndarray, tuple, np.ndarray, np.ndarray]:
+    """(trial state, its parts (_parts), step (J, S), gradient (J, S)): one damped Gauss-Newton step of every sample, a joint on
+    its bound that the gradient pushes outward held (its row and column of the normal matrix cleared, its
+    gradient 0), the trial's joints, error, Jacobian and cost evaluated in a fresh state array (_parts)."""
+    count = len(x)
+    grad = _gradient(jac, err, g["prior"])
+    free = ~(((x <= g["low"]) & (grad < 0)) | ((x >= g["high"]) & (grad > 0)))
+    hess = _normal(jac)
+    diagonal = hess.reshape(count * count, -1)[::count + 1]  # a view of hess[j, j]
+    diagonal += g["prior2"][0]
+    hess *= free[:, None] & free[None]
+    diagonal += ~free + lam
+    trial = np.empty_like(state)
+    t_x, t_err, t_jac, t_cost = _parts(trial, count=count)
+    step = _step(hess, np.multiply(grad, free, out=grad))  # grad's bounded rows 0 (kept for _model_gain)
+    np.add(x, step, out=t_x)
+    _clip(t_x, g["lower"], g["upper"], out=t_x)
+    _residual(chain, g, t_x, t_err, t_jac)
+    np.add.reduce(np.square(t_err), 0, out=t_cost)
+    return trial, (t_x, t_err, t_jac, t_cost), step, grad

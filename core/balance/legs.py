@@ -179,22 +179,7 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
             q[:, leg.columns] = x
             misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
         return q, misses
-    restarts = []
-    for (leg, base, goal, _, leg_rest, prior, bounds), (x, err), share in zip(problems, solved, shares):
-        wander = np.abs(x - leg_rest)[:, leg.branching].max(axis=1)
-        missing = (np.abs(err[:, :6]) > RESTART_TOL).any(axis=1) & (share < 0.5)  # a swing foot may miss
-        again = np.flatnonzero(missing | (wander > WANDER_RAD))
-        start = rest[again].copy()
-        if leg.knee >= 0:  # bent at least as far as a bent knee: out of the straight leg's dead spot
-            straight = leg.straight_knee
-            bent = np.abs(start[:, leg.knee] - straight) < abs(leg.bend - straight)
-            start[bent, leg.knee] = leg.bend
-        # the cost a restart must come to (taken below); a wanderer's restart runs to the end: it comes back to
-        # about its rival's cost, and a race would stop it on a rounding (the H1 walk's float32 start 1.9 mm away)
-        raced = missing[again] | RACE_WANDERERS
-        beat = np.where(raced, np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2), np.inf)
-        restarts.append((again, wander, (leg, base[again], goal[again], start[:, leg.columns], leg_rest[again],
-                                         prior[again], (bounds[0][again], bounds[1][again]), beat)))
+    restarts = [_restart(problem, x, err, share, rest) for problem, (x, err), share in zip(problems, solved, shares)]
     redone = _solve_together(tree, [r[2] for r in restarts if len(r[0])], 2 * iterations)
     for (leg, base, goal, _, leg_rest, prior, bounds), (x, err), (again, wander, _) in zip(problems, solved, restarts):
         if len(again):
@@ -211,6 +196,28 @@ def solve_legs(tree: KinematicTree, legs: list[LegIK], q: np.ndarray, root: np.n
         q[:, leg.columns] = x
         misses[leg.foot] = np.linalg.norm(err[:, :3], axis=1)
     return q, misses
+
+
+def _restart(problem: tuple, x: np.ndarray, err: np.ndarray, share: np.ndarray, rest: np.ndarray) -> tuple:
+    """(again, wander, the restart's problem) of one leg solved to x (F, J) with error err: the samples that still
+    miss on the ground (a swing foot may miss) or whose leg wandered more than WANDER_RAD from its rest, started
+    again from `rest` (F, n), a knee bent at least as far as a bent knee (out of the straight leg's dead spot)."""
+    leg, base, goal, _, leg_rest, prior, bounds = problem
+    wander = np.abs(x - leg_rest)[:, leg.branching].max(axis=1)
+    missing = (np.abs(err[:, :6]) > RESTART_TOL).any(axis=1) & (share < 0.5)
+    again = np.flatnonzero(missing | (wander > WANDER_RAD))
+    start = rest[again].copy()
+    if leg.knee >= 0:
+        straight = leg.straight_knee
+        bent = np.abs(start[:, leg.knee] - straight) < abs(leg.bend - straight)
+        start[bent, leg.knee] = leg.bend
+    # the cost a restart must come to (solve_legs takes it only below); a wanderer's restart runs to the end: it
+    # comes back to about its rival's cost, and a race would stop it on a rounding (the H1 walk's float32 start
+    # 1.9 mm away)
+    raced = missing[again] | RACE_WANDERERS
+    beat = np.where(raced, np.maximum((err[again] ** 2).sum(1), RESTART_TOL ** 2), np.inf)
+    return again, wander, (leg, base[again], goal[again], start[:, leg.columns], leg_rest[again], prior[again],
+                           (bounds[0][again], bounds[1][again]), beat)
 
 
 def _solve_together(tree: KinematicTree, problems: list[tuple], iterations: int,
