@@ -83,6 +83,8 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "last-fix": ((T, "LAST_FIX", True),),  # G1 hop: no finish, limbs +0.024 deg, jerk -17 %, 0.29 G fewer
     "last-fix-reach-1": ((T, "LAST_FIX", True), (T, "LAST_FIX_REACH", 1)),
     "last-fix-reach-3": ((T, "LAST_FIX", True), (T, "LAST_FIX_REACH", 3)),
+    "rounds-1": ((T, "STEADY_ROUNDS", 1),),  # one steady round, then the detour
+    "rounds-1+last-fix": ((T, "STEADY_ROUNDS", 1), (T, "LAST_FIX", True)),
     # session 28, the descended polish (measured before s28-fewer's defaults)
     "descent": DESCENT,
     "descent-steps-1": DESCENT + ((P, "DESCENT_STEPS", 1),),
