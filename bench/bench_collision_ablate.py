@@ -55,7 +55,7 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "no-sample": ((S, "SAMPLE_HZ", 1e9),),
     "sample-40": ((S, "SAMPLE_HZ", 40.0),),  # every third frame at 120 fps
     "sample-30": ((S, "SAMPLE_HZ", 30.0),),  # every fourth frame at 120 fps
-    "finish-whole": ((S, "FINISH_REACH_S", None),),  # the steady room's finish over the whole clip (before session 26)
+    "finish-whole": ((S, "FINISH_WHOLE", True),),  # the steady room's finish over the whole clip (before session 26)
     "finish-no-switches": ((S, "FINISH_SWITCHES", False),),
     "sample-60": ((S, "SAMPLE_HZ", 60.0),),  # every second frame at 120 fps (before session 26)
     "passes-1+sample-40": ((S, "SEPARATION_PASSES", 1), (S, "SAMPLE_HZ", 40.0)),
@@ -79,6 +79,12 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "aim-2mm": ((S, "AIM_M", 0.002),),
     "step-0.5": ((S, "STEP_RAD", 0.5),),
     "inside-2mm": ((T, "INSIDE_M", 0.002),),
+    # session 29 (s29-finish): a last bump for the frames the detour left inside, the finish only where that fails
+    "last-fix": ((T, "LAST_FIX", True),),  # G1 hop: no finish, limbs +0.024 deg, jerk -17 %, 0.29 G fewer
+    "last-fix-reach-1": ((T, "LAST_FIX", True), (T, "LAST_FIX_REACH", 1)),
+    "last-fix-reach-3": ((T, "LAST_FIX", True), (T, "LAST_FIX_REACH", 3)),
+    "rounds-1": ((T, "STEADY_ROUNDS", 1),),  # one steady round, then the detour
+    "rounds-1+last-fix": ((T, "STEADY_ROUNDS", 1), (T, "LAST_FIX", True)),
     # session 28, the descended polish (measured before s28-fewer's defaults)
     "descent": DESCENT,
     "descent-steps-1": DESCENT + ((P, "DESCENT_STEPS", 1),),

@@ -27,7 +27,7 @@ from .coherence import NO_CHANGE_RAD, one_answer_per_run
 from .dual import dual_step, exact_step
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
-from .steady import steady_gain, steady_room
+from .steady import blend_reach, steady_gain, steady_room
 from .switches import SLACK_SCALE, _violation, _windows, solve_switches
 
 # the costs of a change live in change_cost; their names stay reachable here, where tests look for them
@@ -71,8 +71,9 @@ SAMPLE_HZ = 30.0  # with the steady room, the frame-by-frame room is made on fra
 SETTLED_RAD = 1e-4  # a frame no pass moved further (0.1 mm at 1 m) is not looked at again
 ONE_ANSWER_PER_RUN = True  # ablation switches (bench/bench_collision_ablate.py): each stage can be left out
 DETOURS = True  # the steady room's detour windows around the frames its rounds left inside
-FINISH_REACH_S = 0.25  # the steady room's finish is worked out this far (s) either side of the frames it is for: the blend
-#                        reads it no further (three widenings of 5 frames at 120 fps); None: over the whole clip
+FINISH_WHOLE = False  # True: the steady room's finish over the whole clip (before session 26), not only as far as the
+#                      blend reads it either side of the frames it is for (steady.blend_reach: 15 frames; 0.25 s before
+#                      session 29, 30 frames at 120 fps: the G1 hop's joints within 1e-17 rad, 0.15 G fewer)
 FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
 HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is: each
 #                        step the exact least change within the range, every pair within reach (continuous in the
@@ -195,10 +196,10 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
         return out
 
     def finish(y, near):  # the fix passes and switch windows _keep_apart left out, around the frames `near`
-        if FINISH_REACH_S is None:
+        if FINISH_WHOLE:
             return _finished(problem, separation, y, shape, max_step)
         out = y.copy()
-        for frames in _windows(near, max(1, int(round(FINISH_REACH_S * fps))), len(y)):
+        for frames in _windows(near, blend_reach(fps), len(y)):
             out[frames] = _finished(problem.on(frames), separation.on(frames), y[frames], shape[frames], max_step)
         return out
 

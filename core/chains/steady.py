@@ -23,11 +23,16 @@ STEADY_ROUNDS = 2  # rounds of (fix the frames inside, spread the fix): the firs
 #                  8 before: G1 walk 100 -> 92 step calls, limbs +0.6915 -> +0.6929 deg, jerk 2,343 -> 2,318; the
 #                  hop and the H1 stall after two: the same joints)
 BLEND_TRIES = 3  # widenings of the blend back into the frame-by-frame answer
+BLEND_REACH = 3  # each widening's weight is dilated over this many times BUMP_S before it is spread (_envelope)
 INSIDE_M = 0.001  # a frame this far inside the margin is fixed
 BLEND_RAMP_M = 0.001  # a frame's weight toward the frame-by-frame answer grows from 0 at INSIDE_M to 1 this much
 #                       deeper: a frame a hair either side of INSIDE_M takes nearly the same blend (continuous)
 STALLED_ROUNDS = 1  # the rounds stop once this many leave no fewer frames inside than the fewest yet: the
 #                    frames left (a run switching answers) only move about, each round a fix (docs/history/self_collision.md)
+LAST_FIX = False  # True: the frames the detour left inside take one more bump, weighted by depth, before the finish
+#                  (_last_fix; session 29, G1 hop: the finish skipped, 0.29 G of the command fewer, jerk 2,725 -> 2,258,
+#                  but limbs +0.962 -> +0.986 deg: the finish's blend toward the frame-by-frame answer is worth that; off)
+LAST_FIX_REACH = 2  # that bump's reach (_envelope): at least the weighted fix on the frame itself
 MOVED_RAD = 1e-9  # a frame moved no further keeps its depth (its distances move by about as many metres)
 
 
@@ -45,7 +50,7 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
     if len(x) < 8 or not (np.abs(change) > 1e-9).any():
         return x
     y = _bounded(shape + butterworth_lowpass(change, fps, STEADY_CUTOFF_HZ), lower, upper, max_step)
-    half = max(1, int(round(BUMP_S * fps)))
+    half = _half(fps)
     look = np.flatnonzero((np.abs(y - shape) > 1e-9).any(axis=1) | (np.abs(change) > 1e-9).any(axis=1))
     depth = inside(y, look)
     fewest, idle = len(look) + 1, 0
@@ -67,7 +72,27 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
         y = around
     if not (depth > INSIDE_M).any():
         return y
+    if LAST_FIX:
+        y, depth = _last_fix(y, look, depth, half, lower, upper, max_step, inside, fix)
+        if not (depth > INSIDE_M).any():
+            return y
     return _blended(finish(x, look[depth > INSIDE_M]), y, look, depth, half, max_step, inside)
+
+
+def _last_fix(y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int, lower: np.ndarray,
+              upper: np.ndarray, max_step: np.ndarray, inside: Callable, fix: Callable) -> tuple:
+    """(y, depth) after one more bump from a fix of the look frames still inside (depth, metres) alone,
+    each frame's fix weighted by how deep it is (_deep: 0 at INSIDE_M, continuous) and spread at reach 2
+    (at least the weighted fix on the frame itself): a frame a millimetre or two inside wants a
+    millimetre's change, not the finish's window of passes. Linearised, a frame d inside (INSIDE_M
+    < d < INSIDE_M + BLEND_RAMP_M) moves out by its weight times d plus the fix's aim, which leaves it
+    within INSIDE_M; what it leaves deeper is finished as before."""
+    deep = depth > INSIDE_M
+    frames = look[deep]
+    bump = np.zeros(y.shape)
+    bump[frames] = _deep(depth[deep])[:, None] * (fix(y, frames)[frames] - y[frames])
+    bumped = _bounded(y + _envelope(bump, half, LAST_FIX_REACH), lower, upper, max_step)
+    return bumped, _again(inside, bumped, y, look, depth)
 
 
 def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
@@ -85,13 +110,27 @@ def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, 
             return out
         mark = np.zeros((len(y), 1))
         mark[look, 0] = deep
-        weight = np.maximum(weight, np.minimum(1.0, _envelope(mark, half, 3)[:, 0]))
+        weight = np.maximum(weight, np.minimum(1.0, _envelope(mark, half, BLEND_REACH)[:, 0]))
         blend = rate_limit(y + weight[:, None] * (x - y), max_step)
         depth = _again(inside, blend, out, look, depth)
         out = blend
     out = out.copy()
     out[look] += _deep(depth)[:, None] * (x[look] - out[look])
     return out
+
+
+def blend_reach(fps: float) -> int:
+    """Frames either side of a frame left inside within which the blend (_blended) reads the finished
+    answer: each widening's weight reaches (BLEND_REACH + 2) x half frames beyond the frames still inside,
+    which are frames the widening before moved (15 frames at 120 fps, 0.125 s; at 30 fps too: half is at
+    least a frame). Only where the rate limit carries a blend on beyond its weight may a later widening
+    read further (the G1 hop: frames -5 to +9)."""
+    return BLEND_TRIES * (BLEND_REACH + 2) * _half(fps)
+
+
+def _half(fps: float) -> int:
+    """BUMP_S in frames, at least one."""
+    return max(1, int(round(BUMP_S * fps)))
 
 
 def _deep(depth: np.ndarray) -> np.ndarray:
@@ -146,5 +185,5 @@ def steady_gain(y: np.ndarray, better: np.ndarray, fps: float, lower: np.ndarray
     depth = inside(out, look)
     if not (depth > INSIDE_M).any():
         return out
-    half = max(1, int(round(BUMP_S * fps)))
+    half = _half(fps)
     return _blended(y, out, look, depth, half, max_step, inside)

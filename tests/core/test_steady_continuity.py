@@ -161,6 +161,32 @@ def test_the_last_resort_blend_moves_with_the_depth_not_at_a_threshold():
     assert (np.abs(np.diff(deep, axis=0)) <= 0.2 + 1e-12).all()  # within the joints' speed
 
 
+def test_the_blend_reads_the_finished_answer_no_further_than_its_reach():
+    """The steady room's finish is worked out only within steady.blend_reach of the frames left inside
+    (separation's finish): the blend's answer is the same whatever the finished answer is beyond that reach
+    (here at 120 fps: 15 frames) but for rounding, and moves with it within the first widening's reach."""
+    from core.chains import steady
+
+    fps, frames, left = 120.0, 120, 60
+    reach = steady.blend_reach(fps)
+    y = np.zeros((frames, 2))
+
+    def inside(room, at):  # frame `left` 3 mm inside where y is, out 0.4 of the way to the other answer
+        return np.where(at == left, 0.003 * (1.0 - room[at, 0] / 0.4), 0.0).clip(0.0)
+    look = np.arange(frames)
+
+    def blended(x):
+        return steady._blended(x, y, look, inside(y, look), steady._half(fps), np.full(2, 0.2), inside)
+    x = np.ones((frames, 2))
+    base = blended(x)
+    beyond = x.copy()
+    beyond[np.abs(np.arange(frames) - left) > reach] = -5.0  # another finished answer beyond the reach
+    np.testing.assert_allclose(blended(beyond), base, rtol=0, atol=1e-12)  # the running averages' rounding: 1e-17 weights
+    near = x.copy()
+    near[left + 2] = 0.5  # within the first widening's reach: read
+    assert np.abs(blended(near) - base).max() > 0.01
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     return captured_inputs(tmp_path_factory.mktemp)
