@@ -215,9 +215,9 @@ class SeparationTerm:
         `within`, with their exact distances (K,), points on both cores (K, 3), their normals (K, 3) and,
         where the meshes' bound along the normal is larger (core.collision.support: then the distance,
         its support vertices the points), which entries (K,) bool, the capsules' closest points on both
-        (K, 3) and their ends (K, 2, 2, 3), or None. still: poses (F frames) of links the term's joints do not move, on these frames (still_poses);
-        placed: instead, their capsules placed on these frames (placed(still, F), placed_on(frames)), the
-        others' filled in here."""
+        (K, 3) and their ends (K, 2, 2, 3), or None. still: poses (F frames) of links the term's joints do
+        not move, on these frames (still_poses); placed: instead, their capsules placed on these frames
+        (placed(still, F), placed_on(frames)), the others' filled in here."""
         # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
         if placed is None:
             poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations

@@ -44,7 +44,8 @@ def robot_digest(tree: KinematicTree, numbers: bytes) -> str | None:
     path = tree.robot.source_path
     if path is None:
         return None
-    digest = hashlib.sha256((f"collision {FIT_VERSION} hulls {hulls.HULL_PROXIES} support {support.SUPPORT_VERTICES}"
+    digest = hashlib.sha256((f"collision {FIT_VERSION} hulls {hulls.HULL_PROXIES}"
+                             f" support {support.SUPPORT_VERTICES}"
                              + (f" smooth trunk {smooth.SHARP_M} {smooth.SOFT_M} {smooth.PLANES} {smooth.PLANE_TOLERANCE_M}"
                                 if hulls.SMOOTH_TRUNK else "")).encode())
     try:
