@@ -60,11 +60,15 @@ def support_gap(model, bodies: np.ndarray, frames: tuple, normal: np.ndarray) ->
     for side, sign in ((0, -1.0), (1, 1.0)):
         frame = frames[side]
         local = _einsum("kcj,kj->kc", frame[:, :3], normal)  # n in the link's frame
-        along = _einsum("ksj,kj->ks", model.support_points[bodies[:, side]], local)  # (K, S) n.v less n.origin
-        pick = along.argmax(axis=1) if sign > 0 else along.argmin(axis=1)
-        rows = np.arange(len(normal))
-        gap -= sign * (along[rows, pick] + _einsum("kj,kj->k", frame[:, 3], normal))
-        vertex = model.support_points[bodies[rows, side], pick]  # (K, 3) in the link's frame
+        extreme, vertex = np.empty(len(normal)), np.empty((len(normal), 3))
+        body = bodies[:, side]
+        for each in np.unique(body):  # a few bodies: one product with each one's vertices, no (K, S, 3) gather
+            rows = np.flatnonzero(body == each)
+            along = local[rows] @ model.support_points[each].T  # (n, S): n.v less n.origin
+            pick = along.argmax(axis=1) if sign > 0 else along.argmin(axis=1)
+            extreme[rows] = along[np.arange(len(rows)), pick]
+            vertex[rows] = model.support_points[each][pick]
+        gap -= sign * (extreme + _einsum("kj,kj->k", frame[:, 3], normal))
         points.append(_einsum("kcj,kc->kj", frame[:, :3], vertex) + frame[:, 3])
     return gap, points[0], points[1]
 
@@ -106,7 +110,8 @@ def normal_turn(lever: np.ndarray, axis: np.ndarray, moment: np.ndarray, moves: 
     moves goes at axis x x + moment (axis, moment (V, 3, K); a slide: axis 0, moment its direction);
     moves: which of the two bodies it moves ((V, K) each); ends: both axes' world ends (K, 2, 2, 3).
     A closest point inside its segment slides along it to stay closest: the two conditions that the
-    gap stays square to both axes (to one, when the other point sits on an end) give the slide."""
+    gap stays square to both axes (to one, when the other point sits on an end) give the slide.
+    Every term is the joint's axis or moment dotted with a vector of the entry's: two products."""
     w = (on_a - on_b).T  # (3, K)
     length = np.sqrt((w * w).sum(axis=0))
     n = w / length
@@ -117,12 +122,18 @@ def normal_turn(lever: np.ndarray, axis: np.ndarray, moment: np.ndarray, moves: 
     t = ((on_b.T - ends[:, 1, 0].T) * d2).sum(axis=0) / np.maximum(a22, 1e-18)
     free_s = (s > 1e-7) & (s < 1.0 - 1e-7) & (a11 > 1e-12)
     free_t = (t > 1e-7) & (t < 1.0 - 1e-7) & (a22 > 1e-12)
-    move_a, move_b = moves[0][:, None, :], moves[1][:, None, :]
-    spin_a, spin_b = axis * move_a, axis * move_b  # (V, 3, K)
-    rate = (_cross3(spin_a, on_a.T) + moment * move_a) - (_cross3(spin_b, on_b.T) + moment * move_b)
+    # a point x of body A goes at axis.(x x v) + moment.v along v (and of B, the same with its moves):
+    # rate.v = move_a (axis.(on_a x v) + moment.v) - move_b (axis.(on_b x v) + moment.v), v in d1, d2, lever
+    toward = np.stack([d1, d2, lever])  # (3 vectors, 3, K)
+    vectors = np.concatenate([_cross3(on_a.T, toward), _cross3(on_b.T, toward), _cross3(d1, w)[None],
+                              _cross3(d2, w)[None]])  # (8, 3, K); the last two: w.(spin x d) = spin.(d x w)
+    spin = _einsum("vik,mik->vmk", axis, vectors)  # (V, 8, K)
+    slide = _einsum("vik,mik->vmk", moment, toward)  # (V, 3, K)
+    move_a, move_b = moves
+    rate = move_a[:, None] * (spin[:, 0:3] + slide) - move_b[:, None] * (spin[:, 3:6] + slide)  # (V, 3, K)
     # the conditions (w + dw).d1 = 0 and (w + dw).d2 = 0 to first order, dw = rate + d1 ds - d2 dt
-    c1 = -((rate * d1).sum(axis=1) + (w * _cross3(spin_a, d1)).sum(axis=1))  # (V, K)
-    c2 = -((rate * d2).sum(axis=1) + (w * _cross3(spin_b, d2)).sum(axis=1))
+    c1 = -(rate[:, 0] + move_a * spin[:, 6])  # (V, K)
+    c2 = -(rate[:, 1] + move_b * spin[:, 7])
     det = a12 * a12 - a11 * a22  # [[a11, -a12], [a12, -a22]] [ds, dt] = [c1, c2]
     both = free_s & free_t & (np.abs(det) > 1e-9 * np.maximum(a11 * a22, 1e-18))
     ds = np.where(both, (-a22 * c1 + a12 * c2) / np.where(both, det, 1.0), 0.0)
@@ -130,12 +141,12 @@ def normal_turn(lever: np.ndarray, axis: np.ndarray, moment: np.ndarray, moves: 
     only_s, only_t = free_s & ~free_t, free_t & ~both  # parallel axes: the first point held
     ds = np.where(only_s, c1 / np.where(only_s, a11, 1.0), ds)
     dt = np.where(only_t, -c2 / np.where(only_t, a22, 1.0), dt)
-    dw = rate + d1 * ds[:, None] - d2 * dt[:, None]
-    return (lever * dw).sum(axis=1) / length
+    along_d1, along_d2 = (lever * d1).sum(axis=0), (lever * d2).sum(axis=0)
+    return (rate[:, 2] + along_d1 * ds - along_d2 * dt) / length
 
 
 def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a x b on the second-last axis (..., 3, K), b broadcast."""
+    """a x b on the second-last axis (..., 3, K), broadcast."""
     return np.stack([a[..., 1, :] * b[..., 2, :] - a[..., 2, :] * b[..., 1, :],
                      a[..., 2, :] * b[..., 0, :] - a[..., 0, :] * b[..., 2, :],
                      a[..., 0, :] * b[..., 1, :] - a[..., 1, :] * b[..., 0, :]], axis=-2)
