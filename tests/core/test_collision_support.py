@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.collision import collision_pairs
+from core.collision import collision_pairs, support
 from core.collision.convex import core_distance
 from core.collision.pairs import pair_distances
 from core.collision.support import support_gap
@@ -76,11 +76,12 @@ def test_the_bound_is_never_above_the_hulls_distance_and_is_it_along_their_close
     np.testing.assert_allclose(gap, dist[apart] - radii[apart], atol=1e-7)
 
 
-def test_g1_body_distances_lie_between_the_capsules_and_the_hulls_and_recover_half_the_room(g1):
+def test_g1_body_distances_lie_between_the_capsules_and_the_hulls_and_recover_half_the_room(g1, monkeypatch):
     """Random postures: where the capsules come within 5 cm, each body pair's distance with the bound
     is no less than the capsules' and no more than the larger of theirs and the rounded hulls' (the
     bound never is), and it recovers at least 40 % of the room the hulls would give (53 % here; where
     the G1 arms bind in an avoiding bake, 55-87 % by body pair)."""
+    monkeypatch.setattr(support, "SUPPORT_BOUND", True)
     pairs, q, f, p, bodies, poses, capsules = _close_pairs(g1, 40, 5)
     model = pairs.model
     bound = pairs.body_distance(pair_distances(g1, pairs, q, None))[f, p]
