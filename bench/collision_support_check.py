@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The meshes' separating-axis bound (core.collision.support) checked on the G1's avoiding bakes.
 
-For the walk and the hop baked with avoidance on, every checked body pair of two meshed bodies whose
-capsules come within --reach on a frame is measured three ways: the capsules (the bound off), the
-bound (what the looks and the report use) and the exact distance of the bodies' full convex hulls
-(core.collision.convex.core_distance on every hull vertex: a hull holds its mesh, so hulls apart
-means meshes apart). Prints the frames where the hulls overlap at all (a stricter count than the
-report's, which counts overlaps deeper than 5 mm), their least distance, and per body pair binding on at least 30 frames
-(bound within 2 cm) the means over those frames (cm): capsules / bound / hulls.
+For the walk and the hop baked with avoidance on and the bound on (support.SUPPORT_BOUND, off by
+default), every checked body pair of two meshed bodies whose capsules come within --reach on a frame
+is measured three ways: the capsules (the bound off), the bound (what the looks and the report use)
+and the exact distance of the bodies' full convex hulls (core.collision.convex.core_distance on every
+hull vertex: a hull holds its mesh, so hulls apart means meshes apart). Prints the frames where the
+hulls overlap at all (stricter than the report, which counts overlaps deeper than 5 mm), their least
+distance, and per body pair binding on at least 30 frames (bound within 2 cm) the means over those
+frames (cm): capsules / bound / hulls.
 
     .venv/bin/python bench/collision_support_check.py [--reach 0.03] [--clips walk,hop]
 """
@@ -25,7 +26,7 @@ import numpy as np  # noqa: E402
 from scipy.spatial import ConvexHull  # noqa: E402
 
 import clips  # noqa: E402
-from core.collision import collision_pairs  # noqa: E402
+from core.collision import collision_pairs, support  # noqa: E402
 from core.collision.avoid import PENETRATION_M  # noqa: E402
 from core.collision.convex import core_distance  # noqa: E402
 from core.collision.pairs import body_distances  # noqa: E402
@@ -51,6 +52,7 @@ def main() -> None:
     parser.add_argument("--reach", type=float, default=0.03, help="capsule distance (m) below which a pair is measured")
     parser.add_argument("--clips", default="walk,hop")
     args = parser.parse_args()
+    support.SUPPORT_BOUND = True
     tree = KinematicTree(parse_urdf(clips.ROBOTS["g1"]))
     pairs = collision_pairs(tree)
     model = pairs.model
