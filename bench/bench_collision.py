@@ -16,6 +16,8 @@ the timed calls (as in a Blender session or a batch worker, which keep them).
 --descent: that polish by its damped descent (core.chains.separation.POLISH_DESCENT, off by default).
 --hold-at-bound: the least change holds a joint a step would carry out of its range at its bound
 wherever it is (core.chains.separation.HOLD_AT_BOUND: continuous in the input, off by default).
+ROBOT_RETARGET_SUPPORT_BOUND=1 in the environment: the looks and the report with the meshes' separating-axis
+bound (core.collision.support, off by default).
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from ..motion.frames import frame_blocks
 from .distance import axis_bound, dot
 from .hulls import proxy_distance
 from .pairs import CollisionPairs, body_distances, pair_distances
+from .support import normal_turn, tighten
 
 PENETRATION_M = 0.005  # a frame collides when a checked pair overlaps deeper than this
 SEPARATION_WEIGHT = 300.0  # sqrt weight per metre inside the margin: 1 mm costs what ~5 cm of chain shape does
@@ -99,6 +100,7 @@ class Placed:
     moving: list
     poser: Poser
     hulls: np.ndarray  # hull proxies' vertices (H, HULL_VERTICES, 3, F)
+    axes: np.ndarray  # bodies' link frames (B, 4, 3, F): rotation columns and origin (core.collision.support)
     searched: dict  # where each frame's hull distances' searches ended (SeparationTerm._searched), shared by copies
     frames: np.ndarray  # these frames' rows in `searched`
 
@@ -106,7 +108,7 @@ class Placed:
         """A copy on some frames (indices): a look fills in the moving links' rows."""
         return Placed(self.ends[..., frames], self.centre[..., frames],
                       {link: pose[frames] for link, pose in self.known.items()}, self.moving, self.poser,
-                      self.hulls[..., frames], self.searched, self.frames[frames])
+                      self.hulls[..., frames], self.axes[..., frames], self.searched, self.frames[frames])
 
 
 class SeparationTerm:
@@ -177,26 +179,30 @@ class SeparationTerm:
         """The capsules of the links in `still` (poses over `frames` frames, still_poses) put in the
         world once, and the poses the others are posed from: a correction's steps move none of them,
         so each step's look places only the links its joints move."""
-        ends, centre, hulls = self._room(frames)
-        self._place([entry for entry in self._capsule_ends if entry[0] in still], still, ends, centre, hulls)
+        ends, centre, hulls, axes = self._room(frames)
+        self._place([entry for entry in self._capsule_ends if entry[0] in still], still, ends, centre, hulls, axes)
         moving = [entry for entry in self._capsule_ends if entry[0] not in still]
         links = {entry[0] for entry in moving} | {int(v) for v in self.variables}
         above = {up for link in links for up in _ancestors(self.tree, link)}
         return Placed(ends, centre, {link: pose for link, pose in still.items() if link in above}, moving,
-                      Poser(self.tree, links), hulls, {"frames": frames}, np.arange(frames))
+                      Poser(self.tree, links), hulls, axes, {"frames": frames}, np.arange(frames))
 
-    def _room(self, frames: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Empty arrays for the capsules' ends (U, 2, 3, F), the bodies' centres (B, 3, F) and the
-        hulls' vertices (H, HULL_VERTICES, 3, F) in the world."""
+    def _room(self, frames: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Empty arrays for the capsules' ends (U, 2, 3, F), the bodies' centres (B, 3, F), the
+        hulls' vertices (H, HULL_VERTICES, 3, F) and the bodies' link frames (B, 4, 3, F) in the world."""
         vertices = self.model.hull_points.shape[1] if self.model.hull is not None else 0
         return (np.empty((len(self._used), 2, 3, frames)), np.empty((len(self._radius), 3, frames)),
-                np.empty((int((self._hull_slot >= 0).sum()), vertices, 3, frames)))
+                np.empty((int((self._hull_slot >= 0).sum()), vertices, 3, frames)),
+                np.empty((len(self._radius), 4, 3, frames)))
 
-    def _place(self, entries: list, poses: dict, ends: np.ndarray, centre: np.ndarray, hulls: np.ndarray) -> None:
-        """The capsules' ends, hulls' vertices and bodies' centres of some links (_capsule_ends entries)
-        in the world, in place: one product per link."""
+    def _place(self, entries: list, poses: dict, ends: np.ndarray, centre: np.ndarray, hulls: np.ndarray,
+               axes: np.ndarray) -> None:
+        """The capsules' ends, hulls' vertices, bodies' centres and link frames of some links
+        (_capsule_ends entries) in the world, in place: one product per link."""
         for link, rows, body, local, hull_rows in entries:
-            points = poses[link].apply(local)
+            pose = poses[link]
+            axes[body, :3], axes[body, 3] = pose.cols, pose.pos
+            points = pose.apply(local)
             ends[rows] = points[:2 * len(rows)].reshape(len(rows), 2, 3, -1)
             if len(hull_rows):
                 hulls[hull_rows] = points[2 * len(rows):-1].reshape(len(hull_rows), hulls.shape[1], 3, -1)
@@ -206,19 +212,21 @@ class SeparationTerm:
               placed: "Placed | None" = None):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
         capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
-        `within`, with their exact distances (K,), points on both cores (K, 3) and their normals (K, 3).
-        still: poses (F frames) of links the term's joints do not move, on these frames (still_poses);
-        placed: instead, their capsules placed on these frames (placed(still, F), placed_on(frames)), the
-        others' filled in here."""
+        `within`, with their exact distances (K,), points on both cores (K, 3), their normals (K, 3) and,
+        where the meshes' bound along the normal is larger (core.collision.support: then the distance,
+        its support vertices the points), which entries (K,) bool, the capsules' closest points on both
+        (K, 3) and their ends (K, 2, 2, 3), or None. still: poses (F frames) of links the term's joints do
+        not move, on these frames (still_poses); placed: instead, their capsules placed on these frames
+        (placed(still, F), placed_on(frames)), the others' filled in here."""
         # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
         if placed is None:
             poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
-            ends, centre, hulls = self._room(len(q))
-            self._place(self._capsule_ends, poses, ends, centre, hulls)
+            ends, centre, hulls, axes = self._room(len(q))
+            self._place(self._capsule_ends, poses, ends, centre, hulls, axes)
         else:
             poses = placed.poser(q, root, placed.known)
-            ends, centre, hulls = placed.ends, placed.centre, placed.hulls
-            self._place(placed.moving, poses, ends, centre, hulls)
+            ends, centre, hulls, axes = placed.ends, placed.centre, placed.hulls, placed.axes
+            self._place(placed.moving, poses, ends, centre, hulls, axes)
         apart = _apart(centre, self._body_pairs, self._pair_radius)  # (F, P)
         dist = apart[:, self._owner] if dense else None
         f, pair = np.nonzero(apart < within)
@@ -241,14 +249,18 @@ class SeparationTerm:
             f, p, a, b = f[keep], p[keep], a[keep], b[keep]
         slot = self._hull_slot
         simplex = self._searched(placed, f, p)
+        pair_ends = ends[np.stack([a, b], axis=1), :, :, f[:, None]]  # (K, 2, 2, 3), one gather
         exact, ca, cb, normal, _ = proxy_distance(
-            self.model, self.capsules[p], ends[np.stack([a, b], axis=1), :, :, f[:, None]],  # (K, 2, 2, 3), one gather
-            lambda rows, side: hulls[slot[(a, b)[side][rows]], :, :, f[rows]], within, simplex)
+            self.model, self.capsules[p], pair_ends, lambda rows, side: hulls[slot[(a, b)[side][rows]], :, :, f[rows]],
+            within, simplex)
         if simplex is not None:
             self._searched(placed, f, p, simplex)
+        body = self._body_pairs[self._owner[p]]  # (K, 2) each entry's bodies' rows of `axes`
+        bound = tighten(self.model, self.capsules[p], (exact, ca, cb, normal),
+                        lambda rows, side: axes[body[rows, side], :, :, f[rows]], within)
         if dense:
             dist[f, p] = exact
-        return poses, dist, (f, p, exact, ca, cb, normal)
+        return poses, dist, (f, p, exact, ca, cb, normal, None if bound is None else (*bound, pair_ends))
 
     def _beyond(self, ends: np.ndarray, middle: np.ndarray, f: np.ndarray, p: np.ndarray, a: np.ndarray,
                 b: np.ndarray, within: float) -> np.ndarray:
@@ -385,9 +397,10 @@ class SeparationTerm:
              placed: "Placed | None" = None):
         """Signed distances (F, Q) as `distance` gives them (exact up to `within`; None unless
         `dense`) and the entries of `gradient`, from one evaluation: a correction's first step needs both."""
-        poses, dist, (f, p, exact, ca, cb, normal) = self._near(q, root, within, still, dense, placed)
+        poses, dist, (f, p, exact, ca, cb, normal, bound) = self._near(q, root, within, still, dense, placed)
         inside = np.flatnonzero(exact < within)
         f, p, exact, ca, cb, normal = f[inside], p[inside], exact[inside], ca[inside], cb[inside], normal[inside]
+        bound = None if bound is None else tuple(x[inside] for x in bound)
         grad = np.zeros((len(f), len(self.variables)))
         if len(f) == 0:
             return dist, (f, p, exact, grad)
@@ -403,6 +416,11 @@ class SeparationTerm:
         rate_a = (axis * _cross(ca.T, normal)).sum(axis=1) + along
         rate_b = (axis * _cross(cb.T, normal)).sum(axis=1) + along
         grad[:] = (self._scale[:, None] * (rate_a * self.moves[:, p, 0] - rate_b * self.moves[:, p, 1])).T
+        if bound is not None and bound[0].any():  # a bound along the capsules' normal: that normal turns too
+            k = np.flatnonzero(bound[0])
+            grad[k] += (self._scale[:, None] * normal_turn(
+                ca[k] - cb[k], axis[:, :, k], moment[:, :, k], (self.moves[:, p[k], 0], self.moves[:, p[k], 1]),
+                bound[3][k], bound[1][k], bound[2][k])).T
         return dist, (f, p, exact, grad)
 
     def residuals(self, q: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

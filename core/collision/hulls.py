@@ -60,9 +60,10 @@ def trunk_links(tree: KinematicTree) -> set[int]:
     return {link for link, count in branches.items() if count > 1}
 
 
-def simplified_hull(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """The points' (N, 3) hull simplified: vertices (V, 3), outward triangles (M, 3) and the radius
-    (m) that makes the rounded hull hold every point; None for a flat or degenerate set."""
+def simplified_hull(points: np.ndarray, most: int = HULL_VERTICES) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """The points' (N, 3) hull simplified to at most `most` vertices: vertices (V, 3), outward
+    triangles (M, 3) and the radius (m) that makes the rounded hull hold every point; None for a
+    flat or degenerate set."""
     try:
         hull = ConvexHull(points)
     except (QhullError, ValueError):
@@ -84,7 +85,7 @@ def simplified_hull(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] 
         except QhullError:
             return None
         outside = (candidates @ simple.equations[:, :3].T + simple.equations[:, 3]).max(axis=1)
-        if len(chosen) >= HULL_VERTICES or outside.max() <= HULL_TOLERANCE_M:
+        if len(chosen) >= most or outside.max() <= HULL_TOLERANCE_M:
             break
         chosen.append(int(np.argmax(outside)))
     vertices = candidates[chosen][simple.vertices]
@@ -100,12 +101,12 @@ def simplified_hull(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] 
     return vertices, faces, float(gap.max())
 
 
-def pad_hull(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The hull's vertices (HULL_VERTICES, 3) and faces (HULL_FACES, 3), padded by repeating the
-    first: a repeated vertex or face changes no support point nor any overlap."""
-    out_v = np.repeat(vertices[:1], HULL_VERTICES, axis=0)
+def pad_hull(vertices: np.ndarray, faces: np.ndarray, most: int = HULL_VERTICES) -> tuple[np.ndarray, np.ndarray]:
+    """The hull's vertices (most, 3) and faces (2 most - 4, 3), padded by repeating the first: a
+    repeated vertex or face changes no support point nor any overlap."""
+    out_v = np.repeat(vertices[:1], most, axis=0)
     out_v[:len(vertices)] = vertices
-    out_f = np.repeat(faces[:1], HULL_FACES, axis=0)
+    out_f = np.repeat(faces[:1], 2 * most - 4, axis=0)
     out_f[:len(faces)] = faces
     return out_v, out_f
 

@@ -18,6 +18,7 @@ from ..model.kinematics import FIXED, KinematicTree
 from .hulls import proxy_distance
 from .proxies import CollisionModel, collision_model, per_robot
 from .store import stored
+from .support import tighten
 
 FOLD_JOINTS = 3  # a body and its descendants this many joints down are not checked
 ZERO_CLEARANCE_M = 0.005  # pairs closer than this in the zero pose touch by design
@@ -103,35 +104,54 @@ def default_pairs(tree: KinematicTree) -> CollisionPairs:
     lower = np.where(np.isfinite(tree.lower), tree.lower, -np.pi)
     upper = np.where(np.isfinite(tree.upper), tree.upper, np.pi)
     sampled = lower + rng.random((SAMPLES, tree.dof)) * (upper - lower)
-    at_zero = pairs.body_distance(pair_distances(tree, pairs, zero, None))[0]
-    closest = body_distances(tree, pairs, sampled, None, exact_below=REACH_M).min(axis=0)
+    # the capsules decide which pairs are checked (the meshes' bound only tightens their distances)
+    at_zero = pairs.body_distance(pair_distances(tree, pairs, zero, None, support=False))[0]
+    closest = body_distances(tree, pairs, sampled, None, exact_below=REACH_M, support=False).min(axis=0)
     return pairs.subset((at_zero > ZERO_CLEARANCE_M) & (closest < REACH_M))
 
 
-def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None) -> np.ndarray:
-    """Signed capsule-pair distances (F, Q) for joint positions q (F, n) and root poses (F, 4, 4)."""
+def pair_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
+                   support: bool = True) -> np.ndarray:
+    """Signed capsule-pair distances (F, Q) for joint positions q (F, n) and root poses (F, 4, 4)
+    (support: tightened by the meshes' separating-axis bound, core.collision.support)."""
     model = pairs.model
     if len(pairs.capsules) == 0:
         return np.zeros((len(q), 0))
     poses = tree.poses(q, root, [int(link) for link in np.unique(model.capsule_link)])
     frames = np.repeat(np.arange(len(q)), len(pairs.capsules))
     capsules = np.tile(pairs.capsules, (len(q), 1))
-    return _exact(model, poses, frames, capsules).reshape(len(q), -1)
+    return _exact(model, poses, frames, capsules, support=support).reshape(len(q), -1)
 
 
 def _exact(model: CollisionModel, poses: dict, frames: np.ndarray, capsules: np.ndarray,
-           ends: np.ndarray | None = None, within: float = np.inf) -> np.ndarray:
+           ends: np.ndarray | None = None, within: float = np.inf, support: bool = True) -> np.ndarray:
     """Signed distances (K,) of capsule pairs (K, 2) on frames (K,) of link poses {link: (F, 4, 4)}
     (ends: their capsules' world ends (F, C, 2, 3) when known): capsules as capsules, hulls as hulls
-    (core.collision.hulls) where they may be closer than `within` (beyond, a lower bound)."""
+    (core.collision.hulls) where they may be closer than `within` (beyond, a lower bound); with
+    `support`, tightened by the meshes' separating-axis bound (core.collision.support.tighten)."""
     ends = model.world_ends(poses) if ends is None else ends
     world = model.world_hulls(poses) if model.hull is not None and (model.hull[capsules] >= 0).any() else None
-    return proxy_distance(model, capsules, ends[frames[:, None], capsules],
-                          lambda rows, side: world[frames[rows], model.hull[capsules[rows, side]]], within)[0]
+    out = proxy_distance(model, capsules, ends[frames[:, None], capsules],
+                         lambda rows, side: world[frames[rows], model.hull[capsules[rows, side]]], within)[:4]
+    if support:
+        tighten(model, capsules, out, lambda rows, side: _frames(poses, model, frames[rows],
+                                                                   model.capsule_link[capsules[rows, side]]), within)
+    return out[0]
+
+
+def _frames(poses: dict, model: CollisionModel, frames: np.ndarray, links: np.ndarray) -> np.ndarray:
+    """Link frames (K, 4, 3) (rotation columns, then origin) of links (K,) on frames (K,) of poses
+    {link: (F, 4, 4)}, as core.collision.support reads them."""
+    out = np.empty((len(links), 4, 3))
+    for link in np.unique(links):
+        rows = np.flatnonzero(links == link)
+        pose = poses[int(link)][frames[rows]]
+        out[rows, :3], out[rows, 3] = pose[:, :3, :3].transpose(0, 2, 1), pose[:, :3, 3]
+    return out
 
 
 def body_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, root: np.ndarray | None,
-                   exact_below: float) -> np.ndarray:
+                   exact_below: float, support: bool = True) -> np.ndarray:
     """Signed distances (F, P) of the checked body pairs, exact where a pair may be closer than
     `exact_below`; elsewhere the distance between the bodies' bounding spheres, a lower bound
     above it (most pairs of most frames are far apart: their capsules are never paired)."""
@@ -161,7 +181,7 @@ def body_distances(tree: KinematicTree, pairs: CollisionPairs, q: np.ndarray, ro
     reach = 0.5 * np.linalg.norm(model.ends[:, 1] - model.ends[:, 0], axis=-1) + model.radius
     each = np.linalg.norm(middle[frames, a] - middle[frames, b], axis=-1) - reach[a] - reach[b]  # capsules' spheres
     near = np.flatnonzero(each < exact_below)
-    each[near] = _exact(model, poses, frames[near], np.stack([a[near], b[near]], axis=1), ends, exact_below)
+    each[near] = _exact(model, poses, frames[near], np.stack([a[near], b[near]], axis=1), ends, exact_below, support)
     dist[f, p] = np.minimum.reduceat(each, begin)
     return dist
 

@@ -22,6 +22,7 @@ from ..model.transforms import rotate_points
 from ..model.mesh_paths import resolve_mesh_path
 from .fit import fit_capsules
 from .hulls import pad_hull, simplified_hull, smooth_trunk, trunk_links
+from .support import fit_support
 from .parts import BodyMesh, fit_body
 from .smooth import fit_smooth, frame_points
 from .store import stored, tree_numbers
@@ -45,6 +46,10 @@ class CollisionModel:
     hull_planes: np.ndarray | None = None  # (H, PLANES, 4) planes' normals and offsets in the link's frame
     hull_slope: np.ndarray | None = None  # (H, PLANES) each plane's slope deep inside
     hull_level: np.ndarray | None = None  # (H,) the level of the soft maximum that holds the mesh
+    # each body's rounded mesh hull for the separating-axis bound (core.collision.support): vertices
+    # (B, HULL_VERTICES, 3) in the body link's frame, padded, and the rounding (B,), -1 for a body without mesh
+    support_points: np.ndarray | None = None
+    support_radius: np.ndarray | None = None
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The model as arrays (core.collision.store keeps them on disk)."""
@@ -104,7 +109,8 @@ class CollisionModel:
                          + poses[int(link)][:, None, :3, 3] for h, link in enumerate(links)], axis=1)
 
 
-_HULL_ARRAYS = ("hull", "hull_points", "hull_faces", "hull_radius", "hull_planes", "hull_slope", "hull_level")
+_HULL_ARRAYS = ("hull", "hull_points", "hull_faces", "hull_radius", "hull_planes", "hull_slope", "hull_level",
+                "support_points", "support_radius")
 
 
 def collision_model(tree: KinematicTree) -> CollisionModel:
@@ -149,7 +155,7 @@ def per_robot(tree: KinematicTree, attribute: str, cache: dict, build):
 
 
 def fit_model(tree: KinematicTree) -> CollisionModel:
-    links, names, owner, ends, radius, hulls = [], [], [], [], [], []
+    links, names, owner, ends, radius, hulls, meshes = [], [], [], [], [], [], []
     trunk = trunk_links(tree)
     for link in range(len(tree.link_names)):
         if link != 0 and tree.kind[link] == FIXED:
@@ -177,6 +183,7 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
             radius.append(r)
         links.append(link)
         names.append(tree.link_names[link])
+        meshes.append(mesh)
     model = CollisionModel(links, names, np.array(owner, dtype=int), np.array(ends, dtype=float).reshape(-1, 2, 3),
                            np.array(radius, dtype=float))
     if hulls:
@@ -192,6 +199,9 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
         model.hull_points = np.array([v for v, _ in padded])
         model.hull_faces = np.array([f for _, f in padded])
         model.hull_radius = np.array([r for _, (_, _, r) in hulls])
+    support = fit_support(meshes)
+    if support is not None:
+        model.support_points, model.support_radius = support
     return model
 
 

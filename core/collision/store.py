@@ -18,9 +18,9 @@ import numpy as np
 from ..model.kinematics import KinematicTree
 from ..model.mesh_paths import resolve_mesh_path
 from ..motion.fileio import write_bytes_atomic
-from . import hulls, smooth
+from . import hulls, smooth, support
 
-FIT_VERSION = 7  # raise when the capsule fit, the pair rules or the mesh reading change
+FIT_VERSION = 8  # raise when the capsule fit, the pair rules or the mesh reading change
 CACHE_ENV = "ROBOT_RETARGET_CACHE"  # a folder for the cache; empty: no disk cache
 
 
@@ -45,6 +45,7 @@ def robot_digest(tree: KinematicTree, numbers: bytes) -> str | None:
     if path is None:
         return None
     digest = hashlib.sha256((f"collision {FIT_VERSION} hulls {hulls.HULL_PROXIES}"
+                             f" support {support.SUPPORT_VERTICES}"
                              + (f" smooth trunk {smooth.SHARP_M} {smooth.SOFT_M} {smooth.PLANES} {smooth.PLANE_TOLERANCE_M}"
                                 if hulls.SMOOTH_TRUNK else "")).encode())
     try:

@@ -455,12 +455,17 @@ def test_still_poses_kept_over_all_frames_and_depth_exact_only_below_the_margin(
     np.testing.assert_array_equal(depth, full)
 
 
-def test_separation_gradient_matches_finite_differences_with_and_without_still_poses(g1):
+@pytest.mark.parametrize("bound", [False, True])
+def test_separation_gradient_matches_finite_differences_with_and_without_still_poses(g1, monkeypatch, bound):
     """G1 left arm and hand in random postures within their limits: the analytic distance gradient
     over the arm's joints (one product per joint, all close pairs at once) is the central difference
-    of the exact capsule distances, and posing the links the arm does not move once (still_poses)
-    changes nothing."""
+    of the exact capsule distances (with `bound`, of the meshes' separating-axis bound where it is
+    larger: core.collision.support, its normal turning with the capsules), and posing the links the
+    arm does not move once (still_poses) changes nothing."""
+    from core.collision import support
     from core.collision.avoid import Separation
+
+    monkeypatch.setattr(support, "SUPPORT_BOUND", bound)
 
     tree, pairs = g1, collision_pairs(g1)
     arm = [tree.link_index(name) for name in tree.link_names
@@ -474,6 +479,10 @@ def test_separation_gradient_matches_finite_differences_with_and_without_still_p
     assert len(f) > 100 and np.array_equal(f, f2) and np.array_equal(p, p2)
     np.testing.assert_allclose(grad2, grad, atol=1e-12)
     np.testing.assert_allclose(dist2, dist, atol=1e-12)
+    if bound:  # the bound stands in on many entries
+        monkeypatch.setattr(support, "SUPPORT_BOUND", False)
+        assert (dist > term.distance(q, root, 0.5)[f, p] + 1e-6).sum() > 1000
+        monkeypatch.setattr(support, "SUPPORT_BOUND", True)
     clear = dist > -0.005  # crossing axes push along the middles' line instead: no derivative there
     step = 1e-6
     for k, link in enumerate(term.variables):
