@@ -20,7 +20,7 @@ from ..motion.frames import frame_blocks
 from .distance import axis_bound, dot
 from .hulls import proxy_distance
 from .pairs import CollisionPairs, body_distances, pair_distances
-from .support import normal_turn, tighten
+from .support import normal_turn, support_bound, tighten
 
 PENETRATION_M = 0.005  # a frame collides when a checked pair overlaps deeper than this
 SEPARATION_WEIGHT = 300.0  # sqrt weight per metre inside the margin: 1 mm costs what ~5 cm of chain shape does
@@ -100,7 +100,7 @@ class Placed:
     moving: list
     poser: Poser
     hulls: np.ndarray  # hull proxies' vertices (H, HULL_VERTICES, 3, F)
-    axes: np.ndarray  # bodies' link frames (B, 4, 3, F): rotation columns and origin (core.collision.support)
+    axes: np.ndarray  # bodies' link frames (B, 4, 3, F): rotation columns and origin (core.collision.support; B 0 without it)
     searched: dict  # where each frame's hull distances' searches ended (SeparationTerm._searched), shared by copies
     frames: np.ndarray  # these frames' rows in `searched`
 
@@ -191,9 +191,10 @@ class SeparationTerm:
         """Empty arrays for the capsules' ends (U, 2, 3, F), the bodies' centres (B, 3, F), the
         hulls' vertices (H, HULL_VERTICES, 3, F) and the bodies' link frames (B, 4, 3, F) in the world."""
         vertices = self.model.hull_points.shape[1] if self.model.hull is not None else 0
+        bound = self.model.support_radius is not None and support_bound()  # no frames to place without the bound
         return (np.empty((len(self._used), 2, 3, frames)), np.empty((len(self._radius), 3, frames)),
                 np.empty((int((self._hull_slot >= 0).sum()), vertices, 3, frames)),
-                np.empty((len(self._radius), 4, 3, frames)))
+                np.empty((len(self._radius) if bound else 0, 4, 3, frames)))
 
     def _place(self, entries: list, poses: dict, ends: np.ndarray, centre: np.ndarray, hulls: np.ndarray,
                axes: np.ndarray) -> None:
@@ -201,7 +202,8 @@ class SeparationTerm:
         (_capsule_ends entries) in the world, in place: one product per link."""
         for link, rows, body, local, hull_rows in entries:
             pose = poses[link]
-            axes[body, :3], axes[body, 3] = pose.cols, pose.pos
+            if len(axes):
+                axes[body, :3], axes[body, 3] = pose.cols, pose.pos
             points = pose.apply(local)
             ends[rows] = points[:2 * len(rows)].reshape(len(rows), 2, 3, -1)
             if len(hull_rows):
@@ -255,9 +257,11 @@ class SeparationTerm:
             within, simplex)
         if simplex is not None:
             self._searched(placed, f, p, simplex)
-        body = self._body_pairs[self._owner[p]]  # (K, 2) each entry's bodies' rows of `axes`
-        bound = tighten(self.model, self.capsules[p], (exact, ca, cb, normal),
-                        lambda rows, side: axes[body[rows, side], :, :, f[rows]], within)
+        bound = None
+        if len(axes):  # the meshes' bound on (_room)
+            body = self._body_pairs[self._owner[p]]  # (K, 2) each entry's bodies' rows of `axes`
+            bound = tighten(self.model, self.capsules[p], (exact, ca, cb, normal),
+                            lambda rows, side: axes[body[rows, side], :, :, f[rows]], within)
         if dense:
             dist[f, p] = exact
         return poses, dist, (f, p, exact, ca, cb, normal, None if bound is None else (*bound, pair_ends))
