@@ -17,7 +17,7 @@ import numpy as np
 from ..model.kinematics import PRISMATIC, KinematicTree
 from ..model.posing import Poser
 from ..motion.frames import frame_blocks
-from .distance import axis_bound, dot
+from .distance import axis_bound, cross_rows, dot
 from .hulls import proxy_distance
 from .pairs import CollisionPairs, body_distances, pair_distances
 from .support import normal_turn, support_bound, tighten
@@ -411,14 +411,14 @@ class SeparationTerm:
         normal = np.ascontiguousarray(normal.T)  # (3, K): entries last, as below (contiguous: each product reads it V times)
         # a turn about axis a through joint j moves point c at a x (c - j): along n at a.(c x n) + (j x a).n
         axis = np.stack([poses[int(v)].turn(self.tree.axes[v]) for v in self.variables])  # (V, 3, F)
-        moment = _cross(np.stack([poses[int(v)].pos for v in self.variables]), axis)  # per frame, then per entry
+        moment = cross_rows(np.stack([poses[int(v)].pos for v in self.variables]), axis)  # per frame, then per entry
         if self._prismatic.any():  # a slide: a.n
             slide = self._prismatic[:, None, None]
             moment, axis = np.where(slide, axis, moment), np.where(slide, 0.0, axis)
         axis, moment = axis[:, :, f], moment[:, :, f]  # (V, 3, K)
         along = (moment * normal).sum(axis=1)  # (V, K)
-        rate_a = (axis * _cross(ca.T, normal)).sum(axis=1) + along
-        rate_b = (axis * _cross(cb.T, normal)).sum(axis=1) + along
+        rate_a = (axis * cross_rows(ca.T, normal)).sum(axis=1) + along
+        rate_b = (axis * cross_rows(cb.T, normal)).sum(axis=1) + along
         grad[:] = (self._scale[:, None] * (rate_a * self.moves[:, p, 0] - rate_b * self.moves[:, p, 1])).T
         if bound is not None and bound[0].any():  # a bound along the capsules' normal: that normal turns too
             k = np.flatnonzero(bound[0])
@@ -436,12 +436,6 @@ class SeparationTerm:
         res[f, p], jac[f, p] = self.weight * (self.margin - dist), -self.weight * grad
         return res, jac
 
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a x b for vectors on the second-last axis (..., 3, K): contiguous rows, no np.cross overhead."""
-    return np.stack([a[..., 1, :] * b[..., 2, :] - a[..., 2, :] * b[..., 1, :],
-                     a[..., 2, :] * b[..., 0, :] - a[..., 0, :] * b[..., 2, :],
-                     a[..., 0, :] * b[..., 1, :] - a[..., 1, :] * b[..., 0, :]], axis=-2)
 
 
 def _apart(centre: np.ndarray, pairs: np.ndarray, reach: np.ndarray) -> np.ndarray:

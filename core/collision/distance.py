@@ -21,6 +21,13 @@ def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _einsum("...i,...i->...", a, b)
 
 
+def cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b for vectors on the second-last axis (..., 3, K), broadcast: contiguous rows, no np.cross overhead."""
+    return np.stack([a[..., 1, :] * b[..., 2, :] - a[..., 2, :] * b[..., 1, :],
+                     a[..., 2, :] * b[..., 0, :] - a[..., 0, :] * b[..., 2, :],
+                     a[..., 0, :] * b[..., 1, :] - a[..., 1, :] * b[..., 0, :]], axis=-2)
+
+
 def segment_closest(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray):
     """Closest points (..., 3) on segments p1-q1 and p2-q2 (each (..., 3), metres): (c1, c2).
 

@@ -18,13 +18,13 @@ import os
 
 import numpy as np
 
-from .distance import _einsum
+from .distance import _einsum, cross_rows
 from .hulls import pad_hull, simplified_hull
 
 # on: every look and the report take max(capsule distance, this bound) for bodies with meshes. Off by default:
 # the G1's limbs with avoidance walk +0.69 -> +0.38, hop +0.96 -> +0.60 deg over off (with the descent +0.16 /
 # +0.36), 0 % colliding, but the avoiding bake command grows by 0.9 / 2.0 G instructions (10.42 -> 11.32,
-# 10.60 -> 12.55) and the default one by 0.11 / 0.14 G, its report (NOTE_s29-sat.md)
+# 10.60 -> 12.55) and the default one by 0.11 / 0.14 G, its report (docs/history/self_collision.md, session 29)
 SUPPORT_BOUND = os.environ.get("ROBOT_RETARGET_SUPPORT_BOUND", "") == "1"
 SUPPORT_VERTICES = 64  # a body's simplified hull's vertices, at most (128: G1 limbs no lower, the hop's jerk 1.3x)
 
@@ -128,8 +128,8 @@ def normal_turn(lever: np.ndarray, axis: np.ndarray, moment: np.ndarray, moves: 
     # a point x of body A goes at axis.(x x v) + moment.v along v (and of B, the same with its moves):
     # rate.v = move_a (axis.(on_a x v) + moment.v) - move_b (axis.(on_b x v) + moment.v), v in d1, d2, lever
     toward = np.stack([d1, d2, lever])  # (3 vectors, 3, K)
-    vectors = np.concatenate([_cross3(on_a.T, toward), _cross3(on_b.T, toward), _cross3(d1, w)[None],
-                              _cross3(d2, w)[None]])  # (8, 3, K); the last two: w.(spin x d) = spin.(d x w)
+    vectors = np.concatenate([cross_rows(on_a.T, toward), cross_rows(on_b.T, toward), cross_rows(d1, w)[None],
+                              cross_rows(d2, w)[None]])  # (8, 3, K); the last two: w.(spin x d) = spin.(d x w)
     spin = _einsum("vik,mik->vmk", axis, vectors)  # (V, 8, K)
     slide = _einsum("vik,mik->vmk", moment, toward)  # (V, 3, K)
     move_a, move_b = moves
@@ -146,10 +146,3 @@ def normal_turn(lever: np.ndarray, axis: np.ndarray, moment: np.ndarray, moves: 
     dt = np.where(only_t, -c2 / np.where(only_t, a22, 1.0), dt)
     along_d1, along_d2 = (lever * d1).sum(axis=0), (lever * d2).sum(axis=0)
     return (rate[:, 2] + along_d1 * ds - along_d2 * dt) / length
-
-
-def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a x b on the second-last axis (..., 3, K), broadcast."""
-    return np.stack([a[..., 1, :] * b[..., 2, :] - a[..., 2, :] * b[..., 1, :],
-                     a[..., 2, :] * b[..., 0, :] - a[..., 0, :] * b[..., 2, :],
-                     a[..., 0, :] * b[..., 1, :] - a[..., 1, :] * b[..., 0, :]], axis=-2)
