@@ -22,12 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import FIXED, KinematicTree
-from .distance import dot, segment_closest
+from .distance import dot
 
 AIM_M = 0.005  # a target is put this far beyond its distance: the chain's least squares falls a little short
 SLOPE = 3.0  # a point is moved at most this many times its distance from the axis out: the push's steepness
 SWEEPS = 2  # rounds over a point's bodies (out of one may be into the next: the pelvis against a hip)
 TURNS = 3  # rounds of a hand's turns over the bodies it is checked against
+HAND_SPHERES = 3  # a hand's body is taken as this many spheres along its ray, its ends included
 REACH_M = 0.05  # entries further than their clearance + this on a frame are not looked at there
 PROBE_TURN_DEG = 20.0  # a hand's body is taken along its tip's ray when its far end lies within this angle of it
 _EPS = 1e-9
@@ -106,10 +107,9 @@ def _entries(entries: list, index: dict) -> tuple:
 
 def _turned(origin: np.ndarray, ray: np.ndarray, span: tuple, ends: np.ndarray, entries: tuple) -> np.ndarray:
     """The ray (F, 3) from the origin (F, 3) through a hand's tip point turned, capsule by capsule, TURNS rounds,
-    so that the hand's body (a segment from span[0] to span[1] times the ray, out from the origin) is as far
-    from each capsule (F, C, 2, 3) as its entry says: where they are closer, the ray turns about the origin by
-    what moves the hand's closest point out (SLOPE-limited as `pushed`), on the frames that come within
-    clearance + REACH_M."""
+    so that the hand's body (HAND_SPHERES spheres from span[0] to span[1] times the ray, out from the origin) is
+    as far from each capsule (F, C, 2, 3) as its entry says: where a sphere is closer, the ray turns about the
+    origin by what moves it out (`pushed`), on the frames that come within clearance + REACH_M."""
     _, capsules, clear = entries
     lo, hi = span
     length = np.linalg.norm(ray, axis=-1, keepdims=True)
@@ -129,13 +129,11 @@ def _turned(origin: np.ndarray, ray: np.ndarray, span: tuple, ends: np.ndarray, 
     for _ in range(TURNS):
         for frames, c, distance in groups:
             base, tip = origin[frames], aim[frames]
-            hand, body = segment_closest(base + lo * tip, base + hi * tip, ends[frames, c, 0], ends[frames, c, 1])
-            away = hand - body
-            dist = np.sqrt(dot(away, away))
-            shift = away * (np.clip(distance / np.maximum(dist, _EPS), 1.0, SLOPE) - 1.0)[:, None]
-            lever = np.maximum(np.linalg.norm(hand - base, axis=-1), lo * length[frames, 0])
-            tip = tip + shift * (length[frames, 0] / lever)[:, None]
-            aim[frames] = tip * (length[frames] / np.linalg.norm(tip, axis=-1, keepdims=True))
+            for along in np.linspace(lo, hi, HAND_SPHERES):  # spheres: a segment's closest point jumps when parallel
+                point = base + along * tip
+                tip = tip + (pushed(point, ends[frames, c, 0], ends[frames, c, 1], distance) - point) / along
+                tip *= length[frames] / np.linalg.norm(tip, axis=-1, keepdims=True)
+            aim[frames] = tip
     return aim
 
 

@@ -48,9 +48,10 @@ PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not
 # every frame settles on the least rotation from neutral whatever the frame before had (the walk at 60 fps baked
 # the G1's wrists 3.2 rad apart)
 HAND_FREE_PRIOR = 100.0
-CLEAR_TARGETS = True  # with avoidance, an arm's and its hand's targets are moved out of the trunk before their solve
-#                      (core.collision.clearance): keep_apart then finds few, shallow frames
-CLEAR_ROUNDS = 1
+CLEAR_TARGETS = False  # True: with avoidance, an arm's and its hand's targets are moved out of the trunk before their solve
+#                       (core.collision.clearance): keep_apart finds fewer, shallower frames and the G1's limbs and jerk
+#                       improve, but the solve grows more than keep_apart shrinks (NOTE_s30-shape.md), so off
+CLEAR_ROUNDS = 1  # solves again to targets moved on by what the solved points still lack
 
 
 @dataclass

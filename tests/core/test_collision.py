@@ -820,7 +820,6 @@ def test_g1_walk_runs_tried_on_a_sample_first_end_where_tried_whole(g1, walk, mo
     from dataclasses import replace
 
     import core.chains.coherence as coherence
-    import core.retarget.pipeline as pipeline
     from core.motion.bvh import load_bvh
     from core.retarget import auto_map, retarget
 
@@ -832,9 +831,6 @@ def test_g1_walk_runs_tried_on_a_sample_first_end_where_tried_whole(g1, walk, mo
 
     monkeypatch.setattr(coherence, "_restart", counted)
     monkeypatch.setattr(coherence, "LIMB_TRIES", True)  # off by default (session 28)
-    # the arms' targets not cleared of the trunk before their solve: cleared, the walk's runs start 64 frames
-    # again either way (session 30), and the sample's saving is measured on the runs it is for
-    monkeypatch.setattr(pipeline, "CLEAR_TARGETS", False)
     hop = load_bvh(ROOT / "tests/data/motion/cmu_131_03_hop.bvh").to_source_motion()
     starts, sample = {}, coherence.TRIAL_EVERY
     for name, motion in (("walk", walk), ("hop", hop)):
