@@ -191,7 +191,7 @@ class SeparationTerm:
         """Empty arrays for the capsules' ends (U, 2, 3, F), the bodies' centres (B, 3, F), the
         hulls' vertices (H, HULL_VERTICES, 3, F) and the bodies' link frames (B, 4, 3, F) in the world."""
         vertices = self.model.hull_points.shape[1] if self.model.hull is not None else 0
-        bound = self.model.support_radius is not None and support_bound()  # no frames to place without the bound
+        bound = support_bound() and self.model.support_radius is not None  # no frames to place without the bound
         return (np.empty((len(self._used), 2, 3, frames)), np.empty((len(self._radius), 3, frames)),
                 np.empty((int((self._hull_slot >= 0).sum()), vertices, 3, frames)),
                 np.empty((len(self._radius) if bound else 0, 4, 3, frames)))
