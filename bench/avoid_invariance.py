@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from core.chains import separation  # noqa: E402
+from core.chains import corrections  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
 from core.motion.bvh import load_bvh  # noqa: E402
@@ -46,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="also the room made between two close inputs")
     args = parser.parse_args()
-    separation.HOLD_AT_BOUND = True
+    corrections.HOLD_AT_BOUND = True
     tree = KinematicTree(parse_urdf(G1))
     with tempfile.TemporaryDirectory() as folder:
         for name, path in (("walk", WALK), ("hop", HOP)):

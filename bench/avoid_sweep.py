@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from core.chains import separation  # noqa: E402
+from core.chains import corrections, separation  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
 from core.motion.bvh import load_bvh  # noqa: E402
@@ -123,7 +123,7 @@ def main() -> None:
     parser.add_argument("--descent", action="store_true", help="the descended polish on (POLISH_ROOM, POLISH_DESCENT)")
     parser.add_argument("--bisect", action="store_true", help="narrow the left arm's largest jump and name its stage")
     args = parser.parse_args()
-    separation.HOLD_AT_BOUND = True
+    corrections.HOLD_AT_BOUND = True
     separation.POLISH_ROOM = separation.POLISH_DESCENT = args.descent
     found = captured(WALK if args.clip == "walk" else HOP)
     ts = np.linspace(0.0, 1.0, args.steps + 1)

@@ -15,7 +15,7 @@ the timed calls (as in a Blender session or a batch worker, which keep them).
 (core.chains.separation.POLISH_ROOM, off by default), a third bake interleaved with the two.
 --descent: that polish by its damped descent (core.chains.separation.POLISH_DESCENT, off by default).
 --hold-at-bound: the least change holds a joint a step would carry out of its range at its bound
-wherever it is (core.chains.separation.HOLD_AT_BOUND: continuous in the input, off by default).
+wherever it is (core.chains.corrections.HOLD_AT_BOUND: continuous in the input, off by default).
 ROBOT_RETARGET_SUPPORT_BOUND=1 in the environment: the looks and the report with the meshes' separating-axis
 bound (core.collision.support, off by default).
 """
@@ -33,6 +33,7 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
+import core.chains.corrections as corrections  # noqa: E402
 import core.chains.separation as separation  # noqa: E402
 from core.collision import collision_pairs  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
@@ -66,10 +67,10 @@ def main() -> None:
     parser.add_argument("--descent", action="store_true",
                         help="the polish by its damped descent (separation.POLISH_DESCENT)")
     parser.add_argument("--hold-at-bound", action="store_true",
-                        help="hold a joint at its bound wherever it is (separation.HOLD_AT_BOUND)")
+                        help="hold a joint at its bound wherever it is (corrections.HOLD_AT_BOUND)")
     args = parser.parse_args()
     if args.hold_at_bound:
-        separation.HOLD_AT_BOUND = True
+        corrections.HOLD_AT_BOUND = True
     if args.descent:
         separation.POLISH_DESCENT = True
     clips_ = {"walk": clips.load(clips.WALK), "hop": clips.load(clips.HOP)}

@@ -31,13 +31,13 @@ import numpy as np  # noqa: E402
 
 import clips  # noqa: E402  (puts the repository on the path)
 from core import collision  # noqa: E402
-from core.chains import coherence, polish, separation, steady, switches  # noqa: E402
+from core.chains import coherence, corrections, polish, separation, steady, switches  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402
 from core.model.urdf import parse_urdf  # noqa: E402
 from core.retarget import auto_map, retarget  # noqa: E402
 from bench_collision_stages_ab import _timed  # noqa: E402  (a part's CPU added up, not nested)
 
-S, C, T, W, P = separation, coherence, steady, switches, polish
+S, C, T, W, P, K = separation, coherence, steady, switches, polish, corrections
 _POLISHED = S._polished
 DESCENT = ((S, "POLISH_ROOM", True), (S, "POLISH_DESCENT", True))  # the descended polish (core.chains.polish)
 VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
@@ -76,8 +76,8 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "switch-aim-4mm": ((W, "SWITCH_AIM_M", 0.004),),
     "linear-steps-6": ((S, "LINEAR_STEPS", 6),),
     "linear-steps-8": ((S, "LINEAR_STEPS", 8),),
-    "aim-2mm": ((S, "AIM_M", 0.002),),
-    "step-0.5": ((S, "STEP_RAD", 0.5),),
+    "aim-2mm": ((K, "AIM_M", 0.002),),
+    "step-0.5": ((K, "STEP_RAD", 0.5),),
     "inside-2mm": ((T, "INSIDE_M", 0.002),),
     # session 29 (s29-finish): a last bump for the frames the detour left inside, the finish only where that fails
     "last-fix": ((T, "LAST_FIX", True),),  # G1 hop: no finish, limbs +0.024 deg, jerk -17 %, 0.29 G fewer
@@ -90,7 +90,7 @@ VARIANTS = {  # name: ((module, constant, value), ...) left out or changed
     "descent-steps-1": DESCENT + ((P, "DESCENT_STEPS", 1),),
     "descent-steps-2": DESCENT + ((P, "DESCENT_STEPS", 2),),
     "descent+no-whole": DESCENT + ((S, "WHOLE_PASSES", 0),),
-    "descent+whole-1": DESCENT + ((S, "WHOLE_STEPS", 1),),
+    "descent+whole-1": DESCENT + ((K, "WHOLE_STEPS", 1),),
     "descent+whole-passes-1": DESCENT + ((S, "WHOLE_PASSES", 1),),
     "descent-steps-1+whole-passes-1": DESCENT + ((P, "DESCENT_STEPS", 1), (S, "WHOLE_PASSES", 1)),
     "descent-steps-1+whole-passes-1+clear-1mm": DESCENT + ((P, "DESCENT_STEPS", 1), (S, "WHOLE_PASSES", 1),

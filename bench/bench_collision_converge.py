@@ -28,6 +28,7 @@ from scipy.optimize import minimize
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
 import core.chains.polish as polish  # noqa: E402
+import core.chains.corrections as corrections  # noqa: E402
 import core.chains.separation as separation  # noqa: E402
 from bench_collision_floor import ArmFrames  # noqa: E402
 from bench_collision_step import captured, stage  # noqa: E402
@@ -57,7 +58,7 @@ def whole_cost(problem, shape: np.ndarray, metric: np.ndarray, x: np.ndarray, f:
     d = x - shape[f]
     q = problem.q[f:f + 1].copy()
     q[0, problem.columns] = x
-    return float(0.5 * separation.WHOLE_SHAPE_WEIGHT * d @ metric @ d + problem.pull_cost(q, np.array([f]))[0])
+    return float(0.5 * corrections.WHOLE_SHAPE_WEIGHT * d @ metric @ d + problem.pull_cost(q, np.array([f]))[0])
 
 
 def main() -> None:
@@ -85,8 +86,8 @@ def main() -> None:
     lower = np.maximum(problem.lower, shape[frames] - separation.MAX_SEPARATION_RAD)
     upper = np.minimum(problem.upper, shape[frames] + separation.MAX_SEPARATION_RAD)
     descent = polish.descend_room(problem.on(frames), apart.on(frames), passes, shape[frames], lower, upper,
-                                  separation._least_change, separation.WHOLE_SHAPE_WEIGHT, separation.LOOKAHEAD_M,
-                                  separation.STEP_RAD)
+                                  corrections._least_change, corrections.WHOLE_SHAPE_WEIGHT, corrections.LOOKAHEAD_M,
+                                  corrections.STEP_RAD)
     print(f"{args.clip} {args.side} arm: {len(frames)} of {len(arm.close)} close frames; CPU passes "
           f"{middle - started:.2f} s, descent {time.process_time() - middle:.2f} s")
     rows = []

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The collision-proxy fit (core.collision.proxies.fit_model, no disk cache) on the G1 and the H1:
+"""The collision-proxy fit (core.collision.proxies.fit_model, no disk cache; the separating-axis bound's
+support hulls, fitted on their first use since session 30, left out) on the G1 and the H1:
 CPU seconds of a first fit (mesh files read included: the meshes' hulls the process keeps are
 dropped before each call; the least of --repeats calls, the machine being shared), and per body
 the capsule count, the mean excess over its hull (how much further the capsules reach than

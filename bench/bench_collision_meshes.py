@@ -26,7 +26,7 @@ from scipy.spatial import ConvexHull
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
 from core.collision import collision_pairs  # noqa: E402
-from core.collision.avoid import PENETRATION_M  # noqa: E402
+from core.collision.figures import PENETRATION_M  # noqa: E402
 from core.collision.pairs import pair_distances  # noqa: E402
 from core.collision.proxies import body_geometry  # noqa: E402
 from core.model.kinematics import KinematicTree  # noqa: E402

@@ -29,14 +29,22 @@ import numpy as np  # noqa: E402
 import clips  # noqa: E402
 from bench_collision_ab import _codes  # noqa: E402  (puts the repo on the path, imports REV as core_base)
 
-PARTS = ("retarget.pipeline:keep_apart", "chains.separation:_Corrections._look",
-         "chains.separation:_least_change", "chains.separation:one_answer_per_run", "chains.separation:_steady")
+# module|older module:attribute path: the first module the package has (the corrections left separation in session 30)
+PARTS = ("retarget.pipeline:keep_apart", "chains.corrections|chains.separation:_Corrections._look",
+         "chains.corrections|chains.separation:_least_change", "chains.separation:one_answer_per_run",
+         "chains.separation:_steady")
 
 
 def _timed(package: str, part: str, key: tuple, spent: dict, depth: dict) -> None:
-    """Wrap package's part (module:attribute path) so its CPU time adds to spent[key]."""
-    module, path = part.split(":")
-    owner = importlib.import_module(f"{package}.{module}")
+    """Wrap package's part (module:attribute path; module|older: the first of them the package has) so its
+    CPU time adds to spent[key]."""
+    modules, path = part.split(":")
+    for module in modules.split("|"):
+        try:
+            owner = importlib.import_module(f"{package}.{module}")
+            break
+        except ModuleNotFoundError:
+            continue
     names = path.split(".")
     for name in names[:-1]:
         owner = getattr(owner, name)

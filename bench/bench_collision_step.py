@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clips  # noqa: E402
 import core.chains.change_cost as change_cost  # noqa: E402
+import core.chains.corrections as corrections  # noqa: E402
 import core.chains.polish as polish  # noqa: E402
 import core.chains.separation as separation  # noqa: E402
 import core.retarget.pipeline as pipeline  # noqa: E402
@@ -41,12 +42,12 @@ from core.model.urdf import parse_urdf  # noqa: E402
 from core.retarget import auto_map  # noqa: E402
 from core.retarget.viewer import viewer_figures  # noqa: E402
 
-MODULES = {"separation": separation, "change_cost": change_cost, "polish": polish}
+MODULES = {"separation": separation, "change_cost": change_cost, "polish": polish, "corrections": corrections}
 VARIANTS = {
     "base": {},
     "frames": {"STEADY_ROOM": False},
-    "whole4": {"WHOLE_STEPS": 4},
-    "shape01": {"WHOLE_SHAPE_WEIGHT": 0.01},
+    "whole4": {"corrections.WHOLE_STEPS": 4},
+    "shape01": {"corrections.WHOLE_SHAPE_WEIGHT": 0.01},
     "pull10": {"change_cost.PULL_WEIGHT": 10.0},
     "polish": {"POLISH_ROOM": True},
     "descent": {"POLISH_ROOM": True, "POLISH_DESCENT": True},

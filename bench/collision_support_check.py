@@ -27,7 +27,7 @@ from scipy.spatial import ConvexHull  # noqa: E402
 
 import clips  # noqa: E402
 from core.collision import collision_pairs, support  # noqa: E402
-from core.collision.avoid import PENETRATION_M  # noqa: E402
+from core.collision.figures import PENETRATION_M  # noqa: E402
 from core.collision.convex import core_distance  # noqa: E402
 from core.collision.pairs import body_distances  # noqa: E402
 from core.collision.proxies import body_mesh  # noqa: E402

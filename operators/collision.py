@@ -49,7 +49,7 @@ class CollisionTrace:
 
     def colliding(self, frame: float) -> list[tuple[str, str, float]]:
         """(link, link, depth m) of the pairs overlapping by more than PENETRATION_M at `frame`."""
-        from ..core.collision.avoid import PENETRATION_M
+        from ..core.collision.figures import PENETRATION_M
         row = self.distance[self.at(frame)]
         return [(*self.pairs.names(int(p)), float(-row[p])) for p in np.flatnonzero(row < -PENETRATION_M)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..chains.mapping import Mapping
-from ..collision.avoid import collision_figures
+from ..collision.figures import collision_figures
 from ..feet.contacts import flags_to_intervals
 from ..model.kinematics import KinematicTree
 from ..model.transforms import pose_matrices

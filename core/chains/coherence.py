@@ -1,4 +1,4 @@
-"""One answer along a run of close frames (core.chains.separation's corrections): frames whose
+"""One answer along a run of close frames (core.chains.corrections): frames whose
 change turns a joint the other way than their run's start again from the run's answer, and a run
 whose frames end on the other answer is tried whole on it, first on a sample in time (a run moves
 smoothly, so its every k-th frame tells how the whole run would fare).
@@ -11,8 +11,9 @@ import numpy as np
 
 
 class Corrections(Protocol):
-    """What a run's answer needs of separation's corrections (core.chains.separation._Corrections,
-    which imports this module, not the other way): the close frames, their joints, steps."""
+    """What a run's answer needs of separation's corrections (core.chains.corrections._Corrections;
+    core.chains.separation hands them over and imports this module, not the other way): the close
+    frames, their joints, steps."""
 
     rows: np.ndarray
     cols: np.ndarray

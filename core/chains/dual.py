@@ -1,4 +1,4 @@
-"""The multipliers of a frame's few pair rows (core.chains.separation's least change): projected
+"""The multipliers of a frame's few pair rows (core.chains.corrections' least change): projected
 Gauss-Seidel on the dual of min 1/2 dx' H dx subject to g dx >= need, all frames at once.
 
 A sweep is K sequential updates (one per pair), so its numpy form pays two calls per pair and

@@ -92,8 +92,8 @@ def polish_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np
     """x (F, V) with its frames moved from `shape` whose closest pair is within POLISH_NEAR_M of
     the margin taken POLISH_STEPS down their whole cost within [lower, upper] (F, V); each step
     kept only where it lowers that cost and leaves no pair closer than the margin +
-    POLISH_CLEAR_M, or than it was. least_change: core.chains.separation's least change (its
-    linearised step, passed in: separation imports this module)."""
+    POLISH_CLEAR_M, or than it was. least_change: core.chains.corrections' least change (its
+    linearised step, passed in by core.chains.separation, which imports this module)."""
     if all(line is None for line in problem.lines):
         return x
     rows = np.flatnonzero((np.abs(x - shape) > 1e-9).any(axis=1))
@@ -149,7 +149,7 @@ def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: n
     whole cost (as polish_room's) to where it stops falling: Levenberg-Marquardt damped SQP steps
     (the damping grown where a step failed: the undamped model asks for steps the trust region
     cuts, and a cut step is often no descent) whose pairs are linearised to reach the level they keep,
-    the margin + clear (default DESCENT_CLEAR_M), plus least_change's own aim (separation.AIM_M, 1 mm:
+    the margin + clear (default DESCENT_CLEAR_M), plus least_change's own aim (corrections.AIM_M, 1 mm:
     the figures in docs/history/self_collision.md were measured so; the acceptance below reads the
     level itself); a step that ends inside is taken back out (a
     second-order correction: the surface curves away from its tangent); a step is kept only where

@@ -4,7 +4,8 @@ margin, the least change of the chain's joints, measured by the chain shape, tha
 Linearised: at the chain's answer the shape's Gauss-Newton matrix H says what a joint change
 costs, each close pair's distance gradient g what it buys; per frame the small problem
 min 1/2 dx' H dx subject to d + g dx >= margin (a few pairs) is solved on its dual, batched over
-frames, and taken again from where it lands until the pairs are out. A joint the shape does not
+frames, and taken again from where it lands until the pairs are out (core.chains.corrections: this
+module runs the passes over a clip, that one a pass's steps). A joint the shape does not
 see (a wrist's roll about the forearm) is nearly free, so it turns first, the elbow before the
 shoulder when the shape says so; a limb's H also charges the turn of the line a viewer reads
 (shoulder to wrist), so it turns last. Once out, a limb's frames take a few more steps toward
@@ -20,19 +21,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.kinematics import KinematicTree
-from .batched import spd_inverse
 from .change_cost import (LINE_WEIGHT, PULL_WEIGHT, ChainGroup, _limb_line, _limb_metric, _line_cost, _line_pull,
                           _shape_metric)
 from .coherence import NO_CHANGE_RAD, one_answer_per_run
-from .dual import dual_step, exact_step
+from . import corrections
+from .corrections import _Corrections, _dual_step, _least_change
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
 from .steady import blend_reach, steady_gain, steady_room
-from .switches import SLACK_SCALE, _violation, _windows, solve_switches
+from .switches import _violation, _windows, solve_switches
 
-# the costs of a change live in change_cost; their names stay reachable here, where tests look for them
-__all__ = ["LINE_WEIGHT", "PULL_WEIGHT", "_limb_line", "_limb_metric", "_line_cost", "_line_pull", "_shape_metric",
-           "room_in_time", "separate_chain", "separate_chains"]
+# the costs of a change live in change_cost, a pass's corrections in corrections; their functions stay reachable
+# here, where tests look for them. corrections' constants (STEP_RAD, HOLD_AT_BOUND, ...) are read and set there
+# only (this module reads them there when called): a copy here would change nothing when set
+__all__ = ["LINE_WEIGHT", "PULL_WEIGHT", "_Corrections", "_dual_step", "_least_change", "_limb_line", "_limb_metric",
+           "_line_cost", "_line_pull", "_shape_metric", "room_in_time", "separate_chain", "separate_chains"]
 
 SEPARATION_PASSES = 3  # separation passes followed by the ramp in time and the rate limit
 SAMPLED_PASSES = 2  # the same on the frames 1 / SAMPLE_HZ apart that the steady room starts from: it low-passes the
@@ -42,19 +45,6 @@ FIX_STEPS = 3  # linearised corrections per fix pass: a frame its neighbours' re
 FIX_PASSES = 4  # then passes within each frame's neighbours' reach (the rate limit keeps them)
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
 LINEAR_STEPS = 10  # linearised corrections per pass, each from where the one before landed
-STEP_RAD = 0.35  # one correction turns no joint further (the linearisation's trust region)
-PAIRS_PER_FRAME = 6  # the closest pairs of a frame that constrain its correction
-LOOKAHEAD_M = 0.01  # pairs this far beyond the margin are kept from closing in by the correction
-TOLERANCE_M = 0.001  # a frame is done when its pairs are this close to the margin
-AIM_M = 0.001  # a correction aims this far beyond the margin: the linearisation falls a little short
-DUAL_SWEEPS = 24  # Gauss-Seidel sweeps over a frame's pairs for the multipliers
-WHOLE_STEPS = 2  # steps of a limb's whole change once out of reach (docs/history/self_collision.md: G1 walk limbs +1.30 -> +0.80 deg)
-WHOLE_SHAPE_WEIGHT = 0.03  # a limb's change of shape costs this share in its whole change: a viewer reads the line
-#                            (docs/history/self_collision.md: G1 limbs +0.81 / +1.21 -> +0.56 / +1.04 deg with whole steps kept only where cheaper)
-WHOLE_OUT_STEPS = 6  # corrections out of reach again after the whole steps: a row they do not bring out is put back
-#                     where it was before the whole steps (_keep_cheaper), as after ten; the 7th to 10th moved 1-3 rows
-#                     a call, centimetres deep at the trust region (session 28, 10 before: G1 walk / hop 2 calls fewer)
-WHOLE_TOLERANCE_RAD = 0.01  # a frame whose whole change wishes no joint further than this is left where it is
 WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (docs/history/self_collision.md: the third's cost 5 %, cleared none)
 DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
 DETOUR_HALF_WIDTHS = (4, 8)  # frames each side of a frame the steady room left inside, solved together
@@ -75,11 +65,6 @@ FINISH_WHOLE = False  # True: the steady room's finish over the whole clip (befo
 #                      blend reads it either side of the frames it is for (steady.blend_reach: 15 frames; 0.25 s before
 #                      session 29, 30 frames at 120 fps: the G1 hop's joints within 1e-17 rad, 0.15 G fewer)
 FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
-HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is held at its bound wherever it is: each
-#                        step the exact least change within the range, every pair within reach (continuous in the
-#                        input: the same motion written otherwise makes the same room, docs/history/self_collision.md,
-#                        docs/notes/s26-smooth.md);
-#                        False: only a joint already on its bound is held, another is cut at it
 
 
 def separate_chain(tree: KinematicTree, kin: ChainKinematics, anchor: np.ndarray, q: np.ndarray,
@@ -172,11 +157,13 @@ def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray,
     if POLISH_DESCENT and every > 1:  # on frames 1 / SAMPLE_HZ apart, as the passes
         sample = _samples(len(x), every)
         moved = descend_room(problem.on(sample), separation.on(sample), x[sample], shape[sample], lower[sample],
-                             upper[sample], _least_change, WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD) - x[sample]
+                             upper[sample], corrections._least_change, corrections.WHOLE_SHAPE_WEIGHT,
+                             corrections.LOOKAHEAD_M, corrections.STEP_RAD) - x[sample]
         better = x + _between(len(x), sample, moved)
     else:
         better = (descend_room if POLISH_DESCENT else polish_room)(
-            problem, separation, x, shape, lower, upper, _least_change, WHOLE_SHAPE_WEIGHT, LOOKAHEAD_M, STEP_RAD)
+            problem, separation, x, shape, lower, upper, corrections._least_change, corrections.WHOLE_SHAPE_WEIGHT,
+            corrections.LOOKAHEAD_M, corrections.STEP_RAD)
     return steady_gain(x, better, fps, lower, upper, max_step,
                        lambda y, frames: _violation(problem, separation, y, frames))
 
@@ -298,7 +285,7 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     q[:, cols] = x
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
     # the frames' distances and the close pairs' gradients at once: the first correction starts from them
-    dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + LOOKAHEAD_M,
+    dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + corrections.LOOKAHEAD_M,
                                          **separation.kept_on(look))
     close = dist.min(axis=1, initial=np.inf) < margin
     rows = look[close]
@@ -317,203 +304,13 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     metric = problem.metric(q[rows], rows)
     separation = separation.near(q, rows, dist=dist[close])  # only pairs a correction can bring into the margin
     out = x.copy()
-    correct = _Corrections(separation, q, cols, rows, metric, lower, upper, steps,
-                          (problem, start) if whole else None)
+    correct = corrections._Corrections(separation, q, cols, rows, metric, lower, upper, steps,
+                                       (problem, start) if whole and steps == LINEAR_STEPS else None)
     correct.out_of_reach(out, known=first)
     if shape is not None and ONE_ANSWER_PER_RUN:
         one_answer_per_run(correct, out, shape[rows])
     clear[rows] = (out[rows] == correct.clear_at).all(axis=1)
     return out, clear
-
-
-class _Corrections:
-    """Linearised corrections of one group's close frames (`rows`), in place on q and out."""
-
-    def __init__(self, separation, q, cols, rows, metric, lower, upper, steps: int = LINEAR_STEPS,
-                 shape: tuple | None = None):
-        self.separation, self.q, self.cols, self.rows = separation, q, cols, rows
-        self.lower, self.upper, self.steps = lower, upper, steps
-        self.still = separation.still_on(rows)  # links no step moves: once
-        if self.still is None:
-            self.still = separation.still_poses(q[rows], separation.root[rows])
-        self.placed = separation.placed(self.still, len(rows))  # their capsules in the world: once
-        # (group, its columns before any room was made (R, V)): a limb's whole change is made least
-        self.group, self.shape = shape if shape is not None else (None, None)
-        self.whole = (self.group is not None and steps == LINEAR_STEPS
-                      and any(line is not None for line in self.group.lines))
-        self.change_metric = metric  # what the change from the shape costs
-        # a step out also charges moving the line away from the actor's (PULL_WEIGHT), as at the start
-        self.metric = metric + self.group.pull(q[rows], rows)[0] if self.whole else metric
-        self.inverse = spd_inverse(self.metric)  # once, for every step
-        self.clear_at = np.full((len(rows), len(cols)), np.nan)  # where each row was last seen clear of the margin
-        self.radius = np.full(len(rows), STEP_RAD)  # each row's trust region for its whole steps: halved where they failed
-        # each row's last looked-at entries (row r, pair p, distance, gradient) and where it was then:
-        # a row a step found out of reach is still there for the whole step after it
-        self._seen_at = np.full((len(rows), len(cols)), np.nan)
-        self._seen = (np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0), np.zeros((0, len(cols))))
-
-    def out_of_reach(self, out: np.ndarray, live: np.ndarray | None = None, known: tuple | None = None) -> None:
-        """Up to `steps` (LINEAR_STEPS) corrections of the rows (`live`, default all) still inside the margin,
-        each from where the last landed (known: the first one's gradient entries, see step); on a limb
-        then WHOLE_STEPS toward its least whole change (_whole_step) and out of reach again from there
-        (up to WHOLE_OUT_STEPS corrections)."""
-        live = np.arange(len(self.rows)) if live is None else live
-        every = live
-        for _ in range(self.steps):
-            live, known = self.step(out, live, known=known), None
-            if len(live) == 0:
-                break
-        if not self.whole:
-            return
-        kept = self._whole_state(out, every, live)
-        moved, live = [], every
-        for _ in range(WHOLE_STEPS):
-            live = self._whole_step(out, live)
-            moved.append(live)
-        live = np.unique(np.concatenate(moved))  # out of reach again from where they went
-        for _ in range(min(self.steps, WHOLE_OUT_STEPS)):
-            if len(live) == 0:
-                break
-            live = self.step(out, live)
-        self._keep_cheaper(out, every, kept, live)
-
-    def _whole_state(self, out: np.ndarray, live: np.ndarray, inside: np.ndarray) -> tuple:
-        """(joints (L, V), whole cost (L,), inside (L,) bool) of the live rows where they are;
-        inside: the rows a way out left inside (moved since it last looked: not known to be out)."""
-        rows = self.rows[live]
-        change = out[rows] - self.shape[live]
-        cost = 0.5 * np.einsum("rv,rvw,rw->r", change, WHOLE_SHAPE_WEIGHT * self.change_metric[live], change)
-        cost += self.group.pull_cost(self.q[rows], rows)
-        return out[rows].copy(), cost, np.isin(live, inside)
-
-    def whole_cost(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
-        """(L,) the live rows' whole cost where they are (_whole_state)."""
-        return self._whole_state(out, live, live[:0])[1]
-
-    def _keep_cheaper(self, out: np.ndarray, live: np.ndarray, kept: tuple, inside: np.ndarray) -> None:
-        """The live rows whose whole steps left them costlier than before (kept: _whole_state
-        there), or inside where they were out, put back and their trust region halved: linearised,
-        the steps and the ways out after them are no descent of the whole cost (the G1's wrist
-        roll swings 0.35 rad across a bound and back; four or eight steps cost the walk's left arm
-        more than two)."""
-        joints, cost, was_inside = kept
-        _, now, now_inside = self._whole_state(out, live, inside)
-        back = live[(now_inside & ~was_inside) | ((now_inside == was_inside) & (now > cost))]
-        self.radius[back] *= 0.5
-        out[self.rows[back]] = joints[np.isin(live, back)]
-        self.q[self.rows[back][:, None], self.cols] = out[self.rows[back]]
-
-    def _look(self, out: np.ndarray, live: np.ndarray) -> tuple:
-        """The live rows' gradient entries (f into live, p, dist, grad) where they are: looked up
-        for rows looked at there before, evaluated for the others (and kept)."""
-        seen = (out[self.rows[live]] == self._seen_at[live]).all(axis=1)
-        new = live[~seen]
-        if len(new):
-            separation, frames = self.separation, self.rows[new]
-            f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
-                                                   separation.margin + LOOKAHEAD_M, placed=self.placed.on(new))
-            redone = np.zeros(len(self.rows), dtype=bool)  # a mask, not np.isin: no sort per step
-            redone[new] = True
-            old = ~redone[self._seen[0]]
-            self._seen = tuple(np.concatenate([a[old], b]) for a, b in zip(self._seen, (new[f], p, dist, grad)))
-            self._seen_at[new] = out[frames]
-        where = np.full(len(self.rows), -1)
-        where[live] = np.arange(len(live))
-        at = where[self._seen[0]]
-        pick = at >= 0
-        return (at[pick],) + tuple(a[pick] for a in self._seen[1:])
-
-    def _whole_step(self, out: np.ndarray, live: np.ndarray) -> np.ndarray:
-        """One step of the `live` rows toward the least of their whole change from the shape (its
-        metric, at WHOLE_SHAPE_WEIGHT) plus PULL_WEIGHT times the limb line's squared distance from the actor's, the pairs
-        linearised where they are (sequential quadratic programming). Each correction alone is the
-        least step out, and a path of least steps is not the least change: its sum turned the G1's
-        shoulder where a bent elbow and a turned hand cost the line less. Line and pull are taken
-        again where the limb is (a bend of 0.5 rad is far from linear). The rows moved: those whose
-        wished change exceeds WHOLE_TOLERANCE_RAD (the others are where they would go)."""
-        rows = self.rows[live]
-        matrix, gradient = self.group.pull(self.q[rows], rows)
-        change = WHOLE_SHAPE_WEIGHT * self.change_metric[live]
-        metric = change + matrix
-        inverse = spd_inverse(metric)
-        wished = -np.einsum("rvw,rw->rv", inverse,
-                            np.einsum("rvw,rw->rv", change, out[rows] - self.shape[live]) + gradient)
-        far = np.abs(wished).max(axis=1) > WHOLE_TOLERANCE_RAD
-        if far.any():
-            self.step(out, live[far], wished[far], metric=(metric[far], inverse[far]), radius=self.radius[live[far]])
-        return live[far]
-
-    def step(self, out: np.ndarray, live: np.ndarray, toward: np.ndarray | None = None,
-             known: tuple | None = None, metric: tuple | None = None, radius: np.ndarray | None = None) -> np.ndarray:
-        """One correction of the `live` rows (toward (L, V): the change wished for besides, all of
-        them moved; else only those inside; metric: (H, H^-1) of those rows instead of the shape's);
-        the rows that were inside. known: the live rows' gradient entries (f, p, dist, grad) where
-        they are, already evaluated."""
-        margin, frames = self.separation.margin, self.rows[live]
-        f, p, dist, grad = known if known is not None else self._look(out, live)
-        inside, near = np.zeros(len(live), dtype=bool), np.zeros(len(live), dtype=bool)
-        inside[f[dist < margin - TOLERANCE_M]] = True
-        near[f[dist < margin]] = True
-        self.clear_at[live] = np.where(near[:, None], np.nan, out[frames])
-        moved = np.ones(len(live), dtype=bool) if toward is not None else inside
-        if not moved.any():
-            return live[inside]
-        keep = moved[f]
-        renumber = np.cumsum(moved) - 1
-        at, f, dist, grad = live[moved], renumber[f[keep]], dist[keep], grad[keep]
-        rows = self.rows[at]
-        metric = (self.metric[at], self.inverse[at]) if metric is None else (metric[0][moved], metric[1][moved])
-        step = _least_change(metric, f, dist, grad, margin, out[rows], self.lower[at],
-                             self.upper[at], None if toward is None else toward[moved],
-                             STEP_RAD if radius is None else radius[moved][:, None])
-        out[rows] = np.clip(out[rows] + step, self.lower[at], self.upper[at])
-        self.q[rows[:, None], self.cols] = out[rows]
-        return live[inside]
-
-
-def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float,
-                  x: np.ndarray, lower: np.ndarray, upper: np.ndarray, toward: np.ndarray | None = None,
-                  radius: float | np.ndarray = STEP_RAD) -> np.ndarray:
-    """Per frame, the joint change dx (R, V) of least 1/2 (dx - t)' H (dx - t) with d + g dx >= margin
-    (metric: H (R, V, V) and its inverse)
-    for its PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V);
-    t: `toward`, default none), joints at a bound they would cross held (those frames solved again),
-    no joint turned further than STEP_RAD. With HOLD_AT_BOUND, every pair and the range solved exactly
-    (core.chains.dual.exact_step): a joint held on its bound and the others solved again from where they
-    were met the free answer only where H is diagonal (the G1 walk's shoulder yaw reaching its bound moved
-    the room 0.16 rad between inputs 1e-15 apart), and sweeps stopped short move with the pairs' order."""
-    order = np.lexsort((dist, f))  # by frame, closest first
-    f, dist, grad = f[order], dist[order], grad[order]
-    rank = np.arange(len(f)) - np.searchsorted(f, f)
-    most = len(f) if HOLD_AT_BOUND else PAIRS_PER_FRAME  # held: every pair within reach (two at one distance swap)
-    keep = rank < most
-    width = min(most, int(rank.max(initial=0)) + 1)  # no frame has more: the dual sweeps no empty column
-    need = np.full((len(x), width), -1.0)  # no pair: no constraint
-    g = np.zeros((len(x), width, x.shape[1]))
-    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin + AIM_M - dist[keep], grad[keep]
-    toward = np.zeros(x.shape) if toward is None else toward
-    need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
-    metric, inverse = metric
-    if HOLD_AT_BOUND:  # the least change within the range, exactly: a joint that would cross ends on its bound
-        step = toward + exact_step(metric, inverse, g, need, lower - x - toward, upper - x - toward, SLACK_SCALE,
-                                   DUAL_SWEEPS)
-    else:
-        step = toward + _dual_step(inverse, g, need)
-        # only joints on their bound are held: one 3e-6 rad short is cut there instead (0.25 rad apart)
-        held = ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
-        again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
-        if len(again):
-            h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-            step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
-    largest = np.abs(step).max(axis=1, keepdims=True)
-    return step * np.minimum(1.0, radius / np.maximum(largest, 1e-12))
-
-
-def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:
-    """dx = H^-1 g' lambda with lambda >= 0 solving the dual of min 1/2 dx' H dx, g dx >= need
-    (H^-1: `inverse`), DUAL_SWEEPS projected Gauss-Seidel sweeps over each frame's few pairs
-    (core.chains.dual)."""
-    return dual_step(inverse, g, need, DUAL_SWEEPS)
 
 
 def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -46,10 +47,35 @@ class CollisionModel:
     hull_planes: np.ndarray | None = None  # (H, PLANES, 4) planes' normals and offsets in the link's frame
     hull_slope: np.ndarray | None = None  # (H, PLANES) each plane's slope deep inside
     hull_level: np.ndarray | None = None  # (H,) the level of the soft maximum that holds the mesh
-    # each body's rounded mesh hull for the separating-axis bound (core.collision.support): vertices
-    # (B, HULL_VERTICES, 3) in the body link's frame, padded, and the rounding (B,), -1 for a body without mesh
-    support_points: np.ndarray | None = None
-    support_radius: np.ndarray | None = None
+
+    def __post_init__(self):
+        self._support: tuple | None = None  # (support_points, support_radius) once fitted
+        self._fit_support: Callable | None = None  # fit_support_of(model) -> that pair or None; None: none to fit
+
+    def support_from(self, fit: Callable) -> "CollisionModel":
+        """The model whose support hulls fit(model) gives on first use (support_points): the bound is
+        off by default, and the hulls were 28 % of the G1's first-ever fit (6.7 of 24.1 G instructions,
+        bench/collision_first_fit.py)."""
+        self._fit_support, self._support = fit, None
+        return self
+
+    def _support_hulls(self) -> tuple:
+        if self._support is None:
+            fitted = self._fit_support(self) if self._fit_support is not None else None
+            self._support = fitted if fitted is not None else (None, None)
+        return self._support
+
+    @property
+    def support_points(self) -> np.ndarray | None:
+        """Each body's rounded mesh hull for the separating-axis bound (core.collision.support): vertices
+        (B, SUPPORT_VERTICES, 3) in the body link's frame, padded; None when no body has a mesh. Fitted on
+        first use."""
+        return self._support_hulls()[0]
+
+    @property
+    def support_radius(self) -> np.ndarray | None:
+        """(B,) metres each support hull is rounded by to hold its mesh, -1 for a body without one."""
+        return self._support_hulls()[1]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The model as arrays (core.collision.store keeps them on disk)."""
@@ -109,15 +135,33 @@ class CollisionModel:
                          + poses[int(link)][:, None, :3, 3] for h, link in enumerate(links)], axis=1)
 
 
-_HULL_ARRAYS = ("hull", "hull_points", "hull_faces", "hull_radius", "hull_planes", "hull_slope", "hull_level",
-                "support_points", "support_radius")
+_HULL_ARRAYS = ("hull", "hull_points", "hull_faces", "hull_radius", "hull_planes", "hull_slope", "hull_level")
 
 
 def collision_model(tree: KinematicTree) -> CollisionModel:
     """The robot's capsules, fitted on first use and kept with the tree, and for the process per
-    robot file (a batch reads the robot again for every clip; its meshes are read once)."""
+    robot file (a batch reads the robot again for every clip; its meshes are read once). Its
+    support hulls are fitted on their first use and kept on disk with the capsules."""
     return per_robot(tree, "_collision_model", _MODELS,
-                     lambda t: stored(t, "model", fit_model, CollisionModel.arrays, CollisionModel.from_arrays))
+                     lambda t: stored(t, "model", fit_model, CollisionModel.arrays, CollisionModel.from_arrays)
+                     .support_from(lambda model: stored(t, "support", lambda _: fit_support_of(t, model),
+                                                        _support_arrays, _support_from_arrays)))
+
+
+def fit_support_of(tree: KinematicTree, model: CollisionModel) -> tuple[np.ndarray, np.ndarray] | None:
+    """The model's support hulls (core.collision.support.fit_support) from its bodies' meshes."""
+    return fit_support([body_mesh(tree, link) for link in model.body_links])
+
+
+def _support_arrays(fitted: tuple | None) -> dict[str, np.ndarray]:
+    """The support hulls as arrays for the store (none: empty ones, so a robot without meshes is not fitted again)."""
+    points, radius = fitted if fitted is not None else (np.zeros((0, 0, 3)), np.zeros(0))
+    return {"points": points, "radius": radius}
+
+
+def _support_from_arrays(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    radius = arrays["radius"].astype(float)
+    return (arrays["points"].astype(float), radius) if len(radius) else None
 
 
 _MODELS: dict = {}
@@ -155,7 +199,8 @@ def per_robot(tree: KinematicTree, attribute: str, cache: dict, build):
 
 
 def fit_model(tree: KinematicTree) -> CollisionModel:
-    links, names, owner, ends, radius, hulls, meshes = [], [], [], [], [], [], []
+    """The robot's capsules and hull proxies, fitted (no cache); its support hulls on their first use."""
+    links, names, owner, ends, radius, hulls = [], [], [], [], [], []
     trunk = trunk_links(tree)
     for link in range(len(tree.link_names)):
         if link != 0 and tree.kind[link] == FIXED:
@@ -183,7 +228,6 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
             radius.append(r)
         links.append(link)
         names.append(tree.link_names[link])
-        meshes.append(mesh)
     model = CollisionModel(links, names, np.array(owner, dtype=int), np.array(ends, dtype=float).reshape(-1, 2, 3),
                            np.array(radius, dtype=float))
     if hulls:
@@ -199,10 +243,7 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
         model.hull_points = np.array([v for v, _ in padded])
         model.hull_faces = np.array([f for _, f in padded])
         model.hull_radius = np.array([r for _, (_, _, r) in hulls])
-    support = fit_support(meshes)
-    if support is not None:
-        model.support_points, model.support_radius = support
-    return model
+    return model.support_from(lambda fitted: fit_support_of(tree, fitted))
 
 
 def body_geometry(tree: KinematicTree, link: int) -> tuple[np.ndarray | None, np.ndarray | None, bool]:

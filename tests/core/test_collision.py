@@ -633,10 +633,10 @@ def test_least_change_dual_is_the_exact_quadratic_answer_where_its_sweeps_conver
     (A bake stops at DUAL_SWEEPS: pairs pushing alike converge slowly, the steps go on from there.)"""
     from itertools import combinations
 
-    from core.chains import separation
-    from core.chains.separation import _dual_step
+    from core.chains import corrections
+    from core.chains.corrections import _dual_step
 
-    monkeypatch.setattr(separation, "DUAL_SWEEPS", 2000)
+    monkeypatch.setattr(corrections, "DUAL_SWEEPS", 2000)
     rng = np.random.default_rng(5)
     frames, pairs, joints = 200, 3, 7
     root = rng.normal(size=(frames, joints, joints))
@@ -875,7 +875,7 @@ def _checked_polish(polish, calls: list, clear: float = 0.0):
     whole (the shape's metric at WHOLE_SHAPE_WEIGHT, where it starts, and the limb line's pull),
     no pair ends closer than the margin + clear or than it was, the joints within the room; the
     frames moved are counted in `calls`."""
-    import core.chains.separation as separation
+    import core.chains.corrections as corrections
 
     def checked(problem, apart, x, shape, lower, upper, *args):
         out = polish(problem, apart, x, shape, lower, upper, *args)
@@ -883,7 +883,7 @@ def _checked_polish(polish, calls: list, clear: float = 0.0):
         if len(moved) and problem.lines[0] is not None:
             q = problem.q[moved].copy()
             q[:, problem.columns] = x[moved]
-            metric = separation.WHOLE_SHAPE_WEIGHT * problem.metric(q, moved)  # the shape's, where it starts
+            metric = corrections.WHOLE_SHAPE_WEIGHT * problem.metric(q, moved)  # the shape's, where it starts
             costs, distances = [], []
             for values in (x[moved], out[moved]):
                 q[:, problem.columns] = values

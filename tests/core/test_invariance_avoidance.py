@@ -2,7 +2,7 @@
 
 The key variants of test_invariance.py (another rest pose, bones along local X, Z-up, centimetres,
 the G1 rooted at its torso or with fixed frames added), baked with `avoid_self_collision` on and
-the least change holding a joint at its bound wherever it is (core.chains.separation.HOLD_AT_BOUND,
+the least change holding a joint at its bound wherever it is (core.chains.corrections.HOLD_AT_BOUND,
 off by default: README, *Self-collision*): the joints within 0.5 degrees RMS of the original's and
 no frame colliding. The inputs differ by the BVH text's precision (1e-6..1e-4). Holding only a
 joint already on its bound (a joint 3e-6 rad short was cut there instead: 0.25 rad apart), one
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.chains import separation
+from core.chains import corrections
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
@@ -33,7 +33,7 @@ HOP = Path(__file__).resolve().parents[2] / "tests" / "data" / "motion" / "cmu_1
 @pytest.fixture(scope="module", autouse=True)
 def hold_at_bound():
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(separation, "HOLD_AT_BOUND", True)
+        patch.setattr(corrections, "HOLD_AT_BOUND", True)
         yield
 
 

@@ -16,7 +16,7 @@ import types
 import numpy as np
 import pytest
 
-from core.chains import separation, switches
+from core.chains import corrections, separation, switches
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
@@ -81,12 +81,12 @@ def _held(short_m: float) -> np.ndarray:
     least change carries the first joint to `short_m` rad before its upper bound (negative: past it)."""
     metric = np.array([[[1.0, 0.8], [0.8, 1.0]]])
     grad, need = np.array([[1.0, 0.5]]), 0.3  # the free least change: (0.4, -0.2)
-    dist = np.array([MARGIN + separation.AIM_M - need])
+    dist = np.array([MARGIN + corrections.AIM_M - need])
     upper = np.array([[0.4 + short_m, 1.0]])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(separation, "HOLD_AT_BOUND", True)
-        return separation._least_change((metric, np.linalg.inv(metric)), np.zeros(1, dtype=int), dist, grad, MARGIN,
-                                        np.zeros((1, 2)), -np.ones((1, 2)), upper, radius=1.0)
+        patch.setattr(corrections, "HOLD_AT_BOUND", True)
+        return corrections._least_change((metric, np.linalg.inv(metric)), np.zeros(1, dtype=int), dist, grad, MARGIN,
+                                         np.zeros((1, 2)), -np.ones((1, 2)), upper, radius=1.0)
 
 
 def test_a_joint_reaching_its_bound_does_not_move_the_step():
@@ -116,10 +116,10 @@ def test_the_held_least_change_is_exact_whatever_the_pairs_order():
     metric = a @ a.transpose(0, 2, 1) + 0.05 * np.eye(7)
     g, need = rng.normal(size=(4, 8, 7)), rng.normal(scale=0.3, size=(4, 8))
     low, high = -np.full((4, 7), 0.3), np.full((4, 7), 0.4)
-    step = exact_step(metric, np.linalg.inv(metric), g, need, low, high, switches.SLACK_SCALE, separation.DUAL_SWEEPS)
+    step = exact_step(metric, np.linalg.inv(metric), g, need, low, high, switches.SLACK_SCALE, corrections.DUAL_SWEEPS)
     order = rng.permutation(8)
     again = exact_step(metric, np.linalg.inv(metric), g[:, order], need[:, order], low, high, switches.SLACK_SCALE,
-                       separation.DUAL_SWEEPS)
+                       corrections.DUAL_SWEEPS)
     np.testing.assert_allclose(again, step, atol=1e-9)
     solved = 0
     for h, rows, asks, dx in zip(metric, g, need, step):
@@ -199,7 +199,7 @@ def captured_inputs(mktemp) -> dict:
     clip = _short(load_bvh(WALK))
     found = {}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(separation, "HOLD_AT_BOUND", True)
+        patch.setattr(corrections, "HOLD_AT_BOUND", True)
 
         def capture(tree, chains, q, term, options, max_step, fps, name=None):
             if term is not None and name not in found:
@@ -225,7 +225,7 @@ def _room(inputs, t: float) -> np.ndarray:
     chains = [tuple(mix(u, v) for u, v in zip(ca, cb)) for ca, cb in zip(chains, b[1])]
     q = mix(q, b[2])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(separation, "HOLD_AT_BOUND", True)
+        patch.setattr(corrections, "HOLD_AT_BOUND", True)
         separation.separate_chains(tree, chains, q, apart.term(variables, mix(root, b[5])), options, max_step, fps)
     return q
 
