@@ -7,10 +7,13 @@ before keep_apart, how deep; then keep_apart's wall time, its correction steps a
 (separation._Corrections.step calls and rows), and the report's colliding %, limbs and jerk.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/clear_targets_stages.py [hop|walk] [g1|h1] [--off] [--rounds N]
-        [--roles arm,hand] [--aim M]
+        [--roles arm,hand] [--aim M] [--twice] [--set module.NAME=value ...]
 
 --off: pipeline.CLEAR_TARGETS False (main's avoidance); --rounds: pipeline.CLEAR_ROUNDS; --roles: which
-chains of an arm group are cleared (arm, hand); --aim: clearance.AIM_M.
+chains of an arm group are cleared (arm, hand); --aim: clearance.AIM_M; --twice: keep_apart run again on its
+own answer (its floor: what it costs where little is left inside); --set: any module constant (e.g.
+core.chains.steady.STEADY_ROUNDS=1). The solve's and keep_apart's seconds are process time; repairs are
+solver._repair_jumps' tracking solves and the frames they track.
 """
 from __future__ import annotations
 
@@ -28,7 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 import clips  # noqa: E402
-import core.chains.separation as sep  # noqa: E402
+import importlib  # noqa: E402
+
+import core.chains.corrections as corrections  # noqa: E402
+import core.chains.solver as solver  # noqa: E402
 import core.collision.clearance as clearance  # noqa: E402
 import core.retarget.pipeline as pl  # noqa: E402
 from core.collision import collision_pairs  # noqa: E402
@@ -64,12 +70,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--roles", default=None)
     parser.add_argument("--aim", type=float, default=None)
+    parser.add_argument("--twice", action="store_true")
+    parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args()
     pl.CLEAR_TARGETS = not args.off
     if args.rounds is not None:
         pl.CLEAR_ROUNDS = args.rounds
     if args.aim is not None:
         clearance.AIM_M = args.aim
+    for assignment in args.set:
+        name, value = assignment.split("=")
+        module, constant = name.rsplit(".", 1)
+        setattr(importlib.import_module(module), constant, type(getattr(importlib.import_module(module), constant))(
+            value) if value not in ("True", "False") else value == "True")
     if args.roles is not None:
         roles, build = set(args.roles.split(",")), clearance.TargetClearance.build.__func__
         clearance.TargetClearance.build = classmethod(
@@ -81,31 +94,57 @@ def main() -> None:
     mapping = auto_map(motion, tree)
     mapping.settings = replace(mapping.settings, avoid_self_collision=True)
     retarget(motion, tree, mapping, contacts="auto", figures=False)  # warm: terms, capsules
-    solve, keep_apart, step = pl.solve_chains, pl.keep_apart, sep._Corrections.step
-    seen = {"steps": 0, "rows": 0}
+    solve, keep_apart, step = pl.solve_chains, pl.keep_apart, corrections._Corrections.step
+    repair, track = solver._repair_jumps, solver._Problem.solve
+    seen = {"steps": 0, "rows": 0, "tracks": 0, "tracked": 0, "repairing": False}
 
     def solved(motion, tree, plans, root, targets, settings, progress, axes_rob, aim=None, apart=None):
+        started = time.process_time()
         q = solve(motion, tree, plans, root, targets, settings, progress, axes_rob, aim, apart)
+        seen["solve"] = time.process_time() - started
         inside("solved", tree, plans, q, root, apart)
         return q
 
+    def repaired(*args, **kwargs):
+        seen["repairing"] = True
+        try:
+            return repair(*args, **kwargs)
+        finally:
+            seen["repairing"] = False
+
+    def tracked(self, x, ref, frames=None, **kwargs):
+        if seen["repairing"]:
+            seen["tracks"] += 1
+            seen["tracked"] += len(x)
+        return track(self, x, ref, frames, **kwargs)
+
     def separated(tree, plans, q, root, targets, settings, apart, fps):
         inside("before", tree, plans, q, root, apart)
-        started = time.perf_counter()
+        started = time.process_time()
         keep_apart(tree, plans, q, root, targets, settings, apart, fps)
-        seen["seconds"] = time.perf_counter() - started
+        seen["seconds"] = time.process_time() - started
+        if args.twice:
+            first = dict(seen)
+            seen.update(steps=0, rows=0)
+            started = time.process_time()
+            keep_apart(tree, plans, q, root, targets, settings, apart, fps)
+            print(f"  again on its own answer: {time.process_time() - started:.3f} s CPU, {seen['steps']} steps, "
+                  f"{seen['rows']} frame-steps")
+            seen.update(steps=first["steps"], rows=first["rows"])
 
     def counted(self, out, live, *rest, **kw):
         seen["steps"] += 1
         seen["rows"] += len(live)
         return step(self, out, live, *rest, **kw)
 
-    pl.solve_chains, pl.keep_apart, sep._Corrections.step = solved, separated, counted
+    pl.solve_chains, pl.keep_apart, corrections._Corrections.step = solved, separated, counted
+    solver._repair_jumps, solver._Problem.solve = repaired, tracked
     started = time.perf_counter()
     report = retarget(motion, tree, mapping, contacts="auto").report
     total = time.perf_counter() - started
-    print(f"{args.robot} {args.clip}: bake {total:.3f} s, solve {report['stage_seconds']['solve']:.3f} s, keep_apart "
-          f"{seen['seconds']:.3f} s ({seen['steps']} steps, {seen['rows']} frame-steps); colliding "
+    print(f"{args.robot} {args.clip}: bake {total:.3f} s, solve {seen['solve']:.3f} s CPU ({seen['tracks']} repair "
+          f"steps, {seen['tracked']} frames tracked), keep_apart {seen['seconds']:.3f} s CPU ({seen['steps']} steps, "
+          f"{seen['rows']} frame-steps); colliding "
           f"{report['self_collision_pct']:.2f} %, limbs {report['limb_direction_error_deg']:.3f} deg "
           f"{ {k: round(v, 2) for k, v in report['limb_direction_error_by_limb'].items()} }, "
           f"jerk {report['jerk_after']:,.0f}")

@@ -31,6 +31,7 @@ TURNS = 3  # rounds of a hand's turns over the bodies it is checked against
 HAND_SPHERES = 3  # a hand's body is taken as this many spheres along its ray, its ends included
 REACH_M = 0.05  # entries further than their clearance + this on a frame are not looked at there
 PROBE_TURN_DEG = 20.0  # a hand's body is taken along its tip's ray when its far end lies within this angle of it
+ARM_POINTS = True  # an arm's own points pushed out too (False: only its hand turns; the G1 hop: the same figures)
 _EPS = 1e-9
 
 
@@ -63,7 +64,8 @@ class TargetClearance:
         # (the wrist: the end of the line a viewer reads) stays where the actor has it, its hand turns instead
         # (pushed out, the G1 hop's limbs ended 0.39 deg further from the actor's)
         entries = []
-        for row, (link, local) in enumerate(zip(kin.point_link[:-1], kin.point_local[:-1]) if not hand else ()):
+        for row, (link, local) in enumerate(zip(kin.point_link[:-1], kin.point_local[:-1])
+                                             if not hand and ARM_POINTS else ()):
             body = _body(tree, model, int(link))
             if body is not None:
                 own = _own_radius(zero, model, int(link), local, body)
@@ -143,6 +145,8 @@ def _cleared(points: np.ndarray, ends: np.ndarray, entries: tuple) -> np.ndarray
     too far for a push to bring them in): a new array."""
     rows, capsules, clear = entries
     points = points.copy()
+    if len(rows) == 0:  # a hand: it only turns
+        return points
     middle = ends.mean(axis=2)  # (F, C, 3)
     half = 0.5 * np.linalg.norm(ends[0, :, 1] - ends[0, :, 0], axis=-1)  # rigid: any frame's
     gap = points[:, :, None] - middle[:, None]  # (F, M, C, 3)

@@ -7,6 +7,7 @@ contact and the report.
 """
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -48,10 +49,12 @@ PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not
 # every frame settles on the least rotation from neutral whatever the frame before had (the walk at 60 fps baked
 # the G1's wrists 3.2 rad apart)
 HAND_FREE_PRIOR = 100.0
-CLEAR_TARGETS = False  # True: with avoidance, an arm's and its hand's targets are moved out of the trunk before their solve
-#                       (core.collision.clearance): keep_apart finds fewer, shallower frames and the G1's limbs and jerk
-#                       improve, but the solve grows more than keep_apart shrinks (NOTE_s30-shape.md), so off
+# with avoidance, an arm's and its hand's targets moved out of the trunk before their solve (core.collision.clearance):
+# keep_apart finds fewer, shallower frames and the G1's limbs and jerk improve, but the solve grows more than
+# keep_apart shrinks (NOTE_s30-shape.md), so off; env ROBOT_RETARGET_CLEAR_TARGETS=1 turns it on (measurements)
+CLEAR_TARGETS = os.environ.get("ROBOT_RETARGET_CLEAR_TARGETS", "") == "1"
 CLEAR_ROUNDS = 1  # solves again to targets moved on by what the solved points still lack
+CLEAR_REPAIRS = True  # False: a cleared chain is only rate-limited, its jumps not tracked (solver._repair_jumps)
 
 
 @dataclass
@@ -346,6 +349,10 @@ def _solve_cleared(tree, plan, anchor, q, root, goal, weights, clearance: Target
     pose = tree.link_transform(q, link, root)
     origin = pose[:, :3, :3] @ local + pose[:, :3, 3]
     goal = clearance(q, root, origin, goal)
+    if not CLEAR_REPAIRS:
+        solve_chain(tree, plan.kin, anchor, q, goal, weights, step)
+        q[:, plan.kin.columns] = rate_limit(q[:, plan.kin.columns], max_step)
+        return
     solve_chain(tree, plan.kin, anchor, q, goal, weights, step, max_step)
     for _ in range(CLEAR_ROUNDS):
         points, _ = plan.kin.evaluate(tree, anchor, q, False)
