@@ -53,8 +53,9 @@ HAND_FREE_PRIOR = 100.0
 # keep_apart finds fewer, shallower frames and the G1's limbs and jerk improve, but the solve grows more than
 # keep_apart shrinks (NOTE_s30-shape.md), so off; env ROBOT_RETARGET_CLEAR_TARGETS=1 turns it on (measurements)
 CLEAR_TARGETS = os.environ.get("ROBOT_RETARGET_CLEAR_TARGETS", "") == "1"
-CLEAR_ROUNDS = 1  # solves again to targets moved on by what the solved points still lack
-CLEAR_REPAIRS = True  # False: a cleared chain is only rate-limited, its jumps not tracked (solver._repair_jumps)
+CLEAR_ROUNDS = 0  # solves again to targets moved on by what the solved points still lack (1: a second solve, ~0.1 s)
+CLEAR_REPAIRS = False  # True: a cleared hand's jumps tracked (solver._repair_jumps: the turned targets start ~60 more
+#                       tracking steps on the G1 hop); False: only rate-limited, keep_apart remakes the hand anyway
 
 
 @dataclass
