@@ -10,6 +10,8 @@ about its origin until its body, a segment along the ray through its tip point a
 hand, is as far out. The chain's own least squares then decides the arm from targets outside, and
 the filter and rate limit smooth it as any other motion.
 
+By default (ARM_POINTS False) only the hands turn: an arm's points pushed changed nothing on the G1's clips.
+
 The push is continuous in the targets and the bodies' poses (a point at or beyond its distance
 does not move; deep in, it moves at most SLOPE times its distance from the body's axis; no choice
 between bodies: each is cleared in turn, the same order on every frame), so two neighbouring frames,

@@ -50,8 +50,9 @@ PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not
 # the G1's wrists 3.2 rad apart)
 HAND_FREE_PRIOR = 100.0
 # with avoidance, an arm's and its hand's targets moved out of the trunk before their solve (core.collision.clearance):
-# keep_apart finds fewer, shallower frames and the G1's limbs and jerk improve, but the solve grows more than
-# keep_apart shrinks (NOTE_s30-shape.md), so off; env ROBOT_RETARGET_CLEAR_TARGETS=1 turns it on (measurements)
+# keep_apart finds fewer, shallower frames: the G1's whole command +19 / +25 % over off (avoidance today +26 / +38),
+# limbs +0.31 / +0.65 deg (walk / hop); off while the hop's limbs miss +0.5 (NOTE_s30-shape.md);
+# env ROBOT_RETARGET_CLEAR_TARGETS=1 turns it on (measurements)
 CLEAR_TARGETS = os.environ.get("ROBOT_RETARGET_CLEAR_TARGETS", "") == "1"
 CLEAR_ROUNDS = 0  # solves again to targets moved on by what the solved points still lack (1: a second solve, ~0.1 s)
 CLEAR_REPAIRS = False  # True: a cleared hand's jumps tracked (solver._repair_jumps: the turned targets start ~60 more
