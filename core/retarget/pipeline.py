@@ -49,11 +49,11 @@ PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not
 # every frame settles on the least rotation from neutral whatever the frame before had (the walk at 60 fps baked
 # the G1's wrists 3.2 rad apart)
 HAND_FREE_PRIOR = 100.0
-# with avoidance, an arm's and its hand's targets moved out of the trunk before their solve (core.collision.clearance):
-# keep_apart finds fewer, shallower frames: the G1's whole command +19 / +25 % over off (avoidance today +26 / +38),
-# limbs +0.31 / +0.65 deg (walk / hop); off while the hop's limbs miss +0.5 (NOTE_s30-shape.md);
-# env ROBOT_RETARGET_CLEAR_TARGETS=1 turns it on (measurements)
-CLEAR_TARGETS = os.environ.get("ROBOT_RETARGET_CLEAR_TARGETS", "") == "1"
+# with avoidance, a hand's targets turned out of the trunk before its solve (core.collision.clearance): keep_apart
+# finds fewer, shallower frames: the G1's avoiding command 10.42 / 10.46 -> 9.79 / 9.46 G (walk / hop), limbs +0.69 /
+# +0.96 -> +0.31 / +0.65 deg over off, jerk 2,323 / 2,725 -> 1,527 / 1,625 (docs/history/self_collision.md, session 30);
+# env ROBOT_RETARGET_CLEAR_TARGETS=0 turns it off (measurements)
+CLEAR_TARGETS = os.environ.get("ROBOT_RETARGET_CLEAR_TARGETS", "") != "0"
 CLEAR_ROUNDS = 0  # solves again to targets moved on by what the solved points still lack (1: a second solve, ~0.1 s)
 CLEAR_REPAIRS = False  # True: a cleared hand's jumps tracked (solver._repair_jumps: the turned targets start ~60 more
 #                       tracking steps on the G1 hop); False: only rate-limited, keep_apart remakes the hand anyway
