@@ -7,6 +7,7 @@ contact and the report.
 """
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,7 @@ from ..chains.separation import separate_chain, separate_chains
 from ..chains.solver import SolveOptions, rate_limit, solve_chain
 from ..collision import collision_pairs
 from ..collision.avoid import Separation, collision_figures
+from ..collision.clearance import TargetClearance
 from ..motion.source import SourceMotion, bridged, held_frames
 from ..model.transforms import matrix_to_quat, pose_matrices, quat_continuous
 
@@ -47,6 +49,14 @@ PLANTED_ROLES = ("leg", "foot")  # chains that make room in their own solve, not
 # every frame settles on the least rotation from neutral whatever the frame before had (the walk at 60 fps baked
 # the G1's wrists 3.2 rad apart)
 HAND_FREE_PRIOR = 100.0
+# with avoidance, a hand's targets turned out of the trunk before its solve (core.collision.clearance): keep_apart
+# finds fewer, shallower frames: the G1's avoiding command 10.42 / 10.46 -> 9.79 / 9.46 G (walk / hop), limbs +0.69 /
+# +0.96 -> +0.31 / +0.65 deg over off, jerk 2,323 / 2,725 -> 1,527 / 1,625 (docs/history/self_collision.md, session 30);
+# env ROBOT_RETARGET_CLEAR_TARGETS=0 turns it off (measurements)
+CLEAR_TARGETS = os.environ.get("ROBOT_RETARGET_CLEAR_TARGETS", "") != "0"
+CLEAR_ROUNDS = 0  # solves again to targets moved on by what the solved points still lack (1: a second solve, ~0.1 s)
+CLEAR_REPAIRS = False  # True: a cleared hand's jumps tracked (solver._repair_jumps: the turned targets start ~60 more
+#                       tracking steps on the G1 hop); False: only rate-limited, keep_apart remakes the hand anyway
 
 
 @dataclass
@@ -294,6 +304,7 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
                            rest=neutral)
     q = np.zeros((len(root), tree.dof))
     q[:] = neutral
+    clear = _clearances(tree, plans, root, apart) if apart is not None and CLEAR_TARGETS else {}
     for k, plan in enumerate(plans):
         progress(k / len(plans), f"solving chain {plan.mapping.name}")
         max_step = step_limits(tree.velocity[plan.kin.columns], motion.fps)
@@ -301,7 +312,11 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
             replace(options, free_prior=HAND_FREE_PRIOR * options.rest_prior)
         while True:
             anchor = root if plan.robot.anchor < 0 else tree.link_transform(q, plan.robot.anchor, root)
-            solve_chain(tree, plan.kin, anchor, q, *targets[id(plan)], step, max_step)
+            goal, weights = targets[id(plan)]
+            if id(plan) in clear:
+                _solve_cleared(tree, plan, anchor, q, root, goal, weights, clear[id(plan)], step, max_step)
+            else:
+                solve_chain(tree, plan.kin, anchor, q, goal, weights, step, max_step)
             if apart is not None and plan.mapping.role in PLANTED_ROLES:
                 separate_chain(tree, plan.kin, anchor, q, *targets[id(plan)],
                                apart.term(plan.kin.chain.variables, root), step, max_step)
@@ -311,6 +326,46 @@ def solve_chains(motion, tree, plans, root, targets, settings, progress, axes_ro
             targets[id(plan)] = (turned, targets[id(plan)][1])
             step = replace(step, iterations=max(2, options.iterations // 2))  # from the solved pose: close
     return q
+
+
+def _clearances(tree, plans, root, apart: Separation) -> dict:
+    """{id(plan): TargetClearance} of the arms and the chains hanging from them (room_groups), before their
+    solve: their targets moved out of the bodies they are checked against."""
+    out = {}
+    for group in room_groups(tree, plans):
+        if group[0].mapping.role != "arm":
+            continue
+        for plan in group:
+            term = apart.term(plan.kin.chain.variables, root)
+            clearance = TargetClearance.build(tree, term, plan.kin, apart.margin, hand=plan is not group[0])
+            if clearance is not None:
+                out[id(plan)] = clearance
+    return out
+
+
+def _solve_cleared(tree, plan, anchor, q, root, goal, weights, clearance: TargetClearance, step, max_step) -> None:
+    """solve_chain to the targets moved out of the bodies posed at q (its origin where q puts it); then,
+    CLEAR_ROUNDS times, to the targets moved on by as much as the solved points still need to move out
+    (the chain's least squares falls short of targets it cannot take exactly)."""
+    link, local = plan.robot.origin
+    pose = tree.link_transform(q, link, root)
+    origin = pose[:, :3, :3] @ local + pose[:, :3, 3]
+    goal = clearance(q, root, origin, goal)
+    if not CLEAR_REPAIRS:
+        solve_chain(tree, plan.kin, anchor, q, goal, weights, step)
+        q[:, plan.kin.columns] = rate_limit(q[:, plan.kin.columns], max_step)
+        return
+    solve_chain(tree, plan.kin, anchor, q, goal, weights, step, max_step)
+    for _ in range(CLEAR_ROUNDS):
+        points, _ = plan.kin.evaluate(tree, anchor, q, False)
+        pose = tree.link_transform(q, link, root)
+        origin = pose[:, :3, :3] @ local + pose[:, :3, 3]
+        short = clearance(q, root, origin, points) - points
+        if not short.any():
+            break
+        goal = goal + short
+        solve_chain(tree, plan.kin, anchor, q, goal, weights, replace(step, iterations=max(2, step.iterations // 2)),
+                    max_step)
 
 
 def torso_aim(motion, tree, mapping, plans, targets, to_robot, root_rot, floating):

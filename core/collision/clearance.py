@@ -1,0 +1,250 @@
+"""A chain's reference-point targets moved out of the bodies it is checked against, before its solve.
+
+An arm solved to the actor's points with no knowledge of the trunk ends inside the pelvis or the
+hips on most of a G1 clip's frames; the least change that takes it out afterwards (core.chains.separation)
+is a costly search. Here each of an arm's targets (but its tip) that lies closer to a checked body (posed from the
+chains solved so far) than that body's radius + margin + the radius of the robot body the point
+sits on (+ AIM_M) is moved out along the body's surface normal to that distance; a hand (a chain
+that gives a direction: its points a few centimetres from the wrist, its body a hand's length) turns
+about its origin until its body, a segment along the ray through its tip point as wide as the
+hand, is as far out. The chain's own least squares then decides the arm from targets outside, and
+the filter and rate limit smooth it as any other motion.
+
+By default (ARM_POINTS False) only the hands turn: an arm's points pushed changed nothing on the G1's clips.
+
+The push is continuous in the targets and the bodies' poses (a point at or beyond its distance
+does not move; deep in, it moves at most SLOPE times its distance from the body's axis; no choice
+between bodies: each is cleared in turn, the same order on every frame), so two neighbouring frames,
+or the same motion written in another bone convention, get nearby targets.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.kinematics import FIXED, KinematicTree
+from .distance import dot
+
+AIM_M = 0.05  # a target is put this far beyond its distance (G1 hop limbs 1.91 deg at 5 mm, 1.70 at 5 cm)
+SLOPE = 3.0  # a point is moved at most this many times its distance from the axis out: the push's steepness
+SWEEPS = 2  # rounds over a point's bodies (out of one may be into the next: the pelvis against a hip)
+TURNS = 1  # rounds of a hand's turns over the bodies it is checked against (3: the same inside %, 2x the turn's cost)
+HAND_SPHERES = 3  # a hand's body is taken as this many spheres along its ray, its ends included
+REACH_M = 0.05  # entries further than their clearance + this on a frame are not looked at there
+PROBE_TURN_DEG = 20.0  # a hand's body is taken along its tip's ray when its far end lies within this angle of it
+ARM_POINTS = False  # an arm's own points pushed out too (G1 hop: the same inside %, limbs 1.85: only cost)
+_EPS = 1e-9
+
+
+@dataclass
+class TargetClearance:
+    """What a chain's targets are cleared of: the still capsules (ends in their link's frame) and, per
+    entry, a reference point (row) checked against one of them and the distance it is kept at; a hand's probe."""
+
+    tree: KinematicTree
+    links: list  # still links whose poses place the capsules
+    capsule_link: np.ndarray  # (C,) link of each still capsule
+    ends: np.ndarray  # (C, 2, 3) their ends in that link's frame
+    entries: tuple  # (rows (K,), capsules (K,), clearances (K,) metres), ordered by capsule
+    probe: tuple | None  # a hand's body: (entries as above (row 0), its (near, far) span in tip distances, tip row)
+
+    @classmethod
+    def build(cls, tree: KinematicTree, term, kin, margin: float, hand: bool = False) -> "TargetClearance | None":
+        """The clearance of a chain (core.chains.solver.ChainKinematics `kin`) against its separation term's
+        still capsules (core.collision.avoid.SeparationTerm over the chain's joints, None: nothing); hand:
+        the chain turns its body out instead of moving its points. None when nothing is checked."""
+        if term is None:
+            return None
+        model = term.model
+        moved = term.moves.any(axis=0)  # (Q, 2) sides the chain's joints move
+        one = moved[:, 0] != moved[:, 1]
+        mover = np.where(moved[one, 0], term.capsules[one, 0], term.capsules[one, 1])
+        still = np.where(moved[one, 0], term.capsules[one, 1], term.capsules[one, 0])
+        zero = tree.zero_pose()
+        # a hand's points are a few centimetres from its origin, which the arm set: it only turns; an arm's tip
+        # (the wrist: the end of the line a viewer reads) stays where the actor has it, its hand turns instead
+        # (pushed out, the G1 hop's limbs ended 0.39 deg further from the actor's)
+        entries = []
+        for row, (link, local) in enumerate(zip(kin.point_link[:-1], kin.point_local[:-1])
+                                             if not hand and ARM_POINTS else ()):
+            body = _body(tree, model, int(link))
+            if body is not None:
+                own = _own_radius(zero, model, int(link), local, body)
+                entries += [(row, int(c), model.radius[c] + margin + own + AIM_M)
+                            for c in np.unique(still[model.capsule_body[mover] == body])]
+        probe = _probe(tree, zero, model, kin, mover, still, margin) if hand else None
+        if not entries and probe is None:
+            return None
+        capsules = np.array(sorted({c for _, c, _ in entries} | {c for _, c, _ in (probe[0] if probe else [])}))
+        index = {int(c): k for k, c in enumerate(capsules)}
+        out = cls(tree, sorted({int(link) for link in model.capsule_link[capsules]}), model.capsule_link[capsules],
+                  model.ends[capsules], _entries(entries, index), None)
+        if probe is not None:
+            out.probe = (_entries(probe[0], index), *probe[1:])
+        return out
+
+    def __call__(self, q: np.ndarray, root: np.ndarray, origin: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """The targets (F, M, 3), relative to the chain's origin (F, 3) in the world, moved out of the still
+        capsules posed at q (F, n) and root (F, 4, 4): a new array (the actor's targets stay as they were)."""
+        poses = self.tree.poses(q, root, self.links)
+        ends = np.empty((len(q), len(self.ends), 2, 3))  # (F, C, 2, 3) in the world
+        for link in np.unique(self.capsule_link):
+            cols = np.flatnonzero(self.capsule_link == link)
+            pose = poses[int(link)]
+            ends[:, cols] = np.einsum("fij,cej->fcei", pose[:, :3, :3], self.ends[cols]) + pose[:, None, None, :3, 3]
+        points = targets + origin[:, None]
+        if self.probe is not None:
+            entries, span, tip = self.probe
+            ray = points[:, tip] - origin
+            turn = rotation_between(ray, _turned(origin, ray, span, ends, entries))  # (F, 3, 3)
+            points = origin[:, None] + np.einsum("fij,fmj->fmi", turn, points - origin[:, None])
+        return _cleared(points, ends, self.entries) - origin[:, None]
+
+
+def _entries(entries: list, index: dict) -> tuple:
+    """(rows (K,), capsules (K,) as indices into the still capsules, clearances (K,)), by capsule."""
+    entries = sorted(entries, key=lambda entry: index[entry[1]])
+    return (np.array([e[0] for e in entries], dtype=int), np.array([index[e[1]] for e in entries], dtype=int),
+            np.array([e[2] for e in entries], dtype=float))
+
+
+def _turned(origin: np.ndarray, ray: np.ndarray, span: tuple, ends: np.ndarray, entries: tuple) -> np.ndarray:
+    """The ray (F, 3) from the origin (F, 3) through a hand's tip point turned, capsule by capsule, TURNS rounds,
+    so that the hand's body (HAND_SPHERES spheres from span[0] to span[1] times the ray, out from the origin) is
+    as far from each capsule (F, C, 2, 3) as its entry says: where a sphere is closer, the ray turns about the
+    origin by what moves it out (`pushed`), on the frames that come within clearance + REACH_M."""
+    _, capsules, clear = entries
+    lo, hi = span
+    length = np.linalg.norm(ray, axis=-1, keepdims=True)
+    middle = ends.mean(axis=2)  # (F, C, 3)
+    half = 0.5 * np.linalg.norm(ends[0, :, 1] - ends[0, :, 0], axis=-1)
+    centre = origin + 0.5 * (lo + hi) * ray
+    gap = centre[:, None] - middle[:, capsules]
+    bound = np.sqrt(dot(gap, gap)) - half[capsules] - 0.5 * (hi - lo) * length  # (F, K)
+    f, k = np.nonzero(bound < clear + REACH_M)
+    aim = ray.copy()
+    if len(f) == 0:
+        return aim
+    order = np.argsort(capsules[k], kind="stable")
+    f, k = f[order], k[order]
+    cuts = np.flatnonzero(np.diff(capsules[k])) + 1
+    groups = [(f[a:b], capsules[k[a]], clear[k[a:b]]) for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(f)])]
+    for _ in range(TURNS):
+        for frames, c, distance in groups:
+            base, tip = origin[frames], aim[frames]
+            for along in np.linspace(lo, hi, HAND_SPHERES):  # spheres: a segment's closest point jumps when parallel
+                point = base + along * tip
+                tip = tip + (pushed(point, ends[frames, c, 0], ends[frames, c, 1], distance) - point) / along
+                tip *= length[frames] / np.linalg.norm(tip, axis=-1, keepdims=True)
+            aim[frames] = tip
+    return aim
+
+
+def _cleared(points: np.ndarray, ends: np.ndarray, entries: tuple) -> np.ndarray:
+    """Points (F, M, 3) pushed out of capsules (F, C, 2, 3) per entry (rows, capsules, clearances), capsule by
+    capsule, SWEEPS rounds, on the frames where an entry comes within its clearance + REACH_M (the others are
+    too far for a push to bring them in): a new array."""
+    rows, capsules, clear = entries
+    points = points.copy()
+    if len(rows) == 0:  # a hand: it only turns
+        return points
+    middle = ends.mean(axis=2)  # (F, C, 3)
+    half = 0.5 * np.linalg.norm(ends[0, :, 1] - ends[0, :, 0], axis=-1)  # rigid: any frame's
+    gap = points[:, :, None] - middle[:, None]  # (F, M, C, 3)
+    bound = np.sqrt(dot(gap, gap))[:, rows, capsules] - half[capsules]  # (F, K) no closer than this
+    f, k = np.nonzero(bound < clear + REACH_M)
+    if len(f) == 0:
+        return points
+    order = np.argsort(capsules[k], kind="stable")  # np.nonzero runs frame-major: regrouped by capsule
+    f, k = f[order], k[order]
+    cuts = np.flatnonzero(np.diff(capsules[k])) + 1
+    groups = [(f[a:b], rows[k[a:b]], capsules[k[a]], clear[k[a:b]])
+              for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(f)])]
+    for _ in range(SWEEPS):
+        for frames, at, c, distance in groups:
+            points[frames, at] = pushed(points[frames, at], ends[frames, c, 0], ends[frames, c, 1], distance)
+    return points
+
+
+def pushed(points: np.ndarray, a: np.ndarray, b: np.ndarray, clear: np.ndarray) -> np.ndarray:
+    """Points (F, P, 3) closer than `clear` (P,) metres to segments a-b (F, 1 or P, 3) moved out along the
+    segment's normal to that distance, or SLOPE times as far from the axis as they were where that is less
+    (deep in, the normal turns fast: a point on the axis, with no normal, stays)."""
+    foot = _foot(points, a, b)
+    away = points - foot
+    dist = np.sqrt(dot(away, away))
+    return foot + away * np.clip(clear / np.maximum(dist, _EPS), 1.0, SLOPE)[..., None]
+
+
+def _foot(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The closest points (..., 3) of segments a-b to points (..., 3), broadcast."""
+    d = b - a
+    along = np.clip(dot(points - a, d) / np.maximum(dot(d, d), _EPS), 0.0, 1.0)
+    return a + d * along[..., None]
+
+
+def rotation_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(F, 3, 3) the least rotation taking the directions of u (F, 3) to v's (the identity where they agree;
+    not for opposite directions, which a push never makes)."""
+    u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), _EPS)
+    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), _EPS)
+    k = np.cross(u, v)
+    c = dot(u, v)
+    skew = np.zeros(u.shape[:-1] + (3, 3))
+    skew[..., 0, 1], skew[..., 0, 2], skew[..., 1, 2] = -k[..., 2], k[..., 1], -k[..., 0]
+    skew[..., 1, 0], skew[..., 2, 0], skew[..., 2, 1] = k[..., 2], -k[..., 1], k[..., 0]
+    return np.eye(3) + skew + skew @ skew / np.maximum(1.0 + c, _EPS)[..., None, None]
+
+
+def _body(tree: KinematicTree, model, link: int) -> int | None:
+    """The collision body a link belongs to: its own or the one it is fixed to (None: no geometry)."""
+    while link >= 0:
+        if link in model.body_links:
+            return model.body_links.index(link)
+        if tree.kind[link] != FIXED:
+            return None
+        link = int(tree.parent[link])
+    return None
+
+
+def _own_radius(zero: np.ndarray, model, link: int, local: np.ndarray, body: int) -> float:
+    """The radius of the capsule of `body` that a point (`local` in `link`'s frame) lies deepest in, at the
+    zero pose: how far the robot's body reaches beyond the point."""
+    body_link = model.body_links[body]
+    point = np.linalg.solve(zero[body_link], zero[link] @ np.r_[local, 1.0])[:3]
+    capsules = np.flatnonzero(model.capsule_body == body)
+    a, b = model.ends[capsules, 0], model.ends[capsules, 1]
+    gap = np.linalg.norm(_foot(point, a, b) - point, axis=-1) - model.radius[capsules]
+    return float(model.radius[capsules[np.argmin(gap)]])
+
+
+def _probe(tree, zero, model, kin, mover, still, margin) -> tuple | None:
+    """(entries [(0, still capsule, clearance)], (near, far) span, tip row) of a hand's body: the segment along
+    the ray from the chain's origin through its tip point that its tip body's capsule ends span (in tip
+    distances), when its far end lies within PROBE_TURN_DEG of that ray; clearances with the body's reach
+    across the ray (its widest capsule end off it); None otherwise."""
+    tip = len(kin.point_link) - 1
+    link = int(kin.point_link[tip])
+    body = _body(tree, model, link)
+    if body is None:
+        return None
+    origin_link, origin_local = kin.chain.origin
+    origin = (zero[origin_link] @ np.r_[origin_local, 1.0])[:3]
+    point = (zero[link] @ np.r_[kin.point_local[tip], 1.0])[:3] - origin
+    capsules = np.flatnonzero(model.capsule_body == body)
+    ends = model.ends[capsules].reshape(-1, 3) @ zero[model.body_links[body]][:3, :3].T \
+        + zero[model.body_links[body]][:3, 3] - origin
+    far = ends[np.argmax(np.linalg.norm(ends, axis=-1))]
+    length = np.linalg.norm(point)
+    if length < _EPS or dot(far, point) < np.cos(np.radians(PROBE_TURN_DEG)) * np.linalg.norm(far) * length:
+        return None
+    unit = point / length
+    along = ends @ unit
+    across = np.linalg.norm(ends - np.outer(along, unit), axis=-1) + np.repeat(model.radius[capsules], 2)
+    against = np.unique(still[model.capsule_body[mover] == body])
+    if len(against) == 0:
+        return None
+    own = float(across.max())
+    return ([(0, int(c), model.radius[c] + margin + own + AIM_M) for c in against],
+            (float(max(along.min(), 0.0) / length), float(along.max() / length)), tip)
