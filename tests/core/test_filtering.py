@@ -152,28 +152,96 @@ def test_short_clip_every_method():
     assert mean_abs_jerk(q, FPS) > 0.0
 
 
-def test_forward_backward_is_sosfiltfilt_to_the_bit():
-    """The low-pass with the sections' steady state computed once per design gives scipy's sosfiltfilt bits
-    (the bundled walk's joint heads, 1-3 dimensional, every pad the low-pass uses and none); a steady state
-    one ulp off (zi solved another way) fails this."""
-    from pathlib import Path
+# Cutoffs and rates the bakes and gaits filter with (joint angles, steady legs, plants, contacts,
+# waist, inertia) and the extremes around them: a low cutoff at a high rate puts the poles nearest 1.
+DESIGNS = [(fps, cutoff) for fps in (24.0, 30.0, 60.0, 100.0, 120.0, 200.0, 500.0)
+           for cutoff in (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 18.0, 0.3 * fps, 0.45 * fps)
+           if cutoff < 0.5 * fps]
 
+
+def test_butterworth_design_is_scipys():
+    """The sections and their steady states are scipy.signal.butter's and sosfilt_zi's (orders 1-8:
+    odd orders pair the real pole and place the zero at 0 as scipy's nearest pairing does), and the
+    design refuses what scipy refuses."""
     from scipy import signal
 
+    from core.motion.iir import butter_lowpass_sos, sos_steady_state
+
+    for order in range(1, 9):
+        for fps, cutoff in DESIGNS:
+            expected = signal.butter(order, cutoff, fs=fps, output="sos")
+            ours = butter_lowpass_sos(order, cutoff, fps)
+            np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+            zi = signal.sosfilt_zi(expected)
+            np.testing.assert_allclose(sos_steady_state(ours), zi, rtol=1e-12, atol=1e-12 * np.abs(zi).max())
+    for bad in ((4, 60.0, 120.0), (4, 0.0, 120.0), (0, 6.0, 120.0)):
+        with pytest.raises(ValueError):
+            butter_lowpass_sos(*bad)
+
+
+def _clips():
+    """The bundled walk's joint heads and the hop's (frames, bones, 3), and steps and ramps."""
+    from pathlib import Path
+
     from core.motion.bvh import load_bvh
-    from core.motion.filtering import PAD_RATE_HZ, butter_sos, butter_zi, forward_backward
 
     root = Path(__file__).resolve().parents[2]
-    heads = load_bvh(root / "data" / "motion" / "cmu_131_01_walk_m.bvh").to_source_motion().heads  # (F, B, 3)
-    fps = 120.0
-    for order, cutoff in ((2, 1.5), (4, 6.0), (2, 12.0)):
-        sos = butter_sos(order, cutoff, fps).copy()
-        zi = butter_zi(order, cutoff, fps)
-        for x in (heads[:, 0, 2], heads[:, :4, 0], heads[:, :3]):
+    walk = load_bvh(root / "data" / "motion" / "cmu_131_01_walk_m.bvh").to_source_motion().heads
+    hop = load_bvh(root / "tests" / "data" / "motion" / "cmu_131_03_hop.bvh").to_source_motion().heads
+    t = np.arange(500)
+    edges = np.stack([np.where(t >= 250, 1.0, 0.0), np.where(t >= 3, -2.0, 5.0), 0.01 * t, 4.0 - 0.03 * t], axis=1)
+    return walk, hop, edges
+
+
+def test_forward_backward_is_sosfiltfilt():
+    """The low-pass without scipy.signal gives scipy's sosfiltfilt to rounding (1e-10 of the signal:
+    the banded solve rounds differently from sosfilt's direct form), on the bundled clips' joint
+    heads (1-3 dimensional), steps and ramps, at every pad the low-pass uses and none, clips down to
+    two frames, orders 1-8 at the designs the bakes use and the extremes."""
+    from scipy import signal
+
+    from core.motion.filtering import PAD_RATE_HZ, butter_sos, butter_zi, forward_backward
+
+    walk, hop, edges = _clips()
+    worst = 0.0
+    for order in range(1, 9):
+        for fps, cutoff in ((120.0, 6.0), (120.0, 1.5), (120.0, 18.0), (500.0, 1.0), (30.0, 12.0)):
+            sos = butter_sos(order, cutoff, fps)
+            zi = butter_zi(order, cutoff, fps)
             full = int(round(3 * (2 * len(sos) + 1) * fps / PAD_RATE_HZ))
-            for frames, padlen in ((len(x), full), (40, 39), (len(x), 0), (2, 1)):
-                q = np.array(x[:frames], dtype=float)
-                ours = forward_backward(sos, zi, q, padlen)
-                assert np.array_equal(ours, signal.sosfiltfilt(sos, q, axis=0, padlen=padlen))
-        assert np.array_equal(butterworth_lowpass(heads[:, :4, 1], fps, cutoff, order),
-                              signal.sosfiltfilt(sos, heads[:, :4, 1], axis=0, padlen=full))
+            for x in (walk[:, 0, 2], walk[:, :4, 0], hop[:, :3], edges):
+                for frames, padlen in ((len(x), full), (40, 39), (len(x), 0), (2, 1), (2, 0)):
+                    q = np.array(x[:frames], dtype=float)
+                    ours = forward_backward(sos, zi, q, padlen)
+                    expected = signal.sosfiltfilt(sos.copy(), q, axis=0, padlen=padlen)
+                    assert ours.shape == q.shape
+                    worst = max(worst, float(np.abs(ours - expected).max() / np.abs(q).max()))
+    assert worst < 1e-10
+    assert np.array_equal(butterworth_lowpass(walk[:, :4, 1], 120.0, 6.0),
+                          forward_backward(butter_sos(4, 6.0, 120.0), butter_zi(4, 6.0, 120.0), walk[:, :4, 1], 15))
+
+
+def test_butterworth_keeps_constants_and_imports_no_signal():
+    """A constant stays constant to rounding at every length (its steady state starts both passes; a
+    few 1e-12 at 1 Hz and 500 Hz, as with scipy's sosfiltfilt: the steady state's own rounding),
+    the ends of a step settle on its levels, and filtering imports no scipy.signal (with scipy.stats
+    it cost 1 G instructions, 14 % of a bake command)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    for frames in (2, 3, 5, 16, 300):
+        for order in (1, 2, 4, 7):
+            q = np.full((frames, 3), [0.25, -1.5, 3.0])
+            out = butterworth_lowpass(q, 500.0, 1.0, order)
+            np.testing.assert_allclose(out, q, rtol=1e-10, atol=0)
+    step = np.where(np.arange(600) >= 300, 2.0, -1.0)[:, None]
+    out = butterworth_lowpass(step, 120.0, 6.0)
+    assert np.isfinite(out).all()
+    assert abs(out[0, 0] + 1.0) < 1e-9 and abs(out[-1, 0] - 2.0) < 1e-9
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys; import numpy as np; from core.motion.filtering import butterworth_lowpass; "
+            "butterworth_lowpass(np.random.default_rng(0).normal(size=(200, 4)), 120.0, 6.0); "
+            "print('scipy.signal' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
