@@ -10,7 +10,11 @@ about its origin until its body, a segment along the ray through its tip point a
 hand, is as far out. The chain's own least squares then decides the arm from targets outside, and
 the filter and rate limit smooth it as any other motion.
 
-By default (ARM_POINTS False) only the hands turn: an arm's points pushed changed nothing on the G1's clips.
+By default (ARM_POINTS False) an arm's points are not pushed (that changed nothing on the G1's clips: a point
+pushed along the body's normal leaves the plane of the arm, and the least squares then moves the wrist too).
+Instead (SWIVEL) the arm's points but its tip turn about the line from its origin to its tip (the shoulder-wrist
+line a viewer reads) until its elbow (its first point on the tip's link, where the forearm starts) is as far
+out: the arm's plane turns, the line stays.
 
 The push is continuous in the targets and the bodies' poses (a point at or beyond its distance
 does not move; deep in, it moves at most SLOPE times its distance from the body's axis; no choice
@@ -34,6 +38,11 @@ HAND_SPHERES = 3  # a hand's body is taken as this many spheres along its ray, i
 REACH_M = 0.05  # entries further than their clearance + this on a frame are not looked at there
 PROBE_TURN_DEG = 20.0  # a hand's body is taken along its tip's ray when its far end lies within this angle of it
 ARM_POINTS = False  # an arm's own points pushed out too (G1 hop: the same inside %, limbs 1.85: only cost)
+# an arm's elbow swivelled out about its shoulder-wrist line (G1 walk / hop limbs 1.867 / 1.700 -> 1.835 / 1.653 deg,
+# jerk 1,527 / 1,625 -> 1,487 / 1,581; every point but the tip swivelled: 1.842 / 1.680; docs/notes or NOTE_s31-elbow.md)
+SWIVEL = True
+SWIVEL_AIM_M = 0.0  # the elbow is swivelled this far beyond its clearance (1 cm: walk 1.865, hop 1.649)
+SWIVEL_AT_M = 0.05  # an elbow closer to the line than this turns as if it were this far out (no turn without a lever)
 _EPS = 1e-9
 
 
@@ -48,6 +57,7 @@ class TargetClearance:
     ends: np.ndarray  # (C, 2, 3) their ends in that link's frame
     entries: tuple  # (rows (K,), capsules (K,), clearances (K,) metres), ordered by capsule
     probe: tuple | None  # a hand's body: (entries as above (row 0), its (near, far) span in tip distances, tip row)
+    swivel: tuple | None = None  # an arm's elbow: (entries as above (its row), tip row): turns about the origin-tip line
 
     @classmethod
     def build(cls, tree: KinematicTree, term, kin, margin: float, hand: bool = False) -> "TargetClearance | None":
@@ -74,14 +84,17 @@ class TargetClearance:
                 entries += [(row, int(c), model.radius[c] + margin + own + AIM_M)
                             for c in np.unique(still[model.capsule_body[mover] == body])]
         probe = _probe(tree, zero, model, kin, mover, still, margin) if hand else None
-        if not entries and probe is None:
+        elbow = _elbow(tree, zero, model, kin, mover, still, margin) if not hand and SWIVEL else []
+        if not entries and probe is None and not elbow:
             return None
-        capsules = np.array(sorted({c for _, c, _ in entries} | {c for _, c, _ in (probe[0] if probe else [])}))
+        capsules = np.array(sorted({c for _, c, _ in entries + elbow} | {c for _, c, _ in (probe[0] if probe else [])}))
         index = {int(c): k for k, c in enumerate(capsules)}
         out = cls(tree, sorted({int(link) for link in model.capsule_link[capsules]}), model.capsule_link[capsules],
                   model.ends[capsules], _entries(entries, index), None)
         if probe is not None:
             out.probe = (_entries(probe[0], index), *probe[1:])
+        if elbow:
+            out.swivel = (_entries(elbow, index), len(kin.point_link) - 1)
         return out
 
     def __call__(self, q: np.ndarray, root: np.ndarray, origin: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -93,6 +106,10 @@ class TargetClearance:
             cols = np.flatnonzero(self.capsule_link == link)
             pose = poses[int(link)]
             ends[:, cols] = np.einsum("fij,cej->fcei", pose[:, :3, :3], self.ends[cols]) + pose[:, None, None, :3, 3]
+        if self.swivel is not None:  # an arm, about its origin: the frames it leaves keep the actor's targets to the bit
+            targets = _swivelled(targets, ends - origin[:, None, None], *self.swivel)
+            if not len(self.entries[0]):
+                return targets
         points = targets + origin[:, None]
         if self.probe is not None:
             entries, span, tip = self.probe
@@ -145,26 +162,57 @@ def _cleared(points: np.ndarray, ends: np.ndarray, entries: tuple) -> np.ndarray
     """Points (F, M, 3) pushed out of capsules (F, C, 2, 3) per entry (rows, capsules, clearances), capsule by
     capsule, SWEEPS rounds, on the frames where an entry comes within its clearance + REACH_M (the others are
     too far for a push to bring them in): a new array."""
-    rows, capsules, clear = entries
     points = points.copy()
-    if len(rows) == 0:  # a hand: it only turns
-        return points
+    for _ in range(SWEEPS if len(entries[0]) else 0):  # none: a hand, it only turns
+        for frames, at, c, distance in _near(points, ends, entries):
+            points[frames, at] = pushed(points[frames, at], ends[frames, c, 0], ends[frames, c, 1], distance)
+    return points
+
+
+def _swivelled(points: np.ndarray, ends: np.ndarray, entries: tuple, tip: int) -> np.ndarray:
+    """An arm's points (F, M, 3) but its tip turned about the line from its origin (0, where points and capsules
+    (F, C, 2, 3) are measured from) to its tip, capsule by
+    capsule (entries: its elbow's row against each), SWEEPS rounds: each time by the angle that carries the elbow
+    along its circle about that line as far as its push out of the capsule (`pushed`) points along the circle.
+    The arm's plane turns, the line a viewer reads stays. Continuous in the targets: no side is chosen (an elbow
+    pushed straight toward or away from the line does not turn), and near the line the turn is bounded
+    (SWIVEL_AT_M). On the frames that come within clearance + REACH_M: a new array."""
+    points = points.copy()
+    near = _near(points, ends, entries) if len(entries[0]) else []
+    axis = points[:, tip] / np.maximum(np.linalg.norm(points[:, tip], axis=-1, keepdims=True), _EPS)
+    moving = np.delete(np.arange(points.shape[1]), tip)
+    for _ in range(SWEEPS):
+        for frames, at, c, distance in near:
+            u, elbow = axis[frames], points[frames, at]
+            lever = np.cross(u, elbow)  # the elbow's way round the line, as long as it is far from it
+            push = pushed(elbow, ends[frames, c, 0], ends[frames, c, 1], distance) - elbow
+            angle = dot(push, lever) / np.maximum(dot(lever, lever), SWIVEL_AT_M ** 2)
+            points[frames[:, None], moving] = _turned_about(u, angle, points[frames[:, None], moving])
+    return points
+
+
+def _near(points: np.ndarray, ends: np.ndarray, entries: tuple) -> list:
+    """[(frames, rows, capsule, clearances)] per capsule (F, C, 2, 3) of the entries (rows, capsules, clearances)
+    whose point (F, M, 3) comes within clearance + REACH_M on those frames (the others are too far for a push
+    to bring them in), the capsules in their entries' order."""
+    rows, capsules, clear = entries
     middle = ends.mean(axis=2)  # (F, C, 3)
     half = 0.5 * np.linalg.norm(ends[0, :, 1] - ends[0, :, 0], axis=-1)  # rigid: any frame's
     gap = points[:, :, None] - middle[:, None]  # (F, M, C, 3)
     bound = np.sqrt(dot(gap, gap))[:, rows, capsules] - half[capsules]  # (F, K) no closer than this
     f, k = np.nonzero(bound < clear + REACH_M)
-    if len(f) == 0:
-        return points
     order = np.argsort(capsules[k], kind="stable")  # np.nonzero runs frame-major: regrouped by capsule
     f, k = f[order], k[order]
     cuts = np.flatnonzero(np.diff(capsules[k])) + 1
-    groups = [(f[a:b], rows[k[a:b]], capsules[k[a]], clear[k[a:b]])
-              for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(f)])]
-    for _ in range(SWEEPS):
-        for frames, at, c, distance in groups:
-            points[frames, at] = pushed(points[frames, at], ends[frames, c, 0], ends[frames, c, 1], distance)
-    return points
+    return [(f[a:b], rows[k[a:b]], capsules[k[a]], clear[k[a:b]])
+            for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(f)]) if b > a]
+
+
+def _turned_about(axis: np.ndarray, angle: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Points (F, P, 3) turned by angle (F,) radians about unit axes (F, 3) through 0 (Rodrigues)."""
+    u = axis[:, None]
+    cos, sin = np.cos(angle)[:, None, None], np.sin(angle)[:, None, None]
+    return points * cos + np.cross(u, points) * sin + u * dot(u, points)[..., None] * (1.0 - cos)
 
 
 def pushed(points: np.ndarray, a: np.ndarray, b: np.ndarray, clear: np.ndarray) -> np.ndarray:
@@ -217,6 +265,20 @@ def _own_radius(zero: np.ndarray, model, link: int, local: np.ndarray, body: int
     a, b = model.ends[capsules, 0], model.ends[capsules, 1]
     gap = np.linalg.norm(_foot(point, a, b) - point, axis=-1) - model.radius[capsules]
     return float(model.radius[capsules[np.argmin(gap)]])
+
+
+def _elbow(tree, zero, model, kin, mover, still, margin) -> list:
+    """[(row, still capsule, clearance)] of an arm's elbow: its first point on its tip's link (where the forearm
+    starts), when that is not the tip, against what its body is checked against; [] otherwise."""
+    tip = len(kin.point_link) - 1
+    row = int(np.flatnonzero(kin.point_link == kin.point_link[tip])[0])
+    link = int(kin.point_link[row])
+    body = _body(tree, model, link)
+    if row == tip or body is None:
+        return []
+    own = _own_radius(zero, model, link, kin.point_local[row], body)
+    return [(row, int(c), model.radius[c] + margin + own + SWIVEL_AIM_M)
+            for c in np.unique(still[model.capsule_body[mover] == body])]
 
 
 def _probe(tree, zero, model, kin, mover, still, margin) -> tuple | None:

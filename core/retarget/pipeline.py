@@ -351,7 +351,7 @@ def _solve_cleared(tree, plan, anchor, q, root, goal, weights, clearance: Target
     pose = tree.link_transform(q, link, root)
     origin = pose[:, :3, :3] @ local + pose[:, :3, 3]
     goal = clearance(q, root, origin, goal)
-    if not CLEAR_REPAIRS:
+    if not CLEAR_REPAIRS and plan.mapping.role != "arm":  # an arm (its elbow swivelled) is tracked as uncleared
         solve_chain(tree, plan.kin, anchor, q, goal, weights, step)
         q[:, plan.kin.columns] = rate_limit(q[:, plan.kin.columns], max_step)
         return
