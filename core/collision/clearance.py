@@ -39,7 +39,8 @@ REACH_M = 0.05  # entries further than their clearance + this on a frame are not
 PROBE_TURN_DEG = 20.0  # a hand's body is taken along its tip's ray when its far end lies within this angle of it
 ARM_POINTS = False  # an arm's own points pushed out too (G1 hop: the same inside %, limbs 1.85: only cost)
 # an arm's elbow swivelled out about its shoulder-wrist line (G1 walk / hop limbs 1.867 / 1.700 -> 1.835 / 1.653 deg,
-# jerk 1,527 / 1,625 -> 1,487 / 1,581; every point but the tip swivelled: 1.842 / 1.680; docs/notes or NOTE_s31-elbow.md)
+# jerk 1,527 / 1,625 -> 1,487 / 1,581; every point but the tip swivelled: 1.842 / 1.680; NOTE_s31-elbow.md). Little:
+# where the G1's forearm (elbow_link) is inside the torso it is at its wrist end, which a swivel barely moves
 SWIVEL = True
 SWIVEL_AIM_M = 0.0  # the elbow is swivelled this far beyond its clearance (1 cm: walk 1.865, hop 1.649)
 SWIVEL_AT_M = 0.05  # an elbow closer to the line than this turns as if it were this far out (no turn without a lever)
@@ -171,9 +172,9 @@ def _cleared(points: np.ndarray, ends: np.ndarray, entries: tuple) -> np.ndarray
 
 def _swivelled(points: np.ndarray, ends: np.ndarray, entries: tuple, tip: int) -> np.ndarray:
     """An arm's points (F, M, 3) but its tip turned about the line from its origin (0, where points and capsules
-    (F, C, 2, 3) are measured from) to its tip, capsule by
-    capsule (entries: its elbow's row against each), SWEEPS rounds: each time by the angle that carries the elbow
-    along its circle about that line as far as its push out of the capsule (`pushed`) points along the circle.
+    (F, C, 2, 3) are measured from) to its tip, capsule by capsule (entries: its elbow's row against each), SWEEPS
+    rounds: each time by the angle that carries the elbow along its circle about that line as far as its push out
+    of the capsule (`pushed`) points along the circle.
     The arm's plane turns, the line a viewer reads stays. Continuous in the targets: no side is chosen (an elbow
     pushed straight toward or away from the line does not turn), and near the line the turn is bounded
     (SWIVEL_AT_M). On the frames that come within clearance + REACH_M: a new array."""
