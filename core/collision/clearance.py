@@ -39,7 +39,7 @@ REACH_M = 0.05  # entries further than their clearance + this on a frame are not
 PROBE_TURN_DEG = 20.0  # a hand's body is taken along its tip's ray when its far end lies within this angle of it
 ARM_POINTS = False  # an arm's own points pushed out too (G1 hop: the same inside %, limbs 1.85: only cost)
 # an arm's elbow swivelled out about its shoulder-wrist line (G1 walk / hop limbs 1.867 / 1.700 -> 1.835 / 1.653 deg,
-# jerk 1,527 / 1,625 -> 1,487 / 1,581; every point but the tip swivelled: 1.842 / 1.680; NOTE_s31-elbow.md). Little:
+# jerk 1,527 / 1,625 -> 1,487 / 1,581; the forearm's two points but the tip: 1.842 / 1.680; NOTE_s31-elbow.md). Little:
 # where the G1's forearm (elbow_link) is inside the torso it is at its wrist end, which a swivel barely moves
 SWIVEL = True
 SWIVEL_AIM_M = 0.0  # the elbow is swivelled this far beyond its clearance (1 cm: walk 1.865, hop 1.649)
@@ -186,7 +186,9 @@ def _swivelled(points: np.ndarray, ends: np.ndarray, entries: tuple, tip: int) -
         for frames, at, c, distance in near:
             u, elbow = axis[frames], points[frames, at]
             lever = np.cross(u, elbow)  # the elbow's way round the line, as long as it is far from it
-            push = pushed(elbow, ends[frames, c, 0], ends[frames, c, 1], distance) - elbow
+            away = elbow - _foot(elbow, ends[frames, c, 0], ends[frames, c, 1])
+            # pushed's move, exactly 0 outside (no turn by rounding: frames clear keep the actor's targets)
+            push = away * (np.clip(distance / np.maximum(np.sqrt(dot(away, away)), _EPS), 1.0, SLOPE) - 1.0)[:, None]
             angle = dot(push, lever) / np.maximum(dot(lever, lever), SWIVEL_AT_M ** 2)
             points[frames[:, None], moving] = _turned_about(u, angle, points[frames[:, None], moving])
     return points
