@@ -201,8 +201,8 @@ def _near(points: np.ndarray, ends: np.ndarray, entries: tuple) -> list:
     rows, capsules, clear = entries
     middle = ends.mean(axis=2)  # (F, C, 3)
     half = 0.5 * np.linalg.norm(ends[0, :, 1] - ends[0, :, 0], axis=-1)  # rigid: any frame's
-    gap = points[:, :, None] - middle[:, None]  # (F, M, C, 3)
-    bound = np.sqrt(dot(gap, gap))[:, rows, capsules] - half[capsules]  # (F, K) no closer than this
+    gap = points[:, rows] - middle[:, capsules]  # (F, K, 3)
+    bound = np.sqrt(dot(gap, gap)) - half[capsules]  # (F, K) no closer than this
     f, k = np.nonzero(bound < clear + REACH_M)
     order = np.argsort(capsules[k], kind="stable")  # np.nonzero runs frame-major: regrouped by capsule
     f, k = f[order], k[order]
@@ -272,16 +272,22 @@ def _own_radius(zero: np.ndarray, model, link: int, local: np.ndarray, body: int
 
 def _elbow(tree, zero, model, kin, mover, still, margin) -> list:
     """[(row, still capsule, clearance)] of an arm's elbow: its first point on its tip's link (where the forearm
-    starts), when that is not the tip, against what its body is checked against; [] otherwise."""
+    starts), when that is not the tip, against the capsules its body is checked against on the trunk it hangs
+    from (the links between the root and the arm's origin: a leg's or the other arm's are left to keep_apart,
+    and each link posed costs every frame); [] otherwise."""
     tip = len(kin.point_link) - 1
     row = int(np.flatnonzero(kin.point_link == kin.point_link[tip])[0])
     link = int(kin.point_link[row])
     body = _body(tree, model, link)
     if row == tip or body is None:
         return []
+    trunk, up = set(), int(kin.chain.origin[0])
+    while up >= 0:
+        trunk.add(up)
+        up = int(tree.parent[up])
     own = _own_radius(zero, model, link, kin.point_local[row], body)
     return [(row, int(c), model.radius[c] + margin + own + SWIVEL_AIM_M)
-            for c in np.unique(still[model.capsule_body[mover] == body])]
+            for c in np.unique(still[model.capsule_body[mover] == body]) if int(model.capsule_link[c]) in trunk]
 
 
 def _probe(tree, zero, model, kin, mover, still, margin) -> tuple | None:
