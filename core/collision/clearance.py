@@ -38,12 +38,14 @@ HAND_SPHERES = 3  # a hand's body is taken as this many spheres along its ray, i
 REACH_M = 0.05  # entries further than their clearance + this on a frame are not looked at there
 PROBE_TURN_DEG = 20.0  # a hand's body is taken along its tip's ray when its far end lies within this angle of it
 ARM_POINTS = False  # an arm's own points pushed out too (G1 hop: the same inside %, limbs 1.85: only cost)
-# an arm's elbow swivelled out about its shoulder-wrist line (G1 walk / hop limbs 1.867 / 1.700 -> 1.835 / 1.653 deg,
-# jerk 1,527 / 1,625 -> 1,487 / 1,581; the forearm's two points but the tip: 1.842 / 1.680; NOTE_s31-elbow.md). Little:
+# an arm's elbow swivelled out about its shoulder-wrist line (G1 walk / hop limbs 1.867 / 1.700 -> 1.839 / 1.661 deg,
+# jerk 1,527 / 1,625 -> 1,470 / 1,575; the forearm's two points but the tip: 1.842 / 1.680; NOTE_s31-elbow.md). Little:
 # where the G1's forearm (elbow_link) is inside the torso it is at its wrist end, which a swivel barely moves
 SWIVEL = True
 SWIVEL_AIM_M = 0.0  # the elbow is swivelled this far beyond its clearance (1 cm: walk 1.865, hop 1.649)
 SWIVEL_AT_M = 0.05  # an elbow closer to the line than this turns as if it were this far out (no turn without a lever)
+SWIVEL_SWEEPS = 1  # rounds over the trunk's capsules (2: G1 hop 1.653, walk 1.835 deg, but the G1 walk's room inputs
+#                    2.4e-4 rad apart between two writings of one motion, test_steady_continuity asks < 1e-4; 1: 2.9e-6)
 _EPS = 1e-9
 
 
@@ -172,7 +174,7 @@ def _cleared(points: np.ndarray, ends: np.ndarray, entries: tuple) -> np.ndarray
 
 def _swivelled(points: np.ndarray, ends: np.ndarray, entries: tuple, tip: int) -> np.ndarray:
     """An arm's points (F, M, 3) but its tip turned about the line from its origin (0, where points and capsules
-    (F, C, 2, 3) are measured from) to its tip, capsule by capsule (entries: its elbow's row against each), SWEEPS
+    (F, C, 2, 3) are measured from) to its tip, capsule by capsule (entries: its elbow's row against each), SWIVEL_SWEEPS
     rounds: each time by the angle that carries the elbow along its circle about that line as far as its push out
     of the capsule (`pushed`) points along the circle.
     The arm's plane turns, the line a viewer reads stays. Continuous in the targets: no side is chosen (an elbow
@@ -182,7 +184,7 @@ def _swivelled(points: np.ndarray, ends: np.ndarray, entries: tuple, tip: int) -
     near = _near(points, ends, entries) if len(entries[0]) else []
     axis = points[:, tip] / np.maximum(np.linalg.norm(points[:, tip], axis=-1, keepdims=True), _EPS)
     moving = np.delete(np.arange(points.shape[1]), tip)
-    for _ in range(SWEEPS):
+    for _ in range(SWIVEL_SWEEPS):
         for frames, at, c, distance in near:
             u, elbow = axis[frames], points[frames, at]
             lever = np.cross(u, elbow)  # the elbow's way round the line, as long as it is far from it
