@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import FIXED, KinematicTree
+from ..model.posing import Poser
 from .distance import dot
 
 AIM_M = 0.05  # a target is put this far beyond its distance (G1 hop limbs 1.91 deg at 5 mm, 1.70 at 5 cm)
@@ -97,15 +98,15 @@ class TargetClearance:
         return _cleared(points, ends, self.entries) - origin[:, None]
 
     def _posed(self, q: np.ndarray, root: np.ndarray) -> np.ndarray:
-        """The still capsules' ends (F, C, 2, 3) in the world at q (F, n) and root (F, 4, 4): one matrix product
-        a link over all its frames' rows (an einsum over frames and capsules cost most of a call)."""
-        poses = self.tree.poses(q, root, self.links)
+        """The still capsules' ends (F, C, 2, 3) in the world at q (F, n) and root (F, 4, 4): the links posed frames
+        last (core.model.posing: a fifth of KinematicTree.poses' instructions, the same transforms to rounding) and
+        one product a link (an einsum over frames and capsules cost most of a call)."""
+        poses = Poser(self.tree, self.links)(q, root)
         ends = np.empty((len(q), len(self.ends), 2, 3))
         for link in np.unique(self.capsule_link):
             cols = np.flatnonzero(self.capsule_link == link)
-            local = np.c_[self.ends[cols].reshape(-1, 3), np.ones(2 * len(cols))].T  # (4, 2 capsules)
-            world = (np.reshape(poses[int(link)], (-1, 4)) @ local).reshape(len(q), 4, -1)[:, :3]
-            ends[:, cols] = world.transpose(0, 2, 1).reshape(len(q), len(cols), 2, 3)
+            world = poses[int(link)].apply(self.ends[cols].reshape(-1, 3))  # (2 capsules, 3, F)
+            ends[:, cols] = world.transpose(2, 0, 1).reshape(len(q), len(cols), 2, 3)
         return ends
 
 
