@@ -157,12 +157,15 @@ def _reached(base: np.ndarray, tip: np.ndarray, alongs: np.ndarray, a: np.ndarra
     """(n,) which frames have a sphere (`alongs` times the ray `tip` (n, 3) out from `base`) closer than its
     clearance (n,) to the segment a-b (n, 3), the ray as it is: only those a push moves (on the G1's clips two
     thirds of the frames in reach are not, and their three pushes, which left the ray as it was but for its last
-    bits, cost most of a turn)."""
+    bits, cost most of a turn). The spheres lie on one line: six dot products a frame serve all of them."""
+    d, rel = b - a, base - a
+    dd, rd, td = np.maximum(dot(d, d), _EPS), dot(rel, d), dot(tip, d)
+    rr, rt, tt = dot(rel, rel), dot(rel, tip), dot(tip, tip)
     near = np.zeros(len(a), dtype=bool)
     for along in alongs:
-        point = base + along * tip
-        away = point - _foot(point, a, b)
-        near |= dot(away, away) < clear * clear
+        towards = rd + along * td  # the sphere's centre - a, along d
+        t = np.clip(towards / dd, 0.0, 1.0)
+        near |= rr + along * (2.0 * rt + along * tt) - t * (2.0 * towards - t * dd) < clear * clear
     return near
 
 
