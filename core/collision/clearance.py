@@ -144,10 +144,11 @@ def _turned(origin: np.ndarray, ray: np.ndarray, span: tuple, ends: np.ndarray, 
             base, tip, a, b = origin[frames], aim[frames], ends[frames, c, 0], ends[frames, c, 1]
             near = _reached(base, tip, alongs, a, b, distance)  # the others stay as they are
             frames, base, tip, a, b, distance = frames[near], base[near], tip[near], a[near], b[near], distance[near]
+            size = length[frames]
             for along in alongs:
                 point = base + along * tip
                 tip = tip + (pushed(point, a, b, distance) - point) / along
-                tip *= length[frames] / np.linalg.norm(tip, axis=-1, keepdims=True)
+                tip *= size / np.sqrt(dot(tip, tip))[:, None]
             aim[frames] = tip
     return aim
 
