@@ -130,13 +130,11 @@ def _turned(origin: np.ndarray, ray: np.ndarray, span: tuple, ends: np.ndarray, 
     centre = origin + 0.5 * (lo + hi) * ray
     gap = centre[:, None] - middle[:, capsules]
     bound = np.sqrt(dot(gap, gap)) - half[capsules] - 0.5 * (hi - lo) * length  # (F, K)
-    f, k = np.nonzero(bound < clear + REACH_M)
+    k, f = np.nonzero((bound < clear + REACH_M).T)  # entry-major: by capsule (the entries are), frames in order
     aim = ray.copy()
     if len(f) == 0:
         return aim
-    order = np.argsort(capsules[k], kind="stable")
-    f, k = f[order], k[order]
-    cuts = np.flatnonzero(np.diff(capsules[k])) + 1
+    cuts = np.flatnonzero(np.diff(k)) + 1
     groups = [(f[a:b], capsules[k[a]], clear[k[a:b]]) for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(f)])]
     alongs = np.linspace(lo, hi, HAND_SPHERES)  # spheres: a segment's closest point jumps when parallel
     for _ in range(TURNS):
