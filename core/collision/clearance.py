@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.kinematics import FIXED, KinematicTree
+from ..model.posing import Poser
 from .distance import dot
 
 AIM_M = 0.05  # a target is put this far beyond its distance (G1 hop limbs 1.91 deg at 5 mm, 1.70 at 5 cm)
@@ -103,12 +104,7 @@ class TargetClearance:
     def __call__(self, q: np.ndarray, root: np.ndarray, origin: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """The targets (F, M, 3), relative to the chain's origin (F, 3) in the world, moved out of the still
         capsules posed at q (F, n) and root (F, 4, 4): a new array (the actor's targets stay as they were)."""
-        poses = self.tree.poses(q, root, self.links)
-        ends = np.empty((len(q), len(self.ends), 2, 3))  # (F, C, 2, 3) in the world
-        for link in np.unique(self.capsule_link):
-            cols = np.flatnonzero(self.capsule_link == link)
-            pose = poses[int(link)]
-            ends[:, cols] = np.einsum("fij,cej->fcei", pose[:, :3, :3], self.ends[cols]) + pose[:, None, None, :3, 3]
+        ends = self._posed(q, root)  # (F, C, 2, 3) in the world
         if self.swivel is not None:  # an arm, about its origin: the frames it leaves keep the actor's targets to the bit
             targets = _swivelled(targets, ends - origin[:, None, None], *self.swivel)
             if not len(self.entries[0]):
@@ -120,6 +116,18 @@ class TargetClearance:
             turn = rotation_between(ray, _turned(origin, ray, span, ends, entries))  # (F, 3, 3)
             points = origin[:, None] + np.einsum("fij,fmj->fmi", turn, points - origin[:, None])
         return _cleared(points, ends, self.entries) - origin[:, None]
+
+    def _posed(self, q: np.ndarray, root: np.ndarray) -> np.ndarray:
+        """The still capsules' ends (F, C, 2, 3) in the world at q (F, n) and root (F, 4, 4): the links posed frames
+        last (core.model.posing: a fifth of KinematicTree.poses' instructions, the same transforms to rounding) and
+        one product a link (an einsum over frames and capsules cost most of a call)."""
+        poses = Poser(self.tree, self.links)(q, root)
+        ends = np.empty((len(q), len(self.ends), 2, 3))
+        for link in np.unique(self.capsule_link):
+            cols = np.flatnonzero(self.capsule_link == link)
+            world = poses[int(link)].apply(self.ends[cols].reshape(-1, 3))  # (2 capsules, 3, F)
+            ends[:, cols] = world.transpose(2, 0, 1).reshape(len(q), len(cols), 2, 3)
+        return ends
 
 
 def _entries(entries: list, index: dict) -> tuple:
@@ -137,28 +145,47 @@ def _turned(origin: np.ndarray, ray: np.ndarray, span: tuple, ends: np.ndarray, 
     _, capsules, clear = entries
     lo, hi = span
     length = np.linalg.norm(ray, axis=-1, keepdims=True)
-    middle = ends.mean(axis=2)  # (F, C, 3)
+    middle = (ends[:, :, 0] + ends[:, :, 1]) / 2  # (F, C, 3): ends.mean(axis=2)'s bits at a fraction of its cost
     half = 0.5 * np.linalg.norm(ends[0, :, 1] - ends[0, :, 0], axis=-1)
     centre = origin + 0.5 * (lo + hi) * ray
     gap = centre[:, None] - middle[:, capsules]
     bound = np.sqrt(dot(gap, gap)) - half[capsules] - 0.5 * (hi - lo) * length  # (F, K)
-    f, k = np.nonzero(bound < clear + REACH_M)
+    k, f = np.nonzero((bound < clear + REACH_M).T)  # entry-major: by capsule (the entries are), frames in order
     aim = ray.copy()
     if len(f) == 0:
         return aim
-    order = np.argsort(capsules[k], kind="stable")
-    f, k = f[order], k[order]
-    cuts = np.flatnonzero(np.diff(capsules[k])) + 1
+    cuts = np.flatnonzero(np.diff(k)) + 1
     groups = [(f[a:b], capsules[k[a]], clear[k[a:b]]) for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(f)])]
+    alongs = np.linspace(lo, hi, HAND_SPHERES)  # spheres: a segment's closest point jumps when parallel
     for _ in range(TURNS):
         for frames, c, distance in groups:
-            base, tip = origin[frames], aim[frames]
-            for along in np.linspace(lo, hi, HAND_SPHERES):  # spheres: a segment's closest point jumps when parallel
+            base, tip, a, b = origin[frames], aim[frames], ends[frames, c, 0], ends[frames, c, 1]
+            near = _reached(base, tip, alongs, a, b, distance)  # the others stay as they are
+            frames, base, tip, a, b, distance = frames[near], base[near], tip[near], a[near], b[near], distance[near]
+            size = length[frames]
+            for along in alongs:
                 point = base + along * tip
-                tip = tip + (pushed(point, ends[frames, c, 0], ends[frames, c, 1], distance) - point) / along
-                tip *= length[frames] / np.linalg.norm(tip, axis=-1, keepdims=True)
+                tip = tip + (pushed(point, a, b, distance) - point) / along
+                tip *= size / np.sqrt(dot(tip, tip))[:, None]
             aim[frames] = tip
     return aim
+
+
+def _reached(base: np.ndarray, tip: np.ndarray, alongs: np.ndarray, a: np.ndarray, b: np.ndarray,
+             clear: np.ndarray) -> np.ndarray:
+    """(n,) which frames have a sphere (`alongs` times the ray `tip` (n, 3) out from `base`) closer than its
+    clearance (n,) to the segment a-b (n, 3), the ray as it is: only those a push moves (on the G1's clips two
+    thirds of the frames in reach are not, and their three pushes, which left the ray as it was but for its last
+    bits, cost most of a turn). The spheres lie on one line: six dot products a frame serve all of them."""
+    d, rel = b - a, base - a
+    dd, rd, td = np.maximum(dot(d, d), _EPS), dot(rel, d), dot(tip, d)
+    rr, rt, tt = dot(rel, rel), dot(rel, tip), dot(tip, tip)
+    near = np.zeros(len(a), dtype=bool)
+    for along in alongs:
+        towards = rd + along * td  # the sphere's centre - a, along d
+        t = np.clip(towards / dd, 0.0, 1.0)
+        near |= rr + along * (2.0 * rt + along * tt) - t * (2.0 * towards - t * dd) < clear * clear
+    return near
 
 
 def _cleared(points: np.ndarray, ends: np.ndarray, entries: tuple) -> np.ndarray:
@@ -201,7 +228,7 @@ def _near(points: np.ndarray, ends: np.ndarray, entries: tuple) -> list:
     whose point (F, M, 3) comes within clearance + REACH_M on those frames (the others are too far for a push
     to bring them in), the capsules in their entries' order."""
     rows, capsules, clear = entries
-    middle = ends.mean(axis=2)  # (F, C, 3)
+    middle = (ends[:, :, 0] + ends[:, :, 1]) / 2  # (F, C, 3), as _turned has it
     half = 0.5 * np.linalg.norm(ends[0, :, 1] - ends[0, :, 0], axis=-1)  # rigid: any frame's
     gap = points[:, rows] - middle[:, capsules]  # (F, K, 3)
     bound = np.sqrt(dot(gap, gap)) - half[capsules]  # (F, K) no closer than this

@@ -1025,6 +1025,30 @@ def test_a_point_inside_a_capsule_is_pushed_to_its_clearance_and_one_outside_sta
                                v / np.linalg.norm(v, axis=-1, keepdims=True), atol=1e-9)
 
 
+def test_a_hands_turn_looks_at_the_frames_where_a_sphere_is_inside_and_only_those():
+    """core.collision.clearance._reached, which spares a hand's turn the pushes that move nothing: it marks a frame
+    exactly where one of the hand's spheres along its ray is closer than the clearance to the capsule's segment,
+    i.e. where `pushed` moves one of them (the spheres' distances from six dot products, not closest points)."""
+    from core.collision.clearance import _reached, pushed
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    base = rng.normal(scale=0.2, size=(n, 3))
+    a = base + rng.normal(scale=0.15, size=(n, 3))
+    b = a + rng.normal(scale=0.2, size=(n, 3))
+    tip = rng.normal(size=(n, 3))
+    tip *= 0.1 / np.linalg.norm(tip, axis=-1, keepdims=True)
+    clear = rng.uniform(0.05, 0.2, n)
+    alongs = np.linspace(0.7, 1.9, 3)
+    moved = np.zeros(n, dtype=bool)
+    for along in alongs:
+        point = base + along * tip
+        moved |= (np.abs(pushed(point, a, b, clear) - point) > 1e-12).any(axis=-1)  # outside: its last bits only
+    near = _reached(base, tip, alongs, a, b, clear)
+    assert 0.2 < near.mean() < 0.8  # both kinds of frame are there
+    np.testing.assert_array_equal(near, moved)
+
+
 def test_the_hands_targets_cleared_before_their_solve_bring_the_g1_limbs_nearer_the_actor(g1, walk, monkeypatch):
     """pipeline.CLEAR_TARGETS (on with avoidance, session 30): the hands' targets turned out of the trunk before their
     solve leave keep_apart less room to make, so the G1 walk's limbs end nearer the actor's (measured 2.25 -> 1.87
