@@ -3,7 +3,7 @@
 the shape (the frames' answer before any room), the sampled room (_sampled_apart, interpolated) and the steady
 room (the group's result); and whether the sampled frames are the same frames of the motion.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/s31_grid/stage_gap.py g1 hop 1
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/s31_grid/stage_gap.py g1 hop 1  (-3: ended 3 frames earlier)
 """
 from pathlib import Path
 import sys, dataclasses
@@ -55,16 +55,18 @@ if __name__ == "__main__":
     robot, clip, first = sys.argv[1], sys.argv[2], int(sys.argv[3])
     count = T._motion(clip).frames
     whole = run(robot, clip, np.arange(count))
-    cut = run(robot, clip, np.arange(first, count))
-    keep = T._inner(count - first, T._motion(clip).fps, [0])
+    end = first < 0  # FIRST < 0: the clip ended -FIRST frames earlier
+    cut = run(robot, clip, np.arange(count + first) if end else np.arange(first, count))
+    keep = T._inner(count + first, T._motion(clip).fps, [count + first]) if end else T._inner(count - first, T._motion(clip).fps, [0])
+    first = 0 if end else first
     for (name, a), (_, b) in zip(whole, cut):
         if name == "samples":
-            mine = a[a >= first] - first
+            mine = a[(a >= first) & (a < first + len(keep))] - first
             print("samples same:", np.array_equal(mine[mine > 40], b[b > 40]), "differ at", np.setxor1d(mine, b)[:12])
         elif name == "inside":
-            print("inside differ at", np.flatnonzero(a[first:] != b)[:12])
+            print("inside differ at", np.flatnonzero(a[first:first + len(b)] != b)[:12])
         else:
-            d = np.abs(a[first:] - b)[keep]
+            d = np.abs(a[first:first + len(b)] - b)[keep]
             print(f"{name:8s} max {d.max():.4f} at frame {first + np.flatnonzero(keep)[d.max(axis=1).argmax()]} col {d.max(axis=0).argmax()}")
     for name, a in whole[:0]:
         if name == "inside":

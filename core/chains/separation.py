@@ -29,7 +29,7 @@ from .corrections import _Corrections, _dual_step, _least_change
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
 from .steady import blend_reach, steady_gain, steady_room
-from .switches import _violation, _windows, solve_switches
+from .switches import _posed, _violation, _windows, solve_switches
 
 # the costs of a change live in change_cost, a pass's corrections in corrections; their functions stay reachable
 # here, where tests look for them. corrections' constants (STEP_RAD, HOLD_AT_BOUND, ...) are read and set there
@@ -122,7 +122,7 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
     fraction of the frame-steps (docs/history/self_collision.md)."""
-    sample = _anchored_samples(_violation(problem, separation, shape, np.arange(len(shape))), every)
+    sample = _anchored_samples(_depth(problem, separation, shape, every), every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
                          SAMPLED_PASSES, fixes=False) - shape[sample]
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
@@ -139,6 +139,15 @@ def _samples(count: int, every: int) -> np.ndarray:
     """Every `every`-th of `count` frames and the last."""
     frames = np.arange(count)
     return np.union1d(frames[::every], frames[-1:])
+
+
+def _depth(problem: ChainGroup, separation, shape: np.ndarray, every: int) -> np.ndarray:
+    """(F,) m inside the margin of every frame at the shape, looked at with only the pairs that come within
+    NEAR_M of it on frames `every` apart (a pair inside between them is that near on both: the same depths for
+    a broad phase over fewer pairs)."""
+    coarse = np.arange(0, len(shape), every)
+    near = separation.near(_posed(problem, shape[coarse], coarse), np.arange(len(coarse)), separation.root[coarse])
+    return _violation(problem, near, shape, np.arange(len(shape)))
 
 
 def _anchored_samples(depth: np.ndarray, every: int) -> np.ndarray:
