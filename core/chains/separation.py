@@ -29,7 +29,7 @@ from .corrections import _Corrections, _dual_step, _least_change
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
 from .steady import blend_reach, steady_gain, steady_room
-from .switches import _posed, _violation, _windows, solve_switches
+from .switches import _violation, _windows, solve_switches
 
 # the costs of a change live in change_cost, a pass's corrections in corrections; their functions stay reachable
 # here, where tests look for them. corrections' constants (STEP_RAD, HOLD_AT_BOUND, ...) are read and set there
@@ -122,9 +122,10 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
     fraction of the frame-steps (docs/history/self_collision.md)."""
-    sample = _anchored_samples(_depth(problem, separation, shape, every), every)
+    depth = _violation(problem, separation, shape, np.arange(len(shape)))
+    sample = _anchored_samples(depth, every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
-                         SAMPLED_PASSES, fixes=False) - shape[sample]
+                         SAMPLED_PASSES, fixes=False, inside=depth[sample] > 0) - shape[sample]
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
 
 
@@ -139,15 +140,6 @@ def _samples(count: int, every: int) -> np.ndarray:
     """Every `every`-th of `count` frames and the last."""
     frames = np.arange(count)
     return np.union1d(frames[::every], frames[-1:])
-
-
-def _depth(problem: ChainGroup, separation, shape: np.ndarray, every: int) -> np.ndarray:
-    """(F,) m inside the margin of every frame at the shape, looked at with only the pairs that come within
-    NEAR_M of it on frames `every` apart (a pair inside between them is that near on both: the same depths for
-    a broad phase over fewer pairs)."""
-    coarse = np.arange(0, len(shape), every)
-    near = separation.near(_posed(problem, shape[coarse], coarse), np.arange(len(coarse)), separation.root[coarse])
-    return _violation(problem, near, shape, np.arange(len(shape)))
 
 
 def _anchored_samples(depth: np.ndarray, every: int) -> np.ndarray:
@@ -275,7 +267,7 @@ def _marked(frames: np.ndarray, count: int) -> np.ndarray:
 
 
 def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.ndarray | None,
-                passes: int | None = None, fixes: bool = True) -> np.ndarray:
+                passes: int | None = None, fixes: bool = True, inside: np.ndarray | None = None) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
     ramps left inside, each frame moved only as far as its neighbours' speed allows (the rate
@@ -283,9 +275,11 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
     Later passes look only at the frames the pass before moved, not at those it left clear of
     the margin where the ramp and the rate limit did not touch them.
     fixes: False leaves the fix passes and the switch windows out (_steady smooths x first and
-    finishes it only where it needs it)."""
+    finishes it only where it needs it).
+    inside: (F,) bool, the frames known inside the margin at x: the first pass looks only at them (the others
+    are clear)."""
     passes = SEPARATION_PASSES if passes is None else passes
-    shape, frames = x, None
+    shape, frames = x, None if inside is None else np.flatnonzero(inside)
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     seen = np.zeros(len(x), dtype=bool)  # frames seen clear of the margin where they are
     for k in range(passes + (FIX_PASSES if fixes else 0)):
@@ -293,6 +287,8 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
         bounds = _within_reach(x, max_step, held) if fixing else held
         solved, clear = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
                                   FIX_STEPS if fixing else LINEAR_STEPS, k < WHOLE_PASSES)
+        if k == 0 and inside is not None:
+            clear |= ~inside
         seen = (seen & (solved == last).all(axis=1)) | clear
         x = solved
         if max_step is not None:
@@ -334,6 +330,8 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     q = problem.q.copy()
     q[:, cols] = x
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
+    if len(look) == 0:
+        return x, np.zeros(len(x), dtype=bool)
     # the frames' distances and the close pairs' gradients at once: the first correction starts from them
     dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + corrections.LOOKAHEAD_M,
                                          **separation.kept_on(look))
