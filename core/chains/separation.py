@@ -118,10 +118,12 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
 
 def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step: np.ndarray,
                    every: int) -> np.ndarray:
-    """_keep_apart (SAMPLED_PASSES passes, no fixes) on every `every`-th frame and the last, the change from
+    """_keep_apart (SAMPLED_PASSES passes, no fixes) on frames `every` apart counted from each contact run's
+    deepest peak (_anchored_samples: the same frames of the motion wherever the clip starts), the change from
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
-    fraction of the frame-steps (docs/history/self_collision.md)."""
+    fraction of the frame-steps (docs/history/self_collision.md). One look at every frame finds the runs; the
+    first pass then looks only at the samples it found inside."""
     depth = _violation(problem, separation, shape, np.arange(len(shape)))
     sample = _anchored_samples(depth, every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
@@ -143,13 +145,13 @@ def _samples(count: int, every: int) -> np.ndarray:
 
 
 def _anchored_samples(depth: np.ndarray, every: int) -> np.ndarray:
-    """Every `every`-th frame counted from each run's deepest frame (depth (F,) m inside the margin: frames inside
-    at most 2 * every apart are one run), as far as halfway to the next run, and the clip's first and last
-    frames: frames that stay the same frames of the motion wherever the clip starts or ends (unless the cut
-    takes a run's deepest frame), and when it is played twice (a grid counted from the clip's first frame
-    samples other frames of a clip cut 1-3 frames later, and its room moved the G1's arms up to 0.55 rad all
-    through it). A sample closer than every / 2 to the one before (where two runs' grids meet, or at an end)
-    is left out. No frame inside: the two ends (no room to make)."""
+    """Every `every`-th frame counted from each run's deepest peak (_anchor; depth (F,) m inside the margin:
+    frames inside at most 2 * every apart are one run), as far as halfway to the next run, and the clip's first
+    and last frames: the same frames of the motion wherever the clip starts or ends, unless the cut takes a
+    run's peak (a grid counted from the clip's first frame samples other frames of a clip cut 1-3 frames later:
+    its room moved the G1's arms up to 0.55 rad all through it). A sample closer than every / 2 to the one
+    before (where two runs' grids meet, or at an end) is left out. No frame inside: the two ends (no room to
+    make)."""
     count = len(depth)
     frames = np.flatnonzero(depth > 0)
     if len(frames) == 0:
