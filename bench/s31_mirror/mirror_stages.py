@@ -110,4 +110,5 @@ for avoid in (False, True):
         stage = stage if stage == stage1 else f"{stage}/{stage1.strip()}"
         d = np.abs(np.abs(b[:, partner]) - np.abs(a))
         f, j = np.unravel_index(d.argmax(), d.shape)
-        print(f"  {stage:20s} max {d.max():.2e} rad ({names[j]}, frame {f}), frames over 1e-3: {(d.max(1) > 1e-3).sum()}")
+        print(f"  {stage:20s} max {d.max():.2e} rad ({names[j]}, frame {f}), rms {np.sqrt((d ** 2).mean()):.2e}, "
+              f"frames over 1e-3: {(d.max(1) > 1e-3).sum()}")
