@@ -91,7 +91,8 @@ class TargetClearance:
         elbow = _elbow(tree, zero, model, kin, mover, still, margin) if not hand and SWIVEL else []
         if not entries and probe is None and not elbow:
             return None
-        capsules = np.array(sorted({c for _, c, _ in entries + elbow} | {c for _, c, _ in (probe[0] if probe else [])}))
+        capsules = _clearing_order(tree, zero, model, kin, {c for _, c, _ in entries + elbow}
+                                   | {c for _, c, _ in (probe[0] if probe else [])})
         index = {int(c): k for k, c in enumerate(capsules)}
         out = cls(tree, sorted({int(link) for link in model.capsule_link[capsules]}), model.capsule_link[capsules],
                   model.ends[capsules], _entries(entries, index), None)
@@ -128,6 +129,24 @@ class TargetClearance:
             world = poses[int(link)].apply(self.ends[cols].reshape(-1, 3))  # (2 capsules, 3, F)
             ends[:, cols] = world.transpose(2, 0, 1).reshape(len(q), len(cols), 2, 3)
         return ends
+
+
+def _clearing_order(tree: KinematicTree, zero: np.ndarray, model, kin, capsules: set, decimals: int = 6) -> np.ndarray:
+    """The still capsules (C,) in the order they are cleared of (the pushes run one capsule after another, so
+    the order decides where a target ends): by the movable joints above their link, then by how far their middle
+    lies from the chain's origin in the zero pose (rounded), then where: the robot's own order, not its URDF's
+    (the G1 listed in another order turned its left hand 0.8 rad apart) nor a side's (a hand clears the hip on
+    its own side first, either hand)."""
+    link, local = kin.chain.origin
+    origin = (zero[link] @ np.r_[local, 1.0])[:3]
+    keys = []
+    for c in capsules:
+        pose = zero[int(model.capsule_link[c])]
+        middle = pose[:3, :3] @ model.ends[c].mean(axis=0) + pose[:3, 3]
+        keys.append((tree.movable_depth(int(model.capsule_link[c])), round(float(np.linalg.norm(middle - origin)),
+                                                                          decimals),
+                     *(np.round(middle, decimals) + 0.0), np.round(model.radius[c], decimals), int(c)))
+    return np.array([key[-1] for key in sorted(keys)], dtype=int)
 
 
 def _entries(entries: list, index: dict) -> tuple:

@@ -180,6 +180,14 @@ class KinematicTree:
             link, d = self.parent[link], d + 1
         return d
 
+    def movable_depth(self, link: int) -> int:
+        """The movable joints above a link, its own included: fixed links merged or split do not change it."""
+        d = 0
+        while link > 0:
+            d += int(self.qindex[link] >= 0)
+            link = int(self.parent[link])
+        return d
+
     def link_transform(self, q, link: int, root=None) -> np.ndarray:
         """World transform (F, 4, 4) of one link, evaluating only its ancestors."""
         q = np.atleast_2d(np.asarray(q, dtype=float))

@@ -1,0 +1,47 @@
+"""How far keep_apart's answer moves when its input joints move by a rounding's worth: the G1 walk (avoidance on)
+made room for from q and from q + noise (uniform, +-EPS rad), max joint gap (rad) and the frames over 1e-3 rad.
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/s31_mirror/room_sensitivity.py [hop] [EPS] \
+        [--set core.chains.separation.ONE_ANSWER_PER_RUN=False ...]
+"""
+from pathlib import Path
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import dataclasses
+import numpy as np
+from core.model.kinematics import KinematicTree
+from core.model.urdf import parse_urdf
+from core.motion.bvh import load_bvh
+from core.retarget.automap import auto_map
+from core.retarget import pipeline
+
+R = Path(__file__).resolve().parents[2]
+clip = "cmu_131_04_hop_m.bvh" if "hop" in sys.argv else "cmu_131_01_walk_m.bvh"
+eps = float(next((a for a in sys.argv[1:] if a[0].isdigit()), "1e-12"))
+import importlib
+for k, arg in enumerate(sys.argv):
+    if arg == "--set":
+        name, value = sys.argv[k + 1].split("=")
+        module, attr = name.rsplit(".", 1)
+        setattr(importlib.import_module(module), attr, eval(value))
+        print("set", name, "=", value)
+motion = load_bvh(R / "data/motion" / clip).to_source_motion()
+tree = KinematicTree(parse_urdf(str(R / "data/robots/g1/unitree_g1_29dof.urdf")))
+_keep = pipeline.keep_apart
+
+
+def keep(tree, plans, q, root, *a, **k):
+    base = q.copy()
+    _keep(tree, plans, q, root, *a, **k)
+    noisy = base + np.random.default_rng(0).uniform(-eps, eps, base.shape)
+    _keep(tree, plans, noisy, root, *a, **k)
+    d = np.abs(noisy - q)
+    f, j = np.unravel_index(d.argmax(), d.shape)
+    print(f"{clip} eps {eps:g}: max {d.max():.2e} rad ({tree.joint_names[j]}, frame {f}), "
+          f"frames over 1e-3: {(d.max(1) > 1e-3).sum()} of {len(d)}")
+
+
+pipeline.keep_apart = keep
+m = auto_map(motion, tree)
+m.settings = dataclasses.replace(m.settings, avoid_self_collision=True)
+pipeline.retarget(motion, tree, m, contacts="auto")
