@@ -118,13 +118,16 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
 
 def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step: np.ndarray,
                    every: int) -> np.ndarray:
-    """_keep_apart (SAMPLED_PASSES passes, no fixes) on every `every`-th frame and the last, the change from
+    """_keep_apart (SAMPLED_PASSES passes, no fixes) on frames `every` apart counted from each contact run's
+    deepest peak (_anchored_samples: the same frames of the motion wherever the clip starts), the change from
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
-    fraction of the frame-steps (docs/history/self_collision.md)."""
-    sample = _samples(len(shape), every)
+    fraction of the frame-steps (docs/history/self_collision.md). One look at every frame finds the runs; the
+    first pass then looks only at the samples it found inside."""
+    depth = _violation(problem, separation, shape, np.arange(len(shape)))
+    sample = _anchored_samples(depth, every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
-                         SAMPLED_PASSES, fixes=False) - shape[sample]
+                         SAMPLED_PASSES, fixes=False, inside=depth[sample] > 0) - shape[sample]
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
 
 
@@ -139,6 +142,47 @@ def _samples(count: int, every: int) -> np.ndarray:
     """Every `every`-th of `count` frames and the last."""
     frames = np.arange(count)
     return np.union1d(frames[::every], frames[-1:])
+
+
+def _anchored_samples(depth: np.ndarray, every: int) -> np.ndarray:
+    """Every `every`-th frame counted from each run's deepest peak (_anchor; depth (F,) m inside the margin:
+    frames inside at most 2 * every apart are one run), as far as halfway to the next run, and the clip's first
+    and last frames: the same frames of the motion wherever the clip starts or ends, unless the cut takes a
+    run's peak (a grid counted from the clip's first frame samples other frames of a clip cut 1-3 frames later:
+    its room moved the G1's arms up to 0.55 rad all through it). A sample closer than every / 2 to the one
+    before (where two runs' grids meet, or at an end) is left out. No frame inside: the two ends (no room to
+    make)."""
+    count = len(depth)
+    frames = np.flatnonzero(depth > 0)
+    if len(frames) == 0:
+        return np.unique([0, count - 1])
+    first = np.flatnonzero(np.diff(frames, prepend=frames[0] - 2 * every - 1) > 2 * every)  # (R,) into frames
+    last = np.append(first[1:] - 1, len(frames) - 1)
+    anchor = np.array([_anchor(depth, frames[a], frames[b]) for a, b in zip(first, last)])
+    ends = np.append((frames[last[:-1]] + frames[first[1:]]) // 2, count)  # each run's grid stops halfway to the next
+    starts = np.append(0, ends[:-1])
+    grid = [a + every * np.arange(-((a - s) // every), (e - 1 - a) // every + 1)
+            for a, s, e in zip(anchor, starts, ends)]
+    sample = np.union1d(np.concatenate(grid), [0, count - 1])
+    keep = np.ones(len(sample), dtype=bool)
+    keep[1:-1] = np.diff(sample)[:-1] >= max(1, every // 2)
+    near_last = np.flatnonzero(keep)[-2] if keep.sum() > 2 else None
+    if near_last is not None and sample[-1] - sample[near_last] < max(1, every // 2):
+        keep[near_last] = False
+    return sample[keep]
+
+
+def _anchor(depth: np.ndarray, first: int, last: int) -> int:
+    """A run's (frames first..last) frame its grid is counted from: its deepest peak (a frame deeper than the one
+    before and at least as deep as the one after, neither an end of the clip), which a cut elsewhere leaves where
+    it is in the motion; a run with none (deepest at a cut end) is counted from its end away from the cut."""
+    run = depth[first:last + 1]
+    before = np.r_[np.inf if first == 0 else depth[first - 1], run[:-1]]
+    after = np.r_[run[1:], np.inf if last == len(depth) - 1 else depth[last + 1]]
+    peak = np.flatnonzero((run > before) & (run >= after))
+    if len(peak):
+        return first + int(peak[np.argmax(run[peak])])
+    return last if first == 0 and last < len(depth) - 1 else first
 
 
 def _between(count: int, sample: np.ndarray, change: np.ndarray) -> np.ndarray:
@@ -225,7 +269,7 @@ def _marked(frames: np.ndarray, count: int) -> np.ndarray:
 
 
 def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.ndarray | None,
-                passes: int | None = None, fixes: bool = True) -> np.ndarray:
+                passes: int | None = None, fixes: bool = True, inside: np.ndarray | None = None) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
     ramps left inside, each frame moved only as far as its neighbours' speed allows (the rate
@@ -233,9 +277,11 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
     Later passes look only at the frames the pass before moved, not at those it left clear of
     the margin where the ramp and the rate limit did not touch them.
     fixes: False leaves the fix passes and the switch windows out (_steady smooths x first and
-    finishes it only where it needs it)."""
+    finishes it only where it needs it).
+    inside: (F,) bool, the frames known inside the margin at x: the first pass looks only at them (the others
+    are clear)."""
     passes = SEPARATION_PASSES if passes is None else passes
-    shape, frames = x, None
+    shape, frames = x, None if inside is None else np.flatnonzero(inside)
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     seen = np.zeros(len(x), dtype=bool)  # frames seen clear of the margin where they are
     for k in range(passes + (FIX_PASSES if fixes else 0)):
@@ -243,6 +289,8 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
         bounds = _within_reach(x, max_step, held) if fixing else held
         solved, clear = _separate(problem, separation, x, frames, bounds, shape if k == 0 else None,
                                   FIX_STEPS if fixing else LINEAR_STEPS, k < WHOLE_PASSES)
+        if k == 0 and inside is not None:
+            clear |= ~inside
         seen = (seen & (solved == last).all(axis=1)) | clear
         x = solved
         if max_step is not None:
@@ -284,6 +332,8 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     q = problem.q.copy()
     q[:, cols] = x
     look = np.arange(len(q)) if frames is None else np.asarray(frames)
+    if len(look) == 0:
+        return x, np.zeros(len(x), dtype=bool)
     # the frames' distances and the close pairs' gradients at once: the first correction starts from them
     dist, (f, p, d, g) = separation.look(q[look], separation.root[look], margin + corrections.LOOKAHEAD_M,
                                          **separation.kept_on(look))

@@ -70,6 +70,7 @@ class RetargetResult:
     fps: float
     report: dict = field(default_factory=dict)
     unplanted: "RetargetResult | None" = None  # a planted bake before planting: feet where the scaled clip has them
+    #                                             (with avoidance, the chains that make room as the bake has them)
 
     @property
     def root_quaternion(self) -> np.ndarray:
@@ -141,6 +142,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
     if apart is not None:
         with stages("separate"):
             keep_apart(tree, plans, q, root, targets, settings, apart, motion.fps)
+        if free is not None:  # the room, made once against the planted legs, is the unplanted motion's too
+            made = np.concatenate([[], *(p.kin.columns for group in room_groups(tree, plans) for p in group)])
+            free[0][:, made.astype(int)] = q[:, made.astype(int)]
     with stages("report"):
         report = _bake_report(motion, tree, robot, mapping, plans, targets, legs, q, raw, root, root_scale, flags,
                               planted is not None, pairs, apart, stages.seconds["solve"], warnings, figures)

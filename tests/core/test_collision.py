@@ -369,6 +369,32 @@ def test_a_link_fixed_to_a_body_names_that_body_in_a_presets_pairs(g1):
         collision_pairs(g1, allow=[["left_rubber_glove", "right_rubber_hand"]])
 
 
+def test_the_sampled_rooms_frames_stay_the_same_frames_wherever_the_clip_starts_or_ends():
+    """separation._anchored_samples: on depths of contact runs (one cut by the clip's first frame, one a plateau
+    with two peaks), the clip cut 1-9 frames later or earlier samples the same frames of the motion beyond its
+    first and last `every` frames (a grid counted from the clip's first frame moves with the cut: the room of
+    the G1 hop cut 3 frames later 0.55 rad apart), strides of `every` (where two runs' grids meet, from
+    every / 2 to under 2 every), each run's deepest peak sampled."""
+    from core.chains.separation import _anchored_samples
+
+    frames = np.arange(400.0)
+    depth = np.maximum(0.0, 0.02 - np.abs(frames - 10.0) / 2000)  # deepest at 10, inside from the clip's start
+    depth += np.maximum(0.0, 0.01 * np.sin((frames - 120) / 40 * np.pi)) * (frames < 160)  # a run 120-160, peak 140
+    depth[250:300] = 0.004 + 0.001 * np.cos((frames[250:300] - 250) / 7)  # a run of several peaks
+    every = 4
+    whole = _anchored_samples(depth, every)
+    assert 10 in whole and 140 in whole and depth[whole].max() == depth.max()
+    strides = np.diff(whole)
+    assert np.median(strides) == every and every // 2 <= strides.min() and strides.max() < 2 * every
+    for cut in range(1, 10):
+        later = _anchored_samples(depth[cut:], every) + cut
+        inner = lambda s: s[(s > cut + 2 * every) & (s < len(depth) - 2 * every)]
+        np.testing.assert_array_equal(inner(later), inner(whole), err_msg=f"{cut} frames later")
+        earlier = _anchored_samples(depth[:-cut], every)
+        np.testing.assert_array_equal(earlier[earlier < 380], whole[whole < 380], err_msg=f"{cut} frames earlier")
+    assert len(_anchored_samples(np.zeros(50), every)) == 2  # nothing inside: no room to make
+
+
 def test_room_made_is_ramped_within_the_joint_speed_and_never_less_than_asked():
     """The ramp keeps every asked change, grows and shrinks no faster than max_step per frame, and
     is the smallest such envelope (the chain's own pose far from any change); a change one way and

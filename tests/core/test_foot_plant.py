@@ -102,6 +102,23 @@ def test_a_planted_bake_keeps_its_unplanted_motion(g1_walk):
     assert np.abs(planted.root_position[:, :2] - free.root_position[:, :2]).max() > 0.01  # planting moved it
 
 
+def test_a_planted_avoiding_bake_keeps_its_unplanted_feet_and_its_room(g1_walk):
+    """With avoidance on, RetargetResult.unplanted has the legs and the root across the floor of the unplanted
+    bake (the gait steps from them; the legs make room in their own solve), and the chains that make room at the
+    bake's end as the planted bake made it (once, against its planted legs), not as they were before."""
+    tree, motion, mapping, contacts, _, _ = g1_walk
+    avoiding = dataclasses.replace(mapping, settings=dataclasses.replace(mapping.settings, avoid_self_collision=True))
+    plain = retarget(motion, tree, avoiding, contacts="off", figures=False)
+    planted = retarget(motion, tree, avoiding, contacts=contacts, figures=False)
+    free = planted.unplanted
+    legs = [k for k, name in enumerate(tree.joint_names) if any(part in name for part in ("hip", "knee", "ankle"))]
+    np.testing.assert_allclose(free.q[:, legs], plain.q[:, legs], atol=1e-9)
+    np.testing.assert_allclose(free.root_position[:, :2], plain.root_position[:, :2], atol=1e-9)
+    others = np.setdiff1d(np.arange(tree.dof), legs)
+    np.testing.assert_array_equal(free.q[:, others], planted.q[:, others])
+    assert np.abs(planted.q[:, legs] - free.q[:, legs]).max() > 0.01  # planting moved the legs
+
+
 def test_planted_feet_do_not_move(g1_walk):
     tree, motion, mapping, contacts, plain, planted = g1_walk
     checked, skating = 0, []

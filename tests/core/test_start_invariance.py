@@ -215,3 +215,42 @@ def test_the_g1s_wrists_settle_on_one_branch_at_half_the_rate_or_from_half_the_c
         half = _bake("g1", clip, index)
         hand, joint = _apart(tree, half.q, whole.q[index], _inner(len(index), fps, cuts))["hands"]
         assert hand < HAND_RAD, f"frames {index[0]}-{index[-1]}: {joint} {hand:.3f} rad apart"
+
+
+
+# With avoidance on, the room is made on frames counted from each contact run's deepest peak
+# (core.chains.separation._anchored_samples), not from the clip's first frame, so a clip cut elsewhere samples the same
+# frames of its motion (before: the H1 0.018-0.024 rad apart from 1 or 3 frames later, the G1 0.14-0.29).
+# Measured (bench/s31_grid/first_sweep.py): the H1 0.0002 rad at most from 1-9 frames later; the G1 0.0006 (walk) and
+# 0.0098 (hop) from 1 frame later. Not yet: the G1 from more frames later, where the room's own choices (a joint held
+# or cut at its bound, one answer per run, the left hand's solve near a wrist tie) part on inputs 1e-3 rad apart
+AVOID_NOT_YET = {("g1", "walk", 3): "the G1 walk's left wrist yaw at 7.6 s: a joint cut at its bound in the sampled "
+                                    "passes (0.025 rad limbs, 0.17 wrists; corrections.HOLD_AT_BOUND: 0.0004)",
+                 ("g1", "hop", 4): "the G1 hop's left arm at 2 s: the sampled passes part on inputs 1e-3 rad apart "
+                                   "(0.08 rad; corrections.HOLD_AT_BOUND: 0.004)"}
+AVOID_CUTS = [(robot, clip, first) for robot in ("h1",) for clip in CLIPS for first in (1, 3, 4, 8)] + \
+    [("g1", clip, 1) for clip in CLIPS] + list(AVOID_NOT_YET)
+
+
+@cache
+def _avoiding(robot: str, clip: str):
+    mapping = _mapping(robot, clip)
+    return replace(mapping, settings=replace(mapping.settings, avoid_self_collision=True))
+
+
+@cache
+def _avoiding_whole(robot: str, clip: str) -> RetargetResult:
+    return retarget(_motion(clip), _tree(robot), _avoiding(robot, clip), contacts="off", figures=False)
+
+
+@pytest.mark.parametrize("robot, clip, first", [
+    pytest.param(*case, marks=[pytest.mark.xfail(strict=True, reason=AVOID_NOT_YET[case])] if case in AVOID_NOT_YET
+                 else []) for case in AVOID_CUTS])
+def test_an_avoiding_bake_started_a_few_frames_later_bakes_the_same_motion(robot, clip, first):
+    """Avoidance on, contacts off: the same limits as the bake without it (LIMB_RAD, HAND_RAD)."""
+    whole = _avoiding_whole(robot, clip)
+    index = np.arange(first, len(whole.q))
+    bake = retarget(_motion(clip).at_frames(index), _tree(robot), _avoiding(robot, clip), contacts="off",
+                    figures=False)
+    _assert_same(_tree(robot), bake, whole, index, _inner(len(index), whole.fps, [0]), LIMB_RAD, ROOT_M,
+                 f"avoiding, from frame {first}")
