@@ -64,6 +64,14 @@ class _Polish:
                                          separation.margin + self.lookahead, still)
         return f, d, g
 
+    def looked(self, at: np.ndarray, live: np.ndarray) -> tuple:
+        """clearance(at, live) and pairs(at, live) from one evaluation (the separation's look)."""
+        separation, frames = self.separation, self.rows[live]
+        still = {link: pose[live] for link, pose in self.still.items()}
+        dist, (f, _, d, g) = separation.look(self.posed(at, live), separation.root[frames],
+                                            separation.margin + self.lookahead, still)
+        return dist.min(axis=1, initial=np.inf), (f, d, g)
+
     def model(self, at: np.ndarray, live: np.ndarray, damping: np.ndarray | None = None) -> tuple:
         """((H, H^-1) (L, V, V), wish (L, V)): the whole cost's Gauss-Newton model at `at` (damping
         (L,): that share of its mean diagonal added, Levenberg-Marquardt) and its least's step."""
@@ -166,14 +174,15 @@ def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: n
     x = x.copy()
     live = np.arange(len(rows))
     now = polish.cost(x[rows], live)
-    floor = np.minimum(margin, polish.clearance(x[rows], live))
+    gap, pairs = polish.looked(x[rows], live)
+    floor = np.minimum(margin, gap)
     damping = np.full(len(rows), DESCENT_DAMPING)
-    for _ in range(DESCENT_STEPS):
+    for taken in range(DESCENT_STEPS):
         if len(live) == 0:
             break
         frames = rows[live]
         at = x[frames]
-        f, d, g = polish.pairs(at, live)
+        f, d, g = pairs if taken == 0 else polish.pairs(at, live)  # the first from the floor's look
         metric, wish = polish.model(at, live, damping[live])
         step = least_change(metric, f, d, g, margin, at, polish.lower[live], polish.upper[live], wish, radius)
         trial = np.clip(at + step, polish.lower[live], polish.upper[live])
