@@ -85,7 +85,8 @@ def _hop(tree) -> dict:
 def test_the_elbows_swivelled_out_bring_the_g1_hop_arms_nearer_the_actor(g1, monkeypatch):
     """clearance.SWIVEL (on with the cleared targets): the G1 hop's elbows, which rest on the torso, swivelled out
     before the arms' solve leave keep_apart less to turn: both arms end nearer the actor's (measured 1.79 / 2.63 ->
-    1.71 / 2.56 deg), still no frame inside, the jerk no higher (1,625 -> 1,575 rad/s^3)."""
+    1.71 / 2.56 deg), still no frame inside, the jerk no higher (1,625 -> 1,575 rad/s^3 when it came; since the trunk's
+    capsules are cleared in the robot's own order, s31-mirror, 1,576 with and without it: within 2 % is asked)."""
     import core.collision.clearance as clearance
 
     swivelled = _hop(g1)
@@ -95,4 +96,4 @@ def test_the_elbows_swivelled_out_bring_the_g1_hop_arms_nearer_the_actor(g1, mon
     for arm in arms:
         assert swivelled["limb_direction_error_by_limb"][arm] < plain["limb_direction_error_by_limb"][arm] - 0.05
     assert swivelled["self_collision_pct"] == plain["self_collision_pct"] == 0.0
-    assert swivelled["jerk_after"] < plain["jerk_after"]
+    assert swivelled["jerk_after"] < 1.02 * plain["jerk_after"]
