@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.kinematics import FIXED, KinematicTree
+from ..model.kinematics import FIXED, KinematicTree, ancestor_path
 from ..model.posing import Poser
+from ..model.transforms import axis_angle_to_matrix
 from .distance import dot
 
 AIM_M = 0.05  # a target is put this far beyond its distance (G1 hop limbs 1.91 deg at 5 mm, 1.70 at 5 cm)
@@ -238,7 +239,8 @@ def _swivelled(points: np.ndarray, ends: np.ndarray, entries: tuple, tip: int) -
             # pushed's move, exactly 0 outside (no turn by rounding: frames clear keep the actor's targets)
             push = away * (np.clip(distance / np.maximum(np.sqrt(dot(away, away)), _EPS), 1.0, SLOPE) - 1.0)[:, None]
             angle = dot(push, lever) / np.maximum(dot(lever, lever), SWIVEL_AT_M ** 2)
-            points[frames[:, None], moving] = _turned_about(u, angle, points[frames[:, None], moving])
+            turn = axis_angle_to_matrix(u, angle)  # (n, 3, 3)
+            points[frames[:, None], moving] = np.einsum("fij,fpj->fpi", turn, points[frames[:, None], moving])
     return points
 
 
@@ -257,13 +259,6 @@ def _near(points: np.ndarray, ends: np.ndarray, entries: tuple) -> list:
     cuts = np.flatnonzero(np.diff(capsules[k])) + 1
     return [(f[a:b], rows[k[a:b]], capsules[k[a]], clear[k[a:b]])
             for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(f)]) if b > a]
-
-
-def _turned_about(axis: np.ndarray, angle: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Points (F, P, 3) turned by angle (F,) radians about unit axes (F, 3) through 0 (Rodrigues)."""
-    u = axis[:, None]
-    cos, sin = np.cos(angle)[:, None, None], np.sin(angle)[:, None, None]
-    return points * cos + np.cross(u, points) * sin + u * dot(u, points)[..., None] * (1.0 - cos)
 
 
 def pushed(points: np.ndarray, a: np.ndarray, b: np.ndarray, clear: np.ndarray) -> np.ndarray:
@@ -329,10 +324,7 @@ def _elbow(tree, zero, model, kin, mover, still, margin) -> list:
     body = _body(tree, model, link)
     if row == tip or body is None:
         return []
-    trunk, up = set(), int(kin.chain.origin[0])
-    while up >= 0:
-        trunk.add(up)
-        up = int(tree.parent[up])
+    trunk = set(ancestor_path(tree.parent, 0, int(kin.chain.origin[0])))  # the root's index is 0
     own = _own_radius(zero, model, link, kin.point_local[row], body)
     return [(row, int(c), model.radius[c] + margin + own + SWIVEL_AIM_M)
             for c in np.unique(still[model.capsule_body[mover] == body]) if int(model.capsule_link[c]) in trunk]

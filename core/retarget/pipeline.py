@@ -143,8 +143,9 @@ def retarget(motion: SourceMotion, tree: KinematicTree, mapping: Mapping,
         with stages("separate"):
             keep_apart(tree, plans, q, root, targets, settings, apart, motion.fps)
         if free is not None:  # the room, made once against the planted legs, is the unplanted motion's too
-            made = np.concatenate([[], *(p.kin.columns for group in room_groups(tree, plans) for p in group)])
-            free[0][:, made.astype(int)] = q[:, made.astype(int)]
+            made = np.concatenate([np.zeros(0, dtype=int), *(p.kin.columns for group in room_groups(tree, plans)
+                                                              for p in group)])
+            free[0][:, made] = q[:, made]
     with stages("report"):
         report = _bake_report(motion, tree, robot, mapping, plans, targets, legs, q, raw, root, root_scale, flags,
                               planted is not None, pairs, apart, stages.seconds["solve"], warnings, figures)
