@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -110,8 +111,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated case names")
     args = parser.parse_args()
-    table = cases(Path("/tmp"))
-    wanted = args.only.split(",") if args.only else list(table)
+    with tempfile.TemporaryDirectory(prefix="avoid_probe_") as tmp:
+        run(cases(Path(tmp)), args.only.split(",") if args.only else None)
+
+
+def run(table: dict, wanted: list[str] | None) -> None:
+    """Print one row per case; the variants' files live in the caller's temporary directory."""
+    wanted = wanted or list(table)
     print(f"{'case':26s} {'frames':>6s} {'coll% off/on':>14s} {'limbs off/on':>13s} {'cpu s off/on':>13s}  notes")
     for name in wanted:
         clip, tree, options = table[name]
