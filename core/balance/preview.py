@@ -15,8 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.linalg import solve_discrete_are
-from scipy.signal import lfilter
 
+from ..motion.iir import first_order_recursion
 from .inertia import GRAVITY
 
 
@@ -116,12 +116,12 @@ def _closed_loop(gains: PreviewGains, target: np.ndarray, ahead: np.ndarray) -> 
         p = c s;  e += p - target[k];  u = -gi e - gx s - ahead[k];  s = a s + b u,
 
     is linear and time-invariant in z = (s, e before step k): z[k+1] = M z[k] + B w[k]. It runs
-    as one first-order recursion per eigenmode of M (scipy's lfilter, in C), not a Python loop
+    as one first-order recursion per eigenmode of M (a banded solve, in LAPACK), not a Python loop
     over the samples."""
     poles, modes, into = _modes(gains)
     inputs = np.stack([target, ahead], axis=-1)  # (F, D, 2)
     forced = np.einsum("mi,fdi->mfd", into, inputs)  # (4, F, D)
-    y = np.stack([lfilter([0.0, 1.0], [1.0, -pole], forced[i], axis=0) for i, pole in enumerate(poles)])
+    y = np.stack([first_order_recursion(pole, forced[i]) for i, pole in enumerate(poles)])
     state = np.einsum("sm,mfd->sfd", modes[:3], y).real  # (3, F, D)
     return state[0], np.einsum("s,sfd->fd", gains.c, state)
 

@@ -95,3 +95,22 @@ def sos_filter(sos: np.ndarray, zi: np.ndarray, x: np.ndarray, backward: bool = 
         if info:
             raise ValueError(f"dtbtrs argument {-info} is invalid")
     return x
+
+
+def first_order_recursion(pole: complex, x: np.ndarray) -> np.ndarray:
+    """y[n] = pole y[n-1] + x[n-1] from y[0] = 0, along axis 0 of x (frames, ...), real or complex:
+    scipy.signal.lfilter([0, 1], [1, -pole], x, axis=0). One unit lower-bidiagonal solve (LAPACK's
+    ztbtrs, every channel at once) instead of a Python loop over the frames."""
+    from scipy.linalg import lapack  # here, as in sos_filter
+
+    x = np.asarray(x)
+    frames, shape = len(x), x.shape
+    r = np.zeros((frames, int(np.prod(shape[1:], dtype=int))), dtype=complex, order="F")
+    r[1:] = x[:-1].reshape(frames - 1, -1) if frames > 1 else r[1:]
+    band = np.empty((2, frames), dtype=complex)
+    band[0], band[1] = 1.0, -pole  # the diagonal (unit, not read) and the subdiagonal
+    y, info = lapack.ztbtrs(band, r, uplo="L", trans="N", diag="U", overwrite_b=1)
+    if info:
+        raise ValueError(f"ztbtrs argument {-info} is invalid")
+    y = y.reshape(shape)
+    return y if np.iscomplexobj(x) or np.iscomplexobj(pole) else y.real

@@ -245,3 +245,29 @@ def test_butterworth_keeps_constants_and_imports_no_signal():
             "print('scipy.signal' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_first_order_recursion_is_lfilters():
+    """The preview loop's per-mode recursion is scipy.signal.lfilter([0, 1], [1, -pole]) to rounding for
+    real and complex poles near and far from the unit circle, one frame to many, and the balance
+    package imports no scipy.signal (with scipy.stats, 1 G instructions a gait command)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from scipy.signal import lfilter
+
+    from core.motion.iir import first_order_recursion
+
+    rng = np.random.default_rng(3)
+    for pole in (0.9, -0.3 + 0.5j, 0.99 + 0.01j, np.complex128(0.5)):
+        for shape in ((1, 3), (2,), (50, 3), (400, 2, 2)):
+            x = rng.normal(size=shape)
+            want = lfilter([0.0, 1.0], [1.0, -pole], x, axis=0)
+            got = first_order_recursion(pole, x)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    root = Path(__file__).resolve().parents[2]
+    code = "import sys, core.balance.gait, core.balance.foot_path; print('scipy.signal' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -43,3 +43,24 @@ def test_higher_sensitivity_never_gives_fewer_points():
     counts = [len(representative_times(t, channels, 1.0, 1.6, sensitivity=s, merge_s=0.03))
               for s in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)]
     assert counts == sorted(counts) and counts[-1] > counts[0]
+
+
+def test_prominent_peaks_are_scipys_find_peaks():
+    """The peaks without scipy.signal are find_peaks(prominence=...)'s on noise, walks and signals
+    with flat tops (rounded to half units), at thresholds from 0 up, and on the swing's channels."""
+    from scipy.signal import find_peaks
+
+    from core.balance.representative import prominent_peaks
+
+    rng = np.random.default_rng(7)
+    for trial in range(600):
+        x = rng.normal(size=int(rng.integers(1, 80)))
+        x = np.round(x * 2) / 2 if trial % 3 == 0 else x
+        x = np.cumsum(x) if trial % 5 == 0 else x
+        threshold = abs(rng.normal()) * 0.7 if trial % 7 else 0.0
+        assert np.array_equal(prominent_peaks(x, threshold), find_peaks(x, prominence=threshold)[0]), (x, threshold)
+    _, channels = _swing()
+    for channel in channels.T:
+        for signal in (channel, -channel):
+            assert np.array_equal(prominent_peaks(signal, 0.2 * np.ptp(channel)),
+                                  find_peaks(signal, prominence=0.2 * np.ptp(channel))[0])
