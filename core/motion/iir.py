@@ -114,3 +114,12 @@ def first_order_recursion(pole: complex, x: np.ndarray) -> np.ndarray:
         raise ValueError(f"ztbtrs argument {-info} is invalid")
     y = y.reshape(shape)
     return y if np.iscomplexobj(x) or np.iscomplexobj(pole) else y.real
+
+
+def sos_dc_delay(sos: np.ndarray) -> float:
+    """The sections' group delay at 0 Hz, in samples: how far a slow signal lags behind. Each
+    polynomial's phase slope at 0 is its coefficients' centroid, sum(k c_k) / sum(c_k); a section
+    delays by its numerator's centroid less its denominator's (scipy.signal.group_delay near 0 Hz)."""
+    k = np.arange(3.0)
+    b, a = sos[:, :3], sos[:, 3:]
+    return float(np.sum(b @ k / b.sum(axis=1) - a @ k / a.sum(axis=1)))

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-from scipy import signal
 
 from ..chains.frame import clip_values
 from ..motion.filtering import butter_sos
+from ..motion.iir import sos_dc_delay, sos_steady_state
 
 FILTER_ORDER = 2  # a second-order Butterworth: the least lag that still removes mocap jitter
 
@@ -43,15 +43,14 @@ class CausalFilter:
             if self.method == "moving_average":
                 self._lag = (self.window - 1) / 2.0 / self.rate_hz
             elif self.method == "butterworth":
-                _, delay = signal.group_delay((*signal.sos2tf(self.sos),), w=[1e-3], fs=self.rate_hz)
-                self._lag = float(delay[0]) / self.rate_hz
+                self._lag = sos_dc_delay(self.sos) / self.rate_hz
         return self._lag
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         if self.method == "butterworth":
             if self.state is None:  # start at rest on the first sample: no transient from zero
-                self.state = signal.sosfilt_zi(self.sos)[:, :, None] * x[None, None, :]
+                self.state = sos_steady_state(self.sos)[:, :, None] * x[None, None, :]
             out = x
             for (b0, b1, b2, _, a1, a2), z in zip(self.sos, self.state):  # direct form II transposed
                 y = b0 * out + z[0]

@@ -249,8 +249,8 @@ def test_butterworth_keeps_constants_and_imports_no_signal():
 
 def test_first_order_recursion_is_lfilters():
     """The preview loop's per-mode recursion is scipy.signal.lfilter([0, 1], [1, -pole]) to rounding for
-    real and complex poles near and far from the unit circle, one frame to many, and the balance
-    package imports no scipy.signal (with scipy.stats, 1 G instructions a gait command)."""
+    real and complex poles near and far from the unit circle, one frame to many, and neither the balance
+    package nor the live stream imports scipy.signal (with scipy.stats, 1 G instructions a gait command)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -268,6 +268,22 @@ def test_first_order_recursion_is_lfilters():
             assert got.dtype == want.dtype and got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     root = Path(__file__).resolve().parents[2]
-    code = "import sys, core.balance.gait, core.balance.foot_path; print('scipy.signal' in sys.modules)"
+    code = ("import sys, core.balance.gait, core.balance.foot_path, core.stream.session; "
+            "print('scipy.signal' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_dc_delay_is_scipys_group_delay_near_zero():
+    """The live filter's lag: the sections' group delay at 0 Hz is scipy.signal.group_delay's at 1 mHz
+    (to 1e-6 of it: the phase slope changes with the square of the frequency), for orders 1-4."""
+    from scipy import signal
+
+    from core.motion.filtering import butter_sos
+    from core.motion.iir import sos_dc_delay
+
+    for order in (1, 2, 3, 4):
+        for cutoff_hz, fps in ((7.0, 120.0), (7.0, 60.0), (2.0, 200.0), (20.0, 100.0)):
+            sos = butter_sos(order, cutoff_hz, fps)
+            _, delay = signal.group_delay(signal.sos2tf(sos), w=[1e-3], fs=fps)
+            assert abs(sos_dc_delay(sos) - delay[0]) < 1e-6 * delay[0], (order, cutoff_hz, fps)
