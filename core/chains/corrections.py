@@ -217,7 +217,9 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
             below, above = below & (x <= lower + 1e-9), above & (x >= upper - 1e-9)
         again = np.flatnonzero((below | above).any(axis=1))  # once more where a joint would leave its range
         if len(again):
-            to_bound = np.where(below, lower, upper) - x - toward if HELD_ON_BOUND else np.zeros(x.shape)
+            # a held joint's move to its bound (0 elsewhere, where a bound may be infinite)
+            to_bound = np.where(below, lower, np.where(above, upper, x + toward)) - x - toward if HELD_ON_BOUND \
+                else np.zeros(x.shape)
             step[again] = toward[again] + _held(metric[again], g[again], need[again], (below | above)[again],
                                                 to_bound[again])
     largest = np.abs(step).max(axis=1, keepdims=True)

@@ -110,8 +110,8 @@ def _stepped(start: float, held_on_bound: bool) -> np.ndarray:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(corrections, "HELD_ON_BOUND", held_on_bound)
         return corrections._least_change((metric, np.linalg.inv(metric)), np.zeros(1, dtype=int), dist, grad, MARGIN,
-                                         np.array([[start, 0.0]]), -np.ones((1, 2)), np.array([[0.35, 1.0]]),
-                                         radius=1.0)
+                                         np.array([[start, 0.0]]), -np.ones((1, 2)), np.array([[0.35, np.inf]]),
+                                         radius=1.0)  # the other joint unbounded above: no bound to hold it on
 
 
 def test_a_joint_short_of_its_bound_steps_as_one_on_it():
