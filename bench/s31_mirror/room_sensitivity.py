@@ -16,7 +16,8 @@ from core.retarget.automap import auto_map
 from core.retarget import pipeline
 
 R = Path(__file__).resolve().parents[2]
-clip = "cmu_131_04_hop_m.bvh" if "hop" in sys.argv else "cmu_131_01_walk_m.bvh"
+path = R / ("tests/data/motion/cmu_131_03_hop.bvh" if "hop" in sys.argv else "data/motion/cmu_131_01_walk_m.bvh")
+clip = path.name
 eps = float(next((a for a in sys.argv[1:] if a[0].isdigit()), "1e-12"))
 import importlib
 for k, arg in enumerate(sys.argv):
@@ -25,7 +26,7 @@ for k, arg in enumerate(sys.argv):
         module, attr = name.rsplit(".", 1)
         setattr(importlib.import_module(module), attr, eval(value))
         print("set", name, "=", value)
-motion = load_bvh(R / "data/motion" / clip).to_source_motion()
+motion = load_bvh(path).to_source_motion()
 tree = KinematicTree(parse_urdf(str(R / "data/robots/g1/unitree_g1_29dof.urdf")))
 _keep = pipeline.keep_apart
 

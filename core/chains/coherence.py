@@ -51,13 +51,17 @@ LIMB_TRIES = False  # a limb's runs tried whole on the other answer at all: its 
 #                    step calls of the arm that tries (docs/history/self_collision.md, session 28)
 RESTART_COST_RATIO = 3.0  # a limb's frame on the clip's edge its run's answer makes this many times costlier keeps its
 #                           own (docs/notes/s25-edge.md: 2-5 the same on the G1; the walk's restarts 0.9x median, 2.8x p90)
+CONSENSUS_REACH: int | None = 8  # a frame's run answer: the median change of its run's frames within this many
+#                                  frames (the sampled room's, 1/30 s apart: 0.27 s), not the whole run's, so what lies
+#                                  beyond, where a clip is cut or ends, does not decide it (the G1 hop ended 1-9 frames
+#                                  earlier: 0.016-0.034 rad on a shoulder a second before the end); None: the whole run
 NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
 
 
 def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarray) -> None:
     """Frames of a run of close frames whose change turns a joint the other way than the run's
-    median change (the arm in front of the hip there, behind it here) start again from that
-    median and come back toward their shape as far as the bodies allow: one answer along a run,
+    median change around them (_consensus; the arm in front of the hip there, behind it here) start again
+    from that median and come back toward their shape as far as the bodies allow: one answer along a run,
     so the ramp in time mixes no two (a switch between them would pass through the body). A run
     where some frames still end on the other side (the median's answer cannot hold there) is
     tried whole on theirs (their median, where that is against the run's: frames off each their own
@@ -67,9 +71,7 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
     rows = correct.rows
     run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
     change = out[rows] - shape
-    consensus = np.zeros(change.shape)
-    for k in np.unique(run):
-        consensus[run == k] = np.median(change[run == k], axis=0)
+    consensus = _consensus(rows, run, change)
     against = _against(change, consensus)
     if len(against) == 0:
         return
@@ -103,6 +105,23 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
         if not went_on or len(_against(out[rows[members]] - shape[members], consensus[members])) >= off:
             out[rows[members]] = saved[rows[members]]
             correct.q[rows[members][:, None], correct.cols] = saved[rows[members]]
+
+
+def _consensus(rows: np.ndarray, run: np.ndarray, change: np.ndarray) -> np.ndarray:
+    """(R, V) each row's run answer: the median change (R, V) of its run's rows (run (R,), rows (R,) sorted
+    frames) within CONSENSUS_REACH frames of it; None: of the whole run."""
+    consensus = np.zeros(change.shape)
+    if CONSENSUS_REACH is None:
+        for k in np.unique(run):
+            consensus[run == k] = np.median(change[run == k], axis=0)
+        return consensus
+    starts = np.searchsorted(run, run)  # run is non-decreasing: each row's run's first and end positions
+    ends = np.searchsorted(run, run, side="right")
+    lo = np.maximum(starts, np.searchsorted(rows, rows - CONSENSUS_REACH))
+    hi = np.minimum(ends, np.searchsorted(rows, rows + CONSENSUS_REACH, side="right"))
+    for i, (a, b) in enumerate(zip(lo, hi)):
+        consensus[i] = np.median(change[a:b], axis=0)
+    return consensus
 
 
 def _kept_where_cheaper(correct: "Corrections", out: np.ndarray, ends: np.ndarray, own: np.ndarray,

@@ -32,6 +32,12 @@ HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is he
 #                        input: the same motion written otherwise makes the same room, docs/history/self_collision.md,
 #                        docs/notes/s26-smooth.md);
 #                        False: only a joint already on its bound is held, another is cut at it
+HELD_ON_BOUND = True  # with HOLD_AT_BOUND False: a joint the free step carries out of its range is held on that bound
+#                       (wherever it stood) and the others solved again, so a step that just reaches a bound is its own
+#                       answer: no jump where it crosses; False: only a joint already on its bound is held (where it
+#                       stands), another is cut at it, a threshold inputs 1e-3 rad apart fall either side of (the G1
+#                       walk ended 9 frames earlier: 0.012 rad on a shoulder; docs/history/self_collision.md, session 32)
+HELD_WEIGHT = 1e6  # a held joint's change from its bound costs this much (the metric's entries are about 1)
 
 
 class _Corrections:
@@ -206,14 +212,28 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
                                    DUAL_SWEEPS)
     else:
         step = toward + _dual_step(inverse, g, need)
-        # only joints on their bound are held: one 3e-6 rad short is cut there instead (0.25 rad apart)
-        held = ((x + step < lower) & (x <= lower + 1e-9)) | ((x + step > upper) & (x >= upper - 1e-9))
-        again = np.flatnonzero(held.any(axis=1))  # once more where a joint would leave its range: held there
+        below, above = x + step < lower, x + step > upper  # joints the free step carries out of their range
+        if not HELD_ON_BOUND:  # only joints on their bound are held: one 3e-6 rad short is cut there instead
+            below, above = below & (x <= lower + 1e-9), above & (x >= upper - 1e-9)
+        again = np.flatnonzero((below | above).any(axis=1))  # once more where a joint would leave its range
         if len(again):
-            h = metric[again] + np.where(held[again], 1e6, 0.0)[:, :, None] * np.eye(x.shape[1])
-            step[again] = toward[again] + _dual_step(spd_inverse(h), g[again], need[again])
+            # a held joint's move to its bound (0 elsewhere, where a bound may be infinite)
+            to_bound = np.where(below, lower, np.where(above, upper, x + toward)) - x - toward if HELD_ON_BOUND \
+                else np.zeros(x.shape)
+            step[again] = toward[again] + _held(metric[again], g[again], need[again], (below | above)[again],
+                                                to_bound[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, radius / np.maximum(largest, 1e-12))
+
+
+def _held(metric: np.ndarray, g: np.ndarray, need: np.ndarray, held: np.ndarray, to_bound: np.ndarray) -> np.ndarray:
+    """The step (R, V, beyond the wished change) with the joints `held` (R, V) moved to_bound (R, V) and held there
+    (at HELD_WEIGHT), the others solved again for the pairs (metric H (R, V, V), g, need as _least_change's)."""
+    held = np.where(held, HELD_WEIGHT, 0.0)
+    h = metric + held[:, :, None] * np.eye(metric.shape[1])
+    inverse = spd_inverse(h)
+    toward = np.einsum("rvw,rw->rv", inverse, held * to_bound)  # the quadratic's least: the held joints on their bound
+    return toward + _dual_step(inverse, g, need - np.einsum("rkv,rv->rk", g, toward))
 
 
 def _dual_step(inverse: np.ndarray, g: np.ndarray, need: np.ndarray) -> np.ndarray:

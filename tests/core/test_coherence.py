@@ -109,3 +109,24 @@ def test_a_frame_inside_the_clip_takes_its_runs_answer_at_a_cost():
     """The same frame mid-clip takes the run's answer: put back there, it would switch answers
     between its neighbours (the G1 walk's frame 771 went to 37 deg that way)."""
     np.testing.assert_array_equal(_restarted_at(3), (0.5, 0.5))
+
+
+def test_a_runs_answer_near_a_frame_does_not_change_where_the_run_is_cut_further_away(monkeypatch):
+    """A run of 30 close frames, 16 turning the first joint one way then 14 the other: each frame's run answer is
+    the median of its run's frames within CONSENSUS_REACH, so the run started 3 frames later (13 and 14: the whole
+    run's median turns the other way) leaves every frame beyond that reach of the cut with its answer. Of the whole
+    run, the avoiding G1 hop ended 1-9 frames earlier moved a shoulder 0.016-0.034 rad a second before the end."""
+    import core.chains.coherence as coherence
+
+    change = np.r_[np.full(16, 0.3), np.full(14, -0.3)][:, None] * [1.0, 0.0] + [0.0, 0.3]
+    rows = np.arange(30)
+
+    def answers(first: int) -> np.ndarray:
+        return coherence._consensus(rows[first:], np.zeros(30 - first, dtype=int), change[first:])
+
+    whole, later = answers(0), answers(3)
+    far = slice(3 + coherence.CONSENSUS_REACH + 1, None)
+    np.testing.assert_array_equal(later[far.start - 3:], whole[far])
+    assert whole[0, 0] == 0.3 and whole[-1, 0] == -0.3  # each end its own side's answer
+    monkeypatch.setattr(coherence, "CONSENSUS_REACH", None)
+    assert answers(0)[10, 0] == 0.3 and answers(3)[7, 0] == -0.3  # the whole run's: frame 10 turned with the cut

@@ -888,14 +888,16 @@ def test_room_made_is_steady_in_time_on_the_g1_walk(g1, walk, monkeypatch):
     collides, within the joints' speed, the limbs as near the actor's (measured: jerk 31,200 ->
     2,200 rad/s^3 against 1,300 without, limbs +0.56 -> +0.62 deg). Since the hands' targets are cleared
     in the robot's own order of bodies (session 31) the unsteady room flickers less (jerk 13,800 -> 9,900, 7.9x
-    the off bake's; the steady room's 1,530 -> 1,500): the steady room still divides it by over 5."""
+    the off bake's; the steady room's 1,530 -> 1,500), and less again since a joint is held on its bound wherever
+    it stood and a run's answer is its near frames' (session 32: 9,900 -> 6,670, the steady room's 1,430): the
+    steady room still divides it by over 4."""
     import core.chains.separation as separation
 
     off = _bake(walk, g1, False, walk)
     steady = _bake(walk, g1, True, walk)
     monkeypatch.setattr(separation, "STEADY_ROOM", False)
     before = _bake(walk, g1, True, walk)
-    assert before["jerk_after"] > 5.0 * steady["jerk_after"]
+    assert before["jerk_after"] > 4.0 * steady["jerk_after"]
     assert steady["jerk_after"] < 2.0 * off["jerk_after"]
     assert steady["self_collision_pct"] == 0.0 and steady["self_collision_worst"]["depth_m"] <= 0.005
     assert steady["max_speed_ratio"] <= 1.0 + 1e-9

@@ -101,6 +101,31 @@ def test_a_joint_reaching_its_bound_does_not_move_the_step():
     np.testing.assert_allclose(_held(-0.05)[0], [0.35, -0.1], atol=1e-6)
 
 
+def _stepped(start: float, held_on_bound: bool) -> np.ndarray:
+    """The default step (HOLD_AT_BOUND off) of _held's frame from its first joint at `start`, its upper bound 0.35:
+    the free least change (0.4, -0.2) carries it past."""
+    metric = np.array([[[1.0, 0.8], [0.8, 1.0]]])
+    grad, need = np.array([[1.0, 0.5]]), 0.3
+    dist = np.array([MARGIN + corrections.AIM_M - need])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(corrections, "HELD_ON_BOUND", held_on_bound)
+        return corrections._least_change((metric, np.linalg.inv(metric)), np.zeros(1, dtype=int), dist, grad, MARGIN,
+                                         np.array([[start, 0.0]]), -np.ones((1, 2)), np.array([[0.35, np.inf]]),
+                                         radius=1.0)  # the other joint unbounded above: no bound to hold it on
+
+
+def test_a_joint_short_of_its_bound_steps_as_one_on_it():
+    """By default a joint the free step carries out of its range is held on its bound wherever it stood, the other
+    solved again: from 3e-6 rad short of the bound the same step as from on it (the pair asks the other for 0.6).
+    Held only where it already stood on it (HELD_ON_BOUND False), the joint 3e-6 short was cut at the bound and the
+    other kept the free step's -0.2: 0.8 rad apart, a jump inputs 1e-3 apart fell either side of (the avoiding G1
+    walk ended 9 frames earlier, 0.012 rad on a shoulder 1.5 s before the end)."""
+    short, on = _stepped(0.35 - 3e-6, True), _stepped(0.35, True)
+    np.testing.assert_allclose(on[0], [0.0, 0.6], atol=1e-5)
+    np.testing.assert_allclose(short, on, atol=1e-5)
+    assert abs(_stepped(0.35 - 3e-6, False)[0, 1] - _stepped(0.35, False)[0, 1]) > 0.5  # the cut: a jump
+
+
 def test_the_held_least_change_is_exact_whatever_the_pairs_order():
     """With HOLD_AT_BOUND a step is the exact least change within the range (core.chains.dual.exact_step):
     on frames of seven joints with eight pairs, the same as SLSQP's answer of that quadratic problem where
