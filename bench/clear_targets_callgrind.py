@@ -32,11 +32,16 @@ def main() -> None:
     for spec, (c_name, trampoline) in zip(STAGES, callgrind_inclusive.TRAMPOLINES):
         callgrind_inclusive.wrap(spec, trampoline)
         print(f"{spec}: {c_name}")
+    bake(sys.argv[1:] == ["hop"])
+
+
+def bake(hop: bool) -> None:
+    """One cold avoiding G1 bake of the hop (else the walk), its figures printed."""
     from core.model.kinematics import KinematicTree
     from core.model.urdf import parse_urdf
     from core.retarget import auto_map, retarget
     tree = KinematicTree(parse_urdf(clips.ROBOTS["g1"]))
-    motion = clips.load(clips.HOP if sys.argv[1:] == ["hop"] else clips.WALK)
+    motion = clips.load(clips.HOP if hop else clips.WALK)
     mapping = auto_map(motion, tree)
     mapping.settings = replace(mapping.settings, avoid_self_collision=True)
     report = retarget(motion, tree, mapping, contacts="auto").report
