@@ -28,7 +28,7 @@ from . import corrections
 from .corrections import _Corrections, _dual_step, _least_change
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
-from .steady import blend_reach, steady_gain, steady_room
+from .steady import blend_reach, steady_gain, steady_room_seen
 from .switches import _violation, _windows, solve_switches
 
 # the costs of a change live in change_cost, a pass's corrections in corrections; their functions stay reachable
@@ -242,7 +242,7 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
         return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD, inside=frames,
                               smooth=DETOUR_SMOOTH, half_widths=DETOUR_HALF_WIDTHS, steps=DETOUR_STEPS)
 
-    return steady_room(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish)
+    return steady_room_seen(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish)
 
 
 def _finished(problem: ChainGroup, separation, y: np.ndarray, shape: np.ndarray, max_step: np.ndarray) -> np.ndarray:

@@ -38,7 +38,14 @@ MOVED_RAD = 1e-9  # a frame moved no further keeps its depth (its distances move
 
 def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray, upper: np.ndarray,
                 max_step: np.ndarray, inside: Callable, fix: Callable, detour: Callable,
-                finish: Callable) -> tuple:
+                finish: Callable) -> np.ndarray:
+    """steady_room_seen's y."""
+    return steady_room_seen(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish)[0]
+
+
+def steady_room_seen(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray, upper: np.ndarray,
+                     max_step: np.ndarray, inside: Callable, fix: Callable, detour: Callable,
+                     finish: Callable) -> tuple:
     """(y, depth): x (F, V, rad: the room made frame by frame) with its change from `shape` (F, V) low-passed
     over time, within [lower, upper] (F, V) and max_step (V,) per frame. inside(y, frames) ->
     (len(frames),) metres inside the margin; fix(y, frames) -> y with those frames moved out,
@@ -78,7 +85,7 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
         y, depth = _last_fix(y, look, depth, half, lower, upper, max_step, inside, fix)
         if not (depth > INSIDE_M).any():
             return y, _known(unknown, look, depth)
-    y, depth = _blended(finish(x, look[depth > INSIDE_M]), y, look, depth, half, max_step, inside)
+    y, depth = _blend(finish(x, look[depth > INSIDE_M]), y, look, depth, half, max_step, inside)
     return y, _known(unknown, look, depth)
 
 
@@ -106,7 +113,13 @@ def _last_fix(y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int, low
 
 
 def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
-             max_step: np.ndarray, inside: Callable) -> tuple:
+             max_step: np.ndarray, inside: Callable) -> np.ndarray:
+    """_blend's answer."""
+    return _blend(x, y, look, depth, half, max_step, inside)[0]
+
+
+def _blend(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
+           max_step: np.ndarray, inside: Callable) -> tuple:
     """(out, depth: the look frames', NaN where the last step moved them unlooked): y blended into x around the look frames still inside (depth, metres), the blend's weight
     1 on them (_deep: from INSIDE_M, over BLEND_RAMP_M) and smooth around, widened while the blend
     leaves frames inside; a frame still inside after BLEND_TRIES goes as far toward x (the
@@ -206,4 +219,4 @@ def steady_gain(y: np.ndarray, better: np.ndarray, fps: float, lower: np.ndarray
     if not (after > INSIDE_M).any():
         return out
     half = _half(fps)
-    return _blended(y, out, look, after, half, max_step, inside)[0]
+    return _blended(y, out, look, after, half, max_step, inside)

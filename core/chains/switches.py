@@ -86,8 +86,8 @@ def _violation(problem, separation, x: np.ndarray, frames: np.ndarray, signed: b
     """(len(frames),) how far each frame's closest pair is inside the margin (0 when clear): exact
     distances only below the margin (a pair beyond it reads 0 all the same; signed: minus a lower bound
     of how far clear, from the same look's bounds, core.collision.avoid.SeparationTerm.depth)."""
-    return separation.depth(_posed(problem, x[frames], frames), separation.root[frames], **separation.kept_on(frames),
-                            signed=signed)
+    q, root, kept = _posed(problem, x[frames], frames), separation.root[frames], separation.kept_on(frames)
+    return separation.depth(q, root, **kept, signed=True) if signed else separation.depth(q, root, **kept)
 
 
 def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower: np.ndarray,
