@@ -72,11 +72,14 @@ class _Polish:
         return f, d, g
 
     def looked(self, at: np.ndarray, live: np.ndarray) -> tuple:
-        """clearance(at, live) and pairs(at, live) from one evaluation (the separation's look)."""
+        """clearance(at, live) and pairs(at, live) from one evaluation (the separation's look), the clearance
+        exact below margin + lookahead and inf beyond (no (F, Q) array: descend_room reads it against a lower level)."""
         separation, frames = self.separation, self.rows[live]
-        dist, (f, _, d, g) = separation.look(self.posed(at, live), separation.root[frames],
-                                            separation.margin + self.lookahead, **self.kept(live))
-        return dist.min(axis=1, initial=np.inf), (f, d, g)
+        _, (f, _, d, g) = separation.look(self.posed(at, live), separation.root[frames],
+                                          separation.margin + self.lookahead, dense=False, **self.kept(live))
+        gap = np.full(len(frames), np.inf)
+        np.minimum.at(gap, f, d)
+        return gap, (f, d, g)
 
     def model(self, at: np.ndarray, live: np.ndarray, damping: np.ndarray | None = None) -> tuple:
         """((H, H^-1) (L, V, V), wish (L, V)): the whole cost's Gauss-Newton model at `at` (damping
