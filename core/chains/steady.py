@@ -120,11 +120,12 @@ def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, 
 
 def _blend(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
            max_step: np.ndarray, inside: Callable) -> tuple:
-    """(out, depth: the look frames', NaN where the last step moved them unlooked): y blended into x around the look frames still inside (depth, metres), the blend's weight
-    1 on them (_deep: from INSIDE_M, over BLEND_RAMP_M) and smooth around, widened while the blend
-    leaves frames inside; a frame still inside after BLEND_TRIES goes as far toward x (the
-    frame-by-frame answer) as it is deep. Every choice a ramp of depth, none a threshold: the
-    output moves with the depths, it does not jump where one crosses INSIDE_M."""
+    """(out, depth: the look frames', NaN where the last step moved them unlooked): y blended into x
+    around the look frames still inside (depth, metres), the blend's weight 1 on them (_deep: from
+    INSIDE_M, over BLEND_RAMP_M) and smooth around, widened while the blend leaves frames inside; a
+    frame still inside after BLEND_TRIES goes as far toward x (the frame-by-frame answer) as it is deep.
+    Every choice a ramp of depth, none a threshold: the output moves with the depths, it does not jump
+    where one crosses INSIDE_M."""
     weight = np.zeros(len(y))
     out = y
     for _ in range(BLEND_TRIES):
