@@ -33,9 +33,16 @@ class _Polish:
         self.lookahead = lookahead
         self.q = problem.q[rows].copy()
         self.q[:, problem.columns] = x[rows]
-        self.still = separation.still_poses(self.q, separation.root[rows])
+        # the links the group does not move: placed once for the clip where the term keeps them (with_still)
+        self.still = None if separation.still is not None else separation.still_poses(self.q, separation.root[rows])
         self.change = shape_weight * problem.metric(self.q, rows)  # what the change from the shape costs
         self.lower, self.upper = lower[rows], upper[rows]
+
+    def kept(self, live: np.ndarray) -> dict:
+        """What a look at the live rows takes of the still links: their capsules placed or their poses."""
+        if self.still is None:
+            return self.separation.kept_on(self.rows[live])
+        return {"still": {link: pose[live] for link, pose in self.still.items()}}
 
     def posed(self, at: np.ndarray, live: np.ndarray) -> np.ndarray:
         q = self.q[live].copy()
@@ -48,29 +55,31 @@ class _Polish:
         return (0.5 * np.einsum("rv,rvw,rw->r", d, self.change[live], d)
                 + self.problem.pull_cost(self.posed(at, live), self.rows[live]))
 
-    def clearance(self, at: np.ndarray, live: np.ndarray) -> np.ndarray:
-        """(L,) the live rows' least pair distance (m; exact up to margin + lookahead)."""
-        separation = self.separation
-        still = {link: pose[live] for link, pose in self.still.items()}
-        dist = separation.distance(self.posed(at, live), separation.root[self.rows[live]],
-                                   separation.margin + self.lookahead, still)
+    def clearance(self, at: np.ndarray, live: np.ndarray, within: float | None = None) -> np.ndarray:
+        """(L,) the live rows' least pair distance (m; exact up to margin + lookahead). within: exact only below
+        this, beyond a lower bound no less (a step asked only whether it keeps a level: fewer exact pairs)."""
+        separation, root = self.separation, self.separation.root[self.rows[live]]
+        if within is not None:
+            return separation.least(self.posed(at, live), root, within, **self.kept(live))
+        dist = separation.distance(self.posed(at, live), root, separation.margin + self.lookahead, **self.kept(live))
         return dist.min(axis=1, initial=np.inf)
 
     def pairs(self, at: np.ndarray, live: np.ndarray) -> tuple:
         """The live rows' pair entries within margin + lookahead at `at`: (f, dist, grad)."""
         separation, frames = self.separation, self.rows[live]
-        still = {link: pose[live] for link, pose in self.still.items()}
         f, _, d, g = separation.gradient(self.posed(at, live), separation.root[frames],
-                                         separation.margin + self.lookahead, still)
+                                         separation.margin + self.lookahead, **self.kept(live))
         return f, d, g
 
     def looked(self, at: np.ndarray, live: np.ndarray) -> tuple:
-        """clearance(at, live) and pairs(at, live) from one evaluation (the separation's look)."""
+        """clearance(at, live) and pairs(at, live) from one evaluation (the separation's look), the clearance
+        exact below margin + lookahead and inf beyond (no (F, Q) array: descend_room reads it against a lower level)."""
         separation, frames = self.separation, self.rows[live]
-        still = {link: pose[live] for link, pose in self.still.items()}
-        dist, (f, _, d, g) = separation.look(self.posed(at, live), separation.root[frames],
-                                            separation.margin + self.lookahead, still)
-        return dist.min(axis=1, initial=np.inf), (f, d, g)
+        _, (f, _, d, g) = separation.look(self.posed(at, live), separation.root[frames],
+                                          separation.margin + self.lookahead, dense=False, **self.kept(live))
+        gap = np.full(len(frames), np.inf)
+        np.minimum.at(gap, f, d)
+        return gap, (f, d, g)
 
     def model(self, at: np.ndarray, live: np.ndarray, damping: np.ndarray | None = None) -> tuple:
         """((H, H^-1) (L, V, V), wish (L, V)): the whole cost's Gauss-Newton model at `at` (damping
@@ -186,14 +195,14 @@ def descend_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: n
         metric, wish = polish.model(at, live, damping[live])
         step = least_change(metric, f, d, g, margin, at, polish.lower[live], polish.upper[live], wish, radius)
         trial = np.clip(at + step, polish.lower[live], polish.upper[live])
-        cost, gap = polish.cost(trial, live), polish.clearance(trial, live)
+        cost, gap = polish.cost(trial, live), polish.clearance(trial, live, margin)  # read against floor <= margin
         out = np.flatnonzero(gap < floor[live])
         if len(out):  # back out of the margin from where the step went
             f, d, g = polish.pairs(trial[out], live[out])
             back = least_change((metric[0][out], metric[1][out]), f, d, g, margin + DESCENT_AIM_M, trial[out],
                                 polish.lower[live[out]], polish.upper[live[out]], None, radius)
             trial[out] = np.clip(trial[out] + back, polish.lower[live[out]], polish.upper[live[out]])
-            cost[out], gap[out] = polish.cost(trial[out], live[out]), polish.clearance(trial[out], live[out])
+            cost[out], gap[out] = polish.cost(trial[out], live[out]), polish.clearance(trial[out], live[out], margin)
         ok = (cost < now[live]) & (gap >= floor[live])
         kept = live[ok]
         x[rows[kept]] = trial[ok]

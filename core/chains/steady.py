@@ -39,16 +39,25 @@ MOVED_RAD = 1e-9  # a frame moved no further keeps its depth (its distances move
 def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray, upper: np.ndarray,
                 max_step: np.ndarray, inside: Callable, fix: Callable, detour: Callable,
                 finish: Callable) -> np.ndarray:
-    """x (F, V, rad: the room made frame by frame) with its change from `shape` (F, V) low-passed
+    """steady_room_seen's y."""
+    return steady_room_seen(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish)[0]
+
+
+def steady_room_seen(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray, upper: np.ndarray,
+                     max_step: np.ndarray, inside: Callable, fix: Callable, detour: Callable,
+                     finish: Callable) -> tuple:
+    """(y, depth): x (F, V, rad: the room made frame by frame) with its change from `shape` (F, V) low-passed
     over time, within [lower, upper] (F, V) and max_step (V,) per frame. inside(y, frames) ->
     (len(frames),) metres inside the margin; fix(y, frames) -> y with those frames moved out,
     each alone; detour(y, frames) -> y with windows around those frames solved together, the
     change smooth in time (core.chains.switches); finish(x, frames) -> x with its frames still inside
     moved out frame by frame and by windows, around `frames` (asked only where needed). Frames still inside after
-    STEADY_ROUNDS take a detour, then x's finished answer, blended in smoothly."""
+    STEADY_ROUNDS take a detour, then x's finished answer, blended in smoothly. depth (F,): metres inside the
+    margin at y where the last look saw it, NaN where y moved since or no look was asked (steady_gain's bound)."""
     change = x - shape
+    unknown = np.full(len(x), np.nan)
     if len(x) < 8 or not (np.abs(change) > 1e-9).any():
-        return x
+        return x, unknown
     y = _bounded(shape + butterworth_lowpass(change, fps, STEADY_CUTOFF_HZ), lower, upper, max_step)
     half = _half(fps)
     look = np.flatnonzero((np.abs(y - shape) > 1e-9).any(axis=1) | (np.abs(change) > 1e-9).any(axis=1))
@@ -57,7 +66,7 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
     for _ in range(STEADY_ROUNDS):
         frames = look[depth > INSIDE_M]
         if len(frames) == 0:
-            return y
+            return y, _known(unknown, look, depth)
         idle = idle + 1 if len(frames) >= fewest else 0
         if idle >= STALLED_ROUNDS:  # the rounds only move the frames inside about: a run switching answers
             break
@@ -71,12 +80,20 @@ def steady_room(x: np.ndarray, shape: np.ndarray, fps: float, lower: np.ndarray,
         depth = _again(inside, around, y, look, depth)
         y = around
     if not (depth > INSIDE_M).any():
-        return y
+        return y, _known(unknown, look, depth)
     if LAST_FIX:
         y, depth = _last_fix(y, look, depth, half, lower, upper, max_step, inside, fix)
         if not (depth > INSIDE_M).any():
-            return y
-    return _blended(finish(x, look[depth > INSIDE_M]), y, look, depth, half, max_step, inside)
+            return y, _known(unknown, look, depth)
+    y, depth = _blend(finish(x, look[depth > INSIDE_M]), y, look, depth, half, max_step, inside)
+    return y, _known(unknown, look, depth)
+
+
+def _known(unknown: np.ndarray, look: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """(F,) the look frames' depths (len(look),) in a copy of `unknown` (NaN elsewhere)."""
+    out = unknown.copy()
+    out[look] = depth
+    return out
 
 
 def _last_fix(y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int, lower: np.ndarray,
@@ -97,17 +114,24 @@ def _last_fix(y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int, low
 
 def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
              max_step: np.ndarray, inside: Callable) -> np.ndarray:
-    """y blended into x around the look frames still inside (depth, metres), the blend's weight
-    1 on them (_deep: from INSIDE_M, over BLEND_RAMP_M) and smooth around, widened while the blend
-    leaves frames inside; a frame still inside after BLEND_TRIES goes as far toward x (the
-    frame-by-frame answer) as it is deep. Every choice a ramp of depth, none a threshold: the
-    output moves with the depths, it does not jump where one crosses INSIDE_M."""
+    """_blend's answer."""
+    return _blend(x, y, look, depth, half, max_step, inside)[0]
+
+
+def _blend(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, half: int,
+           max_step: np.ndarray, inside: Callable) -> tuple:
+    """(out, depth: the look frames', NaN where the last step moved them unlooked): y blended into x
+    around the look frames still inside (depth, metres), the blend's weight 1 on them (_deep: from
+    INSIDE_M, over BLEND_RAMP_M) and smooth around, widened while the blend leaves frames inside; a
+    frame still inside after BLEND_TRIES goes as far toward x (the frame-by-frame answer) as it is deep.
+    Every choice a ramp of depth, none a threshold: the output moves with the depths, it does not jump
+    where one crosses INSIDE_M."""
     weight = np.zeros(len(y))
     out = y
     for _ in range(BLEND_TRIES):
         deep = _deep(depth)
         if not deep.any():
-            return out
+            return out, depth
         mark = np.zeros((len(y), 1))
         mark[look, 0] = deep
         weight = np.maximum(weight, np.minimum(1.0, _envelope(mark, half, BLEND_REACH)[:, 0]))
@@ -115,8 +139,9 @@ def _blended(x: np.ndarray, y: np.ndarray, look: np.ndarray, depth: np.ndarray, 
         depth = _again(inside, blend, out, look, depth)
         out = blend
     out = out.copy()
-    out[look] += _deep(depth)[:, None] * (x[look] - out[look])
-    return out
+    deep = _deep(depth)
+    out[look] += deep[:, None] * (x[look] - out[look])
+    return out, np.where(deep > 0.0, np.nan, depth)
 
 
 def blend_reach(fps: float) -> int:
@@ -173,17 +198,26 @@ def _envelope(bump: np.ndarray, half: int, reach: int = 2) -> np.ndarray:
 
 
 def steady_gain(y: np.ndarray, better: np.ndarray, fps: float, lower: np.ndarray, upper: np.ndarray,
-                max_step: np.ndarray, inside: Callable) -> np.ndarray:
+                max_step: np.ndarray, inside: Callable, depth: np.ndarray | None = None,
+                reach: Callable | None = None) -> np.ndarray:
     """y (F, V, clear of the margin) moved toward `better` (F, V: each frame's own better answer)
     by that move low-passed in time, within [lower, upper] and max_step; where that puts frames
-    inside the margin, y is blended back in smoothly around them (y itself where that fails)."""
+    inside the margin, y is blended back in smoothly around them (y itself where that fails).
+    depth (F,: metres inside the margin at y, NaN unknown; steady_room's) and reach(change (L, V)) -> (L,)
+    (metres a change can bring a pair closer at most): a frame whose depth plus its move's reach is
+    within INSIDE_M is not looked at (the same answer: only deeper frames take a blend)."""
     move = better - y
     if len(y) < 8 or not (np.abs(move) > 1e-9).any():
         return y
     out = _bounded(y + butterworth_lowpass(move, fps, STEADY_CUTOFF_HZ), lower, upper, max_step)
     look = np.flatnonzero((np.abs(out - y) > 1e-9).any(axis=1))
-    depth = inside(out, look)
-    if not (depth > INSIDE_M).any():
+    if depth is None or reach is None:
+        after = inside(out, look)
+    else:
+        after = np.zeros(len(look))
+        near = np.flatnonzero(~(depth[look] + reach(out[look] - y[look]) <= INSIDE_M))  # NaN: looked at
+        after[near] = inside(out, look[near])
+    if not (after > INSIDE_M).any():
         return out
     half = _half(fps)
-    return _blended(y, out, look, depth, half, max_step, inside)
+    return _blended(y, out, look, after, half, max_step, inside)

@@ -82,10 +82,12 @@ def _posed(problem, values: np.ndarray, frames: np.ndarray) -> np.ndarray:
     return q
 
 
-def _violation(problem, separation, x: np.ndarray, frames: np.ndarray) -> np.ndarray:
+def _violation(problem, separation, x: np.ndarray, frames: np.ndarray, signed: bool = False) -> np.ndarray:
     """(len(frames),) how far each frame's closest pair is inside the margin (0 when clear): exact
-    distances only below the margin (a pair beyond it reads 0 all the same)."""
-    return separation.depth(_posed(problem, x[frames], frames), separation.root[frames], **separation.kept_on(frames))
+    distances only below the margin (a pair beyond it reads 0 all the same; signed: minus a lower bound
+    of how far clear, from the same look's bounds, core.collision.avoid.SeparationTerm.depth)."""
+    q, root, kept = _posed(problem, x[frames], frames), separation.root[frames], separation.kept_on(frames)
+    return separation.depth(q, root, **kept, signed=True) if signed else separation.depth(q, root, **kept)
 
 
 def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower: np.ndarray,

@@ -129,6 +129,7 @@ class SeparationTerm:
         self.root, self.variables = root, variables
         self.still = None  # poses {link: LinkPose over root's frames} of the links the joints do not move, when kept
         self.placing = None  # their capsules in the world over root's frames (Placed), once a look asked (placed_on)
+        self._kept = {}  # what the same joints and pairs give in any pose (reach's levers), shared by copies
         self.capsules = capsules  # (Q, 2)
         self.moves = moves[:, self.capsules]  # (V, Q, 2)
         self._links = sorted({int(link) for link in model.capsule_link[np.unique(self.capsules)]}
@@ -175,7 +176,7 @@ class SeparationTerm:
         self._poser = Poser(self.tree, self._links)
         caps = self.capsules  # per capsule pair, gathered once: both capsules' half reaches
         self._half_pair = (self._half[caps[:, 0]], self._half[caps[:, 1]])
-        # the axis bound (_beyond): each pair's shorter capsule's middle against the longer one's axis
+        # the axis bound (_axis_apart): each pair's shorter capsule's middle against the longer one's axis
         axis = 0.5 * np.linalg.norm(model.ends[caps, 1] - model.ends[caps, 0], axis=-1)  # (Q, 2) half axes
         self._short_first = axis[:, 0] <= axis[:, 1]
         self._bound_less = axis.min(axis=1) + model.radius[caps].sum(axis=1)
@@ -219,7 +220,7 @@ class SeparationTerm:
             centre[body] = points[-1]
 
     def _near(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None, dense: bool = True,
-              placed: "Placed | None" = None):
+              placed: "Placed | None" = None, floor: np.ndarray | None = None):
         """Link poses, signed distances (F, Q) (a lower bound: bounding spheres of bodies, then of
         capsules; None unless `dense`) and the entries (f, p) whose capsules' spheres come within
         `within`, with their exact distances (K,), points on both cores (K, 3), their normals (K, 3) and,
@@ -227,7 +228,8 @@ class SeparationTerm:
         its support vertices the points), which entries (K,) bool, the capsules' closest points on both
         (K, 3) and their ends (K, 2, 2, 3), or None. still: poses (F frames) of links the term's joints do
         not move, on these frames (still_poses); placed: instead, their capsules placed on these frames
-        (placed(still, F), placed_on(frames)), the others' filled in here."""
+        (placed(still, F), placed_on(frames)), the others' filled in here. floor (F,): filled with each frame's
+        least lower bound of the entries its bounds put beyond `within` (no less than `within`)."""
         # the capsules' ends in the world (U, 2, 3, F) and the bodies' centres (B, 3, F), one product per link
         if placed is None:
             poses = self._poser(q, root, still)  # frames last: every product below is a few vector operations
@@ -240,6 +242,8 @@ class SeparationTerm:
         apart = _apart(centre, self._body_pairs, self._pair_radius)  # (F, P)
         dist = apart[:, self._owner] if dense else None
         f, pair = np.nonzero(apart < within)
+        if floor is not None:  # the body pairs told apart by their spheres
+            floor[:] = np.min(apart, axis=1, where=apart >= within, initial=np.inf)
         counts = self._counts[pair]
         begin = np.cumsum(counts) - counts
         p = self._grouped[np.repeat(self._starts[pair] - begin, counts) + np.arange(counts.sum())]
@@ -254,9 +258,16 @@ class SeparationTerm:
         if dense:
             dist[f, p] = spheres
         keep = np.flatnonzero(spheres < within)  # positions: each array below is picked without a mask's scan
+        if floor is not None:  # the capsule pairs told apart by theirs
+            far = np.flatnonzero(spheres >= within)
+            np.minimum.at(floor, f[far], spheres[far])
         f, p, a, b = f[keep], p[keep], a[keep], b[keep]
         if not dense and self._axis_bound:  # no (F, Q) array asked: an entry beyond `within` is dropped anyway
-            keep = np.flatnonzero(~self._beyond(ends, middle, f, p, a, b, within))
+            axis = self._axis_apart(ends, middle, f, p, a, b)
+            beyond = axis > within + BOUND_SLACK_M
+            if floor is not None:
+                np.minimum.at(floor, f[beyond], axis[beyond])
+            keep = np.flatnonzero(~beyond)
             f, p, a, b = f[keep], p[keep], a[keep], b[keep]
         slot = self._hull_slot
         simplex = self._searched(placed, f, p)
@@ -275,20 +286,19 @@ class SeparationTerm:
             dist[f, p] = exact
         return poses, dist, (f, p, exact, ca, cb, normal, None if bound is None else (*bound, pair_ends))
 
-    def _beyond(self, ends: np.ndarray, middle: np.ndarray, f: np.ndarray, p: np.ndarray, a: np.ndarray,
-                b: np.ndarray, within: float) -> np.ndarray:
-        """(K,) the entries (frames f, pairs p, capsule rows a, b into ends (U, 2, 3, F) and their middles'
-        planes (3, U * F), _middles) whose capsules are provably further apart than `within`: the shorter
-        capsule's middle's distance from the longer one's axis, less its half axis and both radii, is a lower
-        bound of their distance (axis_bound), never looser than the bounding spheres' (the G1 hop's looks
-        without a dense array: 31 capsule pairs a frame pass the spheres, 11 this bound, 7 come within reach)."""
+    def _axis_apart(self, ends: np.ndarray, middle: np.ndarray, f: np.ndarray, p: np.ndarray, a: np.ndarray,
+                    b: np.ndarray) -> np.ndarray:
+        """(K,) a lower bound of the entries' distances (frames f, pairs p, capsule rows a, b into ends
+        (U, 2, 3, F) and their middles' planes (3, U * F), _middles): the shorter capsule's middle's distance
+        from the longer one's axis, less its half axis and both radii (axis_bound), never looser than the
+        bounding spheres' (the G1 hop's looks without a dense array: 31 capsule pairs a frame pass the spheres,
+        11 this bound, 7 come within reach)."""
         short, frames = self._short_first.take(p), ends.shape[-1]
         point, other = np.where(short, a, b), np.where(short, b, a)
         flat, row = np.ravel(ends), other * (6 * frames) + f  # each end's axis k at row + (3 * end + k) * F
         start, end = (np.stack([flat.take(row + (3 * side + axis) * frames) for axis in range(3)], axis=1)
                       for side in (0, 1))
-        bound = axis_bound(_taken(middle, point * frames + f), start, end)
-        return bound - self._bound_less.take(p) > within + BOUND_SLACK_M
+        return axis_bound(_taken(middle, point * frames + f), start, end) - self._bound_less.take(p)
 
     def _searched(self, placed: "Placed | None", f: np.ndarray, p: np.ndarray, simplex: tuple | None = None):
         """Where the hull distances of entries (frames f into placed's, pairs p) last ended their search
@@ -324,6 +334,31 @@ class SeparationTerm:
             return {}
         poses = Poser(self.tree, still)(q, root)
         return {link: poses[link] for link in still}
+
+    def reach(self, change: np.ndarray) -> np.ndarray:
+        """(F,) metres a change (F, V) of the term's joints can bring any of its pairs closer at most, in
+        any pose: a joint that turns one side of a pair turns that body's bounding sphere (centre c,
+        radius r) about an axis through the joint, no point of which is further from it than the links'
+        offsets down to the body, |c| and r; a joint that moves both sides (or neither) leaves the pair
+        as it is. A frame that far clear of the margin needs no look after that change."""
+        levers = self._kept.get("levers")
+        if levers is None:
+            tree, model = self.tree, self.model
+            centre, radius = model.body_spheres()
+            offset = np.linalg.norm(tree.origins[:, :3, 3], axis=-1)
+            body = model.capsule_body[self.capsules]  # (Q, 2)
+            levers = np.zeros((len(self.variables), len(self.capsules)))  # (V, Q) metres per unit of each joint
+            for j, v in enumerate(int(v) for v in self.variables):
+                if self._prismatic[j]:
+                    arm = np.ones(len(model.body_links))
+                else:  # the path from the joint's link down to each body's
+                    arm = np.array([_below(tree, offset, v, int(link)) + np.linalg.norm(centre[b]) + radius[b]
+                                    for b, link in enumerate(model.body_links)])
+                one = self.moves[j, :, 0] != self.moves[j, :, 1]
+                side = np.where(self.moves[j, :, 0], body[:, 0], body[:, 1])
+                levers[j] = np.where(one, arm[side], 0.0) * abs(self._scale[j])
+            self._kept["levers"] = levers
+        return (np.abs(change) @ levers).max(axis=1, initial=0.0)
 
     def with_still(self, q: np.ndarray) -> "SeparationTerm":
         """The same term keeping the poses of the links its joints do not move, for q (F, n) on its
@@ -369,15 +404,30 @@ class SeparationTerm:
         return self._near(q, root, self.margin + NEAR_M if within is None else within, still, placed=placed)[1]
 
     def depth(self, q: np.ndarray, root: np.ndarray, still: dict | None = None,
-              placed: "Placed | None" = None) -> np.ndarray:
+              placed: "Placed | None" = None, signed: bool = False) -> np.ndarray:
         """(F,) how far each frame's closest pair is inside the margin, 0 where none is (the margin
         less distance's least, from the entries within the margin only: no (F, Q) array, no exact
-        distance of a pair its bounds put beyond). still, placed: as distance."""
+        distance of a pair its bounds put beyond). still, placed: as distance. signed: where none is
+        inside, minus how far clear of the margin the bounds that told its pairs apart put it at least
+        (the same look: a frame that far clear needs no look after a change that reaches less)."""
+        if signed:
+            return self.margin - self.least(q, root, self.margin, still, placed)
         f, _, exact, *_ = self._near(q, root, self.margin, still, dense=False, placed=placed)[2]
         inside = exact < self.margin
         least = np.full(len(q), np.inf)
         np.minimum.at(least, f[inside], exact[inside])
         return np.maximum(0.0, self.margin - least)
+
+    def least(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None,
+              placed: "Placed | None" = None) -> np.ndarray:
+        """(F,) each frame's least pair distance (m), exact below `within`; beyond, a lower bound no less than
+        `within` (the least the bounds that told its pairs apart allow; inf: no pair). No (F, Q) array: a
+        frame asked only whether it is `within` clear pays for the pairs its bounds do not put beyond.
+        still, placed: as distance."""
+        floor = np.full(len(q), np.inf)
+        f, _, exact, *_ = self._near(q, root, within, still, dense=False, placed=placed, floor=floor)[2]
+        np.minimum.at(floor, f, exact)
+        return floor
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
              reach: float = NEAR_M, dist: np.ndarray | None = None) -> "SeparationTerm":
@@ -491,3 +541,15 @@ def _ancestors(tree: KinematicTree, link: int) -> list[int]:
         out.append(link)
         link = int(tree.parent[link])
     return out
+
+
+def _below(tree: KinematicTree, offset: np.ndarray, joint: int, link: int) -> float:
+    """The links' offsets (metres) summed from `joint`'s link down to `link`: no point of `link`'s frame is
+    further from the joint in any pose (inf where the joint is not above the link)."""
+    length = 0.0
+    while link != joint:
+        if link < 0:
+            return np.inf
+        length += offset[link]
+        link = int(tree.parent[link])
+    return length

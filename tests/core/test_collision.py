@@ -968,6 +968,77 @@ def test_polished_room_lowers_the_g1_limb_error_and_keeps_every_frame_out(g1, wa
     assert polished["jerk_after"] < 1.25 * steady["jerk_after"]
 
 
+def test_a_joint_change_brings_no_g1_pair_closer_than_its_reach(g1):
+    """SeparationTerm.reach bounds what a change of the left arm's joints does to every pair it moves
+    (the links' offsets and the body spheres as levers): random postures and changes up to 0.3 rad,
+    each frame's least distance falls by no more than the reach, and the bound is not idle (its median
+    within ten times the largest fall of any pair: measured 7.6, levers taken at full stretch in any
+    direction, where a random change's joints partly cancel along the pair's normal)."""
+    term, q, rng = _left_arm_at_random(g1, 300, 17)
+    columns = g1.qindex[term.variables]
+    change = rng.uniform(-0.3, 0.3, (len(q), len(columns))) * rng.random((len(q), 1))
+    moved = q.copy()
+    moved[:, columns] += change
+    before, after = (term.distance(values, term.root, 10.0) for values in (q, moved))
+    reach = term.reach(change)
+    assert np.all(after.min(axis=1) >= before.min(axis=1) - reach - 1e-12)
+    assert np.all(after >= before - reach[:, None] - 1e-12)
+    fall = (before - after).max(axis=1)
+    assert np.median(reach / np.maximum(fall, 1e-9)) < 10.0
+
+
+def test_signed_depth_and_least_read_the_same_look_as_depth(g1):
+    """depth(signed=True) is depth where a pair is inside the margin and, elsewhere, minus a lower bound
+    of how far clear (never more than the exact least distance says); least(within) is the exact least
+    below `within` and a lower bound no less than `within` beyond."""
+    term, q, _ = _left_arm_at_random(g1, 300, 23)
+    exact = term.distance(q, term.root, 10.0).min(axis=1)
+    depth, signed = term.depth(q, term.root), term.depth(q, term.root, signed=True)
+    inside = depth > 0.0
+    assert inside.any() and (~inside).any()
+    assert np.array_equal(signed[inside], depth[inside])
+    assert np.all(signed[~inside] <= 0.0) and np.all(term.margin - signed <= exact + 1e-12)
+    for within in (term.margin, term.margin + 0.002, 0.1):
+        least = term.least(q, term.root, within)
+        near = exact < within
+        np.testing.assert_allclose(least[near], exact[near], rtol=0, atol=1e-12)
+        assert np.all(least[~near] >= within - 1e-9) and np.all(least <= exact + 1e-12)
+
+
+def test_the_polish_looks_past_frames_its_move_cannot_bring_in_and_bakes_the_same(g1, monkeypatch):
+    """The descended polish's move low-passed (steady_gain) is looked at only on frames the steady room's
+    last look and the move's reach do not put clear of INSIDE_M: the G1 hop bakes the same joints to
+    the bit as with every frame looked at, and some frames were left unlooked. (On the hop the gain puts
+    frames inside: a reach of 0 there changes the joints by 0.0027 rad.)"""
+    from dataclasses import replace
+
+    import core.chains.polish as polish
+    import core.chains.separation as separation
+    from core.motion.bvh import load_bvh
+    from core.retarget import auto_map, retarget
+
+    hop = load_bvh(ROOT / "tests/data/motion/cmu_131_03_hop.bvh").to_source_motion()
+
+    monkeypatch.setattr(separation, "POLISH_ROOM", True)
+    monkeypatch.setattr(separation, "POLISH_DESCENT", True)
+    monkeypatch.setattr(polish, "DESCENT_STEPS", 1)
+    mapping = auto_map(hop, g1)
+    mapping.settings = replace(mapping.settings, avoid_self_collision=True)
+    gain, looked = separation.steady_gain, []
+
+    def counted(y, better, fps, lower, upper, max_step, inside, depth=None, reach=None):
+        def counting(values, frames):
+            looked.append((len(frames), len(y)))
+            return inside(values, frames)
+        return gain(y, better, fps, lower, upper, max_step, counting, depth, reach)
+
+    monkeypatch.setattr(separation, "steady_gain", counted)
+    bounded = retarget(hop, g1, mapping, contacts="auto").q
+    assert looked and sum(n for n, _ in looked) < 0.9 * sum(f for _, f in looked)
+    monkeypatch.setattr(separation, "steady_gain", lambda *args: gain(*args[:7]))
+    assert np.array_equal(retarget(hop, g1, mapping, contacts="auto").q, bounded)
+
+
 def test_steady_bumps_hold_every_fix_and_are_smooth():
     """A fix spread over its neighbours (core/chains/steady.py, _envelope) dilated over twice its
     averages' reach is never less than the fix each way on its own frame (three times: the whole of
