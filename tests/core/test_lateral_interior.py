@@ -81,19 +81,21 @@ def test_the_walks_programme_meets_its_optimality_conditions(walk_programme):
 
 
 def test_the_walks_path_is_highs_path(walk_programme, monkeypatch):
-    """On the H1 walk's programme (one optimum) the interior point plans HiGHS's path, at no higher cost,
-    and what the plan reports (violation, misses) is the same. Within 1e-6 m: the walk's programme differs
-    in its last bits from process to process (1e-13 m of heights, 6e-11 m of bounds) and the interior
-    point's last iterations with it, its path 1.5e-8 to 5e-7 m from HiGHS's vertex on session 22's first walk
-    programme; on the walk since the planted root's sign mend 6.5e-6 m, its ZMP 1.2e-4 m (a flatter optimum; in
-    some processes it lands nearer): within 1e-5 / 2e-4 m, the cost no higher."""
+    """On the H1 walk's programme the interior point plans HiGHS's path, at no higher cost, and what the plan
+    reports (violation, misses) is the same. The optimum is flat along the path: in its last bits the programme
+    differs from process to process and from change to change (1e-13 m of heights, 6e-11 m of bounds), and the
+    interior point's last iterations with it. Session 22: 1.5e-8 to 5e-7 m from HiGHS's vertex; since the planted
+    root's sign mend 6.5e-6 m, its ZMP 1.2e-4 m; since the preview loop's recursion became a LAPACK solve (session
+    32, the same filter within 1e-14) 4.2e-5 m, ZMP 4.6e-4 m, at a cost 8e-9 below HiGHS's (153.6715354 against
+    153.6715366) and the two paths' midpoint between them: both optimal to the solvers' tolerance. So: within
+    1e-4 m of path (a tenth of a millimetre) and 1e-3 m of ZMP, the cost no higher."""
     args, kwargs = walk_programme
     monkeypatch.setattr(lateral, "SOLVER", "highs")
     highs = plan_path(*args, **kwargs)
     monkeypatch.setattr(lateral, "SOLVER", "interior")
     interior = plan_path(*args, **kwargs)
-    assert np.abs(interior.com - highs.com).max() < 1e-5
-    assert np.abs(interior.zmp - highs.zmp).max() < 2e-4
+    assert np.abs(interior.com - highs.com).max() < 1e-4
+    assert np.abs(interior.zmp - highs.zmp).max() < 1e-3
     assert abs(interior.violation_m - highs.violation_m) < 1e-9 and interior.missed == highs.missed
     g, h, lo, hi, interleave, out = _interior(*walk_programme)
     cost = lambda com: float(np.sum(np.maximum(lo * (g @ com - h), hi * (g @ com - h))))  # noqa: E731
