@@ -120,12 +120,48 @@ def keep(tree, plans, q, root, *a, **k):
         print_trace()
 
 
+def _anchors(clean, noisy):
+    """Each run's anchor frame in both inputs where they differ, with the depths there."""
+    out = []
+    frames = np.flatnonzero(clean > 0)
+    every = 4
+    first = np.flatnonzero(np.diff(frames, prepend=frames[0] - 2 * every - 1) > 2 * every)
+    last = np.append(first[1:] - 1, len(frames) - 1)
+    for a, b in zip(first, last):
+        ca, na = S._anchor(clean, frames[a], frames[b]), S._anchor(noisy, frames[a], frames[b])
+        if ca != na:
+            out.append((int(ca), int(na), f"{clean[ca]:.5f}/{clean[na]:.5f}", f"{noisy[ca]:.5f}/{noisy[na]:.5f}"))
+    return out
+
+
+def _paired(clean, noisy):
+    """The two runs' log entries paired group by group (a group starts at its "shape"), the k-th of each name with
+    the k-th (a stage one run skipped leaves the others aligned)."""
+    def groups(log):
+        out = []
+        for name, value in log:
+            if name == "shape":
+                out.append([])
+            if out:
+                out[-1].append((name, value))
+        return out
+    for a, b in zip(groups(clean), groups(noisy)):
+        seen = {}
+        for name, value in a:
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            other = [v for n, v in b if n == name]
+            if k < len(other):
+                yield name, value, other[k]
+
+
 def report():
     clean, noisy = logs["clean"], logs["noisy"]
     group, samples = -1, None
     restarts = []
-    for (name, a), (_, b) in zip(clean, noisy):
+    for name, a, b in _paired(clean, noisy):
         if name == "depth":
+            depths = (a, b)
             group += 1
             print(f"-- group {group}: inside frames clean {int((a > 0).sum())} noisy {int((b > 0).sum())}, "
                   f"differ {int(((a > 0) != (b > 0)).sum())}")
@@ -133,6 +169,7 @@ def report():
         if name == "samples":
             samples = (a, b)
             print(f"   samples {len(a)} / {len(b)}, same: {np.array_equal(a, b)}, differ at {np.setxor1d(a, b)[:10]}")
+            print("   anchors (clean, noisy; depth m at both):", _anchors(depths[0], depths[1]))
             continue
         if name == "separate":
             (xa, oa, ca), (xb, ob, cb) = a, b
@@ -148,11 +185,12 @@ def report():
         if name == "room@samples" and not np.array_equal(*samples):
             common, ia, ib = np.intersect1d(*samples, return_indices=True)
             a, b = a[ia], b[ib]
+        if a.shape != b.shape:
+            continue
         d = np.abs(a - b)
-        if d.ndim == 2:
-            big = d.max(1) > 1e-3
-            at = np.unravel_index(d.argmax(), d.shape)
-            print(f"   {name:13s} max {d.max():.2e} (row {at[0]}, col {at[1]}), rows over 1e-3: {big.sum()} of {len(d)}")
+        big = d.max(1) > 1e-3
+        at = np.unravel_index(d.argmax(), d.shape)
+        print(f"   {name:13s} max {d.max():.2e} (row {at[0]}, col {at[1]}), rows over 1e-3: {big.sum()} of {len(d)}")
         if name == "room@samples":
             for (ra, rb) in restarts:
                 if len(ra) == len(a):
