@@ -158,7 +158,7 @@ def _paired(clean, noisy):
 def report():
     clean, noisy = logs["clean"], logs["noisy"]
     group, samples = -1, None
-    restarts = []
+    restarts, gaps = [], []
     for name, a, b in _paired(clean, noisy):
         if name == "depth":
             depths = (a, b)
@@ -191,6 +191,8 @@ def report():
         big = d.max(1) > 1e-3
         at = np.unravel_index(d.argmax(), d.shape)
         print(f"   {name:13s} max {d.max():.2e} (row {at[0]}, col {at[1]}), rows over 1e-3: {big.sum()} of {len(d)}")
+        if name == "room@samples" and np.array_equal(*samples):
+            gaps.append(d.max(1))
         if name == "room@samples":
             for (ra, rb) in restarts:
                 if len(ra) == len(a):
@@ -198,6 +200,7 @@ def report():
                     print(f"   run answer restarted: clean {ra.sum()} noisy {rb.sum()}, differ {flip.sum()}; "
                           f"gap>1e-3 at differ {(big & flip).sum()}, at same {(big & ~flip).sum()}")
             restarts = []
+    print_events(gaps)
 
 
 from core.chains import corrections as K
@@ -228,6 +231,69 @@ def step(self, out, live, toward=None, known=None, metric=None, radius=None):
 
 
 K._Corrections.step = step
+_whole, _cheaper = K._Corrections._whole_step, K._Corrections._keep_cheaper
+events = {"clean": {}, "noisy": {}}  # (group, sampled row) -> the discrete choices it went through, in order
+
+
+def event(self, rows, what):
+    if not state.get("in_sampled"):
+        return
+    phase = state["phase"]
+    group = sum(n == "depth" for n, _ in logs[phase]) - 1
+    for r in rows:
+        events[phase].setdefault((group, int(r)), []).append(what)
+
+
+def counted_step(self, out, live, toward=None, known=None, metric=None, radius=None):
+    if state.get("in_sampled"):
+        f, p, d, _ = known if known is not None else self._look(out, live)
+        for i, r in enumerate(self.rows[live]):
+            mine = f == i
+            order = np.argsort(d[mine], kind="stable")
+            event(self, [r], "P" + ",".join(map(str, sorted(p[mine][order][:K.PAIRS_PER_FRAME]))))
+            event(self, [r], "L" + ",".join(map(str, sorted(p[mine]))))
+    inside = step(self, out, live, toward, known, metric, radius)
+    event(self, self.rows[live], "whole" if toward is not None else "step")
+    event(self, self.rows[inside], "in")
+    bound = (out[self.rows[live]] <= self.lower[live] + 1e-9) | (out[self.rows[live]] >= self.upper[live] - 1e-9)
+    for r, b in zip(self.rows[live], bound):
+        event(self, [r], "b" + "".join(str(j) for j in np.flatnonzero(b)))
+    return inside
+
+
+def counted_whole(self, out, live):
+    far = _whole(self, out, live)
+    event(self, self.rows[np.setdiff1d(live, far)], "near")
+    return far
+
+
+def counted_cheaper(self, out, live, kept, inside):
+    before = out[self.rows[live]].copy()
+    _cheaper(self, out, live, kept, inside)
+    event(self, self.rows[live][(out[self.rows[live]] != before).any(axis=1)], "back")
+
+
+K._Corrections.step, K._Corrections._whole_step, K._Corrections._keep_cheaper = counted_step, counted_whole, \
+    counted_cheaper
+
+
+def print_events(gaps):
+    """Per group, the rows whose sequence of choices differs between the runs, and the gap rows among them."""
+    for group, gap in enumerate(gaps):
+        kinds = {}
+        for row in range(len(gap)):
+            a, b = events["clean"].get((group, row), []), events["noisy"].get((group, row), [])
+            if a != b:
+                k = next(i for i, (x, y) in enumerate(zip(a + ["end"], b + ["end"])) if x != y)
+                x, y = (a + ["end"])[k], (b + ["end"])[k]
+                kind = {"b": "bound", "P": "6 closest", "L": "look-ahead"}.get(x[0]) if x[0] == y[0] and x[0] in "bPL" \
+                    else "/".join(sorted((x, y)))
+                kinds.setdefault(kind, []).append(row)
+        big = set(np.flatnonzero(gap > 1e-3))
+        same = big - set(r for rows in kinds.values() for r in rows)
+        print(f"   group {group}: first differing choice -> rows (of them gap > 1e-3): " +
+              ", ".join(f"{k} {len(v)} ({len(big & set(v))})" for k, v in sorted(kinds.items())) +
+              f"; gap > 1e-3 with the same choices: {len(same)}")
 
 
 def print_trace():
