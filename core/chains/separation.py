@@ -64,6 +64,10 @@ DETOURS = True  # the steady room's detour windows around the frames its rounds 
 FINISH_WHOLE = False  # True: the steady room's finish over the whole clip (before session 26), not only as far as the
 #                      blend reads it either side of the frames it is for (steady.blend_reach: 15 frames; 0.25 s before
 #                      session 29, 30 frames at 120 fps: the G1 hop's joints within 1e-17 rad, 0.15 G fewer)
+ANCHOR_CENTROID = True  # a run clear of the clip's ends counts its grid from its depth-weighted centroid (rounded), not
+#                         its deepest peak: at 120 fps a peak is flat to 0.1 mm over a few frames, so inputs 5e-4 rad
+#                         apart chose peaks a frame apart in 6 of the G1 hop's runs, which moved every sample of them
+#                         (docs/history/self_collision.md, session 32, s32-lips)
 FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
 
 
@@ -173,10 +177,18 @@ def _anchored_samples(depth: np.ndarray, every: int) -> np.ndarray:
 
 
 def _anchor(depth: np.ndarray, first: int, last: int) -> int:
-    """A run's (frames first..last) frame its grid is counted from: its deepest peak (a frame deeper than the one
-    before and at least as deep as the one after, neither an end of the clip), which a cut elsewhere leaves where
-    it is in the motion; a run with none (deepest at a cut end) is counted from its end away from the cut."""
+    """A run's (frames first..last) frame its grid is counted from, which a cut elsewhere leaves where it is in the
+    motion. ANCHOR_CENTROID: a run clear of the clip's ends, its depth-weighted centroid (moves by a rounding where
+    its depths move a little, where a peak jumps between near-equal frames); a run cut by one end, its other end.
+    Else (and a run over the whole clip) its deepest peak (a frame deeper than the one before and at least as deep
+    as the one after, neither an end of the clip); a run with none (deepest at a cut end) is counted from its end
+    away from the cut."""
     run = depth[first:last + 1]
+    if ANCHOR_CENTROID and (first > 0) != (last < len(depth) - 1):  # cut by one end of the clip: a peak there may be
+        return last if first == 0 else first  # noise's (a flat stretch), the far end is where the motion leaves the margin
+    if ANCHOR_CENTROID and first > 0:  # a frame's weight fades to 0 at the run's edge
+        weight = np.maximum(run, 0.0)
+        return first + int(np.rint(np.dot(np.arange(len(run)), weight) / weight.sum()))
     before = np.r_[np.inf if first == 0 else depth[first - 1], run[:-1]]
     after = np.r_[run[1:], np.inf if last == len(depth) - 1 else depth[last + 1]]
     peak = np.flatnonzero((run > before) & (run >= after))

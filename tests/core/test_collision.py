@@ -370,20 +370,24 @@ def test_a_link_fixed_to_a_body_names_that_body_in_a_presets_pairs(g1):
 
 
 def test_the_sampled_rooms_frames_stay_the_same_frames_wherever_the_clip_starts_or_ends():
-    """separation._anchored_samples: on depths of contact runs (one cut by the clip's first frame, one a plateau
-    with two peaks), the clip cut 1-9 frames later or earlier samples the same frames of the motion beyond its
-    first and last `every` frames (a grid counted from the clip's first frame moves with the cut: the room of
-    the G1 hop cut 3 frames later 0.55 rad apart), strides of `every` (where two runs' grids meet, from
-    every / 2 to under 2 every), each run's deepest peak sampled."""
+    """separation._anchored_samples: on depths of contact runs (one cut by the clip's first frame, one whose peak
+    lies between two equal frames with a shallow tail after it, one a plateau with two peaks), the clip cut 1-9
+    frames later or earlier samples the same frames of the motion beyond its first and last `every` frames (a grid
+    counted from the clip's first frame moves with the cut: the room of the G1 hop cut 3 frames later 0.55 rad
+    apart), strides of `every` (where two runs' grids meet, from every / 2 to under 2 every), and depths moved by
+    1e-6 m sample the same frames: a run's grid counted from its depth-weighted centroid, not from its deepest
+    frame, which jumps between the two equal ones (11 of these 20 draws did; the G1 hop's input moved 5e-4 rad
+    moved 6 of its runs' grids)."""
     from core.chains.separation import _anchored_samples
 
     frames = np.arange(400.0)
     depth = np.maximum(0.0, 0.02 - np.abs(frames - 10.0) / 2000)  # deepest at 10, inside from the clip's start
-    depth += np.maximum(0.0, 0.01 * np.sin((frames - 120) / 40 * np.pi)) * (frames < 160)  # a run 120-160, peak 140
+    depth += np.maximum(0.0, 0.01 * np.sin((frames - 120) / 41 * np.pi)) * (frames < 161)  # 140 and 141 equal
+    depth[161:175] = 0.002  # a shallow tail: the run's centroid (143.1) off the half frame
     depth[250:300] = 0.004 + 0.001 * np.cos((frames[250:300] - 250) / 7)  # a run of several peaks
     every = 4
     whole = _anchored_samples(depth, every)
-    assert 10 in whole and 140 in whole and depth[whole].max() == depth.max()
+    assert 143 in whole
     strides = np.diff(whole)
     assert np.median(strides) == every and every // 2 <= strides.min() and strides.max() < 2 * every
     for cut in range(1, 10):
@@ -392,6 +396,9 @@ def test_the_sampled_rooms_frames_stay_the_same_frames_wherever_the_clip_starts_
         np.testing.assert_array_equal(inner(later), inner(whole), err_msg=f"{cut} frames later")
         earlier = _anchored_samples(depth[:-cut], every)
         np.testing.assert_array_equal(earlier[earlier < 380], whole[whole < 380], err_msg=f"{cut} frames earlier")
+    for seed in range(20):
+        moved = depth + np.random.default_rng(seed).uniform(-1e-6, 1e-6, depth.shape) * (depth > 0)
+        np.testing.assert_array_equal(_anchored_samples(moved, every), whole, err_msg=f"draw {seed}")
     assert len(_anchored_samples(np.zeros(50), every)) == 2  # nothing inside: no room to make
 
 
@@ -842,7 +849,9 @@ def test_g1_walk_runs_tried_on_a_sample_first_end_where_tried_whole(g1, walk, mo
     378 frames started again against 448; 382 against 407 since the hands' free turn is held near
     neutral, session 19: how many it saves depends on which runs are tried). The hop's runs whose
     frames off the run's answer are each off their own way are not tried (no other answer); since
-    the hands' change one of its runs is tried: 625 frames against 713, the same joints to 1e-11 rad."""
+    the hands' change one of its runs is tried: 625 frames against 713, the same joints to 1e-11 rad. Since the
+    sampled room's runs count their grids from their centroids (session 32) the walk's tried runs save none: 149
+    frames against 149, so it is asked, as the hop, for no more."""
     from dataclasses import replace
 
     import core.chains.coherence as coherence
@@ -877,7 +886,7 @@ def test_g1_walk_runs_tried_on_a_sample_first_end_where_tried_whole(g1, walk, mo
         # a run's answer is no rounding's choice (a change within NO_CHANGE_RAD of none has no side)
         np.testing.assert_allclose(sampled.q, whole.q, rtol=0.0, atol=1e-5, err_msg=name)
         assert sampled.report["self_collision_pct"] == whole.report["self_collision_pct"] == 0.0
-    assert starts["walk", sample][0] < starts["walk", 1][0]  # fewer frames started again
+    assert starts["walk", sample][0] <= starts["walk", 1][0]  # no more frames started again
     assert starts["hop", sample][0] <= starts["hop", 1][0]
 
 
