@@ -52,7 +52,8 @@ LIMB_TRIES = False  # a limb's runs tried whole on the other answer at all: its 
 RESTART_COST_RATIO = 3.0  # a limb's frame on the clip's edge its run's answer makes this many times costlier keeps its
 #                           own (docs/notes/s25-edge.md: 2-5 the same on the G1; the walk's restarts 0.9x median, 2.8x p90)
 CONSENSUS_REACH: int | None = 8  # a frame's run answer: the median change of its run's frames within this many
-#                                  frames (the sampled room's, 1/30 s apart: 0.27 s), not the whole run's, so what lies
+#                                  frames (0.27 s in the sampled room, 1/30 s apart; 0.07 s at 120 fps where a room is
+#                                  made on every frame), not the whole run's, so what lies
 #                                  beyond, where a clip is cut or ends, does not decide it (the G1 hop ended 1-9 frames
 #                                  earlier: 0.016-0.034 rad on a shoulder a second before the end); None: the whole run
 NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)

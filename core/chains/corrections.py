@@ -31,11 +31,11 @@ HOLD_AT_BOUND = False  # True: a joint a step would carry out of its range is he
 #                        step the exact least change within the range, every pair within reach (continuous in the
 #                        input: the same motion written otherwise makes the same room, docs/history/self_collision.md,
 #                        docs/notes/s26-smooth.md);
-#                        False: only a joint already on its bound is held, another is cut at it
+#                        False: the greedy step, its joints at a bound as HELD_ON_BOUND says
 HELD_ON_BOUND = True  # with HOLD_AT_BOUND False: a joint the free step carries out of its range is held on that bound
 #                       (wherever it stood) and the others solved again, so a step that just reaches a bound is its own
-#                       answer: no jump where it crosses; False: only a joint already on its bound is held (where it
-#                       stands), another is cut at it, a threshold inputs 1e-3 rad apart fall either side of (the G1
+#                       answer: no jump where it crosses; False: only a joint already on its bound is held, another
+#                       is cut at it, a threshold inputs 1e-3 rad apart fall either side of (the G1
 #                       walk ended 9 frames earlier: 0.012 rad on a shoulder; docs/history/self_collision.md, session 32)
 HELD_WEIGHT = 1e6  # a held joint's change from its bound costs this much (the metric's entries are about 1)
 
@@ -190,7 +190,8 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     """Per frame, the joint change dx (R, V) of least 1/2 (dx - t)' H (dx - t) with d + g dx >= margin
     (metric: H (R, V, V) and its inverse)
     for its PAIRS_PER_FRAME closest pairs (entries: frame f (K,), distance (K,), gradient (K, V);
-    t: `toward`, default none), joints at a bound they would cross held (those frames solved again),
+    t: `toward`, default none), joints the free step carries past a bound held on it (HELD_ON_BOUND; False:
+    only those already on it) and those frames solved again,
     no joint turned further than STEP_RAD. With HOLD_AT_BOUND, every pair and the range solved exactly
     (core.chains.dual.exact_step): a joint held on its bound and the others solved again from where they
     were met the free answer only where H is diagonal (the G1 walk's shoulder yaw reaching its bound moved

@@ -92,7 +92,7 @@ class TargetClearance:
         elbow = _elbow(tree, zero, model, kin, mover, still, margin) if not hand and SWIVEL else []
         if not entries and probe is None and not elbow:
             return None
-        capsules = _clearing_order(tree, _mid_range_pose(tree), model, kin, {c for _, c, _ in entries + elbow}
+        capsules = _clearing_order(tree, tree.forward(tree.neutral[None])[0], model, kin, {c for _, c, _ in entries + elbow}
                                    | {c for _, c, _ in (probe[0] if probe else [])})
         index = {int(c): k for k, c in enumerate(capsules)}
         out = cls(tree, sorted({int(link) for link in model.capsule_link[capsules]}), model.capsule_link[capsules],
@@ -132,20 +132,13 @@ class TargetClearance:
         return ends
 
 
-def _mid_range_pose(tree: KinematicTree) -> np.ndarray:
-    """(L, 4, 4) the links' poses with every joint halfway between its limits (0 where it has none)."""
-    lower = np.where(np.isfinite(tree.lower), tree.lower, 0.0)
-    upper = np.where(np.isfinite(tree.upper), tree.upper, 0.0)
-    return tree.forward(((lower + upper) / 2)[None])[0]
-
-
 def _clearing_order(tree: KinematicTree, posed: np.ndarray, model, kin, capsules: set, decimals: int = 6) -> np.ndarray:
     """The still capsules (C,) in the order they are cleared of (the pushes run one capsule after another, so
     the order decides where a target ends): by the movable joints above their link, then by how far their middle
     lies from the chain's origin in `posed` (rounded), then where: the robot's own order, not its URDF's
     (the G1 listed in another order turned its left hand 0.8 rad apart) nor a side's (a hand clears the hip on
     its own side first, either hand), nor the pose it is zeroed in: posed (L, 4, 4) is the links' poses halfway
-    between their limits (_mid_range_pose; read in the zero pose, the G1 with its arms zeroed sideways, limits
+    between their limits (KinematicTree.neutral; read in the zero pose, the G1 with its arms zeroed sideways, limits
     shifted to match, cleared its hands in another order: its avoiding walk 0.27 rad apart)."""
     link, local = kin.chain.origin
     origin = (posed[link] @ np.r_[local, 1.0])[:3]

@@ -1033,19 +1033,22 @@ def test_the_polish_looks_past_frames_its_move_cannot_bring_in_and_bakes_the_sam
     monkeypatch.setattr(polish, "DESCENT_STEPS", 1)
     mapping = auto_map(hop, g1)
     mapping.settings = replace(mapping.settings, avoid_self_collision=True)
-    gain, looked = separation.steady_gain, []
+    gain = separation.steady_gain
 
-    def counted(y, better, fps, lower, upper, max_step, inside, depth=None, reach=None):
-        def counting(values, frames):
-            looked.append((len(frames), len(y)))
-            return inside(values, frames)
-        return gain(y, better, fps, lower, upper, max_step, counting, depth, reach)
+    def counted(looked: list, bound: bool):
+        def steady_gain(y, better, fps, lower, upper, max_step, inside, depth=None, reach=None):
+            def counting(values, frames):
+                looked.append(len(frames))
+                return inside(values, frames)
+            return gain(y, better, fps, lower, upper, max_step, counting, *((depth, reach) if bound else ()))
+        return steady_gain
 
-    monkeypatch.setattr(separation, "steady_gain", counted)
+    bounded_looks, every_looks = [], []
+    monkeypatch.setattr(separation, "steady_gain", counted(bounded_looks, True))
     bounded = retarget(hop, g1, mapping, contacts="auto").q
-    assert looked and sum(n for n, _ in looked) < 0.9 * sum(f for _, f in looked)
-    monkeypatch.setattr(separation, "steady_gain", lambda *args: gain(*args[:7]))
+    monkeypatch.setattr(separation, "steady_gain", counted(every_looks, False))
     assert np.array_equal(retarget(hop, g1, mapping, contacts="auto").q, bounded)
+    assert bounded_looks and sum(bounded_looks) < 0.9 * sum(every_looks)  # the bound leaves frames unlooked
 
 
 def test_steady_bumps_hold_every_fix_and_are_smooth():
