@@ -14,18 +14,13 @@ from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
 from core.retarget import pipeline
+from bench.knobs import apply_sets
 
 R = Path(__file__).resolve().parents[2]
 path = R / ("tests/data/motion/cmu_131_03_hop.bvh" if "hop" in sys.argv else "data/motion/cmu_131_01_walk_m.bvh")
 clip = path.name
 eps = float(next((a for a in sys.argv[1:] if a[0].isdigit()), "1e-12"))
-import importlib
-for k, arg in enumerate(sys.argv):
-    if arg == "--set":
-        name, value = sys.argv[k + 1].split("=")
-        module, attr = name.rsplit(".", 1)
-        setattr(importlib.import_module(module), attr, eval(value))
-        print("set", name, "=", value)
+apply_sets(sys.argv)
 motion = load_bvh(path).to_source_motion()
 tree = KinematicTree(parse_urdf(str(R / "data/robots/g1/unitree_g1_29dof.urdf")))
 _keep = pipeline.keep_apart

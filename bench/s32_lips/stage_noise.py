@@ -15,25 +15,20 @@ from pathlib import Path
 import sys
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import dataclasses
-import importlib
 import numpy as np
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
 from core.retarget import pipeline
+from bench.knobs import apply_sets
 from core.chains import separation as S, coherence as C
 
 R = Path(__file__).resolve().parents[2]
 path = R / ("tests/data/motion/cmu_131_03_hop.bvh" if "hop" in sys.argv else "data/motion/cmu_131_01_walk_m.bvh")
 eps = float(next((a for a in sys.argv[1:] if a[0].isdigit()), "1e-12"))
 same_samples = "--same-samples" in sys.argv
-for k, arg in enumerate(sys.argv):
-    if arg == "--set":
-        name, value = sys.argv[k + 1].split("=")
-        module, attr = name.rsplit(".", 1)
-        setattr(importlib.import_module(module), attr, eval(value))
-        print("set", name, "=", value)
+apply_sets(sys.argv)
 
 logs = {"clean": [], "noisy": []}
 state = {"phase": "clean", "replay": 0}
