@@ -8,13 +8,13 @@ from pathlib import Path
 import sys
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import dataclasses
-import numpy as np
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
 from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
 from core.retarget import pipeline
 from bench.knobs import apply_sets
+from bench.noise_gap import noisy_input, print_gap
 
 R = Path(__file__).resolve().parents[2]
 path = R / ("tests/data/motion/cmu_131_03_hop.bvh" if "hop" in sys.argv else "data/motion/cmu_131_01_walk_m.bvh")
@@ -29,12 +29,9 @@ _keep = pipeline.keep_apart
 def keep(tree, plans, q, root, *a, **k):
     base = q.copy()
     _keep(tree, plans, q, root, *a, **k)
-    noisy = base + np.random.default_rng(0).uniform(-eps, eps, base.shape)
+    noisy = noisy_input(base, eps)
     _keep(tree, plans, noisy, root, *a, **k)
-    d = np.abs(noisy - q)
-    f, j = np.unravel_index(d.argmax(), d.shape)
-    print(f"{clip} eps {eps:g}: max {d.max():.2e} rad ({tree.joint_names[j]}, frame {f}), "
-          f"frames over 1e-3: {(d.max(1) > 1e-3).sum()} of {len(d)}")
+    print_gap(clip, eps, tree.joint_names, q, noisy)
 
 
 pipeline.keep_apart = keep

@@ -22,6 +22,7 @@ from core.motion.bvh import load_bvh
 from core.retarget.automap import auto_map
 from core.retarget import pipeline
 from bench.knobs import apply_sets
+from bench.noise_gap import noisy_input, print_gap
 from core.chains import separation as S, coherence as C
 
 R = Path(__file__).resolve().parents[2]
@@ -104,12 +105,9 @@ def keep(tree, plans, q, root, *a, **k):
     state["phase"] = "clean"
     _keep(tree, plans, q, root, *a, **k)
     state["phase"] = "noisy"
-    noisy = base + np.random.default_rng(0).uniform(-eps, eps, base.shape)
+    noisy = noisy_input(base, eps)
     _keep(tree, plans, noisy, root, *a, **k)
-    d = np.abs(noisy - q)
-    f, j = np.unravel_index(d.argmax(), d.shape)
-    print(f"{path.name} eps {eps:g}: max {d.max():.2e} rad ({tree.joint_names[j]}, frame {f}), "
-          f"frames over 1e-3: {(d.max(1) > 1e-3).sum()} of {len(d)}")
+    print_gap(path.name, eps, tree.joint_names, q, noisy)
     report()
     if trace is not None:
         print_trace()
