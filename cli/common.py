@@ -17,7 +17,8 @@ from pathlib import Path
 import bpy
 
 from ..core.library.arguments import (CommandError, add_clip_arguments, add_outputs, add_source_up, check_output,
-                                      check_outputs, clip_range, print_warnings, refuse_folder, write_report)
+                                      check_outputs, clip_range, print_warnings, refuse_folder, self_collision_settings,
+                                      write_report)
 from ..operators.common import USER_ERRORS
 
 COMMAND_ID = "robot_retarget"
@@ -110,6 +111,7 @@ def clip_inputs(args: argparse.Namespace) -> ClipInputs:
                             source=source.name, links=list(tree_from_rig(robot).link_names), robot=robot.name)
     else:
         mapping = auto_map_objects(source, robot, scene)
+    mapping = mapping.with_settings(**self_collision_settings(args))
     clip = action_frame_range(source)
     start, end = parse_frames(args.frames, *clip)
     contacts = cli_contacts(getattr(args, "contacts", None), clip, start, end,

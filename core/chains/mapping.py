@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ..motion.fileio import read_json, refuse_unknown_fields, write_text_atomic
@@ -167,6 +167,13 @@ class Mapping:
                 for link in pair:
                     if link not in links:
                         raise MappingError(f"{origin}: {key} {pair}: robot {robot!r} has no link {link!r}")
+
+    def with_settings(self, **changes) -> "Mapping":
+        """This mapping with some settings changed (a command's flags over its preset's); the same
+        mapping when nothing changes."""
+        if not changes:
+            return self
+        return replace(self, settings=replace(self.settings, **changes))
 
     def save(self, path, overwrite: bool = False) -> Path:
         return write_text_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n", overwrite=overwrite)

@@ -11,10 +11,14 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..chains.mapping import SETTING_RANGES
 from ..motion.fileio import write_text_atomic
 from ..playback import ExportSettings
 from ..playback.formats import FORMATS
 from ..playback.prepare import MIN_PERIOD_S, period_allowed
+
+
+SELF_COLLISION_MARGIN_M = SETTING_RANGES["collision_margin"]  # a preset's range: the flag's
 
 
 class CommandError(ValueError):
@@ -34,6 +38,31 @@ def add_outputs(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("--out", required=True, help=out_help)
     p.add_argument("--report", help="JSON report to write")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+
+
+def add_self_collision(p: argparse.ArgumentParser) -> None:
+    """The mapping preset's two self-collision settings from the command line: a pipeline turns the
+    avoidance on or off, or widens the margin, without writing a preset per run."""
+    p.add_argument("--avoid-self-collision", action=argparse.BooleanOptionalAction, default=None,
+                   help="keep the robot's checked link pairs apart in the solve (default: the mapping "
+                        "preset's setting, else the add-on's default)")
+    p.add_argument("--collision-margin", type=float, metavar="M",
+                   help="metres kept between checked links' collision proxies (0 to 0.2; default: the "
+                        "preset's, else 0.01)")
+
+
+def self_collision_settings(args: argparse.Namespace) -> dict:
+    """The retarget settings add_self_collision's flags set ({}: the preset's or the defaults)."""
+    settings = {}
+    if getattr(args, "avoid_self_collision", None) is not None:
+        settings["avoid_self_collision"] = bool(args.avoid_self_collision)
+    margin = getattr(args, "collision_margin", None)
+    if margin is not None:
+        if not 0.0 <= margin <= SELF_COLLISION_MARGIN_M[1]:  # NaN fails too
+            raise CommandError(f"--collision-margin {margin!r}: expected metres from 0 to "
+                               f"{SELF_COLLISION_MARGIN_M[1]} (0.01 is 1 cm)")
+        settings["collision_margin"] = float(margin)
+    return settings
 
 
 def add_source_up(p: argparse.ArgumentParser) -> None:
@@ -62,6 +91,7 @@ def add_bake_parser(sub, func) -> argparse.ArgumentParser:
                                    "source frame (time_s, root pose, joints in URDF order; radians, metres).")
     add_clip_arguments(p)
     add_contacts(p)
+    add_self_collision(p)
     add_outputs(p, "CSV file to write")
     add_source_up(p)
     p.set_defaults(func=func)
@@ -80,6 +110,7 @@ def add_export_parser(sub, func) -> argparse.ArgumentParser:
     p.add_argument("--mapping", help="chain mapping preset (.json); default: automatic mapping")
     p.add_argument("--frames", help="START:END frames, 0-based, END exclusive (default: all)")
     add_contacts(p)
+    add_self_collision(p)
     playback_options(p)
     p.add_argument("--out", required=True, help="playback file to write")
     p.add_argument("--report", help="JSON report to write")
@@ -104,6 +135,7 @@ def add_batch_parser(sub, func) -> argparse.ArgumentParser:
     playback_options(p)
     p.add_argument("--out-dir", required=True, metavar="DIR", help="folder for the playback files (<clip name>.<ext>)")
     add_contacts(p, files=False)
+    add_self_collision(p)
     p.add_argument("--engine", choices=["local", "dask"], default="local",
                    help="local: worker processes on this machine (default); dask: one task per clip on a "
                         "Dask distributed cluster (pip install robot-retarget-core[dask])")
@@ -144,6 +176,7 @@ def add_gait_parser(sub, func) -> argparse.ArgumentParser:
     p.add_argument("--contacts", default="auto", metavar="auto|FILE.json",
                    help="the clip's foot contacts: detected (auto, the default) or a contacts file in 0-based "
                         "clip frames")
+    add_self_collision(p)
     add_outputs(p, "CSV file to write (bake CSV layout, one row per control cycle)")
     add_source_up(p)
     p.set_defaults(func=func)

@@ -24,11 +24,20 @@ CLIP_SUFFIXES = (".bvh", ".fbx", ".blend")
 
 @dataclass(frozen=True)
 class RobotJob:
-    """One robot of a batch: its output folder name, URDF and mapping preset (None: auto-map)."""
+    """One robot of a batch: its output folder name, URDF and mapping preset (None: auto-map), and the
+    self-collision settings the batch's flags put over it (None: the preset's)."""
 
     name: str
     urdf: str
     mapping: str | None = None
+    avoid_self_collision: bool | None = None
+    collision_margin: float | None = None
+
+    @property
+    def settings(self) -> dict:
+        """The retarget settings over the preset's (load_robot's `settings`)."""
+        return {k: v for k, v in (("avoid_self_collision", self.avoid_self_collision),
+                                  ("collision_margin", self.collision_margin)) if v is not None}
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,9 @@ def batch_inputs(pattern: str) -> list[Path]:
     return clips
 
 
-def batch_robots(robots: list[str], mappings: list[str] | None) -> list[RobotJob]:
-    """--robot A --robot B [--mapping MA --mapping MB]: checked at once, not on every clip."""
+def batch_robots(robots: list[str], mappings: list[str] | None, settings: dict | None = None) -> list[RobotJob]:
+    """--robot A --robot B [--mapping MA --mapping MB]: checked at once, not on every clip. settings: the
+    self-collision flags' (arguments.self_collision_settings), for every robot."""
     mappings = list(mappings or [])
     if mappings and len(mappings) != len(robots):
         raise CommandError(f"{len(robots)} --robot but {len(mappings)} --mapping: give one mapping per robot "
@@ -72,7 +82,7 @@ def batch_robots(robots: list[str], mappings: list[str] | None) -> list[RobotJob
     for k, urdf in enumerate(robots):
         mapping = str(Path(mappings[k]).absolute()) if mappings else None
         load_robot(urdf, mapping)  # a bad URDF or preset fails the batch before any clip
-        jobs.append(RobotJob(Path(urdf).stem, str(Path(urdf).absolute()), mapping))
+        jobs.append(RobotJob(Path(urdf).stem, str(Path(urdf).absolute()), mapping, **(settings or {})))
     names = [r.name for r in jobs]
     for name in names:
         if names.count(name) > 1:
@@ -122,7 +132,7 @@ def clip_status(job: ClipJob, started: float, report: dict | None = None, error:
     if error is not None:
         return dict(status, error=error)
     keys = ("files", "frames", "rate_hz", "samples", "duration_s", "violations", "retimed_seconds_added",
-            "feet_planted", "contact_preserved_pct", "warnings")
+            "feet_planted", "contact_preserved_pct", "self_collision_pct", "warnings")
     status.update({k: report.get(k) for k in keys})
     return dict(status, mapping=mapping) if mapping is not None else status
 
@@ -136,7 +146,7 @@ def robot_model(job: RobotJob) -> RobotModel:
     stamps = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in files)
     cached = _ROBOTS.get(job)
     if cached is None or cached[0] != stamps:
-        cached = _ROBOTS[job] = (stamps, load_robot(job.urdf, job.mapping))
+        cached = _ROBOTS[job] = (stamps, load_robot(job.urdf, job.mapping, job.settings))
     return cached[1]
 
 

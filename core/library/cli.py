@@ -24,7 +24,7 @@ from ..playback.formats import FORMATS, output_paths
 from ..playback.sampling import JointLimits, PlaybackError
 from .arguments import (CommandError, add_bake_parser, add_balance_parser, add_batch_parser, add_export_parser,
                         add_gait_parser, check_contacts, check_output, check_outputs, command_inputs, export_settings,
-                        print_warnings, run_command, write_report)
+                        print_warnings, run_command, self_collision_settings, write_report)
 
 if TYPE_CHECKING:  # for the annotations
     from .batch import ClipJob, Summary
@@ -63,7 +63,7 @@ def bake_files(args: argparse.Namespace):
     """`bake` up to the files: checks the outputs first, bakes. (bake, robot, out, report path)."""
     from .clip import bake_clip_file, load_robot
     out, report_path = bake_outputs(args)
-    robot = load_robot(args.robot, args.mapping)
+    robot = load_robot(args.robot, args.mapping, self_collision_settings(args))
     bake = bake_clip_file(args.source, robot, args.frames, args.contacts, args.source_up)
     return bake, robot, out, report_path
 
@@ -95,6 +95,9 @@ def export_outputs(args: argparse.Namespace):
     if args.frame_rate in ("scene", "bake") and source.suffix.lower() != ".blend":  # a no-op would mislead
         raise CommandError(f"--frame-rate {args.frame_rate}: {source} is a clip, timed by its own frame time "
                            "(a BVH's Frame Time); --frame-rate chooses the rate of a .blend's baked action")
+    if source.suffix.lower() == ".blend" and self_collision_settings(args):
+        raise CommandError(f"--avoid-self-collision / --collision-margin: {source} holds a baked action; these "
+                           "flags choose how a clip is baked (bake it again from its clip)")
     out = Path(args.out).absolute()
     wanted = FORMATS[settings.format]
     if out.suffix.lower() not in (wanted, ".yml" if wanted == ".yaml" else wanted):
@@ -111,7 +114,7 @@ def export_files(args: argparse.Namespace, generator: str) -> tuple[dict, str]:
     if not args.robot:
         raise CommandError(f"{Path(args.source).absolute()}: --robot ROBOT.urdf is required to bake a clip")
     check_contacts(args)
-    robot = load_robot(args.robot, args.mapping)
+    robot = load_robot(args.robot, args.mapping, self_collision_settings(args))
     if settings.joint_acceleration_limits:  # a joint the robot lacks fails before the bake, naming the file
         try:
             JointLimits.from_tree(robot.tree, settings.acceleration_limit, settings.joint_acceleration_limits)
@@ -142,7 +145,7 @@ def gait_files(args: argparse.Namespace) -> tuple[ClipGait, RobotModel, Path, Pa
     from .gait import gait_clip_file, gait_settings, weighed_robot
     out, report_path = check_outputs([args.out, args.report], args.overwrite, command_inputs(args))
     settings = gait_settings(args)
-    robot = weighed_robot(load_robot(args.robot, args.mapping))
+    robot = weighed_robot(load_robot(args.robot, args.mapping, self_collision_settings(args)))
     gait = gait_clip_file(args.source, robot, args.frames, args.contacts, args.source_up, settings)
     return gait, robot, out, report_path
 
@@ -202,7 +205,7 @@ def run_batch(args: argparse.Namespace, generator: str | None = None,
         raise CommandError(f"--workers {args.workers}: expected 1 or more")
     if args.scheduler and args.engine != "dask":
         raise CommandError("--scheduler is the address of a Dask scheduler: use it with --engine dask")
-    robots = batch_robots(args.robot, args.mapping)
+    robots = batch_robots(args.robot, args.mapping, self_collision_settings(args))
     jobs = plan_batch(batch_inputs(args.inputs), robots, Path(args.out_dir), settings.format)
     report_path = _summary_path(Path(args.report).absolute(), settings.overwrite) if args.report else None
     summary = Summary(robots, settings, args.engine, args.workers)

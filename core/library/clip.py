@@ -42,14 +42,16 @@ class RobotModel:
     tree: KinematicTree
     mapping: Mapping | None = None
     mapping_path: Path | None = None  # the preset's file, which errors name
+    settings: dict = dataclasses.field(default_factory=dict)  # retarget settings over the preset's (command flags)
 
     @property
     def name(self) -> str:
         return self.tree.robot.name
 
 
-def load_robot(path, mapping_path=None) -> RobotModel:
-    """Parse the URDF (and the mapping preset); errors name the file."""
+def load_robot(path, mapping_path=None, settings: dict | None = None) -> RobotModel:
+    """Parse the URDF (and the mapping preset); errors name the file. settings: retarget settings
+    (core.chains.mapping.RetargetSettings fields) over the preset's or auto-map's."""
     path = Path(path).absolute()
     refuse_folder(path, "--robot", "robot URDF", "")
     if not path.is_file():
@@ -60,7 +62,8 @@ def load_robot(path, mapping_path=None) -> RobotModel:
     tree = KinematicTree(parse_urdf(path))
     if mapping is not None:
         mapping.check_names(str(Path(mapping_path).absolute()), links=tree.link_names, robot=tree.robot.name)
-    return RobotModel(path, tree, mapping, Path(mapping_path).absolute() if mapping_path is not None else None)
+    return RobotModel(path, tree, mapping, Path(mapping_path).absolute() if mapping_path is not None else None,
+                      dict(settings or {}))
 
 
 def read_clip(path, up: str = "Y") -> SourceMotion:
@@ -114,7 +117,8 @@ class ClipInput:
 
 
 def clip_input(source, robot: RobotModel, frames: str | None, contacts: str | None, up: str) -> ClipInput:
-    """Read a BVH clip, map it (the robot's preset, else auto-map over its whole motion) and read
+    """Read a BVH clip, map it (the robot's preset, else auto-map over its whole motion; the robot's
+    settings over either) and read
     `contacts` (auto, off or a file; None: off) for `frames` (START:END, 0-based): auto on the whole
     clip cut to the range, so where a range begins does not move its feet."""
     with warnings.catch_warnings(record=True) as caught:  # the reader's notes go in the report, not to stderr
@@ -128,6 +132,7 @@ def clip_input(source, robot: RobotModel, frames: str | None, contacts: str | No
         spread = automap_frames(0, motion.frames - 1).astype(int)
         with one_blas_thread():
             mapping = auto_map(motion_frames(motion, spread), robot.tree)
+    mapping = mapping.with_settings(**robot.settings)
     planted = range_contacts(contacts_option(contacts, motion.frames, start, end, motion.fps), motion, mapping,
                              start, end)
     return ClipInput(motion, mapping, start, end, planted, [str(note.message) for note in caught])

@@ -500,3 +500,24 @@ def test_splice_summary_says_what_a_join_saves_or_adds(extension):
     assert summary(SimpleNamespace(**join, time_saved_s=-1e-9)).endswith("saves 0.00 s")
     assert summary(SimpleNamespace(**join, time_saved_s=-0.3)).endswith("adds 0.30 s")
     assert summary(SimpleNamespace(**join, time_saved_s=1.25)).endswith("saves 1.25 s")
+
+
+def test_an_fbx_bake_takes_the_self_collision_flags(clean_scene, tmp_path):
+    """An FBX clip goes through Blender's importer and the UI's bake (cli.common.clip_inputs), not core's
+    BVH path: --avoid-self-collision and --collision-margin reach that bake too (the walk's arms out of
+    the G1's body), and are said in its report's mapping."""
+    import bpy
+
+    assert bpy.ops.import_anim.bvh(filepath=str(WALK), update_scene_fps=True) == {'FINISHED'}
+    fbx = tmp_path / "walk.fbx"
+    assert bpy.ops.export_scene.fbx(filepath=str(fbx), object_types={'ARMATURE'}, bake_anim=True) == {'FINISHED'}
+    figures = {}
+    for flag in ("--no-avoid-self-collision", "--avoid-self-collision"):
+        report_path = tmp_path / f"{flag}.json"
+        proc = launcher("bake", "--source", fbx, "--robot", G1, "--frames", "0:240", flag, "--collision-margin",
+                        "0.015", "--out", tmp_path / f"{flag}.csv", "--report", report_path)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(report_path.read_text())
+        assert report["mapping"]["settings"]["collision_margin"] == 0.015
+        figures[flag] = (report["mapping"]["settings"]["avoid_self_collision"], report["self_collision_pct"] > 0)
+    assert figures == {"--no-avoid-self-collision": (False, True), "--avoid-self-collision": (True, False)}

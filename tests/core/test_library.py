@@ -287,3 +287,56 @@ def test_a_killed_attempts_temporary_file_is_removed_and_nothing_else(tmp_path):
     remove_leftovers(jobs, "npz")
     assert not any(p.exists() for p in ours)
     assert all(p.exists() for p in others)
+
+
+def test_the_self_collision_flags_set_the_bake_over_its_preset(tmp_path):
+    """--avoid-self-collision / --no-avoid-self-collision and --collision-margin set what a preset (or
+    auto-map) would: the walk's arms keep out of the G1's body with the flag over a preset that leaves
+    them in, and pass through it with the flag off over a preset that avoids; batch passes the flags to
+    every clip (its summary says which settings each clip was baked with, and how it collided)."""
+    clip = tmp_path / "walk.bvh"
+    clip.write_bytes((ROOT / "data" / "motion" / "cmu_131_01_walk_m.bvh").read_bytes())
+
+    def bake(name, *flags):
+        report = tmp_path / f"{name}.json"
+        proc = subprocess.run(command("bake", "--source", clip, "--robot", G1, "--frames", "0:240",
+                                      "--out", tmp_path / f"{name}.csv", "--report", report, *flags),
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(report.read_text(encoding="utf-8"))
+
+    auto = bake("auto")
+    for avoid in (False, True):
+        preset = Mapping.from_dict(auto["mapping"]).with_settings(avoid_self_collision=avoid)
+        preset.save(tmp_path / f"preset_{avoid}.json")
+    off = bake("flag_off", "--mapping", tmp_path / "preset_True.json", "--no-avoid-self-collision")
+    on = bake("flag_on", "--mapping", tmp_path / "preset_False.json", "--avoid-self-collision",
+              "--collision-margin", "0.02")
+    assert off["mapping"]["settings"]["avoid_self_collision"] is False and off["self_collision_pct"] > 10
+    assert on["mapping"]["settings"]["avoid_self_collision"] is True
+    assert on["mapping"]["settings"]["collision_margin"] == 0.02 and on["self_collision_pct"] == 0
+    assert on["mapping"]["chains"] == off["mapping"]["chains"] == auto["mapping"]["chains"]
+
+    (tmp_path / "batch").mkdir()
+    summary = tmp_path / "batch.json"
+    proc = subprocess.run(command("batch", "--robot", G1, "--inputs", tmp_path / "*.bvh", *EXPORT, "--out-dir",
+                                  tmp_path / "batch", "--report", summary, "--avoid-self-collision"),
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    batched = json.loads(summary.read_text(encoding="utf-8"))["clips"][0]
+    assert batched["mapping"]["settings"]["avoid_self_collision"] is True and batched["self_collision_pct"] == 0
+
+    proc = subprocess.run(command("bake", "--source", clip, "--robot", G1, "--out", tmp_path / "x.csv",
+                                  "--collision-margin", "-0.01"), cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1 and "--collision-margin -0.01: expected metres from 0 to 0.2" in proc.stderr
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_the_self_collision_flags_are_refused_on_a_baked_blend(tmp_path):
+    """A .blend's action is already baked: the flags would change nothing, so export says so (before
+    Blender is even needed) and writes nothing."""
+    out = tmp_path / "x.npz"
+    proc = subprocess.run(command("export", "--source", tmp_path / "scene.blend", "--out", out, "--format", "npz",
+                                  "--avoid-self-collision"), cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1 and "scene.blend holds a baked action" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
