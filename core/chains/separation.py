@@ -129,6 +129,8 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     fraction of the frame-steps (docs/history/self_collision.md). One look at every frame finds the runs; the
     first pass then looks only at the samples it found inside."""
     depth = _violation(problem, separation, shape, np.arange(len(shape)))
+    if not (depth > 0).any():  # no room to make: the two ends' samples would rate-limit the clip as one step
+        return shape.copy()
     sample = _anchored_samples(depth, every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
                          SAMPLED_PASSES, fixes=False, inside=depth[sample] > 0) - shape[sample]
