@@ -132,8 +132,8 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     if not (depth > 0).any():  # no room to make: the two ends' samples would rate-limit the clip as one step
         return shape.copy()
     sample = _anchored_samples(depth, every)
-    change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step * every,
-                         SAMPLED_PASSES, fixes=False, inside=depth[sample] > 0) - shape[sample]
+    change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step, SAMPLED_PASSES,
+                         fixes=False, inside=depth[sample] > 0, at=sample) - shape[sample]  # not all `every` apart
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
 
 
@@ -285,7 +285,8 @@ def _marked(frames: np.ndarray, count: int) -> np.ndarray:
 
 
 def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.ndarray | None,
-                passes: int | None = None, fixes: bool = True, inside: np.ndarray | None = None) -> np.ndarray:
+                passes: int | None = None, fixes: bool = True, inside: np.ndarray | None = None,
+                at: np.ndarray | None = None) -> np.ndarray:
     """x after `passes` of _separate, the room made after each ramped in time (it starts
     early enough for the joints' speed) and rate limited, then up to FIX_PASSES more on what the
     ramps left inside, each frame moved only as far as its neighbours' speed allows (the rate
@@ -295,8 +296,10 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
     fixes: False leaves the fix passes and the switch windows out (_steady smooths x first and
     finishes it only where it needs it).
     inside: (F,) bool, the frames known inside the margin at x: the first pass looks only at them (the others
-    are clear)."""
+    are clear). at: (F,) the rows' frames where they are not every frame (no fixes then): max_step is per frame,
+    so a step over two frames' gap may go twice as far."""
     passes = SEPARATION_PASSES if passes is None else passes
+    step = max_step if at is None or max_step is None else np.diff(at)[:, None] * max_step  # (V,) or (F-1, V)
     shape, frames = x, None if inside is None else np.flatnonzero(inside)
     held = (np.full(x.shape, -np.inf), np.full(x.shape, np.inf))  # where the ramps took a joint: no way back
     seen = np.zeros(len(x), dtype=bool)  # frames seen clear of the margin where they are
@@ -310,7 +313,7 @@ def _keep_apart(problem: ChainGroup, separation, x: np.ndarray, max_step: np.nda
         seen = (seen & (solved == last).all(axis=1)) | clear
         x = solved
         if max_step is not None:
-            x = rate_limit(x if fixing else room_in_time(shape, x, max_step), max_step)
+            x = rate_limit(x if fixing else room_in_time(shape, x, max_step, at), step)
             # a joint the ramp turned back (a neighbour's answer the other way won) is held on
             # that side, so the next pass makes room with the others instead of undoing it
             held = (np.where(x > solved + NO_CHANGE_RAD, np.maximum(held[0], x), held[0]),
@@ -379,20 +382,23 @@ def _separate(problem: ChainGroup, separation, x: np.ndarray, frames: np.ndarray
     return out, clear
 
 
-def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray) -> np.ndarray:
+def room_in_time(shape: np.ndarray, moved: np.ndarray, max_step: np.ndarray,
+                 at: np.ndarray | None = None) -> np.ndarray:
     """Joint positions (F, V) that go at least as far from `shape` as `moved` does, each way,
     wherever it does, and never faster than max_step (V,) per frame when `shape` is not: the room
     made is ramped around the moving chain itself (a change ramped on its own, added to a shape
-    already at full speed, would be cut back by the rate limit where it is needed)."""
+    already at full speed, would be cut back by the rate limit where it is needed). at: (F,) the
+    rows' frames when they are not every frame (the sampled room's)."""
     change = moved - shape  # a change within NO_CHANGE_RAD of none is rounding's: it neither ramps nor holds
-    above = _cone(np.where(change > NO_CHANGE_RAD, moved, -np.inf), max_step)
-    below = -_cone(np.where(change < -NO_CHANGE_RAD, -moved, -np.inf), max_step)
+    above = _cone(np.where(change > NO_CHANGE_RAD, moved, -np.inf), max_step, at)
+    below = -_cone(np.where(change < -NO_CHANGE_RAD, -moved, -np.inf), max_step, at)
     return np.minimum(np.maximum(shape, above), below)
 
 
-def _cone(values: np.ndarray, max_step: np.ndarray) -> np.ndarray:
-    """max over k of values[k] - |f - k| * max_step (F, V): running maxima forward and backward."""
-    ramp = np.arange(len(values))[:, None] * max_step  # (F, V)
+def _cone(values: np.ndarray, max_step: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+    """max over k of values[k] - |at[f] - at[k]| * max_step (F, V) (at: (F,) frames, default 0..F-1):
+    running maxima forward and backward."""
+    ramp = (np.arange(len(values)) if at is None else at)[:, None] * max_step  # (F, V)
     ahead = np.maximum.accumulate(values + ramp, axis=0) - ramp
     behind = np.maximum.accumulate((values - ramp)[::-1], axis=0)[::-1] + ramp
     return np.maximum(ahead, behind)
