@@ -37,6 +37,16 @@ HELD_ON_BOUND = True  # with HOLD_AT_BOUND False: a joint the free step carries 
 #                       answer: no jump where it crosses; False: only a joint already on its bound is held, another
 #                       is cut at it, a threshold inputs 1e-3 rad apart fall either side of (the G1
 #                       walk ended 9 frames earlier: 0.012 rad on a shoulder; docs/history/self_collision.md, session 32)
+WHOLE_DAMPING = 0.0  # experiment: a whole step's metric plus this times the identity (a proximal pull toward its start)
+WHOLE_REACH_M = 0.0  # experiment (0: off): a whole step scaled so that it brings no pair closer than this (SeparationTerm.reach)
+SOFT_RANK_SLOPE = 0.0  # experiment: pairs ranked past PAIRS_PER_FRAME - 1 ask this times their distance beyond that
+#                        rank's less (a swap at equal distance changes nothing); 0: the hard rank
+SOFT_RANK_EXTRA = 2  # experiment: pairs kept past PAIRS_PER_FRAME with a soft rank
+CHEAPER_RAMP = -1.0  # experiment: <0 the hard rule; 0: no put-back for cost; >0: a row costlier by this share of its
+#                     cost before is put back whole, less in proportion (continuous)
+WHOLE_LOOKAHEAD_M = 0.0  # experiment: >LOOKAHEAD_M, a whole step's pairs this far beyond the margin, those past
+#                          LOOKAHEAD_M asking WHOLE_FADE_SLOPE x their distance past it less
+WHOLE_FADE_SLOPE = 10.0
 HELD_WEIGHT = 1e6  # a held joint's change from its bound costs this much (the metric's entries are about 1)
 
 
@@ -111,6 +121,18 @@ class _Corrections:
         more than two)."""
         joints, cost, was_inside = kept
         _, now, now_inside = self._whole_state(out, live, inside)
+        if CHEAPER_RAMP >= 0.0:
+            back = live[now_inside & ~was_inside]
+            share = np.zeros(len(live)) if CHEAPER_RAMP == 0.0 else \
+                np.clip((now - cost) / (CHEAPER_RAMP * np.maximum(cost, 1e-12)), 0.0, 1.0)
+            share[np.isin(live, back)] = 1.0
+            share[now_inside != was_inside] = np.where(now_inside & ~was_inside, 1.0, 0.0)[now_inside != was_inside]
+            part = live[share > 0.0]
+            self.radius[part] *= 1.0 - 0.5 * share[share > 0.0]
+            rows = self.rows[part]
+            out[rows] += share[share > 0.0][:, None] * (joints[share > 0.0] - out[rows])
+            self.q[rows[:, None], self.cols] = out[rows]
+            return
         back = live[(now_inside & ~was_inside) | ((now_inside == was_inside) & (now > cost))]
         self.radius[back] *= 0.5
         out[self.rows[back]] = joints[np.isin(live, back)]
@@ -124,7 +146,8 @@ class _Corrections:
         if len(new):
             separation, frames = self.separation, self.rows[new]
             f, p, dist, grad = separation.gradient(self.q[frames], separation.root[frames],
-                                                   separation.margin + LOOKAHEAD_M, placed=self.placed.on(new))
+                                                   separation.margin + max(LOOKAHEAD_M, WHOLE_LOOKAHEAD_M),
+                                                   placed=self.placed.on(new))
             redone = np.zeros(len(self.rows), dtype=bool)  # a mask, not np.isin: no sort per step
             redone[new] = True
             old = ~redone[self._seen[0]]
@@ -148,6 +171,8 @@ class _Corrections:
         matrix, gradient = self.group.pull(self.q[rows], rows)
         change = WHOLE_SHAPE_WEIGHT * self.change_metric[live]
         metric = change + matrix
+        if WHOLE_DAMPING:
+            metric = metric + WHOLE_DAMPING * np.eye(metric.shape[1])
         inverse = spd_inverse(metric)
         wished = -np.einsum("rvw,rw->rv", inverse,
                             np.einsum("rvw,rw->rv", change, out[rows] - self.shape[live]) + gradient)
@@ -164,6 +189,13 @@ class _Corrections:
         they are, already evaluated."""
         margin, frames = self.separation.margin, self.rows[live]
         f, p, dist, grad = known if known is not None else self._look(out, live)
+        edge = margin + LOOKAHEAD_M
+        if WHOLE_LOOKAHEAD_M > LOOKAHEAD_M:
+            if toward is None:  # a step out: the pairs within LOOKAHEAD_M
+                keep = dist < edge
+                f, p, dist, grad = f[keep], p[keep], dist[keep], grad[keep]
+            else:  # a whole step: those beyond ask less, so the one that leaves the look asks nothing a step can give
+                dist = dist + WHOLE_FADE_SLOPE * np.maximum(0.0, dist - edge)
         inside, near = np.zeros(len(live), dtype=bool), np.zeros(len(live), dtype=bool)
         inside[f[dist < margin - TOLERANCE_M]] = True
         near[f[dist < margin]] = True
@@ -179,6 +211,8 @@ class _Corrections:
         step = _least_change(metric, f, dist, grad, margin, out[rows], self.lower[at],
                              self.upper[at], None if toward is None else toward[moved],
                              STEP_RAD if radius is None else radius[moved][:, None])
+        if toward is not None and WHOLE_REACH_M:
+            step = step * np.minimum(1.0, WHOLE_REACH_M / np.maximum(self.separation.reach(step), 1e-12))[:, None]
         out[rows] = np.clip(out[rows] + step, self.lower[at], self.upper[at])
         self.q[rows[:, None], self.cols] = out[rows]
         return live[inside]
@@ -199,12 +233,19 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     order = np.lexsort((dist, f))  # by frame, closest first
     f, dist, grad = f[order], dist[order], grad[order]
     rank = np.arange(len(f)) - np.searchsorted(f, f)
-    most = len(f) if HOLD_AT_BOUND else PAIRS_PER_FRAME  # held: every pair within reach (two at one distance swap)
+    soft = SOFT_RANK_SLOPE > 0.0 and not HOLD_AT_BOUND
+    most = len(f) if HOLD_AT_BOUND else PAIRS_PER_FRAME + (SOFT_RANK_EXTRA if soft else 0)
     keep = rank < most
     width = min(most, int(rank.max(initial=0)) + 1)  # no frame has more: the dual sweeps no empty column
     need = np.full((len(x), width), -1.0)  # no pair: no constraint
     g = np.zeros((len(x), width, x.shape[1]))
-    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin + AIM_M - dist[keep], grad[keep]
+    ask = margin + AIM_M - dist
+    if soft:  # past the rank, a pair asks less by SLOPE x its distance beyond that rank's (the ranked pair's own)
+        last = np.full(len(x), np.inf)
+        at = rank == PAIRS_PER_FRAME - 2
+        last[f[at]] = dist[at]
+        ask = ask - SOFT_RANK_SLOPE * np.maximum(0.0, dist - last[f])
+    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = ask[keep], grad[keep]
     toward = np.zeros(x.shape) if toward is None else toward
     need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
     metric, inverse = metric
