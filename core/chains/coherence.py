@@ -56,9 +56,11 @@ CONSENSUS_REACH: int | None = 8  # a frame's run answer: the median change of it
 #                                  made on every frame), not the whole run's, so what lies
 #                                  beyond, where a clip is cut or ends, does not decide it (the G1 hop ended 1-9 frames
 #                                  earlier: 0.016-0.034 rad on a shoulder a second before the end); None: the whole run
-AGAINST_RAMP_RAD = 0.0  # experiment: >0, a frame is started again from its run's answer by a share that grows from 0
-#                         to 1 as its change goes this much further against it than AGAINST_RAD (_against_share)
-AGAINST_FADE_RAD = 0.02  # experiment: a joint's change or answer this near none counts less against (none: not)
+AGAINST_RAMP_RAD = 0.4  # a frame is started again from its run's answer by a share that grows from 0 to 1 as its change
+#                         goes this much further against it than AGAINST_RAD (_against_share): a whole restart or none
+#                         was a threshold inputs 5e-4 rad apart fell either side of (the G1 walk: 0.18 rad on a wrist;
+#                         ramps of 0.05-0.2 left 0.03-0.06 there, session 33); 0: the threshold
+AGAINST_FADE_RAD = 0.02  # a joint's change or answer this near none counts less against (none: not at all)
 NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
 
 
