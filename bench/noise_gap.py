@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def noisy_input(q: np.ndarray, eps: float) -> np.ndarray:
-    """q (F, V, rad) plus uniform noise of +-eps rad, the same draw every run."""
-    return q + np.random.default_rng(0).uniform(-eps, eps, q.shape)
+def noisy_input(q: np.ndarray, eps: float, seed: int = 0) -> np.ndarray:
+    """q (F, V, rad) plus uniform noise of +-eps rad, the same draw every run (of each seed)."""
+    return q + np.random.default_rng(seed).uniform(-eps, eps, q.shape)
 
 
 def print_gap(name: str, eps: float, joint_names: list[str], clean: np.ndarray, noisy: np.ndarray) -> None:

@@ -24,7 +24,7 @@ def sampled(problem, separation, shape, max_step, every):
 
 def steady(problem, separation, x, shape, max_step, fps):
     out = _steady(problem, separation, x, shape, max_step, fps)
-    log.append(("steady", out.copy()))
+    log.append(("steady", out[0].copy()))  # _steady gives (x, depth)
     return out
 
 

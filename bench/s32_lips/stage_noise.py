@@ -9,6 +9,7 @@ it in one run and not the other.
 
 --trace ROW GROUP: that sampled row's first-pass corrections in that group, step by step (joints, pairs near,
 joints on a bound), clean against noisy.
+--seed N: another draw of the noise (default 0).
 --same-samples: the noisy run makes its room on the clean run's sampled frames (the anchors' choice removed).
 """
 from pathlib import Path
@@ -27,7 +28,9 @@ from core.chains import separation as S, coherence as C
 
 R = Path(__file__).resolve().parents[2]
 path = R / ("tests/data/motion/cmu_131_03_hop.bvh" if "hop" in sys.argv else "data/motion/cmu_131_01_walk_m.bvh")
-eps = float(next((a for a in sys.argv[1:] if a[0].isdigit()), "1e-12"))
+seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 0
+eps = float(next((a for k, a in enumerate(sys.argv[1:]) if a[0].isdigit() and sys.argv[k] not in ("--seed", "--trace")
+                  and (k < 2 or sys.argv[k - 1] != "--trace")), "1e-12"))
 same_samples = "--same-samples" in sys.argv
 apply_sets(sys.argv)
 
@@ -105,7 +108,7 @@ def keep(tree, plans, q, root, *a, **k):
     state["phase"] = "clean"
     _keep(tree, plans, q, root, *a, **k)
     state["phase"] = "noisy"
-    noisy = noisy_input(base, eps)
+    noisy = noisy_input(base, eps, seed)
     _keep(tree, plans, noisy, root, *a, **k)
     print_gap(path.name, eps, tree.joint_names, q, noisy)
     report()
@@ -282,6 +285,9 @@ def print_events(gaps):
                 kind = {"b": "bound", "P": "6 closest", "L": "look-ahead"}.get(x[0]) if x[0] == y[0] and x[0] in "bPL" \
                     else "/".join(sorted((x, y)))
                 kinds.setdefault(kind, []).append(row)
+        if trace is not None and trace[1] == group:  # the traced row's choices, both runs
+            for phase in ("clean", "noisy"):
+                print(f"   {phase} choices of row {trace[0]}:", " ".join(events[phase].get((group, trace[0]), [])))
         big = set(np.flatnonzero(gap > 1e-3))
         same = big - set(r for rows in kinds.values() for r in rows)
         print(f"   group {group}: first differing choice -> rows (of them gap > 1e-3): " +

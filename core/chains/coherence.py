@@ -56,6 +56,11 @@ CONSENSUS_REACH: int | None = 8  # a frame's run answer: the median change of it
 #                                  made on every frame), not the whole run's, so what lies
 #                                  beyond, where a clip is cut or ends, does not decide it (the G1 hop ended 1-9 frames
 #                                  earlier: 0.016-0.034 rad on a shoulder a second before the end); None: the whole run
+AGAINST_RAMP_RAD = 0.4  # a frame is started again from its run's answer by a share that grows from 0 to 1 as its change
+#                         goes this much further against it than AGAINST_RAD (_against_share): a whole restart or none
+#                         was a threshold inputs 5e-4 rad apart fell either side of (the G1 walk: 0.18 rad on a wrist;
+#                         ramps of 0.05-0.2 left 0.03-0.06 there, session 33); 0: the threshold
+AGAINST_FADE_RAD = 0.02  # a joint's change or answer this near none counts less against (none: not at all)
 NO_CHANGE_RAD = 1e-7  # a change this small is rounding's: it has no side (the same joints in any process)
 
 
@@ -73,12 +78,19 @@ def one_answer_per_run(correct: "Corrections", out: np.ndarray, shape: np.ndarra
     run = np.cumsum(np.diff(rows, prepend=rows[0]) > RUN_GAP_FRAMES)
     change = out[rows] - shape
     consensus = _consensus(rows, run, change)
-    against = _against(change, consensus)
+    share = _against_share(change, consensus) if AGAINST_RAMP_RAD > 0.0 else None
+    against = _against(change, consensus) if share is None else np.flatnonzero(share > 0.0)
     if len(against) == 0:
         return
     ends = against[(rows[against] == 0) | (rows[against] == len(correct.q) - 1)] if correct.whole else against[:0]
     own = (out[rows[ends]].copy(), correct.whole_cost(out, ends)) if len(ends) else None
+    before = out[rows[against]].copy()
     _restart(correct, out, shape, consensus, [(against, np.inf)])
+    if share is not None:  # started again only in part: between its own answer and the run's
+        part = share[against] < 1.0
+        at = rows[against[part]]
+        out[at] = before[part] + share[against[part]][:, None] * (out[at] - before[part])
+        correct.q[at[:, None], correct.cols] = out[at]
     if own is not None:
         _kept_where_cheaper(correct, out, ends, *own)
     if correct.whole and not LIMB_TRIES:
@@ -167,6 +179,15 @@ def _tried_first(correct: "Corrections", out: np.ndarray, shape: np.ndarray, con
     if any(len(r) for r in rest):
         _restart(correct, out, shape, consensus, [(r, np.inf) for r in rest if len(r)])
     return going
+
+
+def _against_share(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:
+    """(R,) how far each row is started again from its run's answer: 0 up to AGAINST_RAD of change against the
+    consensus (opposite signs, both counted less within AGAINST_FADE_RAD of none), 1 from AGAINST_RAMP_RAD
+    further; continuous in the change and the consensus, where _against's sides and threshold jump."""
+    fade = np.minimum(1.0, np.abs(change) / AGAINST_FADE_RAD) * np.minimum(1.0, np.abs(consensus) / AGAINST_FADE_RAD)
+    apart = np.where(consensus * change < 0.0, np.abs(consensus - change) * fade, 0.0).max(axis=1, initial=0.0)
+    return np.clip((apart - AGAINST_RAD) / AGAINST_RAMP_RAD, 0.0, 1.0)
 
 
 def _against(change: np.ndarray, consensus: np.ndarray) -> np.ndarray:

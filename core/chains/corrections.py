@@ -37,6 +37,20 @@ HELD_ON_BOUND = True  # with HOLD_AT_BOUND False: a joint the free step carries 
 #                       answer: no jump where it crosses; False: only a joint already on its bound is held, another
 #                       is cut at it, a threshold inputs 1e-3 rad apart fall either side of (the G1
 #                       walk ended 9 frames earlier: 0.012 rad on a shoulder; docs/history/self_collision.md, session 32)
+WHOLE_DAMPING = 0.3  # a whole step's metric plus this times the identity: a proximal pull toward where it starts. The
+#                     whole cost is flat along a wrist and the swivel (least eigenvalues 5e-4 to 0.015 against ~20), so a
+#                     slope changed by the input's noise moved the step's answer up to 2,000x as far; damped, at most 3x
+#                     (G1 hop at +-5e-4 rad input noise: 0.39 -> 0.12 rad alone; limbs 1.65 -> 1.60 deg; session 33)
+WHOLE_KEPT_BY_COST = False  # True: a row its whole steps left costlier (linearised, they need not descend) is put back
+#                            where it was; a threshold inputs 5e-4 rad apart fall either side of (the G1 walk: 0.15 rad on a
+#                            shoulder). Damped, the steps leave limbs the same without it (G1 1.598 / 1.819 deg either way)
+SOFT_RANK_SLOPE = 3.0  # a pair ranked past the (PAIRS_PER_FRAME - 1)-th asks this times its distance beyond that pair's less:
+#                        two pairs that swap rank at one distance ask the same (the 6th and 7th of the G1 hop's hand deep in
+#                        the trunk, 0.04 mm apart, moved the step 0.46 rad); 0: the hard rank
+SOFT_RANK_EXTRA = 2  # pairs kept past PAIRS_PER_FRAME with the soft rank (asking less: rarely binding)
+EXACT_FROM_HELD = 2  # a frame whose free step carries this many joints (or more) out of their range is solved exactly
+#                      (core.chains.dual.exact_step): holding them all at their bounds at once jumps where the set
+#                      changes (one joint alone is continuous: HELD_ON_BOUND); 0: never
 HELD_WEIGHT = 1e6  # a held joint's change from its bound costs this much (the metric's entries are about 1)
 
 
@@ -111,7 +125,8 @@ class _Corrections:
         more than two)."""
         joints, cost, was_inside = kept
         _, now, now_inside = self._whole_state(out, live, inside)
-        back = live[(now_inside & ~was_inside) | ((now_inside == was_inside) & (now > cost))]
+        costlier = (now_inside == was_inside) & (now > cost) if WHOLE_KEPT_BY_COST else False
+        back = live[(now_inside & ~was_inside) | costlier]
         self.radius[back] *= 0.5
         out[self.rows[back]] = joints[np.isin(live, back)]
         self.q[self.rows[back][:, None], self.cols] = out[self.rows[back]]
@@ -148,10 +163,13 @@ class _Corrections:
         matrix, gradient = self.group.pull(self.q[rows], rows)
         change = WHOLE_SHAPE_WEIGHT * self.change_metric[live]
         metric = change + matrix
+        slope = np.einsum("rvw,rw->rv", change, out[rows] - self.shape[live]) + gradient
+        wished = -np.einsum("rvw,rw->rv", spd_inverse(metric), slope)
+        far = np.abs(wished).max(axis=1) > WHOLE_TOLERANCE_RAD  # undamped: damped, fewer rows pass (H1 walk +0.02 deg)
+        if WHOLE_DAMPING:
+            metric = metric + WHOLE_DAMPING * np.eye(metric.shape[1])
+            wished = -np.einsum("rvw,rw->rv", spd_inverse(metric), slope)
         inverse = spd_inverse(metric)
-        wished = -np.einsum("rvw,rw->rv", inverse,
-                            np.einsum("rvw,rw->rv", change, out[rows] - self.shape[live]) + gradient)
-        far = np.abs(wished).max(axis=1) > WHOLE_TOLERANCE_RAD
         if far.any():
             self.step(out, live[far], wished[far], metric=(metric[far], inverse[far]), radius=self.radius[live[far]])
         return live[far]
@@ -196,15 +214,7 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
     (core.chains.dual.exact_step): a joint held on its bound and the others solved again from where they
     were met the free answer only where H is diagonal (the G1 walk's shoulder yaw reaching its bound moved
     the room 0.16 rad between inputs 1e-15 apart), and sweeps stopped short move with the pairs' order."""
-    order = np.lexsort((dist, f))  # by frame, closest first
-    f, dist, grad = f[order], dist[order], grad[order]
-    rank = np.arange(len(f)) - np.searchsorted(f, f)
-    most = len(f) if HOLD_AT_BOUND else PAIRS_PER_FRAME  # held: every pair within reach (two at one distance swap)
-    keep = rank < most
-    width = min(most, int(rank.max(initial=0)) + 1)  # no frame has more: the dual sweeps no empty column
-    need = np.full((len(x), width), -1.0)  # no pair: no constraint
-    g = np.zeros((len(x), width, x.shape[1]))
-    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = margin + AIM_M - dist[keep], grad[keep]
+    need, g = _pair_rows(f, dist, grad, margin, x.shape)
     toward = np.zeros(x.shape) if toward is None else toward
     need = need - np.einsum("rkv,rv->rk", g, toward)  # what is left to open beyond the wished change
     metric, inverse = metric
@@ -217,6 +227,12 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
         if not HELD_ON_BOUND:  # only joints on their bound are held: one 3e-6 rad short is cut there instead
             below, above = below & (x <= lower + 1e-9), above & (x >= upper - 1e-9)
         again = np.flatnonzero((below | above).any(axis=1))  # once more where a joint would leave its range
+        exact = again[(below | above)[again].sum(axis=1) >= EXACT_FROM_HELD] if EXACT_FROM_HELD else again[:0]
+        if len(exact):  # several joints out: the least change within the range, exactly
+            step[exact] = toward[exact] + exact_step(metric[exact], inverse[exact], g[exact], need[exact],
+                                                     (lower - x - toward)[exact], (upper - x - toward)[exact],
+                                                     SLACK_SCALE, DUAL_SWEEPS)
+            again = np.setdiff1d(again, exact)
         if len(again):
             # a held joint's move to its bound (0 elsewhere, where a bound may be infinite)
             to_bound = np.where(below, lower, np.where(above, upper, x + toward)) - x - toward if HELD_ON_BOUND \
@@ -225,6 +241,30 @@ def _least_change(metric: tuple, f: np.ndarray, dist: np.ndarray, grad: np.ndarr
                                                 to_bound[again])
     largest = np.abs(step).max(axis=1, keepdims=True)
     return step * np.minimum(1.0, radius / np.maximum(largest, 1e-12))
+
+
+def _pair_rows(f: np.ndarray, dist: np.ndarray, grad: np.ndarray, margin: float, shape: tuple) -> tuple:
+    """(need (R, K), g (R, K, V)) of each frame's closest pairs (entries: frame f (K,), distance (K,), gradient
+    (K, V)), closest first; a frame with fewer pairs asks nothing of the rest (need -1). HOLD_AT_BOUND: every
+    pair; else PAIRS_PER_FRAME, and with SOFT_RANK_SLOPE SOFT_RANK_EXTRA more, each past the
+    (PAIRS_PER_FRAME - 1)-th asking SLOPE times its distance beyond that pair's less (continuous where two swap)."""
+    order = np.lexsort((dist, f))  # by frame, closest first
+    f, dist, grad = f[order], dist[order], grad[order]
+    rank = np.arange(len(f)) - np.searchsorted(f, f)
+    soft = SOFT_RANK_SLOPE > 0.0 and not HOLD_AT_BOUND
+    most = len(f) if HOLD_AT_BOUND else PAIRS_PER_FRAME + (SOFT_RANK_EXTRA if soft else 0)  # held: every pair
+    keep = rank < most
+    width = min(most, int(rank.max(initial=0)) + 1)  # no frame has more: the dual sweeps no empty column
+    need = np.full((shape[0], width), -1.0)  # no pair: no constraint
+    g = np.zeros((shape[0], width, shape[1]))
+    ask = margin + AIM_M - dist
+    if soft:
+        ranked = np.full(shape[0], np.inf)  # each frame's (PAIRS_PER_FRAME - 1)-th distance
+        at = rank == PAIRS_PER_FRAME - 2
+        ranked[f[at]] = dist[at]
+        ask = ask - SOFT_RANK_SLOPE * np.maximum(0.0, dist - ranked[f])
+    need[f[keep], rank[keep]], g[f[keep], rank[keep]] = ask[keep], grad[keep]
+    return need, g
 
 
 def _held(metric: np.ndarray, g: np.ndarray, need: np.ndarray, held: np.ndarray, to_bound: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from . import corrections
 from .corrections import _Corrections, _dual_step, _least_change
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
+from . import steady as steady_stage
 from .steady import blend_reach, steady_gain, steady_room_seen
 from .switches import _violation, _windows, solve_switches
 
@@ -68,6 +69,10 @@ ANCHOR_CENTROID = True  # a run clear of the clip's ends counts its grid from it
 #                         its deepest peak: at 120 fps a peak is flat to 0.1 mm over a few frames, so inputs 5e-4 rad
 #                         apart chose peaks a frame apart in 6 of the G1 hop's runs, which moved every sample of them
 #                         (docs/history/self_collision.md, session 32, s32-lips)
+FIX_RAMP_M = 0.001  # the steady room's fix moves a frame out by a share growing from 0 at steady.INSIDE_M (the depth it
+#                     fixes from) to 1 this much deeper: a frame just past the threshold moves just past it, not out to
+#                     margin + AIM_M (2 mm of distance: the G1 walk's frame 780 fixed in one of two inputs 5e-4 rad apart,
+#                     0.031 rad on a shoulder; session 33). Linearised, a frame δ past it ends about δ short of it; 0: all
 FINISH_SWITCHES = True  # the finish's switch windows (after its fix passes), where the detours left frames inside
 
 
@@ -240,6 +245,10 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
 
     def fix(y, frames):
         out, _ = _separate(problem, separation, y, frames, None, None, LINEAR_STEPS, False)
+        if FIX_RAMP_M > 0.0 and len(frames):  # a frame just past INSIDE_M moves just past it (FIX_RAMP_M)
+            depth = _violation(problem, separation, y, frames) - steady_stage.INSIDE_M  # read when called
+            share = np.clip(depth / FIX_RAMP_M, 0.0, 1.0)
+            out[frames] = y[frames] + share[:, None] * (out[frames] - y[frames])
         return out
 
     def finish(y, near):  # the fix passes and switch windows _keep_apart left out, around the frames `near`
