@@ -118,6 +118,8 @@ def _support(points: np.ndarray, radii: np.ndarray) -> np.ndarray:
 
 
 AXES_TIE = 1e-6  # principal spreads this close (relative) do not decide the axes between them
+ROUND_WIDTH = 0.9  # a section narrowest across no less than this share of its widest is near round: a
+# 12-gon's 0.97 (its farthest point, on the mirror plane, keeps left and right alike), a square's 0.71
 FARTHEST_TIE = 1e-6  # points this close (relative) to the farthest are as far: the first of them is taken
 
 
@@ -125,9 +127,10 @@ def _principal_axes(points: np.ndarray) -> np.ndarray:
     """The points' principal axes, largest spread first. Where spreads tie (a cylinder across its
     axis, a sphere), the points' spread does not decide the axes in that plane and SVD returns
     whatever rounding leaves: G1 written again to 12 digits turned a shoulder's slabs and changed
-    its capsule. There the first axis of the tied plane points to the point farthest from the
-    other axis (the first of those as far, in the points' order), so a turned link frame does not
-    decide; the link frame's axes only for points without extent in the plane."""
+    its capsule. There the first axis of the tied plane is the one across which the points are
+    narrowest (_narrowest_direction); where all three tie, it points to the farthest point (the
+    first of those as far, in the points' order), so a turned link frame does not decide; the link
+    frame's axes only for points without extent in the plane."""
     if len(points) < 2:
         return np.eye(3)
     centred = points - points.mean(axis=0)
@@ -147,7 +150,8 @@ def _principal_axes(points: np.ndarray) -> np.ndarray:
         k = int(np.argmax(tied))  # axes k and k + 1 span the tied plane; the other axis is kept
         single = axes[2 if k == 0 else 0]
         plane = np.eye(3) - np.outer(single, single)
-        first = _farthest_direction(centred, plane)
+        first = _narrowest_direction(centred, axes[k:k + 2])
+        first = _farthest_direction(centred, plane) if first is None else first
         if first is None:  # no extent in the plane: the frame's axes, taken into it
             frame = plane
             first = frame[int(np.argmax(np.linalg.norm(frame, axis=1) - 1e-9 * np.arange(3)))]
@@ -155,6 +159,31 @@ def _principal_axes(points: np.ndarray) -> np.ndarray:
         axes = axes.copy()
         axes[k], axes[k + 1] = first, np.cross(single, first)  # right-handed either way
     return axes
+
+
+def _narrowest_direction(centred: np.ndarray, plane: np.ndarray) -> np.ndarray | None:
+    """The unit direction in the plane (2, 3) across which the points are narrowest: the normal of an
+    edge of their hull seen in it (a square's side, not its diagonal: slabs cut along it halve a
+    square section). Of edges as narrow (a square's), the one at the first-listed point, toward its
+    first-listed neighbour; None for points on a line in the plane, or near round (ROUND_WIDTH)."""
+    flat = centred @ plane.T  # (N, 2)
+    scale = max(float(np.abs(flat).max()), 1e-300)
+    try:
+        hull = ConvexHull(flat)
+    except (QhullError, ValueError):
+        return None
+    ring = hull.vertices  # counter-clockwise
+    same = np.abs(flat[ring][:, None] - flat[None]).max(axis=-1) <= 1e-9 * scale
+    first = np.argmax(same, axis=1)  # each corner as its first-listed point
+    edge = flat[np.roll(ring, -1)] - flat[ring]
+    normal = np.column_stack([edge[:, 1], -edge[:, 0]]) / np.linalg.norm(edge, axis=1)[:, None]
+    width = np.ptp(flat @ normal.T, axis=0)
+    if width.min() > ROUND_WIDTH * np.linalg.norm(flat[:, None] - flat[ring][None], axis=-1).max():
+        return None  # near round (a cylinder's ring): no side to cut along; the farthest point's direction
+    narrow = np.flatnonzero(width <= width.min() * (1.0 + AXES_TIE))
+    ends = np.sort(np.column_stack([first[narrow], np.roll(first, -1)[narrow]]), axis=1)
+    pick = narrow[np.lexsort((ends[:, 1], ends[:, 0]))[0]]
+    return normal[pick] @ plane
 
 
 def _farthest_direction(centred: np.ndarray, projector: np.ndarray) -> np.ndarray | None:

@@ -46,6 +46,8 @@ def fit_body(mesh: BodyMesh) -> list[tuple]:
     without reaching further beyond the hull. Chosen in the body's own frame (fit.body_frame: the
     excess's directions and the volumes' grid turn with the body), so the link's frame does not
     decide."""
+    if not len(mesh.triangles):
+        return fit_capsules(mesh.points, mesh.radii)
     centre, frame = body_frame(mesh.points)
     local = dataclasses.replace(mesh, points=(mesh.points - centre) @ frame.T)
     return [(a @ frame + centre, b @ frame + centre, r) for a, b, r in _fit_body_in_frame(local)]
@@ -53,8 +55,6 @@ def fit_body(mesh: BodyMesh) -> list[tuple]:
 
 def _fit_body_in_frame(mesh: BodyMesh) -> list[tuple]:
     whole = fit_capsules(mesh.points, mesh.radii)
-    if not len(mesh.triangles):
-        return whole
     candidates = [whole] + [_fit_parts(mesh, labels) for labels in _splits(mesh)]
     volume = union_volumes(candidates)
     area = _hull_area(mesh.points)
