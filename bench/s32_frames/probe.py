@@ -8,6 +8,7 @@ posed in the zero pose and matched to the G1's. Prints per body the worst end / 
 
 --steps: for each differing body, which stage differs (the whole hull's fit, the parts' split).
 --merged: the G1 with its fixed links merged (tests/robot_variants.fixed_merged) instead.
+--reordered: its links and joints listed in another order too (tests/core/test_unseen_gait.py's seed).
 """
 from __future__ import annotations
 
@@ -70,8 +71,10 @@ def main() -> None:
         if "--merged" in sys.argv:
             other = KinematicTree(parse_urdf(RV.write_urdf(RV.fixed_merged(base.robot), Path(folder) / "m.urdf")))
         else:
-            other = KinematicTree(parse_urdf(RV.write_urdf(RV.frames_turned(base.robot, turns(base.robot)),
-                                                           Path(folder) / "t.urdf")))
+            turned = RV.frames_turned(base.robot, turns(base.robot))
+            if "--reordered" in sys.argv:  # listed in another order too, as the gait test's
+                turned = RV.reordered(turned, seed=13)
+            other = KinematicTree(parse_urdf(RV.write_urdf(turned, Path(folder) / "t.urdf")))
         one, two = world_capsules(base, fit_model(base)), world_capsules(other, fit_model(other))
         print(f"{'body':32s} {'caps':>9s} {'worst gap m':>12s}")
         differ = []
