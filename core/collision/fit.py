@@ -173,12 +173,14 @@ def _narrowest_direction(centred: np.ndarray, plane: np.ndarray) -> np.ndarray |
     except (QhullError, ValueError):
         return None
     ring = hull.vertices  # counter-clockwise
-    same = np.abs(flat[ring][:, None] - flat[None]).max(axis=-1) <= 1e-9 * scale
-    first = np.argmax(same, axis=1)  # each corner as its first-listed point
+    key = np.round(flat / (1e-9 * scale))  # points that coincide seen in the plane (a cylinder's two rings)
+    keys, first_of = np.unique(key, axis=0, return_index=True)
+    first = first_of[np.searchsorted(keys.view([("", float)] * 2).ravel(),  # each corner as its first-listed point
+                                     key[ring].copy().view([("", float)] * 2).ravel())]
     edge = flat[np.roll(ring, -1)] - flat[ring]
     normal = np.column_stack([edge[:, 1], -edge[:, 0]]) / np.linalg.norm(edge, axis=1)[:, None]
     width = np.ptp(flat @ normal.T, axis=0)
-    if width.min() > ROUND_WIDTH * np.linalg.norm(flat[:, None] - flat[ring][None], axis=-1).max():
+    if width.min() > ROUND_WIDTH * np.linalg.norm(flat[ring][:, None] - flat[ring][None], axis=-1).max():
         return None  # near round (a cylinder's ring): no side to cut along; the farthest point's direction
     narrow = np.flatnonzero(width <= width.min() * (1.0 + AXES_TIE))
     ends = np.sort(np.column_stack([first[narrow], np.roll(first, -1)[narrow]]), axis=1)
