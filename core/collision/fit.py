@@ -32,7 +32,7 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
 
     Every (cut, count, axis) is fitted at once, as arrays: one Python-level fit per slab and
     axis cost the G1 seconds of interpreter overhead."""
-    centre, frame = body_frame(points)
+    centre, frame = body_frame(_hull_piece(points, radii)[0])  # the hull's vertices, as the slabs' axes always were
     local = np.round((points - centre) @ frame.T / SNAP_M) * SNAP_M
     capsules = _fit_in_frame(local, radii, most)
     return [(a @ frame + centre, b @ frame + centre, r + SNAP_M) for a, b, r in capsules]
