@@ -141,3 +141,22 @@ def test_the_g1_described_otherwise_fits_the_same_capsules(variant, g1_capsules,
     assert set(fitted) == set(g1_capsules)
     gaps = {name: _worst_gap(g1_capsules[name], fitted[name]) for name in g1_capsules}
     assert max(gaps.values()) < 1e-6, {n: g for n, g in gaps.items() if g >= 1e-6}
+
+
+def test_a_detailed_visual_beside_a_simple_collision_shape_is_not_a_shape_of_its_own():
+    """The G1's shoulders are drawn by a detailed mesh and collided as a cylinder (its visual reaches
+    31-71 mm beyond the cylinder): the collision shape alone is the body's; a link whose collisions
+    repeat one of its visual meshes reads its other visuals too (a merged hand, see above)."""
+    from core.collision.proxies import link_shapes
+
+    def same(shapes, expected):  # the very shapes (a Geometry's arrays have no == of one truth)
+        return len(shapes) == len(expected) and all(a is b for a, b in zip(shapes, expected))
+
+    robot = parse_urdf(G1)
+    shoulder = robot.links["left_shoulder_roll_link"]
+    assert shoulder.visuals and [g.kind for g in shoulder.collisions] == ["cylinder"]
+    assert same(link_shapes(shoulder), shoulder.collisions)
+    contour = robot.links["pelvis_contour_link"]  # drawn and collided by one mesh: nothing more
+    assert same(link_shapes(contour), contour.collisions)
+    hand = robot.links["left_rubber_hand"]  # no collision shape: its visual
+    assert not hand.collisions and same(link_shapes(hand), hand.visuals)
