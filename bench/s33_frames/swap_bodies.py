@@ -2,9 +2,11 @@
 bodies' capsules taken from another checkout's fit: which body's fit moves the limbs.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/s33_frames/swap_bodies.py DONOR_REPO BODY[,BODY...] {walk,hop} g1
+    OMP_NUM_THREADS=1 .venv/bin/python bench/s33_frames/swap_bodies.py DONOR_REPO BODY[,BODY...] SCRIPT.py [ARGS]
 
 DONOR_REPO: a checkout whose core/ fits the donor capsules (e.g. a `git archive` of main); BODY: body
 names (the G1's link names, e.g. torso_link); an empty string swaps none. No disk cache is read.
+SCRIPT.py: another probe run the same way (e.g. bench/s32_invar/cut_gap.py g1 hop -1 -9).
 """
 from __future__ import annotations
 
@@ -44,5 +46,6 @@ def swapped(tree):
 
 
 proxies.fit_model = swapped
-sys.argv = ["clear_targets_stages.py"] + sys.argv[3:]
-runpy.run_path(str(HERE.parent / "clear_targets_stages.py"), run_name="__main__")
+script = sys.argv[3] if sys.argv[3].endswith(".py") else str(HERE.parent / "clear_targets_stages.py")
+sys.argv = [script] + sys.argv[4 if sys.argv[3].endswith(".py") else 3:]
+runpy.run_path(script, run_name="__main__")
