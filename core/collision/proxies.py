@@ -4,8 +4,8 @@ process, and on disk (core.collision.store).
 A body is a link that moves (or the root) with every link fixed to it; its
 geometry is each link's URDF <collision> shapes, or its <visual> ones where a
 link has none (G1's rubber hands), and a link's visuals of parts without a
-collision shape (link_shapes: its fixed links merged into it). Capsules cover a body's mesh in parts
-(core.collision.parts), or its convex hull (core.collision.fit): they contain
+collision shape (link_shapes: fixed links merged into it). Capsules cover a
+body's mesh in parts (core.collision.parts), or its convex hull (core.collision.fit): they contain
 the meshes, so a distance between proxies is never more than between the
 meshes (conservative).
 """
@@ -249,10 +249,10 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
 
 
 def body_geometry(tree: KinematicTree, link: int) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
-    """Points (K, 3) and radii (K,) of a body in its link's frame: each of its links' collision
-    shapes, else that link's visual ones (G1's rubber hands have no collision shape, and are
-    what touches the belly); (None, None) without any, and whether some link's shapes could
-    not be read (mesh files missing)."""
+    """Points (K, 3) and radii (K,) of a body in its link's frame: each of its links' shapes
+    (link_shapes: collision shapes, else visual ones: G1's rubber hands have no collision shape,
+    and are what touches the belly); (None, None) without any, and whether some link's shapes
+    could not be read (mesh files missing)."""
     points, radii, missing = [], [], False
     zero = tree.zero_pose()
     to_link = np.linalg.inv(zero[link])
