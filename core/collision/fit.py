@@ -16,6 +16,9 @@ import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
 MAX_CAPSULES = 6  # per body
+SNAP_M = 1e-7  # points are snapped to this grid in the body's frame (and the capsules thickened by it): a
+# symmetric body (the G1's four sole spheres) written again to 9 digits broke its ties otherwise, and the
+# smallest circles' search (Badoiu-Clarkson, a few steps) took another path to another capsule (3 for 5)
 CAPSULE_COST_M = 0.001  # a further capsule must cut the mean excess by this much to be worth its distances
 _DIRECTIONS = 64  # directions the excess over the hull is averaged over
 
@@ -29,9 +32,17 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
 
     Every (cut, count, axis) is fitted at once, as arrays: one Python-level fit per slab and
     axis cost the G1 seconds of interpreter overhead."""
+    centre, frame = body_frame(_hull_piece(points, radii)[0])  # the hull's vertices, as the slabs' axes always were
+    local = np.round((points - centre) @ frame.T / SNAP_M) * SNAP_M
+    capsules = _fit_in_frame(local, radii, most)
+    return [(a @ frame + centre, b @ frame + centre, r + SNAP_M) for a, b, r in capsules]
+
+
+def _fit_in_frame(points: np.ndarray, radii: np.ndarray, most: int) -> list[tuple]:
+    """fit_capsules on points given in their body_frame: the slabs cut across its axes."""
     points, radii, edges, facets = _hull_piece(points, radii)
     held = _support(points, radii)
-    axes = _principal_axes(points)
+    axes = np.eye(3)
     cuts = range(3) if len(points) >= 2 else range(1)
     configs = [(k, count) for k in cuts for count in range(1 if k == 0 else 2, most + 1)]  # one slab: any cut
     slabs = _slabs(points, radii, edges, axes, configs)
@@ -42,9 +53,18 @@ def fit_capsules(points: np.ndarray, radii: np.ndarray, most: int = MAX_CAPSULES
     extra = CAPSULE_COST_M * (np.array([count for _, count in configs]) - 1)
     cost = (worst - held).mean(axis=-1) + extra
     cost[:, ~slabs.whole] = np.inf
-    config, axis = divmod(int(np.argmin(cost.T)), len(axes))  # the first least in (cut, count, axis) order
+    config, axis = divmod(first_least(cost.T.ravel()), len(axes))  # in (cut, count, axis) order
     rows = range(first[config], first[config] + configs[config][1])
     return [(ends[axis, s, 0], ends[axis, s, 1], float(radius[axis, s])) for s in rows]
+
+
+COST_TIE_M = 1e-9  # costs this close are equal: rounding (a frame turned, a URDF written again) must not choose
+
+
+def first_least(cost: np.ndarray) -> int:
+    """The first index whose cost (metres) is within COST_TIE_M of the least: a cylinder fitted across
+    either of its two like axes costs the same but for rounding, which then chose between them."""
+    return int(np.argmax(cost <= cost.min() + COST_TIE_M))
 
 
 def hull_excess(capsules: list[tuple], points: np.ndarray, radii: np.ndarray) -> float:
@@ -98,30 +118,113 @@ def _support(points: np.ndarray, radii: np.ndarray) -> np.ndarray:
 
 
 AXES_TIE = 1e-6  # principal spreads this close (relative) do not decide the axes between them
+ROUND_WIDTH = 0.9  # a section narrowest across no less than this share of its widest is near round: a
+# 12-gon's 0.97 (its farthest point, on the mirror plane, keeps left and right alike), a square's 0.71
+FARTHEST_TIE = 1e-6  # points this close (relative) to the farthest are as far: the first of them is taken
 
 
 def _principal_axes(points: np.ndarray) -> np.ndarray:
     """The points' principal axes, largest spread first. Where spreads tie (a cylinder across its
-    axis, a sphere), the points do not decide the axes in that plane and SVD returns whatever
-    rounding leaves: G1 written again to 12 digits turned a shoulder's slabs and changed its
-    capsule. There the link frame's axes, taken into the plane, are the axes."""
+    axis, a sphere), the points' spread does not decide the axes in that plane and SVD returns
+    whatever rounding leaves: G1 written again to 12 digits turned a shoulder's slabs and changed
+    its capsule. There the first axis of the tied plane is the one across which the points are
+    narrowest (_narrowest_direction); where all three tie, it points to the farthest point (the
+    first of those as far, in the points' order), so a turned link frame does not decide; the link
+    frame's axes only for points without extent in the plane."""
     if len(points) < 2:
         return np.eye(3)
-    _, spread, axes = np.linalg.svd(points - points.mean(axis=0), full_matrices=False)
+    centred = points - points.mean(axis=0)
+    _, spread, axes = np.linalg.svd(centred, full_matrices=False)
     if len(axes) < 3:
         return np.vstack([axes, np.cross(*axes[:2])[None] if len(axes) == 2 else np.eye(3)[:3 - len(axes)]])[:3]
     tied = np.abs(np.diff(spread)) <= AXES_TIE * spread[0]
     if tied.all():
-        return np.eye(3)
+        first = _farthest_direction(centred, np.eye(3))
+        if first is None:
+            return np.eye(3)
+        second = _farthest_direction(centred, np.eye(3) - np.outer(first, first))
+        if second is None:
+            second = np.linalg.svd(first[None])[2][1]
+        return np.array([first, second, np.cross(first, second)])
     if tied.any():
         k = int(np.argmax(tied))  # axes k and k + 1 span the tied plane; the other axis is kept
         single = axes[2 if k == 0 else 0]
-        frame = np.eye(3) - np.outer(np.eye(3) @ single, single)  # the frame's axes in the plane
-        first = frame[int(np.argmax(np.linalg.norm(frame, axis=1) - 1e-9 * np.arange(3)))]
-        first /= np.linalg.norm(first)
+        plane = np.eye(3) - np.outer(single, single)
+        first = _narrowest_direction(centred, axes[k:k + 2])
+        first = _farthest_direction(centred, plane) if first is None else first
+        if first is None:  # no extent in the plane: the frame's axes, taken into it
+            frame = plane
+            first = frame[int(np.argmax(np.linalg.norm(frame, axis=1) - 1e-9 * np.arange(3)))]
+            first = first / np.linalg.norm(first)
         axes = axes.copy()
         axes[k], axes[k + 1] = first, np.cross(single, first)  # right-handed either way
     return axes
+
+
+def _narrowest_direction(centred: np.ndarray, plane: np.ndarray) -> np.ndarray | None:
+    """The unit direction in the plane (2, 3) across which the points are narrowest: the normal of an
+    edge of their hull seen in it (a square's side, not its diagonal: slabs cut along it halve a
+    square section). Of edges as narrow (a square's), the one at the first-listed point, toward its
+    first-listed neighbour; None for points on a line in the plane, or near round (ROUND_WIDTH)."""
+    flat = centred @ plane.T  # (N, 2)
+    scale = max(float(np.abs(flat).max()), 1e-300)
+    try:
+        hull = ConvexHull(flat)
+    except (QhullError, ValueError):
+        return None
+    ring = hull.vertices  # counter-clockwise
+    key = np.round(flat / (1e-9 * scale))  # points that coincide seen in the plane (a cylinder's two rings)
+    keys, first_of = np.unique(key, axis=0, return_index=True)
+    first = first_of[np.searchsorted(keys.view([("", float)] * 2).ravel(),  # each corner as its first-listed point
+                                     key[ring].copy().view([("", float)] * 2).ravel())]
+    edge = flat[np.roll(ring, -1)] - flat[ring]
+    normal = np.column_stack([edge[:, 1], -edge[:, 0]]) / np.linalg.norm(edge, axis=1)[:, None]
+    width = np.ptp(flat @ normal.T, axis=0)
+    if width.min() > ROUND_WIDTH * np.linalg.norm(flat[ring][:, None] - flat[ring][None], axis=-1).max():
+        return None  # near round (a cylinder's ring): no side to cut along; the farthest point's direction
+    narrow = np.flatnonzero(width <= width.min() * (1.0 + AXES_TIE))
+    ends = np.sort(np.column_stack([first[narrow], np.roll(first, -1)[narrow]]), axis=1)
+    pick = narrow[np.lexsort((ends[:, 1], ends[:, 0]))[0]]
+    return normal[pick] @ plane
+
+
+def _farthest_direction(centred: np.ndarray, projector: np.ndarray) -> np.ndarray | None:
+    """The unit direction, within the projector's (3, 3) subspace, of the first point farthest in it
+    (FARTHEST_TIE); None when every point lies outside it."""
+    inside = centred @ projector
+    length = np.linalg.norm(inside, axis=1)
+    if length.max() <= 1e-12 * max(float(np.abs(centred).max()), 1e-300):
+        return None
+    k = int(np.argmax(length >= (1.0 - FARTHEST_TIE) * length.max()))
+    return inside[k] / length[k]
+
+
+SIGN_TIE = 1e-6  # a skew or reach this small (relative; URDFs round origins to 9 digits) decides no sign
+
+
+def body_frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(centre (3,), axes (3, 3) rows, right-handed) that the points decide, not the frame they are
+    given in: their mean and principal axes (largest spread first), each of the first two pointing
+    where the points are skewed (their third moment along it), else where they reach further, else
+    (symmetric across it) to the side of the first point off the plane through the mean. The
+    fit works in it: the directions its excess is averaged over and the grid its volumes are
+    counted on then turn with the body, so a link frame turned another way fits the same capsules
+    (before, the G1 with its frames turned at random fitted capsules up to 1 cm apart)."""
+    centre = points.mean(axis=0) if len(points) else np.zeros(3)
+    axes = _principal_axes(points).copy()
+    if len(points) < 2:
+        return centre, axes
+    size = max(float(np.abs(points - centre).max()), 1e-12)
+    for k in range(2):
+        along = (points - centre) @ axes[k] / size
+        skew = float(np.mean(along ** 3))
+        reach = float(along.max() + along.min())
+        first = np.flatnonzero(np.abs(along) > SIGN_TIE)  # a body symmetric across it: its first point
+        decide = skew if abs(skew) > SIGN_TIE else reach if abs(reach) > SIGN_TIE else \
+            along[first[0]] if len(first) else 1.0
+        axes[k] *= np.sign(decide)
+    axes[2] = np.cross(axes[0], axes[1])
+    return centre, axes
 
 
 def _hull_edges(points: np.ndarray) -> np.ndarray:

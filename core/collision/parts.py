@@ -12,12 +12,13 @@ capsules still holds the whole mesh (conservative).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
-from .fit import fit_capsules, hull_excess
+from .fit import body_frame, first_least, fit_capsules, hull_excess
 
 MAX_PARTS = 3  # parts a body's mesh is split into, at most (4 chose the same G1 capsules, 1.7 times the fit's time)
 SPLIT_CAPSULE_COST_M = 0.003  # a capsule's charge, as excess over the hull's surface. At 1 mm the hands took
@@ -42,10 +43,18 @@ class BodyMesh:
 def fit_body(mesh: BodyMesh) -> list[tuple]:
     """[(end a (3,), end b (3,), radius)] covering the body's mesh: the whole hull's fit or the
     parts' of a split, whichever fills least volume (SPLIT_CAPSULE_COST_M charged per capsule)
-    without reaching further beyond the hull."""
-    whole = fit_capsules(mesh.points, mesh.radii)
+    without reaching further beyond the hull. Chosen in the body's own frame (fit.body_frame: the
+    excess's directions and the volumes' grid turn with the body), so the link's frame does not
+    decide."""
     if not len(mesh.triangles):
-        return whole
+        return fit_capsules(mesh.points, mesh.radii)
+    centre, frame = body_frame(mesh.points)
+    local = dataclasses.replace(mesh, points=(mesh.points - centre) @ frame.T)
+    return [(a @ frame + centre, b @ frame + centre, r) for a, b, r in _fit_body_in_frame(local)]
+
+
+def _fit_body_in_frame(mesh: BodyMesh) -> list[tuple]:
+    whole = fit_capsules(mesh.points, mesh.radii)
     candidates = [whole] + [_fit_parts(mesh, labels) for labels in _splits(mesh)]
     volume = union_volumes(candidates)
     area = _hull_area(mesh.points)
@@ -54,7 +63,7 @@ def fit_body(mesh: BodyMesh) -> list[tuple]:
     # fills far less: pieces apart (two brackets on one link) have a hull mostly of air between them
     volume[(reach > reach[0]) & (volume > SPLIT_TIGHTER * volume[0])] = np.inf
     cost = volume / area + SPLIT_CAPSULE_COST_M * np.array([len(c) - 1 for c in candidates])
-    return candidates[int(np.argmin(cost))]
+    return candidates[first_least(cost)]
 
 
 def union_volumes(candidates: list[list[tuple]]) -> np.ndarray:

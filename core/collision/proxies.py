@@ -3,8 +3,9 @@ process, and on disk (core.collision.store).
 
 A body is a link that moves (or the root) with every link fixed to it; its
 geometry is each link's URDF <collision> shapes, or its <visual> ones where a
-link has none (G1's rubber hands). Capsules cover a body's mesh in parts
-(core.collision.parts), or its convex hull (core.collision.fit): they contain
+link has none (G1's rubber hands), and a link's visuals of parts without a
+collision shape (link_shapes: fixed links merged into it). Capsules cover a
+body's mesh in parts (core.collision.parts), or its convex hull (core.collision.fit): they contain
 the meshes, so a distance between proxies is never more than between the
 meshes (conservative).
 """
@@ -16,10 +17,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..feet.geometry import body_points, geometry_points, rigid_links
+from ..feet.geometry import geometry_points, rigid_links
 from ..model.kinematics import FIXED, KinematicTree
 from ..model.meshes import MeshError, load_mesh
 from ..model.transforms import rotate_points
+from ..model.urdf import Geometry, Link
 from ..model.mesh_paths import resolve_mesh_path
 from .fit import fit_capsules
 from .hulls import pad_hull, simplified_hull, smooth_trunk, trunk_links
@@ -247,24 +249,51 @@ def fit_model(tree: KinematicTree) -> CollisionModel:
 
 
 def body_geometry(tree: KinematicTree, link: int) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
-    """Points (K, 3) and radii (K,) of a body in its link's frame: each of its links' collision
-    shapes, else that link's visual ones (G1's rubber hands have no collision shape, and are
-    what touches the belly); (None, None) without any, and whether some link's shapes could
-    not be read (mesh files missing)."""
+    """Points (K, 3) and radii (K,) of a body in its link's frame: each of its links' shapes
+    (link_shapes: collision shapes, else visual ones: G1's rubber hands have no collision shape,
+    and are what touches the belly); (None, None) without any, and whether some link's shapes
+    could not be read (mesh files missing)."""
     points, radii, missing = [], [], False
+    zero = tree.zero_pose()
+    to_link = np.linalg.inv(zero[link])
     for i in rigid_links(tree, link):
         urdf_link = tree.robot.links[tree.link_names[i]]
-        if not (urdf_link.collisions or urdf_link.visuals):
+        shapes = link_shapes(urdf_link)
+        if not shapes:
             continue
-        found = body_points(tree, link, [i])  # collisions, else visuals, of this one link
-        if len(found.points) == 1 and not found.points.any() and not found.radius.any():
+        offset = to_link @ zero[i]
+        found = [geometry_points(geom, tree.robot.source_path) for geom in shapes]
+        if not sum(len(p) for p, _ in found):  # collision meshes missing: the visual ones, as feet.body_points
+            found = [geometry_points(geom, tree.robot.source_path) for geom in urdf_link.visuals]
+        if not sum(len(p) for p, _ in found):
             missing = True  # its mesh files are missing: no shape to fit
             continue
-        points.append(found.points)
-        radii.append(found.radius)
+        points += [p @ offset[:3, :3].T + offset[:3, 3] for p, _ in found]
+        radii += [r for _, r in found]
     if not points:
         return None, None, missing
     return np.concatenate(points), np.concatenate(radii), missing
+
+
+def link_shapes(link: Link) -> list[Geometry]:
+    """A link's shapes: its collision ones, else its visual ones; and, where some of its collision
+    shapes repeat visual meshes (a part drawn and collided alike), the visuals no collision shape
+    repeats: parts of their own without one, as an exporter merging fixed links leaves them (the
+    G1's rubber hands on its wrists, its pelvis shell beside the contour). A link whose collisions
+    repeat none of its visuals (a detailed visual beside a simple collision shape, the G1's
+    shoulders) keeps its collisions alone."""
+    if not link.collisions:
+        return list(link.visuals)
+    drawn = [v for v in link.visuals if any(_repeats(c, v) for c in link.collisions)]
+    if not drawn:
+        return list(link.collisions)
+    return list(link.collisions) + [v for v in link.visuals if not any(v is d for d in drawn)]
+
+
+def _repeats(collision: Geometry, visual: Geometry) -> bool:
+    """Whether a collision shape is the visual's mesh, placed and scaled alike."""
+    return (collision.kind == visual.kind == "mesh" and collision.filename == visual.filename
+            and np.allclose(collision.scale, visual.scale) and np.allclose(collision.origin, visual.origin))
 
 
 def body_mesh(tree: KinematicTree, link: int) -> BodyMesh | None:
@@ -277,7 +306,7 @@ def body_mesh(tree: KinematicTree, link: int) -> BodyMesh | None:
     for i in rigid_links(tree, link):
         urdf_link = tree.robot.links[tree.link_names[i]]
         offset = to_link @ zero[i]
-        for geom in urdf_link.collisions or urdf_link.visuals:
+        for geom in link_shapes(urdf_link):
             if geom.kind == "mesh":
                 source = tree.robot.source_path
                 path = resolve_mesh_path(geom.filename or "", source) if source is not None else None

@@ -20,10 +20,12 @@ from ..model.mesh_paths import resolve_mesh_path
 from ..motion.fileio import write_bytes_atomic
 from . import hulls, smooth, support
 
-FIT_VERSION = 10  # raise when the capsule fit, the pair rules, the mesh reading or what an entry holds change
+FIT_VERSION = 11  # raise when the capsule fit, the pair rules, the mesh reading or what an entry holds change
 #                 (9: the support hulls an entry of their own, fitted on first use: code before it, sharing the
 #                 folder, would read a model without them and drop the bound; 10: the pairs' sampled postures drawn
-#                 in the robot's own joint order, core.collision.pairs.canonical_joints)
+#                 in the robot's own joint order, core.collision.pairs.canonical_joints; 11: capsules fitted in
+#                 the body's own frame, core.collision.fit.body_frame, not the link's; a link's visuals of parts
+#                 without a collision shape read too, core.collision.proxies.link_shapes)
 CACHE_ENV = "ROBOT_RETARGET_CACHE"  # a folder for the cache; empty: no disk cache
 
 

@@ -90,3 +90,73 @@ def test_a_body_whose_spreads_tie_gets_the_same_capsules_from_a_urdf_written_aga
     left, right = fitted[0]["left"][0], fitted[0]["right"][0]
     assert abs(left[2] - right[2]) < 1e-6
     assert np.abs(np.diff(left[:2], axis=0) - np.diff(right[:2], axis=0) * mirror).max() < 1e-6
+
+
+def _world_capsules(tree: KinematicTree) -> dict[str, list]:
+    """Each body's fitted capsules (ends, radius) placed in the zero pose, by body name."""
+    from core.collision.proxies import fit_model
+
+    model, zero = fit_model(tree), tree.zero_pose()
+    out: dict[str, list] = {}
+    for row, body in enumerate(model.capsule_body):
+        pose = zero[model.body_links[body]]
+        a, b = (pose[:3, :3] @ end + pose[:3, 3] for end in model.ends[row])
+        out.setdefault(model.body_names[body], []).append((a, b, float(model.radius[row])))
+    return out
+
+
+def _worst_gap(caps: list, other: list) -> float:
+    """Over `caps`, the worst of the least end-or-radius gap (m) to a capsule of `other`, either end first."""
+    if len(caps) != len(other):
+        return np.inf
+    return max(min(max(min(max(np.linalg.norm(a - c), np.linalg.norm(b - d)),
+                           max(np.linalg.norm(a - d), np.linalg.norm(b - c))), abs(r - s)) for c, d, s in other)
+               for a, b, r in caps)
+
+
+@pytest.fixture(scope="module")
+def g1_capsules():
+    return _world_capsules(KinematicTree(parse_urdf(G1)))
+
+
+@pytest.mark.parametrize("variant", ["frames turned", "fixed links merged"])
+def test_the_g1_described_otherwise_fits_the_same_capsules(variant, g1_capsules, tmp_path):
+    """The G1 with every link frame but the root's turned at random (and its links listed in another
+    order), or with its fixed links merged into their parents, written to a URDF: every body gets
+    the G1's capsules in the world. Before, the fit read the link frame (the directions its excess
+    is averaged over, the grid its volumes are counted on: 29 of 30 bodies up to 1 cm apart), and a
+    merged link with collisions dropped its visual-only parts (the rubber hands, the pelvis shell)."""
+    from scipy.spatial.transform import Rotation
+
+    from tests import robot_variants as RV
+
+    robot = parse_urdf(G1)
+    if variant == "frames turned":
+        rng = np.random.default_rng(13)
+        turns = {n: Rotation.from_rotvec(rng.normal(size=3)).as_matrix() for n in robot.links if n != robot.root_link}
+        other = RV.reordered(RV.frames_turned(robot, turns), seed=13)
+    else:
+        other = RV.fixed_merged(robot)
+    fitted = _world_capsules(KinematicTree(parse_urdf(RV.write_urdf(other, tmp_path / "other.urdf"))))
+    assert set(fitted) == set(g1_capsules)
+    gaps = {name: _worst_gap(g1_capsules[name], fitted[name]) for name in g1_capsules}
+    assert max(gaps.values()) < 1e-6, {n: g for n, g in gaps.items() if g >= 1e-6}
+
+
+def test_a_detailed_visual_beside_a_simple_collision_shape_is_not_a_shape_of_its_own():
+    """The G1's shoulders are drawn by a detailed mesh and collided as a cylinder (its visual reaches
+    31-71 mm beyond the cylinder): the collision shape alone is the body's; a link whose collisions
+    repeat one of its visual meshes reads its other visuals too (a merged hand, see above)."""
+    from core.collision.proxies import link_shapes
+
+    def same(shapes, expected):  # the very shapes (a Geometry's arrays have no == of one truth)
+        return len(shapes) == len(expected) and all(a is b for a, b in zip(shapes, expected))
+
+    robot = parse_urdf(G1)
+    shoulder = robot.links["left_shoulder_roll_link"]
+    assert shoulder.visuals and [g.kind for g in shoulder.collisions] == ["cylinder"]
+    assert same(link_shapes(shoulder), shoulder.collisions)
+    contour = robot.links["pelvis_contour_link"]  # drawn and collided by one mesh: nothing more
+    assert same(link_shapes(contour), contour.collisions)
+    hand = robot.links["left_rubber_hand"]  # no collision shape: its visual
+    assert not hand.collisions and same(link_shapes(hand), hand.visuals)
