@@ -29,7 +29,7 @@ from .corrections import _Corrections, _dual_step, _least_change
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
 from .steady import blend_reach, steady_gain, steady_room_seen
-from .switches import _violation, _windows, solve_switches
+from .switches import _pair_floors, _violation, _windows, solve_switches
 
 # the costs of a change live in change_cost, a pass's corrections in corrections; their functions stay reachable
 # here, where tests look for them. corrections' constants (STEP_RAD, HOLD_AT_BOUND, ...) are read and set there
@@ -55,6 +55,7 @@ POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.
 POLISH_DESCENT = False  # the polish by core.chains.polish.descend_room (a damped SQP to where the whole cost stops
 #                        falling, on the sampled frames) instead of polish_room (docs/notes/s25-step.md: G1 walk / hop
 #                        limbs +0.48 / +0.80 deg over off on capsules, +0.22 / +0.31 on the smooth trunk; off)
+POLISH_SAMPLE_HZ = 30.0  # the descended polish is made on frames about this often (its move low-passed at STEADY_CUTOFF_HZ)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
 SAMPLE_HZ = 30.0  # with the steady room, the frame-by-frame room is made on frames about this often (5x its cutoff;
 #                   session 26: 60 -> 30 Hz, the G1 walk / hop avoidance 0.66 / 0.86 of its instructions, docs/history/self_collision.md)
@@ -114,9 +115,9 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     else:
         x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
     if steady:
-        x, depth = _steady(group, separation, x, shape, max_step, fps)
+        x, depth, floors = _steady(group, separation, x, shape, max_step, fps)
         if POLISH_ROOM:
-            x = _polished(group, separation, x, shape, max_step, fps, depth)
+            x = _polished(group, separation, x, shape, max_step, fps, depth, floors)
     q[:, group.columns] = x
 
 
@@ -135,10 +136,10 @@ def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step:
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
 
 
-def _sample_every(fps: float, count: int) -> int:
-    """The stride of the frames about 1 / SAMPLE_HZ apart that the room is made on; 1 (every frame) where the
-    clip's rate is at most SAMPLE_HZ or it has too few frames for two strides."""
-    every = max(1, int(round(fps / SAMPLE_HZ)))
+def _sample_every(fps: float, count: int, hz: float | None = None) -> int:
+    """The stride of the frames about 1 / hz (default SAMPLE_HZ) apart that the room is made on; 1 (every frame)
+    where the clip's rate is at most that or it has too few frames for two strides."""
+    every = max(1, int(round(fps / (hz or SAMPLE_HZ))))
     return every if count > 2 * every else 1
 
 
@@ -204,13 +205,14 @@ def _between(count: int, sample: np.ndarray, change: np.ndarray) -> np.ndarray:
 
 
 def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
-              fps: float, depth: np.ndarray | None = None) -> np.ndarray:
+              fps: float, depth: np.ndarray | None = None, floors: np.ndarray | None = None) -> np.ndarray:
     """x (steady, clear) moved toward its frames polished where a pair binds (core.chains.polish,
     within POLISH_ROOM_RAD of the shape), that move low-passed in time (steady_gain). depth (F,): metres
-    inside the margin at x (NaN unknown; _steady's): a frame the move cannot bring within INSIDE_M is not looked at."""
+    inside the margin at x (NaN unknown; _steady's): a frame the move cannot bring within INSIDE_M is not looked at;
+    floors (F, P): each body pair's least distance there at least (_steady's), so a frame is bounded pair by pair."""
     lower = np.maximum(problem.lower, shape - POLISH_ROOM_RAD)
     upper = np.minimum(problem.upper, shape + POLISH_ROOM_RAD)
-    every = _sample_every(fps, len(x))
+    every = _sample_every(fps, len(x), POLISH_SAMPLE_HZ)
     if POLISH_DESCENT and every > 1:  # on frames 1 / SAMPLE_HZ apart, as the passes
         sample = _samples(len(x), every)
         moved = descend_room(problem.on(sample), separation.on(sample), x[sample], shape[sample], lower[sample],
@@ -221,20 +223,35 @@ def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray,
         better = (descend_room if POLISH_DESCENT else polish_room)(
             problem, separation, x, shape, lower, upper, corrections._least_change, corrections.WHOLE_SHAPE_WEIGHT,
             corrections.LOOKAHEAD_M, corrections.STEP_RAD)
+    if depth is None:
+        deeper = None
+    elif floors is None:
+        def deeper(change, frames):
+            return separation.reach(change)
+    else:
+        def deeper(change, frames):  # NaN rows (not seen where x is): looked at
+            deepest = (separation.margin - floors[frames] + separation.pair_reach(change)).max(axis=1, initial=-np.inf)
+            return deepest - depth[frames]
     return steady_gain(x, better, fps, lower, upper, max_step,
-                       lambda y, frames: _violation(problem, separation, y, frames), depth, separation.reach)
+                       lambda y, frames: _violation(problem, separation, y, frames), depth, deeper)
 
 
 def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
             fps: float) -> tuple:
-    """(x, depth) with the room made low-passed in time and the frames that put inside fixed
+    """(x, depth, floors) with the room made low-passed in time and the frames that put inside fixed
     (core.chains.steady): each frame's least change alone flickers frame to frame. depth (F,): metres inside
-    the margin where the last look saw it (NaN: not seen since it moved)."""
+    the margin where the last look saw it (NaN: not seen since it moved); with POLISH_ROOM, signed (below 0, how
+    far clear at least) and floors (F, P) each body pair's least distance at least from the same looks (else None):
+    the polish's steady_gain reads them."""
     lower = np.maximum(problem.lower, shape - MAX_SEPARATION_RAD)
     upper = np.minimum(problem.upper, shape + MAX_SEPARATION_RAD)
+    floors = np.full((len(x), separation.pairs_count), np.nan) if POLISH_ROOM else None
 
-    def inside(y, frames):  # signed: below 0, how far clear at least (the polish's steady_gain reads it)
-        return _violation(problem, separation, y, frames, signed=POLISH_ROOM)
+    def inside(y, frames):
+        if floors is None:
+            return _violation(problem, separation, y, frames)
+        floors[frames] = _pair_floors(problem, separation, y, frames)
+        return separation.margin - floors[frames].min(axis=1, initial=np.inf)
 
     def fix(y, frames):
         out, _ = _separate(problem, separation, y, frames, None, None, LINEAR_STEPS, False)
@@ -254,7 +271,7 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
         return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD, inside=frames,
                               smooth=DETOUR_SMOOTH, half_widths=DETOUR_HALF_WIDTHS, steps=DETOUR_STEPS)
 
-    return steady_room_seen(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish)
+    return (*steady_room_seen(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish), floors)
 
 
 def _finished(problem: ChainGroup, separation, y: np.ndarray, shape: np.ndarray, max_step: np.ndarray) -> np.ndarray:
