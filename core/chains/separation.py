@@ -29,7 +29,7 @@ from .corrections import _Corrections, _dual_step, _least_change
 from .solver import ChainKinematics, ChainProblem, SolveOptions, rate_limit
 from .polish import descend_room, polish_room
 from .steady import blend_reach, steady_gain, steady_room_seen
-from .switches import _pair_floors, _violation, _windows, solve_switches
+from .switches import _violation, _windows, solve_switches
 
 # the costs of a change live in change_cost, a pass's corrections in corrections; their functions stay reachable
 # here, where tests look for them. corrections' constants (STEP_RAD, HOLD_AT_BOUND, ...) are read and set there
@@ -115,9 +115,9 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     else:
         x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
     if steady:
-        x, depth, floors = _steady(group, separation, x, shape, max_step, fps)
+        x, depth = _steady(group, separation, x, shape, max_step, fps)
         if POLISH_ROOM:
-            x = _polished(group, separation, x, shape, max_step, fps, depth, floors)
+            x = _polished(group, separation, x, shape, max_step, fps, depth)
     q[:, group.columns] = x
 
 
@@ -205,11 +205,10 @@ def _between(count: int, sample: np.ndarray, change: np.ndarray) -> np.ndarray:
 
 
 def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
-              fps: float, depth: np.ndarray | None = None, floors: np.ndarray | None = None) -> np.ndarray:
+              fps: float, depth: np.ndarray | None = None) -> np.ndarray:
     """x (steady, clear) moved toward its frames polished where a pair binds (core.chains.polish,
     within POLISH_ROOM_RAD of the shape), that move low-passed in time (steady_gain). depth (F,): metres
-    inside the margin at x (NaN unknown; _steady's): a frame the move cannot bring within INSIDE_M is not looked at;
-    floors (F, P): each body pair's least distance there at least (_steady's), so a frame is bounded pair by pair."""
+    inside the margin at x (NaN unknown; _steady's): a frame the move cannot bring within INSIDE_M is not looked at."""
     lower = np.maximum(problem.lower, shape - POLISH_ROOM_RAD)
     upper = np.minimum(problem.upper, shape + POLISH_ROOM_RAD)
     every = _sample_every(fps, len(x), POLISH_SAMPLE_HZ)
@@ -223,35 +222,20 @@ def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray,
         better = (descend_room if POLISH_DESCENT else polish_room)(
             problem, separation, x, shape, lower, upper, corrections._least_change, corrections.WHOLE_SHAPE_WEIGHT,
             corrections.LOOKAHEAD_M, corrections.STEP_RAD)
-    if depth is None:
-        deeper = None
-    elif floors is None:
-        def deeper(change, frames):
-            return separation.reach(change)
-    else:
-        def deeper(change, frames):  # NaN rows (not seen where x is): looked at
-            deepest = (separation.margin - floors[frames] + separation.pair_reach(change)).max(axis=1, initial=-np.inf)
-            return deepest - depth[frames]
     return steady_gain(x, better, fps, lower, upper, max_step,
-                       lambda y, frames: _violation(problem, separation, y, frames), depth, deeper)
+                       lambda y, frames: _violation(problem, separation, y, frames), depth, separation.reach)
 
 
 def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
             fps: float) -> tuple:
-    """(x, depth, floors) with the room made low-passed in time and the frames that put inside fixed
+    """(x, depth) with the room made low-passed in time and the frames that put inside fixed
     (core.chains.steady): each frame's least change alone flickers frame to frame. depth (F,): metres inside
-    the margin where the last look saw it (NaN: not seen since it moved); with POLISH_ROOM, signed (below 0, how
-    far clear at least) and floors (F, P) each body pair's least distance at least from the same looks (else None):
-    the polish's steady_gain reads them."""
+    the margin where the last look saw it (NaN: not seen since it moved)."""
     lower = np.maximum(problem.lower, shape - MAX_SEPARATION_RAD)
     upper = np.minimum(problem.upper, shape + MAX_SEPARATION_RAD)
-    floors = np.full((len(x), separation.pairs_count), np.nan) if POLISH_ROOM else None
 
-    def inside(y, frames):
-        if floors is None:
-            return _violation(problem, separation, y, frames)
-        floors[frames] = _pair_floors(problem, separation, y, frames)
-        return separation.margin - floors[frames].min(axis=1, initial=np.inf)
+    def inside(y, frames):  # signed: below 0, how far clear at least (the polish's steady_gain reads it)
+        return _violation(problem, separation, y, frames, signed=POLISH_ROOM)
 
     def fix(y, frames):
         out, _ = _separate(problem, separation, y, frames, None, None, LINEAR_STEPS, False)
@@ -271,7 +255,7 @@ def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, m
         return solve_switches(problem, separation, y, shape, max_step, MAX_SEPARATION_RAD, inside=frames,
                               smooth=DETOUR_SMOOTH, half_widths=DETOUR_HALF_WIDTHS, steps=DETOUR_STEPS)
 
-    return (*steady_room_seen(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish), floors)
+    return steady_room_seen(x, shape, fps, lower, upper, max_step, inside, fix, detour, finish)
 
 
 def _finished(problem: ChainGroup, separation, y: np.ndarray, shape: np.ndarray, max_step: np.ndarray) -> np.ndarray:

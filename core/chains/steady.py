@@ -203,9 +203,9 @@ def steady_gain(y: np.ndarray, better: np.ndarray, fps: float, lower: np.ndarray
     """y (F, V, clear of the margin) moved toward `better` (F, V: each frame's own better answer)
     by that move low-passed in time, within [lower, upper] and max_step; where that puts frames
     inside the margin, y is blended back in smoothly around them (y itself where that fails).
-    depth (F,: metres inside the margin at y, NaN unknown; steady_room's) and reach(change (L, V), frames (L,))
-    -> (L,) (metres the change can take those frames deeper at most): a frame whose depth plus its move's reach
-    is within INSIDE_M is not looked at (the same answer: only deeper frames take a blend)."""
+    depth (F,: metres inside the margin at y, NaN unknown; steady_room's) and reach(change (L, V)) -> (L,)
+    (metres a change can bring a pair closer at most): a frame whose depth plus its move's reach is
+    within INSIDE_M is not looked at (the same answer: only deeper frames take a blend)."""
     move = better - y
     if len(y) < 8 or not (np.abs(move) > 1e-9).any():
         return y
@@ -215,7 +215,7 @@ def steady_gain(y: np.ndarray, better: np.ndarray, fps: float, lower: np.ndarray
         after = inside(out, look)
     else:
         after = np.zeros(len(look))
-        near = np.flatnonzero(~(depth[look] + reach(out[look] - y[look], look) <= INSIDE_M))  # NaN: looked at
+        near = np.flatnonzero(~(depth[look] + reach(out[look] - y[look]) <= INSIDE_M))  # NaN: looked at
         after[near] = inside(out, look[near])
     if not (after > INSIDE_M).any():
         return out

@@ -90,13 +90,6 @@ def _violation(problem, separation, x: np.ndarray, frames: np.ndarray, signed: b
     return separation.depth(q, root, **kept, signed=True) if signed else separation.depth(q, root, **kept)
 
 
-def _pair_floors(problem, separation, x: np.ndarray, frames: np.ndarray) -> np.ndarray:
-    """(len(frames), P) each body pair's least distance (m) at least, exact below the margin (the same look as
-    _violation's signed: its least per frame is theirs; core.collision.avoid.SeparationTerm.floors)."""
-    q, root, kept = _posed(problem, x[frames], frames), separation.root[frames], separation.kept_on(frames)
-    return separation.floors(q, root, separation.margin, **kept)
-
-
 def _solve_window(problem, separation, x: np.ndarray, frames: np.ndarray, lower: np.ndarray,
                   upper: np.ndarray, max_step: np.ndarray, smooth: float = 0.0, steps: int = SWITCH_STEPS) -> None:
     """The window's frames of x moved in place by `steps` linearised solves, kept only

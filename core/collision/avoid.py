@@ -243,10 +243,7 @@ class SeparationTerm:
         dist = apart[:, self._owner] if dense else None
         f, pair = np.nonzero(apart < within)
         if floor is not None:  # the body pairs told apart by their spheres
-            if floor.ndim == 1:
-                floor[:] = np.min(apart, axis=1, where=apart >= within, initial=np.inf)
-            else:
-                floor[:] = np.where(apart >= within, apart, np.inf)
+            floor[:] = np.min(apart, axis=1, where=apart >= within, initial=np.inf)
         counts = self._counts[pair]
         begin = np.cumsum(counts) - counts
         p = self._grouped[np.repeat(self._starts[pair] - begin, counts) + np.arange(counts.sum())]
@@ -263,13 +260,13 @@ class SeparationTerm:
         keep = np.flatnonzero(spheres < within)  # positions: each array below is picked without a mask's scan
         if floor is not None:  # the capsule pairs told apart by theirs
             far = np.flatnonzero(spheres >= within)
-            np.minimum.at(floor, self._floor_at(floor, f[far], p[far]), spheres[far])
+            np.minimum.at(floor, f[far], spheres[far])
         f, p, a, b = f[keep], p[keep], a[keep], b[keep]
         if not dense and self._axis_bound:  # no (F, Q) array asked: an entry beyond `within` is dropped anyway
             axis = self._axis_apart(ends, middle, f, p, a, b)
             beyond = axis > within + BOUND_SLACK_M
             if floor is not None:
-                np.minimum.at(floor, self._floor_at(floor, f[beyond], p[beyond]), axis[beyond])
+                np.minimum.at(floor, f[beyond], axis[beyond])
             keep = np.flatnonzero(~beyond)
             f, p, a, b = f[keep], p[keep], a[keep], b[keep]
         slot = self._hull_slot
@@ -302,10 +299,6 @@ class SeparationTerm:
         start, end = (np.stack([flat.take(row + (3 * side + axis) * frames) for axis in range(3)], axis=1)
                       for side in (0, 1))
         return axis_bound(_taken(middle, point * frames + f), start, end) - self._bound_less.take(p)
-
-    def _floor_at(self, floor: np.ndarray, f: np.ndarray, p: np.ndarray):
-        """Where entries (frames f, capsule pairs p) fall in a floor: (F,) per frame, (F, P) per frame and body pair."""
-        return f if floor.ndim == 1 else (f, self._owner.take(p))
 
     def _searched(self, placed: "Placed | None", f: np.ndarray, p: np.ndarray, simplex: tuple | None = None):
         """Where the hull distances of entries (frames f into placed's, pairs p) last ended their search
@@ -348,45 +341,36 @@ class SeparationTerm:
         radius r) about an axis through the joint, no point of which is further from it than the links'
         offsets down to the body, |c| and r; a joint that moves both sides (or neither) leaves the pair
         as it is. A frame that far clear of the margin needs no look after that change."""
-        return (np.abs(change) @ self._levers("levers")).max(axis=1, initial=0.0)
+        levers = self._kept.get("levers")
+        if levers is None:
+            levers = self._kept["levers"] = self._levers()
+        return (np.abs(change) @ levers).max(axis=1, initial=0.0)
 
-    @property
-    def pairs_count(self) -> int:
-        """P, the term's body pairs (floors' and pair_reach's columns)."""
-        return len(self._body_pairs)
-
-    def pair_reach(self, change: np.ndarray) -> np.ndarray:
-        """(F, P) reach's metres per body pair (floors' columns): the pair's bodies come no closer by more."""
-        return np.abs(change) @ self._levers("pair levers")
-
-    def _levers(self, name: str) -> np.ndarray:
-        """The levers reach reads (kept by `name`): (V, Q) metres per unit of each joint that each pair can close
-        by; "pair levers" (V, P) per body pair (its capsule pairs' are the same: one body each side);
-        "levers" one column per distinct lever, a column no larger than another's everywhere left out (its
-        max never wins: the G1 arm's 500-odd pairs, one column)."""
-        if name in self._kept:
-            return self._kept[name]
+    def _levers(self) -> np.ndarray:
+        """(V, L) reach's levers: metres per unit of each joint that a pair can close by, one column per body pair
+        (its capsule pairs' are the same: one body each side), a column no larger than another's everywhere
+        left out, as is all but the first of equal ones (its max never wins: the G1 arm's 506 pairs, 1 column)."""
         tree, model = self.tree, self.model
         centre, radius = model.body_spheres()
         offset = np.linalg.norm(tree.origins[:, :3, 3], axis=-1)
         links = np.asarray(model.body_links, dtype=int)
-        body = model.capsule_body[self.capsules]  # (Q, 2)
-        levers = np.zeros((len(self.variables), len(self.capsules)))  # (V, Q) metres per unit of each joint
+        first = self._grouped[self._starts]  # (P,) one capsule pair of each body pair
+        body = model.capsule_body[self.capsules[first]]  # (P, 2)
+        moves = self.moves[:, first]  # (V, P, 2)
+        levers = np.zeros((len(self.variables), len(first)))  # (V, P) metres per unit of each joint
         sphere = np.linalg.norm(centre, axis=-1) + radius  # (B,) each body's furthest point from its link's origin
         for j, v in enumerate(int(v) for v in self.variables):
             # the path from the joint's link down to each body's, else its sphere about any point (a slide)
             arm = np.ones(len(links)) if self._prismatic[j] else _below_all(tree, offset, v, links) + sphere
-            one = self.moves[j, :, 0] != self.moves[j, :, 1]
-            side = np.where(self.moves[j, :, 0], body[:, 0], body[:, 1])
+            one = moves[j, :, 0] != moves[j, :, 1]
+            side = np.where(moves[j, :, 0], body[:, 0], body[:, 1])
             levers[j] = np.where(one, arm[side], 0.0) * abs(self._scale[j])
-        self._kept["pair levers"] = levers[:, self._grouped[self._starts]]
-        if levers.shape[1] > 1:
-            levers = np.unique(levers, axis=1)
-            below = (levers[:, :, None] <= levers[:, None, :]).all(axis=0)  # (L, L): column k nowhere above column i
-            np.fill_diagonal(below, False)
-            levers = levers[:, ~below.any(axis=1)]
-        self._kept["levers"] = levers
-        return self._kept[name]
+        no_more = (levers[:, :, None] <= levers[:, None, :]).all(axis=0)  # (P, P): column k nowhere above column i
+        less = (levers[:, :, None] < levers[:, None, :]).any(axis=0)
+        earlier = np.arange(len(first))[None, :] < np.arange(len(first))[:, None]  # column i before column k
+        covered = no_more & (less | earlier)
+        np.fill_diagonal(covered, False)
+        return levers[:, ~covered.any(axis=1)]
 
     def with_still(self, q: np.ndarray) -> "SeparationTerm":
         """The same term keeping the poses of the links its joints do not move, for q (F, n) on its
@@ -452,15 +436,9 @@ class SeparationTerm:
         `within` (the least the bounds that told its pairs apart allow; inf: no pair). No (F, Q) array: a
         frame asked only whether it is `within` clear pays for the pairs its bounds do not put beyond.
         still, placed: as distance."""
-        return self.floors(q, root, within, still, placed, pairs=False)
-
-    def floors(self, q: np.ndarray, root: np.ndarray, within: float, still: dict | None = None,
-               placed: "Placed | None" = None, pairs: bool = True) -> np.ndarray:
-        """least's (F,) per frame, or with `pairs` per frame and body pair (F, P) (body_pair_reach's columns):
-        a frame a change comes no nearer by, pair by pair, than each pair's floor needs no look after it."""
-        floor = np.full((len(q), len(self._body_pairs)) if pairs else len(q), np.inf)
-        f, p, exact, *_ = self._near(q, root, within, still, dense=False, placed=placed, floor=floor)[2]
-        np.minimum.at(floor, self._floor_at(floor, f, p), exact)
+        floor = np.full(len(q), np.inf)
+        f, _, exact, *_ = self._near(q, root, within, still, dense=False, placed=placed, floor=floor)[2]
+        np.minimum.at(floor, f, exact)
         return floor
 
     def near(self, q: np.ndarray, frames: np.ndarray, root: np.ndarray | None = None,
