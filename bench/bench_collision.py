@@ -12,8 +12,9 @@ the timed calls (as in a Blender session or a batch worker, which keep them).
     .venv/bin/python bench/bench_collision.py [--repeats 5] [--polish [--descent]] [--hold-at-bound]
 
 --polish: the avoidance's bakes with the steady room polished where a pair binds
-(core.chains.separation.POLISH_ROOM, off by default), a third bake interleaved with the two.
---descent: that polish by its damped descent (core.chains.separation.POLISH_DESCENT, off by default).
+(core.chains.separation.POLISH_ROOM, on by default since session 33: the third bake is then the second's), a third
+bake interleaved with the two; the second bake takes the module's own setting.
+--descent: that polish by its damped descent (core.chains.separation.POLISH_DESCENT, on by default).
 --hold-at-bound: the least change holds a joint a step would carry out of its range at its bound
 wherever it is (core.chains.corrections.HOLD_AT_BOUND: continuous in the input, off by default).
 ROBOT_RETARGET_SUPPORT_BOUND=1 in the environment: the looks and the report with the meshes' separating-axis
@@ -46,15 +47,15 @@ def bakes(motion, tree, mapping, repeats: int, polish: bool = False) -> dict:
     off, on, ...) after one warm-up of each, the least CPU time of `repeats`: on a shared machine
     the other work only ever adds time, and interleaving gives both the same spells of load.
     polish: a third bake, avoidance on with its room polished (key "polish")."""
-    best = {}
+    best, default = {}, separation.POLISH_ROOM
     for k in range(repeats + 1):
         for avoid in (False, True, "polish") if polish else (False, True):
             mapping.settings = replace(mapping.settings, avoid_self_collision=bool(avoid))
-            separation.POLISH_ROOM = avoid == "polish"
+            separation.POLISH_ROOM = True if avoid == "polish" else default
             started = time.process_time()  # CPU time: the machine is shared, wall time spreads widely
             report = retarget(motion, tree, mapping, contacts="auto").report
             cpu = time.process_time() - started
-            separation.POLISH_ROOM = False
+            separation.POLISH_ROOM = default
             if k and (avoid not in best or cpu < best[avoid][1]):
                 best[avoid] = (report, cpu)
     return best

@@ -29,6 +29,7 @@ class ChainGroup:
         self.upper = np.concatenate([p.upper for p in problems]) if problems else np.zeros(0)
         self.q = problems[0].q if problems else None
         self.lines = [_limb_line(p, limb) for p, limb in zip(problems, limbs or [None] * len(problems))]
+        self._last = {}  # per chain, the limb line's last evaluation (_evaluated)
 
     def on(self, frames: np.ndarray) -> "ChainGroup":
         """The same chains on some frames only (indices), with their own copy of q there."""
@@ -36,8 +37,21 @@ class ChainGroup:
         out = copy.copy(self)
         out.problems = [ChainProblem(p.tree, p.kin, p.anchor[frames], q, p.targets[frames], p.weights, p.options)
                         for p in self.problems]
-        out.q = q
+        out.q, out._last = q, {}
         return out
+
+    def _evaluated(self, k: int, q: np.ndarray, rows: np.ndarray, jacobian: bool) -> tuple:
+        """Chain k's limb line evaluated at q (R, n) on its rows (points, Jacobian or None), the last evaluation's
+        again where it was at the same rows and joints (the same numbers: a polish and a whole step ask for the
+        metric, the pull and its cost at one pose; the line's points with the Jacobian are those without)."""
+        problem, line = self.problems[k], self.lines[k]
+        last = self._last.get(k)
+        if (last is not None and (last[3] is not None or not jacobian) and np.array_equal(last[0], rows)
+                and np.array_equal(last[1], q)):
+            return last[2], last[3]
+        points, jac = line.evaluate(problem.tree, problem.anchor[rows], q, jacobian)
+        self._last[k] = (np.array(rows, copy=True), np.array(q, copy=True), points, jac)
+        return points, jac
 
     def metric(self, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """(R, V, V): each chain's metric on its own columns (block diagonal): a limb's by where
@@ -45,9 +59,10 @@ class ChainGroup:
         first (its hand) at HUNG_SHAPE_WEIGHT: where a limb points is what a viewer reads."""
         out = np.zeros((len(rows), len(self.columns), len(self.columns)))
         start = 0
-        for problem, line in zip(self.problems, self.lines):
+        for k, (problem, line) in enumerate(zip(self.problems, self.lines)):
             end = start + len(problem.kin.columns)
-            block = _shape_metric(problem, q, rows) if line is None else _limb_metric(problem, line, q, rows)
+            block = (_shape_metric(problem, q, rows) if line is None
+                     else _limb_metric(problem, line, q, rows, self._evaluated(k, q, rows, True)))
             out[:, start:end, start:end] = block * (1.0 if start == 0 else HUNG_SHAPE_WEIGHT)
             start = end
         return out
@@ -60,10 +75,11 @@ class ChainGroup:
         matrix = np.zeros((len(rows), len(self.columns), len(self.columns)))
         gradient = np.zeros((len(rows), len(self.columns)))
         start = 0
-        for problem, line in zip(self.problems, self.lines):
+        for k, (problem, line) in enumerate(zip(self.problems, self.lines)):
             end = start + len(problem.kin.columns)
             if line is not None:
-                matrix[:, start:end, start:end], gradient[:, start:end] = _line_pull(problem, line, q, rows)
+                matrix[:, start:end, start:end], gradient[:, start:end] = _line_pull(
+                    problem, line, q, rows, self._evaluated(k, q, rows, True))
             start = end
         return matrix, gradient
 
@@ -71,9 +87,9 @@ class ChainGroup:
         """(R,) what the limb lines' distances from the actor's cost at q (R, n): the value of the
         model `pull` gives (0 without a line)."""
         out = np.zeros(len(rows))
-        for problem, line in zip(self.problems, self.lines):
+        for k, (problem, line) in enumerate(zip(self.problems, self.lines)):
             if line is not None:
-                out += _line_cost(problem, line, q, rows)
+                out += _line_cost(problem, line, q, rows, self._evaluated(k, q, rows, False))
         return out
 
 
@@ -104,14 +120,16 @@ def _limb_line(problem: ChainProblem, limb: tuple | None) -> ChainKinematics | N
     return ChainKinematics.build(problem.tree, chain, extra=[(line, (base, np.zeros(3)))])
 
 
-def _limb_metric(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _limb_metric(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray,
+                 evaluated: tuple | None = None) -> np.ndarray:
     """What a joint change costs a limb (R, V, V): its shape's metric plus, LINE_WEIGHT times at
     the weight of the chain's tip point, the move of the line's tip across the line (a turn of
     the line a viewer reads; a move along it or a swivel about it adds nothing), so an arm bends,
     swivels or turns its hand before it points elsewhere. Charging the turn alone, the rest of
     the shape at a tenth, let the G1's arms make room by swivels and bends that linearised steps
-    overrate: limbs +1.50 / +2.00 deg where the shape alone costs +1.39 / +1.83 (docs/history/self_collision.md)."""
-    points, jac = line.evaluate(problem.tree, problem.anchor[rows], q, True)  # (R, M + 1, 3), (R, M + 1, 3, V)
+    overrate: limbs +1.50 / +2.00 deg where the shape alone costs +1.39 / +1.83 (docs/history/self_collision.md).
+    evaluated: the line's (points, Jacobian) at q when known (ChainGroup._evaluated)."""
+    points, jac = evaluated or line.evaluate(problem.tree, problem.anchor[rows], q, True)  # (R, M + 1, 3), (R, M + 1, 3, V)
     count = len(problem.kin.point_link)
     along = points[:, count] / np.maximum(np.linalg.norm(points[:, count], axis=1, keepdims=True), 1e-9)
     move = jac[:, count]  # (R, 3, V)
@@ -120,11 +138,13 @@ def _limb_metric(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, ro
     return LINE_WEIGHT * tip * across.transpose(0, 2, 1) @ across + _gauss_newton(problem, jac[:, :count])
 
 
-def _line_pull(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray) -> tuple:
+def _line_pull(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray,
+               evaluated: tuple | None = None) -> tuple:
     """(matrix (R, V, V), gradient (R, V)): the Gauss-Newton model at q of PULL_WEIGHT times the
     tip's weight times the squared distance of the limb line's tip from the actor's line (through
-    the line's base, toward where the shape's targets put the chain's tip): what a viewer reads."""
-    points, jac = line.evaluate(problem.tree, problem.anchor[rows], q, True)
+    the line's base, toward where the shape's targets put the chain's tip): what a viewer reads. evaluated:
+    as _limb_metric's."""
+    points, jac = evaluated or line.evaluate(problem.tree, problem.anchor[rows], q, True)
     count, tip = len(problem.kin.point_link), problem.kin.path_slices[0].stop - 1
     actor = problem.targets[rows, tip] - (points[:, tip] - points[:, count])  # from the line's base
     actor /= np.maximum(np.linalg.norm(actor, axis=1, keepdims=True), 1e-9)
@@ -134,10 +154,12 @@ def _line_pull(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows
     return weight * seen @ jac[:, count], weight * np.einsum("rvi,ri->rv", seen, points[:, count])
 
 
-def _line_cost(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _line_cost(problem: ChainProblem, line: ChainKinematics, q: np.ndarray, rows: np.ndarray,
+               evaluated: tuple | None = None) -> np.ndarray:
     """(R,) the value at q of the cost _line_pull models: PULL_WEIGHT times the tip's weight times
-    half the squared distance of the limb line's tip from the actor's line."""
-    points, _ = line.evaluate(problem.tree, problem.anchor[rows], q, False)
+    half the squared distance of the limb line's tip from the actor's line. evaluated: as _limb_metric's
+    (its Jacobian unread)."""
+    points, _ = evaluated or line.evaluate(problem.tree, problem.anchor[rows], q, False)
     count, tip = len(problem.kin.point_link), problem.kin.path_slices[0].stop - 1
     actor = problem.targets[rows, tip] - (points[:, tip] - points[:, count])
     actor /= np.maximum(np.linalg.norm(actor, axis=1, keepdims=True), 1e-9)

@@ -4,9 +4,9 @@ line's distance from the actor's: core.chains.change_cost) by steps that each lo
 and keep the pairs out (sequential quadratic programming with a backtracking line search), in
 a wider room than the passes' (a frame held at the passes' bound gets more). The passes' whole
 steps are kept only where cheaper after the fact and stop short; these do not undo themselves.
-Off by default (core.chains.separation.POLISH_ROOM; docs/history/self_collision.md). descend_room
-takes every frame moved from the shape further, to where its cost stops falling (damped steps, a step that ends
-inside taken back out; core.chains.separation.POLISH_DESCENT, off; docs/notes/s25-step.md).
+On in an avoiding bake since session 33 (core.chains.separation.POLISH_ROOM; docs/history/self_collision.md).
+descend_room takes every frame moved from the shape further, to where its cost stops falling (damped steps, a step
+that ends inside taken back out; core.chains.separation.POLISH_DESCENT, on; docs/notes/s25-step.md).
 """
 from __future__ import annotations
 
@@ -149,8 +149,9 @@ def polish_room(problem, separation, x: np.ndarray, shape: np.ndarray, lower: np
     return x
 
 
-DESCENT_STEPS = 3  # damped SQP steps of descend_room (G1 walk / hop limbs with no clearance: +0.41 / +0.77 deg
-#                    for 10 steps, +0.41 / +0.74 for 3, docs/notes/s25-step.md)
+DESCENT_STEPS = 1  # damped SQP steps of descend_room (G1 walk / hop limbs with no clearance: +0.41 / +0.77 deg
+#                    for 10 steps, +0.41 / +0.74 for 3, docs/notes/s25-step.md; one since session 33: it meets issue 17's
+#                    limbs at a third of the looks)
 DESCENT_DAMPING = 0.1  # the first steps' damping, a share of the model's mean diagonal
 DESCENT_UP, DESCENT_DOWN = 4.0, 3.0  # the damping's growth where a step failed, its fall where one was kept
 DESCENT_GIVE_UP = 1e3  # a row whose damping grew past this is where its descent ends

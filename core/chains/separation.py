@@ -46,16 +46,18 @@ FIX_STEPS = 3  # linearised corrections per fix pass: a frame its neighbours' re
 FIX_PASSES = 4  # then passes within each frame's neighbours' reach (the rate limit keeps them)
 MAX_SEPARATION_RAD = 0.5  # a joint moves at most this far from its shape-only answer to make room (no flips)
 LINEAR_STEPS = 10  # linearised corrections per pass, each from where the one before landed
-WHOLE_PASSES = 2  # the first passes whose frames take a limb's whole steps (docs/history/self_collision.md: the third's cost 5 %, cleared none)
+WHOLE_PASSES = 1  # the first passes whose frames take a limb's whole steps (docs/history/self_collision.md: the third's cost 5 %, cleared
+#                  none; session 33: the second's, with the descended polish after, G1 hop limbs the same, 39 M instructions)
 DETOUR_SMOOTH = 30.0  # the steady room's detours charge their change's second difference this much (switches)
 DETOUR_HALF_WIDTHS = (4, 8)  # frames each side of a frame the steady room left inside, solved together
 DETOUR_STEPS = 3  # linearisations per detour window (6, as the switch windows: 1.5 x the NNLS time, limbs the same)
 STEADY_ROOM = True  # the room made is made steady in time where the bake gives its frame rate (core.chains.steady)
-POLISH_ROOM = False  # the steady room polished where a pair binds (core.chains.polish; docs/history/self_collision.md: G1 limbs -0.08 /
-#                     -0.14 deg for more jerk and CPU, so off)
-POLISH_DESCENT = False  # the polish by core.chains.polish.descend_room (a damped SQP to where the whole cost stops
-#                        falling, on the sampled frames) instead of polish_room (docs/notes/s25-step.md: G1 walk / hop
-#                        limbs +0.48 / +0.80 deg over off on capsules, +0.22 / +0.31 on the smooth trunk; off)
+POLISH_ROOM = True  # the steady room polished where a pair binds (core.chains.polish; on since session 33: with the descent,
+#                    issue 17's G1 hop limbs within +0.5 deg of off; docs/history/self_collision.md)
+POLISH_DESCENT = True  # the polish by core.chains.polish.descend_room (a damped SQP to where the whole cost stops
+#                       falling, on frames POLISH_SAMPLE_HZ apart) instead of polish_room (docs/notes/s25-step.md)
+POLISH_SAMPLE_HZ = 15.0  # the descended polish is made on frames about this often: its move is low-passed at
+#                        STEADY_CUTOFF_HZ (session 33, G1 hop limbs / instructions a command: see NOTE_s33-cost.md)
 POLISH_ROOM_RAD = 0.7  # the polish moves a joint at most this far from its shape answer (the passes: 0.5)
 SAMPLE_HZ = 30.0  # with the steady room, the frame-by-frame room is made on frames about this often (5x its cutoff;
 #                   session 26: 60 -> 30 Hz, the G1 walk / hop avoidance 0.66 / 0.86 of its instructions, docs/history/self_collision.md)
@@ -114,45 +116,41 @@ def separate_chains(tree: KinematicTree, chains: list, q: np.ndarray, separation
     separation = separation.with_still(q)  # the links the group does not move: posed once for every look
     steady = STEADY_ROOM and fps is not None and max_step is not None
     every = _sample_every(fps, len(shape)) if steady else 1
+    seen = _violation(group, separation, shape, np.arange(len(shape))) if every > 1 else None  # at the shape
+    if seen is not None and not (seen > 0).any():  # no frame inside the margin: no room to make (the sampled
+        return  # grid, then the clip's two ends, would rate-limit the clip as one step)
     if every > 1:
-        x = _sampled_apart(group, separation, shape, max_step, every)
+        x = _sampled_apart(group, separation, shape, max_step, every, seen)
     else:
         x = _keep_apart(group, separation, shape, max_step, fixes=not steady)
     if steady:
         x, depth = _steady(group, separation, x, shape, max_step, fps)
         if POLISH_ROOM:
-            x = _polished(group, separation, x, shape, max_step, fps, depth)
+            x = _polished(group, separation, x, shape, max_step, fps, depth, seen)
     q[:, group.columns] = x
 
 
 def _sampled_apart(problem: ChainGroup, separation, shape: np.ndarray, max_step: np.ndarray,
-                   every: int) -> np.ndarray:
+                   every: int, depth: np.ndarray | None = None) -> np.ndarray:
     """_keep_apart (SAMPLED_PASSES passes, no fixes) on frames `every` apart counted from each contact run's
     deepest peak (_anchored_samples: the same frames of the motion wherever the clip starts), the change from
     the shape interpolated in time between them: the steady room keeps only that change's part
     below STEADY_CUTOFF_HZ, which frames 1 / SAMPLE_HZ apart tell as well as every frame, for a
     fraction of the frame-steps (docs/history/self_collision.md). One look at every frame finds the runs; the
-    first pass then looks only at the samples it found inside."""
-    depth = _violation(problem, separation, shape, np.arange(len(shape)))
-    if not (depth > 0).any():  # no room to make: the two ends' samples would rate-limit the clip as one step
-        return shape.copy()
+    first pass then looks only at the samples it found inside. depth: that look's (F,) when already made."""
+    if depth is None:
+        depth = _violation(problem, separation, shape, np.arange(len(shape)))
     sample = _anchored_samples(depth, every)
     change = _keep_apart(problem.on(sample), separation.on(sample), shape[sample], max_step, SAMPLED_PASSES,
                          fixes=False, inside=depth[sample] > 0, at=sample) - shape[sample]  # not all `every` apart
     return np.clip(shape + _between(len(shape), sample, change), problem.lower, problem.upper)
 
 
-def _sample_every(fps: float, count: int) -> int:
-    """The stride of the frames about 1 / SAMPLE_HZ apart that the room is made on; 1 (every frame) where the
-    clip's rate is at most SAMPLE_HZ or it has too few frames for two strides."""
-    every = max(1, int(round(fps / SAMPLE_HZ)))
+def _sample_every(fps: float, count: int, hz: float | None = None) -> int:
+    """The stride of the frames about 1 / hz (default SAMPLE_HZ) apart that the room is made on; 1 (every frame)
+    where the clip's rate is at most that or it has too few frames for two strides."""
+    every = max(1, int(round(fps / (hz or SAMPLE_HZ))))
     return every if count > 2 * every else 1
-
-
-def _samples(count: int, every: int) -> np.ndarray:
-    """Every `every`-th of `count` frames and the last."""
-    frames = np.arange(count)
-    return np.union1d(frames[::every], frames[-1:])
 
 
 def _anchored_samples(depth: np.ndarray, every: int) -> np.ndarray:
@@ -211,15 +209,19 @@ def _between(count: int, sample: np.ndarray, change: np.ndarray) -> np.ndarray:
 
 
 def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,
-              fps: float, depth: np.ndarray | None = None) -> np.ndarray:
+              fps: float, depth: np.ndarray | None = None, runs: np.ndarray | None = None) -> np.ndarray:
     """x (steady, clear) moved toward its frames polished where a pair binds (core.chains.polish,
     within POLISH_ROOM_RAD of the shape), that move low-passed in time (steady_gain). depth (F,): metres
-    inside the margin at x (NaN unknown; _steady's): a frame the move cannot bring within INSIDE_M is not looked at."""
+    inside the margin at x (NaN unknown; _steady's): a frame the move cannot bring within INSIDE_M is not looked at.
+    runs (F,): metres inside the margin at the shape (_sampled_apart's look): the descent's frames are counted from
+    the contact runs as the passes' are (_anchored_samples: a clip cut a few frames later descends the same frames)."""
     lower = np.maximum(problem.lower, shape - POLISH_ROOM_RAD)
     upper = np.minimum(problem.upper, shape + POLISH_ROOM_RAD)
-    every = _sample_every(fps, len(x))
-    if POLISH_DESCENT and every > 1:  # on frames 1 / SAMPLE_HZ apart, as the passes
-        sample = _samples(len(x), every)
+    every = _sample_every(fps, len(x), POLISH_SAMPLE_HZ)
+    if POLISH_DESCENT and every > 1:  # on frames 1 / POLISH_SAMPLE_HZ apart, counted from the runs as the passes'
+        if runs is None:
+            runs = _violation(problem, separation, shape, np.arange(len(shape)))
+        sample = _anchored_samples(runs, every)
         moved = descend_room(problem.on(sample), separation.on(sample), x[sample], shape[sample], lower[sample],
                              upper[sample], corrections._least_change, corrections.WHOLE_SHAPE_WEIGHT,
                              corrections.LOOKAHEAD_M, corrections.STEP_RAD) - x[sample]

@@ -343,22 +343,34 @@ class SeparationTerm:
         as it is. A frame that far clear of the margin needs no look after that change."""
         levers = self._kept.get("levers")
         if levers is None:
-            tree, model = self.tree, self.model
-            centre, radius = model.body_spheres()
-            offset = np.linalg.norm(tree.origins[:, :3, 3], axis=-1)
-            body = model.capsule_body[self.capsules]  # (Q, 2)
-            levers = np.zeros((len(self.variables), len(self.capsules)))  # (V, Q) metres per unit of each joint
-            for j, v in enumerate(int(v) for v in self.variables):
-                if self._prismatic[j]:
-                    arm = np.ones(len(model.body_links))
-                else:  # the path from the joint's link down to each body's
-                    arm = np.array([_below(tree, offset, v, int(link)) + np.linalg.norm(centre[b]) + radius[b]
-                                    for b, link in enumerate(model.body_links)])
-                one = self.moves[j, :, 0] != self.moves[j, :, 1]
-                side = np.where(self.moves[j, :, 0], body[:, 0], body[:, 1])
-                levers[j] = np.where(one, arm[side], 0.0) * abs(self._scale[j])
-            self._kept["levers"] = levers
+            levers = self._kept["levers"] = self._levers()
         return (np.abs(change) @ levers).max(axis=1, initial=0.0)
+
+    def _levers(self) -> np.ndarray:
+        """(V, L) reach's levers: metres per unit of each joint that a pair can close by, one column per body pair
+        (its capsule pairs' are the same: one body each side), a column no larger than another's everywhere
+        left out, as is all but the first of equal ones (its max never wins: the G1 arm's 506 pairs, 1 column)."""
+        tree, model = self.tree, self.model
+        centre, radius = model.body_spheres()
+        offset = np.linalg.norm(tree.origins[:, :3, 3], axis=-1)
+        links = np.asarray(model.body_links, dtype=int)
+        first = self._grouped[self._starts]  # (P,) one capsule pair of each body pair
+        body = model.capsule_body[self.capsules[first]]  # (P, 2)
+        moves = self.moves[:, first]  # (V, P, 2)
+        levers = np.zeros((len(self.variables), len(first)))  # (V, P) metres per unit of each joint
+        sphere = np.linalg.norm(centre, axis=-1) + radius  # (B,) each body's furthest point from its link's origin
+        for j, v in enumerate(int(v) for v in self.variables):
+            # the path from the joint's link down to each body's, else its sphere about any point (a slide)
+            arm = np.ones(len(links)) if self._prismatic[j] else _below_all(tree, offset, v, links) + sphere
+            one = moves[j, :, 0] != moves[j, :, 1]
+            side = np.where(moves[j, :, 0], body[:, 0], body[:, 1])
+            levers[j] = np.where(one, arm[side], 0.0) * abs(self._scale[j])
+        no_more = (levers[:, :, None] <= levers[:, None, :]).all(axis=0)  # (P, P): column k nowhere above column i
+        less = (levers[:, :, None] < levers[:, None, :]).any(axis=0)
+        earlier = np.arange(len(first))[None, :] < np.arange(len(first))[:, None]  # column i before column k
+        covered = no_more & (less | earlier)
+        np.fill_diagonal(covered, False)
+        return levers[:, ~covered.any(axis=1)]
 
     def with_still(self, q: np.ndarray) -> "SeparationTerm":
         """The same term keeping the poses of the links its joints do not move, for q (F, n) on its
@@ -543,13 +555,16 @@ def _ancestors(tree: KinematicTree, link: int) -> list[int]:
     return out
 
 
-def _below(tree: KinematicTree, offset: np.ndarray, joint: int, link: int) -> float:
-    """The links' offsets (metres) summed from `joint`'s link down to `link`: no point of `link`'s frame is
-    further from the joint in any pose (inf where the joint is not above the link)."""
-    length = 0.0
-    while link != joint:
-        if link < 0:
-            return np.inf
-        length += offset[link]
-        link = int(tree.parent[link])
+def _below_all(tree: KinematicTree, offset: np.ndarray, joint: int, links: np.ndarray) -> np.ndarray:
+    """(L,) the links' offsets (metres) summed from `joint`'s link down to each of `links` (from each link up,
+    one level at a time): no point of a link's frame is further from the joint in any pose (inf where the joint
+    is not above the link)."""
+    length, link = np.zeros(len(links)), np.array(links, dtype=int)
+    while True:
+        live = (link != joint) & (link >= 0)
+        if not live.any():
+            break
+        length[live] += offset[link[live]]
+        link[live] = tree.parent[link[live]]
+    length[link < 0] = np.inf
     return length
