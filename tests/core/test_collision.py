@@ -954,10 +954,7 @@ def _checked_polish(polish, calls: list, clear: float = 0.0):
 
 
 @pytest.mark.parametrize("descent, gain", [
-    pytest.param(False, 0.05, marks=pytest.mark.xfail(strict=True, reason=(
-        "the plain polish (off) outruns a joint's speed limit: steady._blend's fallback is not rate-limited "
-        "(max_speed_ratio 1.028 on the capsules fitted in each body's own frame, bench/s33_frames/off_options.py; "
-        "1.47 with keep_apart's soft rank, docs/history/self_collision.md s33-cont)"))),
+    (False, 0.05),  # outran a joint's speed limit (1.028-1.47) until the polish's move was rate-limited (session 33)
     (True, 0.15)])
 def test_polished_room_lowers_the_g1_limb_error_and_keeps_every_frame_out(g1, walk, monkeypatch, descent, gain):
     """On by default in an avoiding bake since session 33 (here against the same bake with it off,
