@@ -78,7 +78,7 @@ class RetargetSettings:
     filter: str = "butterworth"  # "butterworth", "moving_average" or "none"
     cutoff_hz: float = 7.0
     window: int = 5
-    avoid_self_collision: bool = False  # keep checked link pairs apart in the chain and planted-leg solves
+    avoid_self_collision: bool = True  # keep checked link pairs apart in the chain and planted-leg solves
     collision_margin: float = 0.01  # metres between checked links' collision proxies
 
 

@@ -19,7 +19,7 @@ def _bake(settings, avoid: bool) -> dict:
 
 def test_avoidance_setting_report_and_overlay(walk_on_g1, extension):
     settings, _, robot = walk_on_g1(frames=(1, 240))
-    assert not settings.avoid_self_collision and abs(settings.collision_margin - 0.01) < 1e-9  # off by default (README)
+    assert settings.avoid_self_collision and abs(settings.collision_margin - 0.01) < 1e-9  # on by default (README)
     off = _bake(settings, False)
     on = _bake(settings, True)
     for report in (off, on):

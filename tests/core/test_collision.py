@@ -334,7 +334,7 @@ def test_preset_collision_overrides_round_trip_and_old_presets_load(tmp_path):
         old["settings"].pop(key)
     (tmp_path / "old.json").write_text(json.dumps(old))
     again = Mapping.load(tmp_path / "old.json")
-    assert again.allow_collision == [] and again.settings.avoid_self_collision is False  # the default
+    assert again.allow_collision == [] and again.settings.avoid_self_collision is True  # the default
     old["allow_collision"] = [["only_one_link"]]
     (tmp_path / "bad.json").write_text(json.dumps(old))
     with pytest.raises(MappingError, match="allow_collision"):
