@@ -636,7 +636,8 @@ def test_bent_backwards_beyond_the_limits(g1, joint, beyond):
     q[:, col] = np.linspace(0.0, beyond, frames)
     motion = robot_motion(g1, q)
     mapping = _self_mapping(g1, auto_map(motion, g1))
-    result = retarget(motion, g1, mapping, _settings(mapping.settings, filter="none"))
+    # (the limits alone: avoidance, on by default, lifts the elbow up to 0.15 rad off its bound)
+    result = retarget(motion, g1, mapping, _settings(mapping.settings, filter="none", avoid_self_collision=False))
     _assert_within_limits(g1, result.q)
     assert result.report["limit_violations"] == 0
     past = q[:, col] < g1.lower[col] - 0.05
