@@ -305,6 +305,7 @@ def test_bake_twice_keeps_the_first_action(clean_scene, mods):
 def test_chosen_action_name_is_not_modified_without_replace(clean_scene, mods):
     settings, source, rig = setup(clean_scene, frames=(1, 60))
     settings.plant_feet = False  # compares a 30-frame with a 60-frame bake: chain shapes only
+    settings.avoid_self_collision = False  # (a room made near a cut end moves with it: tests/core/test_start_invariance.py)
     _, layout = core_model(mods, G1)
     settings.action_name = "G1 walk"
     bake()

@@ -313,8 +313,11 @@ def test_an_arm_ending_at_an_end_site_after_the_elbow(humanoid, tmp_path):
         assert (arm.source_base, arm.source_tips, arm.source_tip_tail) == (f"{name}Shoulder", [f"{name}Elbow"], True)
         assert arm.source_landmarks == [f"{name}Elbow"]
     assert not [c for c in mapping.chains if c.role == "hand"]
-    full = retarget(load_bvh(WALK).to_source_motion(), humanoid, auto_map(load_bvh(WALK).to_source_motion(), humanoid))
-    cut_bake = retarget(motion, humanoid, mapping)
+    # the arms' shapes alone: a robot's hand that no chain turns leaves the arm more room to make (G1 with
+    # avoidance: 1.89 -> 3.64 deg, the full skeleton's hand turns out of the body instead)
+    full_mapping = auto_map(load_bvh(WALK).to_source_motion(), humanoid).with_settings(avoid_self_collision=False)
+    full = retarget(load_bvh(WALK).to_source_motion(), humanoid, full_mapping)
+    cut_bake = retarget(motion, humanoid, mapping.with_settings(avoid_self_collision=False))
     for limb in ("left_arm", "right_arm"):
         before = full.report["limb_direction_error_by_limb"][limb]
         after = cut_bake.report["limb_direction_error_by_limb"][limb]
