@@ -331,11 +331,12 @@ def g1_bake(hop240):
     return tree, mapping, retarget(hop240, tree, mapping, contacts="auto")
 
 
-def _variant_bake(robot, motion, tmp_path):
+def _variant_bake(robot, motion, tmp_path, **settings):
+    """settings: RetargetSettings fields over auto-map's (the defaults)."""
     from tests import robot_variants as RV
 
     tree = KinematicTree(parse_urdf(RV.write_urdf(robot, tmp_path / "variant.urdf")))
-    mapping = auto_map(motion, tree)
+    mapping = auto_map(motion, tree).with_settings(**settings)
     return tree, mapping, retarget(motion, tree, mapping, contacts="auto")  # as the command line bakes
 
 
@@ -407,7 +408,8 @@ def test_g1_described_otherwise_bakes_with_sane_figures(variant, hop240, g1_bake
     tree, mapping, result = _variant_bake(make[variant](g1.robot), hop240, tmp_path)
     report = result.report
     assert report["limit_violations"] == 0 and report["automap_confidence"] == 1.0
-    assert abs(report["limb_direction_error_deg"] - base.report["limb_direction_error_deg"]) < 0.1
+    # 0.15: the prismatic shins' avoiding bake 0.100 deg off the G1's (their legs make room with one more joint)
+    assert abs(report["limb_direction_error_deg"] - base.report["limb_direction_error_deg"]) < 0.15
     assert report["contact_preserved_pct"] > 95.0
     if variant == "fixed links merged":
         assert all(j.type != "fixed" for j in tree.robot.joints)
@@ -600,11 +602,13 @@ def test_arms_jointed_at_one_point_start_at_their_shoulders(hop240, g1_bake, tmp
     and the spine's two tips, started there, leaving no shoulder line to turn the torso by (human.urdf's
     walk: torso 90 degrees off, limbs 5.2 deg). The arms now start where their joints stand apart, and the
     spine reaches them through the clavicles: the G1 given such clavicles maps as the G1 and bakes its
-    limbs and torso as the G1's (measured 2026-12-03: limbs 0.757 / 0.760 deg, torso 0.45 / 0.35 deg)."""
+    limbs and torso as the G1's (measured 2026-12-03: limbs 0.757 / 0.760 deg, torso 0.45 / 0.35 deg). Both
+    without avoidance: the clavicles are joints the G1 lacks, which a room made turns (up to 0.07 rad)."""
     from core.model.urdf import Joint, Link
     from core.model.transforms import invert_transform
 
-    g1, mapping0, base = g1_bake
+    g1, mapping0, _ = g1_bake
+    base = retarget(hop240, g1, mapping0.with_settings(avoid_self_collision=False), contacts="auto")
     sternum = np.eye(4)
     sternum[:3, 3] = [0.0, 0.0, 0.25]
     links, joints = dict(g1.robot.links), []
@@ -616,7 +620,8 @@ def test_arms_jointed_at_one_point_start_at_their_shoulders(hop240, g1_bake, tmp
                                 np.array([1.0, 0.0, 0.0]), -0.5, 0.5, 10.0, 10.0))
             joint = dataclasses.replace(joint, parent=f"{side}_clavicle", origin=invert_transform(sternum) @ joint.origin)
         joints.append(joint)
-    tree, mapping, result = _variant_bake(dataclasses.replace(g1.robot, links=links, joints=joints), hop240, tmp_path)
+    tree, mapping, result = _variant_bake(dataclasses.replace(g1.robot, links=links, joints=joints), hop240, tmp_path,
+                                          avoid_self_collision=False)
     assert _robot_side(mapping) == _robot_side(mapping0)
     assert any("left_clavicle, right_clavicle" in w for w in result.report["warnings"])
     for key, within in (("limb_direction_error_deg", 0.05), ("torso_orientation_error_deg", 0.5)):
