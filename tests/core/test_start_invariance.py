@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.chains.mapping import RetargetSettings
 from core.library.clip import bake_clip_file, load_robot
 from core.model.kinematics import KinematicTree
 from core.model.urdf import parse_urdf
@@ -40,6 +41,10 @@ HAND_RAD = 0.15
 # walk without its last 5: 0.052), the root 4.8 mm off a rigid shift of the whole clip's path
 PLANTED_RAD, PLANTED_M = 0.07, 0.008
 LIMB_DIRECTION_DEG = 0.05  # the report's limb_direction_error_deg: measured 0.008 deg apart at most
+AVOIDING = RetargetSettings().avoid_self_collision  # the default bake keeps the robot's bodies apart (issue 17)
+# with it, a contact run across a seam is one run: its sampled frames and its answers span the seam (s32-invar §6);
+# measured 2026-12-05 (session 33), limbs rad against LIMB_RAD
+TWICE_NOT_YET = {("g1", "walk"): 0.011, ("g1", "hop"): 0.016, ("h1", "hop"): 0.015}
 
 
 @cache
@@ -134,7 +139,9 @@ def test_a_clip_ended_a_few_frames_earlier_bakes_the_same_motion(robot, clip, la
                  _inner(len(index), whole.fps, [len(index)]), LIMB_RAD, ROOT_M, f"without the last {last}")
 
 
-@pytest.mark.parametrize("robot, clip", CASES)
+@pytest.mark.parametrize("robot, clip", [pytest.param(*case, marks=pytest.mark.xfail(
+    AVOIDING and case in TWICE_NOT_YET, strict=True, reason=f"avoiding: a contact run across the seam "
+    f"({TWICE_NOT_YET.get(case)} rad)")) for case in CASES])
 def test_a_clip_played_twice_bakes_its_motion_twice(robot, clip):
     """Contacts off; the seam (the actor jumps back to the first pose) and the ends left out."""
     tree, whole = _tree(robot), _unplanted(robot, clip)
@@ -201,6 +208,10 @@ def test_the_walk_in_half_resampled_or_reversed_bakes_the_same_motion(variant):
 WRIST_RATE_RAD = 0.5
 
 
+@pytest.mark.xfail(AVOIDING, strict=True, reason=(
+    "avoiding: the hands' targets cleared of the trunk put a wrist on its bound, where its cleared solve switches "
+    "branch at other frames at half the rate or from half the clip (hop at 60 Hz 0.78 rad, the walk's first half "
+    "0.205; docs/history/self_collision.md s32-wrist)"))
 @pytest.mark.parametrize("clip", CLIPS)
 def test_the_g1s_wrists_settle_on_one_branch_at_half_the_rate_or_from_half_the_clip(clip):
     tree, whole = _tree("g1"), _unplanted("g1", clip)
