@@ -76,9 +76,11 @@ def _export_argv(args: argparse.Namespace, job) -> list[str]:
     """The `export` arguments for one clip of a batch in Blender."""
     argv = ["--source", job.source, "--out", job.out, "--robot", job.robot.urdf]
     argv += ["--mapping", job.robot.mapping] if job.robot.mapping else []
-    if job.robot.avoid_self_collision is not None:
+    baked = Path(job.source).suffix.lower() == ".blend"  # its action is baked: export refuses how-to-bake flags
+    if job.robot.avoid_self_collision is not None and not baked:
         argv += ["--avoid-self-collision" if job.robot.avoid_self_collision else "--no-avoid-self-collision"]
-    argv += ["--collision-margin", repr(job.robot.collision_margin)] if job.robot.collision_margin is not None else []
+    if job.robot.collision_margin is not None and not baked:
+        argv += ["--collision-margin", repr(job.robot.collision_margin)]
     argv += _playback_argv(args)
     if getattr(args, "frame_rate", None) and Path(job.source).suffix.lower() == ".blend":
         argv += ["--frame-rate", args.frame_rate]  # a .blend's only: export refuses it with a clip

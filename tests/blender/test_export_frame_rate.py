@@ -103,7 +103,8 @@ def test_the_operator_refuses_then_exports_at_the_chosen_rate(baked_at_24, mods,
 def test_batch_passes_the_frame_rate_to_a_blend_and_not_to_a_clip(baked_at_24, extension, mods, capsys, tmp_path):
     """`batch --frame-rate scene` over a .blend whose scene was set to the clip's 120 fps after the bake,
     and a BVH beside it: the .blend is exported at 120 fps (the flag was dropped on the way to each
-    clip's export, so it was refused as if not given); the BVH, timed by its Frame Time, is not refused."""
+    clip's export, so it was refused as if not given); the BVH, timed by its Frame Time, is not refused. The
+    self-collision flags reach the BVH's bake and not the .blend's export, which refuses them (its action is baked)."""
     bpy.context.scene.render.fps = 120
     folder = tmp_path / "clips"
     folder.mkdir()
@@ -111,7 +112,8 @@ def test_batch_passes_the_frame_rate_to_a_blend_and_not_to_a_clip(baked_at_24, e
     test_export.walk_slice(folder, "walk_a.bvh", 0, 30)
     out_dir, report = tmp_path / "out", tmp_path / "batch.json"
     code, stdout, stderr = _main(extension, capsys, "batch", "--robot", G1, "--inputs", folder, "--format", "npz",
-                                 "--allow-violations", "--out-dir", out_dir, "--report", report, "--frame-rate", "scene")
+                                 "--allow-violations", "--out-dir", out_dir, "--report", report, "--frame-rate", "scene",
+                                 "--no-avoid-self-collision", "--collision-margin", "0.02")
     summary = json.loads(report.read_text(encoding="utf-8"))
     assert code == 0 and summary["succeeded"] == 2, (stderr, summary)
     track = mods["core.playback.formats"].read_playback(out_dir / "scene.npz").track
