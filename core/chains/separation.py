@@ -230,9 +230,8 @@ def _polished(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray,
         better = (descend_room if POLISH_DESCENT else polish_room)(
             problem, separation, x, shape, lower, upper, corrections._least_change, corrections.WHOLE_SHAPE_WEIGHT,
             corrections.LOOKAHEAD_M, corrections.STEP_RAD)
-    gained = steady_gain(x, better, fps, lower, upper, max_step,
-                         lambda y, frames: _violation(problem, separation, y, frames), depth, separation.reach)
-    return rate_limit(gained, max_step)  # steady_gain's fallback blend can outrun a joint by a hair (G1 hop 5e-5)
+    return steady_gain(x, better, fps, lower, upper, max_step,
+                       lambda y, frames: _violation(problem, separation, y, frames), depth, separation.reach)
 
 
 def _steady(problem: ChainGroup, separation, x: np.ndarray, shape: np.ndarray, max_step: np.ndarray,

@@ -219,5 +219,5 @@ def steady_gain(y: np.ndarray, better: np.ndarray, fps: float, lower: np.ndarray
         after[near] = inside(out, look[near])
     if not (after > INSIDE_M).any():
         return out
-    half = _half(fps)
-    return _blended(y, out, look, after, half, max_step, inside)
+    half = _half(fps)  # the blend's last resort moves frames by their depth: it may outrun a joint by a hair
+    return rate_limit(_blended(y, out, look, after, half, max_step, inside), max_step)  # (G1 hop: 5e-5 of its speed)
