@@ -94,7 +94,7 @@ class _Corrections:
                 break
         if not self.whole:
             return
-        kept = self._whole_state(out, every, live, WHOLE_KEPT_BY_COST)
+        kept = self._whole_state(out, every, live)
         moved, live = [], every
         for _ in range(WHOLE_STEPS):
             live = self._whole_step(out, live)
@@ -106,12 +106,10 @@ class _Corrections:
             live = self.step(out, live)
         self._keep_cheaper(out, every, kept, live)
 
-    def _whole_state(self, out: np.ndarray, live: np.ndarray, inside: np.ndarray, costed: bool = True) -> tuple:
-        """(joints (L, V), whole cost (L,; None unless costed), inside (L,) bool) of the live rows where they are;
+    def _whole_state(self, out: np.ndarray, live: np.ndarray, inside: np.ndarray) -> tuple:
+        """(joints (L, V), whole cost (L,), inside (L,) bool) of the live rows where they are;
         inside: the rows a way out left inside (moved since it last looked: not known to be out)."""
         rows = self.rows[live]
-        if not costed:
-            return out[rows].copy(), None, np.isin(live, inside)
         change = out[rows] - self.shape[live]
         cost = 0.5 * np.einsum("rv,rvw,rw->r", change, WHOLE_SHAPE_WEIGHT * self.change_metric[live], change)
         cost += self.group.pull_cost(self.q[rows], rows)
@@ -128,7 +126,7 @@ class _Corrections:
         roll swings 0.35 rad across a bound and back; four or eight steps cost the walk's left arm
         more than two)."""
         joints, cost, was_inside = kept
-        _, now, now_inside = self._whole_state(out, live, inside, WHOLE_KEPT_BY_COST)
+        _, now, now_inside = self._whole_state(out, live, inside)
         costlier = (now_inside == was_inside) & (now > cost) if WHOLE_KEPT_BY_COST else False
         back = live[(now_inside & ~was_inside) | costlier]
         self.radius[back] *= 0.5
