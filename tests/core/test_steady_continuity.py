@@ -265,3 +265,25 @@ def test_room_made_moves_little_between_two_close_inputs_on_the_g1_walk(inputs):
     apart = [np.abs(b - a).max() for a, b in zip(rooms, rooms[1:])]
     assert max(apart) < 0.01, apart
     assert np.abs(rooms[-1] - rooms[0]).max() < 0.005
+
+
+def test_the_sampled_rooms_ramp_counts_frames_not_samples():
+    """The sampled room's frames are not all `every` apart (where two runs' grids meet or at a clip's end: 2-7 at
+    120 fps on the G1 walk): its ramp in time (room_in_time) on the samples, their frames given, is the ramp on every
+    frame read at them, and a shape at top speed over an uneven gap is left where it is. Read as evenly spaced, the
+    ramp reached a 7-frame gap's neighbour 4 frames' worth and the rate limit held the shape back."""
+    tree = KinematicTree(parse_urdf(G1))
+    walk = load_bvh(WALK).to_source_motion()
+    q = pipeline.retarget(walk, tree, auto_map(walk, tree), contacts="off", figures=False).q[:200]
+    max_step = tree.velocity / walk.fps  # rad a frame at each joint's top speed
+    sample = np.r_[np.arange(0, 93, 4), np.arange(99, 196, 4), 197, 199]  # gaps of 2, 4 and 7 frames, as grids give
+    moved = q.copy()
+    moved[99] += 0.3  # a room made on one frame
+    slow = max_step / 20.0  # a ramp over about 20 frames, across the uneven gaps
+    dense = separation.room_in_time(q, moved, slow)
+    np.testing.assert_allclose(separation.room_in_time(q[sample], moved[sample], slow, at=sample), dense[sample],
+                               rtol=0, atol=1e-12)
+    shape = np.cumsum(np.tile(0.999 * max_step, (200, 1)), axis=0)  # every joint at just under its top speed
+    steps = np.diff(sample)[:, None] * max_step
+    np.testing.assert_array_equal(separation.rate_limit(shape[sample], steps), shape[sample])
+    assert (np.abs(separation.rate_limit(shape[sample], 4 * max_step) - shape[sample]) > 1e-6).any()  # even: held back
